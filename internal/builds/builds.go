@@ -1,0 +1,156 @@
+// Package builds turns an environment's build inputs into a Ready snapshot: it claims the
+// content-addressed snapshot in the store (so identical inputs build once, across
+// environments and concurrent applies), starts the backend build, waits for it within the
+// caller's deadline, and collects snapshots nothing points at any more.
+package builds
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// startGrace is how long a claimed snapshot may go without a backend build before it is
+// taken for abandoned (its claimer died between claim and start).
+const startGrace = 30 * time.Second
+
+// Coordinator drives snapshot builds of one sandbox provider.
+type Coordinator struct {
+	Store    *store.Store
+	Builder  sandbox.SnapshotBuilder
+	Provider string // the sandbox provider's name
+	// Poll is the first wait between state checks; it doubles up to one second.
+	Poll time.Duration
+}
+
+// Ensure makes sure a snapshot for spec exists or is being built, and returns its row
+// without waiting. base is the snapshot the build starts from.
+func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, base string, blockNetwork bool) (store.Snapshot, error) {
+	hash := spec.BuildHash()
+	id := sandbox.SnapshotID(hash)
+	specJSON, _ := json.Marshal(spec)
+	claimed, cur, err := c.Store.ClaimSnapshot(ctx, store.Snapshot{
+		ID: id, Provider: c.Provider, BuildHash: hash, Base: base, Spec: string(specJSON),
+	}, sandbox.StatusBuilding, sandbox.StatusFailed)
+	if err != nil {
+		return cur, err
+	}
+	if !claimed {
+		// Someone else built or is building it. If the row says Ready but the backend lost
+		// the snapshot (deleted out of band), take it over and build again.
+		if cur.Status == sandbox.StatusReady {
+			if _, err := c.Builder.BuildState(ctx, id); errors.Is(err, sandbox.ErrNotFound) {
+				if err := c.Store.SetSnapshotState(ctx, id, sandbox.StatusFailed, "snapshot was deleted outside trueforge", ""); err != nil {
+					return cur, err
+				}
+				return c.Ensure(ctx, spec, base, blockNetwork)
+			}
+		}
+		return cur, nil
+	}
+	// A failed build's leftovers must go before the new attempt.
+	if err := c.Builder.DeleteSnapshot(ctx, id); err != nil {
+		return cur, fmt.Errorf("clearing the previous attempt of snapshot %s: %w", id, err)
+	}
+	if err := c.Builder.StartBuild(ctx, sandbox.BuildRequest{ID: id, Spec: spec, Base: base, BlockNetwork: blockNetwork}); err != nil {
+		_ = c.Store.SetSnapshotState(context.WithoutCancel(ctx), id, sandbox.StatusFailed, "starting the build: "+err.Error(), "")
+		return cur, fmt.Errorf("starting the build of snapshot %s: %w", id, err)
+	}
+	return cur, nil
+}
+
+// Refresh brings the stored state of snapshot id up to date with the backend and returns
+// it. A snapshot the backend no longer has becomes Failed, so the next plan rebuilds it.
+func (c *Coordinator) Refresh(ctx context.Context, id string) (store.Snapshot, error) {
+	snap, err := c.Store.GetSnapshot(ctx, id)
+	if err != nil {
+		return snap, err
+	}
+	if snap.Status == sandbox.StatusFailed {
+		return snap, nil
+	}
+	st, err := c.Builder.BuildState(ctx, id)
+	switch {
+	case errors.Is(err, sandbox.ErrNotFound) && snap.Status == sandbox.StatusBuilding && time.Since(snap.UpdatedAt) < startGrace:
+		// Claimed a moment ago by another apply that is about to start the build.
+		return snap, nil
+	case errors.Is(err, sandbox.ErrNotFound):
+		reason := "snapshot was deleted outside trueforge"
+		if snap.Status == sandbox.StatusBuilding {
+			reason = "the build never started or its files were removed"
+		}
+		st = sandbox.BuildState{Status: sandbox.StatusFailed, Reason: reason}
+	case err != nil:
+		return snap, fmt.Errorf("checking the build of snapshot %s: %w", id, err)
+	}
+	if st.Status != snap.Status || st.Reason != snap.Reason {
+		if err := c.Store.SetSnapshotState(ctx, id, st.Status, st.Reason, st.LogTail); err != nil {
+			return snap, err
+		}
+		snap.Status, snap.Reason, snap.LogTail = st.Status, st.Reason, st.LogTail
+	}
+	return snap, nil
+}
+
+// Wait polls snapshot id until it is Ready or Failed, or ctx ends. The build goes on
+// after a timeout; the returned error says so.
+func (c *Coordinator) Wait(ctx context.Context, id string) (store.Snapshot, error) {
+	poll := c.Poll
+	if poll <= 0 {
+		poll = 50 * time.Millisecond
+	}
+	for {
+		snap, err := c.Refresh(ctx, id)
+		if err != nil {
+			return snap, err
+		}
+		if snap.Status != sandbox.StatusBuilding {
+			return snap, nil
+		}
+		select {
+		case <-ctx.Done():
+			return snap, fmt.Errorf("snapshot %s is still Building when the wait ended (%w); the build goes on and a later apply or refresh picks up its result", id, context.Cause(ctx))
+		case <-time.After(poll):
+		}
+		if poll < time.Second {
+			poll *= 2
+		}
+	}
+}
+
+// Collect removes snapshots that no environment, provider or other snapshot refers to.
+// It returns the ids it removed.
+func (c *Coordinator) Collect(ctx context.Context) ([]string, error) {
+	ids, err := c.Store.UnreferencedSnapshots(ctx, c.Provider)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, id := range ids {
+		if err := c.Builder.DeleteSnapshot(ctx, id); err != nil {
+			return removed, fmt.Errorf("removing unreferenced snapshot %s: %w", id, err)
+		}
+		if err := c.Store.DeleteSnapshot(ctx, id); err != nil {
+			return removed, err
+		}
+		removed = append(removed, id)
+	}
+	return removed, nil
+}
+
+// RemoveFiles deletes the backend side of snapshots whose rows are already gone (after
+// the provider itself was deleted).
+func (c *Coordinator) RemoveFiles(ctx context.Context, ids []string) error {
+	var errs []error
+	for _, id := range ids {
+		if err := c.Builder.DeleteSnapshot(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,200 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+var (
+	_ datasource.DataSource              = (*environmentDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*environmentDataSource)(nil)
+)
+
+type environmentDataSource struct {
+	cp *controlPlane
+}
+
+type environmentDataSourceModel struct {
+	BuildHash       types.String `tfsdk:"build_hash"`
+	BuildScript     types.String `tfsdk:"build_script"`
+	CPU             types.Int64  `tfsdk:"cpu"`
+	Disk            types.Int64  `tfsdk:"disk"`
+	Env             types.Map    `tfsdk:"env"`
+	Image           types.String `tfsdk:"image"`
+	Memory          types.Int64  `tfsdk:"memory"`
+	Name            types.String `tfsdk:"name"`
+	Network         types.Object `tfsdk:"network"`
+	Owner           types.String `tfsdk:"owner"`
+	SandboxProvider types.String `tfsdk:"sandbox_provider"`
+	SnapshotID      types.String `tfsdk:"snapshot_id"`
+	Status          types.String `tfsdk:"status"`
+	Triggers        types.Map    `tfsdk:"triggers"`
+}
+
+// NewEnvironmentDataSource is the trueforge_environment data source.
+func NewEnvironmentDataSource() datasource.DataSource { return &environmentDataSource{} }
+
+func (d *environmentDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_environment"
+}
+
+func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Reads an environment by name, including the reserved `default` environment the sandbox provider creates. " +
+			"`status` is refreshed from the sandbox backend.",
+		Attributes: map[string]schema.Attribute{
+			"build_hash": schema.StringAttribute{
+				MarkdownDescription: "SHA-256 over the build inputs: the snapshot's content address.",
+				Computed:            true,
+			},
+			"build_script": schema.StringAttribute{
+				MarkdownDescription: "Shell script run on top of the image when the snapshot was baked.",
+				Computed:            true,
+			},
+			"cpu": schema.Int64Attribute{
+				MarkdownDescription: "CPUs for each sandbox.",
+				Computed:            true,
+			},
+			"disk": schema.Int64Attribute{
+				MarkdownDescription: "Disk in GB for each sandbox.",
+				Computed:            true,
+			},
+			"env": schema.MapAttribute{
+				MarkdownDescription: "Environment variables of every sandbox process (empty when none).",
+				Computed:            true,
+				ElementType:         types.StringType,
+			},
+			"image": schema.StringAttribute{
+				MarkdownDescription: "Base image; `platform` is the release snapshot.",
+				Computed:            true,
+			},
+			"memory": schema.Int64Attribute{
+				MarkdownDescription: "Memory in GB for each sandbox.",
+				Computed:            true,
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the environment; `default` reads the sandbox provider's reserved environment.",
+				Required:            true,
+				Validators:          []validator.String{validName()},
+			},
+			"network": schema.SingleNestedAttribute{
+				MarkdownDescription: "Outbound network policy.",
+				Computed:            true,
+				Attributes: map[string]schema.Attribute{
+					"allow_domains": schema.ListAttribute{
+						MarkdownDescription: "Hosts the sandbox may reach; empty means every host. Ignored while `block_all` is on.",
+						Computed:            true,
+						ElementType:         types.StringType,
+					},
+					"block_all": schema.BoolAttribute{
+						MarkdownDescription: "No outbound access at all.",
+						Computed:            true,
+					},
+				},
+			},
+			"owner": schema.StringAttribute{
+				MarkdownDescription: "Who created the environment.",
+				Computed:            true,
+			},
+			"sandbox_provider": schema.StringAttribute{
+				MarkdownDescription: "Name of the sandbox provider the environment belongs to.",
+				Computed:            true,
+			},
+			"snapshot_id": schema.StringAttribute{
+				MarkdownDescription: "The snapshot new sandboxes are cloned from.",
+				Computed:            true,
+			},
+			"status": schema.StringAttribute{
+				MarkdownDescription: "`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent.",
+				Computed:            true,
+			},
+			"triggers": schema.MapAttribute{
+				MarkdownDescription: "Values whose change forces a new snapshot (empty when none).",
+				Computed:            true,
+				ElementType:         types.StringType,
+			},
+		},
+	}
+}
+
+func (d *environmentDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	if d.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var m environmentDataSourceModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	name := m.Name.ValueString()
+	env, err := d.cp.store.GetEnvironment(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Environment Not Found",
+			fmt.Sprintf("No environment %q exists in this control plane. Check the name; an environment created in the same configuration "+
+				"should be read from its trueforge_environment resource, or referenced by that resource's name so Terraform creates it first.", name))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Environment", fmt.Sprintf("Environment %q could not be read.\n\nOriginal Error: %s", name, err))
+		return
+	}
+	status := sandbox.StatusFailed
+	coord, _, err := d.cp.coordinator(ctx, env.Provider)
+	if err == nil {
+		var snap store.Snapshot
+		if snap, err = coord.Refresh(ctx, env.SnapshotID); err == nil {
+			status = snap.Status
+		}
+	}
+	if err != nil {
+		resp.Diagnostics.AddWarning("Environment Status Unknown",
+			fmt.Sprintf("The snapshot status of environment %q could not be refreshed from its sandbox provider %q, so status reads Failed.\n\nOriginal Error: %s", name, env.Provider, err))
+	}
+	m.BuildHash = types.StringValue(env.BuildHash)
+	m.BuildScript = types.StringValue(env.BuildScript)
+	m.CPU = types.Int64Value(env.CPU)
+	m.Disk = types.Int64Value(env.DiskGB)
+	m.Env = knownStringMap(env.Env)
+	m.Image = types.StringValue(env.Image)
+	m.Memory = types.Int64Value(env.MemoryGB)
+	m.Name = types.StringValue(env.Name)
+	m.Owner = types.StringValue(env.Owner)
+	m.SandboxProvider = types.StringValue(env.Provider)
+	m.SnapshotID = types.StringValue(env.SnapshotID)
+	m.Status = types.StringValue(status)
+	m.Triggers = knownStringMap(env.Triggers)
+	var d2 diag.Diagnostics
+	m.Network, d2 = types.ObjectValue(networkAttrTypes, map[string]attr.Value{
+		"allow_domains": stringList(env.AllowDomains),
+		"block_all":     types.BoolValue(env.BlockAll),
+	})
+	resp.Diagnostics.Append(d2...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// knownStringMap is stringMap for data sources: an empty map rather than null, so
+// expressions over it need no null checks.
+func knownStringMap(m map[string]string) types.Map {
+	vals := make(map[string]attr.Value, len(m))
+	for k, v := range m {
+		vals[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, vals)
+}

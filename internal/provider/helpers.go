@@ -1,0 +1,63 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// newID returns a random identifier with a kind prefix, for rows the user never names.
+func newID(kind string) string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return kind + "-" + hex.EncodeToString(b)
+}
+
+func stringList(items []string) types.List {
+	vals := make([]attr.Value, 0, len(items))
+	for _, s := range items {
+		vals = append(vals, types.StringValue(s))
+	}
+	return types.ListValueMust(types.StringType, vals)
+}
+
+// optionalString maps the store's empty string back to null, which is what an omitted
+// optional attribute is in configuration, so Read does not invent a diff.
+func optionalString(s string) types.String {
+	if s == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(s)
+}
+
+func stringMap(m map[string]string) types.Map {
+	if len(m) == 0 {
+		return types.MapNull(types.StringType)
+	}
+	vals := make(map[string]attr.Value, len(m))
+	for k, v := range m {
+		vals[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, vals)
+}
+
+func mapFrom(ctx context.Context, m types.Map) map[string]string {
+	out := map[string]string{}
+	if m.IsNull() || m.IsUnknown() {
+		return out
+	}
+	m.ElementsAs(ctx, &out, false)
+	return out
+}
+
+func listFrom(ctx context.Context, l types.List) []string {
+	var out []string
+	if l.IsNull() || l.IsUnknown() {
+		return out
+	}
+	l.ElementsAs(ctx, &out, false)
+	return out
+}

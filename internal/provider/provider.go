@@ -1,0 +1,132 @@
+// Package provider is the trueforge Terraform provider: sandbox providers, environments,
+// secrets and agents, published into the control-plane store that the harness reads.
+package provider
+
+import (
+	"context"
+	"os"
+	"os/user"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// Environment variables read when the provider block leaves a setting out.
+const (
+	envDatabaseURL = "TRUEFORGE_DATABASE_URL"
+	envOwner       = "TRUEFORGE_OWNER"
+)
+
+var _ provider.Provider = (*trueforgeProvider)(nil)
+
+type trueforgeProvider struct {
+	version string
+}
+
+type providerModel struct {
+	DatabaseURL types.String `tfsdk:"database_url"`
+	Owner       types.String `tfsdk:"owner"`
+}
+
+// New returns a constructor of the provider, as providerserver expects.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &trueforgeProvider{version: version} }
+}
+
+func (p *trueforgeProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "trueforge"
+	resp.Version = p.version
+}
+
+func (p *trueforgeProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Declares where AI agents run their code: sandbox providers, environments (snapshot blueprints), " +
+			"network-scoped secrets and agents. `terraform apply` publishes them into the trueforge control-plane database, " +
+			"which `trueforge-harness` reads to run the agents.",
+		Attributes: map[string]schema.Attribute{
+			"database_url": schema.StringAttribute{
+				MarkdownDescription: "The control-plane database: an SQLite file path or `sqlite://` URL. Defaults to `$" + envDatabaseURL +
+					"`, else `trueforge/trueforge.db` under the user's data directory (`$XDG_DATA_HOME`, else `~/.local/share`). " +
+					"The local backend keeps its snapshots and the secret key file beside the database.",
+				Optional: true,
+			},
+			"owner": schema.StringAttribute{
+				MarkdownDescription: "Who is applying: environments are owned by their creator and only the owner may change or delete them. Defaults to `$" + envOwner + "`, else the OS user.",
+				Optional:            true,
+			},
+		},
+	}
+}
+
+func (p *trueforgeProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if cfg.DatabaseURL.IsUnknown() || cfg.Owner.IsUnknown() {
+		// Values come from resources not created yet; resources will not be called before
+		// a later Configure with known values.
+		return
+	}
+	dbURL := cfg.DatabaseURL.ValueString()
+	if dbURL == "" {
+		dbURL = os.Getenv(envDatabaseURL)
+	}
+	owner := cfg.Owner.ValueString()
+	if owner == "" {
+		owner = os.Getenv(envOwner)
+	}
+	if owner == "" {
+		if u, err := user.Current(); err == nil {
+			owner = u.Username
+		}
+	}
+	if owner == "" {
+		resp.Diagnostics.AddAttributeError(path.Root("owner"), "Missing Owner",
+			"The provider could not tell who is applying. Set owner in the provider block or the "+envOwner+" environment variable.")
+		return
+	}
+	st, err := store.Open(ctx, dbURL)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("database_url"), "Unable To Open Control-Plane Database",
+			"The trueforge provider could not open its database.\n\nSet database_url (or "+envDatabaseURL+") to a writable SQLite path.\n\nOriginal Error: "+err.Error())
+		return
+	}
+	cp := newControlPlane(st, owner)
+	resp.ResourceData = cp
+	resp.DataSourceData = cp
+}
+
+func (p *trueforgeProvider) Resources(context.Context) []func() resource.Resource {
+	return present([]func() resource.Resource{
+		NewSandboxProviderResource,
+		NewEnvironmentResource,
+		NewSecretResource,
+		NewAgentResource,
+	})
+}
+
+func (p *trueforgeProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return present([]func() datasource.DataSource{
+		NewEnvironmentDataSource,
+		NewAgentDataSource,
+	})
+}
+
+// TEMPORARY while resources land: drop constructors that return nil.
+func present[T any](fs []func() T) []func() T {
+	var out []func() T
+	for _, f := range fs {
+		if any(f()) != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}

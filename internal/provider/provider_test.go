@@ -1,0 +1,97 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// testAccProviders starts the provider in-process; Terraform reattaches to it, so no
+// registry is involved and the suite runs offline.
+var testAccProviders = map[string]func() (tfprotov6.ProviderServer, error){
+	"trueforge": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// controlPlaneFixture is one isolated control plane per test: its own database (and so
+// its own snapshots and key file) in a temp dir.
+type controlPlaneFixture struct {
+	t     *testing.T
+	dir   string
+	dbURL string
+	owner string
+}
+
+func newFixture(t *testing.T) *controlPlaneFixture {
+	t.Helper()
+	dir := t.TempDir()
+	return &controlPlaneFixture{t: t, dir: dir, dbURL: filepath.Join(dir, "trueforge.db"), owner: "alice"}
+}
+
+// providerBlock configures the provider for this fixture as owner.
+func (f *controlPlaneFixture) providerBlock(owner string) string {
+	return fmt.Sprintf("provider \"trueforge\" {\n  database_url = %q\n  owner        = %q\n}\n", f.dbURL, owner)
+}
+
+// config joins the provider block (as the fixture's owner) and the sandbox provider with
+// the resources under test.
+func (f *controlPlaneFixture) config(body string) string {
+	return f.providerBlock(f.owner) + localProviderHCL + body
+}
+
+const localProviderHCL = `
+resource "trueforge_sandbox_provider" "local" {
+  name = "local"
+  type = "local"
+}
+`
+
+// store opens the fixture's database, for out-of-band changes and assertions.
+func (f *controlPlaneFixture) store() *store.Store {
+	f.t.Helper()
+	st, err := store.Open(context.Background(), f.dbURL)
+	if err != nil {
+		f.t.Fatalf("opening the control-plane store: %v", err)
+	}
+	f.t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// exec runs SQL against the fixture's database (a change made outside Terraform).
+func (f *controlPlaneFixture) exec(query string, args ...any) {
+	f.t.Helper()
+	if _, err := f.store().DB().Exec(query, args...); err != nil {
+		f.t.Fatalf("out-of-band change %q: %v", query, err)
+	}
+}
+
+func testAccPreCheck(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Fatal("bubblewrap is required for the local backend's snapshot builds: run `make deps` (apt-get install bubblewrap)")
+	}
+}
+
+// terraformState is the state a legacy Check function receives.
+type terraformState = terraform.State
+
+// controlPlane opens the fixture's control plane as the provider would.
+func (f *controlPlaneFixture) controlPlane() (*controlPlane, error) {
+	return newControlPlane(f.store(), f.owner), nil
+}
+
+func mustProvider(t *testing.T, cp *controlPlane) store.SandboxProvider {
+	t.Helper()
+	p, err := cp.store.OnlySandboxProvider(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

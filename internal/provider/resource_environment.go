@@ -1,0 +1,331 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// Size ceilings for an environment; they catch typos (memory = 4096 meant as MB) at plan
+// time rather than after a long build.
+const (
+	maxCPU      = 64
+	maxMemoryGB = 512
+	maxDiskGB   = 2048
+)
+
+var (
+	_ resource.Resource                = (*environmentResource)(nil)
+	_ resource.ResourceWithConfigure   = (*environmentResource)(nil)
+	_ resource.ResourceWithImportState = (*environmentResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*environmentResource)(nil)
+)
+
+type environmentResource struct {
+	cp *controlPlane
+}
+
+type environmentModel struct {
+	ID              types.String   `tfsdk:"id"`
+	Name            types.String   `tfsdk:"name"`
+	SandboxProvider types.String   `tfsdk:"sandbox_provider"`
+	Image           types.String   `tfsdk:"image"`
+	BuildScript     types.String   `tfsdk:"build_script"`
+	CPU             types.Int64    `tfsdk:"cpu"`
+	Memory          types.Int64    `tfsdk:"memory"`
+	Disk            types.Int64    `tfsdk:"disk"`
+	Triggers        types.Map      `tfsdk:"triggers"`
+	Env             types.Map      `tfsdk:"env"`
+	Network         types.Object   `tfsdk:"network"`
+	WaitForReady    types.Bool     `tfsdk:"wait_for_ready"`
+	SnapshotID      types.String   `tfsdk:"snapshot_id"`
+	BuildHash       types.String   `tfsdk:"build_hash"`
+	Status          types.String   `tfsdk:"status"`
+	Owner           types.String   `tfsdk:"owner"`
+	Timeouts        timeouts.Value `tfsdk:"timeouts"`
+}
+
+type networkModel struct {
+	BlockAll     types.Bool `tfsdk:"block_all"`
+	AllowDomains types.List `tfsdk:"allow_domains"`
+}
+
+var networkAttrTypes = map[string]attr.Type{
+	"block_all":     types.BoolType,
+	"allow_domains": types.ListType{ElemType: types.StringType},
+}
+
+// NewEnvironmentResource is the trueforge_environment resource.
+func NewEnvironmentResource() resource.Resource { return &environmentResource{} }
+
+func (r *environmentResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_environment"
+}
+
+func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	bakes := " Changing it **bakes a new snapshot** (an in-place update; existing sandboxes keep their snapshot)."
+	live := " Changing it is applied live: no rebuild, and it reaches sandboxes created afterwards."
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A reusable blueprint for the sandboxes agents create. `image`, `build_script`, `cpu`, `memory`, `disk` and " +
+			"`triggers` are build inputs: they bake a content-addressed snapshot, so identical inputs in any two environments build once. " +
+			"`env` and `network` are applied without a rebuild. Environments are owned by their creator; one referenced by an agent cannot " +
+			"be deleted. The name `default` is reserved for the environment the sandbox provider creates.",
+		Attributes: map[string]schema.Attribute{
+			"build_hash": schema.StringAttribute{
+				MarkdownDescription: "SHA-256 over the build inputs: the snapshot's content address.",
+				Computed:            true,
+			},
+			"build_script": schema.StringAttribute{
+				MarkdownDescription: "Shell script run as root with `sh -e` on top of the image; its changes under `/usr`, `/etc`, `/opt`, `/var`, `/srv`, `/home` and `/root` become the snapshot." + bakes,
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(""),
+			},
+			"cpu": schema.Int64Attribute{
+				MarkdownDescription: fmt.Sprintf("CPUs for each sandbox (1 to %d). Defaults to 1.", maxCPU) + bakes,
+				Optional:            true,
+				Computed:            true,
+				Default:             int64default.StaticInt64(1),
+				Validators:          []validator.Int64{int64validator.Between(1, maxCPU)},
+			},
+			"disk": schema.Int64Attribute{
+				MarkdownDescription: fmt.Sprintf("Disk in GB for each sandbox (1 to %d); the build fails when the snapshot layer is larger. Defaults to 3.", maxDiskGB) + bakes,
+				Optional:            true,
+				Computed:            true,
+				Default:             int64default.StaticInt64(3),
+				Validators:          []validator.Int64{int64validator.Between(1, maxDiskGB)},
+			},
+			"env": schema.MapAttribute{
+				MarkdownDescription: "Environment variables of every sandbox process. Not for credentials: use `trueforge_secret`." + live,
+				Optional:            true,
+				ElementType:         types.StringType,
+				Validators:          []validator.Map{mapKeysCheck{"environment variable names", checkEnvVarName}},
+			},
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The environment's name.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"image": schema.StringAttribute{
+				MarkdownDescription: "Base image. `platform` (the default) is the release snapshot: on the `local` backend, the host's system directories read-only." + bakes,
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(sandbox.PlatformImage),
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"memory": schema.Int64Attribute{
+				MarkdownDescription: fmt.Sprintf("Memory in GB for each sandbox (1 to %d). Defaults to 1.", maxMemoryGB) + bakes,
+				Optional:            true,
+				Computed:            true,
+				Default:             int64default.StaticInt64(1),
+				Validators:          []validator.Int64{int64validator.Between(1, maxMemoryGB)},
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name agents reference. `default` is reserved. Changing it replaces the environment.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{validName(), stringCheck{"not `default`", checkNotReserved}},
+			},
+			"network": schema.SingleNestedAttribute{
+				MarkdownDescription: "Outbound network policy. Omitted means unrestricted egress." + live + " A running session keeps its policy until its sandbox is replaced.",
+				Optional:            true,
+				Attributes: map[string]schema.Attribute{
+					"allow_domains": schema.ListAttribute{
+						MarkdownDescription: "Hosts the sandbox may reach: exact names or `*.suffix` (subdomains only). Empty means every host. Ignored while `block_all` is on.",
+						Optional:            true,
+						ElementType:         types.StringType,
+						Validators:          []validator.List{listvalidator.ValueStringsAre(validDomain()), listvalidator.UniqueValues()},
+					},
+					"block_all": schema.BoolAttribute{
+						MarkdownDescription: "No outbound access at all. While on, `allow_domains` and secrets are inert, and no secret can be added. Defaults to false.",
+						Optional:            true,
+						Computed:            true,
+						Default:             booldefault.StaticBool(false),
+					},
+				},
+			},
+			"owner": schema.StringAttribute{
+				MarkdownDescription: "Who created the environment (the provider's `owner`); only they may change or delete it.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"sandbox_provider": schema.StringAttribute{
+				MarkdownDescription: "Name of the `trueforge_sandbox_provider`. Changing it replaces the environment.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"snapshot_id": schema.StringAttribute{
+				MarkdownDescription: "The snapshot new sandboxes are cloned from. Unknown in a plan only when a build input changed.",
+				Computed:            true,
+			},
+			"status": schema.StringAttribute{
+				MarkdownDescription: "`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent.",
+				Computed:            true,
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true}),
+			"triggers": schema.MapAttribute{
+				MarkdownDescription: "Arbitrary values whose change forces a new snapshot, for inputs outside the configuration (a package index date, a commit)." + bakes,
+				Optional:            true,
+				ElementType:         types.StringType,
+			},
+			"wait_for_ready": schema.BoolAttribute{
+				MarkdownDescription: "Wait for the snapshot build to finish (within `timeouts`) and fail the apply when it fails. With false, apply returns while the status is Building. Defaults to true.",
+				Optional:            true,
+				Computed:            true,
+				Default:             booldefault.StaticBool(true),
+			},
+		},
+	}
+}
+
+func checkNotReserved(s string) string {
+	if s == defaultEnvironmentName {
+		return `"default" is reserved for the environment the sandbox provider creates; it cannot be created, renamed to or deleted. Choose another name, or reference the default environment with the trueforge_environment data source`
+	}
+	return ""
+}
+
+func (r *environmentResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+// spec returns the build inputs of m, and false when any of them is still unknown.
+func (m *environmentModel) spec(ctx context.Context) (sandbox.SnapshotSpec, bool) {
+	if m.Image.IsUnknown() || m.BuildScript.IsUnknown() || m.CPU.IsUnknown() || m.Memory.IsUnknown() || m.Disk.IsUnknown() || m.Triggers.IsUnknown() {
+		return sandbox.SnapshotSpec{}, false
+	}
+	for _, v := range m.Triggers.Elements() {
+		if v.IsUnknown() {
+			return sandbox.SnapshotSpec{}, false
+		}
+	}
+	return sandbox.SnapshotSpec{
+		Image: m.Image.ValueString(), BuildScript: m.BuildScript.ValueString(),
+		CPU: m.CPU.ValueInt64(), MemoryGB: m.Memory.ValueInt64(), DiskGB: m.Disk.ValueInt64(),
+		Triggers: mapFrom(ctx, m.Triggers),
+	}, true
+}
+
+func (m *environmentModel) network(ctx context.Context) (blockAll bool, allow []string) {
+	if m.Network.IsNull() || m.Network.IsUnknown() {
+		return false, nil
+	}
+	var n networkModel
+	m.Network.As(ctx, &n, struct{ UnhandledNullAsEmpty, UnhandledUnknownAsEmpty bool }{true, true})
+	return n.BlockAll.ValueBool(), listFrom(ctx, n.AllowDomains)
+}
+
+func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.cp == nil {
+		return
+	}
+	if req.Plan.Raw.IsNull() {
+		// Destroy: refuse early when someone else owns it, so the plan tells the truth.
+		var state environmentModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if !state.Owner.IsNull() && state.Owner.ValueString() != r.cp.owner {
+			addOwnerError(&resp.Diagnostics, state.Name.ValueString(), state.Owner.ValueString(), r.cp.owner, "deleted")
+		}
+		return
+	}
+	var plan environmentModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var state *environmentModel
+	if !req.State.Raw.IsNull() {
+		state = &environmentModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	spec, known := plan.spec(ctx)
+	if known {
+		plan.BuildHash = types.StringValue(spec.BuildHash())
+	} else {
+		plan.BuildHash = types.StringUnknown()
+	}
+	if !plan.Name.IsUnknown() {
+		plan.ID = plan.Name
+	}
+	r.checkImage(ctx, &plan, resp)
+
+	if state == nil {
+		plan.Owner = types.StringValue(r.cp.owner)
+		plan.SnapshotID, plan.Status = types.StringUnknown(), types.StringUnknown()
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	plan.Owner = state.Owner
+	if state.Owner.ValueString() != r.cp.owner {
+		addOwnerError(&resp.Diagnostics, state.Name.ValueString(), state.Owner.ValueString(), r.cp.owner, "changed")
+		return
+	}
+	rebuild := !known || plan.BuildHash.ValueString() != state.BuildHash.ValueString() ||
+		state.Status.ValueString() == sandbox.StatusFailed || state.SnapshotID.ValueString() == ""
+	if rebuild {
+		plan.SnapshotID, plan.Status = types.StringUnknown(), types.StringUnknown()
+		why := "a build input (image, build_script, cpu, memory, disk or triggers) changed"
+		if known && plan.BuildHash.ValueString() == state.BuildHash.ValueString() {
+			why = "its current snapshot is " + strings.ToLower(state.Status.ValueString()) + " or missing"
+		}
+		resp.Diagnostics.AddWarning("New Snapshot Will Be Baked",
+			fmt.Sprintf("Environment %q will bake a new snapshot because %s. Sandboxes that already exist keep their snapshot until they are replaced; env and network changes never rebuild.",
+				state.Name.ValueString(), why))
+	} else {
+		plan.SnapshotID, plan.Status = state.SnapshotID, state.Status
+	}
+	blockAll, allow := plan.network(ctx)
+	wasBlocked, _ := state.network(ctx)
+	if blockAll && !wasBlocked {
+		secrets, _ := r.cp.store.ListSecrets(ctx, state.Name.ValueString())
+		if len(allow) > 0 || len(secrets) > 0 {
+			resp.Diagnostics.AddAttributeWarning(path.Root("network").AtName("block_all"), "Allow List And Secrets Become Inert",
+				fmt.Sprintf("Turning block_all on for environment %q gives its sandboxes no network at all: the allow list (%d entries) and its %d secret(s) are kept but ignored until block_all is turned off.",
+					state.Name.ValueString(), len(allow), len(secrets)))
+		}
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// checkImage rejects images the environment's backend cannot use, at plan time.
+func (r *environmentResource) checkImage(ctx context.Context, plan *environmentModel, resp *resource.ModifyPlanResponse) {
+	if plan.Image.IsUnknown() || plan.SandboxProvider.IsUnknown() {
+		return
+	}
+	p, err := r.cp.store.GetSandboxProvider(ctx, plan.SandboxProvider.ValueString())
+	if err != nil {
+		return // created in this apply; Create checks again
+	}
+	if p.Type == "local" && plan.Image.ValueString() != sandbox.PlatformImage {
+		resp.Diagnostics.AddAttributeError(path.Root("image"), "Image Not Supported By Backend",
+			fmt.Sprintf("The local backend builds on the platform image only; got %q. Set image = \"platform\" and install what you need in build_script.", plan.Image.ValueString()))
+	}
+}
+
+func addOwnerError(diags interface {
+	AddError(string, string)
+}, env, owner, caller, verb string) {
+	diags.AddError("Environment Owned By Another User",
+		fmt.Sprintf("Environment %q is owned by %q and cannot be %s by %q. Ask its owner, or apply with owner = %q if you are acting for them.", env, owner, verb, caller, owner))
+}

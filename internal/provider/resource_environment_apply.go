@@ -1,0 +1,310 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+func (r *environmentResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var plan environmentModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Create(ctx, defaultBuildTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	name := plan.Name.ValueString()
+	if msg := checkNotReserved(name); msg != "" {
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Reserved Environment Name", msg)
+		return
+	}
+	coord, prov, err := r.cp.coordinator(ctx, plan.SandboxProvider.ValueString())
+	if errors.Is(err, store.ErrNotFound) {
+		resp.Diagnostics.AddAttributeError(path.Root("sandbox_provider"), "Sandbox Provider Not Found",
+			fmt.Sprintf("No sandbox provider %q is configured in this control plane. Reference a trueforge_sandbox_provider's name attribute so Terraform creates it first.", plan.SandboxProvider.ValueString()))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Error Creating Environment", err.Error())
+		return
+	}
+	if _, err := r.cp.store.GetEnvironment(ctx, name); err == nil {
+		resp.Diagnostics.AddError("Environment Already Exists",
+			fmt.Sprintf("Environment %q already exists in this control plane. Import it with `terraform import <address> %s`, or choose another name.", name, name))
+		return
+	}
+	spec, _ := plan.spec(ctx)
+	if prov.Type == "local" && spec.Image != sandbox.PlatformImage {
+		resp.Diagnostics.AddAttributeError(path.Root("image"), "Image Not Supported By Backend",
+			fmt.Sprintf("The local backend builds on the platform image only; got %q.", spec.Image))
+		return
+	}
+	blockAll, allow := plan.network(ctx)
+	snap, err := coord.Ensure(ctx, spec, prov.ReleaseSnapshot, blockAll)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Starting Snapshot Build", fmt.Sprintf("Environment %q: %s", name, err))
+		return
+	}
+	env := store.Environment{
+		ID: newID("env"), Name: name, Provider: prov.Name, Owner: r.cp.owner,
+		Image: spec.Image, BuildScript: spec.BuildScript, CPU: spec.CPU, MemoryGB: spec.MemoryGB, DiskGB: spec.DiskGB,
+		Triggers: spec.Triggers, Env: mapFrom(ctx, plan.Env), BlockAll: blockAll, AllowDomains: allow,
+		BuildHash: snap.BuildHash, SnapshotID: snap.ID,
+	}
+	if err := r.cp.store.CreateEnvironment(ctx, env); err != nil {
+		resp.Diagnostics.AddError("Error Creating Environment", err.Error())
+		return
+	}
+	plan.ID = types.StringValue(name)
+	plan.Owner = types.StringValue(r.cp.owner)
+	r.finishBuild(ctx, coord, &plan, snap, resp.State.Set, &resp.Diagnostics)
+}
+
+// finishBuild saves the state with the snapshot id before waiting (a failed or timed-out
+// build then taints or marks the resource instead of losing it), waits when asked, and
+// reports a failed build with its reason and log tail.
+func (r *environmentResource) finishBuild(ctx context.Context, coord interface {
+	Wait(context.Context, string) (store.Snapshot, error)
+}, plan *environmentModel, snap store.Snapshot, set func(context.Context, any) diag.Diagnostics, diags *diag.Diagnostics) {
+	plan.SnapshotID = types.StringValue(snap.ID)
+	plan.BuildHash = types.StringValue(snap.BuildHash)
+	plan.Status = types.StringValue(snap.Status)
+	diags.Append(set(ctx, plan)...)
+	if !plan.WaitForReady.ValueBool() || snap.Status == sandbox.StatusReady {
+		return
+	}
+	snap, err := coord.Wait(ctx, snap.ID)
+	plan.Status = types.StringValue(snap.Status)
+	diags.Append(set(ctx, plan)...)
+	if err != nil {
+		diags.AddError("Timed Out Waiting For Snapshot",
+			fmt.Sprintf("Environment %q: %s. Raise timeouts, or set wait_for_ready = false to return while it builds.", plan.Name.ValueString(), err))
+		return
+	}
+	if snap.Status == sandbox.StatusFailed {
+		diags.AddError("Snapshot Build Failed",
+			fmt.Sprintf("The snapshot of environment %q (%s) failed to build: %s.\n\nFix build_script and apply again; the failed build is retried.\n\nBuild log (tail):\n%s",
+				plan.Name.ValueString(), snap.ID, snap.Reason, snap.LogTail))
+	}
+}
+
+func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var state environmentModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	env, err := r.cp.store.GetEnvironment(ctx, state.ID.ValueString())
+	if errors.Is(err, store.ErrNotFound) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Environment", err.Error())
+		return
+	}
+	status := sandbox.StatusFailed
+	if coord, _, err := r.cp.coordinator(ctx, env.Provider); err == nil {
+		if snap, err := coord.Refresh(ctx, env.SnapshotID); err == nil {
+			status = snap.Status
+		}
+	}
+	resp.Diagnostics.Append(state.fromStore(ctx, env, status)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// fromStore sets every attribute the control plane owns, so out-of-band changes show as
+// drift. Empty maps and lists keep the representation the configuration used (null or
+// empty), which are the same to the product.
+func (m *environmentModel) fromStore(ctx context.Context, env store.Environment, status string) diag.Diagnostics {
+	m.ID = types.StringValue(env.Name)
+	m.Name = types.StringValue(env.Name)
+	m.SandboxProvider = types.StringValue(env.Provider)
+	m.Image = types.StringValue(env.Image)
+	m.BuildScript = types.StringValue(env.BuildScript)
+	m.CPU = types.Int64Value(env.CPU)
+	m.Memory = types.Int64Value(env.MemoryGB)
+	m.Disk = types.Int64Value(env.DiskGB)
+	m.Triggers = keepEmptyMap(m.Triggers, env.Triggers)
+	m.Env = keepEmptyMap(m.Env, env.Env)
+	m.SnapshotID = types.StringValue(env.SnapshotID)
+	m.BuildHash = types.StringValue(env.BuildHash)
+	m.Status = types.StringValue(status)
+	m.Owner = types.StringValue(env.Owner)
+	if m.WaitForReady.IsNull() {
+		m.WaitForReady = types.BoolValue(true)
+	}
+	var diags diag.Diagnostics
+	if m.Network.IsNull() && !env.BlockAll && len(env.AllowDomains) == 0 {
+		return diags
+	}
+	var prior networkModel
+	if !m.Network.IsNull() && !m.Network.IsUnknown() {
+		diags.Append(m.Network.As(ctx, &prior, struct{ UnhandledNullAsEmpty, UnhandledUnknownAsEmpty bool }{true, true})...)
+	}
+	allow := types.ListNull(types.StringType)
+	switch {
+	case len(env.AllowDomains) > 0:
+		allow = stringList(env.AllowDomains)
+	case !prior.AllowDomains.IsNull() && !prior.AllowDomains.IsUnknown():
+		allow = stringList(nil) // the configuration said [] rather than leaving it out
+	}
+	obj, d := types.ObjectValue(networkAttrTypes, map[string]attr.Value{
+		"block_all":     types.BoolValue(env.BlockAll),
+		"allow_domains": allow,
+	})
+	diags.Append(d...)
+	m.Network = obj
+	return diags
+}
+
+func keepEmptyMap(prior types.Map, m map[string]string) types.Map {
+	if len(m) == 0 && !prior.IsNull() && !prior.IsUnknown() && len(prior.Elements()) == 0 {
+		return prior
+	}
+	return stringMap(m)
+}
+
+func (r *environmentResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var plan, state environmentModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	name := state.ID.ValueString()
+	env, err := r.cp.store.GetEnvironment(ctx, name)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Updating Environment", err.Error())
+		return
+	}
+	if env.Owner != r.cp.owner {
+		addOwnerError(&resp.Diagnostics, name, env.Owner, r.cp.owner, "changed")
+		return
+	}
+	coord, prov, err := r.cp.coordinator(ctx, env.Provider)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Updating Environment", err.Error())
+		return
+	}
+	spec, _ := plan.spec(ctx)
+	blockAll, allow := plan.network(ctx)
+	env.Env, env.BlockAll, env.AllowDomains = mapFrom(ctx, plan.Env), blockAll, allow
+	plan.ID, plan.Owner = state.ID, state.Owner
+
+	if !plan.SnapshotID.IsUnknown() {
+		// Only live attributes changed: the snapshot stays, nothing is built.
+		if err := r.cp.store.UpdateEnvironment(ctx, env); err != nil {
+			resp.Diagnostics.AddError("Error Updating Environment", err.Error())
+			return
+		}
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
+	snap, err := coord.Ensure(ctx, spec, prov.ReleaseSnapshot, blockAll)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Starting Snapshot Build", fmt.Sprintf("Environment %q: %s", name, err))
+		return
+	}
+	env.Image, env.BuildScript, env.CPU, env.MemoryGB, env.DiskGB, env.Triggers = spec.Image, spec.BuildScript, spec.CPU, spec.MemoryGB, spec.DiskGB, spec.Triggers
+	env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
+	if err := r.cp.store.UpdateEnvironment(ctx, env); err != nil {
+		resp.Diagnostics.AddError("Error Updating Environment", err.Error())
+		return
+	}
+	r.finishBuild(ctx, coord, &plan, snap, resp.State.Set, &resp.Diagnostics)
+	r.collect(ctx, coord, &resp.Diagnostics)
+}
+
+// collect removes snapshots nothing refers to any more; failing to is worth a warning,
+// not a failed apply.
+func (r *environmentResource) collect(ctx context.Context, coord interface {
+	Collect(context.Context) ([]string, error)
+}, diags *diag.Diagnostics) {
+	if _, err := coord.Collect(ctx); err != nil {
+		diags.AddWarning("Old Snapshots Not Collected", "Unreferenced snapshots could not all be removed; a later apply retries.\n\n"+err.Error())
+	}
+}
+
+func (r *environmentResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var state environmentModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	name := state.ID.ValueString()
+	env, err := r.cp.store.GetEnvironment(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Error Deleting Environment", err.Error())
+		return
+	}
+	if env.Reserved {
+		resp.Diagnostics.AddError("Reserved Environment", checkNotReserved(name))
+		return
+	}
+	if env.Owner != r.cp.owner {
+		addOwnerError(&resp.Diagnostics, name, env.Owner, r.cp.owner, "deleted")
+		return
+	}
+	err = r.cp.store.DeleteEnvironment(ctx, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return
+	case errors.Is(err, store.ErrInUse):
+		resp.Diagnostics.AddError("Environment In Use",
+			fmt.Sprintf("%s. An environment referenced by a saved agent cannot be deleted: point those agents at another environment (or delete them) first.", err))
+		return
+	case err != nil:
+		resp.Diagnostics.AddError("Error Deleting Environment", err.Error())
+		return
+	}
+	if coord, _, err := r.cp.coordinator(ctx, env.Provider); err == nil {
+		r.collect(ctx, coord, &resp.Diagnostics)
+	}
+}
+
+func (r *environmentResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if req.ID == defaultEnvironmentName {
+		resp.Diagnostics.AddError("Reserved Environment",
+			"The default environment belongs to the sandbox provider and cannot be managed as a trueforge_environment. Read it with the trueforge_environment data source.")
+		return
+	}
+	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+}

@@ -1,0 +1,385 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+const envAddr = "trueforge_environment.py"
+
+// envHCL renders an environment "py" with the given build script and body extras.
+func envHCL(script, extra string) string {
+	return fmt.Sprintf(`
+resource "trueforge_environment" "py" {
+  name             = "py"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+  build_script     = %q
+%s
+}
+`, script, extra)
+}
+
+func TestAccEnvironment_buildInputsVersusLiveChanges(t *testing.T) {
+	f := newFixture(t)
+	snapshotStable := statecheck.CompareValue(compare.ValuesSame())
+	buildsBefore := int64(0)
+	countBuilds := func(want int64) func(*terraformState) error {
+		return func(*terraformState) error {
+			n, err := f.store().CountBuilds(t.Context())
+			if err != nil {
+				return err
+			}
+			if n-buildsBefore != want {
+				return fmt.Errorf("builds started = %d, want %d", n-buildsBefore, want)
+			}
+			buildsBefore = n
+			return nil
+		}
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config: f.config(envHCL("echo v1 > /usr/local/share/marker", `  env = { MODE = "a" }`)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("owner"), knownvalue.StringExact("alice")),
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-[0-9a-f]{20}$`))),
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("build_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
+					snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
+				},
+				// The provider's default environment and this one: two builds.
+				Check: countBuilds(2),
+			},
+			{
+				// env is live: an in-place update that keeps snapshot_id known and unchanged.
+				Config: f.config(envHCL("echo v1 > /usr/local/share/marker", `  env = { MODE = "b" }`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id"))},
+				Check:             countBuilds(0),
+			},
+			{
+				// network is live too.
+				Config: f.config(envHCL("echo v1 > /usr/local/share/marker", `  env = { MODE = "b" }
+  network = { allow_domains = ["api.github.com", "*.pypi.org"] }`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id"))},
+				Check:             countBuilds(0),
+			},
+			{
+				// build_script bakes a new snapshot: in place, snapshot_id and status unknown in the plan.
+				Config: f.config(envHCL("echo v2 > /usr/local/share/marker", `  env = { MODE = "b" }
+  network = { allow_domains = ["api.github.com", "*.pypi.org"] }`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
+					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("status")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				},
+				Check: resource.ComposeTestCheckFunc(countBuilds(1), func(s *terraformState) error {
+					// The old snapshot is unreferenced now and was collected.
+					hist, err := f.store().SnapshotHistory(t.Context(), "py")
+					if err != nil || len(hist) != 2 {
+						return fmt.Errorf("snapshot history = %v, %v; want two snapshots", hist, err)
+					}
+					if _, err := f.store().GetSnapshot(t.Context(), hist[0]); err == nil {
+						return fmt.Errorf("old snapshot %s was not collected", hist[0])
+					}
+					return nil
+				}),
+			},
+			{
+				// cpu, memory, disk and triggers are build inputs too.
+				Config: f.config(envHCL("echo v2 > /usr/local/share/marker", `  env = { MODE = "b" }
+  cpu      = 2
+  triggers = { index = "2026-11-29" }
+  network = { allow_domains = ["api.github.com", "*.pypi.org"] }`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
+				}},
+				Check: countBuilds(1),
+			},
+			{
+				ResourceName:            envAddr,
+				ImportState:             true,
+				ImportStateId:           "py",
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				// Renaming replaces.
+				Config: f.config(`
+resource "trueforge_environment" "py" {
+  name             = "py2"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+}
+`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionReplace),
+				}},
+			},
+		},
+	})
+}
+
+func TestAccEnvironment_identicalInputsBuildOnce(t *testing.T) {
+	f := newFixture(t)
+	two := `
+resource "trueforge_environment" "a" {
+  name             = "team-a"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+  build_script     = "mkdir -p /opt/tool && echo 1 > /opt/tool/v"
+  env              = { TEAM = "a" }
+}
+resource "trueforge_environment" "b" {
+  name             = "team-b"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+  build_script     = "mkdir -p /opt/tool && echo 1 > /opt/tool/v"
+  network          = { block_all = true }
+}
+`
+	same := statecheck.CompareValue(compare.ValuesSame())
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{{
+			Config: f.config(two),
+			ConfigStateChecks: []statecheck.StateCheck{
+				same.AddStateValue("trueforge_environment.a", tfjsonpath.New("snapshot_id")),
+				same.AddStateValue("trueforge_environment.b", tfjsonpath.New("snapshot_id")),
+			},
+			Check: func(*terraformState) error {
+				n, err := f.store().CountBuilds(t.Context())
+				if err != nil {
+					return err
+				}
+				if n != 2 { // default + one shared build
+					return fmt.Errorf("builds = %d, want 2 (default and one shared build)", n)
+				}
+				return nil
+			},
+		}},
+	})
+}
+
+func TestAccEnvironment_failedBuild(t *testing.T) {
+	f := newFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config:      f.config(envHCL("echo installing; echo 'E: package nope not found' >&2; exit 3", "")),
+				ExpectError: regexp.MustCompile(`(?s)Snapshot Build Failed.*exit.*3.*package nope not found`),
+			},
+			{
+				// The failed build was saved (tainted), so fixing the script replaces it and succeeds.
+				Config: f.config(envHCL("echo fixed", "")),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				},
+			},
+		},
+	})
+}
+
+func TestAccEnvironment_disappears(t *testing.T) {
+	f := newFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{{
+			Config: f.config(envHCL("", "")),
+			Check: func(*terraformState) error {
+				f.exec(`DELETE FROM environments WHERE name = 'py'`)
+				return nil
+			},
+			ExpectNonEmptyPlan: true,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionCreate)},
+			},
+		}},
+	})
+}
+
+func TestAccEnvironment_drift(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.config(envHCL("echo drift > /etc/drift", `  env = { MODE = "a" }`))
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{Config: cfg},
+			{
+				// A live attribute changed outside Terraform: plan reverts it in place.
+				PreConfig: func() { f.exec(`UPDATE environments SET env = '{"MODE":"hacked"}' WHERE name = 'py'`) },
+				Config:    cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+				}},
+			},
+			{
+				// The snapshot was deleted from the backend: refresh sees it and plan rebuilds.
+				PreConfig: func() {
+					env, err := f.store().GetEnvironment(t.Context(), "py")
+					if err != nil {
+						t.Fatal(err)
+					}
+					cp, err := f.controlPlane()
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, err := cp.builder(mustProvider(t, cp))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := b.DeleteSnapshot(t.Context(), env.SnapshotID); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				},
+			},
+		},
+	})
+}
+
+func TestAccEnvironment_rules(t *testing.T) {
+	f := newFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config: f.config(`
+resource "trueforge_environment" "d" {
+  name             = "default"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+}`),
+				ExpectError: regexp.MustCompile(`(?s)"default" is reserved`),
+			},
+			{Config: f.config(envHCL("", `  memory = -1`)), ExpectError: regexp.MustCompile(`(?s)memory.*must be between 1 and 512`)},
+			{Config: f.config(envHCL("", `  disk = 0`)), ExpectError: regexp.MustCompile(`(?s)disk.*must be between 1 and 2048`)},
+			{Config: f.config(envHCL("", `  env = { "BAD-NAME" = "x" }`)), ExpectError: regexp.MustCompile(`(?s)"BAD-NAME" is not an environment variable name`)},
+			{Config: f.config(envHCL("", `  network = { allow_domains = ["*"] }`)), ExpectError: regexp.MustCompile(`(?s)would match every host`)},
+			{Config: f.config(envHCL("", `  network = { allow_domains = ["*.com"] }`)), ExpectError: regexp.MustCompile(`(?s)whole top-level domain`)},
+			{Config: f.config(envHCL("", `  network = { allow_domains = ["https://api.github.com"] }`)), ExpectError: regexp.MustCompile(`(?s)has a scheme`)},
+			{Config: f.config(envHCL("", `  image = "ubuntu:24.04"`)), ExpectError: regexp.MustCompile(`(?s)Image Not Supported By Backend`)},
+			{
+				// Nothing was written by any refused step.
+				PreConfig: func() {
+					envs, err := f.store().ListEnvironments(t.Context())
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, e := range envs {
+						if e.Name != "default" {
+							t.Errorf("refused environment %q was stored", e.Name)
+						}
+					}
+				},
+				Config: f.config(envHCL("", "")),
+			},
+			{
+				// "default" cannot be renamed to.
+				Config: f.config(`
+resource "trueforge_environment" "py" {
+  name             = "default"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+}`),
+				ExpectError: regexp.MustCompile(`(?s)"default" is reserved`),
+			},
+			{
+				// The default environment cannot be imported (and so not deleted) as a resource.
+				ResourceName:  "trueforge_environment.other",
+				Config:        f.config(envHCL("", "")) + `resource "trueforge_environment" "other" {
+  name             = "other"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+}`,
+				ImportState:   true,
+				ImportStateId: "default",
+				ExpectError:   regexp.MustCompile(`Reserved Environment`),
+			},
+			{Config: f.config(envHCL("", ""))},
+		},
+	})
+}
+
+func TestAccEnvironment_ownedByCreator(t *testing.T) {
+	f := newFixture(t)
+	asBob := func(body string) string {
+		return f.providerBlock("bob") + localProviderHCL + body
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{Config: f.config(envHCL("", `  env = { A = "1" }`))},
+			{
+				Config:      asBob(envHCL("", `  env = { A = "2" }`)),
+				ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*owned by "alice".*cannot be changed by "bob"`),
+			},
+			{
+				Config:      asBob(""),
+				ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*cannot be deleted by "bob"`),
+			},
+			{
+				PreConfig: func() {
+					env, err := f.store().GetEnvironment(t.Context(), "py")
+					if err != nil || env.Env["A"] != "1" {
+						t.Errorf("bob changed alice's environment: %+v, %v", env, err)
+					}
+				},
+				Config: f.config(envHCL("", `  env = { A = "1" }`)),
+			},
+		},
+	})
+}
+
+func TestAccEnvironment_blockAllMakesAllowListInert(t *testing.T) {
+	f := newFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{Config: f.config(envHCL("", `  network = { allow_domains = ["api.github.com"] }`))},
+			{
+				// Turning block_all on keeps the allow list but warns that it is inert; no rebuild.
+				Config: f.config(envHCL("", `  network = { block_all = true, allow_domains = ["api.github.com"] }`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("network").AtMapKey("block_all"), knownvalue.Bool(true)),
+				},
+			},
+		},
+	})
+}

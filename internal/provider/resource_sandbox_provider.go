@@ -1,0 +1,434 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/catalog"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// defaultEnvironmentName is the reserved environment every provider creates.
+const defaultEnvironmentName = "default"
+
+// defaultSpec is the reserved environment's blueprint: platform image, 1 CPU, 1 GB, 3 GB.
+var defaultSpec = sandbox.SnapshotSpec{Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3}
+
+const defaultBuildTimeout = 30 * time.Minute
+
+var (
+	_ resource.Resource                   = (*sandboxProviderResource)(nil)
+	_ resource.ResourceWithConfigure      = (*sandboxProviderResource)(nil)
+	_ resource.ResourceWithImportState    = (*sandboxProviderResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*sandboxProviderResource)(nil)
+)
+
+type sandboxProviderResource struct {
+	cp *controlPlane
+}
+
+type sandboxProviderModel struct {
+	ID                 types.String   `tfsdk:"id"`
+	Name               types.String   `tfsdk:"name"`
+	Type               types.String   `tfsdk:"type"`
+	APIURL             types.String   `tfsdk:"api_url"`
+	APIKey             types.String   `tfsdk:"api_key"`
+	APIKeyWO           types.String   `tfsdk:"api_key_wo"`
+	APIKeyWOVersion    types.Int64    `tfsdk:"api_key_wo_version"`
+	Target             types.String   `tfsdk:"target"`
+	Scopes             types.List     `tfsdk:"scopes"`
+	ReleaseSnapshot    types.String   `tfsdk:"release_snapshot"`
+	DefaultEnvironment types.String   `tfsdk:"default_environment"`
+	Status             types.String   `tfsdk:"status"`
+	Timeouts           timeouts.Value `tfsdk:"timeouts"`
+}
+
+// NewSandboxProviderResource is the trueforge_sandbox_provider resource.
+func NewSandboxProviderResource() resource.Resource { return &sandboxProviderResource{} }
+
+func (r *sandboxProviderResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_sandbox_provider"
+}
+
+func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The sandbox backend of this control plane (one per control plane). Creating it validates the " +
+			"credentials, builds the **release snapshot** every other snapshot starts from, and creates the reserved " +
+			"`default` environment (platform image, 1 CPU, 1 GB memory, 3 GB disk). For `daytona`, the API key must carry " +
+			"the `write:sandboxes`, `write:snapshots` and `manage:secrets` scopes, or saving fails and nothing is stored.",
+		Attributes: map[string]schema.Attribute{
+			"api_key": schema.StringAttribute{
+				MarkdownDescription: "API key of the backend (stored sealed with AES-GCM, never in plaintext). Prefer `api_key_wo`, which keeps the key out of state. Changing it re-validates the key.",
+				Optional:            true,
+				Sensitive:           true,
+				Validators: []validator.String{
+					stringvalidator.ConflictsWith(path.MatchRoot("api_key_wo")),
+					stringvalidator.PreferWriteOnlyAttribute(path.MatchRoot("api_key_wo")),
+				},
+			},
+			"api_key_wo": schema.StringAttribute{
+				MarkdownDescription: "Write-only API key (Terraform 1.11 or later): never stored in state or plan. Increment `api_key_wo_version` to send a new key.",
+				Optional:            true,
+				Sensitive:           true,
+				WriteOnly:           true,
+				Validators:          []validator.String{stringvalidator.AlsoRequires(path.MatchRoot("api_key_wo_version"))},
+			},
+			"api_key_wo_version": schema.Int64Attribute{
+				MarkdownDescription: "Version of `api_key_wo`; change it to rotate the key.",
+				Optional:            true,
+			},
+			"api_url": schema.StringAttribute{
+				MarkdownDescription: "API endpoint of the backend. Defaults to the catalog's URL for the type; not used by `local`.",
+				Optional:            true,
+			},
+			"default_environment": schema.StringAttribute{
+				MarkdownDescription: "Name of the reserved environment created with the provider: always `default`.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The provider's name.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the sandbox provider. Changing it replaces the provider.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{validName()},
+			},
+			"release_snapshot": schema.StringAttribute{
+				MarkdownDescription: "The release snapshot built when the provider was configured; every environment snapshot starts from it.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"scopes": schema.ListAttribute{
+				MarkdownDescription: "Scopes the credentials grant, as reported by the backend.",
+				Computed:            true,
+				ElementType:         types.StringType,
+			},
+			"status": schema.StringAttribute{
+				MarkdownDescription: "`Ready` once the release snapshot and the `default` environment are built.",
+				Computed:            true,
+			},
+			"target": schema.StringAttribute{
+				MarkdownDescription: "Backend target (Daytona region) where sandboxes and snapshots are placed.",
+				Optional:            true,
+			},
+			"type": schema.StringAttribute{
+				MarkdownDescription: "Backend type from the built-in catalog: `local` (embedded, this Linux machine) or `daytona`. Changing it replaces the provider.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{stringvalidator.OneOf(catalog.Types()...)},
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true}),
+		},
+	}
+}
+
+func (r *sandboxProviderResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+func (r *sandboxProviderResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m sandboxProviderModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() || m.Type.IsUnknown() || m.Type.IsNull() {
+		return
+	}
+	entry, ok := catalog.Lookup(m.Type.ValueString())
+	if !ok {
+		return // the OneOf validator reports it
+	}
+	if !entry.Available {
+		resp.Diagnostics.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available",
+			fmt.Sprintf("The catalog lists type %q, but this build of the provider has no backend for it yet. Use type = \"local\".", entry.Type))
+	}
+	if entry.NeedsAPIKey && m.APIKey.IsNull() && m.APIKeyWO.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("api_key"), "Missing API Key",
+			fmt.Sprintf("Type %q needs an API key. Set api_key_wo (with api_key_wo_version) or api_key.", entry.Type))
+	}
+}
+
+func (r *sandboxProviderResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var plan sandboxProviderModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Create(ctx, defaultBuildTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	name := plan.Name.ValueString()
+	if existing, err := r.cp.store.OnlySandboxProvider(ctx); err == nil {
+		resp.Diagnostics.AddError("Sandbox Provider Already Configured",
+			fmt.Sprintf("This control plane already has sandbox provider %q (type %s), and a control plane has exactly one. "+
+				"Import it with `terraform import <address> %s`, or point database_url at another control plane.", existing.Name, existing.Type, existing.Name))
+		return
+	}
+	p := store.SandboxProvider{
+		Name: name, Type: plan.Type.ValueString(), APIURL: plan.APIURL.ValueString(), Target: plan.Target.ValueString(),
+		Owner: r.cp.owner, Status: sandbox.StatusBuilding,
+	}
+	// Credentials are checked before anything is stored, so a key lacking a scope leaves
+	// nothing behind.
+	scopes, keyEnc, ok := r.validateCredentials(ctx, &p, req.Config, &plan, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	p.Scopes, p.APIKeyEnc = scopes, keyEnc
+	builder, err := r.cp.builder(p)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available", err.Error())
+		return
+	}
+	release, err := builder.PrepareRelease(ctx)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Building Release Snapshot",
+			fmt.Sprintf("While configuring sandbox provider %q, the release snapshot could not be built; nothing was stored.\n\nOriginal Error: %s", name, err))
+		return
+	}
+	p.ReleaseSnapshot = release
+	if err := r.cp.store.CreateSandboxProvider(ctx, p); err != nil {
+		resp.Diagnostics.AddError("Error Saving Sandbox Provider", fmt.Sprintf("Sandbox provider %q could not be stored.\n\nOriginal Error: %s", name, err))
+		return
+	}
+	if err := r.cp.store.RegisterReleaseSnapshot(ctx, name, release); err != nil {
+		resp.Diagnostics.AddError("Error Saving Sandbox Provider", fmt.Sprintf("The release snapshot of %q could not be recorded.\n\nOriginal Error: %s", name, err))
+		return
+	}
+	// The provider exists from here on: save it to state before the default environment's
+	// build, so a failed or timed-out build taints the resource instead of orphaning it.
+	plan.ID = types.StringValue(name)
+	plan.ReleaseSnapshot = types.StringValue(release)
+	plan.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
+	plan.Status = types.StringValue(sandbox.StatusBuilding)
+	plan.Scopes = stringList(scopes)
+	plan.APIKeyWO = types.StringNull()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+
+	if err := r.createDefaultEnvironment(ctx, p); err != nil {
+		resp.Diagnostics.AddError("Error Building Default Environment", err.Error())
+		return
+	}
+	p.Status = sandbox.StatusReady
+	if err := r.cp.store.UpdateSandboxProvider(ctx, p); err != nil {
+		resp.Diagnostics.AddError("Error Saving Sandbox Provider", err.Error())
+		return
+	}
+	plan.Status = types.StringValue(sandbox.StatusReady)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// createDefaultEnvironment builds and stores the reserved `default` environment.
+func (r *sandboxProviderResource) createDefaultEnvironment(ctx context.Context, p store.SandboxProvider) error {
+	coord, _, err := r.cp.coordinator(ctx, p.Name)
+	if err != nil {
+		return err
+	}
+	snap, err := coord.Ensure(ctx, defaultSpec, p.ReleaseSnapshot, false)
+	if err != nil {
+		return err
+	}
+	env := store.Environment{
+		ID: newID("env"), Name: defaultEnvironmentName, Provider: p.Name, Owner: p.Owner, Reserved: true,
+		Image: defaultSpec.Image, CPU: defaultSpec.CPU, MemoryGB: defaultSpec.MemoryGB, DiskGB: defaultSpec.DiskGB,
+		BuildHash: snap.BuildHash, SnapshotID: snap.ID,
+	}
+	if err := r.cp.store.CreateEnvironment(ctx, env); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+		return err
+	}
+	snap, err = coord.Wait(ctx, snap.ID)
+	if err != nil {
+		return err
+	}
+	if snap.Status != sandbox.StatusReady {
+		return fmt.Errorf("the snapshot of the default environment failed: %s\n\nBuild log (tail):\n%s", snap.Reason, snap.LogTail)
+	}
+	return nil
+}
+
+func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var state sandboxProviderModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	p, err := r.cp.store.GetSandboxProvider(ctx, state.ID.ValueString())
+	if errors.Is(err, store.ErrNotFound) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Sandbox Provider", err.Error())
+		return
+	}
+	state.Name = types.StringValue(p.Name)
+	state.Type = types.StringValue(p.Type)
+	state.APIURL = optionalString(p.APIURL)
+	state.Target = optionalString(p.Target)
+	state.Scopes = stringList(p.Scopes)
+	state.ReleaseSnapshot = types.StringValue(p.ReleaseSnapshot)
+	state.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
+	state.Status = types.StringValue(p.Status)
+	if _, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
+		// The default environment is part of a configured provider; without it the
+		// provider needs repair, which an update performs.
+		state.Status = types.StringValue("Degraded")
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *sandboxProviderResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var plan, state sandboxProviderModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	p, err := r.cp.store.GetSandboxProvider(ctx, state.ID.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Sandbox Provider", err.Error())
+		return
+	}
+	p.APIURL, p.Target = plan.APIURL.ValueString(), plan.Target.ValueString()
+	keyChanged := !plan.APIKey.Equal(state.APIKey) || !plan.APIKeyWOVersion.Equal(state.APIKeyWOVersion) || !plan.APIURL.Equal(state.APIURL)
+	if keyChanged {
+		scopes, keyEnc, ok := r.validateCredentials(ctx, &p, req.Config, &plan, &resp.Diagnostics)
+		if !ok {
+			return
+		}
+		p.Scopes, p.APIKeyEnc = scopes, keyEnc
+	}
+	if _, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
+		if err := r.createDefaultEnvironment(ctx, p); err != nil {
+			resp.Diagnostics.AddError("Error Repairing Default Environment", err.Error())
+			return
+		}
+	}
+	p.Status = sandbox.StatusReady
+	if err := r.cp.store.UpdateSandboxProvider(ctx, p); err != nil {
+		resp.Diagnostics.AddError("Error Updating Sandbox Provider", err.Error())
+		return
+	}
+	plan.ID = state.ID
+	plan.Scopes = stringList(p.Scopes)
+	plan.ReleaseSnapshot = types.StringValue(p.ReleaseSnapshot)
+	plan.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
+	plan.Status = types.StringValue(p.Status)
+	plan.APIKeyWO = types.StringNull()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *sandboxProviderResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var state sandboxProviderModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	name := state.ID.ValueString()
+	coord, _, cerr := r.cp.coordinator(ctx, name)
+	snapshots, _ := r.cp.store.ListSnapshotIDs(ctx, name)
+	err := r.cp.store.DeleteSandboxProvider(ctx, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return
+	case errors.Is(err, store.ErrInUse):
+		resp.Diagnostics.AddError("Sandbox Provider In Use",
+			fmt.Sprintf("Sandbox provider %q cannot be deleted: %s. Delete those first (Terraform orders this for you when they reference the provider's attributes).", name, err))
+		return
+	case err != nil:
+		resp.Diagnostics.AddError("Error Deleting Sandbox Provider", err.Error())
+		return
+	}
+	if cerr == nil {
+		// The rows are gone, so every snapshot of the provider is unreferenced now.
+		if err := coord.RemoveFiles(ctx, snapshots); err != nil {
+			resp.Diagnostics.AddWarning("Snapshots Left Behind",
+				fmt.Sprintf("Sandbox provider %q was deleted, but some snapshot files could not be removed: %s", name, err))
+		}
+	}
+}
+
+func (r *sandboxProviderResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+}
+
+// validateCredentials checks the key against the backend and returns the scopes it grants
+// and the sealed key to store. Nothing is written when it fails.
+func (r *sandboxProviderResource) validateCredentials(ctx context.Context, p *store.SandboxProvider, cfg tfsdk.Config, plan *sandboxProviderModel, diags *diag.Diagnostics) ([]string, []byte, bool) {
+	key := plan.APIKey.ValueString()
+	if plan.APIKey.IsNull() {
+		var wo types.String
+		diags.Append(cfg.GetAttribute(ctx, path.Root("api_key_wo"), &wo)...)
+		key = wo.ValueString()
+	}
+	entry, _ := catalog.Lookup(p.Type)
+	if entry.NeedsAPIKey && key == "" {
+		diags.AddAttributeError(path.Root("api_key"), "Missing API Key",
+			fmt.Sprintf("Type %q needs an API key. Set api_key_wo (with api_key_wo_version) or api_key.", p.Type))
+		return nil, nil, false
+	}
+	var scopes []string
+	switch p.Type {
+	case "local":
+		// The embedded backend runs as the applying user and grants every capability.
+		scopes = append([]string(nil), catalog.DaytonaScopes...)
+	default:
+		diags.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available",
+			fmt.Sprintf("This build of the provider has no backend for type %q.", p.Type))
+		return nil, nil, false
+	}
+	if key == "" {
+		return scopes, nil, true
+	}
+	box, err := r.cp.secretBox()
+	if err != nil {
+		diags.AddError("Secret Key Unavailable", "The API key cannot be sealed for storage.\n\nOriginal Error: "+err.Error())
+		return nil, nil, false
+	}
+	sealed, err := box.Seal([]byte(key), "sandbox_provider/"+p.Name)
+	if err != nil {
+		diags.AddError("Secret Key Unavailable", err.Error())
+		return nil, nil, false
+	}
+	return scopes, sealed, true
+}

@@ -1,0 +1,340 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+var (
+	_ resource.Resource                     = (*secretResource)(nil)
+	_ resource.ResourceWithConfigure        = (*secretResource)(nil)
+	_ resource.ResourceWithImportState      = (*secretResource)(nil)
+	_ resource.ResourceWithModifyPlan       = (*secretResource)(nil)
+	_ resource.ResourceWithConfigValidators = (*secretResource)(nil)
+)
+
+type secretResource struct {
+	cp *controlPlane
+}
+
+type secretModel struct {
+	ID             types.String `tfsdk:"id"`
+	Environment    types.String `tfsdk:"environment"`
+	EnvName        types.String `tfsdk:"env_name"`
+	Value          types.String `tfsdk:"value"`
+	ValueWO        types.String `tfsdk:"value_wo"`
+	ValueWOVersion types.Int64  `tfsdk:"value_wo_version"`
+	Hosts          types.List   `tfsdk:"hosts"`
+}
+
+// NewSecretResource is the trueforge_secret resource.
+func NewSecretResource() resource.Resource { return &secretResource{} }
+
+func (r *secretResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_secret"
+}
+
+func (r *secretResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A network-scoped credential of an environment, for the sandbox's own outbound calls (not model or MCP " +
+			"credentials, which stay in the harness). The sandbox process sees the variable, but the value is only forwarded to " +
+			"`hosts`. The value is stored sealed (AES-256-GCM), never in plaintext. Rotating or removing a secret is live for " +
+			"running sandboxes; adding one reaches only sandboxes created afterwards. Secrets cannot be added while the " +
+			"environment's `network.block_all` is on. Import with `<environment>/<env_name>`.",
+		Attributes: map[string]schema.Attribute{
+			"env_name": schema.StringAttribute{
+				MarkdownDescription: "The environment variable the sandbox process sees, for example `GITHUB_TOKEN`. Changing it replaces the secret.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{validEnvVarName()},
+			},
+			"environment": schema.StringAttribute{
+				MarkdownDescription: "Name of the environment the secret belongs to. Changing it replaces the secret.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{validName()},
+			},
+			"hosts": schema.ListAttribute{
+				MarkdownDescription: "Hosts the value may be sent to: host names or `*.` wildcards, with no scheme, port or path. Changed in place.",
+				Required:            true,
+				ElementType:         types.StringType,
+				Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(validHost())},
+			},
+			"id": schema.StringAttribute{
+				MarkdownDescription: "`<environment>/<env_name>`.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"value": schema.StringAttribute{
+				MarkdownDescription: "The credential (sensitive; kept in state). Prefer `value_wo`. Changing it rotates the secret in place.",
+				Optional:            true,
+				Sensitive:           true,
+				Validators: []validator.String{
+					stringvalidator.LengthAtLeast(1),
+					stringvalidator.PreferWriteOnlyAttribute(path.MatchRoot("value_wo")),
+				},
+			},
+			"value_wo": schema.StringAttribute{
+				MarkdownDescription: "Write-only credential (Terraform 1.11 or later): never stored in plan or state. Increment `value_wo_version` to rotate.",
+				Optional:            true,
+				Sensitive:           true,
+				WriteOnly:           true,
+				Validators: []validator.String{
+					stringvalidator.LengthAtLeast(1),
+					stringvalidator.AlsoRequires(path.MatchRoot("value_wo_version")),
+				},
+			},
+			"value_wo_version": schema.Int64Attribute{
+				MarkdownDescription: "Version of `value_wo`; change it to send a new value (a rotation, in place).",
+				Optional:            true,
+			},
+		},
+	}
+}
+
+func (r *secretResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{exactlyOneValue{}}
+}
+
+// exactlyOneValue requires value or value_wo. Write-only values are null in plans, so the
+// framework's ExactlyOneOf cannot see them at every stage; the config can.
+type exactlyOneValue struct{}
+
+func (exactlyOneValue) Description(context.Context) string {
+	return "exactly one of value or value_wo must be set"
+}
+func (v exactlyOneValue) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (exactlyOneValue) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var value, wo types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("value"), &value)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("value_wo"), &wo)...)
+	if value.IsUnknown() || wo.IsUnknown() {
+		return
+	}
+	switch {
+	case value.IsNull() && wo.IsNull():
+		resp.Diagnostics.AddAttributeError(path.Root("value_wo"), "Missing Secret Value",
+			"Set value_wo (with value_wo_version), or value. value_wo keeps the credential out of plan and state.")
+	case !value.IsNull() && !wo.IsNull():
+		resp.Diagnostics.AddAttributeError(path.Root("value"), "Conflicting Secret Values",
+			"Set only one of value and value_wo.")
+	}
+}
+
+func (r *secretResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+// checkEnvironment enforces the rules of the environment a secret is added to: it
+// exists, the caller owns it, and block_all is off. known=false means the environment is
+// not in the store yet (created in the same apply).
+func (r *secretResource) checkEnvironment(ctx context.Context, name string, adding bool, diags *diag.Diagnostics) (known bool) {
+	env, err := r.cp.store.GetEnvironment(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		diags.AddError("Error Reading Environment", err.Error())
+		return true
+	}
+	if !env.Reserved && env.Owner != r.cp.owner {
+		addOwnerError(diags, name, env.Owner, r.cp.owner, "changed (its secrets are part of it)")
+		return true
+	}
+	if adding && env.BlockAll {
+		diags.AddAttributeError(path.Root("environment"), "Secrets Cannot Be Added While Block All Network Is On",
+			fmt.Sprintf("Environment %q has network.block_all = true, so no secret could ever be sent anywhere. Turn block_all off first (secrets are network-scoped), or do not add the secret.", name))
+	}
+	return true
+}
+
+func (r *secretResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.cp == nil || req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan secretModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.Environment.IsUnknown() || plan.EnvName.IsUnknown() {
+		return
+	}
+	plan.ID = types.StringValue(store.SecretID(plan.Environment.ValueString(), plan.EnvName.ValueString()))
+	r.checkEnvironment(ctx, plan.Environment.ValueString(), req.State.Raw.IsNull(), &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// value returns the plaintext to store: value, or value_wo from the configuration.
+func secretValue(ctx context.Context, plan secretModel, cfg tfsdk.Config, diags *diag.Diagnostics) string {
+	if !plan.Value.IsNull() {
+		return plan.Value.ValueString()
+	}
+	var wo types.String
+	diags.Append(cfg.GetAttribute(ctx, path.Root("value_wo"), &wo)...)
+	return wo.ValueString()
+}
+
+func (r *secretResource) seal(id, value string, diags *diag.Diagnostics) []byte {
+	box, err := r.cp.secretBox()
+	if err != nil {
+		diags.AddError("Secret Key Unavailable", "The secret cannot be sealed for storage.\n\nOriginal Error: "+err.Error())
+		return nil
+	}
+	sealed, err := box.Seal([]byte(value), "secret/"+id)
+	if err != nil {
+		diags.AddError("Secret Key Unavailable", err.Error())
+		return nil
+	}
+	return sealed
+}
+
+func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var plan secretModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	envName := plan.Environment.ValueString()
+	if !r.checkEnvironment(ctx, envName, true, &resp.Diagnostics) {
+		resp.Diagnostics.AddAttributeError(path.Root("environment"), "Environment Not Found",
+			fmt.Sprintf("No environment %q exists. Reference a trueforge_environment's name attribute so Terraform creates it first.", envName))
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id := store.SecretID(envName, plan.EnvName.ValueString())
+	value := secretValue(ctx, plan, req.Config, &resp.Diagnostics)
+	sealed := r.seal(id, value, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	err := r.cp.store.CreateSecret(ctx, store.Secret{ID: id, Environment: envName, EnvName: plan.EnvName.ValueString(), Hosts: listFrom(ctx, plan.Hosts), ValueEnc: sealed})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		resp.Diagnostics.AddError("Secret Already Exists",
+			fmt.Sprintf("Environment %q already has a secret %s. Import it with `terraform import <address> %s`.", envName, plan.EnvName.ValueString(), id))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Error Creating Secret", err.Error())
+		return
+	}
+	plan.ID = types.StringValue(id)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var state secretModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	sec, err := r.cp.store.GetSecret(ctx, state.ID.ValueString())
+	if errors.Is(err, store.ErrNotFound) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Secret", err.Error())
+		return
+	}
+	state.Environment = types.StringValue(sec.Environment)
+	state.EnvName = types.StringValue(sec.EnvName)
+	state.Hosts = stringList(sec.Hosts)
+	// The control plane can open its own seal, so a value changed outside Terraform shows
+	// as drift of `value`. A write-only value is never in state and cannot drift-detect.
+	if !state.Value.IsNull() {
+		if box, err := r.cp.secretBox(); err == nil {
+			if pt, err := box.Open(sec.ValueEnc, "secret/"+sec.ID); err == nil {
+				state.Value = types.StringValue(string(pt))
+			} else {
+				state.Value = types.StringValue("") // unreadable: force a rotation to repair it
+			}
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var plan, state secretModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.checkEnvironment(ctx, state.Environment.ValueString(), false, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id := state.ID.ValueString()
+	var sealed []byte
+	rotate := !plan.Value.Equal(state.Value) || !plan.ValueWOVersion.Equal(state.ValueWOVersion)
+	if rotate {
+		sealed = r.seal(id, secretValue(ctx, plan, req.Config, &resp.Diagnostics), &resp.Diagnostics)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	if err := r.cp.store.UpdateSecret(ctx, id, listFrom(ctx, plan.Hosts), sealed); err != nil {
+		resp.Diagnostics.AddError("Error Updating Secret", err.Error())
+		return
+	}
+	plan.ID = state.ID
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	if r.cp == nil {
+		notConfigured(&resp.Diagnostics)
+		return
+	}
+	var state secretModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if env, err := r.cp.store.GetEnvironment(ctx, state.Environment.ValueString()); err == nil && !env.Reserved && env.Owner != r.cp.owner {
+		addOwnerError(&resp.Diagnostics, env.Name, env.Owner, r.cp.owner, "changed (its secrets are part of it)")
+		return
+	}
+	if err := r.cp.store.DeleteSecret(ctx, state.ID.ValueString()); err != nil && !errors.Is(err, store.ErrNotFound) {
+		resp.Diagnostics.AddError("Error Deleting Secret", err.Error())
+	}
+}
+
+func (r *secretResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	env, name, ok := strings.Cut(req.ID, "/")
+	if !ok || env == "" || name == "" {
+		resp.Diagnostics.AddError("Invalid Import ID",
+			fmt.Sprintf("Secret import IDs have the form <environment>/<env_name> (for example py/GITHUB_TOKEN); got %q.", req.ID))
+		return
+	}
+	// The value is not imported: the plaintext never enters state through an import. The
+	// next apply re-seals the configured value, which is harmless.
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+}

@@ -1,0 +1,3 @@
+package provider
+
+// TEMPORARY: replaced by the real implementations.

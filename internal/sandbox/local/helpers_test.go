@@ -1,0 +1,146 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// helperEnv makes the test binary act as a short-lived caller of the builder (see
+// runHelper) instead of running tests: it proves that builds outlive their caller and lets
+// a build start as another user.
+const helperEnv = "TRUEFORGE_LOCAL_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		if err := runHelper(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runHelper prepares the release in the given root, starts one build on it and exits
+// without waiting for the build.
+func runHelper() error {
+	b, err := NewBuilder(os.Getenv("HELPER_ROOT"))
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	rel, err := b.PrepareRelease(ctx)
+	if err != nil {
+		return err
+	}
+	return b.StartBuild(ctx, sandbox.BuildRequest{
+		ID:   os.Getenv("HELPER_ID"),
+		Base: rel,
+		Spec: sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: os.Getenv("HELPER_SCRIPT")},
+	})
+}
+
+func helperCmd(bin, root, id, script string) *exec.Cmd {
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = []string{helperEnv + "=1", "PATH=" + sandboxPath, "HELPER_ROOT=" + root, "HELPER_ID=" + id, "HELPER_SCRIPT=" + script}
+	return cmd
+}
+
+func requireTools(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"bwrap", "unshare"} {
+		if _, err := findTool(tool); err != nil {
+			t.Skipf("skipping: %s is not installed (local builds need bubblewrap and util-linux)", tool)
+		}
+	}
+}
+
+// newTestBuilder returns a builder on a fresh root with its release prepared.
+func newTestBuilder(t *testing.T) (*Builder, string) {
+	t.Helper()
+	requireTools(t)
+	b, err := NewBuilder(filepath.Join(t.TempDir(), "local-backend"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := b.PrepareRelease(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whatever a test leaves running is stopped and removed.
+	t.Cleanup(func() {
+		entries, _ := os.ReadDir(b.snapshotsDir())
+		for _, e := range entries {
+			_ = b.DeleteSnapshot(context.Background(), e.Name())
+		}
+	})
+	return b, rel
+}
+
+func startBuild(t *testing.T, b *Builder, req sandbox.BuildRequest) {
+	t.Helper()
+	if req.Spec.Image == "" {
+		req.Spec.Image = sandbox.PlatformImage
+	}
+	if err := b.StartBuild(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitDone polls until the build is no longer Building.
+func waitDone(t *testing.T, b *Builder, id string, limit time.Duration) sandbox.BuildState {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		st, err := b.BuildState(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status != sandbox.StatusBuilding {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("build %s still Building after %s; log:\n%s", id, limit, st.LogTail)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func requireReady(t *testing.T, st sandbox.BuildState) {
+	t.Helper()
+	if st.Status != sandbox.StatusReady {
+		t.Fatalf("status %s (%s), want Ready; log:\n%s", st.Status, st.Reason, st.LogTail)
+	}
+}
+
+func readLayerFile(t *testing.T, b *Builder, id, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(b.layerDir(id), rel))
+	if err != nil {
+		t.Fatalf("layer of %s: %v", id, err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// processesWith lists pids whose command line contains marker.
+func processesWith(marker string) []string {
+	var pids []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err == nil && strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), marker) {
+			pids = append(pids, filepath.Base(d))
+		}
+	}
+	return pids
+}

@@ -1,0 +1,123 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// nobody is the unprivileged user builds run as when the tests run as root. A uid needs
+// no passwd entry to be used through SysProcAttr.Credential.
+const nobody = 65534
+
+const unprivilegedScript = `
+echo hi > /usr/local/bin/hello
+echo bar > /etc/foo.conf
+rm /etc/hostname
+test "$(id -u)" = 0
+`
+
+// TestUnprivilegedBuild runs the whole builder (release, detached build) as a user
+// without privileges: as root, through a copy of this test binary started as nobody;
+// otherwise directly.
+func TestUnprivilegedBuild(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	if os.Geteuid() != 0 {
+		b, rel := newTestBuilder(t)
+		startBuild(t, b, sandbox.BuildRequest{ID: "snap-unpriv", Base: rel, Spec: sandbox.SnapshotSpec{BuildScript: unprivilegedScript}})
+		requireReady(t, waitDone(t, b, "snap-unpriv", 20*time.Second))
+		checkUnprivilegedLayer(t, b)
+		return
+	}
+	probe := exec.Command("unshare", "-Urm", "true")
+	probe.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Skipf("skipping: unprivileged user namespaces are not available on this host (unshare -Urm as uid %d: %v: %s)", nobody, err, out)
+	}
+
+	// Everything nobody needs must be reachable by it, so this does not use t.TempDir,
+	// whose parents are private to root.
+	base, err := os.MkdirTemp("", "trueforge-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = removeAll(base) })
+	home := filepath.Join(base, "home")
+	for _, step := range []error{os.Chmod(base, 0o755), os.Mkdir(home, 0o700), os.Chown(home, nobody, nobody)} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	bin := filepath.Join(base, "local.test")
+	if err := copyExecutable(bin); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(home, "local-backend")
+	cmd := helperCmd(bin, root, "snap-unpriv", unprivilegedScript)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helper as uid %d: %v\n%s", nobody, err, out)
+	}
+
+	b, err := NewBuilder(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.DeleteSnapshot(context.Background(), "snap-unpriv") })
+	requireReady(t, waitDone(t, b, "snap-unpriv", 20*time.Second))
+	checkUnprivilegedLayer(t, b)
+	info, err := os.Stat(filepath.Join(b.layerDir("snap-unpriv"), "etc", "foo.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); !ok || st.Uid != nobody {
+		t.Errorf("layer file owned by %v, want uid %d", info.Sys(), nobody)
+	}
+}
+
+func checkUnprivilegedLayer(t *testing.T, b *Builder) {
+	t.Helper()
+	if got := readLayerFile(t, b, "snap-unpriv", "usr/local/bin/hello"); got != "hi" {
+		t.Errorf("usr/local/bin/hello = %q", got)
+	}
+	if got := readLayerFile(t, b, "snap-unpriv", "etc/foo.conf"); got != "bar" {
+		t.Errorf("etc/foo.conf = %q", got)
+	}
+	if info, err := os.Lstat(filepath.Join(b.layerDir("snap-unpriv"), "etc", "hostname")); err != nil || info.Mode()&os.ModeCharDevice == 0 {
+		t.Errorf("no whiteout for etc/hostname: %v", err)
+	}
+}
+
+func copyExecutable(dst string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, 0o755) // whatever the umask
+}

@@ -1,0 +1,100 @@
+// Package sandbox defines what trueforge needs from a sandbox backend: snapshot builds,
+// secrets and (later) sandboxes. Backends live in subpackages; the provider and the harness
+// pick one from the catalog by the sandbox provider's type.
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sort"
+)
+
+// Snapshot build states, as shown in an environment's status.
+const (
+	StatusBuilding = "Building"
+	StatusReady    = "Ready"
+	StatusFailed   = "Failed"
+)
+
+// PlatformImage is the image name of the host-provided base for the local backend and the
+// release snapshot's image everywhere.
+const PlatformImage = "platform"
+
+// SnapshotSpec holds the build inputs of an environment: exactly the attributes that bake a
+// snapshot. Anything not in here (env vars, network policy, secrets) is applied live.
+type SnapshotSpec struct {
+	Image       string            `json:"image"`
+	BuildScript string            `json:"build_script"`
+	CPU         int64             `json:"cpu"`
+	MemoryGB    int64             `json:"memory"`
+	DiskGB      int64             `json:"disk"`
+	Triggers    map[string]string `json:"triggers"`
+}
+
+// BuildHash is the content address of a snapshot: identical inputs, in any environment or
+// team, hash the same and so build once.
+func (s SnapshotSpec) BuildHash() string {
+	keys := make([]string, 0, len(s.Triggers))
+	for k := range s.Triggers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	trig := make([][2]string, 0, len(keys))
+	for _, k := range keys {
+		trig = append(trig, [2]string{k, s.Triggers[k]})
+	}
+	// A versioned, ordered encoding so that the hash never depends on map order and can
+	// evolve without colliding with older hashes.
+	b, _ := json.Marshal(struct {
+		V        int         `json:"v"`
+		Image    string      `json:"image"`
+		Script   string      `json:"build_script"`
+		CPU      int64       `json:"cpu"`
+		Memory   int64       `json:"memory"`
+		Disk     int64       `json:"disk"`
+		Triggers [][2]string `json:"triggers"`
+	}{1, s.Image, s.BuildScript, s.CPU, s.MemoryGB, s.DiskGB, trig})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// SnapshotID is the stable identifier of the snapshot built from a build hash.
+func SnapshotID(buildHash string) string { return "snap-" + buildHash[:20] }
+
+// BuildRequest asks a backend to bake a snapshot.
+type BuildRequest struct {
+	ID   string       // snapshot id (content-addressed)
+	Spec SnapshotSpec //
+	// Base is the snapshot the build starts from (the release snapshot for the platform image).
+	Base string
+	// BlockNetwork runs the build with no network at all.
+	BlockNetwork bool
+}
+
+// BuildState is what a backend knows about a build.
+type BuildState struct {
+	Status string // StatusBuilding, StatusReady or StatusFailed
+	// Reason says why a build failed, in one line.
+	Reason string
+	// LogTail is the end of the build log (a few KiB at most).
+	LogTail string
+}
+
+// ErrNotFound is returned (wrapped) when a backend object does not exist.
+var ErrNotFound = errors.New("not found")
+
+// SnapshotBuilder bakes and removes snapshots. Start returns once the build is running; it
+// must keep running if the calling process exits, so a Terraform timeout never orphans it.
+type SnapshotBuilder interface {
+	// PrepareRelease creates the release snapshot every other snapshot starts from and
+	// returns its id. It is idempotent.
+	PrepareRelease(ctx context.Context) (string, error)
+	StartBuild(ctx context.Context, req BuildRequest) error
+	BuildState(ctx context.Context, id string) (BuildState, error)
+	// DeleteSnapshot removes a snapshot and stops its build if one is running. A snapshot
+	// that does not exist is not an error.
+	DeleteSnapshot(ctx context.Context, id string) error
+}

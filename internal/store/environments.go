@@ -1,0 +1,220 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Environment is a blueprint for sandboxes.
+type Environment struct {
+	ID           string
+	Name         string
+	Provider     string
+	Owner        string
+	Reserved     bool // the provider's `default` environment
+	Image        string
+	BuildScript  string
+	CPU          int64
+	MemoryGB     int64
+	DiskGB       int64
+	Triggers     map[string]string
+	Env          map[string]string
+	BlockAll     bool
+	AllowDomains []string
+	BuildHash    string
+	SnapshotID   string
+}
+
+const envSelect = `SELECT e.id, e.name, e.provider, e.owner, e.reserved, e.image, e.build_script, e.cpu, e.memory, e.disk,
+	e.triggers, e.env, e.block_all, e.allow_domains, e.build_hash, e.snapshot_id FROM environments e`
+
+func scanEnv(sc interface{ Scan(...any) error }) (Environment, error) {
+	var e Environment
+	var reserved, blockAll int64
+	var triggers, env, allow string
+	err := sc.Scan(&e.ID, &e.Name, &e.Provider, &e.Owner, &reserved, &e.Image, &e.BuildScript, &e.CPU, &e.MemoryGB, &e.DiskGB,
+		&triggers, &env, &blockAll, &allow, &e.BuildHash, &e.SnapshotID)
+	if err != nil {
+		return e, err
+	}
+	e.Reserved, e.BlockAll = reserved != 0, blockAll != 0
+	_ = json.Unmarshal([]byte(triggers), &e.Triggers)
+	_ = json.Unmarshal([]byte(env), &e.Env)
+	_ = json.Unmarshal([]byte(allow), &e.AllowDomains)
+	return e, nil
+}
+
+func envArgs(e Environment) (triggers, env, allow string) {
+	t, _ := json.Marshal(nonNilMap(e.Triggers))
+	v, _ := json.Marshal(nonNilMap(e.Env))
+	a, _ := json.Marshal(nonNil(e.AllowDomains))
+	return string(t), string(v), string(a)
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// CreateEnvironment stores a new environment. Its snapshot row must exist (ClaimSnapshot).
+func (s *Store) CreateEnvironment(ctx context.Context, e Environment) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.stamp()
+		if err := ensureOwner(ctx, tx, e.Owner, now); err != nil {
+			return err
+		}
+		t, v, a := envArgs(e)
+		_, err := tx.ExecContext(ctx, `INSERT INTO environments(id, name, provider, owner, reserved, image, build_script, cpu, memory, disk, triggers, env, block_all, allow_domains, build_hash, snapshot_id, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.Name, e.Provider, e.Owner, b2i(e.Reserved), e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, now, now)
+		if isUnique(err) {
+			return fmt.Errorf("environment %q: %w", e.Name, ErrAlreadyExists)
+		}
+		if isForeignKey(err) {
+			return fmt.Errorf("environment %q: sandbox provider %q or snapshot %s: %w", e.Name, e.Provider, e.SnapshotID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("creating environment %q: %w", e.Name, err)
+		}
+		return recordHistory(ctx, tx, e.Name, e.SnapshotID, now)
+	})
+}
+
+func recordHistory(ctx context.Context, tx *sql.Tx, env, snapshot string, now int64) error {
+	var last sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT snapshot_id FROM environment_snapshots WHERE environment = ? ORDER BY created_at DESC LIMIT 1`, env).Scan(&last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if last.Valid && last.String == snapshot {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO environment_snapshots(environment, snapshot_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, env, snapshot, now)
+	return err
+}
+
+// UpdateEnvironment replaces every mutable field of environment e.Name.
+func (s *Store) UpdateEnvironment(ctx context.Context, e Environment) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.stamp()
+		t, v, a := envArgs(e)
+		res, err := tx.ExecContext(ctx, `UPDATE environments SET image = ?, build_script = ?, cpu = ?, memory = ?, disk = ?, triggers = ?, env = ?, block_all = ?, allow_domains = ?, build_hash = ?, snapshot_id = ?, updated_at = ? WHERE name = ?`,
+			e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, now, e.Name)
+		if err != nil {
+			return fmt.Errorf("updating environment %q: %w", e.Name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("environment %q: %w", e.Name, ErrNotFound)
+		}
+		return recordHistory(ctx, tx, e.Name, e.SnapshotID, now)
+	})
+}
+
+// GetEnvironment reads an environment by name.
+func (s *Store) GetEnvironment(ctx context.Context, name string) (Environment, error) {
+	e, err := scanEnv(s.db.QueryRowContext(ctx, envSelect+` WHERE e.name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, fmt.Errorf("environment %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return e, fmt.Errorf("reading environment %q: %w", name, err)
+	}
+	return e, nil
+}
+
+// ListEnvironments returns all environments ordered by name.
+func (s *Store) ListEnvironments(ctx context.Context) ([]Environment, error) {
+	rows, err := s.db.QueryContext(ctx, envSelect+` ORDER BY e.name`)
+	if err != nil {
+		return nil, fmt.Errorf("listing environments: %w", err)
+	}
+	defer rows.Close()
+	var out []Environment
+	for rows.Next() {
+		e, err := scanEnv(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// SnapshotHistory lists the snapshots an environment has pointed at, oldest first.
+func (s *Store) SnapshotHistory(ctx context.Context, env string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT snapshot_id FROM environment_snapshots WHERE environment = ? ORDER BY created_at`, env)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// AgentsUsing lists the agents that reference an environment.
+func (s *Store) AgentsUsing(ctx context.Context, env string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name FROM agents WHERE environment = ? ORDER BY name`, env)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+// DeleteEnvironment removes an environment and its secrets. It fails with ErrInUse,
+// naming the agents, while saved agents reference it; the foreign key enforces the same
+// rule for any other writer of the database.
+func (s *Store) DeleteEnvironment(ctx context.Context, name string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT name FROM agents WHERE environment = ? ORDER BY name`, name)
+		if err != nil {
+			return err
+		}
+		var agents []string
+		for rows.Next() {
+			var n string
+			rows.Scan(&n)
+			agents = append(agents, n)
+		}
+		rows.Close()
+		if len(agents) > 0 {
+			return fmt.Errorf("environment %q is referenced by agent(s) %s: %w", name, strings.Join(agents, ", "), ErrInUse)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM environments WHERE name = ?`, name)
+		if isForeignKey(err) {
+			return fmt.Errorf("environment %q is referenced by an agent: %w", name, ErrInUse)
+		}
+		if err != nil {
+			return fmt.Errorf("deleting environment %q: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("environment %q: %w", name, ErrNotFound)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM environment_snapshots WHERE environment = ?`, name)
+		return err
+	})
+}

@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are applied in order, each once, recorded in schema_migrations. Never edit
+// a released migration: append a new one.
+var migrations = []string{
+	// 1: the published configuration.
+	`
+CREATE TABLE owners (
+	name       TEXT PRIMARY KEY,
+	created_at BIGINT NOT NULL
+);
+CREATE TABLE sandbox_providers (
+	name             TEXT PRIMARY KEY,
+	type             TEXT NOT NULL,
+	api_url          TEXT NOT NULL DEFAULT '',
+	target           TEXT NOT NULL DEFAULT '',
+	api_key_enc      BLOB,
+	scopes           TEXT NOT NULL DEFAULT '[]',
+	release_snapshot TEXT NOT NULL DEFAULT '',
+	status           TEXT NOT NULL,
+	owner            TEXT NOT NULL REFERENCES owners(name),
+	created_at       BIGINT NOT NULL,
+	updated_at       BIGINT NOT NULL
+);
+CREATE TABLE snapshots (
+	id          TEXT PRIMARY KEY,
+	provider    TEXT NOT NULL REFERENCES sandbox_providers(name) ON DELETE CASCADE,
+	build_hash  TEXT NOT NULL,
+	base        TEXT NOT NULL DEFAULT '',
+	spec        TEXT NOT NULL,
+	status      TEXT NOT NULL,
+	reason      TEXT NOT NULL DEFAULT '',
+	log_tail    TEXT NOT NULL DEFAULT '',
+	builds      BIGINT NOT NULL DEFAULT 0,
+	created_at  BIGINT NOT NULL,
+	updated_at  BIGINT NOT NULL
+);
+CREATE TABLE environments (
+	name          TEXT PRIMARY KEY,
+	id            TEXT NOT NULL UNIQUE,
+	provider      TEXT NOT NULL REFERENCES sandbox_providers(name),
+	owner         TEXT NOT NULL REFERENCES owners(name),
+	reserved      BIGINT NOT NULL DEFAULT 0,
+	image         TEXT NOT NULL,
+	build_script  TEXT NOT NULL DEFAULT '',
+	cpu           BIGINT NOT NULL,
+	memory        BIGINT NOT NULL,
+	disk          BIGINT NOT NULL,
+	triggers      TEXT NOT NULL DEFAULT '{}',
+	env           TEXT NOT NULL DEFAULT '{}',
+	block_all     BIGINT NOT NULL DEFAULT 0,
+	allow_domains TEXT NOT NULL DEFAULT '[]',
+	build_hash    TEXT NOT NULL,
+	snapshot_id   TEXT NOT NULL REFERENCES snapshots(id),
+	created_at    BIGINT NOT NULL,
+	updated_at    BIGINT NOT NULL
+);
+-- Every snapshot an environment has pointed at, newest last: the history the harness
+-- uses to say which snapshot an existing sandbox came from.
+CREATE TABLE environment_snapshots (
+	environment TEXT NOT NULL,
+	snapshot_id TEXT NOT NULL,
+	created_at  BIGINT NOT NULL,
+	PRIMARY KEY (environment, snapshot_id, created_at)
+);
+CREATE TABLE secrets (
+	id          TEXT PRIMARY KEY,
+	environment TEXT NOT NULL REFERENCES environments(name) ON DELETE CASCADE,
+	env_name    TEXT NOT NULL,
+	hosts       TEXT NOT NULL DEFAULT '[]',
+	value_enc   BLOB NOT NULL,
+	version     BIGINT NOT NULL DEFAULT 1,
+	created_at  BIGINT NOT NULL,
+	updated_at  BIGINT NOT NULL,
+	UNIQUE (environment, env_name)
+);
+CREATE TABLE agents (
+	name        TEXT PRIMARY KEY,
+	id          TEXT NOT NULL UNIQUE,
+	owner       TEXT NOT NULL REFERENCES owners(name),
+	-- RESTRICT: an environment referenced by a saved agent cannot be deleted.
+	environment TEXT NOT NULL REFERENCES environments(name) ON DELETE RESTRICT ON UPDATE RESTRICT,
+	spec        TEXT NOT NULL,
+	created_at  BIGINT NOT NULL,
+	updated_at  BIGINT NOT NULL
+);
+CREATE INDEX agents_environment ON agents(environment);
+-- Monotonic counters (builds started, ...) that survive garbage collection of the rows
+-- they count.
+CREATE TABLE counters (
+	name  TEXT PRIMARY KEY,
+	value BIGINT NOT NULL
+);
+CREATE INDEX environments_snapshot ON environments(snapshot_id);
+`,
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("creating schema_migrations: %w", err)
+	}
+	for i, m := range migrations {
+		version := i + 1
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, m); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`, version, s.stamp())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("applying migration %d to %s: %w", version, s.path, err)
+		}
+	}
+	return nil
+}
+
+// SchemaVersion is the latest applied migration.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v)
+	return int(v.Int64), err
+}

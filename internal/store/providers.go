@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// SandboxProvider is a configured sandbox backend. There is one per control plane.
+type SandboxProvider struct {
+	Name            string
+	Type            string
+	APIURL          string
+	Target          string
+	APIKeyEnc       []byte // sealed with the secret box; nil when the type needs no key
+	Scopes          []string
+	ReleaseSnapshot string
+	Status          string
+	Owner           string
+}
+
+// EnsureOwner records an owner the first time it is seen.
+func ensureOwner(ctx context.Context, tx *sql.Tx, owner string, now int64) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO owners(name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING`, owner, now)
+	if err != nil {
+		return fmt.Errorf("recording owner %q: %w", owner, err)
+	}
+	return nil
+}
+
+// CreateSandboxProvider stores p. It fails with ErrAlreadyExists when any provider exists,
+// since a control plane has one.
+func (s *Store) CreateSandboxProvider(ctx context.Context, p SandboxProvider) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var existing string
+		err := tx.QueryRowContext(ctx, `SELECT name FROM sandbox_providers LIMIT 1`).Scan(&existing)
+		if err == nil {
+			return fmt.Errorf("sandbox provider %q: %w (a control plane has one sandbox provider)", existing, ErrAlreadyExists)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		now := s.stamp()
+		if err := ensureOwner(ctx, tx, p.Owner, now); err != nil {
+			return err
+		}
+		scopes, _ := json.Marshal(nonNil(p.Scopes))
+		_, err = tx.ExecContext(ctx, `INSERT INTO sandbox_providers(name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.Name, p.Type, p.APIURL, p.Target, p.APIKeyEnc, string(scopes), p.ReleaseSnapshot, p.Status, p.Owner, now, now)
+		return err
+	})
+}
+
+// UpdateSandboxProvider replaces the mutable fields of provider p.Name.
+func (s *Store) UpdateSandboxProvider(ctx context.Context, p SandboxProvider) error {
+	scopes, _ := json.Marshal(nonNil(p.Scopes))
+	res, err := s.db.ExecContext(ctx, `UPDATE sandbox_providers SET api_url = ?, target = ?, api_key_enc = ?, scopes = ?, release_snapshot = ?, status = ?, updated_at = ? WHERE name = ?`,
+		p.APIURL, p.Target, p.APIKeyEnc, string(scopes), p.ReleaseSnapshot, p.Status, s.stamp(), p.Name)
+	if err != nil {
+		return fmt.Errorf("updating sandbox provider %q: %w", p.Name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sandbox provider %q: %w", p.Name, ErrNotFound)
+	}
+	return nil
+}
+
+// GetSandboxProvider reads a provider by name.
+func (s *Store) GetSandboxProvider(ctx context.Context, name string) (SandboxProvider, error) {
+	return s.scanProvider(s.db.QueryRowContext(ctx, providerSelect+` WHERE name = ?`, name), name)
+}
+
+// OnlySandboxProvider returns the control plane's provider, or ErrNotFound.
+func (s *Store) OnlySandboxProvider(ctx context.Context) (SandboxProvider, error) {
+	return s.scanProvider(s.db.QueryRowContext(ctx, providerSelect+` LIMIT 1`), "")
+}
+
+const providerSelect = `SELECT name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner FROM sandbox_providers`
+
+func (s *Store) scanProvider(row *sql.Row, name string) (SandboxProvider, error) {
+	var p SandboxProvider
+	var scopes string
+	err := row.Scan(&p.Name, &p.Type, &p.APIURL, &p.Target, &p.APIKeyEnc, &scopes, &p.ReleaseSnapshot, &p.Status, &p.Owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		if name == "" {
+			return p, fmt.Errorf("no sandbox provider is configured: %w", ErrNotFound)
+		}
+		return p, fmt.Errorf("sandbox provider %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return p, fmt.Errorf("reading sandbox provider %q: %w", name, err)
+	}
+	_ = json.Unmarshal([]byte(scopes), &p.Scopes)
+	return p, nil
+}
+
+// DeleteSandboxProvider removes the provider with its reserved environment and snapshots.
+// It fails with ErrInUse while user environments or agents remain.
+func (s *Store) DeleteSandboxProvider(ctx context.Context, name string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var users []string
+		rows, err := tx.QueryContext(ctx, `SELECT name FROM environments WHERE provider = ? AND reserved = 0 ORDER BY name`, name)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var n string
+			rows.Scan(&n)
+			users = append(users, "environment "+n)
+		}
+		rows.Close()
+		rows, err = tx.QueryContext(ctx, `SELECT a.name FROM agents a JOIN environments e ON a.environment = e.name WHERE e.provider = ? ORDER BY a.name`, name)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var n string
+			rows.Scan(&n)
+			users = append(users, "agent "+n)
+		}
+		rows.Close()
+		if len(users) > 0 {
+			return fmt.Errorf("sandbox provider %q is used by %v: %w", name, users, ErrInUse)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM environments WHERE provider = ?`, name); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM sandbox_providers WHERE name = ?`, name)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("sandbox provider %q: %w", name, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

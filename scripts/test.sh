@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole test suite, as `make test` and CI run it: unit tests, then the acceptance
+# tests (TF_ACC=1, in-process provider, offline) under Terraform when it is on PATH and
+# always under OpenTofu. Tests that need a Daytona account run only with DAYTONA_API_KEY.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+tofu="$(scripts/ensure-tofu.sh)"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# terraform-exec cannot parse tofu's version when the CLI config file is missing, so
+# every run gets an existing, empty one (and no user settings leak into tests).
+: >"$work/empty.tfrc"
+export TF_CLI_CONFIG_FILE="$work/empty.tfrc" CHECKPOINT_DISABLE=1 TF_ACC=1
+timeout="${TEST_TIMEOUT:-40m}"
+
+go vet ./...
+
+if command -v terraform >/dev/null 2>&1; then
+	echo "== go test ./... (acceptance under $(terraform version | head -1))"
+	TF_ACC_TERRAFORM_PATH="$(command -v terraform)" go test -count=1 -timeout "$timeout" ./...
+	echo "== acceptance tests under $("$tofu" version | head -1)"
+	TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
+		go test -count=1 -timeout "$timeout" ./internal/provider/...
+else
+	echo "== go test ./... (acceptance under $("$tofu" version | head -1); terraform is not on PATH)"
+	TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
+		go test -count=1 -timeout "$timeout" ./...
+fi
