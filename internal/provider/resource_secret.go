@@ -144,7 +144,10 @@ func (r *secretResource) Configure(_ context.Context, req resource.ConfigureRequ
 // checkEnvironment enforces the rules of the environment a secret is added to: it
 // exists, the caller owns it, and block_all is off. known=false means the environment is
 // not in the store yet (created in the same apply).
-func (r *secretResource) checkEnvironment(ctx context.Context, name string, adding bool, diags *diag.Diagnostics) (known bool) {
+//
+// At plan time (planning=true) block_all gives a warning, not an error: the same apply may
+// turn block_all off before the secret is created, and only apply can tell.
+func (r *secretResource) checkEnvironment(ctx context.Context, name string, adding, planning bool, diags *diag.Diagnostics) (known bool) {
 	env, err := r.cp.store.GetEnvironment(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return false
@@ -157,7 +160,11 @@ func (r *secretResource) checkEnvironment(ctx context.Context, name string, addi
 		addOwnerError(diags, name, env.Owner, r.cp.owner, "changed (its secrets are part of it)")
 		return true
 	}
-	if adding && env.BlockAll {
+	if adding && env.BlockAll && planning {
+		diags.AddAttributeWarning(path.Root("environment"), "Environment Blocks All Network",
+			fmt.Sprintf("Environment %q has network.block_all = true now. Unless this apply turns it off first, adding this secret will fail: secrets cannot be added while block_all is on.", name))
+	}
+	if adding && env.BlockAll && !planning {
 		diags.AddAttributeError(path.Root("environment"), "Secrets Cannot Be Added While Block All Network Is On",
 			fmt.Sprintf("Environment %q has network.block_all = true, so no secret could ever be sent anywhere. Turn block_all off first (secrets are network-scoped), or do not add the secret.", name))
 	}
@@ -174,7 +181,7 @@ func (r *secretResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		return
 	}
 	plan.ID = types.StringValue(store.SecretID(plan.Environment.ValueString(), plan.EnvName.ValueString()))
-	r.checkEnvironment(ctx, plan.Environment.ValueString(), req.State.Raw.IsNull(), &resp.Diagnostics)
+	r.checkEnvironment(ctx, plan.Environment.ValueString(), req.State.Raw.IsNull(), true, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
@@ -213,7 +220,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	envName := plan.Environment.ValueString()
-	if !r.checkEnvironment(ctx, envName, true, &resp.Diagnostics) {
+	if !r.checkEnvironment(ctx, envName, true, false, &resp.Diagnostics) {
 		resp.Diagnostics.AddAttributeError(path.Root("environment"), "Environment Not Found",
 			fmt.Sprintf("No environment %q exists. Reference a trueforge_environment's name attribute so Terraform creates it first.", envName))
 	}
@@ -287,7 +294,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.checkEnvironment(ctx, state.Environment.ValueString(), false, &resp.Diagnostics)
+	r.checkEnvironment(ctx, state.Environment.ValueString(), false, false, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -221,6 +221,11 @@ func (b *Builder) scanUsrLocal() []releaseEntry {
 	return entries
 }
 
+// runtimeManaged files are rewritten by container runtimes and network managers at every
+// boot. Their content does not define the platform image, so only their presence is
+// hashed: otherwise a restart would give a new release id under existing snapshots.
+var runtimeManaged = map[string]bool{"etc/hosts": true, "etc/resolv.conf": true, "etc/hostname": true, "etc/mtab": true}
+
 // renderManifest is the hashed description of a release. Directory mtimes are left out:
 // they change whenever a file is added or removed, which the file list already shows.
 func renderManifest(entries []releaseEntry) string {
@@ -231,6 +236,8 @@ func renderManifest(entries []releaseEntry) string {
 		switch {
 		case e.mode.IsDir():
 			fmt.Fprintf(&sb, "d %s %s\n", perm, strconv.Quote(e.rel))
+		case e.mode.IsRegular() && runtimeManaged[e.rel]:
+			fmt.Fprintf(&sb, "f %s %s\n", perm, strconv.Quote(e.rel))
 		case e.mode.IsRegular():
 			fmt.Fprintf(&sb, "f %s %d %d %s\n", perm, e.size, e.mtime.UnixNano(), strconv.Quote(e.rel))
 		default:

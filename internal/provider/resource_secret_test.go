@@ -1,0 +1,248 @@
+package provider
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
+)
+
+const secretAddr = "trueforge_secret.gh"
+
+func secretHCL(valueAttrs, hosts string) string {
+	return fmt.Sprintf(`
+resource "trueforge_secret" "gh" {
+  environment = trueforge_environment.py.name
+  env_name    = "GITHUB_TOKEN"
+  hosts       = %s
+%s
+}
+`, hosts, valueAttrs)
+}
+
+// sealedValue returns the stored ciphertext of the test secret and whether it opens to want.
+func (f *controlPlaneFixture) secretOpensTo(want string) error {
+	cp, _ := f.controlPlane()
+	sec, err := cp.store.GetSecret(f.t.Context(), "py/GITHUB_TOKEN")
+	if err != nil {
+		return err
+	}
+	if bytes.Contains(sec.ValueEnc, []byte(want)) {
+		return fmt.Errorf("the secret is stored in plaintext")
+	}
+	box, err := cp.secretBox()
+	if err != nil {
+		return err
+	}
+	pt, err := box.Open(sec.ValueEnc, "secret/"+sec.ID)
+	if err != nil {
+		return err
+	}
+	if string(pt) != want {
+		return fmt.Errorf("stored secret opens to %q, want %q", pt, want)
+	}
+	return nil
+}
+
+func TestAccSecret_rotationAndHosts(t *testing.T) {
+	f := newFixture(t)
+	env := envHCL("", "")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config: f.config(env + secretHCL(`  value = "ghp_first"`, `["api.github.com"]`)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(secretAddr, tfjsonpath.New("id"), knownvalue.StringExact("py/GITHUB_TOKEN")),
+					statecheck.ExpectSensitiveValue(secretAddr, tfjsonpath.New("value")),
+				},
+				Check: func(*terraformState) error {
+					if err := f.secretOpensTo("ghp_first"); err != nil {
+						return err
+					}
+					raw, err := os.ReadFile(f.dbURL)
+					if err == nil && bytes.Contains(raw, []byte("ghp_first")) {
+						return fmt.Errorf("the database file contains the secret in plaintext")
+					}
+					return nil
+				},
+			},
+			{
+				// Rotation is in place and never touches the environment's snapshot.
+				Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionNoop),
+				}},
+				Check: func(*terraformState) error { return f.secretOpensTo("ghp_second") },
+			},
+			{
+				Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+				}},
+			},
+			{
+				ResourceName:            secretAddr,
+				ImportState:             true,
+				ImportStateId:           "py/GITHUB_TOKEN",
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"value"},
+			},
+			{
+				// Hosts changed outside Terraform: plan reverts them in place.
+				PreConfig: func() { f.exec(`UPDATE secrets SET hosts = '["evil.example.com"]'`) },
+				Config:    f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+				}},
+			},
+			{
+				// A value re-sealed outside Terraform is drift too.
+				PreConfig: func() {
+					cp, _ := f.controlPlane()
+					box, err := cp.secretBox()
+					if err != nil {
+						t.Fatal(err)
+					}
+					sealed, _ := box.Seal([]byte("tampered"), "secret/py/GITHUB_TOKEN")
+					f.exec(`UPDATE secrets SET value_enc = ?`, sealed)
+				},
+				Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: func(*terraformState) error { return f.secretOpensTo("ghp_second") },
+			},
+			{
+				// Renaming the variable replaces the secret.
+				Config: f.config(env + `
+resource "trueforge_secret" "gh" {
+  environment = trueforge_environment.py.name
+  env_name    = "GH_TOKEN"
+  hosts       = ["api.github.com"]
+  value       = "ghp_second"
+}`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionReplace),
+				}},
+			},
+		},
+	})
+}
+
+func TestAccSecret_writeOnly(t *testing.T) {
+	f := newFixture(t)
+	env := envHCL("", "")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
+		Steps: []resource.TestStep{
+			{
+				Config: f.config(env + secretHCL("  value_wo = \"wo-one\"\n  value_wo_version = 1", `["api.github.com"]`)),
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckNoResourceAttr(secretAddr, "value_wo"),
+					resource.TestCheckNoResourceAttr(secretAddr, "value"),
+					func(*terraformState) error { return f.secretOpensTo("wo-one") },
+				),
+			},
+			{
+				// A new value with the same version is not sent: write-only values never diff.
+				Config:           f.config(env + secretHCL("  value_wo = \"wo-ignored\"\n  value_wo_version = 1", `["api.github.com"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check:            func(*terraformState) error { return f.secretOpensTo("wo-one") },
+			},
+			{
+				// Bumping the version rotates in place.
+				Config: f.config(env + secretHCL("  value_wo = \"wo-two\"\n  value_wo_version = 2", `["api.github.com"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: func(*terraformState) error { return f.secretOpensTo("wo-two") },
+			},
+			{
+				// Switching to the legacy attribute works and re-seals.
+				Config: f.config(env + secretHCL(`  value = "legacy"`, `["api.github.com"]`)),
+				Check:  func(*terraformState) error { return f.secretOpensTo("legacy") },
+			},
+		},
+	})
+}
+
+func TestAccSecret_disappears(t *testing.T) {
+	f := newFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{{
+			Config: f.config(envHCL("", "") + secretHCL(`  value = "x-123"`, `["api.github.com"]`)),
+			Check: func(*terraformState) error {
+				f.exec(`DELETE FROM secrets`)
+				return nil
+			},
+			ExpectNonEmptyPlan: true,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionCreate)},
+			},
+		}},
+	})
+}
+
+func TestAccSecret_rules(t *testing.T) {
+	f := newFixture(t)
+	blocked := envHCL("", `  network = { block_all = true }`)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["https://api.github.com"]`)), ExpectError: regexp.MustCompile(`(?s)has a scheme`)},
+			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["api.github.com:443"]`)), ExpectError: regexp.MustCompile(`(?s)has a port`)},
+			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["api.github.com/v3"]`)), ExpectError: regexp.MustCompile(`(?s)has a path`)},
+			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["10.0.0.1"]`)), ExpectError: regexp.MustCompile(`(?s)is an IP address`)},
+			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `[]`)), ExpectError: regexp.MustCompile(`(?s)hosts.*at least 1`)},
+			{Config: f.config(envHCL("", "") + secretHCL(``, `["api.github.com"]`)), ExpectError: regexp.MustCompile(`Missing Secret Value`)},
+			{
+				Config: f.config(envHCL("", "") + `
+resource "trueforge_secret" "gh" {
+  environment = trueforge_environment.py.name
+  env_name    = "1BAD"
+  hosts       = ["api.github.com"]
+  value       = "x"
+}`),
+				ExpectError: regexp.MustCompile(`(?s)"1BAD" is not an environment variable name`),
+			},
+			// The environment exists with block_all on: adding a secret is refused at plan time.
+			{Config: f.config(blocked)},
+			{
+				Config:      f.config(blocked + secretHCL(`  value = "x"`, `["api.github.com"]`)),
+				ExpectError: regexp.MustCompile(`Secrets Cannot Be Added While Block All Network Is On`),
+			},
+			{
+				PreConfig: func() {
+					secs, err := f.store().ListSecrets(t.Context(), "py")
+					if err != nil || len(secs) != 0 {
+						t.Errorf("a refused secret was stored: %v, %v", secs, err)
+					}
+				},
+				Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["api.github.com"]`)),
+			},
+			{
+				// Turning block_all on afterwards is allowed, with a warning that the secret is inert.
+				Config: f.config(blocked + secretHCL(`  value = "x"`, `["api.github.com"]`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				}},
+			},
+		},
+	})
+}
