@@ -317,8 +317,8 @@ resource "trueforge_environment" "py" {
 			},
 			{
 				// The default environment cannot be imported (and so not deleted) as a resource.
-				ResourceName:  "trueforge_environment.other",
-				Config:        f.config(envHCL("", "")) + `resource "trueforge_environment" "other" {
+				ResourceName: "trueforge_environment.other",
+				Config: f.config(envHCL("", "")) + `resource "trueforge_environment" "other" {
   name             = "other"
   sandbox_provider = trueforge_sandbox_provider.local.name
 }`,
