@@ -45,4 +45,3 @@ func TestLooksLikeCredential(t *testing.T) {
 		}
 	}
 }
-
