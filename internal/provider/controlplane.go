@@ -26,6 +26,11 @@ type controlPlane struct {
 	boxOnce sync.Once
 	box     *secretbox.Box
 	boxErr  error
+
+	// builders caches one snapshot builder per provider type: a plan over hundreds of
+	// environments refreshes each of them, and a builder is not free to set up.
+	mu       sync.Mutex
+	builders map[string]sandbox.SnapshotBuilder
 }
 
 func newControlPlane(st *store.Store, owner string) *controlPlane {
@@ -46,11 +51,27 @@ func (cp *controlPlane) builder(p store.SandboxProvider) (sandbox.SnapshotBuilde
 	if !ok || !entry.Available {
 		return nil, fmt.Errorf("sandbox provider type %q has no backend in this build", p.Type)
 	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if b, ok := cp.builders[p.Type]; ok {
+		return b, nil
+	}
+	var b sandbox.SnapshotBuilder
+	var err error
 	switch p.Type {
 	case "local":
-		return local.NewBuilder(filepath.Join(cp.store.Dir(), "local-backend"))
+		b, err = local.NewBuilder(filepath.Join(cp.store.Dir(), "local-backend"))
+	default:
+		err = fmt.Errorf("sandbox provider type %q has no backend in this build", p.Type)
 	}
-	return nil, fmt.Errorf("sandbox provider type %q has no backend in this build", p.Type)
+	if err != nil {
+		return nil, err
+	}
+	if cp.builders == nil {
+		cp.builders = map[string]sandbox.SnapshotBuilder{}
+	}
+	cp.builders[p.Type] = b
+	return b, nil
 }
 
 // coordinator returns the build coordinator for the named sandbox provider.

@@ -105,28 +105,17 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 }
 
 func (p *trueforgeProvider) Resources(context.Context) []func() resource.Resource {
-	return present([]func() resource.Resource{
+	return []func() resource.Resource{
 		NewSandboxProviderResource,
 		NewEnvironmentResource,
 		NewSecretResource,
 		NewAgentResource,
-	})
+	}
 }
 
 func (p *trueforgeProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return present([]func() datasource.DataSource{
+	return []func() datasource.DataSource{
 		NewEnvironmentDataSource,
 		NewAgentDataSource,
-	})
-}
-
-// TEMPORARY while resources land: drop constructors that return nil.
-func present[T any](fs []func() T) []func() T {
-	var out []func() T
-	for _, f := range fs {
-		if any(f()) != nil {
-			out = append(out, f)
-		}
 	}
-	return out
 }

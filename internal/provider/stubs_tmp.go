@@ -1,3 +1,0 @@
-package provider
-
-// TEMPORARY: replaced by the real implementations.
