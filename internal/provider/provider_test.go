@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -94,4 +96,26 @@ func mustProvider(t *testing.T, cp *controlPlane) store.SandboxProvider {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// testDisappears applies cfg, deletes the object behind addr outside Terraform with
+// deleteSQL, and expects the refreshed plan to create it again (the AWS "disappears"
+// pattern).
+func testDisappears(t *testing.T, f *controlPlaneFixture, cfg, addr, deleteSQL string, args ...any) {
+	t.Helper()
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			Check: func(*terraformState) error {
+				f.exec(deleteSQL, args...)
+				return nil
+			},
+			ExpectNonEmptyPlan: true,
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionCreate)},
+			},
+		}},
+	})
 }

@@ -262,21 +262,7 @@ func TestAccAgent_basic(t *testing.T) {
 
 func TestAccAgent_disappears(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{{
-			Config: f.config(agentHCL("gone", afterProvider)),
-			Check: func(*terraformState) error {
-				f.exec(`DELETE FROM agents WHERE name = ?`, "gone")
-				return nil
-			},
-			ExpectNonEmptyPlan: true,
-			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionCreate),
-			}},
-		}},
-	})
+	testDisappears(t, f, f.config(agentHCL("gone", afterProvider)), agentAddr, `DELETE FROM agents WHERE name = ?`, "gone")
 }
 
 func TestAccAgent_outOfBandDrift(t *testing.T) {

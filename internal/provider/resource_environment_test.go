@@ -204,21 +204,7 @@ func TestAccEnvironment_failedBuild(t *testing.T) {
 
 func TestAccEnvironment_disappears(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{{
-			Config: f.config(envHCL("", "")),
-			Check: func(*terraformState) error {
-				f.exec(`DELETE FROM environments WHERE name = 'py'`)
-				return nil
-			},
-			ExpectNonEmptyPlan: true,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionCreate)},
-			},
-		}},
-	})
+	testDisappears(t, f, f.config(envHCL("", "")), envAddr, `DELETE FROM environments WHERE name = 'py'`)
 }
 
 func TestAccEnvironment_drift(t *testing.T) {

@@ -92,24 +92,7 @@ resource "trueforge_sandbox_provider" "local" {
 
 func TestAccSandboxProvider_disappears(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: f.config(""),
-				Check: func(*terraformState) error {
-					f.exec(`DELETE FROM environments`)
-					f.exec(`DELETE FROM sandbox_providers`)
-					return nil
-				},
-				ExpectNonEmptyPlan: true,
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionCreate)},
-				},
-			},
-		},
-	})
+	testDisappears(t, f, f.config(""), providerAddr, `DELETE FROM environments; DELETE FROM sandbox_providers`)
 }
 
 func TestAccSandboxProvider_drift(t *testing.T) {

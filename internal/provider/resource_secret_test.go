@@ -181,21 +181,7 @@ func TestAccSecret_writeOnly(t *testing.T) {
 
 func TestAccSecret_disappears(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{{
-			Config: f.config(envHCL("", "") + secretHCL(`  value = "x-123"`, `["api.github.com"]`)),
-			Check: func(*terraformState) error {
-				f.exec(`DELETE FROM secrets`)
-				return nil
-			},
-			ExpectNonEmptyPlan: true,
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionCreate)},
-			},
-		}},
-	})
+	testDisappears(t, f, f.config(envHCL("", "")+secretHCL(`  value = "x-123"`, `["api.github.com"]`)), secretAddr, `DELETE FROM secrets`)
 }
 
 func TestAccSecret_rules(t *testing.T) {
