@@ -1,0 +1,219 @@
+package daytona
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// DefaultReleaseImage is the image the release snapshot is made from (a tagged Daytona
+// sandbox image; `:latest` is rejected by the API).
+const DefaultReleaseImage = "daytonaio/sandbox:0.4.3"
+
+// logTailBytes bounds BuildState.LogTail.
+const logTailBytes = 4 << 10
+
+// Builder is a sandbox.SnapshotBuilder on Daytona snapshots. Snapshot ids are Daytona
+// snapshot names (the API reads by name; delete and activate resolve the UUID first).
+//
+// Mapping of a build request:
+//   - the snapshot name is req.ID;
+//   - the Dockerfile is Dockerfile(base, req.Spec.BuildScript), where base is req.Spec.Image
+//     when it names a real image, else ReleaseImage (the platform image: a Daytona snapshot
+//     cannot be used in FROM, so req.Base only has to exist and is not referenced);
+//   - cpu/memory/disk come from the spec when > 0 (they become every sandbox's resources);
+//   - req.BlockNetwork is not supported by Daytona builds and is ignored (builds use
+//     Daytona's build network).
+type Builder struct {
+	C *Client
+	// ReleaseImage is the platform image (default DefaultReleaseImage).
+	ReleaseImage string
+}
+
+var _ sandbox.SnapshotBuilder = (*Builder)(nil)
+
+// NewBuilder returns a Builder on c with the default release image.
+func NewBuilder(c *Client) *Builder { return &Builder{C: c, ReleaseImage: DefaultReleaseImage} }
+
+// ReleaseName is the release snapshot's name: "trueforge-release-<hash of the image>".
+func (b *Builder) ReleaseName() string {
+	sum := sha256.Sum256([]byte("trueforge-release/v1\n" + b.ReleaseImage))
+	return "trueforge-release-" + hex.EncodeToString(sum[:])[:16]
+}
+
+// PrepareRelease makes sure the release snapshot exists and is active, waiting for it (bounded
+// by ctx). It reuses an active one, activates an inactive one and replaces a failed one.
+func (b *Builder) PrepareRelease(ctx context.Context) (string, error) {
+	name := b.ReleaseName()
+	req := CreateSnapshotRequest{Name: name, ImageName: b.ReleaseImage}
+	if err := b.ensure(ctx, req); err != nil {
+		return "", fmt.Errorf("daytona: prepare release %s: %w", name, err)
+	}
+	s, err := b.C.WaitSnapshot(ctx, name)
+	if err != nil {
+		return "", fmt.Errorf("daytona: prepare release %s: %w", name, err)
+	}
+	if s.State != SnapshotActive {
+		return "", fmt.Errorf("daytona: prepare release %s: snapshot is %s: %s", name, s.State, s.ErrorReason)
+	}
+	return name, nil
+}
+
+// StartBuild creates the snapshot named req.ID and returns once Daytona has accepted it.
+// Daytona builds on its runners, so the build outlives this process.
+func (b *Builder) StartBuild(ctx context.Context, req sandbox.BuildRequest) error {
+	if req.ID == "" {
+		return errors.New("daytona: start build: no snapshot id")
+	}
+	base := req.Spec.Image
+	if base == "" || base == sandbox.PlatformImage {
+		base = b.ReleaseImage
+	}
+	cr := CreateSnapshotRequest{
+		Name:      req.ID,
+		BuildInfo: &BuildInfo{DockerfileContent: Dockerfile(base, req.Spec.BuildScript)},
+		CPU:       max(req.Spec.CPU, 0),
+		Memory:    max(req.Spec.MemoryGB, 0),
+		Disk:      max(req.Spec.DiskGB, 0),
+	}
+	if err := b.ensure(ctx, cr); err != nil {
+		return fmt.Errorf("daytona: start build of %s: %w", req.ID, err)
+	}
+	return nil
+}
+
+// ensure gets the snapshot by name and: leaves it alone if active or in progress, activates
+// it if inactive, deletes and recreates it if failed, creates it if missing.
+func (b *Builder) ensure(ctx context.Context, req CreateSnapshotRequest) error {
+	s, err := b.C.GetSnapshot(ctx, req.Name)
+	switch {
+	case IsNotFound(err):
+		return b.create(ctx, req)
+	case err != nil:
+		return err
+	}
+	switch s.State {
+	case SnapshotActive, SnapshotPending, SnapshotBuilding, SnapshotPulling:
+		return nil
+	case SnapshotInactive:
+		_, err := b.C.ActivateSnapshot(ctx, s.ID)
+		return ignoreAlreadyActive(err)
+	case SnapshotRemoving:
+		if err := b.waitGone(ctx, req.Name); err != nil {
+			return err
+		}
+		return b.create(ctx, req)
+	default: // error, build_failed
+		if err := b.C.DeleteSnapshot(ctx, s.ID); err != nil && !IsNotFound(err) {
+			return err
+		}
+		if err := b.waitGone(ctx, req.Name); err != nil {
+			return err
+		}
+		return b.create(ctx, req)
+	}
+}
+
+// create posts the snapshot; a 409 means someone (or a lost earlier answer) created it.
+func (b *Builder) create(ctx context.Context, req CreateSnapshotRequest) error {
+	_, err := b.C.CreateSnapshot(ctx, req)
+	if IsConflict(err) {
+		if _, gerr := b.C.GetSnapshot(ctx, req.Name); gerr == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// waitGone polls until a removed snapshot's name is free (Daytona removes rows by cron).
+func (b *Builder) waitGone(ctx context.Context, name string) error {
+	for {
+		_, err := b.C.GetSnapshot(ctx, name)
+		if IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := sleep(ctx, b.C.poll); err != nil {
+			return fmt.Errorf("snapshot %s is still being removed: %w", name, err)
+		}
+	}
+}
+
+func ignoreAlreadyActive(err error) error {
+	if e, ok := asAPI(err); ok && e.Status == 400 && strings.Contains(strings.ToLower(e.Message), "already active") {
+		return nil
+	}
+	return err
+}
+
+// BuildState maps the snapshot's state: pending/building/pulling → Building, active → Ready,
+// build_failed/error → Failed (errorReason and the build log's tail), inactive → Building
+// after asking Daytona to activate it, removing or 404 → sandbox.ErrNotFound.
+func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState, error) {
+	s, err := b.C.GetSnapshot(ctx, id)
+	if err != nil {
+		return sandbox.BuildState{}, fmt.Errorf("daytona: build state of %s: %w", id, err)
+	}
+	switch s.State {
+	case SnapshotActive:
+		return sandbox.BuildState{Status: sandbox.StatusReady}, nil
+	case SnapshotBuildFailed, SnapshotError:
+		st := sandbox.BuildState{Status: sandbox.StatusFailed, Reason: firstLine(s.ErrorReason)}
+		if st.Reason == "" {
+			st.Reason = "snapshot " + s.State
+		}
+		if logs, err := b.C.SnapshotBuildLogs(ctx, s.ID); err == nil {
+			st.LogTail = tail(logs, logTailBytes)
+		}
+		return st, nil
+	case SnapshotInactive:
+		if _, err := b.C.ActivateSnapshot(ctx, s.ID); ignoreAlreadyActive(err) != nil {
+			return sandbox.BuildState{}, fmt.Errorf("daytona: activate %s: %w", id, err)
+		}
+		return sandbox.BuildState{Status: sandbox.StatusBuilding}, nil
+	case SnapshotRemoving:
+		return sandbox.BuildState{}, fmt.Errorf("daytona: snapshot %s is being removed: %w", id, sandbox.ErrNotFound)
+	default:
+		return sandbox.BuildState{Status: sandbox.StatusBuilding}, nil
+	}
+}
+
+// DeleteSnapshot deletes the snapshot named id; a missing one is not an error.
+func (b *Builder) DeleteSnapshot(ctx context.Context, id string) error {
+	s, err := b.C.GetSnapshot(ctx, id)
+	if IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("daytona: delete snapshot %s: %w", id, err)
+	}
+	if s.State == SnapshotRemoving {
+		return nil
+	}
+	if err := b.C.DeleteSnapshot(ctx, s.ID); err != nil && !IsNotFound(err) {
+		return fmt.Errorf("daytona: delete snapshot %s: %w", id, err)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

@@ -1,0 +1,231 @@
+// Package daytona is trueforge's own small REST client for the Daytona API (the official Go
+// SDK is not available to this module) and a sandbox.SnapshotBuilder on top of it.
+//
+// Facts about paths, field names and semantics come from the project's reference notes on the
+// Daytona API (v0.190 server source and v0.205 OpenAPI spec). Every call takes a context; all
+// waits (retries, backoff, polling) end when it does, so Terraform timeouts bound them.
+package daytona
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultBaseURL is Daytona's public API base URL; every API path is relative to it.
+const DefaultBaseURL = "https://app.daytona.io/api"
+
+// SDKVersion is sent as X-Daytona-SDK-Version. Versions >= 0.167.0 make the toolbox return
+// structured (JSON) session logs.
+const SDKVersion = "0.190.0"
+
+// Source is sent as X-Daytona-Source.
+const Source = "trueforge"
+
+// Client talks to one Daytona API with one token. It is safe for concurrent use.
+type Client struct {
+	baseURL string
+	apiKey  string
+	orgID   string
+	target  string
+	hc      *http.Client
+	retry   RetryPolicy
+	poll    time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client (default: a client with a 60 s timeout per request).
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithOrganizationID sends X-Daytona-Organization-ID. Only use it with a JWT: an API key
+// belongs to exactly one organization.
+func WithOrganizationID(id string) Option { return func(c *Client) { c.orgID = id } }
+
+// WithTarget sets the default region (e.g. "us", "eu") for created sandboxes.
+func WithTarget(target string) Option { return func(c *Client) { c.target = target } }
+
+// WithRetryPolicy replaces the retry policy.
+func WithRetryPolicy(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
+
+// WithPollInterval sets the interval of the Wait* helpers (default 1 s, like the Go SDK).
+func WithPollInterval(d time.Duration) Option { return func(c *Client) { c.poll = d } }
+
+// New returns a client for baseURL (DefaultBaseURL when empty) authenticating with apiKey.
+func New(baseURL, apiKey string, opts ...Option) *Client {
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	c := &Client{
+		baseURL: strings.TrimRight(baseURL, "/"),
+		apiKey:  apiKey,
+		hc:      &http.Client{Timeout: 60 * time.Second},
+		retry:   DefaultRetryPolicy(),
+		poll:    time.Second,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// BaseURL returns the API base URL.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// request describes one API call.
+type request struct {
+	method string
+	url    string // absolute URL (API or toolbox)
+	query  url.Values
+	body   any    // JSON-encoded unless rawBody is set
+	raw    []byte // raw body (octet-stream)
+	// idempotent marks calls that may be retried after a 5xx: the request either had no
+	// effect or repeating it has the same effect.
+	idempotent bool
+}
+
+func (c *Client) api(method, path string, a ...any) *request {
+	return &request{method: method, url: c.baseURL + fmt.Sprintf(path, a...),
+		idempotent: method == http.MethodGet || method == http.MethodDelete || method == http.MethodPut}
+}
+
+// esc escapes one path segment (names may contain '/').
+func esc(s string) string { return url.PathEscape(s) }
+
+// do runs r with retries and decodes a 2xx JSON body into out (if non-nil). It returns the raw
+// body for callers that want text.
+func (c *Client) do(ctx context.Context, r *request, out any) ([]byte, error) {
+	var payload []byte
+	ctype := ""
+	switch {
+	case r.raw != nil:
+		payload, ctype = r.raw, "application/octet-stream"
+	case r.body != nil:
+		b, err := json.Marshal(r.body)
+		if err != nil {
+			return nil, fmt.Errorf("daytona: encode %s %s: %w", r.method, r.url, err)
+		}
+		payload, ctype = b, "application/json"
+	}
+	u := r.url
+	if len(r.query) > 0 {
+		u += "?" + r.query.Encode()
+	}
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		body, err := c.once(ctx, r.method, u, payload, ctype)
+		if err == nil {
+			if out != nil && len(bytes.TrimSpace(body)) > 0 {
+				if err := json.Unmarshal(body, out); err != nil {
+					return body, fmt.Errorf("daytona: decode %s %s: %w", r.method, r.url, err)
+				}
+			}
+			return body, nil
+		}
+		wait, retry := c.retry.decide(attempt, time.Since(start), r.idempotent, err)
+		if !retry || ctx.Err() != nil {
+			return nil, err
+		}
+		if serr := sleep(ctx, wait); serr != nil {
+			return nil, fmt.Errorf("%w (gave up waiting to retry: %w)", err, serr)
+		}
+	}
+}
+
+// once sends one HTTP request. err is an *APIError for non-2xx answers.
+func (c *Client) once(ctx context.Context, method, u string, payload []byte, ctype string) ([]byte, error) {
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("daytona: %s %s: %w", method, u, err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	req.Header.Set("X-Daytona-SDK-Version", SDKVersion)
+	req.Header.Set("X-Daytona-Source", Source)
+	if c.orgID != "" {
+		req.Header.Set("X-Daytona-Organization-ID", c.orgID)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("daytona: %s %s: %w", method, redact(u), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("daytona: %s %s: read body: %w", method, redact(u), err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, newAPIError(method, redact(u), resp, body)
+	}
+	return body, nil
+}
+
+// redact drops the query string from a URL for error messages.
+func redact(u string) string {
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		return u[:i]
+	}
+	return u
+}
+
+// APIKey is what GET /api-keys/current says about the calling key.
+type APIKey struct {
+	Name        string     `json:"name"`
+	Value       string     `json:"value"` // masked
+	CreatedAt   time.Time  `json:"createdAt"`
+	Permissions []string   `json:"permissions"`
+	LastUsedAt  *time.Time `json:"lastUsedAt,omitempty"`
+	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
+	UserID      string     `json:"userId"`
+}
+
+// CurrentAPIKey introspects the calling API key (API-key auth only; a JWT gets 403).
+func (c *Client) CurrentAPIKey(ctx context.Context) (*APIKey, error) {
+	var k APIKey
+	if _, err := c.do(ctx, c.api(http.MethodGet, "/api-keys/current"), &k); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// Missing returns the permissions in need that the key does not hold, in the order given.
+func (k *APIKey) Missing(need ...string) []string {
+	have := make(map[string]bool, len(k.Permissions))
+	for _, p := range k.Permissions {
+		have[p] = true
+	}
+	var miss []string
+	for _, p := range need {
+		if !have[p] {
+			miss = append(miss, p)
+		}
+	}
+	return miss
+}
+
+// RequirePermissions checks the calling key for every permission in need. It returns a
+// *MissingPermissionsError naming each missing one.
+func (c *Client) RequirePermissions(ctx context.Context, need ...string) (*APIKey, error) {
+	k, err := c.CurrentAPIKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if miss := k.Missing(need...); len(miss) > 0 {
+		return k, &MissingPermissionsError{KeyName: k.Name, Missing: miss}
+	}
+	return k, nil
+}

@@ -1,0 +1,371 @@
+package daytonatest
+
+import (
+	"encoding/json"
+	"maps"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+type sbox struct {
+	ID, Name, User, Snapshot          string
+	Env, Labels                       map[string]string
+	NetworkBlockAll                   bool
+	NetworkAllowList, DomainAllowList string
+	Target                            string
+	CPU, Mem, Disk                    int64
+	State, DesiredState               string
+	AutoStop, AutoArchive, AutoDelete int
+	Secrets                           []map[string]string
+	CreatedAt, UpdatedAt              time.Time
+	transitionEnd                     time.Time
+	toolbox                           string
+}
+
+// transitional states and where they lead.
+var transitions = map[string]string{
+	"starting": "started", "restoring": "started", "stopping": "stopped", "archiving": "archived",
+}
+
+// advance completes a due transition. Called with mu held.
+func (s *Server) advance(sb *sbox) {
+	if to, ok := transitions[sb.State]; ok && !time.Now().Before(sb.transitionEnd) {
+		sb.State, sb.UpdatedAt = to, time.Now().UTC()
+	}
+}
+
+func (s *Server) findSandbox(idOrName string) *sbox {
+	for _, sb := range s.sandboxes {
+		if sb.ID == idOrName || sb.Name == idOrName {
+			s.advance(sb)
+			return sb
+		}
+	}
+	return nil
+}
+
+// SandboxState returns a sandbox's state ("" if it does not exist).
+func (s *Server) SandboxState(idOrName string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sb := s.findSandbox(idOrName); sb != nil {
+		return sb.State
+	}
+	return ""
+}
+
+func (sb *sbox) dto() map[string]any {
+	env := maps.Clone(sb.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	labels := maps.Clone(sb.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return map[string]any{
+		"id": sb.ID, "organizationId": "org-test", "name": sb.Name, "user": sb.User,
+		"snapshot": sb.Snapshot, "env": env, "labels": labels, "public": false,
+		"networkBlockAll": sb.NetworkBlockAll, "networkAllowList": sb.NetworkAllowList,
+		"domainAllowList": sb.DomainAllowList, "target": sb.Target, "cpu": sb.CPU, "gpu": 0,
+		"memory": sb.Mem, "disk": sb.Disk, "state": sb.State, "desiredState": sb.DesiredState,
+		"autoStopInterval": sb.AutoStop, "autoArchiveInterval": sb.AutoArchive,
+		"autoDeleteInterval": sb.AutoDelete, "toolboxProxyUrl": sb.toolbox,
+		"createdAt": sb.CreatedAt, "updatedAt": sb.UpdatedAt, "sandboxClass": "container",
+	}
+}
+
+var domainRE = regexp.MustCompile(`^(\*\.)?([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,}$`)
+
+func checkList(list string, ok func(string) string) string {
+	if strings.TrimSpace(list) == "" {
+		return ""
+	}
+	parts := strings.Split(list, ",")
+	if len(parts) > 10 {
+		return "At most 10 entries are allowed"
+	}
+	for _, p := range parts {
+		if msg := ok(strings.TrimSpace(p)); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func checkCIDR(p string) string {
+	if !strings.Contains(p, "/") {
+		return `Invalid network format: "` + p + `". Missing CIDR prefix length`
+	}
+	ip, _, err := net.ParseCIDR(p)
+	if err != nil || ip.To4() == nil {
+		return `Invalid network format: "` + p + `"`
+	}
+	return ""
+}
+
+func checkDomain(p string) string {
+	if !domainRE.MatchString(p) {
+		return `Invalid domain: "` + p + `"`
+	}
+	return ""
+}
+
+func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
+	var b struct {
+		Name, Snapshot, User, Target          string
+		Env, Labels                           map[string]string
+		NetworkBlockAll                       bool
+		NetworkAllowList, DomainAllowList     string
+		CPU, Memory, Disk, GPU                int64
+		AutoStopInterval, AutoArchiveInterval *int
+		AutoDeleteInterval                    *int
+		Secrets                               []map[string]string
+	}
+	if !decode(w, r, &b) {
+		return
+	}
+	sn := s.findSnap(b.Snapshot)
+	switch {
+	case b.Snapshot != "" && (b.CPU != 0 || b.Memory != 0 || b.Disk != 0 || b.GPU != 0):
+		writeErr(w, r, 400, "Cannot specify Sandbox resources when using a snapshot")
+		return
+	case b.Snapshot == "":
+		writeErr(w, r, 400, "daytonatest: a snapshot is required")
+		return
+	case sn == nil:
+		writeErr(w, r, 400, "Snapshot "+b.Snapshot+" not found. Did you add it through the Daytona Dashboard?")
+		return
+	case sn.State != "active":
+		writeErr(w, r, 400, "Snapshot "+b.Snapshot+" is "+sn.State)
+		return
+	case b.AutoStopInterval != nil && *b.AutoStopInterval < 0:
+		writeErr(w, r, 400, "autoStopInterval must be >= 0")
+		return
+	}
+	if msg := checkList(b.NetworkAllowList, checkCIDR); msg != "" {
+		writeErr(w, r, 400, msg)
+		return
+	}
+	if msg := checkList(b.DomainAllowList, checkDomain); msg != "" {
+		writeErr(w, r, 400, msg)
+		return
+	}
+	for _, m := range b.Secrets {
+		for _, name := range m {
+			if s.secretByName(name) == nil {
+				writeErr(w, r, 400, "Secret "+name+" not found")
+				return
+			}
+		}
+	}
+	id := newUUID()
+	if b.Name == "" {
+		b.Name = id
+	}
+	if s.findSandbox(b.Name) != nil {
+		writeErr(w, r, 409, "Sandbox with name "+b.Name+" already exists")
+		return
+	}
+	if err := mkdir(s.sandboxDir(id)); err != nil {
+		writeErr(w, r, 500, err.Error())
+		return
+	}
+	now := time.Now().UTC()
+	sn.LastUsed = now
+	sb := &sbox{ID: id, Name: b.Name, User: b.User, Snapshot: sn.Name, Env: b.Env, Labels: b.Labels,
+		NetworkBlockAll: b.NetworkBlockAll, NetworkAllowList: b.NetworkAllowList, DomainAllowList: b.DomainAllowList,
+		Target: b.Target, CPU: sn.CPU, Mem: sn.Mem, Disk: sn.Disk, State: "started", DesiredState: "started",
+		AutoStop: deref(b.AutoStopInterval, 15), AutoArchive: deref(b.AutoArchiveInterval, 10080),
+		AutoDelete: deref(b.AutoDeleteInterval, -1), Secrets: b.Secrets, CreatedAt: now, UpdatedAt: now,
+		toolbox: s.ts.URL + "/toolbox"}
+	if sb.User == "" {
+		sb.User = "daytona"
+	}
+	if sb.Target == "" {
+		sb.Target = "us"
+	}
+	if sb.AutoArchive == 0 || sb.AutoArchive > 43200 {
+		sb.AutoArchive = 43200
+	}
+	s.sandboxes = append(s.sandboxes, sb)
+	writeJSON(w, 200, sb.dto())
+}
+
+func deref(p *int, d int) int {
+	if p == nil {
+		return d
+	}
+	return *p
+}
+
+func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
+	sb := s.findSandbox(r.PathValue("id"))
+	if sb == nil {
+		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
+		return
+	}
+	writeJSON(w, 200, sb.dto())
+}
+
+func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
+	offset, limit, ok := page(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	var want map[string]string
+	if v := q.Get("labels"); v != "" {
+		if err := json.Unmarshal([]byte(v), &want); err != nil {
+			writeErr(w, r, 400, "labels must be a JSON object")
+			return
+		}
+	}
+	states := q["states[]"]
+	var matched []map[string]any
+	for _, sb := range s.sandboxes {
+		s.advance(sb)
+		if !strings.HasPrefix(strings.ToLower(sb.Name), strings.ToLower(q.Get("name"))) {
+			continue
+		}
+		if len(states) > 0 && !slices.Contains(states, sb.State) {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			if sb.Labels[k] != v {
+				match = false
+			}
+		}
+		if match {
+			matched = append(matched, sb.dto())
+		}
+	}
+	items, next := cursorPage(matched, offset, limit)
+	if items == nil {
+		items = []map[string]any{}
+	}
+	writeJSON(w, 200, map[string]any{"items": items, "nextCursor": next})
+}
+
+// lifecycle applies a transition from the allowed states, answering 409 during another
+// transition and 400 from other states.
+func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[string]string, noop, badMsg string) {
+	sb := s.findSandbox(r.PathValue("id"))
+	if sb == nil {
+		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
+		return
+	}
+	if _, busy := transitions[sb.State]; busy {
+		writeErr(w, r, 409, "Sandbox state change in progress")
+		return
+	}
+	if sb.State == noop {
+		writeJSON(w, 200, sb.dto())
+		return
+	}
+	via, ok := from[sb.State]
+	if !ok {
+		writeErr(w, r, 400, badMsg)
+		return
+	}
+	sb.State, sb.DesiredState = via, transitions[via]
+	sb.transitionEnd, sb.UpdatedAt = time.Now().Add(s.cfg.lifecycle), time.Now().UTC()
+	s.advance(sb)
+	writeJSON(w, 200, sb.dto())
+}
+
+func (s *Server) startSandbox(w http.ResponseWriter, r *http.Request) {
+	s.lifecycle(w, r, map[string]string{"stopped": "starting", "archived": "restoring"}, "started", "Sandbox is not in valid state")
+}
+
+func (s *Server) stopSandbox(w http.ResponseWriter, r *http.Request) {
+	s.lifecycle(w, r, map[string]string{"started": "stopping"}, "", "Sandbox is not in a stoppable state")
+}
+
+func (s *Server) archiveSandbox(w http.ResponseWriter, r *http.Request) {
+	s.lifecycle(w, r, map[string]string{"stopped": "archiving"}, "", "Sandbox is not in valid state")
+}
+
+func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
+	sb := s.findSandbox(r.PathValue("id"))
+	if sb == nil {
+		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
+		return
+	}
+	if _, busy := transitions[sb.State]; busy {
+		writeErr(w, r, 409, "Sandbox state change in progress")
+		return
+	}
+	s.sandboxes = slices.DeleteFunc(s.sandboxes, func(x *sbox) bool { return x == sb })
+	sb.State, sb.DesiredState = "destroying", "destroyed"
+	writeJSON(w, 200, sb.dto())
+}
+
+func (s *Server) putSandboxSecrets(w http.ResponseWriter, r *http.Request) {
+	sb := s.findSandbox(r.PathValue("id"))
+	if sb == nil {
+		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
+		return
+	}
+	var b struct {
+		Secrets []map[string]string `json:"secrets"`
+	}
+	if !decode(w, r, &b) {
+		return
+	}
+	if b.Secrets == nil {
+		writeErr(w, r, 400, "secrets must be an array")
+		return
+	}
+	for _, m := range b.Secrets {
+		for _, name := range m {
+			if s.secretByName(name) == nil {
+				writeErr(w, r, 400, "Secret "+name+" not found")
+				return
+			}
+		}
+	}
+	sb.Secrets = b.Secrets
+	writeJSON(w, 200, sb.dto())
+}
+
+func (s *Server) networkSettings(w http.ResponseWriter, r *http.Request) {
+	sb := s.findSandbox(r.PathValue("id"))
+	if sb == nil {
+		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
+		return
+	}
+	var b struct {
+		NetworkBlockAll                   *bool
+		NetworkAllowList, DomainAllowList *string
+	}
+	if !decode(w, r, &b) {
+		return
+	}
+	if b.NetworkAllowList != nil {
+		if msg := checkList(*b.NetworkAllowList, checkCIDR); msg != "" {
+			writeErr(w, r, 400, msg)
+			return
+		}
+		sb.NetworkAllowList, sb.NetworkBlockAll = *b.NetworkAllowList, false
+	}
+	if b.DomainAllowList != nil {
+		if msg := checkList(*b.DomainAllowList, checkDomain); msg != "" {
+			writeErr(w, r, 400, msg)
+			return
+		}
+		sb.DomainAllowList = *b.DomainAllowList
+	}
+	if b.NetworkBlockAll != nil {
+		sb.NetworkBlockAll = *b.NetworkBlockAll
+		if *b.NetworkBlockAll || b.NetworkAllowList == nil {
+			sb.NetworkAllowList = ""
+		}
+	}
+	writeJSON(w, 200, sb.dto())
+}

@@ -1,0 +1,354 @@
+// Package daytonatest is an in-process emulator of the Daytona REST API for tests: an
+// httptest.Server with the documented snapshot and sandbox state machines, paging, API-key
+// permissions, secrets that never return values, fault injection and per-route request
+// counters.
+//
+// The API is served under URL() (like https://app.daytona.io/api); each sandbox's toolbox
+// under {server}/toolbox/{sandboxId}. Toolbox exec runs commands with /bin/sh on the host in
+// a per-sandbox directory under t.TempDir(), with a timeout. That is a stand-in: the harness
+// tests will route it to a local sandbox later. Absolute file paths of the toolbox file calls
+// are mapped into the sandbox directory; commands are not confined beyond their cwd.
+//
+// State changes are computed lazily from elapsed time on every request, so there are no
+// background goroutines.
+package daytonatest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// AllPermissions are the v0.205 API-key permission strings.
+var AllPermissions = []string{
+	"write:registries", "delete:registries", "write:snapshots", "delete:snapshots",
+	"write:sandboxes", "delete:sandboxes", "read:volumes", "write:volumes", "delete:volumes",
+	"write:regions", "delete:regions", "read:runners", "write:runners", "delete:runners",
+	"read:audit_logs", "manage:api_keys", "manage:secrets", "read:limits", "manage:sso",
+	"read:billing", "manage:billing",
+}
+
+// DefaultKey is the API key NewServer registers with AllPermissions.
+const DefaultKey = "dtn_test_default"
+
+// DefaultFailMarker makes a snapshot build fail when its Dockerfile (or the base64 build
+// script inside it) contains it.
+const DefaultFailMarker = "daytonatest:fail-build"
+
+// Server is the emulator.
+type Server struct {
+	ts   *httptest.Server
+	root string
+	cfg  config
+
+	mu        sync.Mutex
+	keys      map[string][]string
+	snaps     []*snap // creation order
+	sandboxes []*sbox
+	secrets   []*secret
+	counts    map[string]int
+	faults    map[string][]fault
+	failNext  *failure
+}
+
+type config struct {
+	buildDelay, idle, lifecycle, removal, execMax time.Duration
+	retryAfter                                    time.Duration
+	marker                                        string
+	defaultKey                                    bool
+}
+
+// Option configures a Server.
+type Option func(*config)
+
+// WithBuildDelay sets how long a snapshot takes from pending to active (or failed): the first
+// half is pending, the second building/pulling. Default 20 ms.
+func WithBuildDelay(d time.Duration) Option { return func(c *config) { c.buildDelay = d } }
+
+// WithIdleTimeout makes an active snapshot inactive when unused for d (0, the default, never).
+func WithIdleTimeout(d time.Duration) Option { return func(c *config) { c.idle = d } }
+
+// WithLifecycleDelay sets how long sandbox transitions (starting, stopping, archiving,
+// restoring) last; during them lifecycle calls get 409. Default 0 (immediate).
+func WithLifecycleDelay(d time.Duration) Option { return func(c *config) { c.lifecycle = d } }
+
+// WithRemovalDelay sets how long a deleted snapshot stays `removing`. Default 0.
+func WithRemovalDelay(d time.Duration) Option { return func(c *config) { c.removal = d } }
+
+// WithFailMarker sets the Dockerfile marker that makes a build fail (default DefaultFailMarker).
+func WithFailMarker(m string) Option { return func(c *config) { c.marker = m } }
+
+// WithRetryAfter sets the Retry-After of injected 429s (rounded up to whole seconds, at least
+// 1; default 1 s).
+func WithRetryAfter(d time.Duration) Option { return func(c *config) { c.retryAfter = d } }
+
+// WithExecLimit caps every toolbox command (default 30 s).
+func WithExecLimit(d time.Duration) Option { return func(c *config) { c.execMax = d } }
+
+// WithoutDefaultKey skips registering DefaultKey.
+func WithoutDefaultKey() Option { return func(c *config) { c.defaultKey = false } }
+
+// NewServer starts an emulator that is closed when the test ends.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	cfg := config{buildDelay: 20 * time.Millisecond, retryAfter: time.Second, execMax: 30 * time.Second,
+		marker: DefaultFailMarker, defaultKey: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &Server{root: t.TempDir(), cfg: cfg, keys: map[string][]string{},
+		counts: map[string]int{}, faults: map[string][]fault{}}
+	if cfg.defaultKey {
+		s.keys[DefaultKey] = slices.Clone(AllPermissions)
+	}
+	mux := http.NewServeMux()
+	s.routes(mux)
+	s.ts = httptest.NewServer(mux)
+	t.Cleanup(s.ts.Close)
+	return s
+}
+
+// URL is the API base URL to pass to daytona.New.
+func (s *Server) URL() string { return s.ts.URL + "/api" }
+
+// Close stops the server (also done at test cleanup).
+func (s *Server) Close() { s.ts.Close() }
+
+// AddKey registers an API key with exactly the given permissions.
+func (s *Server) AddKey(key string, perms ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys[key] = slices.Clone(perms)
+}
+
+// Count returns how many requests reached route, e.g. "POST /snapshots",
+// "GET /snapshots/{id}" or "POST /process/execute" (toolbox), counting faulted ones.
+func (s *Server) Count(route string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[route]
+}
+
+// ResetCounts zeroes the request counters.
+func (s *Server) ResetCounts() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.counts)
+}
+
+type fault struct {
+	status     int
+	retryAfter time.Duration
+}
+
+// InjectFaults makes the next n requests to route answer status (429s carry Retry-After,
+// Retry-After-authenticated and X-RateLimit-Reset-authenticated).
+func (s *Server) InjectFaults(route string, n, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[route] = append(s.faults[route], fault{status: status, retryAfter: s.cfg.retryAfter})
+	}
+}
+
+// takeFault pops the next fault for route. Called with mu held.
+func (s *Server) takeFault(route string) (fault, bool) {
+	q := s.faults[route]
+	if len(q) == 0 {
+		return fault{}, false
+	}
+	s.faults[route] = q[1:]
+	return q[0], true
+}
+
+// handle registers route (e.g. "POST /snapshots") under prefix with counting, faults,
+// authentication and a permission check (perm "" = membership only). fn runs with mu held.
+func (s *Server) handle(mux *http.ServeMux, prefix, route, perm string, fn func(w http.ResponseWriter, r *http.Request)) {
+	method, path, _ := strings.Cut(route, " ")
+	mux.HandleFunc(method+" "+prefix+path, func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		locked := true
+		defer func() {
+			if locked {
+				s.mu.Unlock()
+			}
+		}()
+		s.counts[route]++
+		if f, ok := s.takeFault(route); ok {
+			if f.status == http.StatusTooManyRequests {
+				secs := strconv.Itoa(max(1, int(math.Ceil(f.retryAfter.Seconds()))))
+				w.Header().Set("Retry-After", secs)
+				w.Header().Set("Retry-After-authenticated", secs)
+				w.Header().Set("X-RateLimit-Reset-authenticated", secs)
+				w.Header().Set("X-RateLimit-Remaining-authenticated", "0")
+			}
+			writeErr(w, r, f.status, "injected fault")
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		perms, known := s.keys[tok]
+		if !ok || !known {
+			writeErr(w, r, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		if perm != "" && !slices.Contains(perms, perm) {
+			writeErr(w, r, http.StatusForbidden, "Forbidden: API key is missing the required permission "+perm)
+			return
+		}
+		if strings.HasPrefix(prefix, "/toolbox") {
+			// Toolbox calls run outside the lock (exec may take long).
+			s.mu.Unlock()
+			locked = false
+		}
+		fn(w, r)
+	})
+}
+
+func (s *Server) routes(mux *http.ServeMux) {
+	api := func(route, perm string, fn http.HandlerFunc) { s.handle(mux, "/api", route, perm, fn) }
+	api("GET /api-keys/current", "", s.currentKey)
+
+	api("POST /snapshots", "write:snapshots", s.createSnapshot)
+	api("GET /snapshots", "", s.listSnapshots)
+	api("GET /snapshots/{id}", "", s.getSnapshot)
+	api("DELETE /snapshots/{id}", "delete:snapshots", s.deleteSnapshot)
+	api("POST /snapshots/{id}/activate", "write:snapshots", s.activateSnapshot)
+	api("POST /snapshots/{id}/deactivate", "write:snapshots", s.deactivateSnapshot)
+	api("GET /snapshots/{id}/build-logs-url", "", s.buildLogsURL)
+	api("GET /snapshots/{id}/build-logs", "", s.buildLogs)
+
+	api("POST /sandbox", "write:sandboxes", s.createSandbox)
+	api("GET /sandbox", "", s.listSandboxes)
+	api("GET /sandbox/{id}", "", s.getSandbox)
+	api("POST /sandbox/{id}/start", "write:sandboxes", s.startSandbox)
+	api("POST /sandbox/{id}/stop", "write:sandboxes", s.stopSandbox)
+	api("POST /sandbox/{id}/archive", "write:sandboxes", s.archiveSandbox)
+	api("DELETE /sandbox/{id}", "delete:sandboxes", s.deleteSandbox)
+	api("PUT /sandbox/{id}/secrets", "write:sandboxes", s.putSandboxSecrets)
+	api("POST /sandbox/{id}/network-settings", "write:sandboxes", s.networkSettings)
+
+	api("POST /secret", "manage:secrets", s.createSecret)
+	api("GET /secret", "", s.listAllSecrets)
+	api("GET /secret/paginated", "", s.listSecrets)
+	api("GET /secret/{id}", "", s.getSecret)
+	api("PATCH /secret/{id}", "manage:secrets", s.patchSecret)
+	api("DELETE /secret/{id}", "manage:secrets", s.deleteSecret)
+
+	tb := func(route string, fn http.HandlerFunc) { s.handle(mux, "/toolbox/{sandboxId}", route, "", fn) }
+	tb("POST /process/execute", s.execute)
+	tb("POST /files/upload-v2", s.upload)
+	tb("GET /files/download", s.download)
+}
+
+func (s *Server) currentKey(w http.ResponseWriter, r *http.Request) {
+	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	masked := tok
+	if len(tok) > 8 {
+		masked = tok[:4] + "…" + tok[len(tok)-4:]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"name": "key-" + masked, "value": masked, "createdAt": time.Now().UTC(),
+		"permissions": s.keys[tok], "userId": "user-test",
+	})
+}
+
+// writeErr writes the API's error body.
+func writeErr(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	writeJSON(w, status, map[string]any{
+		"path": r.URL.Path, "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+		"statusCode": status, "error": http.StatusText(status), "message": msg,
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		writeErr(w, r, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return fmt.Sprintf("%s-%s-%s-%s-%s", h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// page parses a limit (1..200, default 100) and an offset cursor.
+func page(w http.ResponseWriter, r *http.Request) (offset, limit int, ok bool) {
+	limit = 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 200 {
+			writeErr(w, r, http.StatusBadRequest, "limit must be between 1 and 200")
+			return 0, 0, false
+		}
+		limit = n
+	}
+	if v := r.URL.Query().Get("cursor"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeErr(w, r, http.StatusBadRequest, "invalid cursor")
+			return 0, 0, false
+		}
+		offset = n
+	}
+	return offset, limit, true
+}
+
+// cursorPage slices items[offset:offset+limit] and returns the next cursor (nil at the end).
+func cursorPage[T any](items []T, offset, limit int) ([]T, any) {
+	if offset > len(items) {
+		offset = len(items)
+	}
+	end := min(offset+limit, len(items))
+	var next any
+	if end < len(items) {
+		next = strconv.Itoa(end)
+	}
+	return items[offset:end], next
+}
+
+func (s *Server) sandboxDir(id string) string { return filepath.Join(s.root, "sandboxes", id) }
+
+func mkdir(p string) error { return os.MkdirAll(p, 0o755) }

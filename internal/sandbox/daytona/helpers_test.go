@@ -1,0 +1,75 @@
+package daytona_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
+)
+
+// fastRetry keeps backoff short; server-requested waits are still honoured.
+var fastRetry = daytona.RetryPolicy{MaxAttempts: 6, BaseDelay: 2 * time.Millisecond,
+	MaxDelay: 20 * time.Millisecond, MaxServerWait: 10 * time.Second, StateChangeWait: 5 * time.Second}
+
+func newClient(t *testing.T, srv *daytonatest.Server, key string) *daytona.Client {
+	t.Helper()
+	return daytona.New(srv.URL(), key, daytona.WithRetryPolicy(fastRetry), daytona.WithPollInterval(5*time.Millisecond))
+}
+
+func setup(t *testing.T, opts ...daytonatest.Option) (*daytonatest.Server, *daytona.Client) {
+	t.Helper()
+	srv := daytonatest.NewServer(t, opts...)
+	return srv, newClient(t, srv, daytonatest.DefaultKey)
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitBuild polls the builder until the build leaves Building.
+func waitBuild(t *testing.T, ctx context.Context, b *daytona.Builder, id string) sandbox.BuildState {
+	t.Helper()
+	for {
+		st, err := b.BuildState(ctx, id)
+		if err != nil {
+			t.Fatalf("BuildState(%s): %v", id, err)
+		}
+		if st.Status != sandbox.StatusBuilding {
+			return st
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("build %s still building: %v", id, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func buildReq(script string) sandbox.BuildRequest {
+	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: script}
+	return sandbox.BuildRequest{ID: sandbox.SnapshotID(spec.BuildHash()), Spec: spec, Base: "release"}
+}
+
+// readySnapshot builds a snapshot with the builder and returns its name.
+func readySnapshot(t *testing.T, ctx context.Context, c *daytona.Client, script string) string {
+	t.Helper()
+	b := daytona.NewBuilder(c)
+	req := buildReq(script)
+	if err := b.StartBuild(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		t.Fatalf("build: %+v", st)
+	}
+	return req.ID
+}
+
+func daytonatestSlow() []daytonatest.Option {
+	return []daytonatest.Option{daytonatest.WithBuildDelay(time.Hour)}
+}

@@ -1,0 +1,122 @@
+package daytona
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Secret is an org secret's metadata. Daytona never returns the value; sandboxes see only
+// Placeholder, which its egress proxy swaps for the value on requests to Hosts.
+type Secret struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Placeholder string    `json:"placeholder"`
+	Hosts       []string  `json:"hosts"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// CreateSecretRequest is CreateSecret. Hosts are exact hostnames or "*." wildcards.
+type CreateSecretRequest struct {
+	Name        string   `json:"name"`
+	Value       string   `json:"value"`
+	Description string   `json:"description,omitempty"`
+	Hosts       []string `json:"hosts,omitempty"`
+}
+
+// UpdateSecretRequest is UpdateSecret: nil fields are left alone; a non-nil empty Hosts
+// clears the host list.
+type UpdateSecretRequest struct {
+	Value       *string   `json:"value,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	Hosts       *[]string `json:"hosts,omitempty"`
+}
+
+// CreateSecret sends POST /secret (needs manage:secrets; 409 on a duplicate name).
+func (c *Client) CreateSecret(ctx context.Context, req CreateSecretRequest) (*Secret, error) {
+	var s Secret
+	if _, err := c.do(ctx, &request{method: http.MethodPost, url: c.baseURL + "/secret", body: req}, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// GetSecret reads a secret's metadata.
+func (c *Client) GetSecret(ctx context.Context, id string) (*Secret, error) {
+	var s Secret
+	if _, err := c.do(ctx, c.api(http.MethodGet, "/secret/%s", esc(id)), &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// SecretListOptions is the query of GET /secret/paginated.
+type SecretListOptions struct {
+	Cursor      string
+	Limit       int
+	Name        string // partial match
+	Sort, Order string
+}
+
+// SecretPage is one page of secrets; NextCursor is "" on the last page.
+type SecretPage struct {
+	Items      []Secret `json:"items"`
+	Total      int      `json:"total"`
+	NextCursor string   `json:"nextCursor"`
+}
+
+// ListSecrets reads one page of GET /secret/paginated.
+func (c *Client) ListSecrets(ctx context.Context, o SecretListOptions) (*SecretPage, error) {
+	r := c.api(http.MethodGet, "/secret/paginated")
+	r.query = url.Values{}
+	setIf(r.query, "cursor", o.Cursor)
+	if o.Limit > 0 {
+		r.query.Set("limit", strconv.Itoa(o.Limit))
+	}
+	setIf(r.query, "name", o.Name)
+	setIf(r.query, "sort", o.Sort)
+	setIf(r.query, "order", o.Order)
+	var p SecretPage
+	if _, err := c.do(ctx, r, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// AllSecrets walks every page.
+func (c *Client) AllSecrets(ctx context.Context, o SecretListOptions) ([]Secret, error) {
+	var all []Secret
+	for {
+		p, err := c.ListSecrets(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.Items...)
+		if p.NextCursor == "" {
+			return all, nil
+		}
+		o.Cursor = p.NextCursor
+	}
+}
+
+// UpdateSecret sends PATCH /secret/{id} (rotation, hosts). Repeating it has the same effect,
+// so it is retried like an idempotent call.
+func (c *Client) UpdateSecret(ctx context.Context, id string, req UpdateSecretRequest) (*Secret, error) {
+	r := c.api(http.MethodPatch, "/secret/%s", esc(id))
+	r.body, r.idempotent = req, true
+	var s Secret
+	if _, err := c.do(ctx, r, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// DeleteSecret sends DELETE /secret/{id}.
+func (c *Client) DeleteSecret(ctx context.Context, id string) error {
+	_, err := c.do(ctx, c.api(http.MethodDelete, "/secret/%s", esc(id)), nil)
+	return err
+}

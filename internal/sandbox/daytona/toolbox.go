@@ -1,0 +1,69 @@
+package daytona
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// ExecuteRequest is the toolbox's ExecuteRequest. Timeout is in seconds; the daemon only
+// enforces it when > 0 and then answers 408. Keep secret values out of Command.
+type ExecuteRequest struct {
+	Command string            `json:"command"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Envs    map[string]string `json:"envs,omitempty"`
+	Timeout int               `json:"timeout,omitempty"`
+}
+
+// ExecuteResponse has the exit code and the combined stdout+stderr.
+type ExecuteResponse struct {
+	ExitCode int    `json:"exitCode"`
+	Result   string `json:"result"`
+}
+
+// toolboxURL is {toolboxProxyUrl}/{sandboxId}{path}.
+func toolboxURL(sb *Sandbox, path string) (string, error) {
+	if sb == nil || sb.ToolboxProxyURL == "" || sb.ID == "" {
+		return "", errors.New("daytona: sandbox has no toolboxProxyUrl")
+	}
+	return strings.TrimRight(sb.ToolboxProxyURL, "/") + "/" + esc(sb.ID) + path, nil
+}
+
+// Execute runs a command in a started sandbox (POST /process/execute). It is not retried
+// after a 5xx, since the command may have run.
+func (c *Client) Execute(ctx context.Context, sb *Sandbox, req ExecuteRequest) (*ExecuteResponse, error) {
+	u, err := toolboxURL(sb, "/process/execute")
+	if err != nil {
+		return nil, err
+	}
+	var out ExecuteResponse
+	if _, err := c.do(ctx, &request{method: http.MethodPost, url: u, body: req}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// UploadFile writes data to path in the sandbox (POST /files/upload-v2 with a raw body;
+// parents are created, existing files overwritten).
+func (c *Client) UploadFile(ctx context.Context, sb *Sandbox, path string, data []byte) error {
+	u, err := toolboxURL(sb, "/files/upload-v2")
+	if err != nil {
+		return err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	_, err = c.do(ctx, &request{method: http.MethodPost, url: u, query: url.Values{"path": {path}}, raw: data, idempotent: true}, nil)
+	return err
+}
+
+// DownloadFile reads a file from the sandbox (GET /files/download).
+func (c *Client) DownloadFile(ctx context.Context, sb *Sandbox, path string) ([]byte, error) {
+	u, err := toolboxURL(sb, "/files/download")
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, &request{method: http.MethodGet, url: u, query: url.Values{"path": {path}}, idempotent: true}, nil)
+}
