@@ -1,0 +1,7 @@
+data "trueforge_agent" "coder" {
+  name = "coder"
+}
+
+output "coder_environment" {
+  value = data.trueforge_agent.coder.sandbox.environment
+}

@@ -1,0 +1,127 @@
+# trueforge quickstart: one embedded (local) sandbox provider, one environment with a small
+# build script, a network-scoped secret, and an agent whose sandbox is cloned from the
+# environment.
+#
+# The provider block is empty on purpose: the control-plane database comes from
+# TRUEFORGE_DATABASE_URL (scripts/demo.sh exports it), else
+# ~/.local/share/trueforge/trueforge.db, and the owner is TRUEFORGE_OWNER, else the OS user.
+
+terraform {
+  required_version = ">= 1.11"
+
+  required_providers {
+    trueforge = {
+      source = "trueforge/trueforge"
+    }
+  }
+}
+
+provider "trueforge" {}
+
+variable "greeting" {
+  description = "Value of the GREETING environment variable in the python environment. A live setting: changing it never rebuilds."
+  type        = string
+  default     = "hello"
+}
+
+variable "build_marker" {
+  description = "Written by the build script. A build input: changing it bakes a new snapshot."
+  type        = string
+  default     = "v1"
+}
+
+variable "api_token" {
+  description = "The secret's value. Sent write-only: it never enters plan or state."
+  type        = string
+  sensitive   = true
+  default     = "demo-token-not-a-real-credential"
+}
+
+variable "api_token_version" {
+  description = "Increment to send a new api_token (a live rotation)."
+  type        = number
+  default     = 1
+}
+
+# The embedded backend. Creating it builds the release snapshot and the reserved
+# `default` environment.
+resource "trueforge_sandbox_provider" "local" {
+  name = "local"
+  type = "local"
+}
+
+resource "trueforge_environment" "python" {
+  name             = "python"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+
+  # Build inputs: they bake the snapshot. Kept fast and offline.
+  build_script = <<-EOT
+    printf '#!/bin/sh\necho hello from the python env\n' > /usr/local/bin/hello
+    chmod +x /usr/local/bin/hello
+    mkdir -p /etc/trueforge
+    echo "${var.build_marker}" > /etc/trueforge/build-marker
+  EOT
+  cpu          = 1
+  memory       = 1
+  disk         = 3
+
+  # Live settings: no rebuild; they reach sandboxes created afterwards.
+  env = {
+    GREETING         = var.greeting
+    PYTHONUNBUFFERED = "1"
+  }
+  network = {
+    allow_domains = ["pypi.org", "files.pythonhosted.org", "api.github.com"]
+  }
+}
+
+# Forwarded only to api.github.com, although the sandbox process sees GITHUB_TOKEN.
+resource "trueforge_secret" "github" {
+  environment      = trueforge_environment.python.name
+  env_name         = "GITHUB_TOKEN"
+  value_wo         = var.api_token
+  value_wo_version = var.api_token_version
+  hosts            = ["api.github.com"]
+}
+
+# The scripted model replays replay.json instead of calling a model API, so the agent
+# runs without any API key.
+resource "trueforge_agent" "demo" {
+  name         = "demo"
+  description  = "Quickstart agent: runs the hello tool in its sandbox."
+  instructions = "Use the sandbox to run `hello`, then report what it printed."
+
+  model = {
+    provider = "scripted"
+    script   = file("${path.module}/replay.json")
+  }
+
+  sandbox = {
+    enabled     = true
+    environment = trueforge_environment.python.name
+  }
+}
+
+output "snapshot_id" {
+  description = "The snapshot new sandboxes of the python environment are cloned from."
+  value       = trueforge_environment.python.snapshot_id
+}
+
+output "status" {
+  description = "Build status of the python environment."
+  value       = trueforge_environment.python.status
+}
+
+output "build_hash" {
+  description = "Content address of the python environment's build inputs."
+  value       = trueforge_environment.python.build_hash
+}
+
+output "default_environment" {
+  description = "The reserved environment the sandbox provider created."
+  value       = trueforge_sandbox_provider.local.default_environment
+}
+
+output "agent" {
+  value = trueforge_agent.demo.id
+}

@@ -1,0 +1,2 @@
+# An agent is imported by its name.
+terraform import trueforge_agent.coder coder

@@ -1,0 +1,49 @@
+# An agent with a sandbox cloned from the python environment. The model API key stays in
+# the harness's environment: the agent only names the variable.
+resource "trueforge_agent" "coder" {
+  name         = "coder"
+  description  = "Writes and runs Python against GitHub repositories."
+  instructions = "You are a careful engineer. Run the tests before you answer."
+
+  model = {
+    provider    = "anthropic"
+    name        = "claude-sonnet-4-5"
+    api_key_env = "ANTHROPIC_API_KEY"
+  }
+
+  mcp_servers = [
+    {
+      name           = "github"
+      url            = "https://api.githubcopilot.com/mcp/"
+      credential_env = "GITHUB_MCP_TOKEN"
+      allowed_tools  = ["get_file_contents", "search_code"]
+    },
+  ]
+
+  skills = [
+    {
+      name = "pytest"
+      path = "/srv/trueforge/skills/pytest"
+    },
+  ]
+
+  code_mode = true
+
+  sandbox = {
+    enabled               = true
+    environment           = trueforge_environment.python.name
+    file_downloads        = true
+    idle_stop_minutes     = 15
+    archive_after_minutes = 1440
+    delete_after_minutes  = 10080
+  }
+}
+
+# Plain Q&A and MCP calls need no sandbox, which is off by default.
+resource "trueforge_agent" "helpdesk" {
+  name = "helpdesk"
+  model = {
+    provider = "openai"
+    name     = "gpt-4.1"
+  }
+}

@@ -1,0 +1,2 @@
+# An environment is imported by its name.
+terraform import trueforge_environment.python python

@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# Plan-time benchmark (`make bench`): how much slower is `terraform plan` (refresh
+# included) on a large trueforge configuration than on a built-in baseline of the same
+# size, and do identical environments build once?
+#
+#   trueforge: 1 sandbox provider, BENCH_SIZE (200) environments with identical build
+#              inputs and BENCH_SIZE agents, each selecting one environment
+#   baseline:  2*BENCH_SIZE terraform_data resources
+#   floor:     2*BENCH_SIZE resources of tools/benchfloor, a no-op framework provider: the
+#              gRPC + framework cost every plugin pays and terraform_data does not
+#              (BENCH_FLOOR=0 leaves it out)
+#
+# Both are applied once, then planned BENCH_RUNS (5) times each, interleaved. Reports the
+# median wall seconds of each and their ratio (target: BENCH_TARGET_RATIO, 1.5), the median
+# CPU seconds (Terraform plus the provider; steadier than wall time on a busy machine), and
+# the snapshot builds started (expected: 2, the default environment plus the one build the
+# identical environments share). Writes the figures to .tmp/bench/results.txt, then runs
+# the module's Go benchmarks, if any.
+#
+# Offline: the provider is built into a temp plugin dir and used through dev_overrides, so
+# nothing is installed and no init runs. BENCH_KEEP=1 skips the final destroy. Exits
+# non-zero when a step fails or the build count is wrong, and, with BENCH_STRICT=1, when
+# the ratio misses the target.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+runs="${BENCH_RUNS:-5}"
+size="${BENCH_SIZE:-200}"
+target="${BENCH_TARGET_RATIO:-1.5}"
+# TF_CLI picks the CLI (for example the OpenTofu binary from scripts/ensure-tofu.sh).
+tf="${TF_CLI:-$(scripts/tf-cli.sh)}"
+tfname="$(basename "$tf")"
+command -v python3 >/dev/null 2>&1 || {
+	echo "bench: python3 is needed for the statistics and the build count" >&2
+	exit 1
+}
+
+out="$root/.tmp/bench"
+rm -rf "$out"
+mkdir -p "$out/plugins" "$out/trueforge" "$out/baseline"
+
+echo "== building the provider (and tools/benchfloor, the reference framework provider)"
+go build -trimpath -o "$out/plugins/terraform-provider-trueforge" .
+floor="${BENCH_FLOOR:-1}"
+if [[ $floor == 1 ]]; then
+	(cd tools/benchfloor && go build -trimpath -o "$out/plugins/terraform-provider-floor" .)
+	mkdir -p "$out/floor"
+fi
+
+cat >"$out/tfrc" <<EOF
+provider_installation {
+  dev_overrides {
+    "trueforge/trueforge" = "$out/plugins"
+    "floor/floor"         = "$out/plugins"
+  }
+  direct {}
+}
+EOF
+export TF_CLI_CONFIG_FILE="$out/tfrc" CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
+export TRUEFORGE_DATABASE_URL="$out/trueforge.db"
+TRUEFORGE_SECRET_KEY="$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')"
+export TRUEFORGE_SECRET_KEY
+unset TF_CLI_ARGS TF_CLI_ARGS_plan TF_CLI_ARGS_apply TF_LOG
+
+cat >"$out/trueforge/main.tf" <<EOF
+terraform {
+  required_providers {
+    trueforge = {
+      source = "trueforge/trueforge"
+    }
+  }
+}
+
+provider "trueforge" {}
+
+resource "trueforge_sandbox_provider" "local" {
+  name = "local"
+  type = "local"
+}
+
+# Identical build inputs: one content-addressed snapshot, built once.
+resource "trueforge_environment" "env" {
+  count            = $size
+  name             = "env-\${count.index}"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+  build_script     = "mkdir -p /opt/bench && echo bench > /opt/bench/marker"
+  env = {
+    INDEX = tostring(count.index)
+  }
+  network = {
+    allow_domains = ["pypi.org", "api.github.com"]
+  }
+}
+
+resource "trueforge_agent" "agent" {
+  count        = $size
+  name         = "agent-\${count.index}"
+  instructions = "Benchmark agent \${count.index}."
+  model = {
+    provider = "scripted"
+    script   = "{\"turns\": []}"
+  }
+  sandbox = {
+    enabled     = true
+    environment = trueforge_environment.env[count.index].name
+  }
+}
+EOF
+
+cat >"$out/baseline/main.tf" <<EOF
+resource "terraform_data" "item" {
+  count = $((2 * size))
+  input = {
+    name  = "item-\${count.index}"
+    value = "Baseline resource \${count.index}."
+  }
+}
+EOF
+
+# The floor: as many resources of a provider that does nothing but the framework's work.
+if [[ $floor == 1 ]]; then
+	cat >"$out/floor/main.tf" <<EOF
+terraform {
+  required_providers {
+    floor = {
+      source = "floor/floor"
+    }
+  }
+}
+
+resource "floor_item" "item" {
+  count = $((2 * size))
+  name  = "item-\${count.index}"
+  value = "Floor resource \${count.index}."
+}
+EOF
+fi
+
+configs=(trueforge baseline)
+[[ $floor == 1 ]] && configs+=(floor)
+
+# now: wall-clock seconds with sub-second precision.
+now() { date +%s.%N; }
+
+for cfg in "${configs[@]}"; do
+	echo "== $cfg: $tfname apply"
+	(
+		cd "$out/$cfg"
+		# No init: dev_overrides serves the trueforge provider (init would look it up in
+		# the registry), and terraform_data is built into the CLI.
+		t0=$(now)
+		"$tf" apply -auto-approve -input=false -no-color >"$out/$cfg-apply.log" 2>&1 || {
+			tail -50 "$out/$cfg-apply.log" >&2
+			exit 1
+		}
+		echo "   applied in $(python3 -c "print(f'{$(now) - $t0:.1f}')")s ($(grep -c '' <("$tf" state list)) resources)"
+		# The applied state must plan empty, or the timings below would include changes.
+		rc=0
+		"$tf" plan -detailed-exitcode -input=false -no-color >"$out/$cfg-plan0.log" 2>&1 || rc=$?
+		if [[ $rc -ne 0 ]]; then
+			echo "bench: $cfg plan after apply exited $rc (expected 0, no changes):" >&2
+			tail -40 "$out/$cfg-plan0.log" >&2
+			exit 1
+		fi
+	)
+done
+
+builds="$(python3 - "$TRUEFORGE_DATABASE_URL" <<'EOF'
+import sqlite3, sys
+row = sqlite3.connect(sys.argv[1]).execute("SELECT value FROM counters WHERE name = 'builds_started'").fetchone()
+print(row[0] if row else 0)
+EOF
+)"
+
+# Variants timed: the two configurations, and optionally (for diagnosis) the trueforge one
+# with the plugin SDK's trace logging off. terraform-plugin-go and the framework log every RPC
+# step at TRACE, as JSON on the plugin's stderr, unless TF_LOG_SDK* say otherwise, and
+# Terraform parses every line even when it discards them. BENCH_QUIET_ROW=1 adds a row with
+# those logs forced off, to see what they cost (none once the provider quiets them itself).
+variants=("${configs[@]}")
+[[ "${BENCH_QUIET_ROW:-0}" == 1 ]] && variants+=(trueforge-quiet)
+# timeit.py FILE CMD...: runs CMD, appends "<wall s> <CPU s>" to FILE (CPU: user+sys of
+# CMD and everything it waited for, the provider plugin included; less sensitive than wall
+# time to other load on the machine), and exits with CMD's status.
+cat >"$out/timeit.py" <<'EOF'
+import resource, subprocess, sys, time
+r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+rc = subprocess.call(sys.argv[2:])
+t1, r1 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+with open(sys.argv[1], "a") as f:
+    f.write(f"{t1 - t0:.3f} {cpu:.3f}\n")
+sys.exit(rc)
+EOF
+echo "== timing $tfname plan (refresh included), $runs runs each, interleaved"
+for v in "${variants[@]}"; do : >"$out/times-$v.txt"; done
+for ((i = 1; i <= runs; i++)); do
+	for v in "${variants[@]}"; do
+		cfg="${v%-quiet}"
+		envs=()
+		[[ $v == *-quiet ]] && envs=(TF_LOG_SDK=off TF_LOG_SDK_PROTO=off TF_LOG_SDK_FRAMEWORK=off)
+		(cd "$out/$cfg" && env "${envs[@]}" python3 "$out/timeit.py" "$out/times-$v.txt" \
+			"$tf" plan -input=false -no-color -detailed-exitcode >"$out/$v-plan.log" 2>&1) || {
+			echo "bench: $v plan run $i failed or was not empty:" >&2
+			tail -40 "$out/$v-plan.log" >&2
+			exit 1
+		}
+		read -r wall cpu <<<"$(tail -1 "$out/times-$v.txt")"
+		printf '   run %d %-15s %6ss wall %6ss CPU\n' "$i" "$v" "$wall" "$cpu"
+	done
+done
+
+python3 - "$out" "$size" "$runs" "$builds" "$target" "$tfname $("$tf" version | head -1 | awk '{print $2}')" "${variants[@]}" <<'EOF' | tee "$out/results.txt"
+import os, statistics, sys
+out, size, runs, builds, target, cli = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
+variants = sys.argv[7:]
+rows_ = {v: [l.split() for l in open(os.path.join(out, f"times-{v}.txt"))] for v in variants}
+t = {v: [float(r[0]) for r in x] for v, x in rows_.items()}
+c = {v: [float(r[1]) for r in x] for v, x in rows_.items()}
+med = {v: statistics.median(x) for v, x in t.items()}
+cmed = {v: statistics.median(x) for v, x in c.items()}
+ratio = med["trueforge"] / med["baseline"]
+cratio = cmed["trueforge"] / cmed["baseline"]
+try:
+    load = open("/proc/loadavg").read().split()[0]
+except OSError:
+    load = "?"
+rows = {"trueforge": f"trueforge: 1 provider + {size} environments + {size} agents",
+        "baseline": f"baseline: {2*size} terraform_data",
+        "trueforge-quiet": "trueforge, plugin SDK logs off (diagnostic)",
+        "floor": f"floor: {2*size} resources of a no-op framework provider"}
+print(f"trueforge plan benchmark ({cli}, {os.cpu_count()} CPUs, load {load}, {runs} runs, refresh included)")
+print()
+print(f"| {'configuration':<54} | {'median s':>8} | {'min s':>6} | {'max s':>6} | {'ratio':>5} | {'median CPU s':>12} | {'CPU ratio':>9} |")
+print(f"|{'-'*56}|{'-'*10}|{'-'*8}|{'-'*8}|{'-'*7}|{'-'*14}|{'-'*11}|")
+for v in variants:
+    print(f"| {rows[v]:<54} | {med[v]:>8.2f} | {min(t[v]):>6.2f} | {max(t[v]):>6.2f} | {med[v]/med['baseline']:>5.2f} "
+          f"| {cmed[v]:>12.2f} | {cmed[v]/cmed['baseline']:>9.2f} |")
+print()
+print(f"ratio trueforge/baseline (median wall): {ratio:.2f} (target <= {target}: {'met' if ratio <= target else 'MISSED'})")
+print(f"ratio trueforge/baseline (median CPU):  {cratio:.2f}")
+if "floor" in med:
+    print(f"ratio floor/baseline (median wall):     {med['floor']/med['baseline']:.2f}  "
+          f"(any plugin pays gRPC and framework costs a built-in resource does not)")
+    print(f"ratio trueforge/floor (median wall):    {med['trueforge']/med['floor']:.2f}  (what trueforge adds over a no-op framework provider)")
+print(f"snapshot builds started:  {builds} (expected 2: the default environment + 1 shared by {size} identical environments)")
+for v in variants:
+    print(f"runs {v}: wall {t[v]} s, CPU {c[v]} s")
+extra = f" median_floor={med['floor']:.3f}" if "floor" in med else ""
+extra += f" median_trueforge_quiet={med['trueforge-quiet']:.3f}" if "trueforge-quiet" in med else ""
+print(f"RESULT median_trueforge={med['trueforge']:.3f} median_baseline={med['baseline']:.3f} ratio={ratio:.3f} "
+      f"cpu_trueforge={cmed['trueforge']:.3f} cpu_baseline={cmed['baseline']:.3f} cpu_ratio={cratio:.3f} builds_started={builds}{extra}")
+EOF
+
+status=0
+if [[ $builds -ne 2 ]]; then
+	echo "bench: $builds snapshot builds started; expected 2 (identical environments must build once)" >&2
+	status=1
+fi
+ratio="$(sed -n 's/^RESULT .* ratio=\([0-9.]*\) .*/\1/p' "$out/results.txt")"
+if ! python3 -c "import sys; sys.exit(0 if $ratio <= $target else 1)"; then
+	echo "bench: plan ratio $ratio misses the target $target" >&2
+	[[ "${BENCH_STRICT:-0}" == 1 ]] && status=1
+fi
+
+if [[ "${BENCH_KEEP:-0}" == 1 ]]; then
+	echo "== BENCH_KEEP=1: keeping both applied configurations in $out (TF_CLI_CONFIG_FILE=$out/tfrc)"
+else
+	echo "== destroying"
+fi
+for cfg in "${configs[@]}"; do
+	[[ "${BENCH_KEEP:-0}" == 1 ]] && break
+	(cd "$out/$cfg" && "$tf" destroy -auto-approve -input=false -no-color >"$out/$cfg-destroy.log" 2>&1) || {
+		echo "bench: destroying $cfg failed:" >&2
+		tail -40 "$out/$cfg-destroy.log" >&2
+		status=1
+	}
+done
+
+if grep -rqs --include='*_test.go' '^func Benchmark' .; then
+	echo "== go test -bench . -run '^\$' ./..."
+	go test -bench . -run '^$' ./... || status=1
+else
+	echo "== no Go benchmarks (func Benchmark...) in the module; skipping go test -bench"
+fi
+
+echo "results: $out/results.txt"
+exit $status

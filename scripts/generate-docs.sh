@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Regenerates docs/ from the provider's schema, templates/ and examples/ with tfplugindocs,
+# then validates the result. `make generate` runs it; CI can follow it with
+# `git diff --exit-code docs/` to catch stale docs.
+#
+# Offline: tfplugindocs comes from the Go module proxy (or the module cache), builds the
+# provider itself and reads its schema through the terraform CLI on PATH (it downloads a
+# CLI only when none is found, which we never let it do). OpenTofu cannot stand in here:
+# tfplugindocs hard-codes registry.terraform.io addresses.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TFPLUGINDOCS_VERSION="${TFPLUGINDOCS_VERSION:-v0.25.0}"
+tfplugindocs=(go run "github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs@${TFPLUGINDOCS_VERSION}")
+
+if ! command -v terraform >/dev/null 2>&1; then
+	echo "generate-docs: terraform is not on PATH; tfplugindocs needs it to read the provider schema" >&2
+	exit 1
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# No user CLI settings (and no warning about a missing ~/.terraformrc) leak into the run.
+: >"$work/empty.tfrc"
+export TF_CLI_CONFIG_FILE="$work/empty.tfrc" CHECKPOINT_DISABLE=1
+
+echo "== terraform fmt examples/"
+terraform fmt -recursive examples/
+
+# The examples are documentation, so they must match the schema: validate them against a
+# fresh build of the provider (dev_overrides, no init). The per-resource snippets refer to
+# each other, so they are validated together as one configuration; the quickstart alone.
+echo "== terraform validate examples/"
+go build -o "$work/plugins/terraform-provider-trueforge" .
+cat >"$work/dev.tfrc" <<EOT
+provider_installation {
+  dev_overrides {
+    "trueforge/trueforge" = "$work/plugins"
+  }
+  direct {}
+}
+EOT
+mkdir -p "$work/all" "$work/quickstart"
+n=0
+while IFS= read -r f; do
+	n=$((n + 1))
+	cp "$f" "$work/all/$(printf '%02d' "$n")-$(echo "${f#examples/}" | tr / _)"
+done < <(find examples/provider examples/resources examples/data-sources -name '*.tf' | sort)
+cp -r examples/quickstart/. "$work/quickstart/"
+for d in all quickstart; do
+	if ! (cd "$work/$d" && TF_CLI_CONFIG_FILE="$work/dev.tfrc" terraform validate -no-color >"$work/validate-$d.log" 2>&1); then
+		echo "generate-docs: the examples ($d) do not validate against the provider's schema:" >&2
+		cat "$work/validate-$d.log" >&2
+		exit 1
+	fi
+	echo "   examples ($d): valid"
+done
+
+echo "== tfplugindocs ${TFPLUGINDOCS_VERSION} generate"
+"${tfplugindocs[@]}" generate \
+	--provider-dir . \
+	--provider-name trueforge \
+	--rendered-provider-name trueforge \
+	--examples-dir examples \
+	--website-source-dir templates \
+	--rendered-website-dir docs
+
+echo "== tfplugindocs ${TFPLUGINDOCS_VERSION} validate"
+"${tfplugindocs[@]}" validate --provider-dir . --provider-name trueforge
+
+echo "docs/ is up to date:"
+find docs -type f | sort | sed 's/^/  /'
