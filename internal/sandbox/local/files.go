@@ -1,0 +1,258 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// File operations work on the sandbox's workspace from the host, through os.Root: no
+// path, ".." or symlink (absolute or relative, in any component) reaches outside it. On
+// top of that the last component is never followed when it is a symlink, and only
+// regular files are read or written (a FIFO or device planted by the sandbox is refused,
+// never opened in a way that could block).
+
+// wsPath turns a path given as relative to the workspace or as /workspace/... into a
+// clean relative one ("." for the workspace itself).
+func wsPath(p string) (string, error) {
+	if strings.ContainsRune(p, 0) {
+		return "", fmt.Errorf("invalid path %q", p)
+	}
+	if path.IsAbs(p) {
+		c := path.Clean(p)
+		if c != "/workspace" && !strings.HasPrefix(c, "/workspace/") {
+			return "", fmt.Errorf("path %q is outside /workspace", p)
+		}
+		p = strings.TrimPrefix(strings.TrimPrefix(c, "/workspace"), "/")
+	}
+	p = path.Clean("/" + p)[1:] // also resolves leading ".."s lexically to the root
+	if p == "" {
+		p = "."
+	}
+	return p, nil
+}
+
+func (r *Runtime) openWorkspace(id string) (*os.Root, error) {
+	if _, err := r.readInfo(id); err != nil {
+		return nil, err
+	}
+	return os.OpenRoot(r.wsDir(id))
+}
+
+func fileErr(op, id, p string, err error) error {
+	return fmt.Errorf("local: %s %q in sandbox %s: %w", op, p, id, err)
+}
+
+// WriteFile creates or replaces a regular file in the workspace (and its parent
+// directories) with r's content, up to MaxFileSize bytes.
+func (r *Runtime) WriteFile(ctx context.Context, id, p string, src io.Reader, mode fs.FileMode) error {
+	if err := r.writeFile(ctx, id, p, src, mode); err != nil {
+		return fileErr("write", id, p, err)
+	}
+	return nil
+}
+
+func (r *Runtime) writeFile(_ context.Context, id, p string, src io.Reader, mode fs.FileMode) error {
+	rel, err := wsPath(p)
+	if err != nil {
+		return err
+	}
+	if rel == "." {
+		return errors.New("not a file path")
+	}
+	root, err := r.openWorkspace(id)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if dir := path.Dir(rel); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("refusing to write over a %s", kind(fi.Mode()))
+	}
+	if mode == 0 {
+		mode = 0o644
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, mode.Perm())
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return errors.New("refusing to write to a file that is not regular")
+	}
+	n, err := io.Copy(f, io.LimitReader(src, r.maxFile()+1))
+	if err == nil && n > r.maxFile() {
+		_ = f.Truncate(0)
+		err = fmt.Errorf("%w: more than %d bytes", sandbox.ErrTooLarge, r.maxFile())
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ReadFile returns a regular file of the workspace; ErrTooLarge if it holds more than max
+// bytes (0: MaxFileSize). A symlink is refused, wherever it points.
+func (r *Runtime) ReadFile(ctx context.Context, id, p string, max int64) ([]byte, error) {
+	data, err := r.readFile(ctx, id, p, max)
+	if err != nil {
+		return nil, fileErr("read", id, p, err)
+	}
+	return data, nil
+}
+
+func (r *Runtime) readFile(_ context.Context, id, p string, max int64) ([]byte, error) {
+	if max <= 0 {
+		max = r.maxFile()
+	}
+	rel, err := wsPath(p)
+	if err != nil {
+		return nil, err
+	}
+	root, err := r.openWorkspace(id)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("refusing to read a %s", kind(fi.Mode()))
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ofi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
+		return nil, errors.New("file changed while being opened")
+	}
+	if ofi.Size() > max {
+		return nil, fmt.Errorf("%w: %d bytes, over %d", sandbox.ErrTooLarge, ofi.Size(), max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: over %d bytes", sandbox.ErrTooLarge, max)
+	}
+	return data, nil
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+func fileInfo(rel string, fi fs.FileInfo) sandbox.FileInfo {
+	return sandbox.FileInfo{Path: filepath.ToSlash(rel), Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
+}
+
+// StatFile describes one entry of the workspace without following a final symlink.
+func (r *Runtime) StatFile(_ context.Context, id, p string) (sandbox.FileInfo, error) {
+	rel, err := wsPath(p)
+	if err != nil {
+		return sandbox.FileInfo{}, fileErr("stat", id, p, err)
+	}
+	root, err := r.openWorkspace(id)
+	if err != nil {
+		return sandbox.FileInfo{}, fileErr("stat", id, p, err)
+	}
+	defer root.Close()
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return sandbox.FileInfo{}, fileErr("stat", id, p, err)
+	}
+	return fileInfo(rel, fi), nil
+}
+
+// ListFiles lists a workspace directory (not recursively), by name.
+func (r *Runtime) ListFiles(_ context.Context, id, dir string) ([]sandbox.FileInfo, error) {
+	rel, err := wsPath(dir)
+	if err != nil {
+		return nil, fileErr("list", id, dir, err)
+	}
+	root, err := r.openWorkspace(id)
+	if err != nil {
+		return nil, fileErr("list", id, dir, err)
+	}
+	defer root.Close()
+	if fi, err := root.Lstat(rel); err != nil {
+		return nil, fileErr("list", id, dir, err)
+	} else if !fi.IsDir() {
+		return nil, fileErr("list", id, dir, fmt.Errorf("not a directory but a %s", kind(fi.Mode())))
+	}
+	d, err := root.Open(rel)
+	if err != nil {
+		return nil, fileErr("list", id, dir, err)
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, fileErr("list", id, dir, err)
+	}
+	out := make([]sandbox.FileInfo, 0, len(entries))
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, fileInfo(path.Join(rel, e.Name()), fi))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// DeleteFile removes a file, symlink (not its target) or directory tree of the workspace.
+func (r *Runtime) DeleteFile(_ context.Context, id, p string) error {
+	rel, err := wsPath(p)
+	if err != nil {
+		return fileErr("delete", id, p, err)
+	}
+	if rel == "." {
+		return fileErr("delete", id, p, errors.New("refusing to delete the workspace"))
+	}
+	root, err := r.openWorkspace(id)
+	if err != nil {
+		return fileErr("delete", id, p, err)
+	}
+	defer root.Close()
+	if err := root.RemoveAll(rel); err != nil {
+		return fileErr("delete", id, p, err)
+	}
+	return nil
+}

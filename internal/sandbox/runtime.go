@@ -1,0 +1,111 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// Sandbox statuses, as reported by Runtime.Get.
+const (
+	SandboxRunning = "Running" // accepts Exec
+	SandboxStopped = "Stopped" // no process; files kept; Start makes it Running again
+)
+
+// DefaultOutputCap is how many bytes of each of stdout and stderr an Exec retains when
+// ExecRequest.OutputCap is 0.
+const DefaultOutputCap = 1 << 20
+
+// Errors returned (wrapped) by a Runtime besides ErrNotFound.
+var (
+	ErrStopped  = errors.New("sandbox is stopped")
+	ErrExists   = errors.New("already exists")
+	ErrTooLarge = errors.New("file too large")
+)
+
+// Limits are the resources a sandbox may use. Zero means no limit.
+type Limits struct {
+	CPU      int64 // CPUs
+	MemoryMB int64
+	Pids     int64
+	DiskMB   int64
+}
+
+// CreateRequest asks a Runtime for a new sandbox on a Ready snapshot.
+type CreateRequest struct {
+	ID         string
+	SnapshotID string
+	// Env is set in every command of the sandbox (ExecRequest.Env wins).
+	Env map[string]string
+	// BlockNetwork leaves the sandbox with no network interface but lo.
+	BlockNetwork bool
+	Limits       Limits
+}
+
+// ExecRequest is one command in a sandbox. Exactly one of Argv and Shell is set; Shell
+// runs with /bin/sh -c.
+type ExecRequest struct {
+	Argv  []string
+	Shell string
+	Cwd   string // default: the workspace
+	Env   map[string]string
+	Stdin io.Reader
+	// Timeout bounds the command's wall-clock time; 0 means none beyond ctx.
+	Timeout time.Duration
+	// OutputCap is how many bytes of each stream are retained (head and tail); 0 means
+	// DefaultOutputCap.
+	OutputCap int
+}
+
+// ExecResult is what a finished command left.
+type ExecResult struct {
+	// ExitCode is the command's status; 124 after a timeout, -1 when it was killed
+	// otherwise (cancel, Stop).
+	ExitCode       int
+	Stdout, Stderr []byte
+	// Truncated: some output was dropped from the middle of a stream.
+	Truncated bool
+	TimedOut  bool
+	Duration  time.Duration
+}
+
+// SandboxInfo is a sandbox as recorded by its Runtime.
+type SandboxInfo struct {
+	ID           string            `json:"id"`
+	SnapshotID   string            `json:"snapshot_id"`
+	Status       string            `json:"status"`
+	BlockNetwork bool              `json:"block_network,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
+	Created      time.Time         `json:"created"`
+}
+
+// FileInfo describes an entry of a sandbox's workspace.
+type FileInfo struct {
+	Path    string // relative to the workspace, slash-separated
+	Size    int64
+	Mode    fs.FileMode
+	ModTime time.Time
+}
+
+// Runtime runs sandboxes. File paths are inside the sandbox's workspace, given either
+// relative to it or as /workspace/...; nothing outside it is reachable through them.
+type Runtime interface {
+	Create(ctx context.Context, req CreateRequest) error
+	Exec(ctx context.Context, id string, req ExecRequest) (ExecResult, error)
+	// Stop kills every process of the sandbox and keeps its files.
+	Stop(ctx context.Context, id string) error
+	Start(ctx context.Context, id string) error
+	// Delete stops a sandbox and removes everything it had. A missing sandbox is fine.
+	Delete(ctx context.Context, id string) error
+	Get(ctx context.Context, id string) (SandboxInfo, error)
+	List(ctx context.Context) ([]SandboxInfo, error)
+
+	WriteFile(ctx context.Context, id, path string, r io.Reader, mode fs.FileMode) error
+	// ReadFile returns a regular file's content; ErrTooLarge past max bytes (0: a default).
+	ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error)
+	StatFile(ctx context.Context, id, path string) (FileInfo, error)
+	ListFiles(ctx context.Context, id, dir string) ([]FileInfo, error)
+	DeleteFile(ctx context.Context, id, path string) error
+}
