@@ -31,11 +31,15 @@ var defaultSpec = sandbox.SnapshotSpec{Image: sandbox.PlatformImage, CPU: 1, Mem
 
 const defaultBuildTimeout = 30 * time.Minute
 
+// statusDegraded is a provider whose reserved default environment is gone.
+const statusDegraded = "Degraded"
+
 var (
 	_ resource.Resource                   = (*sandboxProviderResource)(nil)
 	_ resource.ResourceWithConfigure      = (*sandboxProviderResource)(nil)
 	_ resource.ResourceWithImportState    = (*sandboxProviderResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*sandboxProviderResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*sandboxProviderResource)(nil)
 )
 
 type sandboxProviderResource struct {
@@ -123,7 +127,7 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 				ElementType:         types.StringType,
 			},
 			"status": schema.StringAttribute{
-				MarkdownDescription: "`Ready` once the release snapshot and the `default` environment are built.",
+				MarkdownDescription: "`Ready` once the release snapshot and the `default` environment are built; `Degraded` when the `default` environment was removed outside Terraform, which the next apply repairs.",
 				Computed:            true,
 			},
 			"target": schema.StringAttribute{
@@ -163,6 +167,22 @@ func (r *sandboxProviderResource) ValidateConfig(ctx context.Context, req resour
 		resp.Diagnostics.AddAttributeError(path.Root("api_key"), "Missing API Key",
 			fmt.Sprintf("Type %q needs an API key. Set api_key_wo (with api_key_wo_version) or api_key.", entry.Type))
 	}
+}
+
+// ModifyPlan plans a repair when refresh found the provider degraded (its reserved
+// default environment was removed outside Terraform); Update recreates what is missing.
+func (r *sandboxProviderResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() {
+		return
+	}
+	var status types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("status"), &status)...)
+	if status.IsNull() || status.ValueString() == sandbox.StatusReady {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
+	resp.Diagnostics.AddWarning("Sandbox Provider Will Be Repaired",
+		fmt.Sprintf("Sandbox provider status is %q: its reserved default environment is missing. Apply recreates it.", status.ValueString()))
 }
 
 func (r *sandboxProviderResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -299,7 +319,7 @@ func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadReq
 	if _, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
 		// The default environment is part of a configured provider; without it the
 		// provider needs repair, which an update performs.
-		state.Status = types.StringValue("Degraded")
+		state.Status = types.StringValue(statusDegraded)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

@@ -113,6 +113,33 @@ func TestAccSandboxProvider_drift(t *testing.T) {
 	})
 }
 
+func TestAccSandboxProvider_repairsDefaultEnvironment(t *testing.T) {
+	f := newFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{Config: f.config("")},
+			{
+				// The reserved environment was removed outside Terraform: refresh marks the
+				// provider Degraded, plan shows an update, apply recreates it.
+				PreConfig: func() { f.exec(`DELETE FROM environments WHERE name = 'default'`) },
+				Config:    f.config(""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				},
+				Check: func(*terraformState) error {
+					_, err := f.store().GetEnvironment(t.Context(), "default")
+					return err
+				},
+			},
+		},
+	})
+}
+
 func TestAccSandboxProvider_rules(t *testing.T) {
 	f := newFixture(t)
 	resource.ParallelTest(t, resource.TestCase{
