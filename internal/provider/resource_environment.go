@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -323,9 +324,7 @@ func (r *environmentResource) checkImage(ctx context.Context, plan *environmentM
 	}
 }
 
-func addOwnerError(diags interface {
-	AddError(string, string)
-}, env, owner, caller, verb string) {
+func addOwnerError(diags *diag.Diagnostics, env, owner, caller, verb string) {
 	diags.AddError("Environment Owned By Another User",
 		fmt.Sprintf("Environment %q is owned by %q and cannot be %s by %q. Ask its owner, or apply with owner = %q if you are acting for them.", env, owner, verb, caller, owner))
 }

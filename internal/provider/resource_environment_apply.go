@@ -9,8 +9,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/builds"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -74,25 +76,23 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 	}
 	plan.ID = types.StringValue(name)
 	plan.Owner = types.StringValue(r.cp.owner)
-	r.finishBuild(ctx, coord, &plan, snap, resp.State.Set, &resp.Diagnostics)
+	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)
 }
 
 // finishBuild saves the state with the snapshot id before waiting (a failed or timed-out
 // build then taints or marks the resource instead of losing it), waits when asked, and
 // reports a failed build with its reason and log tail.
-func (r *environmentResource) finishBuild(ctx context.Context, coord interface {
-	Wait(context.Context, string) (store.Snapshot, error)
-}, plan *environmentModel, snap store.Snapshot, set func(context.Context, any) diag.Diagnostics, diags *diag.Diagnostics) {
+func (r *environmentResource) finishBuild(ctx context.Context, coord *builds.Coordinator, plan *environmentModel, snap store.Snapshot, state *tfsdk.State, diags *diag.Diagnostics) {
 	plan.SnapshotID = types.StringValue(snap.ID)
 	plan.BuildHash = types.StringValue(snap.BuildHash)
 	plan.Status = types.StringValue(snap.Status)
-	diags.Append(set(ctx, plan)...)
+	diags.Append(state.Set(ctx, plan)...)
 	if !plan.WaitForReady.ValueBool() || snap.Status == sandbox.StatusReady {
 		return
 	}
 	snap, err := coord.Wait(ctx, snap.ID)
 	plan.Status = types.StringValue(snap.Status)
-	diags.Append(set(ctx, plan)...)
+	diags.Append(state.Set(ctx, plan)...)
 	if err != nil {
 		diags.AddError("Timed Out Waiting For Snapshot",
 			fmt.Sprintf("Environment %q: %s. Raise timeouts, or set wait_for_ready = false to return while it builds.", plan.Name.ValueString(), err))
@@ -242,15 +242,13 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 		resp.Diagnostics.AddError("Error Updating Environment", err.Error())
 		return
 	}
-	r.finishBuild(ctx, coord, &plan, snap, resp.State.Set, &resp.Diagnostics)
+	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)
 	r.collect(ctx, coord, &resp.Diagnostics)
 }
 
 // collect removes snapshots nothing refers to any more; failing to is worth a warning,
 // not a failed apply.
-func (r *environmentResource) collect(ctx context.Context, coord interface {
-	Collect(context.Context) ([]string, error)
-}, diags *diag.Diagnostics) {
+func (r *environmentResource) collect(ctx context.Context, coord *builds.Coordinator, diags *diag.Diagnostics) {
 	if _, err := coord.Collect(ctx); err != nil {
 		diags.AddWarning("Old Snapshots Not Collected", "Unreferenced snapshots could not all be removed; a later apply retries.\n\n"+err.Error())
 	}
