@@ -27,12 +27,17 @@ func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState
 		return sandbox.BuildState{}, fmt.Errorf("local: build state of %s: %w", id, err)
 	}
 	dir := b.snapDir(id)
-	st := sandbox.BuildState{LogTail: logTail(filepath.Join(dir, "build.log"))}
+	var st sandbox.BuildState
 	if b.outcome(id, &st) {
+		// Every refresh of a Ready environment lands here: its log is not needed.
+		if st.Status != sandbox.StatusReady {
+			st.LogTail = logTail(filepath.Join(dir, "build.log"))
+		}
 		return st, nil
 	}
 	if pid, start, err := readPidFile(filepath.Join(dir, "pid")); err == nil && processAlive(pid, start) {
 		st.Status = sandbox.StatusBuilding
+		st.LogTail = logTail(filepath.Join(dir, "build.log"))
 		return st, nil
 	}
 	// The supervisor is gone; it may have recorded the outcome just before exiting.
@@ -69,6 +74,12 @@ func (b *Builder) outcome(id string, st *sandbox.BuildState) bool {
 		return true
 	}
 	return false
+}
+
+// LogTail returns the end of a snapshot's build log (empty when there is none). BuildState
+// includes it only for builds that are running or failed.
+func (b *Builder) LogTail(id string) string {
+	return logTail(filepath.Join(b.snapDir(id), "build.log"))
 }
 
 // logTail returns the last logTailBytes of a log, starting at a line boundary when one is
