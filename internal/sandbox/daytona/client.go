@@ -229,3 +229,20 @@ func (c *Client) RequirePermissions(ctx context.Context, need ...string) (*APIKe
 	}
 	return k, nil
 }
+
+// walkCursor collects every item of a cursor-paginated list, starting at cursor. fetch
+// returns one page's items and the next cursor, which is empty on the last page.
+func walkCursor[T any](cursor string, fetch func(cursor string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	for {
+		items, next, err := fetch(cursor)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" {
+			return all, nil
+		}
+		cursor = next
+	}
+}

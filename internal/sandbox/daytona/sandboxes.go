@@ -139,18 +139,14 @@ func (c *Client) ListSandboxes(ctx context.Context, o SandboxListOptions) (*Sand
 
 // AllSandboxes walks every page.
 func (c *Client) AllSandboxes(ctx context.Context, o SandboxListOptions) ([]Sandbox, error) {
-	var all []Sandbox
-	for {
+	return walkCursor(o.Cursor, func(cursor string) ([]Sandbox, string, error) {
+		o.Cursor = cursor
 		p, err := c.ListSandboxes(ctx, o)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		all = append(all, p.Items...)
-		if p.NextCursor == "" {
-			return all, nil
-		}
-		o.Cursor = p.NextCursor
-	}
+		return p.Items, p.NextCursor, nil
+	})
 }
 
 func (c *Client) lifecycle(ctx context.Context, r *request) (*Sandbox, error) {

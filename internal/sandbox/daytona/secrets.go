@@ -89,18 +89,14 @@ func (c *Client) ListSecrets(ctx context.Context, o SecretListOptions) (*SecretP
 
 // AllSecrets walks every page.
 func (c *Client) AllSecrets(ctx context.Context, o SecretListOptions) ([]Secret, error) {
-	var all []Secret
-	for {
+	return walkCursor(o.Cursor, func(cursor string) ([]Secret, string, error) {
+		o.Cursor = cursor
 		p, err := c.ListSecrets(ctx, o)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		all = append(all, p.Items...)
-		if p.NextCursor == "" {
-			return all, nil
-		}
-		o.Cursor = p.NextCursor
-	}
+		return p.Items, p.NextCursor, nil
+	})
 }
 
 // UpdateSecret sends PATCH /secret/{id} (rotation, hosts). Repeating it has the same effect,

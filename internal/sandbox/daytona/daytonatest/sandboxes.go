@@ -204,9 +204,8 @@ func deref(p *int, d int) int {
 }
 
 func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) {
-	sb := s.findSandbox(r.PathValue("id"))
+	sb := s.sandboxOr404(w, r)
 	if sb == nil {
-		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
 		return
 	}
 	writeJSON(w, 200, sb.dto())
@@ -255,9 +254,8 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 // lifecycle applies a transition from the allowed states, answering 409 during another
 // transition and 400 from other states.
 func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[string]string, noop, badMsg string) {
-	sb := s.findSandbox(r.PathValue("id"))
+	sb := s.sandboxOr404(w, r)
 	if sb == nil {
-		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
 		return
 	}
 	if _, busy := transitions[sb.State]; busy {
@@ -292,9 +290,8 @@ func (s *Server) archiveSandbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
-	sb := s.findSandbox(r.PathValue("id"))
+	sb := s.sandboxOr404(w, r)
 	if sb == nil {
-		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
 		return
 	}
 	if _, busy := transitions[sb.State]; busy {
@@ -307,9 +304,8 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) putSandboxSecrets(w http.ResponseWriter, r *http.Request) {
-	sb := s.findSandbox(r.PathValue("id"))
+	sb := s.sandboxOr404(w, r)
 	if sb == nil {
-		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
 		return
 	}
 	var b struct {
@@ -335,9 +331,8 @@ func (s *Server) putSandboxSecrets(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) networkSettings(w http.ResponseWriter, r *http.Request) {
-	sb := s.findSandbox(r.PathValue("id"))
+	sb := s.sandboxOr404(w, r)
 	if sb == nil {
-		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
 		return
 	}
 	var b struct {
@@ -368,4 +363,14 @@ func (s *Server) networkSettings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, 200, sb.dto())
+}
+
+// sandboxOr404 finds the sandbox named by the {id} path value, or answers 404 as the
+// API does and returns nil.
+func (s *Server) sandboxOr404(w http.ResponseWriter, r *http.Request) *sbox {
+	sb := s.findSandbox(r.PathValue("id"))
+	if sb == nil {
+		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
+	}
+	return sb
 }
