@@ -12,6 +12,18 @@ import (
 const (
 	SandboxRunning = "Running" // accepts Exec
 	SandboxStopped = "Stopped" // no process; files kept; Start makes it Running again
+	// SandboxArchived: no process, files packed into the runtime's archive store and the
+	// working directory freed; Start restores the files and makes it Running again.
+	SandboxArchived = "Archived"
+)
+
+// Limit names carried by ExecResult.Limit when a command ended because it hit one.
+const (
+	LimitMemory  = "memory"
+	LimitPids    = "pids"
+	LimitCPUTime = "cpu_time"
+	LimitDisk    = "disk"
+	LimitTimeout = "timeout"
 )
 
 // DefaultOutputCap is how many bytes of each of stdout and stderr an Exec retains when
@@ -23,6 +35,9 @@ var (
 	ErrStopped  = errors.New("sandbox is stopped")
 	ErrExists   = errors.New("already exists")
 	ErrTooLarge = errors.New("file too large")
+	// ErrLost: the sandbox vanished or its processes died underneath a call (crash,
+	// out-of-band delete). The caller may recreate it; files may be gone.
+	ErrLost = errors.New("sandbox lost")
 )
 
 // Limits are the resources a sandbox may use. Zero means no limit.
@@ -42,7 +57,32 @@ type CreateRequest struct {
 	// BlockNetwork leaves the sandbox with no network interface but lo.
 	BlockNetwork bool
 	Limits       Limits
+	// Labels tie the sandbox to its owner (session, agent); List reports them so
+	// orphans can be found and swept.
+	Labels map[string]string
+	// Egress, when set, replaces the sandbox's network: no interface but lo, and a
+	// harness-side proxy reached through a unix socket is the only way out.
+	Egress *Egress
 }
+
+// Egress routes a sandbox's network through a harness-side proxy.
+type Egress struct {
+	// Socket is a unix socket on the host, bound into the sandbox at EgressSocketPath.
+	Socket string
+	// Helper is a static executable on the host, bound read-only at EgressHelperPath and
+	// started inside the sandbox's network namespace (as the sandbox user) whenever the
+	// sandbox runs. It listens on loopback and forwards to the socket.
+	Helper string
+	// Files are written read-only into the sandbox under /run/trueforge (for example the
+	// per-sandbox CA bundle), keyed by base name.
+	Files map[string][]byte
+}
+
+// Fixed paths inside a sandbox for the egress plumbing.
+const (
+	EgressSocketPath = "/run/trueforge/egress.sock"
+	EgressHelperPath = "/run/trueforge/netd"
+)
 
 // ExecRequest is one command in a sandbox. Exactly one of Argv and Shell is set; Shell
 // runs with /bin/sh -c.
@@ -57,6 +97,9 @@ type ExecRequest struct {
 	// OutputCap is how many bytes of each stream are retained (head and tail); 0 means
 	// DefaultOutputCap.
 	OutputCap int
+	// Stdout and Stderr, when set, receive the streams as they are produced (in
+	// addition to the retained copy in ExecResult). They must not block for long.
+	Stdout, Stderr io.Writer
 }
 
 // ExecResult is what a finished command left.
@@ -68,7 +111,9 @@ type ExecResult struct {
 	// Truncated: some output was dropped from the middle of a stream.
 	Truncated bool
 	TimedOut  bool
-	Duration  time.Duration
+	// Limit names the limit that ended the command (Limit* constants), or "".
+	Limit    string
+	Duration time.Duration
 }
 
 // SandboxInfo is a sandbox as recorded by its Runtime.
@@ -78,6 +123,8 @@ type SandboxInfo struct {
 	Status       string            `json:"status"`
 	BlockNetwork bool              `json:"block_network,omitempty"`
 	Env          map[string]string `json:"env,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Limits       Limits            `json:"limits"`
 	Created      time.Time         `json:"created"`
 }
 
@@ -96,7 +143,10 @@ type Runtime interface {
 	Exec(ctx context.Context, id string, req ExecRequest) (ExecResult, error)
 	// Stop kills every process of the sandbox and keeps its files.
 	Stop(ctx context.Context, id string) error
+	// Start makes a Stopped or Archived sandbox Running again, files intact.
 	Start(ctx context.Context, id string) error
+	// Archive stops a sandbox and packs its files away, freeing its working directory.
+	Archive(ctx context.Context, id string) error
 	// Delete stops a sandbox and removes everything it had. A missing sandbox is fine.
 	Delete(ctx context.Context, id string) error
 	Get(ctx context.Context, id string) (SandboxInfo, error)

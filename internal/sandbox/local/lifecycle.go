@@ -214,3 +214,8 @@ func (r *Runtime) Delete(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+// Archive is not supported by the local runtime yet; the sandbox is left as it was.
+func (r *Runtime) Archive(ctx context.Context, id string) error {
+	return fmt.Errorf("local: archive sandbox %s: %w", id, errors.ErrUnsupported)
+}
