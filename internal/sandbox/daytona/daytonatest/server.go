@@ -61,6 +61,7 @@ type Server struct {
 	counts    map[string]int
 	faults    map[string][]fault
 	failNext  *failure
+	delayNext time.Duration
 }
 
 type config struct {
