@@ -59,6 +59,12 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	blockAll, allow := plan.network(ctx)
+	if prov.Type == typeDaytona {
+		// Checked at plan time too, unless the provider was created in the same apply.
+		if resp.Diagnostics.Append(daytonaNetworkDiags(allow)...); resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	snap, err := coord.Ensure(ctx, spec, prov.ReleaseSnapshot, blockAll)
 	if err != nil {
 		resp.Diagnostics.AddError("Error Starting Snapshot Build", fmt.Sprintf("Environment %q: %s", name, err))

@@ -432,6 +432,11 @@ func (r *sandboxProviderResource) validateCredentials(ctx context.Context, p *st
 	case "local":
 		// The embedded backend runs as the applying user and grants every capability.
 		scopes = append([]string(nil), catalog.DaytonaScopes...)
+	case typeDaytona:
+		var ok bool
+		if scopes, ok = r.cp.checkDaytonaKey(ctx, *p, key, diags); !ok {
+			return nil, nil, false
+		}
 	default:
 		diags.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available",
 			fmt.Sprintf("This build of the provider has no backend for type %q.", p.Type))
