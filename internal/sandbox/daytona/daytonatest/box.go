@@ -54,7 +54,7 @@ var errBadPath = errors.New("path outside the emulated sandbox")
 
 func toFileInfo(name string, fi fs.FileInfo) fileInfo {
 	return fileInfo{Name: name, Size: fi.Size(), Mode: fi.Mode().String(),
-		Permissions: "0" + strings.TrimLeft(fi.Mode().Perm().String(), "-"), Owner: "daytona", Group: "daytona",
+		Permissions: fmt.Sprintf("%#o", fi.Mode().Perm()), Owner: "daytona", Group: "daytona",
 		IsDir: fi.IsDir(), ModifiedAt: fi.ModTime().UTC().Format(time.RFC3339Nano)}
 }
 

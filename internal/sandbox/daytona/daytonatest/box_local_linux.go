@@ -120,7 +120,7 @@ func localInfo(fi sandbox.FileInfo) fileInfo {
 		name = "workspace"
 	}
 	return fileInfo{Name: name, Size: fi.Size, Mode: fi.Mode.String(),
-		Permissions: "0" + strings.TrimLeft(fi.Mode.Perm().String(), "-"), Owner: "daytona", Group: "daytona",
+		Permissions: fmt.Sprintf("%#o", fi.Mode.Perm()), Owner: "daytona", Group: "daytona",
 		IsDir: fi.Mode.IsDir(), ModifiedAt: fi.ModTime.UTC().Format(time.RFC3339Nano)}
 }
 
