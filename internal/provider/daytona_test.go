@@ -38,7 +38,7 @@ type daytonaFixture struct {
 	providers map[string]func() (tfprotov6.ProviderServer, error)
 }
 
-func newDaytonaFixture(t *testing.T, opts ...daytonatest.Option) *daytonaFixture {
+func newDaytonaFixture(t testing.TB, opts ...daytonatest.Option) *daytonaFixture {
 	t.Helper()
 	srv := daytonatest.NewServer(t, opts...)
 	p := &trueforgeProvider{version: "test", daytonaOpts: []daytona.Option{

@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -161,6 +162,13 @@ func (s *Server) Count(route string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts[route]
+}
+
+// Counts returns a copy of every route's request counter.
+func (s *Server) Counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.counts)
 }
 
 // ResetCounts zeroes the request counters.
