@@ -57,7 +57,8 @@ func (r *secretResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 			"credentials, which stay in the harness). The sandbox process sees the variable, but the value is only forwarded to " +
 			"`hosts`. The value is stored sealed (AES-256-GCM), never in plaintext. Rotating or removing a secret is live for " +
 			"running sandboxes; adding one reaches only sandboxes created afterwards. Secrets cannot be added while the " +
-			"environment's `network.block_all` is on. Import with `<environment>/<env_name>`.",
+			"environment's `network.block_all` is on. On a `daytona` sandbox provider the secret is also a Daytona secret named " +
+			"`trueforge-<environment>--<env_name>` with these hosts; refresh compares it with Daytona. Import with `<environment>/<env_name>`.",
 		Attributes: map[string]schema.Attribute{
 			"env_name": schema.StringAttribute{
 				MarkdownDescription: "The environment variable the sandbox process sees, for example `GITHUB_TOKEN`. Changing it replaces the secret.",
