@@ -255,6 +255,14 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 				),
 			},
 			{
+				// Import finds the Daytona secret by its derived name (the import has no id).
+				ResourceName:            secretAddr,
+				ImportState:             true,
+				ImportStateId:           "py/GITHUB_TOKEN",
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"value"},
+			},
+			{
 				// Drift: the snapshot deleted in Daytona. Refresh sees it, the plan rebuilds
 				// it, and apply converges with one POST /snapshots.
 				PreConfig: func() {
