@@ -334,7 +334,8 @@ func (r *agentResource) ValidateConfig(ctx context.Context, req resource.Validat
 }
 
 func (r *agentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || r.cp == nil {
+	if req.Plan.Raw.IsNull() || r.cp == nil || req.Plan.Raw.Equal(req.State.Raw) {
+		// Destroy, or no change at all: nothing selects an environment anew.
 		return
 	}
 	var plan agentModel

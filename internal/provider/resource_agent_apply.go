@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -70,8 +71,10 @@ func (r *agentResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		resp.Diagnostics.AddError("Error Reading Agent", fmt.Sprintf("Agent %q could not be read.\n\nOriginal Error: %s", state.ID.ValueString(), err))
 		return
 	}
+	before := state
 	resp.Diagnostics.Append(state.fromStore(ctx, a)...)
-	if resp.Diagnostics.HasError() {
+	if resp.Diagnostics.HasError() || reflect.DeepEqual(before, state) {
+		// Unchanged: resp.State already holds the prior state.
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)

@@ -247,6 +247,9 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 		}
 		return
 	}
+	if r.unchanged(ctx, req) {
+		return
+	}
 	var plan environmentModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -308,6 +311,23 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// unchanged reports whether the plan keeps the environment exactly as it is in state with
+// nothing for ModifyPlan to add: same configuration, our own, and a snapshot that is not
+// Failed or missing. It reads three attributes instead of decoding the whole model twice,
+// which is most of a no-op plan's cost over hundreds of environments.
+func (r *environmentResource) unchanged(ctx context.Context, req resource.ModifyPlanRequest) bool {
+	if req.State.Raw.IsNull() || !req.Plan.Raw.Equal(req.State.Raw) {
+		return false
+	}
+	var owner, status, snapshot types.String
+	if req.State.GetAttribute(ctx, path.Root("owner"), &owner).HasError() ||
+		req.State.GetAttribute(ctx, path.Root("status"), &status).HasError() ||
+		req.State.GetAttribute(ctx, path.Root("snapshot_id"), &snapshot).HasError() {
+		return false
+	}
+	return owner.ValueString() == r.cp.owner && status.ValueString() != sandbox.StatusFailed && snapshot.ValueString() != ""
 }
 
 // checkImage rejects images the environment's backend cannot use, at plan time.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -136,7 +137,13 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 			status = snap.Status
 		}
 	}
+	before := state
 	resp.Diagnostics.Append(state.fromStore(ctx, env, status)...)
+	if reflect.DeepEqual(before, state) {
+		// resp.State already holds the prior state; encoding it again is the costliest
+		// step of a refresh and changes nothing.
+		return
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
