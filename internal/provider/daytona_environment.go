@@ -61,3 +61,9 @@ func daytonaNetworkDiags(allow []string) diag.Diagnostics {
 	}
 	return diags
 }
+
+// daytonaReadError is the detail of a refresh that could not reach Daytona.
+func daytonaReadError(env, snapshot string, err error) string {
+	return fmt.Sprintf("Environment %q: the state of Daytona snapshot %s could not be read, so the plan cannot tell whether it needs a rebuild. "+
+		"Check Daytona's status and the network, then plan again.\n\nOriginal Error: %s", env, snapshot, err)
+}

@@ -18,12 +18,10 @@ import (
 // its sealed copy as for every backend (the harness reads it), and Daytona's secret id and
 // last-known update time ride in the resource's private state, so refresh costs one GET.
 
-// daytonaSecretName is the Daytona secret that carries variable envName of environment:
-// "trueforge-<environment>--<ENV_NAME>". Environment names never end in '-' and variable
-// names have no '-', so the last "--" splits it back unambiguously; it fits Daytona's
-// name rule ^[a-zA-Z_][a-zA-Z0-9_-]*$.
+// daytonaSecretName is the Daytona secret of variable envName of environment
+// (daytona.SecretName); the harness attaches it to sandboxes by that name.
 func daytonaSecretName(environment, envName string) string {
-	return "trueforge-" + environment + "--" + envName
+	return daytona.SecretName(environment, envName)
 }
 
 // privateDaytonaSecret is the private-state key of the remote secret's identity.

@@ -448,6 +448,27 @@ func TestAccDaytona_survivesServerErrorsAndRateLimits(t *testing.T) {
 	})
 }
 
+// TestAccDaytona_unreachableRefreshFails: when Daytona keeps failing (past the retries),
+// the refresh fails with a diagnostic instead of reading the snapshot as Failed and
+// planning a rebuild; once Daytona answers again the plan is empty.
+func TestAccDaytona_unreachableRefreshFails(t *testing.T) {
+	f := newDaytonaFixture(t)
+	cfg := f.config(daytonaEnvHCL("py", "true", ""))
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{
+			{Config: cfg},
+			{
+				PreConfig:   func() { f.srv.InjectFaults("GET /snapshots/{id}", daytonaTestRetry.MaxAttempts, 503) },
+				Config:      cfg,
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`Error Reading Environment Snapshot`),
+			},
+			{Config: cfg, PlanOnly: true},
+		},
+	})
+}
+
 func TestAccDaytona_planTimeLimits(t *testing.T) {
 	f := newDaytonaFixture(t)
 	domains := make([]string, 11)

@@ -132,9 +132,16 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	status := sandbox.StatusFailed
-	if coord, _, err := r.cp.coordinator(ctx, env.Provider); err == nil {
-		if snap, err := coord.Refresh(ctx, env.SnapshotID); err == nil {
+	if coord, prov, err := r.cp.coordinator(ctx, env.Provider); err == nil {
+		snap, err := coord.Refresh(ctx, env.SnapshotID)
+		switch {
+		case err == nil:
 			status = snap.Status
+		case prov.Type == typeDaytona:
+			// A remote API that did not answer (after retries) says nothing about the
+			// snapshot: fail the refresh rather than plan a rebuild on a network blip.
+			resp.Diagnostics.AddError("Error Reading Environment Snapshot", daytonaReadError(env.Name, env.SnapshotID, err))
+			return
 		}
 	}
 	before := state
