@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/catalog"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -107,4 +108,41 @@ func missingScopesDetail(keyName string, missing []string) string {
 func hasHTTPStatus(err error, status int) bool {
 	var e *daytona.APIError
 	return errors.As(err, &e) && e.Status == status
+}
+
+// defaultSnapshotFailed refreshes the default environment's snapshot (one read) and
+// reports whether it is Failed: deleted, deactivated or broken in Daytona. It adds an
+// error diagnostic, as an environment's refresh does, when Daytona did not answer.
+func (r *sandboxProviderResource) defaultSnapshotFailed(ctx context.Context, p store.SandboxProvider, def store.Environment, diags *diag.Diagnostics) bool {
+	coord, _, err := r.cp.coordinator(ctx, p.Name)
+	if err != nil {
+		diags.AddError("Error Reading Sandbox Provider", err.Error())
+		return false
+	}
+	snap, err := coord.Refresh(ctx, def.SnapshotID)
+	if err != nil {
+		diags.AddError("Error Reading Environment Snapshot", daytonaReadError(def.Name, def.SnapshotID, err))
+		return false
+	}
+	return snap.Status == sandbox.StatusFailed
+}
+
+// rebuildDefaultSnapshot brings the default environment's snapshot back (re-activating or
+// rebuilding it) and waits for it.
+func (r *sandboxProviderResource) rebuildDefaultSnapshot(ctx context.Context, p store.SandboxProvider) error {
+	coord, _, err := r.cp.coordinator(ctx, p.Name)
+	if err != nil {
+		return err
+	}
+	snap, err := coord.Ensure(ctx, defaultSpec, p.ReleaseSnapshot, false)
+	if err != nil {
+		return err
+	}
+	if snap, err = coord.Wait(ctx, snap.ID); err != nil {
+		return err
+	}
+	if snap.Status != sandbox.StatusReady {
+		return fmt.Errorf("the snapshot of the default environment failed: %s\n\nBuild log (tail):\n%s", snap.Reason, snap.LogTail)
+	}
+	return nil
 }

@@ -166,6 +166,49 @@ func TestAccDaytona_missingScopesStoresNothing(t *testing.T) {
 	})
 }
 
+// TestAccDaytona_keyRotationChecksScopes: a new key is checked like the first one; one
+// lacking a scope is refused and the stored key stays the old one.
+func TestAccDaytona_keyRotationChecksScopes(t *testing.T) {
+	f := newDaytonaFixture(t)
+	good := f.config("")
+	f.srv.AddKey("dtn_rotated_partial", "write:sandboxes", "write:snapshots")
+	f.key = "dtn_rotated_partial"
+	partial := f.config("")
+	f.key = daytonatest.DefaultKey
+	storedKey := func() string {
+		cp, _ := f.controlPlane()
+		p := mustProvider(t, cp)
+		box, err := cp.secretBox()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := box.Open(p.APIKeyEnc, "sandbox_provider/"+p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(k)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{
+			{Config: good},
+			{
+				Config:      partial,
+				ExpectError: regexp.MustCompile(`Daytona API Key Missing Scopes[\s\S]*lacks the scope\(s\)\s+manage:secrets\.`),
+			},
+			{
+				PreConfig: func() {
+					if k := storedKey(); k != daytonatest.DefaultKey {
+						t.Fatalf("the refused key replaced the stored one (%q)", k)
+					}
+				},
+				Config:   good,
+				PlanOnly: true,
+			},
+		},
+	})
+}
+
 func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 	f := newDaytonaFixture(t)
 	const envAddrPy = "trueforge_environment.py"
@@ -179,6 +222,16 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 	}
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: f.providers,
+		// Destroying everything leaves nothing behind in Daytona.
+		CheckDestroy: func(*terraformState) error {
+			if names := f.srv.SnapshotNames(); len(names) != 0 {
+				return fmt.Errorf("snapshots left in Daytona after destroy: %v", names)
+			}
+			if _, ok := f.srv.SecretValue(secretName); ok {
+				return fmt.Errorf("secret %s left in Daytona after destroy", secretName)
+			}
+			return nil
+		},
 		Steps: []resource.TestStep{
 			{
 				Config: f.config(daytonaEnvHCL("py", "pip install requests", `  env = { MODE = "a" }`) + daytonaSecretHCL("ghp_first", "api.github.com")),
@@ -340,6 +393,25 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 					}
 					return nil
 				},
+			},
+			{
+				// Drift: the default environment's snapshot deleted in Daytona. The provider
+				// reads as Degraded and apply rebuilds it (one POST /snapshots).
+				PreConfig: func() {
+					def, err := f.store().GetEnvironment(t.Context(), defaultEnvironmentName)
+					if err != nil || !f.srv.DeleteSnapshot(def.SnapshotID) {
+						t.Fatalf("deleting the default snapshot: %v", err)
+					}
+					f.srv.ResetCounts()
+				},
+				Config: f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("trueforge_sandbox_provider.daytona", plancheck.ResourceActionUpdate)},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("trueforge_sandbox_provider.daytona", tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				},
+				Check: f.expectCounts(snapshotWrites(1, 0, 0)),
 			},
 			{
 				// Removing the secret deletes the Daytona secret.
