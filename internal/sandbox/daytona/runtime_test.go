@@ -115,7 +115,7 @@ func TestRuntimeExecAndFiles(t *testing.T) {
 		t.Fatal("deleting the workspace was allowed")
 	}
 
-	if !srv.Local {
+	if !srv.LocalSandboxes() {
 		t.Fatal("the emulator ran host processes although bubblewrap is installed; this test needs real sandboxes (make deps)")
 	}
 }
@@ -131,7 +131,7 @@ func TestRuntimeConfinement(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "jail") })
-	if !srv.Local {
+	if !srv.LocalSandboxes() {
 		t.Fatal("bubblewrap is required for this test (make deps)")
 	}
 	marker := filepath.Join(t.TempDir(), "escaped")

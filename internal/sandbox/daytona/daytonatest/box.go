@@ -185,7 +185,7 @@ func (s *Server) sandboxBox() (box, error) {
 		bx, ok, err := newLocalBox(s.root)
 		if ok {
 			s.bx, s.bxErr = bx, err
-			s.Local = err == nil
+			s.local = err == nil
 			return s.bx, s.bxErr
 		}
 	}

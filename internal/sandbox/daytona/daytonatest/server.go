@@ -68,9 +68,15 @@ type Server struct {
 
 	bx    box // chosen on the first sandbox (sandboxBox)
 	bxErr error
-	// Local reports whether sandboxes run as local bubblewrap sandboxes (set once the
-	// first sandbox was created).
-	Local bool
+	local bool
+}
+
+// LocalSandboxes reports whether sandboxes run as local bubblewrap sandboxes (known once
+// the first sandbox was created).
+func (s *Server) LocalSandboxes() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.local
 }
 
 type config struct {
