@@ -162,12 +162,24 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	if err != nil {
 		return err
 	}
+	if err := r.finishCreate(ctx, req.ID, sb); err != nil {
+		// Half-made: remove it rather than leave a sandbox nobody will use.
+		r.forget(req.ID)
+		_ = r.C.DeleteSandbox(context.WithoutCancel(ctx), sb.ID)
+		return err
+	}
+	return nil
+}
+
+// finishCreate waits for the new sandbox to start and makes its work directory.
+func (r *Runtime) finishCreate(ctx context.Context, id string, sb *Sandbox) error {
 	if sb.State != SandboxStarted {
+		var err error
 		if sb, err = r.C.WaitSandbox(ctx, sb.ID, SandboxStarted); err != nil {
 			return err
 		}
 	}
-	r.remember(req.ID, sb)
+	r.remember(id, sb)
 	res, err := r.C.Execute(ctx, sb, ExecuteRequest{Command: "mkdir -p " + shellQuote(r.workDir())})
 	if err != nil {
 		return fmt.Errorf("creating the work directory: %w", err)

@@ -134,19 +134,22 @@ func TestRuntimeConfinement(t *testing.T) {
 	if !srv.LocalSandboxes() {
 		t.Fatal("bubblewrap is required for this test (make deps)")
 	}
+	// Writes outside the workspace land in the sandbox's own overlay: the host and other
+	// sandboxes never see them, and host paths are not reachable at all.
 	marker := filepath.Join(t.TempDir(), "escaped")
-	res := mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "echo pwned > " + marker + "; touch /usr/bin/pwned; echo $?"})
+	pwned := "/usr/bin/trueforge-pwned-" + filepath.Base(filepath.Dir(marker))
+	mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "echo pwned > " + marker + "; touch " + pwned})
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatalf("the sandbox wrote the host file %s", marker)
 	}
-	if _, err := os.Stat("/usr/bin/pwned"); err == nil {
-		_ = os.Remove("/usr/bin/pwned")
-		t.Fatal("the sandbox wrote the host's /usr/bin")
+	if _, err := os.Stat(pwned); err == nil {
+		_ = os.Remove(pwned)
+		t.Fatalf("the sandbox wrote the host's %s", pwned)
 	}
-	if strings.TrimSpace(string(res.Stdout))[len(strings.TrimSpace(string(res.Stdout)))-1] == '0' {
-		t.Fatalf("touching /usr/bin succeeded inside: %q", res.Stdout)
+	if res := mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "test -e " + pwned + " && echo kept"}); strings.TrimSpace(string(res.Stdout)) != "kept" {
+		t.Fatalf("the sandbox's own write is gone: %q", res.Stdout)
 	}
-	res = mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"})
+	res := mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"})
 	if strings.TrimSpace(string(res.Stdout)) != "lo" {
 		t.Fatalf("networkBlockAll sandbox has interfaces %q", res.Stdout)
 	}
@@ -155,6 +158,9 @@ func TestRuntimeConfinement(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "open") })
+	if res := mustExec(t, rt, "open", sandbox.ExecRequest{Shell: "test -e " + pwned + " || echo absent"}); strings.TrimSpace(string(res.Stdout)) != "absent" {
+		t.Fatalf("another sandbox sees jail's write: %q", res.Stdout)
+	}
 	host, _ := os.ReadFile("/proc/net/dev")
 	res = mustExec(t, rt, "open", sandbox.ExecRequest{Shell: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"})
 	if strings.Count(string(host), "\n") > 3 && strings.TrimSpace(string(res.Stdout)) == "lo" {
@@ -191,6 +197,14 @@ func TestRuntimeLifecycleAndOrphans(t *testing.T) {
 		if err := rt.Create(ctx, bad); err == nil {
 			t.Errorf("%s: create accepted", name)
 		}
+	}
+	// A sandbox that cannot be finished (its work directory cannot be made) is removed.
+	bad := &daytona.Runtime{C: c, WorkDir: "/proc/trueforge-denied"}
+	if err := bad.Create(ctx, sandbox.CreateRequest{ID: "half", SnapshotID: snap}); err == nil || !strings.Contains(err.Error(), "work directory") {
+		t.Fatalf("create with an unusable work directory: %v", err)
+	}
+	if _, err := c.GetSandbox(ctx, "half"); !daytona.IsNotFound(err) {
+		t.Fatalf("the half-made sandbox was left behind: %v", err)
 	}
 	// The secret reaches the sandbox only as Daytona's placeholder.
 	res := mustExec(t, rt, "life", sandbox.ExecRequest{Shell: "echo $GITHUB_TOKEN"})
