@@ -18,8 +18,8 @@
 //     trueforge.id=<id> plus Runtime.Labels and the request's; work directory
 //     DefaultWorkDir (/home/daytona/workspace) for /workspace; auto-stop 15 min, auto-archive
 //     7 days, auto-delete never (Default*); files up to 64 MiB; at most 10 allowed domains;
-//     per-sandbox resource limits and harness egress proxies are refused (resources come from
-//     the snapshot; network policy is networkBlockAll and domainAllowList).
+//     limits must equal the snapshot's resources (what Daytona enforces) and harness egress
+//     proxies are refused (network policy is networkBlockAll and domainAllowList).
 package daytona
 
 import (

@@ -49,8 +49,9 @@ const (
 // to; commands run through the toolbox's /process/execute, which returns stdout and
 // stderr combined: ExecResult.Stdout carries both and Stderr is empty.
 //
-// Limits are refused (resources come from the environment's snapshot on Daytona) and so is
-// Egress (a Daytona sandbox cannot reach a harness socket): network policy is
+// Limits must match the snapshot's resources, which Daytona enforces (the environment's cpu,
+// memory and disk); other limits are refused, and so is Egress (a Daytona sandbox cannot
+// reach a harness socket): network policy is
 // BlockNetwork (networkBlockAll) and AllowDomains (domainAllowList), and secrets are
 // Daytona secrets (CreateRequest.Secrets).
 type Runtime struct {
@@ -122,12 +123,13 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 		return errors.New("no sandbox id")
 	case req.SnapshotID == "":
 		return errors.New("no snapshot id")
-	case req.Limits != (sandbox.Limits{}):
-		return errors.New("resource limits are set by the environment's snapshot (cpu, memory, disk) on Daytona, not per sandbox")
 	case req.Egress != nil:
 		return errors.New("a harness egress proxy cannot be attached to a Daytona sandbox; use BlockNetwork, AllowDomains and Secrets")
 	case len(req.AllowDomains) > 10:
 		return fmt.Errorf("%d allowed domains; Daytona's domainAllowList takes at most 10", len(req.AllowDomains))
+	}
+	if err := r.checkLimits(ctx, req); err != nil {
+		return err
 	}
 	labels := r.listLabels()
 	for k, v := range req.Labels {
@@ -186,6 +188,28 @@ func (r *Runtime) finishCreate(ctx context.Context, id string, sb *Sandbox) erro
 	}
 	if res.ExitCode != 0 {
 		return fmt.Errorf("creating the work directory %s: exit %d: %s", r.workDir(), res.ExitCode, strings.TrimSpace(res.Result))
+	}
+	return nil
+}
+
+// checkLimits accepts limits that Daytona enforces anyway: a sandbox gets exactly its
+// snapshot's cpu, memory and disk, so limits equal to those (or zero) hold, and anything
+// else (or a pids limit, which Daytona has not) is refused rather than ignored.
+func (r *Runtime) checkLimits(ctx context.Context, req sandbox.CreateRequest) error {
+	l := req.Limits
+	if l == (sandbox.Limits{}) {
+		return nil
+	}
+	if l.Pids != 0 {
+		return errors.New("Daytona sandboxes have no process limit; leave Limits.Pids at 0")
+	}
+	snap, err := r.C.GetSnapshot(ctx, req.SnapshotID)
+	if err != nil {
+		return fmt.Errorf("reading snapshot %s for its resources: %w", req.SnapshotID, err)
+	}
+	if (l.CPU != 0 && l.CPU != snap.CPU) || (l.MemoryMB != 0 && l.MemoryMB != snap.Mem*1024) || (l.DiskMB != 0 && l.DiskMB != snap.Disk*1024) {
+		return fmt.Errorf("limits cpu=%d memory=%d MB disk=%d MB differ from snapshot %s (cpu=%d memory=%d GB disk=%d GB): on Daytona a sandbox gets its snapshot's resources, set by the environment",
+			l.CPU, l.MemoryMB, l.DiskMB, req.SnapshotID, snap.CPU, snap.Mem, snap.Disk)
 	}
 	return nil
 }

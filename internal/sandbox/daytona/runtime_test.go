@@ -180,7 +180,10 @@ func TestRuntimeLifecycleAndOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Limits equal to the snapshot's resources (1 CPU, 1 GB, 3 GB by default) are what
+	// Daytona enforces, so they are accepted.
 	req := sandbox.CreateRequest{ID: "life", SnapshotID: snap, Labels: map[string]string{"trueforge.session": "s1"},
+		Limits:       sandbox.Limits{CPU: 1, MemoryMB: 1024, DiskMB: 3 * 1024},
 		AllowDomains: []string{"pypi.org", "*.github.com"}, Secrets: map[string]string{"GITHUB_TOKEN": "gh_token"}}
 	if err := rt.Create(ctx, req); err != nil {
 		t.Fatal(err)
@@ -191,6 +194,7 @@ func TestRuntimeLifecycleAndOrphans(t *testing.T) {
 	}
 	for name, bad := range map[string]sandbox.CreateRequest{
 		"limits": {ID: "x", SnapshotID: snap, Limits: sandbox.Limits{CPU: 2}},
+		"pids":   {ID: "x", SnapshotID: snap, Limits: sandbox.Limits{Pids: 100}},
 		"egress": {ID: "x", SnapshotID: snap, Egress: &sandbox.Egress{Socket: "/tmp/s"}},
 		"label":  {ID: "x", SnapshotID: snap, Labels: map[string]string{daytona.LabelID: "y"}},
 	} {
