@@ -298,6 +298,12 @@ for cfg in "${configs[@]}"; do
 	}
 done
 
+# Daytona backend: API requests per `plan` over N environments on the emulator (no writes,
+# at most one read per resource) and the client's retries under injected 429s and 503s.
+echo "== Daytona: API requests per plan and retry behaviour (go test -bench)"
+go test -run '^$' -bench 'BenchmarkDaytonaPlan|BenchmarkClientRetry' -benchtime "${BENCH_DAYTONA_TIME:-3x}" \
+	./internal/provider/ ./internal/sandbox/daytona/ | tee "$out/daytona.txt" || status=1
+
 if [[ "${BENCH_GO:-1}" == 0 ]]; then
 	echo "== BENCH_GO=0: skipping the Go benchmarks"
 elif grep -rqs --include='*_test.go' '^func Benchmark' .; then

@@ -28,6 +28,14 @@ type Coordinator struct {
 	Poll time.Duration
 }
 
+// reuser is a SnapshotBuilder whose StartBuild inspects what the backend holds under the
+// snapshot id and keeps what is usable: an active snapshot is reused, an inactive one
+// re-activated, a failed one replaced. Ensure then must not delete it first, or a
+// re-activation (cheap) would become a rebuild (slow).
+type reuser interface {
+	ReusesSnapshots() bool
+}
+
 // Ensure makes sure a snapshot for spec exists or is being built, and returns its row
 // without waiting. base is the snapshot the build starts from.
 func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, base string, blockNetwork bool) (store.Snapshot, error) {
@@ -53,9 +61,12 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 		}
 		return cur, nil
 	}
-	// A failed build's leftovers must go before the new attempt.
-	if err := c.Builder.DeleteSnapshot(ctx, id); err != nil {
-		return cur, fmt.Errorf("clearing the previous attempt of snapshot %s: %w", id, err)
+	// A failed build's leftovers must go before the new attempt, unless the backend's
+	// StartBuild sorts out what it holds under the id itself (reuse, re-activate, replace).
+	if r, ok := c.Builder.(reuser); !ok || !r.ReusesSnapshots() {
+		if err := c.Builder.DeleteSnapshot(ctx, id); err != nil {
+			return cur, fmt.Errorf("clearing the previous attempt of snapshot %s: %w", id, err)
+		}
 	}
 	if err := c.Builder.StartBuild(ctx, sandbox.BuildRequest{ID: id, Spec: spec, Base: base, BlockNetwork: blockNetwork}); err != nil {
 		_ = c.Store.SetSnapshotState(context.WithoutCancel(ctx), id, sandbox.StatusFailed, "starting the build: "+err.Error(), "")

@@ -29,7 +29,7 @@ var entries = map[string]Entry{
 	"daytona": {
 		Type:          "daytona",
 		Description:   "Daytona sandboxes, snapshots and secrets through the Daytona API.",
-		Available:     false,
+		Available:     true,
 		NeedsAPIKey:   true,
 		DefaultAPIURL: "https://app.daytona.io/api",
 	},

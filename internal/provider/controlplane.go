@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -12,6 +13,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/builds"
 	"github.com/trueforge/terraform-provider-trueforge/internal/catalog"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -31,6 +33,9 @@ type controlPlane struct {
 	// environments refreshes each of them, and a builder is not free to set up.
 	mu       sync.Mutex
 	builders map[string]sandbox.SnapshotBuilder
+
+	// daytonaOpts are added to every Daytona client (tests shorten polls and backoff).
+	daytonaOpts []daytona.Option
 }
 
 func newControlPlane(st *store.Store, owner string) *controlPlane {
@@ -51,9 +56,15 @@ func (cp *controlPlane) builder(p store.SandboxProvider) (sandbox.SnapshotBuilde
 	if !ok || !entry.Available {
 		return nil, fmt.Errorf("sandbox provider type %q has no backend in this build", p.Type)
 	}
+	// A remote backend's builder is tied to its endpoint and key, which an update of the
+	// provider may change within one run.
+	cacheKey := p.Type
+	if p.Type == typeDaytona {
+		cacheKey = strings.Join([]string{p.Type, daytonaAPIURL(p), p.Target, string(p.APIKeyEnc)}, "\x00")
+	}
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	if b, ok := cp.builders[p.Type]; ok {
+	if b, ok := cp.builders[cacheKey]; ok {
 		return b, nil
 	}
 	var b sandbox.SnapshotBuilder
@@ -61,6 +72,11 @@ func (cp *controlPlane) builder(p store.SandboxProvider) (sandbox.SnapshotBuilde
 	switch p.Type {
 	case "local":
 		b, err = local.NewBuilder(filepath.Join(cp.store.Dir(), "local-backend"))
+	case typeDaytona:
+		var c *daytona.Client
+		if c, err = cp.daytonaClient(p); err == nil {
+			b = daytona.NewBuilder(c)
+		}
 	default:
 		err = fmt.Errorf("sandbox provider type %q has no backend in this build", p.Type)
 	}
@@ -70,7 +86,7 @@ func (cp *controlPlane) builder(p store.SandboxProvider) (sandbox.SnapshotBuilde
 	if cp.builders == nil {
 		cp.builders = map[string]sandbox.SnapshotBuilder{}
 	}
-	cp.builders[p.Type] = b
+	cp.builders[cacheKey] = b
 	return b, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -27,6 +28,9 @@ var _ provider.Provider = (*trueforgeProvider)(nil)
 
 type trueforgeProvider struct {
 	version string
+	// daytonaOpts are passed to every Daytona API client; tests use them to poll and back
+	// off faster against the emulator. Empty in the released provider.
+	daytonaOpts []daytona.Option
 }
 
 type providerModel struct {
@@ -100,6 +104,7 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 		return
 	}
 	cp := newControlPlane(st, owner)
+	cp.daytonaOpts = p.daytonaOpts
 	resp.ResourceData = cp
 	resp.DataSourceData = cp
 }

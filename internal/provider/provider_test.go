@@ -25,13 +25,13 @@ var testAccProviders = map[string]func() (tfprotov6.ProviderServer, error){
 // controlPlaneFixture is one isolated control plane per test: its own database (and so
 // its own snapshots and key file) in a temp dir.
 type controlPlaneFixture struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	dbURL string
 	owner string
 }
 
-func newFixture(t *testing.T) *controlPlaneFixture {
+func newFixture(t testing.TB) *controlPlaneFixture {
 	t.Helper()
 	dir := t.TempDir()
 	return &controlPlaneFixture{t: t, dir: dir, dbURL: filepath.Join(dir, "trueforge.db"), owner: "alice"}

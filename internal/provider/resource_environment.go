@@ -273,6 +273,7 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 		plan.ID = plan.Name
 	}
 	r.checkImage(ctx, &plan, resp)
+	r.checkDaytonaLimits(ctx, &plan, resp)
 
 	if state == nil {
 		plan.Owner = types.StringValue(r.cp.owner)

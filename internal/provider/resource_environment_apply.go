@@ -60,6 +60,12 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	blockAll, allow := plan.network(ctx)
+	if prov.Type == typeDaytona {
+		// Checked at plan time too, unless the provider was created in the same apply.
+		if resp.Diagnostics.Append(daytonaNetworkDiags(allow)...); resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	snap, err := coord.Ensure(ctx, spec, prov.ReleaseSnapshot, blockAll)
 	if err != nil {
 		resp.Diagnostics.AddError("Error Starting Snapshot Build", fmt.Sprintf("Environment %q: %s", name, err))
@@ -126,9 +132,16 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	status := sandbox.StatusFailed
-	if coord, _, err := r.cp.coordinator(ctx, env.Provider); err == nil {
-		if snap, err := coord.Refresh(ctx, env.SnapshotID); err == nil {
+	if coord, prov, err := r.cp.coordinator(ctx, env.Provider); err == nil {
+		snap, err := coord.Refresh(ctx, env.SnapshotID)
+		switch {
+		case err == nil:
 			status = snap.Status
+		case prov.Type == typeDaytona:
+			// A remote API that did not answer (after retries) says nothing about the
+			// snapshot: fail the refresh rather than plan a rebuild on a network blip.
+			resp.Diagnostics.AddError("Error Reading Environment Snapshot", daytonaReadError(env.Name, env.SnapshotID, err))
+			return
 		}
 	}
 	before := state

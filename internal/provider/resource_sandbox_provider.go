@@ -31,7 +31,8 @@ var defaultSpec = sandbox.SnapshotSpec{Image: sandbox.PlatformImage, CPU: 1, Mem
 
 const defaultBuildTimeout = 30 * time.Minute
 
-// statusDegraded is a provider whose reserved default environment is gone.
+// statusDegraded is a provider whose reserved default environment is gone (or, on
+// Daytona, whose snapshot was deleted or deactivated there).
 const statusDegraded = "Degraded"
 
 var (
@@ -127,7 +128,7 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 				ElementType:         types.StringType,
 			},
 			"status": schema.StringAttribute{
-				MarkdownDescription: "`Ready` once the release snapshot and the `default` environment are built; `Degraded` when the `default` environment was removed outside Terraform, which the next apply repairs.",
+				MarkdownDescription: "`Ready` once the release snapshot and the `default` environment are built; `Degraded` when the `default` environment (or, on Daytona, its snapshot) was removed outside Terraform, which the next apply repairs.",
 				Computed:            true,
 			},
 			"target": schema.StringAttribute{
@@ -316,10 +317,16 @@ func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadReq
 	state.ReleaseSnapshot = types.StringValue(p.ReleaseSnapshot)
 	state.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
 	state.Status = types.StringValue(p.Status)
-	if _, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
+	if def, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
 		// The default environment is part of a configured provider; without it the
 		// provider needs repair, which an update performs.
 		state.Status = types.StringValue(statusDegraded)
+	} else if err == nil && p.Type == typeDaytona && r.defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
+		// Its snapshot was deleted or deactivated in Daytona: repaired the same way.
+		state.Status = types.StringValue(statusDegraded)
+	}
+	if resp.Diagnostics.HasError() {
+		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -354,11 +361,19 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 		}
 		p.Scopes, p.APIKeyEnc = scopes, keyEnc
 	}
-	if _, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
+	if def, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
 		if err := r.createDefaultEnvironment(ctx, p); err != nil {
 			resp.Diagnostics.AddError("Error Repairing Default Environment", err.Error())
 			return
 		}
+	} else if err == nil && p.Type == typeDaytona && r.defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
+		if err := r.rebuildDefaultSnapshot(ctx, p); err != nil {
+			resp.Diagnostics.AddError("Error Repairing Default Environment", err.Error())
+			return
+		}
+	}
+	if resp.Diagnostics.HasError() {
+		return
 	}
 	p.Status = sandbox.StatusReady
 	if err := r.cp.store.UpdateSandboxProvider(ctx, p); err != nil {
@@ -432,6 +447,11 @@ func (r *sandboxProviderResource) validateCredentials(ctx context.Context, p *st
 	case "local":
 		// The embedded backend runs as the applying user and grants every capability.
 		scopes = append([]string(nil), catalog.DaytonaScopes...)
+	case typeDaytona:
+		var ok bool
+		if scopes, ok = r.cp.checkDaytonaKey(ctx, *p, key, diags); !ok {
+			return nil, nil, false
+		}
 	default:
 		diags.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available",
 			fmt.Sprintf("This build of the provider has no backend for type %q.", p.Type))

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -56,7 +57,8 @@ func (r *secretResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 			"credentials, which stay in the harness). The sandbox process sees the variable, but the value is only forwarded to " +
 			"`hosts`. The value is stored sealed (AES-256-GCM), never in plaintext. Rotating or removing a secret is live for " +
 			"running sandboxes; adding one reaches only sandboxes created afterwards. Secrets cannot be added while the " +
-			"environment's `network.block_all` is on. Import with `<environment>/<env_name>`.",
+			"environment's `network.block_all` is on. On a `daytona` sandbox provider the secret is also a Daytona secret named " +
+			"`trueforge-<environment>--<env_name>` with these hosts; refresh compares it with Daytona. Import with `<environment>/<env_name>`.",
 		Attributes: map[string]schema.Attribute{
 			"env_name": schema.StringAttribute{
 				MarkdownDescription: "The environment variable the sandbox process sees, for example `GITHUB_TOKEN`. Changing it replaces the secret.",
@@ -233,7 +235,31 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	err := r.cp.store.CreateSecret(ctx, store.Secret{ID: id, Environment: envName, EnvName: plan.EnvName.ValueString(), Hosts: listFrom(ctx, plan.Hosts), ValueEnc: sealed})
+	if _, err := r.cp.store.GetSecret(ctx, id); err == nil {
+		resp.Diagnostics.AddError("Secret Already Exists",
+			fmt.Sprintf("Environment %q already has a secret %s. Import it with `terraform import <address> %s`.", envName, plan.EnvName.ValueString(), id))
+		return
+	}
+	hosts := listFrom(ctx, plan.Hosts)
+	// On a Daytona provider the value lives in a Daytona secret too; it is created first so
+	// that a failure leaves nothing in the store.
+	dc, err := r.cp.environmentDaytona(ctx, envName)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Creating Secret", err.Error())
+		return
+	}
+	var remote *daytona.Secret
+	if dc != nil {
+		if remote, err = createDaytonaSecret(ctx, dc, envName, plan.EnvName.ValueString(), value, hosts); err != nil {
+			resp.Diagnostics.AddError("Error Creating Daytona Secret",
+				fmt.Sprintf("Secret %s could not be created in Daytona as %q; nothing was stored.\n\nOriginal Error: %s", id, daytonaSecretName(envName, plan.EnvName.ValueString()), err))
+			return
+		}
+	}
+	err = r.cp.store.CreateSecret(ctx, store.Secret{ID: id, Environment: envName, EnvName: plan.EnvName.ValueString(), Hosts: hosts, ValueEnc: sealed})
+	if err != nil && remote != nil {
+		_ = dc.DeleteSecret(context.WithoutCancel(ctx), remote.ID)
+	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		resp.Diagnostics.AddError("Secret Already Exists",
 			fmt.Sprintf("Environment %q already has a secret %s. Import it with `terraform import <address> %s`.", envName, plan.EnvName.ValueString(), id))
@@ -244,6 +270,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	plan.ID = types.StringValue(id)
+	saveRemoteSecret(ctx, resp.Private, remote, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -269,11 +296,15 @@ func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, res
 	state.Environment = types.StringValue(sec.Environment)
 	state.EnvName = types.StringValue(sec.EnvName)
 	state.Hosts = stringList(sec.Hosts)
+	valueDrift := r.readDaytona(ctx, sec, &state, req.Private, resp)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	// The control plane can open its own seal, so a value changed outside Terraform shows
 	// as drift of `value`. A write-only value is never in state and cannot drift-detect.
 	if !state.Value.IsNull() {
 		if box, err := r.cp.secretBox(); err == nil {
-			if pt, err := box.Open(sec.ValueEnc, "secret/"+sec.ID); err == nil {
+			if pt, err := box.Open(sec.ValueEnc, "secret/"+sec.ID); err == nil && !valueDrift {
 				state.Value = types.StringValue(string(pt))
 			} else {
 				state.Value = types.StringValue("") // unreadable: force a rotation to repair it
@@ -307,7 +338,24 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 			return
 		}
 	}
-	if err := r.cp.store.UpdateSecret(ctx, id, listFrom(ctx, plan.Hosts), sealed); err != nil {
+	hosts := listFrom(ctx, plan.Hosts)
+	dc, err := r.cp.environmentDaytona(ctx, state.Environment.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Error Updating Secret", err.Error())
+		return
+	}
+	if dc != nil {
+		// One PATCH: a rotation is a new value, never a new secret or snapshot.
+		value := secretValue(ctx, plan, req.Config, &resp.Diagnostics)
+		remote, err := updateDaytonaSecret(ctx, dc, loadRemoteSecret(ctx, req.Private), state.Environment.ValueString(), state.EnvName.ValueString(), value, rotate, hosts)
+		if err != nil {
+			resp.Diagnostics.AddError("Error Updating Daytona Secret",
+				fmt.Sprintf("Secret %s could not be updated in Daytona; the stored secret is unchanged. Apply again.\n\nOriginal Error: %s", id, err))
+			return
+		}
+		saveRemoteSecret(ctx, resp.Private, remote, &resp.Diagnostics)
+	}
+	if err := r.cp.store.UpdateSecret(ctx, id, hosts, sealed); err != nil {
 		resp.Diagnostics.AddError("Error Updating Secret", err.Error())
 		return
 	}
@@ -329,9 +377,61 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 		addOwnerError(&resp.Diagnostics, env.Name, env.Owner, r.cp.owner, "changed (its secrets are part of it)")
 		return
 	}
+	dc, err := r.cp.environmentDaytona(ctx, state.Environment.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddError("Error Deleting Secret", err.Error())
+		return
+	}
+	if dc != nil {
+		if err := deleteDaytonaSecret(ctx, dc, loadRemoteSecret(ctx, req.Private), state.Environment.ValueString(), state.EnvName.ValueString()); err != nil {
+			resp.Diagnostics.AddError("Error Deleting Daytona Secret",
+				fmt.Sprintf("Secret %s could not be deleted in Daytona; it is kept in trueforge too. Apply again.\n\nOriginal Error: %s", state.ID.ValueString(), err))
+			return
+		}
+	}
 	if err := r.cp.store.DeleteSecret(ctx, state.ID.ValueString()); err != nil && !errors.Is(err, store.ErrNotFound) {
 		resp.Diagnostics.AddError("Error Deleting Secret", err.Error())
 	}
+}
+
+// readDaytona refreshes a secret of a Daytona environment against Daytona (one GET): a
+// secret deleted there reads as having no hosts, hosts changed there read as they are, so
+// the plan shows the drift and apply repairs it in place. It reports whether the value may
+// have been changed there (Daytona never returns values): a state `value` then reads as
+// "" so the plan rotates it; a write-only value gets a warning.
+func (r *secretResource) readDaytona(ctx context.Context, sec store.Secret, state *secretModel, priv privateGetter, resp *resource.ReadResponse) bool {
+	dc, err := r.cp.environmentDaytona(ctx, sec.Environment)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Secret", err.Error())
+		return false
+	}
+	if dc == nil {
+		return false
+	}
+	rs := loadRemoteSecret(ctx, priv)
+	name := daytonaSecretName(sec.Environment, sec.EnvName)
+	remote, err := getDaytonaSecret(ctx, dc, rs, name)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Daytona Secret", fmt.Sprintf("Secret %s (Daytona secret %q): %s", sec.ID, name, err))
+		return false
+	}
+	if remote == nil {
+		resp.Diagnostics.AddWarning("Daytona Secret Deleted Outside Terraform",
+			fmt.Sprintf("Daytona secret %q of %s no longer exists. The plan shows it with no hosts; apply recreates it with the configured value and hosts.", name, sec.ID))
+		state.Hosts = stringList(nil)
+		return false
+	}
+	hosts, valueChanged := daytonaSecretDrift(remote, rs)
+	state.Hosts = stringList(hosts)
+	if rs.ID == "" {
+		// Imported or recovered: remember the secret from now on.
+		saveRemoteSecret(ctx, resp.Private, remote, &resp.Diagnostics)
+	}
+	if valueChanged && state.Value.IsNull() {
+		resp.Diagnostics.AddWarning("Daytona Secret Changed Outside Terraform",
+			fmt.Sprintf("Daytona secret %q of %s was updated outside Terraform, so its value may differ from value_wo. Increment value_wo_version to send the configured value again.", name, sec.ID))
+	}
+	return valueChanged
 }
 
 func (r *secretResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {

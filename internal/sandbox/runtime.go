@@ -63,6 +63,13 @@ type CreateRequest struct {
 	// Egress, when set, replaces the sandbox's network: no interface but lo, and a
 	// harness-side proxy reached through a unix socket is the only way out.
 	Egress *Egress
+	// AllowDomains, for backends that enforce egress themselves (Daytona's
+	// domainAllowList), are the only hosts the sandbox may reach; empty means any.
+	// BlockNetwork wins over it.
+	AllowDomains []string
+	// Secrets, for backends with their own secret store (Daytona), maps an environment
+	// variable to the backend secret whose placeholder it carries.
+	Secrets map[string]string
 }
 
 // Egress routes a sandbox's network through a harness-side proxy.

@@ -153,9 +153,18 @@ func ignoreAlreadyActive(err error) error {
 	return err
 }
 
+// InactiveReason is the Failed reason of a snapshot Daytona deactivated.
+const InactiveReason = "snapshot is inactive (Daytona deactivates snapshots unused for 14 days); the next apply re-activates it without rebuilding"
+
+// ReusesSnapshots tells the build coordinator that StartBuild keeps what Daytona holds
+// under the snapshot name when it is usable (reuse active, re-activate inactive) and
+// replaces it only when failed, so the coordinator must not delete it first.
+func (b *Builder) ReusesSnapshots() bool { return true }
+
 // BuildState maps the snapshot's state: pending/building/pulling → Building, active → Ready,
-// build_failed/error → Failed (errorReason and the build log's tail), inactive → Building
-// after asking Daytona to activate it, removing or 404 → sandbox.ErrNotFound.
+// build_failed/error → Failed (errorReason and the build log's tail), inactive → Failed
+// with InactiveReason (StartBuild re-activates it), removing or 404 → sandbox.ErrNotFound.
+// It only reads.
 func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState, error) {
 	s, err := b.C.GetSnapshot(ctx, id)
 	if err != nil {
@@ -174,10 +183,10 @@ func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState
 		}
 		return st, nil
 	case SnapshotInactive:
-		if _, err := b.C.ActivateSnapshot(ctx, s.ID); ignoreAlreadyActive(err) != nil {
-			return sandbox.BuildState{}, fmt.Errorf("daytona: activate %s: %w", id, err)
-		}
-		return sandbox.BuildState{Status: sandbox.StatusBuilding}, nil
+		// Reading never writes (a plan's refresh must not change anything): an inactive
+		// snapshot reads as Failed, so the next plan proposes a new build, and StartBuild
+		// then re-activates it instead of building again.
+		return sandbox.BuildState{Status: sandbox.StatusFailed, Reason: InactiveReason}, nil
 	case SnapshotRemoving:
 		return sandbox.BuildState{}, fmt.Errorf("daytona: snapshot %s is being removed: %w", id, sandbox.ErrNotFound)
 	default:

@@ -4,6 +4,22 @@
 // Facts about paths, field names and semantics come from the project's reference notes on the
 // Daytona API (v0.190 server source and v0.205 OpenAPI spec). Every call takes a context; all
 // waits (retries, backoff, polling) end when it does, so Terraform timeouts bound them.
+//
+// Defaults and limits:
+//   - requests: 60 s per HTTP request; retries per DefaultRetryPolicy (8 attempts, backoff
+//     from 500 ms to 30 s with full jitter, server waits capped at 2 min, 409 "state change
+//     in progress" retried for up to 5 min); polling every 1 s (WithPollInterval).
+//   - snapshots (Builder): named by the build hash ("snap-<20 hex>"), built from a Dockerfile
+//     FROM the environment's image or, for "platform", DefaultReleaseImage, with the build
+//     script in one RUN; an active one is reused, an inactive one re-activated, a failed one
+//     deleted and rebuilt; refresh only reads (inactive reads as Failed, InactiveReason);
+//     build log tail 4 KiB.
+//   - sandboxes (Runtime): name = the runtime's id, labels trueforge.managed=true and
+//     trueforge.id=<id> plus Runtime.Labels and the request's; work directory
+//     DefaultWorkDir (/home/daytona/workspace) for /workspace; auto-stop 15 min, auto-archive
+//     7 days, auto-delete never (Default*); files up to 64 MiB; at most 10 allowed domains;
+//     limits must equal the snapshot's resources (what Daytona enforces) and harness egress
+//     proxies are refused (network policy is networkBlockAll and domainAllowList).
 package daytona
 
 import (

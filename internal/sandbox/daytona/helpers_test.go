@@ -14,18 +14,18 @@ import (
 var fastRetry = daytona.RetryPolicy{MaxAttempts: 6, BaseDelay: 2 * time.Millisecond,
 	MaxDelay: 20 * time.Millisecond, MaxServerWait: 10 * time.Second, StateChangeWait: 5 * time.Second}
 
-func newClient(t *testing.T, srv *daytonatest.Server, key string) *daytona.Client {
+func newClient(t testing.TB, srv *daytonatest.Server, key string) *daytona.Client {
 	t.Helper()
 	return daytona.New(srv.URL(), key, daytona.WithRetryPolicy(fastRetry), daytona.WithPollInterval(5*time.Millisecond))
 }
 
-func setup(t *testing.T, opts ...daytonatest.Option) (*daytonatest.Server, *daytona.Client) {
+func setup(t testing.TB, opts ...daytonatest.Option) (*daytonatest.Server, *daytona.Client) {
 	t.Helper()
 	srv := daytonatest.NewServer(t, opts...)
 	return srv, newClient(t, srv, daytonatest.DefaultKey)
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -33,7 +33,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // waitBuild polls the builder until the build leaves Building.
-func waitBuild(t *testing.T, ctx context.Context, b *daytona.Builder, id string) sandbox.BuildState {
+func waitBuild(t testing.TB, ctx context.Context, b *daytona.Builder, id string) sandbox.BuildState {
 	t.Helper()
 	for {
 		st, err := b.BuildState(ctx, id)
@@ -57,7 +57,7 @@ func buildReq(script string) sandbox.BuildRequest {
 }
 
 // readySnapshot builds a snapshot with the builder and returns its name.
-func readySnapshot(t *testing.T, ctx context.Context, c *daytona.Client, script string) string {
+func readySnapshot(t testing.TB, ctx context.Context, c *daytona.Client, script string) string {
 	t.Helper()
 	b := daytona.NewBuilder(c)
 	req := buildReq(script)

@@ -129,13 +129,13 @@ func TestSandboxes(t *testing.T) {
 		strings.Contains(res.Result, "real-value") {
 		t.Fatalf("exec %+v", res)
 	}
-	if err := c.UploadFile(ctx, a, "/work/dir/f.txt", []byte("data")); err != nil {
+	if err := c.UploadFile(ctx, a, "/workspace/dir/f.txt", []byte("data")); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := c.DownloadFile(ctx, a, "/work/dir/f.txt"); err != nil || string(b) != "data" {
+	if b, err := c.DownloadFile(ctx, a, "/workspace/dir/f.txt"); err != nil || string(b) != "data" {
 		t.Fatalf("download %q %v", b, err)
 	}
-	if res, err := c.Execute(ctx, a, daytona.ExecuteRequest{Command: "cat f.txt", Cwd: "/work/dir"}); err != nil || res.Result != "data" {
+	if res, err := c.Execute(ctx, a, daytona.ExecuteRequest{Command: "cat f.txt", Cwd: "/workspace/dir"}); err != nil || res.Result != "data" {
 		t.Fatalf("cwd exec %+v %v", res, err)
 	}
 	if _, err := c.Execute(ctx, a, daytona.ExecuteRequest{Command: "sleep 5", Timeout: 1}); !hasStatus(err, 408) {

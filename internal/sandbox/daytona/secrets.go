@@ -8,6 +8,15 @@ import (
 	"time"
 )
 
+// SecretName is the Daytona secret that carries variable envName of a trueforge
+// environment: "trueforge-<environment>--<envName>". Environment names never end in '-'
+// and variable names have no '-', so the last "--" splits it back unambiguously, and it
+// fits Daytona's name rule ^[a-zA-Z_][a-zA-Z0-9_-]*$. The provider creates secrets under
+// this name and the harness attaches them to sandboxes by it (CreateRequest.Secrets).
+func SecretName(environment, envName string) string {
+	return "trueforge-" + environment + "--" + envName
+}
+
 // Secret is an org secret's metadata. Daytona never returns the value; sandboxes see only
 // Placeholder, which its egress proxy swaps for the value on requests to Hosts.
 type Secret struct {

@@ -67,3 +67,53 @@ func (c *Client) DownloadFile(ctx context.Context, sb *Sandbox, path string) ([]
 	}
 	return c.do(ctx, &request{method: http.MethodGet, url: u, query: url.Values{"path": {path}}, idempotent: true}, nil)
 }
+
+// FileInfo is the toolbox's FileInfo.
+type FileInfo struct {
+	Name        string `json:"name"`
+	Size        int64  `json:"size"`
+	Mode        string `json:"mode"`
+	Permissions string `json:"permissions"`
+	Owner       string `json:"owner"`
+	Group       string `json:"group"`
+	IsDir       bool   `json:"isDir"`
+	ModifiedAt  string `json:"modifiedAt"` // RFC 3339
+}
+
+// ListFiles lists a directory of the sandbox (GET /files?path).
+func (c *Client) ListFiles(ctx context.Context, sb *Sandbox, path string) ([]FileInfo, error) {
+	u, err := toolboxURL(sb, "/files")
+	if err != nil {
+		return nil, err
+	}
+	var out []FileInfo
+	_, err = c.do(ctx, &request{method: http.MethodGet, url: u, query: url.Values{"path": {path}}, idempotent: true}, &out)
+	return out, err
+}
+
+// StatFile describes one file of the sandbox (GET /files/info?path).
+func (c *Client) StatFile(ctx context.Context, sb *Sandbox, path string) (*FileInfo, error) {
+	u, err := toolboxURL(sb, "/files/info")
+	if err != nil {
+		return nil, err
+	}
+	var out FileInfo
+	if _, err := c.do(ctx, &request{method: http.MethodGet, url: u, query: url.Values{"path": {path}}, idempotent: true}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteFile removes a file, or with recursive a directory tree (DELETE /files).
+func (c *Client) DeleteFile(ctx context.Context, sb *Sandbox, path string, recursive bool) error {
+	u, err := toolboxURL(sb, "/files")
+	if err != nil {
+		return err
+	}
+	q := url.Values{"path": {path}}
+	if recursive {
+		q.Set("recursive", "true")
+	}
+	_, err = c.do(ctx, &request{method: http.MethodDelete, url: u, query: q, idempotent: true}, nil)
+	return err
+}

@@ -171,8 +171,12 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 409, "Sandbox with name "+b.Name+" already exists")
 		return
 	}
-	if err := mkdir(s.sandboxDir(id)); err != nil {
-		writeErr(w, r, 500, err.Error())
+	bx, err := s.sandboxBox()
+	if err == nil {
+		err = bx.create(id, b.NetworkBlockAll)
+	}
+	if err != nil {
+		writeErr(w, r, 500, "daytonatest: creating the sandbox: "+err.Error())
 		return
 	}
 	now := time.Now().UTC()
@@ -253,7 +257,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 
 // lifecycle applies a transition from the allowed states, answering 409 during another
 // transition and 400 from other states.
-func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[string]string, noop, badMsg string) {
+func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[string]string, noop, badMsg string, act func(box, string) error) {
 	sb := s.sandboxOr404(w, r)
 	if sb == nil {
 		return
@@ -271,6 +275,12 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[stri
 		writeErr(w, r, 400, badMsg)
 		return
 	}
+	if act != nil && s.bx != nil {
+		if err := act(s.bx, sb.ID); err != nil {
+			writeErr(w, r, 500, "daytonatest: "+err.Error())
+			return
+		}
+	}
 	sb.State, sb.DesiredState = via, transitions[via]
 	sb.transitionEnd, sb.UpdatedAt = time.Now().Add(s.cfg.lifecycle), time.Now().UTC()
 	s.advance(sb)
@@ -278,15 +288,15 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[stri
 }
 
 func (s *Server) startSandbox(w http.ResponseWriter, r *http.Request) {
-	s.lifecycle(w, r, map[string]string{"stopped": "starting", "archived": "restoring"}, "started", "Sandbox is not in valid state")
+	s.lifecycle(w, r, map[string]string{"stopped": "starting", "archived": "restoring"}, "started", "Sandbox is not in valid state", box.start)
 }
 
 func (s *Server) stopSandbox(w http.ResponseWriter, r *http.Request) {
-	s.lifecycle(w, r, map[string]string{"started": "stopping"}, "", "Sandbox is not in a stoppable state")
+	s.lifecycle(w, r, map[string]string{"started": "stopping"}, "", "Sandbox is not in a stoppable state", box.stop)
 }
 
 func (s *Server) archiveSandbox(w http.ResponseWriter, r *http.Request) {
-	s.lifecycle(w, r, map[string]string{"stopped": "archiving"}, "", "Sandbox is not in valid state")
+	s.lifecycle(w, r, map[string]string{"stopped": "archiving"}, "", "Sandbox is not in valid state", nil)
 }
 
 func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
@@ -297,6 +307,12 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 	if _, busy := transitions[sb.State]; busy {
 		writeErr(w, r, 409, "Sandbox state change in progress")
 		return
+	}
+	if s.bx != nil {
+		if err := s.bx.remove(sb.ID); err != nil {
+			writeErr(w, r, 500, "daytonatest: "+err.Error())
+			return
+		}
 	}
 	s.sandboxes = slices.DeleteFunc(s.sandboxes, func(x *sbox) bool { return x == sb })
 	sb.State, sb.DesiredState = "destroying", "destroyed"

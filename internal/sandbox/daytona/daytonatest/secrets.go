@@ -33,6 +33,41 @@ func (s *Server) DeleteSecret(name string) bool {
 	return len(s.secrets) != n
 }
 
+// SetSecretHosts changes a secret's hosts out of band (as someone using the dashboard
+// would). It reports whether the secret exists.
+func (s *Server) SetSecretHosts(name string, hosts ...string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sec := s.secretByName(name)
+	if sec == nil {
+		return false
+	}
+	sec.Hosts, sec.UpdatedAt = slices.Clone(hosts), time.Now().UTC()
+	return true
+}
+
+// SetSecretValue rotates a secret's value out of band.
+func (s *Server) SetSecretValue(name, value string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sec := s.secretByName(name)
+	if sec == nil {
+		return false
+	}
+	sec.value, sec.UpdatedAt = value, time.Now().UTC()
+	return true
+}
+
+// SecretHosts returns a secret's hosts (nil, false if it does not exist).
+func (s *Server) SecretHosts(name string) ([]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sec := s.secretByName(name); sec != nil {
+		return slices.Clone(sec.Hosts), true
+	}
+	return nil, false
+}
+
 func (s *Server) secretByName(name string) *secret {
 	for _, sec := range s.secrets {
 		if sec.Name == name {

@@ -4,10 +4,14 @@
 // counters.
 //
 // The API is served under URL() (like https://app.daytona.io/api); each sandbox's toolbox
-// under {server}/toolbox/{sandboxId}. Toolbox exec runs commands with /bin/sh on the host in
-// a per-sandbox directory under t.TempDir(), with a timeout. That is a stand-in: the harness
-// tests will route it to a local sandbox later. Absolute file paths of the toolbox file calls
-// are mapped into the sandbox directory; commands are not confined beyond their cwd.
+// under {server}/toolbox/{sandboxId}. When bubblewrap is installed, every sandbox is a real
+// local sandbox (internal/sandbox/local, on a release snapshot of the host prepared on the
+// first sandbox): toolbox commands run confined in it, networkBlockAll gives it no network,
+// and file calls work on its /workspace (other absolute paths get 400). Without
+// bubblewrap (or with WithHostProcesses) commands run with /bin/sh on the host in a
+// per-sandbox directory, with absolute paths mapped into it; that fallback confines
+// nothing. Either way domainAllowList is validated and stored but not enforced, and
+// /process/execute returns stdout followed by stderr.
 //
 // State changes are computed lazily from elapsed time on every request, so there are no
 // background goroutines.
@@ -18,11 +22,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +64,19 @@ type Server struct {
 	counts    map[string]int
 	faults    map[string][]fault
 	failNext  *failure
+	delayNext time.Duration
+
+	bx    box // chosen on the first sandbox (sandboxBox)
+	bxErr error
+	local bool
+}
+
+// LocalSandboxes reports whether sandboxes run as local bubblewrap sandboxes (known once
+// the first sandbox was created).
+func (s *Server) LocalSandboxes() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.local
 }
 
 type config struct {
@@ -68,6 +84,7 @@ type config struct {
 	retryAfter                                    time.Duration
 	marker                                        string
 	defaultKey                                    bool
+	hostProcesses                                 bool
 }
 
 // Option configures a Server.
@@ -97,6 +114,10 @@ func WithRetryAfter(d time.Duration) Option { return func(c *config) { c.retryAf
 // WithExecLimit caps every toolbox command (default 30 s).
 func WithExecLimit(d time.Duration) Option { return func(c *config) { c.execMax = d } }
 
+// WithHostProcesses runs toolbox commands as plain host processes even when bubblewrap
+// is installed (the fallback otherwise used only without it).
+func WithHostProcesses() Option { return func(c *config) { c.hostProcesses = true } }
+
 // WithoutDefaultKey skips registering DefaultKey.
 func WithoutDefaultKey() Option { return func(c *config) { c.defaultKey = false } }
 
@@ -117,6 +138,14 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	s.routes(mux)
 	s.ts = httptest.NewServer(mux)
 	t.Cleanup(s.ts.Close)
+	// Runs before the server closes: stop and remove every sandbox and the release.
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.bx != nil {
+			s.bx.close()
+		}
+	})
 	return s
 }
 
@@ -139,6 +168,13 @@ func (s *Server) Count(route string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts[route]
+}
+
+// Counts returns a copy of every route's request counter.
+func (s *Server) Counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.counts)
 }
 
 // ResetCounts zeroes the request counters.
@@ -250,6 +286,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 	tb("POST /process/execute", s.execute)
 	tb("POST /files/upload-v2", s.upload)
 	tb("GET /files/download", s.download)
+	tb("GET /files", s.listFiles)
+	tb("GET /files/info", s.fileInfo)
+	tb("DELETE /files", s.deleteFile)
 }
 
 func (s *Server) currentKey(w http.ResponseWriter, r *http.Request) {
@@ -348,7 +387,3 @@ func cursorPage[T any](items []T, offset, limit int) ([]T, any) {
 	}
 	return items[offset:end], next
 }
-
-func (s *Server) sandboxDir(id string) string { return filepath.Join(s.root, "sandboxes", id) }
-
-func mkdir(p string) error { return os.MkdirAll(p, 0o755) }

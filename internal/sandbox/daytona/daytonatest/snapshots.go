@@ -18,6 +18,8 @@ type snap struct {
 	phaseStart, removeAt            time.Time
 	fail                            *failure
 	log                             string
+	// delay overrides the server's build delay for this snapshot (DelayNextBuild).
+	delay time.Duration
 }
 
 type failure struct{ reason, log string }
@@ -28,6 +30,26 @@ func (s *Server) FailNextBuild(reason, log string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failNext = &failure{reason: reason, log: log}
+}
+
+// DelayNextBuild makes the next created snapshot take d from pending to its end state
+// instead of the server's build delay: a slow build past a caller's timeout.
+func (s *Server) DelayNextBuild(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delayNext = d
+}
+
+// SnapshotNames lists the snapshots that exist (any state), in creation order.
+func (s *Server) SnapshotNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.advanceSnaps()
+	names := make([]string, 0, len(s.snaps))
+	for _, sn := range s.snaps {
+		names = append(names, sn.Name)
+	}
+	return names
 }
 
 // DeleteSnapshot removes the snapshot named (or with id) name out of band. It reports
@@ -83,8 +105,12 @@ func (s *Server) advanceSnaps() {
 		switch sn.State {
 		case "pending", "building", "pulling":
 			el := now.Sub(sn.phaseStart)
+			delay := s.cfg.buildDelay
+			if sn.delay > 0 {
+				delay = sn.delay
+			}
 			switch {
-			case el >= s.cfg.buildDelay:
+			case el >= delay:
 				if sn.fail != nil {
 					sn.State, sn.ErrorReason = "build_failed", sn.fail.reason
 					if sn.Dockerfile == "" {
@@ -96,7 +122,7 @@ func (s *Server) advanceSnaps() {
 					sn.log += "#3 exporting to image done\n"
 				}
 				sn.UpdatedAt = now
-			case el >= s.cfg.buildDelay/2 && sn.State == "pending":
+			case el >= delay/2 && sn.State == "pending":
 				sn.State = "pulling"
 				if sn.Dockerfile != "" {
 					sn.State = "building"
@@ -234,6 +260,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 	} else if hasMarker(sn.Dockerfile, s.cfg.marker) {
 		sn.fail = &failure{reason: "Build failed: the build script exited with code 1", log: "+ " + s.cfg.marker + "\nexit status 1"}
 	}
+	sn.delay, s.delayNext = s.delayNext, 0
 	s.snaps = append(s.snaps, sn)
 	writeJSON(w, 200, sn.dto())
 }

@@ -1,34 +1,33 @@
 package daytonatest
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"maps"
 	"mime"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"path"
 	"strings"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // toolboxTarget resolves the sandbox of a toolbox call: it must exist and be started. It
-// returns the sandbox directory and the env (sandbox env plus secret placeholders).
-func (s *Server) toolboxTarget(w http.ResponseWriter, r *http.Request) (string, map[string]string, bool) {
+// returns the box, the sandbox id and the env (sandbox env plus secret placeholders).
+func (s *Server) toolboxTarget(w http.ResponseWriter, r *http.Request) (box, string, map[string]string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sb := s.findSandbox(r.PathValue("sandboxId"))
 	if sb == nil || sb.ID != r.PathValue("sandboxId") {
 		writeErr(w, r, 404, "sandbox not found")
-		return "", nil, false
+		return nil, "", nil, false
 	}
 	if sb.State != "started" {
 		writeErr(w, r, 400, "Sandbox is not running")
-		return "", nil, false
+		return nil, "", nil, false
 	}
 	env := maps.Clone(sb.Env)
 	if env == nil {
@@ -41,16 +40,23 @@ func (s *Server) toolboxTarget(w http.ResponseWriter, r *http.Request) (string, 
 			}
 		}
 	}
-	return s.sandboxDir(sb.ID), env, true
+	return s.bx, sb.ID, env, true
 }
 
-// inside maps a sandbox path (absolute or relative to the root) into dir.
-func inside(dir, p string) string {
-	return filepath.Join(dir, filepath.Clean("/"+p))
+// fileErr answers a box error the way the daemon does.
+func fileErr(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, sandbox.ErrNotFound):
+		writeErr(w, r, 404, "file not found: "+err.Error())
+	case errors.Is(err, sandbox.ErrTooLarge):
+		writeErr(w, r, 413, err.Error())
+	default:
+		writeErr(w, r, 400, err.Error())
+	}
 }
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
-	dir, env, ok := s.toolboxTarget(w, r)
+	bx, id, env, ok := s.toolboxTarget(w, r)
 	if !ok {
 		return
 	}
@@ -71,44 +77,20 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	if b.Timeout > 0 && time.Duration(b.Timeout)*time.Second < limit {
 		limit = time.Duration(b.Timeout) * time.Second
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh")
-	cmd.Stdin = strings.NewReader(b.Command)
-	cmd.Dir = dir
-	if b.Cwd != "" {
-		cmd.Dir = inside(dir, b.Cwd)
-	}
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	for k, v := range b.Envs {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = time.Second
-	killGroup(cmd)
-	err := cmd.Run()
-	if ctx.Err() == context.DeadlineExceeded {
-		writeErr(w, r, http.StatusRequestTimeout, "command execution timeout")
-		return
-	}
-	code := 0
-	var ee *exec.ExitError
+	maps.Copy(env, b.Envs)
+	res, err := bx.exec(r.Context(), id, b.Command, b.Cwd, env, limit)
 	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
 	case err != nil:
 		writeErr(w, r, 400, err.Error())
-		return
+	case res.timedOut:
+		writeErr(w, r, http.StatusRequestTimeout, "command execution timeout")
+	default:
+		writeJSON(w, 200, map[string]any{"exitCode": res.code, "result": res.out})
 	}
-	writeJSON(w, 200, map[string]any{"exitCode": code, "result": out.String()})
 }
 
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
-	dir, _, ok := s.toolboxTarget(w, r)
+	bx, id, _, ok := s.toolboxTarget(w, r)
 	if !ok {
 		return
 	}
@@ -127,40 +109,72 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		defer f.Close()
 		data = f
 	}
-	dst := inside(dir, p)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		writeErr(w, r, 400, err.Error())
-		return
-	}
-	f, err := os.Create(dst)
-	if err == nil {
-		_, err = io.Copy(f, data)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		writeErr(w, r, 400, err.Error())
+	if err := bx.write(id, p, data); err != nil {
+		fileErr(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"name": filepath.Base(p), "path": p, "type": "file"})
+	_ = json.NewEncoder(w).Encode(map[string]string{"name": path.Base(p), "path": p, "type": "file"})
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
-	dir, _, ok := s.toolboxTarget(w, r)
+	bx, id, _, ok := s.toolboxTarget(w, r)
 	if !ok {
 		return
 	}
-	b, err := os.ReadFile(inside(dir, r.URL.Query().Get("path")))
-	if errors.Is(err, os.ErrNotExist) {
-		writeErr(w, r, 404, "file not found")
-		return
-	}
+	b, err := bx.read(id, r.URL.Query().Get("path"))
 	if err != nil {
-		writeErr(w, r, 400, err.Error())
+		fileErr(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	_, _ = w.Write(b)
+}
+
+func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
+	bx, id, _, ok := s.toolboxTarget(w, r)
+	if !ok {
+		return
+	}
+	out, err := bx.list(id, r.URL.Query().Get("path"))
+	if err != nil {
+		fileErr(w, r, err)
+		return
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) fileInfo(w http.ResponseWriter, r *http.Request) {
+	bx, id, _, ok := s.toolboxTarget(w, r)
+	if !ok {
+		return
+	}
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		writeErr(w, r, 400, "path is required")
+		return
+	}
+	fi, err := bx.stat(id, p)
+	if err != nil {
+		fileErr(w, r, err)
+		return
+	}
+	writeJSON(w, 200, fi)
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
+	bx, id, _, ok := s.toolboxTarget(w, r)
+	if !ok {
+		return
+	}
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		writeErr(w, r, 400, "path is required")
+		return
+	}
+	if err := bx.del(id, p, r.URL.Query().Get("recursive") == "true"); err != nil {
+		fileErr(w, r, err)
+		return
+	}
+	w.WriteHeader(204)
 }

@@ -1,0 +1,194 @@
+package daytonatest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// box runs what a sandbox's toolbox does: commands and file operations. Paths are the
+// absolute paths a Daytona client sends.
+type box interface {
+	create(id string, blockNetwork bool) error
+	stop(id string) error
+	start(id string) error
+	remove(id string) error
+	exec(ctx context.Context, id, command, cwd string, env map[string]string, limit time.Duration) (execResult, error)
+	write(id, path string, r io.Reader) error
+	read(id, path string) ([]byte, error)
+	stat(id, path string) (fileInfo, error)
+	list(id, path string) ([]fileInfo, error)
+	del(id, path string, recursive bool) error
+	close()
+}
+
+type execResult struct {
+	code     int
+	out      string
+	timedOut bool
+}
+
+// fileInfo is the toolbox's FileInfo.
+type fileInfo struct {
+	Name        string `json:"name"`
+	Size        int64  `json:"size"`
+	Mode        string `json:"mode"`
+	Permissions string `json:"permissions"`
+	Owner       string `json:"owner"`
+	Group       string `json:"group"`
+	IsDir       bool   `json:"isDir"`
+	ModifiedAt  string `json:"modifiedAt"`
+}
+
+// errBadPath is a path the box cannot serve (400).
+var errBadPath = errors.New("path outside the emulated sandbox")
+
+func toFileInfo(name string, fi fs.FileInfo) fileInfo {
+	return fileInfo{Name: name, Size: fi.Size(), Mode: fi.Mode().String(),
+		Permissions: fmt.Sprintf("%#o", fi.Mode().Perm()), Owner: "daytona", Group: "daytona",
+		IsDir: fi.IsDir(), ModifiedAt: fi.ModTime().UTC().Format(time.RFC3339Nano)}
+}
+
+// hostBox is the fallback when bubblewrap is not installed: commands run with /bin/sh on
+// the host in a per-sandbox directory (not confined beyond their cwd), and absolute paths
+// of file calls are mapped into that directory.
+type hostBox struct{ root string }
+
+func (h hostBox) dir(id string) string { return filepath.Join(h.root, "sandboxes", id) }
+
+// inside maps a sandbox path (absolute or relative to the root) into dir.
+func inside(dir, p string) string {
+	return filepath.Join(dir, filepath.Clean("/"+p))
+}
+
+func (h hostBox) create(id string, _ bool) error { return os.MkdirAll(h.dir(id), 0o755) }
+func (h hostBox) stop(string) error              { return nil }
+func (h hostBox) start(string) error             { return nil }
+func (h hostBox) remove(id string) error         { return os.RemoveAll(h.dir(id)) }
+func (h hostBox) close()                         {}
+
+func (h hostBox) exec(ctx context.Context, id, command, cwd string, env map[string]string, limit time.Duration) (execResult, error) {
+	dir := h.dir(id)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh")
+	cmd.Stdin = strings.NewReader(command)
+	cmd.Dir = dir
+	if cwd != "" {
+		cmd.Dir = inside(dir, cwd)
+	}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = time.Second
+	killGroup(cmd)
+	err := cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return execResult{timedOut: true, out: out.String()}, nil
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return execResult{code: ee.ExitCode(), out: out.String()}, nil
+	case err != nil:
+		return execResult{}, err
+	}
+	return execResult{out: out.String()}, nil
+}
+
+func (h hostBox) write(id, p string, r io.Reader) error {
+	dst := inside(h.dir(id), p)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (h hostBox) read(id, p string) ([]byte, error) { return os.ReadFile(inside(h.dir(id), p)) }
+
+func (h hostBox) stat(id, p string) (fileInfo, error) {
+	fi, err := os.Stat(inside(h.dir(id), p))
+	if err != nil {
+		return fileInfo{}, err
+	}
+	return toFileInfo(fi.Name(), fi), nil
+}
+
+func (h hostBox) list(id, p string) ([]fileInfo, error) {
+	entries, err := os.ReadDir(inside(h.dir(id), p))
+	if err != nil {
+		return nil, err
+	}
+	out := []fileInfo{}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil {
+			out = append(out, toFileInfo(e.Name(), fi))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (h hostBox) del(id, p string, recursive bool) error {
+	dst := inside(h.dir(id), p)
+	if _, err := os.Lstat(dst); err != nil {
+		return err
+	}
+	if recursive {
+		return os.RemoveAll(dst)
+	}
+	return os.Remove(dst)
+}
+
+// findExecutable looks name up in PATH and the system directories.
+func findExecutable(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	for _, dir := range []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin"} {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found", name)
+}
+
+// sandboxBox returns the box sandboxes run in, choosing it on first use: local
+// (bubblewrap) sandboxes when the tools are installed, else host processes. Called with
+// mu held.
+func (s *Server) sandboxBox() (box, error) {
+	if s.bx != nil || s.bxErr != nil {
+		return s.bx, s.bxErr
+	}
+	if !s.cfg.hostProcesses {
+		bx, ok, err := newLocalBox(s.root)
+		if ok {
+			s.bx, s.bxErr = bx, err
+			s.local = err == nil
+			return s.bx, s.bxErr
+		}
+	}
+	s.bx = hostBox{root: s.root}
+	return s.bx, nil
+}

@@ -1,0 +1,288 @@
+package daytona_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
+)
+
+// newRuntime returns a Runtime on the emulator with a Ready snapshot. The emulator's
+// sandboxes are local bubblewrap sandboxes whose workspace is /workspace.
+func newRuntime(t *testing.T) (*daytonatest.Server, *daytona.Client, *daytona.Runtime, string) {
+	t.Helper()
+	srv, c := setup(t)
+	snap := readySnapshot(t, testCtx(t), c, "true")
+	zero := 0
+	rt := &daytona.Runtime{C: c, WorkDir: "/workspace", AutoStop: &zero, Labels: map[string]string{"trueforge.plane": "test"}}
+	return srv, c, rt, snap
+}
+
+func mustExec(t *testing.T, rt *daytona.Runtime, id string, req sandbox.ExecRequest) sandbox.ExecResult {
+	t.Helper()
+	res, err := rt.Exec(testCtx(t), id, req)
+	if err != nil {
+		t.Fatalf("exec %+v: %v", req, err)
+	}
+	return res
+}
+
+func TestRuntimeExecAndFiles(t *testing.T) {
+	t.Parallel()
+	srv, _, rt, snap := newRuntime(t)
+	ctx := testCtx(t)
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "sess-1", SnapshotID: snap, Env: map[string]string{"FOO": "bar baz"},
+		Labels: map[string]string{"trueforge.session": "s1"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "sess-1") })
+
+	res := mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: `echo "$FOO"; pwd; echo err >&2; exit 3`})
+	if res.ExitCode != 3 || string(res.Stdout) != "bar baz\n/workspace\nerr\n" {
+		t.Fatalf("shell exec: %d %q", res.ExitCode, res.Stdout)
+	}
+	res = mustExec(t, rt, "sess-1", sandbox.ExecRequest{Argv: []string{"printf", "%s|", "a b", "it's", "$HOME"}})
+	if string(res.Stdout) != "a b|it's|$HOME|" {
+		t.Fatalf("argv quoting: %q", res.Stdout)
+	}
+	var streamed bytes.Buffer
+	res = mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: "tr a-z A-Z; echo done", Stdin: strings.NewReader("from stdin\n"), Stdout: &streamed})
+	if string(res.Stdout) != "FROM STDIN\ndone\n" || streamed.String() != string(res.Stdout) {
+		t.Fatalf("stdin: %q (streamed %q)", res.Stdout, streamed.String())
+	}
+	if ls := mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: "ls -A"}); strings.Contains(string(ls.Stdout), "trueforge-stdin") {
+		t.Fatalf("stdin file left behind: %q", ls.Stdout)
+	}
+	res = mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: "sleep 10", Timeout: 1e9})
+	if !res.TimedOut || res.ExitCode != 124 || res.Limit != sandbox.LimitTimeout {
+		t.Fatalf("timeout: %+v", res)
+	}
+	res = mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: "head -c 5000 /dev/zero | tr '\\0' x", OutputCap: 100})
+	if len(res.Stdout) != 100 || !res.Truncated {
+		t.Fatalf("output cap: %d bytes, truncated %v", len(res.Stdout), res.Truncated)
+	}
+
+	// Files: round trip, mode, listing, limits, no way out of the workspace.
+	if err := rt.WriteFile(ctx, "sess-1", "/workspace/src/run.sh", strings.NewReader("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustExec(t, rt, "sess-1", sandbox.ExecRequest{Argv: []string{"./run.sh"}, Cwd: "src"}); string(res.Stdout) != "ran\n" {
+		t.Fatalf("written script: %d %q", res.ExitCode, res.Stdout)
+	}
+	if err := rt.WriteFile(ctx, "sess-1", "notes.txt", strings.NewReader("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := rt.ReadFile(ctx, "sess-1", "notes.txt", 0); err != nil || string(b) != "hello" {
+		t.Fatalf("read: %q %v", b, err)
+	}
+	if _, err := rt.ReadFile(ctx, "sess-1", "notes.txt", 3); !errors.Is(err, sandbox.ErrTooLarge) {
+		t.Fatalf("read past max: %v", err)
+	}
+	fi, err := rt.StatFile(ctx, "sess-1", "/workspace/src/run.sh")
+	if err != nil || fi.Path != "src/run.sh" || fi.Size != 19 || fi.Mode.Perm() != 0o755 {
+		t.Fatalf("stat: %+v %v", fi, err)
+	}
+	list, err := rt.ListFiles(ctx, "sess-1", ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range list {
+		paths = append(paths, f.Path)
+	}
+	if strings.Join(paths, ",") != "notes.txt,src" || !list[1].Mode.IsDir() {
+		t.Fatalf("list: %+v", list)
+	}
+	if _, err := rt.ReadFile(ctx, "sess-1", "/etc/passwd", 0); err == nil || !strings.Contains(err.Error(), "outside /workspace") {
+		t.Fatalf("absolute path outside the workspace: %v", err)
+	}
+	if _, err := rt.ReadFile(ctx, "sess-1", "../../etc/passwd", 0); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("dot-dot stays inside the workspace: %v", err)
+	}
+	if err := rt.DeleteFile(ctx, "sess-1", "src"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.StatFile(ctx, "sess-1", "src/run.sh"); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if err := rt.DeleteFile(ctx, "sess-1", "/workspace"); err == nil {
+		t.Fatal("deleting the workspace was allowed")
+	}
+
+	if !srv.LocalSandboxes() {
+		t.Fatal("the emulator ran host processes although bubblewrap is installed; this test needs real sandboxes (make deps)")
+	}
+}
+
+// TestRuntimeConfinement tries to get out: the emulator's sandboxes are real local
+// sandboxes, so writes to the system and the host's files fail, and networkBlockAll leaves
+// no interface but lo.
+func TestRuntimeConfinement(t *testing.T) {
+	t.Parallel()
+	srv, _, rt, snap := newRuntime(t)
+	ctx := testCtx(t)
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "jail", SnapshotID: snap, BlockNetwork: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "jail") })
+	if !srv.LocalSandboxes() {
+		t.Fatal("bubblewrap is required for this test (make deps)")
+	}
+	// Writes outside the workspace land in the sandbox's own overlay: the host and other
+	// sandboxes never see them, and host paths are not reachable at all.
+	marker := filepath.Join(t.TempDir(), "escaped")
+	pwned := "/usr/bin/trueforge-pwned-" + filepath.Base(filepath.Dir(marker))
+	mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "echo pwned > " + marker + "; touch " + pwned})
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("the sandbox wrote the host file %s", marker)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		_ = os.Remove(pwned)
+		t.Fatalf("the sandbox wrote the host's %s", pwned)
+	}
+	if res := mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "test -e " + pwned + " && echo kept"}); strings.TrimSpace(string(res.Stdout)) != "kept" {
+		t.Fatalf("the sandbox's own write is gone: %q", res.Stdout)
+	}
+	res := mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"})
+	if strings.TrimSpace(string(res.Stdout)) != "lo" {
+		t.Fatalf("networkBlockAll sandbox has interfaces %q", res.Stdout)
+	}
+	// The control: without networkBlockAll the sandbox sees the host's interfaces.
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "open", SnapshotID: snap}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "open") })
+	if res := mustExec(t, rt, "open", sandbox.ExecRequest{Shell: "test -e " + pwned + " || echo absent"}); strings.TrimSpace(string(res.Stdout)) != "absent" {
+		t.Fatalf("another sandbox sees jail's write: %q", res.Stdout)
+	}
+	host, _ := os.ReadFile("/proc/net/dev")
+	res = mustExec(t, rt, "open", sandbox.ExecRequest{Shell: "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"})
+	if strings.Count(string(host), "\n") > 3 && strings.TrimSpace(string(res.Stdout)) == "lo" {
+		t.Fatalf("a sandbox without networkBlockAll has no network either: %q", res.Stdout)
+	}
+	info, err := rt.Get(ctx, "jail")
+	if err != nil || !info.BlockNetwork {
+		t.Fatalf("get: %+v %v", info, err)
+	}
+}
+
+func TestRuntimeLifecycleAndOrphans(t *testing.T) {
+	t.Parallel()
+	srv, c, rt, snap := newRuntime(t)
+	ctx := testCtx(t)
+	sec, err := c.CreateSecret(ctx, daytona.CreateSecretRequest{Name: "gh_token", Value: "real-value", Hosts: []string{"api.github.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Limits equal to the snapshot's resources (1 CPU, 1 GB, 3 GB by default) are what
+	// Daytona enforces, so they are accepted.
+	req := sandbox.CreateRequest{ID: "life", SnapshotID: snap, Labels: map[string]string{"trueforge.session": "s1"},
+		Limits:       sandbox.Limits{CPU: 1, MemoryMB: 1024, DiskMB: 3 * 1024},
+		AllowDomains: []string{"pypi.org", "*.github.com"}, Secrets: map[string]string{"GITHUB_TOKEN": "gh_token"}}
+	if err := rt.Create(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "life") })
+	if err := rt.Create(ctx, req); !errors.Is(err, sandbox.ErrExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	for name, bad := range map[string]sandbox.CreateRequest{
+		"limits": {ID: "x", SnapshotID: snap, Limits: sandbox.Limits{CPU: 2}},
+		"pids":   {ID: "x", SnapshotID: snap, Limits: sandbox.Limits{Pids: 100}},
+		"egress": {ID: "x", SnapshotID: snap, Egress: &sandbox.Egress{Socket: "/tmp/s"}},
+		"label":  {ID: "x", SnapshotID: snap, Labels: map[string]string{daytona.LabelID: "y"}},
+	} {
+		if err := rt.Create(ctx, bad); err == nil {
+			t.Errorf("%s: create accepted", name)
+		}
+	}
+	// A sandbox that cannot be finished (its work directory cannot be made) is removed.
+	bad := &daytona.Runtime{C: c, WorkDir: "/proc/trueforge-denied"}
+	if err := bad.Create(ctx, sandbox.CreateRequest{ID: "half", SnapshotID: snap}); err == nil || !strings.Contains(err.Error(), "work directory") {
+		t.Fatalf("create with an unusable work directory: %v", err)
+	}
+	if _, err := c.GetSandbox(ctx, "half"); !daytona.IsNotFound(err) {
+		t.Fatalf("the half-made sandbox was left behind: %v", err)
+	}
+	// The secret reaches the sandbox only as Daytona's placeholder.
+	res := mustExec(t, rt, "life", sandbox.ExecRequest{Shell: "echo $GITHUB_TOKEN"})
+	if got := strings.TrimSpace(string(res.Stdout)); got != sec.Placeholder {
+		t.Fatalf("GITHUB_TOKEN = %q, want the placeholder %q", got, sec.Placeholder)
+	}
+	sb, err := c.GetSandbox(ctx, "life")
+	if err != nil || sb.DomainAllowList != "pypi.org,*.github.com" || sb.AutoStopInterval == nil || *sb.AutoStopInterval != 0 ||
+		sb.AutoDeleteInterval == nil || *sb.AutoDeleteInterval != -1 {
+		t.Fatalf("Daytona sandbox %+v %v", sb, err)
+	}
+
+	if err := rt.WriteFile(ctx, "life", "keep.txt", strings.NewReader("kept"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Stop(ctx, "life"); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := rt.Get(ctx, "life"); info.Status != sandbox.SandboxStopped {
+		t.Fatalf("after stop: %s", info.Status)
+	}
+	if _, err := rt.Exec(ctx, "life", sandbox.ExecRequest{Shell: "true"}); !errors.Is(err, sandbox.ErrStopped) {
+		t.Fatalf("exec on stopped: %v", err)
+	}
+	if err := rt.Archive(ctx, "life"); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := rt.Get(ctx, "life"); info.Status != sandbox.SandboxArchived {
+		t.Fatalf("after archive: %s", info.Status)
+	}
+	if err := rt.Start(ctx, "life"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := rt.ReadFile(ctx, "life", "keep.txt", 0); err != nil || string(b) != "kept" {
+		t.Fatalf("files after archive and start: %q %v", b, err)
+	}
+
+	// List finds this runtime's sandboxes with their session labels, and nothing else.
+	if _, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "not-ours", Snapshot: snap}); err != nil {
+		t.Fatal(err)
+	}
+	other := &daytona.Runtime{C: c, WorkDir: "/workspace", Labels: map[string]string{"trueforge.plane": "other"}}
+	if err := other.Create(ctx, sandbox.CreateRequest{ID: "other-plane", SnapshotID: snap}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Delete(testCtx(t), "other-plane") })
+	list, err := rt.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != "life" || list[0].Labels["trueforge.session"] != "s1" || list[0].SnapshotID != snap {
+		t.Fatalf("list: %+v", list)
+	}
+
+	// Deleted out of band: calls report ErrLost, Delete is still fine.
+	if !srvDeleteSandbox(t, c, "life") {
+		t.Fatal("out-of-band delete failed")
+	}
+	if _, err := rt.Exec(ctx, "life", sandbox.ExecRequest{Shell: "true"}); !errors.Is(err, sandbox.ErrLost) {
+		t.Fatalf("exec after out-of-band delete: %v", err)
+	}
+	if err := rt.Delete(ctx, "life"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Get(ctx, "life"); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if srv.SandboxState("life") != "" {
+		t.Fatal("sandbox still in the emulator")
+	}
+}
+
+// srvDeleteSandbox deletes a sandbox behind the runtime's back.
+func srvDeleteSandbox(t *testing.T, c *daytona.Client, id string) bool {
+	t.Helper()
+	return c.DeleteSandbox(testCtx(t), id) == nil
+}
