@@ -37,7 +37,7 @@ import (
 // keeperStartWait bounds how long an Exec waits for a freshly started keeper.
 const keeperStartWait = 20 * time.Second
 
-func (r *Runtime) ctlSock(id string) string   { return filepath.Join(r.runDir(id), "ctl.sock") }
+func (r *Runtime) ctlSock(id string) string    { return filepath.Join(r.runDir(id), "ctl.sock") }
 func (r *Runtime) keeperFile(id string) string { return filepath.Join(r.runDir(id), "keeper") }
 func (r *Runtime) keeperLog(id string) string  { return filepath.Join(r.runDir(id), "keeper.log") }
 

@@ -115,9 +115,9 @@ func NewRuntime(b *Builder, root string) (*Runtime, error) {
 	return r, nil
 }
 
-func (r *Runtime) sandboxesDir() string    { return filepath.Join(r.root, "sandboxes") }
-func (r *Runtime) tmpDir() string          { return filepath.Join(r.root, "tmp") }
-func (r *Runtime) dir(id string) string    { return filepath.Join(r.sandboxesDir(), id) }
+func (r *Runtime) sandboxesDir() string     { return filepath.Join(r.root, "sandboxes") }
+func (r *Runtime) tmpDir() string           { return filepath.Join(r.root, "tmp") }
+func (r *Runtime) dir(id string) string     { return filepath.Join(r.sandboxesDir(), id) }
 func (r *Runtime) dataDir(id string) string { return filepath.Join(r.dir(id), "data") }
 func (r *Runtime) wsDir(id string) string   { return filepath.Join(r.dataDir(id), "workspace") }
 func (r *Runtime) runDir(id string) string  { return filepath.Join(r.dir(id), "run") }
