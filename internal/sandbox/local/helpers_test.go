@@ -21,6 +21,13 @@ import (
 const helperEnv = "TRUEFORGE_LOCAL_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(ownerEnv) != "" {
+		if err := runOwner(); err != nil {
+			fmt.Fprintln(os.Stderr, "owner:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(helperEnv) != "" {
 		if err := runHelper(); err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)
