@@ -5,11 +5,14 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,6 +216,92 @@ func TestAttackNetworkBlocked(t *testing.T) {
 	}
 	if got := mustSh(t, r, "open", ifaces+" | sort"); len(hostIfaces) > 0 && got != strings.Join(hostIfaces, "\n") {
 		t.Fatalf("interfaces with host network: %q, want %q", got, hostIfaces)
+	}
+	// Try it: a listener on the host's loopback is out of reach of the blocked sandbox
+	// (and, to show the probe works, within reach of the open one).
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("reached\n"))
+			c.Close()
+		}
+	}()
+	probe := fmt.Sprintf(`import socket
+try:
+    print(socket.create_connection(("127.0.0.1", %d), timeout=2).makefile().readline().strip())
+except OSError as e:
+    print("refused")`, ln.Addr().(*net.TCPAddr).Port)
+	for id, want := range map[string]string{"blocked": "refused", "open": "reached"} {
+		res, err := r.Exec(context.Background(), id, sandbox.ExecRequest{Argv: []string{"python3", "-c", probe}, Timeout: 20 * time.Second})
+		if err != nil || strings.TrimSpace(string(res.Stdout)) != want {
+			t.Fatalf("%s: %q %v (stderr %s), want %s", id, res.Stdout, err, res.Stderr, want)
+		}
+	}
+}
+
+// TestAttackInit goes after the sandbox's init, which runs as the same user as the
+// commands: signals, its memory and descriptors, the control socket. The sandbox must
+// keep working and nothing of the host may be reached.
+func TestAttackInit(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	// A descriptor the owner has without close-on-exec must not reach the sandbox.
+	leak, err := syscall.Open(r.root, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(leak)
+	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	// kill -1 reaches every process the caller may signal, the shell included.
+	sh(t, r, "sb", `for s in TERM INT HUP QUIT USR1 KILL; do kill -s $s 1 2>/dev/null; done; kill -9 -1`)
+	got := mustSh(t, r, "sb", `readlink /proc/1/fd/0 >/dev/null 2>&1 && echo fds-read || echo fds-denied
+(exec 3</proc/1/mem) 2>/dev/null && echo mem-opened || echo mem-denied
+find / -xdev -name ctl.sock 2>/dev/null | wc -l
+ls /proc/self/fd | tr '\n' ' '`)
+	if got != "fds-denied\nmem-denied\n0\n0 1 2 3" {
+		t.Fatalf("attacks on the init:\n%s", got)
+	}
+	if got := mustSh(t, r, "sb", "echo still-here"); got != "still-here" {
+		t.Fatalf("after the attacks: %q", got)
+	}
+}
+
+// TestAttackDeleteLeavesNothing: processes that left the command's group (setsid,
+// double fork) are gone once Delete returns, and so is every file.
+func TestAttackDeleteLeavesNothing(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel, Limits: sandbox.Limits{Pids: 50, DiskMB: 16}})
+	mustSh(t, r, "sb", "setsid sleep 700.1 >/dev/null 2>&1 </dev/null & (sleep 700.2 >/dev/null 2>&1 </dev/null &) ; echo x > f")
+	waitProcess(t, "sleep", "700.1")
+	waitProcess(t, "sleep", "700.2")
+	cgroups := r.limits.cgroupDirs("sb")
+	if err := r.Delete(context.Background(), "sb"); err != nil {
+		t.Fatal(err)
+	}
+	noProcess(t, "700.1")
+	noProcess(t, "700.2")
+	if _, err := os.Stat(r.dir("sb")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("sandbox directory left: %v", err)
+	}
+	for _, d := range cgroups {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("cgroup left: %s", d)
+		}
+	}
+	if m := mountsUnder(r.root); len(m) > 0 {
+		t.Fatalf("mounts left: %v", m)
 	}
 }
 
@@ -536,6 +625,7 @@ print("ptrace", res(lambda: sc(101, 16, 1, 0, 0)))
 print("keyctl", res(lambda: sc(250, 0, 0, 0, 0)))
 print("bpf", res(lambda: sc(321, 0, 0, 0)))
 print("io_uring", res(lambda: sc(425, 1, 0)))
+print("pidfd_getfd", res(lambda: sc(438, 0, 0, 0)))
 t = threading.Thread(target=lambda: None); t.start(); t.join()
 print("thread ok")
 print("fork", subprocess.run(["true"]).returncode)
@@ -557,7 +647,7 @@ func TestSeccomp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "unix EPERM\ninet ok\nunshare EPERM\nptrace EPERM\nkeyctl EPERM\nbpf EPERM\nio_uring EPERM\nthread ok\nfork 0\n"
+	want := "unix EPERM\ninet ok\nunshare EPERM\nptrace EPERM\nkeyctl EPERM\nbpf EPERM\nio_uring EPERM\npidfd_getfd EPERM\nthread ok\nfork 0\n"
 	if string(res.Stdout) != want {
 		t.Fatalf("probe: exit %d\n%s\nstderr: %s\nwant:\n%s", res.ExitCode, res.Stdout, res.Stderr, want)
 	}

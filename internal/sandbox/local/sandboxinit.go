@@ -41,6 +41,7 @@ import (
 
 const (
 	prSetNoNewPrivs = 38
+	prSetDumpable   = 4
 
 	initPath = "/run/trueforge/init"
 	initEnv  = "TRUEFORGE_SANDBOX_INIT"
@@ -77,8 +78,15 @@ func runInit() int {
 		return 1
 	}
 	in.devNull = devNull
-	syscall.CloseOnExec(3)
-	syscall.CloseOnExec(4)
+	// Descriptors the owner inherited from its own parent without close-on-exec reach us
+	// through unshare and bwrap: none of them may reach a command.
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, e := range fds {
+			if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+				syscall.CloseOnExec(fd)
+			}
+		}
+	}
 	lnFile := os.NewFile(3, "control")
 	ln, err := net.FileListener(lnFile)
 	lnFile.Close()
@@ -121,10 +129,15 @@ func runInit() int {
 }
 
 // lockDown sets no_new_privs (bwrap already did; it is required for an unprivileged
-// filter) and installs the seccomp filter on every thread of the init.
+// filter), makes the init not dumpable, and installs the seccomp filter on every thread of the init.
 func lockDown() error {
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
 		return fmt.Errorf("no_new_privs: %w", e)
+	}
+	// Not dumpable: the commands run as the same user, and must not reach the init's
+	// memory or descriptors through /proc.
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetDumpable, 0, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("dumpable: %w", e)
 	}
 	prog := seccompProgram()
 	if prog == nil {
