@@ -249,6 +249,7 @@ func (r *Runtime) stopKeeper(ctx context.Context, id string) error {
 func (r *Runtime) keeperScript(id string, layers []string, info record) string {
 	var sb strings.Builder
 	sb.WriteString("set -e\nread -r _ <&5\nexec 5<&-\n")
+	sb.WriteString(r.limits.scriptLimits(info.Limits))
 	fmt.Fprintf(&sb, "cd %s\n", shq(r.b.snapshotsDir()))
 	data := r.dataDir(id)
 	var usr, rest []string

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
@@ -31,9 +30,10 @@ import (
 //     hierarchies: memory.limit_in_bytes and memory.memsw.limit_in_bytes (no swap),
 //     pids.max, cpu.cfs_quota_us over a 100 ms period.
 //   - rlimits (no writable cgroup, e.g. an unprivileged user without delegation): each
-//     command runs under prlimit with RLIMIT_AS for MemoryMB, the keeper gets
-//     RLIMIT_NPROC for Pids (counted per user namespace, so per sandbox) and RLIMIT_FSIZE
-//     for DiskMB (a cap on each file, not on the total). A CPU limit cannot be enforced
+//     command runs under prlimit with RLIMIT_AS for MemoryMB, the keeper sets
+//     RLIMIT_NPROC for Pids on itself between creating the outer user namespace and the
+//     sandbox's (so that it counts the sandbox's processes, not all of the host user's),
+//     and RLIMIT_FSIZE for DiskMB (a cap on each file, not on the total). A CPU limit cannot be enforced
 //     this way and is refused.
 //
 // Disk (DiskMB) as root: the sandbox's data/ (overlay upper directories and workspace) is
@@ -154,8 +154,8 @@ func (l *limiter) check(lim sandbox.Limits) error {
 		if lim.CPU > 0 {
 			return errors.New("limits.cpu cannot be enforced on this host: no writable cgroup (run as root, or leave cpu at 0)")
 		}
-		if lim.MemoryMB > 0 && l.prlimit == "" {
-			return errors.New("limits.memory_mb cannot be enforced on this host: no writable cgroup and no prlimit (install util-linux, or leave memory_mb at 0)")
+		if (lim.MemoryMB > 0 || lim.Pids > 0 || lim.DiskMB > 0) && l.prlimit == "" {
+			return errors.New("limits cannot be enforced on this host: no writable cgroup and no prlimit (install util-linux, or leave memory_mb, pids and disk_mb at 0)")
 		}
 	}
 	return nil
@@ -175,14 +175,11 @@ type keeperLimits struct {
 func (l *limiter) prepare(id string, lim sandbox.Limits) (keeperLimits, error) {
 	none := keeperLimits{add: func(int) error { return nil }}
 	if l.mode == limitRlimit {
-		var rl []rlimit
-		if lim.Pids > 0 {
-			rl = append(rl, rlimit{rlimitNproc, uint64(lim.Pids)})
-		}
-		if lim.DiskMB > 0 && !l.diskImage {
-			rl = append(rl, rlimit{syscall.RLIMIT_FSIZE, uint64(lim.DiskMB) << 20})
-		}
-		return keeperLimits{add: func(pid int) error { return setRlimits(pid, rl) }}, nil
+		// Set by the keeper script (scriptLimits), not here: RLIMIT_NPROC is counted per
+		// user namespace and checked against the limit each namespace's creator had, so
+		// it must be set after the outer namespace exists and before bwrap makes the
+		// sandbox's. Set before, it would count every process of the host user.
+		return none, nil
 	}
 	if !cgroupLimited(lim) {
 		return none, nil
@@ -366,28 +363,29 @@ func (l *limiter) hit(id string, before counters, stderr []byte, dataDir string,
 	return ""
 }
 
+// scriptLimits are the keeper script's lines that set rlimits on itself (and so on the
+// whole sandbox) in rlimit mode.
+func (l *limiter) scriptLimits(lim sandbox.Limits) string {
+	if l.mode != limitRlimit || l.prlimit == "" {
+		return ""
+	}
+	var opts []string
+	if lim.Pids > 0 {
+		opts = append(opts, "--nproc="+strconv.FormatInt(lim.Pids, 10))
+	}
+	if lim.DiskMB > 0 && !l.diskImage {
+		opts = append(opts, "--fsize="+strconv.FormatInt(lim.DiskMB<<20, 10))
+	}
+	if len(opts) == 0 {
+		return ""
+	}
+	return shq(l.prlimit) + " --pid $$ " + strings.Join(opts, " ") + "\n"
+}
+
 // wrap runs a command under the rlimits that cannot be set on the keeper.
 func (l *limiter) wrap(argv []string, lim sandbox.Limits) []string {
 	if l.mode != limitRlimit || lim.MemoryMB <= 0 || l.prlimit == "" {
 		return argv
 	}
 	return append([]string{l.prlimit, "--as=" + strconv.FormatInt(lim.MemoryMB<<20, 10), "--"}, argv...)
-}
-
-// rlimitNproc is RLIMIT_NPROC, which package syscall does not name.
-const rlimitNproc = 6
-
-type rlimit struct {
-	resource int
-	value    uint64
-}
-
-func setRlimits(pid int, rl []rlimit) error {
-	for _, r := range rl {
-		lim := syscall.Rlimit{Cur: r.value, Max: r.value}
-		if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), uintptr(r.resource), uintptr(unsafe.Pointer(&lim)), 0, 0, 0); e != 0 {
-			return fmt.Errorf("set rlimit %d on the sandbox: %w", r.resource, e)
-		}
-	}
-	return nil
 }
