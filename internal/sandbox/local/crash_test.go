@@ -35,7 +35,7 @@ func runOwner() error {
 	if err := r.Create(ctx, sandbox.CreateRequest{ID: "crash", SnapshotID: os.Getenv("OWNER_SNAPSHOT"), Limits: sandbox.Limits{Pids: 100}}); err != nil {
 		return err
 	}
-	res, err := r.Exec(ctx, "crash", sandbox.ExecRequest{Shell: "echo kept > f; setsid sleep 4321.5 >/dev/null 2>&1 </dev/null & echo started"})
+	res, err := r.Exec(ctx, "crash", sandbox.ExecRequest{Shell: "echo kept > f; setsid sleep " + os.Getenv("OWNER_MARK") + " >/dev/null 2>&1 </dev/null & echo started"})
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != "started" {
 		return fmt.Errorf("exec: %v %+v", err, res)
 	}
@@ -54,7 +54,7 @@ func TestOwnerCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), ownerEnv+"=1", "OWNER_BUILDER="+r.b.Root(), "OWNER_RUNTIME="+r.root, "OWNER_SNAPSHOT="+rel)
+	cmd.Env = append(os.Environ(), ownerEnv+"=1", "OWNER_BUILDER="+r.b.Root(), "OWNER_RUNTIME="+r.root, "OWNER_SNAPSHOT="+rel, "OWNER_MARK=4321.5"+uniq)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -68,7 +68,7 @@ func TestOwnerCrash(t *testing.T) {
 	if err != nil || line != "ready\n" {
 		t.Fatalf("owner: %q %v", line, err)
 	}
-	waitProcess(t, "sleep", "4321.5")
+	waitProcess(t, "sleep", "4321.5"+uniq)
 	cgroups := r.limits.cgroupDirs("crash")
 	if r.limits.mode != limitRlimit && len(cgroups) == 0 {
 		t.Fatal("the limited sandbox has no cgroup")
@@ -79,9 +79,9 @@ func TestOwnerCrash(t *testing.T) {
 	_ = cmd.Wait()
 	// The keeper sees its lifeline close and takes the sandbox down.
 	deadline := time.Now().Add(10 * time.Second)
-	for len(processesWith("4321.5")) > 0 || keeperRuns(r, "crash") {
+	for len(processesWith("4321.5"+uniq)) > 0 || keeperRuns(r, "crash") {
 		if time.Now().After(deadline) {
-			t.Fatalf("sandbox processes still running 10 s after their owner died: %v", processesWith("4321.5"))
+			t.Fatalf("sandbox processes still running 10 s after their owner died: %v", processesWith("4321.5"+uniq))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

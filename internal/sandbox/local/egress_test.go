@@ -113,10 +113,14 @@ grep '^Seccomp:' /proc/self/status | awk '{print $2}'`)
 			t.Fatalf("egress plumbing inside:\n%s", got)
 		}
 		// The helper is started again whenever the sandbox starts.
+		pid, _, _ := r.keeperAlive("sb")
+		ns := sandboxPidNS(pid)
 		if err := r.Stop(ctx, "sb"); err != nil {
 			t.Fatal(err)
 		}
-		noProcess(t, sandbox.EgressHelperPath)
+		if left := killPidNS(ns); ns == "" || len(left) > 0 {
+			t.Fatalf("processes left in the sandbox (%q) after Stop: %v", ns, left)
+		}
 		if err := r.Start(ctx, "sb"); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,10 @@ import (
 // runHelper) instead of running tests: it proves that builds outlive their caller and lets
 // a build start as another user.
 const helperEnv = "TRUEFORGE_LOCAL_TEST_HELPER"
+
+// uniq is appended to the sleep durations tests look for, so that the same test running
+// in another test process (the unprivileged run) cannot be mistaken for this one's.
+var uniq = strconv.Itoa(os.Getpid())
 
 func TestMain(m *testing.M) {
 	if os.Getenv(ownerEnv) != "" {

@@ -34,11 +34,11 @@ mkdir -p /workspace/d/e; echo deep > /workspace/d/e/g
 echo etc > /etc/made; rm /etc/hostname
 d=$(for x in /etc/*/; do [ -n "$(ls -A $x)" ] && echo $x && break; done); echo $d > /workspace/which
 rm -rf $d && mkdir $d && echo fresh > $d/only
-sleep 500.1 &`)
+sleep 500.1`+uniq+` &`)
 		if err := r.Archive(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		noProcess(t, "500.1")
+		noProcess(t, "500.1"+uniq)
 		info, err := r.Get(ctx, id)
 		if err != nil || info.Status != sandbox.SandboxArchived || info.Labels["session"] != "s1" {
 			t.Fatalf("after archive: %+v %v", info, err)
@@ -163,10 +163,10 @@ func TestLost(t *testing.T) {
 	mustSh(t, r, "sb", "echo kept > f")
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 600.3"})
+		_, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 600.3" + uniq})
 		done <- err
 	}()
-	waitProcess(t, "sleep", "600.3")
+	waitProcess(t, "sleep", "600.3"+uniq)
 	pid, _, alive := r.keeperAlive("sb")
 	if !alive {
 		t.Fatal("no keeper")

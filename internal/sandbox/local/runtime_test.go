@@ -283,15 +283,15 @@ func TestAttackDeleteLeavesNothing(t *testing.T) {
 	t.Parallel()
 	r, rel := newTestRuntime(t)
 	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel, Limits: sandbox.Limits{Pids: 50, DiskMB: 16}})
-	mustSh(t, r, "sb", "setsid sleep 700.1 >/dev/null 2>&1 </dev/null & (sleep 700.2 >/dev/null 2>&1 </dev/null &) ; echo x > f")
-	waitProcess(t, "sleep", "700.1")
-	waitProcess(t, "sleep", "700.2")
+	mustSh(t, r, "sb", "setsid sleep 700.1"+uniq+" >/dev/null 2>&1 </dev/null & (sleep 700.2"+uniq+" >/dev/null 2>&1 </dev/null &) ; echo x > f")
+	waitProcess(t, "sleep", "700.1"+uniq)
+	waitProcess(t, "sleep", "700.2"+uniq)
 	cgroups := r.limits.cgroupDirs("sb")
 	if err := r.Delete(context.Background(), "sb"); err != nil {
 		t.Fatal(err)
 	}
-	noProcess(t, "700.1")
-	noProcess(t, "700.2")
+	noProcess(t, "700.1"+uniq)
+	noProcess(t, "700.2"+uniq)
 	if _, err := os.Stat(r.dir("sb")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("sandbox directory left: %v", err)
 	}
@@ -431,7 +431,7 @@ func TestEndlessLoopTimeout(t *testing.T) {
 	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
 	start := time.Now()
 	res, err := r.Exec(context.Background(), "sb", sandbox.ExecRequest{
-		Shell: "sleep 77.7 & while :; do :; done", Timeout: 300 * time.Millisecond,
+		Shell: "sleep 77.7" + uniq + " & while :; do :; done", Timeout: 300 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -439,16 +439,16 @@ func TestEndlessLoopTimeout(t *testing.T) {
 	if !res.TimedOut || res.ExitCode != 124 || time.Since(start) > 5*time.Second {
 		t.Fatalf("timed out %v, exit %d, after %s", res.TimedOut, res.ExitCode, time.Since(start))
 	}
-	noProcess(t, "77.7")
+	noProcess(t, "77.7"+uniq)
 	noProcess(t, "while :")
 
 	// Cancelling the context kills it too.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 77.8"}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 77.8" + uniq + ""}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled exec: %v", err)
 	}
-	noProcess(t, "77.8")
+	noProcess(t, "77.8"+uniq)
 }
 
 func TestBackgroundGrandchild(t *testing.T) {
@@ -457,20 +457,20 @@ func TestBackgroundGrandchild(t *testing.T) {
 	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
 	start := time.Now()
 	// The grandchild holds stdout and stderr open.
-	res := sh(t, r, "sb", "sleep 100.5 & echo started")
+	res := sh(t, r, "sb", "sleep 100.5"+uniq+" & echo started")
 	if time.Since(start) > 5*time.Second || strings.TrimSpace(string(res.Stdout)) != "started" {
 		t.Fatalf("exec with a background child: %q after %s", res.Stdout, time.Since(start))
 	}
 	// Also when it escaped into its own session and closed nothing.
-	res = sh(t, r, "sb", "setsid sleep 100.6 & echo started")
+	res = sh(t, r, "sb", "setsid sleep 100.6"+uniq+" & echo started")
 	if time.Since(start) > 10*time.Second || strings.TrimSpace(string(res.Stdout)) != "started" {
 		t.Fatalf("exec with a setsid child: %q after %s", res.Stdout, time.Since(start))
 	}
 	if err := r.Stop(context.Background(), "sb"); err != nil {
 		t.Fatal(err)
 	}
-	noProcess(t, "100.5")
-	noProcess(t, "100.6")
+	noProcess(t, "100.5"+uniq)
+	noProcess(t, "100.6"+uniq)
 }
 
 func TestStopStart(t *testing.T) {
@@ -483,11 +483,11 @@ func TestStopStart(t *testing.T) {
 	// A running exec is killed by Stop, with everything it started.
 	done := make(chan sandbox.ExecResult, 1)
 	go func() {
-		res, _ := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 200.5 & sleep 200.6"})
+		res, _ := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 200.5" + uniq + " & sleep 200.6" + uniq + ""})
 		done <- res
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for !processRuns("sleep", "200.5") || !processRuns("sleep", "200.6") {
+	for !processRuns("sleep", "200.5"+uniq) || !processRuns("sleep", "200.6"+uniq) {
 		if time.Now().After(deadline) {
 			t.Fatal("exec did not start")
 		}
@@ -497,7 +497,7 @@ func TestStopStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Stop returns once the processes are gone.
-	if pids := append(processesWith("200.5"), processesWith("200.6")...); len(pids) > 0 {
+	if pids := append(processesWith("200.5"+uniq), processesWith("200.6"+uniq)...); len(pids) > 0 {
 		t.Fatalf("processes left after Stop: %v", pids)
 	}
 	select {
@@ -564,14 +564,14 @@ func TestStopDuringStart(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		done := make(chan error, 1)
 		go func() {
-			_, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 300.7"})
+			_, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 300.7" + uniq + ""})
 			done <- err
 		}()
 		time.Sleep(time.Duration(i) * 2 * time.Millisecond) // somewhere in the hand-over
 		if err := r.Stop(ctx, "sb"); err != nil {
 			t.Fatal(err)
 		}
-		noProcess(t, "300.7")
+		noProcess(t, "300.7"+uniq)
 		select {
 		case err := <-done:
 			if err != nil && !errors.Is(err, sandbox.ErrStopped) {
