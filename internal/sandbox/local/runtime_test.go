@@ -445,7 +445,7 @@ func TestEndlessLoopTimeout(t *testing.T) {
 	// Cancelling the context kills it too.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 77.8" + uniq + ""}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 77.8" + uniq}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled exec: %v", err)
 	}
 	noProcess(t, "77.8"+uniq)
@@ -483,7 +483,7 @@ func TestStopStart(t *testing.T) {
 	// A running exec is killed by Stop, with everything it started.
 	done := make(chan sandbox.ExecResult, 1)
 	go func() {
-		res, _ := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 200.5" + uniq + " & sleep 200.6" + uniq + ""})
+		res, _ := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 200.5" + uniq + " & sleep 200.6" + uniq})
 		done <- res
 	}()
 	deadline := time.Now().Add(10 * time.Second)
@@ -564,7 +564,7 @@ func TestStopDuringStart(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		done := make(chan error, 1)
 		go func() {
-			_, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 300.7" + uniq + ""})
+			_, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 300.7" + uniq})
 			done <- err
 		}()
 		time.Sleep(time.Duration(i) * 2 * time.Millisecond) // somewhere in the hand-over
