@@ -81,11 +81,7 @@ func (r *Runtime) start(ctx context.Context, id string) error {
 	if rec.Status == sandbox.SandboxRunning {
 		_ = os.Remove(r.archivePath(id))
 	}
-	c, err := r.connect(ctx, id, rec)
-	if err != nil {
-		return err
-	}
-	return c.Close()
+	return r.startAndPing(ctx, id, rec)
 }
 
 // killExecProcs stops the exec's process group first, so that bwrap cannot create the

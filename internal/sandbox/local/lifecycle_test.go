@@ -211,3 +211,21 @@ func waitProcess(t *testing.T, argv ...string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestCreateFailsCleanly: a sandbox whose keeper cannot start is not left behind, and
+// the error says what the setup printed.
+func TestCreateFailsCleanly(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	r.bwrap = "/nonexistent/bwrap"
+	err := r.Create(context.Background(), sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/bwrap") {
+		t.Fatalf("create with a broken setup: %v", err)
+	}
+	if list, _ := r.List(context.Background()); len(list) != 0 {
+		t.Fatalf("sandboxes left: %+v", list)
+	}
+	if left, _ := os.ReadDir(r.sandboxesDir()); len(left) != 0 {
+		t.Fatalf("directories left: %v", left)
+	}
+}

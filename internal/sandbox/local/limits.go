@@ -24,7 +24,7 @@ import (
 //
 //   - cgroup v2 (a pure v2 host, when the runtime may write /sys/fs/cgroup: as root):
 //     <root cgroup>/trueforge-<hash of the runtime root>/<sandbox id> with memory.max,
-//     memory.swap.max=0, memory.oom.group=1, pids.max and cpu.max; cgroup.kill on stop.
+//     memory.swap.max=0, pids.max and cpu.max; cgroup.kill on stop.
 //   - cgroup v1 (legacy and hybrid hosts, such as the CI machines): one cgroup per
 //     sandbox under the runtime's own cgroup in each of the memory, pids and cpu
 //     hierarchies: memory.limit_in_bytes and memory.memsw.limit_in_bytes (no swap),
@@ -190,8 +190,9 @@ func (l *limiter) prepare(id string, lim sandbox.Limits) (keeperLimits, error) {
 		f := map[string]string{}
 		if lim.MemoryMB > 0 {
 			f["memory.max"] = strconv.FormatInt(lim.MemoryMB<<20, 10)
+			// Not memory.oom.group: the OOM killer would take the sandbox's init with
+			// the hog, and every running command with it.
 			f["memory.swap.max"] = "0"
-			f["memory.oom.group"] = "1"
 		}
 		if lim.Pids > 0 {
 			f["pids.max"] = strconv.FormatInt(lim.Pids, 10)

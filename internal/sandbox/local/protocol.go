@@ -36,6 +36,8 @@ type execRequest struct {
 	Env   []string `json:"env"`
 	Dir   string   `json:"dir"`
 	Stdin bool     `json:"stdin,omitempty"` // fds are [stdin, stdout, stderr]; else [stdout, stderr]
+	// Ping asks only for an answer ({Exited, Exit: 0}), without fds: the init is up.
+	Ping bool `json:"ping,omitempty"`
 }
 
 type initReply struct {

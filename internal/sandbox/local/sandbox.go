@@ -225,17 +225,35 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 		return err
 	}
 	staged = false
-	// Running means a keeper: start it now, so that the first Exec finds it.
-	unlock, err := r.lockSandbox(req.ID, syscall.LOCK_SH)
+	// Running means a keeper: start it now and wait until its init answers, so that the
+	// first Exec finds it and a sandbox that cannot run is not left behind.
+	if err := r.startAndPing(ctx, req.ID, rec); err != nil {
+		_ = r.Delete(context.Background(), req.ID)
+		return err
+	}
+	return nil
+}
+
+// startAndPing starts the sandbox's keeper if none runs and waits for its init.
+func (r *Runtime) startAndPing(ctx context.Context, id string, rec record) error {
+	c, err := r.connect(ctx, id, rec)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	c, err := r.connect(ctx, req.ID, rec)
-	if err != nil {
-		return err
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	} else {
+		_ = c.SetDeadline(time.Now().Add(keeperStartWait))
 	}
-	c.Close()
+	var rep initReply
+	err = writeFrame(c, execRequest{Ping: true}, nil)
+	if err == nil {
+		_, err = readFrame(c, &rep, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("the sandbox did not start: %v; %s", err, r.keeperLogTail(id))
+	}
 	return nil
 }
 
