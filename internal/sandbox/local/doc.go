@@ -90,8 +90,9 @@
 // the init, the running commands fail with ErrLost and the next Exec starts a new keeper.
 //
 // Other defaults: file operations cap files at 64 MiB (Runtime.MaxFileSize); kills wait
-// at most 10 s (Runtime.KillWait); a sandbox has at most 64 labels (keys of 1 to 128
-// bytes, values up to 1024); egress files are at most 16 MiB each.
+// at most 10 s (Runtime.KillWait); argv and environment of a command total at most 1 MiB;
+// a sandbox has at most 64 labels (keys of 1 to 128 bytes, values up to 1024); egress
+// files are at most 16 MiB each.
 //
 // Runs as root and as an unprivileged user wherever unprivileged user namespaces work.
 package local

@@ -23,6 +23,9 @@ import (
 // (or was killed): a process that escaped holding them cannot hang the caller.
 const pipeDrain = 2 * time.Second
 
+// maxArgs caps argv and environment of a command together (Linux allows about 2 MiB).
+const maxArgs = 1 << 20
+
 // Exec runs one command in the sandbox (started by its init, in the sandbox's namespaces)
 // and returns once it has ended. When ctx ends or the timeout passes, the command's whole
 // process group is killed and Exec returns the output so far with TimedOut (timeout,
@@ -91,6 +94,16 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 		env[k] = v
 	}
 	argv = r.limits.wrap(argv, rec.Limits)
+	size := 0
+	for _, a := range argv {
+		size += len(a) + 1
+	}
+	for k, v := range env {
+		size += len(k) + len(v) + 2
+	}
+	if size > maxArgs {
+		return res, fmt.Errorf("argv and environment total %d bytes, over the %d allowed", size, maxArgs)
+	}
 
 	parent := ctx
 	if req.Timeout > 0 {
