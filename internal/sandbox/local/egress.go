@@ -25,6 +25,10 @@ import (
 // sandbox) and abstract ones of the sandbox's own network namespace, so this is the
 // access the proxy already grants on 127.0.0.1. A helper that exits is not restarted
 // until the sandbox is stopped and started again.
+//
+// The socket is bound by inode when the sandbox starts: a harness that replaces the
+// socket file (a restarted proxy listening anew at the same path) must stop and start its
+// running sandboxes, or keep the listening socket alive across its own restarts.
 
 // egressFileNames are reserved under /run/trueforge.
 var egressReserved = map[string]bool{"init": true, "netd": true, "egress.sock": true}
