@@ -104,8 +104,8 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 	if err := r.checkIntact(id); err != nil {
 		return err
 	}
-	// A keeper that is alive but not answering (it cannot be: the socket is created
-	// before it starts) or a dead one's leftovers: clear them.
+	// A keeper that is alive but cannot be reached (its socket was removed underneath)
+	// goes, and so does a dead one's lifeline.
 	if pid, start, alive := r.keeperAlive(id); alive {
 		if err := killExecProcs(ctx, pid, start, r.killWait()); err != nil {
 			return err
