@@ -92,14 +92,21 @@ func newLimiter(root string) *limiter {
 		if _, err := os.Stat(filepath.Join(mnt, "cgroup.procs")); err != nil {
 			return l
 		}
-		dir := filepath.Join(mnt, own[c], name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		// Writable? (The directory itself is made when a limited sandbox needs it.)
+		if syscall.Access(filepath.Join(mnt, own[c]), 2) != nil {
 			return l
 		}
-		parents[c] = dir
+		parents[c] = filepath.Join(mnt, own[c], name)
 	}
 	l.mode, l.parent = limitCgroup1, parents
 	return l
+}
+
+// removeParents removes the runtime's cgroup directories if no sandbox uses them.
+func (l *limiter) removeParents() {
+	for _, p := range l.parent {
+		_ = os.Remove(p)
+	}
 }
 
 // enableV2 makes dir a cgroup under base with the memory, pids and cpu controllers
@@ -217,7 +224,7 @@ func (l *limiter) prepare(id string, lim sandbox.Limits) (keeperLimits, error) {
 	var dirs []string
 	for c, f := range files {
 		dir := filepath.Join(l.parent[c], id)
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return none, fmt.Errorf("create cgroup: %w", err)
 		}
 		dirs = append(dirs, dir)

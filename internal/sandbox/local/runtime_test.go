@@ -47,6 +47,7 @@ func newTestRuntime(t testing.TB) (*Runtime, string) {
 				t.Errorf("cleanup: %v", err)
 			}
 		}
+		r.limits.removeParents()
 	})
 	return r, rel
 }
