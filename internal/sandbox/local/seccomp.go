@@ -7,13 +7,15 @@ import (
 	"syscall"
 )
 
-// The seccomp filter of a sandboxed command, handed to bwrap (--seccomp FD) as a classic
-// BPF program generated here, with no libseccomp. It denies with EPERM: new AF_UNIX
-// sockets (so a command cannot reach host sockets it might find), ptrace and
-// process_vm_readv/writev and pidfd_getfd (taking another process's file descriptors), keyctl/add_key/request_key, bpf, io_uring, mount and the new
-// mount API, pivot_root, unshare, setns and clone with any namespace flag. clone3 fails
-// with ENOSYS, so that libc falls back to clone, whose flags can be inspected. A foreign
-// architecture (an x86-64 process making x32 or i386 calls) is killed.
+// The seccomp filter of every sandboxed command, a classic BPF program generated here,
+// with no libseccomp. The sandbox's init installs it on itself (all threads) once it has
+// started the egress helper, and every command inherits it. It denies with EPERM: new
+// AF_UNIX sockets (so a command cannot reach host sockets it might find), ptrace,
+// process_vm_readv/writev and pidfd_getfd (another process's memory and descriptors),
+// keyctl/add_key/request_key, bpf, io_uring, mount and the new mount API, pivot_root,
+// unshare, setns and clone with any namespace flag. clone3 fails with ENOSYS, so that
+// libc falls back to clone, whose flags can be inspected. A foreign architecture (an
+// x86-64 process making x32 or i386 calls) is killed.
 
 const (
 	bpfLdWAbs  = 0x20 // BPF_LD | BPF_W | BPF_ABS
