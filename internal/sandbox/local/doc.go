@@ -29,4 +29,70 @@
 // so that layers built by either can be stacked by either: opaque directories are marked
 // with user.overlay.opaque and whiteouts are 0/0 character devices. A runtime stacking the
 // layers returned by Builder.Layers must mount them the same way.
+//
+// # Runtime
+//
+// Runtime (sandbox.Runtime) runs sandboxes on Ready snapshots. A Running sandbox has one
+// keeper: "unshare -Urm" mounts the two overlays of the sandbox (the snapshot's layers
+// under its own upper directories) once, then bwrap unshares every other namespace (pid,
+// ipc, uts, net, cgroup, and a user namespace of its own) and runs the sandbox init as
+// PID 1: this very program, bound read-only at /run/trueforge/init and recognised by this
+// package's init function. Each Exec connects to the init's control socket (a host path
+// that is not visible inside) and hands it argv, env, cwd and the stdio pipes; the init
+// forks the command. Stop kills the keeper, and with PID 1 everything in the sandbox.
+//
+// Inside a sandbox:
+//
+//   - user 1000:1000 with no capabilities, no_new_privs, and a seccomp filter denying new
+//     AF_UNIX sockets, ptrace, process_vm_*, pidfd_getfd, keyctl, bpf, io_uring, mount
+//     and the new mount API, pivot_root, unshare, setns and namespace-creating clone
+//     (clone3 reports ENOSYS). The init itself runs under the same user and filter, is
+//     not dumpable, and ignores every signal sent from inside.
+//   - root is a read-only tmpfs; /usr, /etc, /opt, /var, /srv, /home and /root are the
+//     overlays (writes persist in the sandbox's upper directories, never in the
+//     snapshot); /workspace is the sandbox's workspace; /tmp is a tmpfs (mode 1777)
+//     that lasts until the sandbox stops; /proc is the sandbox's own; /dev is minimal.
+//     No host path is writable, and no host path is visible except /usr (read-only,
+//     under the overlay) and the egress hook's files.
+//   - hostname "sandbox"; network: the host's when there is no policy, only lo with
+//     BlockNetwork or an Egress hook.
+//   - environment: PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin,
+//     HOME=/workspace, then CreateRequest.Env, then ExecRequest.Env; cwd /workspace.
+//
+// Exec: each stream keeps 1 MiB (ExecRequest.OutputCap) as head and tail with a marker;
+// a timeout or a cancelled context kills the command's process group (exit code 124 and
+// Limit "timeout" for a timeout); processes that left the group (setsid, daemons) keep
+// running until Stop, as on any machine; the pipes are drained for at most 2 s after the
+// command ended, so a background process holding them cannot hang the caller. A command
+// that cannot start exits 127 (not found) or 126. Killed by a signal: 128+signal; killed
+// by Stop or a cancel: -1. A keeper that dies under a running command (killed from the
+// host, say) makes the Exec fail with sandbox.ErrLost; the next Exec starts a new one.
+//
+// Lifetime: a keeper lives as long as the Runtime that started it holds the write end of
+// its lifeline pipe, so a crashed or killed harness leaves no sandbox process running.
+// Another Runtime on the same root (a restarted harness) finds every sandbox in its
+// recorded state; a Running one gets a new keeper on its next Exec, files intact.
+// NewRuntime sweeps what a crash left (Sweep): stale control sockets, cgroups of dead
+// keepers and of vanished sandboxes, disk images mounted for archived or vanished
+// sandboxes, staging and trash older than a minute.
+//
+// Archive packs data/ (upper directories and workspace; whiteouts, user.* xattrs, hard
+// links, modes, times and, as root, owners) into archives/<id>.tar.gz and frees data/;
+// Start unpacks it. Delete removes the archive too.
+//
+// Limits (limits.go has the details): cgroup v2 on a pure v2 host, else cgroup v1 under
+// the runtime's own cgroup (this is the case on the CI machines: a hybrid host with no
+// v2 controllers), else rlimits (unprivileged without a delegated cgroup: RLIMIT_AS per
+// command, RLIMIT_NPROC and RLIMIT_FSIZE per sandbox; a CPU limit is refused). Disk, as
+// root: data/ is a loop-mounted ext4 image of DiskMB; unprivileged: RLIMIT_FSIZE caps
+// each file at DiskMB. Minimums: 16 MiB of memory, 8 pids, 8 MiB of disk. A memory limit
+// lets the kernel's OOM killer choose within the sandbox (normally the hog); if it picks
+// the init, the running commands fail with ErrLost and the next Exec starts a new keeper.
+//
+// Other defaults: file operations cap files at 64 MiB (Runtime.MaxFileSize); kills wait
+// at most 10 s (Runtime.KillWait); argv and environment of a command total at most 1 MiB;
+// a sandbox has at most 64 labels (keys of 1 to 128 bytes, values up to 1024); egress
+// files are at most 16 MiB each.
+//
+// Runs as root and as an unprivileged user wherever unprivileged user namespaces work.
 package local

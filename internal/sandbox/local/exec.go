@@ -7,16 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
-	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,10 +23,14 @@ import (
 // (or was killed): a process that escaped holding them cannot hang the caller.
 const pipeDrain = 2 * time.Second
 
-// Exec runs one command in a fresh bubblewrap sandbox over the sandbox's overlays and
-// workspace and returns once it has ended. When ctx ends or the timeout passes, the
-// whole exec is killed (process group and pid namespace) and Exec returns the output so
-// far with TimedOut (timeout, exit code 124) or ctx's error.
+// maxArgs caps argv and environment of a command together (Linux allows about 2 MiB).
+const maxArgs = 1 << 20
+
+// Exec runs one command in the sandbox (started by its init, in the sandbox's namespaces)
+// and returns once it has ended. When ctx ends or the timeout passes, the command's whole
+// process group is killed and Exec returns the output so far with TimedOut (timeout,
+// exit code 124) or ctx's error. Processes that left the group (setsid, daemons) keep
+// running in the sandbox until Stop, as on any machine.
 func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	res, err := r.exec(ctx, id, req)
 	if err != nil {
@@ -50,11 +50,16 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 	case len(argv) == 0 || argv[0] == "":
 		return res, errors.New("no command given")
 	}
+	for _, a := range argv {
+		if strings.ContainsRune(a, 0) {
+			return res, errors.New("argv contains a NUL byte")
+		}
+	}
 	cwd := req.Cwd
 	if cwd == "" {
 		cwd = "/workspace"
 	}
-	if !path.IsAbs(cwd) {
+	if !path.IsAbs(cwd) || strings.ContainsRune(cwd, 0) {
 		return res, fmt.Errorf("working directory %q is not absolute", cwd)
 	}
 	if err := checkEnv(req.Env); err != nil {
@@ -74,35 +79,31 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 			unlock()
 		}
 	}()
-	info, err := r.readInfo(id)
+	rec, err := r.readRecord(id)
 	if err != nil {
 		return res, err
 	}
-	if info.Status != sandbox.SandboxRunning {
+	if rec.Status != sandbox.SandboxRunning {
 		return res, sandbox.ErrStopped
 	}
-	layers, err := r.b.Layers(info.SnapshotID)
-	if err != nil {
-		return res, err
-	}
-	run, err := os.MkdirTemp(r.runDir(id), "x")
-	if err != nil {
-		return res, err
-	}
-	defer func() { _ = removeAll(run) }()
-	for _, d := range []string{"usr", "rest"} {
-		if err := os.MkdirAll(filepath.Join(run, "work", d), 0o700); err != nil {
-			return res, err
-		}
-	}
 	env := map[string]string{"PATH": sandboxPath, "HOME": "/workspace"}
-	for k, v := range info.Env {
+	for k, v := range rec.Env {
 		env[k] = v
 	}
 	for k, v := range req.Env {
 		env[k] = v
 	}
-	script := r.execScript(id, run, layers, info.BlockNetwork, env, cwd)
+	argv = r.limits.wrap(argv, rec.Limits)
+	size := 0
+	for _, a := range argv {
+		size += len(a) + 1
+	}
+	for k, v := range env {
+		size += len(k) + len(v) + 2
+	}
+	if size > maxArgs {
+		return res, fmt.Errorf("argv and environment total %d bytes, over the %d allowed", size, maxArgs)
+	}
 
 	parent := ctx
 	if req.Timeout > 0 {
@@ -110,157 +111,193 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
-	stdout, stderr := newCapBuffer(capacity), newCapBuffer(capacity)
-	cmd := exec.CommandContext(ctx, r.unshare, append([]string{"-Urm", "/bin/sh", "-c", script, "sh"}, argv...)...)
-	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=" + sandboxPath, "LC_ALL=C"}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if prog := seccompProgram(); prog != nil {
-		// bwrap reads the filter from fd 3, inherited through unshare and sh.
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			return res, err
-		}
-		_, err = pw.Write(prog)
-		pw.Close()
-		if err != nil {
-			pr.Close()
-			return res, err
-		}
-		defer pr.Close()
-		cmd.ExtraFiles = []*os.File{pr}
-	}
-	var startTime atomic.Uint64
-	cmd.Cancel = func() error {
-		start := startTime.Load()
-		if start == 0 {
-			start, _ = processStartTime(cmd.Process.Pid)
-		}
-		return killExecProcs(context.Background(), cmd.Process.Pid, start, r.killWait())
-	}
-	cmd.WaitDelay = pipeDrain
-	// Pdeathsig fires when the creating thread ends, not the process (go.dev/issue/27505):
-	// keep this goroutine on its thread until the exec is over.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return res, err
-	}
-	start, err := processStartTime(cmd.Process.Pid)
-	startTime.Store(start)
-	pidLine := strconv.Itoa(cmd.Process.Pid) + " " + strconv.FormatUint(start, 10) + "\n"
-	if err == nil {
-		err = os.WriteFile(filepath.Join(run, "pid"), []byte(pidLine), 0o600)
-	}
+	conn, err := r.connect(ctx, id, rec)
 	if err != nil {
-		_ = killExecProcs(context.Background(), cmd.Process.Pid, start, r.killWait())
-		_ = cmd.Wait()
 		return res, err
+	}
+	defer conn.Close()
+	before := r.limits.events(id)
+
+	// The command's stdio: pipes whose far ends go to the init with the request.
+	stdout, stderr := newCapBuffer(capacity), newCapBuffer(capacity)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return res, err
+	}
+	defer outR.Close()
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outW.Close()
+		return res, err
+	}
+	defer errR.Close()
+	send := []*os.File{outW, errW}
+	var inW *os.File
+	if req.Stdin != nil {
+		var inR *os.File
+		inR, inW, err = os.Pipe()
+		if err != nil {
+			outW.Close()
+			errW.Close()
+			return res, err
+		}
+		defer inW.Close()
+		send = []*os.File{inR, outW, errW}
+	}
+	began := time.Now()
+	err = writeFrame(conn, execRequest{Argv: argv, Env: sortedEnv(env), Dir: cwd, Stdin: req.Stdin != nil}, send)
+	closeAll(send) // ours; the init has its own copies now
+	if err != nil {
+		return res, r.lostOr(id, fmt.Errorf("send command to the sandbox init: %w", err))
 	}
 	unlock()
 	unlock = nil
 
-	waitErr := cmd.Wait()
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go func() { defer copies.Done(); pump(outR, stdout, req.Stdout) }()
+	go func() { defer copies.Done(); pump(errR, stderr, req.Stderr) }()
+	if inW != nil {
+		go func() {
+			_, _ = io.Copy(inW, req.Stdin)
+			inW.Close()
+		}()
+	}
+
+	finals := make(chan initReply, 1)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			var rep initReply
+			if _, err := readFrame(conn, &rep, 0); err != nil {
+				readErr <- err
+				return
+			}
+			if rep.Pid == 0 || rep.Exited || rep.Signal != 0 || rep.Killed || rep.Error != "" {
+				finals <- rep
+				return
+			}
+		}
+	}()
+
+	var final *initReply
+	var lost error
+	killSent := false
+	for final == nil && lost == nil {
+		var done <-chan struct{}
+		if !killSent {
+			done = ctx.Done()
+		}
+		select {
+		case rep := <-finals:
+			final = &rep
+		case err := <-readErr:
+			lost = err
+		case <-done:
+			killSent = true
+			if err := writeFrame(conn, hostMsg{Kill: true}, nil); err != nil {
+				lost = err
+				break
+			}
+			// The init answers once the group is gone; if it does not, the sandbox is
+			// wedged: the connection is closed and the sandbox stopped whole below.
+			timer := time.AfterFunc(r.killWait(), func() { conn.Close() })
+			defer timer.Stop()
+		}
+	}
+	// Drain the pipes: a process that escaped holding them cannot hang the caller.
+	drained := make(chan struct{})
+	go func() { copies.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(pipeDrain):
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
 	res.Duration = time.Since(began)
-	// Nothing of the exec outlives it: when the command ends, bwrap's init ends and the
-	// kernel kills the rest of the pid namespace before bwrap returns; after a kill,
-	// Cancel waited for everything to be gone. (The group is not signalled again here:
-	// its leader is reaped, its pid may be reused.)
 	res.Stdout, res.Truncated = stdout.Bytes()
 	var t bool
 	res.Stderr, t = stderr.Bytes()
 	res.Truncated = res.Truncated || t
 	res.ExitCode = -1
-	if st := cmd.ProcessState; st != nil && st.Exited() {
-		res.ExitCode = st.ExitCode()
+
+	if lost != nil {
+		if killSent {
+			// No answer to the kill: take the whole sandbox down rather than leave a
+			// command running that the caller believes killed.
+			_ = r.stopKeeper(context.Background(), id)
+		}
+		if err := r.lostOr(id, lost); !errors.Is(err, errStoppedUnderneath) {
+			return res, err
+		}
+		if err := parent.Err(); err != nil {
+			return res, err
+		}
+		return res, nil // Stop killed it: exit code -1
 	}
-	if ctx.Err() != nil {
+	if final.Exited {
+		res.ExitCode = final.Exit
+	} else if final.Signal != 0 {
+		res.ExitCode = 128 + final.Signal
+	}
+	if final.Killed {
+		res.ExitCode = -1
+		if final.Error != "" {
+			return res, errors.New(final.Error)
+		}
+	}
+	res.Limit = r.limits.hit(id, before, res.Stderr, r.dataDir(id), res.ExitCode)
+	if killSent {
 		if err := parent.Err(); err != nil {
 			return res, err
 		}
 		res.TimedOut, res.ExitCode = true, 124
-		return res, nil
-	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		return res, waitErr
+		if res.Limit == "" {
+			res.Limit = sandbox.LimitTimeout
+		}
 	}
 	return res, nil
 }
 
-// execScript renders the script "unshare -Urm" runs: mount the sandbox's two overlays
-// (the snapshot's layers under the sandbox's upper directories, with this exec's own
-// workdirs), then exec bwrap on them with the command as "$@". The mounts vanish with
-// the mount namespace when the exec ends.
-//
-// Each exec mounts the same upper directories (concurrent execs too); every mount has its
-// own workdir, since overlayfs empties a workdir when it mounts it.
-func (r *Runtime) execScript(id, run string, layers []string, blockNetwork bool, env map[string]string, cwd string) string {
-	var sb strings.Builder
-	sb.WriteString("set -e\n")
-	fmt.Fprintf(&sb, "cd %s\n", shq(r.b.snapshotsDir()))
-	dir := r.dir(id)
-	var usr, rest []string
-	for _, l := range layers {
-		// Relative to the snapshots directory, to keep the option short.
-		if rel, err := filepath.Rel(r.b.snapshotsDir(), l); err == nil && !strings.HasPrefix(rel, "..") {
-			l = rel
+// errStoppedUnderneath: the sandbox was stopped (or archived, deleted) while a command
+// ran; the command ends with exit code -1 and no error.
+var errStoppedUnderneath = errors.New("sandbox stopped")
+
+// lostOr explains a broken control connection: errStoppedUnderneath when the sandbox was
+// stopped in the meantime, ErrLost when its keeper died on its own.
+func (r *Runtime) lostOr(id string, err error) error {
+	rec, rerr := r.readRecord(id)
+	if rerr != nil {
+		if errors.Is(rerr, sandbox.ErrNotFound) {
+			return errStoppedUnderneath
 		}
-		usr = append(usr, l+"/usr")
-		rest = append(rest, l)
+		return rerr
 	}
-	usr = append(usr, r.b.HostUsr())
-	for _, m := range []struct {
-		name   string
-		lowers []string
-	}{{"usr", usr}, {"rest", rest}} {
-		opts := fmt.Sprintf("userxattr,lowerdir=%s,upperdir=%s/upper/%s,workdir=%s/work/%s", strings.Join(m.lowers, ":"), dir, m.name, run, m.name)
-		fmt.Fprintf(&sb, "%s -n -i -t overlay overlay -o %s %s\n", shq(r.mount), shq(opts), shq(filepath.Join(dir, "mnt", m.name)))
+	if rec.Status != sandbox.SandboxRunning {
+		return errStoppedUnderneath
 	}
-	args := []string{r.bwrap, "--unshare-all"}
-	if !blockNetwork {
-		args = append(args, "--share-net")
-	}
-	args = append(args, "--die-with-parent", "--new-session", "--hostname", "sandbox",
-		"--uid", sandboxUID, "--gid", sandboxUID, "--cap-drop", "ALL")
-	if seccompProgram() != nil {
-		args = append(args, "--seccomp", "3")
-	}
-	args = append(args, "--tmpfs", "/")
-	for _, top := range TopDirs() {
-		src := filepath.Join(dir, "mnt", "rest", top)
-		if top == "usr" {
-			src = filepath.Join(dir, "mnt", "usr")
+	return fmt.Errorf("%w: the sandbox's processes died (%v); %s", sandbox.ErrLost, err, r.keeperLogTail(id))
+}
+
+// pump copies a command's stream into its retained buffer and, if set, the caller's
+// writer. A failing writer stops getting data; the buffer still does.
+func pump(src io.Reader, buf *capBuffer, w io.Writer) {
+	b := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(b)
+		if n > 0 {
+			buf.Write(b[:n])
+			if w != nil {
+				if _, werr := w.Write(b[:n]); werr != nil {
+					w = nil
+				}
+			}
 		}
-		args = append(args, "--bind", src, "/"+top)
-	}
-	for _, l := range hostRootLinks(r.b.hostRoot) {
-		if l.target != "" {
-			args = append(args, "--symlink", l.target, "/"+l.name)
-		} else {
-			args = append(args, "--ro-bind", "/"+l.name, "/"+l.name)
+		if err != nil {
+			return
 		}
 	}
-	args = append(args, "--bind", filepath.Join(dir, "workspace"), "/workspace",
-		"--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
-		"--remount-ro", "/", "--clearenv")
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		args = append(args, "--setenv", k, env[k])
-	}
-	args = append(args, "--chdir", cwd, "--")
-	sb.WriteString("exec")
-	for _, a := range args {
-		sb.WriteString(" " + shq(a))
-	}
-	sb.WriteString(` "$@"` + "\n")
-	return sb.String()
 }
 
 // capBuffer keeps the first half and the last half of a stream up to its capacity and

@@ -45,7 +45,11 @@ func wsPath(p string) (string, error) {
 }
 
 func (r *Runtime) openWorkspace(id string) (*os.Root, error) {
-	if _, err := r.readInfo(id); err != nil {
+	rec, err := r.readRecord(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.ensureData(context.Background(), id, rec); err != nil {
 		return nil, err
 	}
 	return os.OpenRoot(r.wsDir(id))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,18 @@ import (
 // a build start as another user.
 const helperEnv = "TRUEFORGE_LOCAL_TEST_HELPER"
 
+// uniq is appended to the sleep durations tests look for, so that the same test running
+// in another test process (the unprivileged run) cannot be mistaken for this one's.
+var uniq = strconv.Itoa(os.Getpid())
+
 func TestMain(m *testing.M) {
+	if os.Getenv(ownerEnv) != "" {
+		if err := runOwner(); err != nil {
+			fmt.Fprintln(os.Stderr, "owner:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(helperEnv) != "" {
 		if err := runHelper(); err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)

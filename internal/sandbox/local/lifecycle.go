@@ -17,72 +17,71 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
-// Stop kills every process of the sandbox and waits until they are gone; its files stay.
-// Execs running at the time end with exit code -1; later ones fail with ErrStopped until
-// Start.
+// Stop kills every process of the sandbox (its keeper and all it started) and waits
+// until they are gone; its files stay. Execs running at the time end with exit code -1;
+// later ones fail with ErrStopped until Start.
 func (r *Runtime) Stop(ctx context.Context, id string) error {
-	if err := r.setStatus(ctx, id, sandbox.SandboxStopped); err != nil {
+	if err := r.stop(ctx, id); err != nil {
 		return fmt.Errorf("local: stop sandbox %s: %w", id, err)
 	}
 	return nil
 }
 
-// Start lets a stopped sandbox run commands again.
+func (r *Runtime) stop(ctx context.Context, id string) error {
+	unlock, err := r.lockSandbox(id, syscall.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	rec, err := r.readRecord(id)
+	if err != nil {
+		return err
+	}
+	if rec.Status == sandbox.SandboxRunning {
+		rec.Status = sandbox.SandboxStopped
+		if err := writeRecord(r.dir(id), rec); err != nil {
+			return err
+		}
+	}
+	// Every exec that got past its status check holds, or held, the shared lock and has
+	// handed its command to the init by now; later ones see the new status.
+	return r.stopKeeper(ctx, id)
+}
+
+// Start makes a Stopped or Archived sandbox Running again (restoring an archive first)
+// and starts its keeper.
 func (r *Runtime) Start(ctx context.Context, id string) error {
-	if err := r.setStatus(ctx, id, sandbox.SandboxRunning); err != nil {
+	if err := r.start(ctx, id); err != nil {
 		return fmt.Errorf("local: start sandbox %s: %w", id, err)
 	}
 	return nil
 }
 
-func (r *Runtime) setStatus(ctx context.Context, id, status string) error {
-	info, err := r.readInfo(id)
-	if err != nil {
-		return err
-	}
+func (r *Runtime) start(ctx context.Context, id string) error {
 	unlock, err := r.lockSandbox(id, syscall.LOCK_EX)
 	if err != nil {
 		return err
 	}
-	if info.Status != status {
-		info.Status = status
-		err = writeInfo(r.dir(id), info)
-	}
-	// Every exec that got past its status check holds, or held, the shared lock and has
-	// recorded its pid by now; later ones see the new status.
-	unlock()
-	if err != nil || status != sandbox.SandboxStopped {
+	defer unlock()
+	rec, err := r.readRecord(id)
+	if err != nil {
 		return err
 	}
-	return r.killAll(ctx, id)
-}
-
-// killAll kills every exec recorded in the sandbox's run/ directory and waits for all
-// their processes, including those inside the sandbox's pid namespace, to disappear.
-func (r *Runtime) killAll(ctx context.Context, id string) error {
-	entries, err := os.ReadDir(r.runDir(id))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		pid, start, err := readPidFile(filepath.Join(r.runDir(id), e.Name(), "pid"))
-		if err != nil || !processAlive(pid, start) {
-			// Never started, or ended (its Exec removes the directory), or its owner
-			// crashed: nothing runs any more under that record.
-			continue
-		}
-		if err := r.killExec(ctx, pid, start); err != nil {
-			errs = append(errs, err)
+	if rec.Status == sandbox.SandboxArchived {
+		if err := r.restore(ctx, id, rec); err != nil {
+			return err
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// killExec kills one exec: its process group (unshare, sh, the outer bwrap) and every
-// process in the sandbox's pid namespace; it returns once all are gone.
-func (r *Runtime) killExec(ctx context.Context, pid int, start uint64) error {
-	return killExecProcs(ctx, pid, start, r.killWait())
+	if rec.Status != sandbox.SandboxRunning {
+		rec.Status = sandbox.SandboxRunning
+		if err := writeRecord(r.dir(id), rec); err != nil {
+			return err
+		}
+	}
+	if rec.Status == sandbox.SandboxRunning {
+		_ = os.Remove(r.archivePath(id))
+	}
+	return r.startAndPing(ctx, id, rec)
 }
 
 // killExecProcs stops the exec's process group first, so that bwrap cannot create the
@@ -190,32 +189,52 @@ func killPidNS(ns string) []string {
 	return found
 }
 
-// Delete stops the sandbox and removes everything it had. A missing sandbox is fine.
+// Delete stops the sandbox and removes everything it had, its archive included. A
+// missing sandbox is fine.
 func (r *Runtime) Delete(ctx context.Context, id string) error {
 	if err := validID(id); err != nil {
 		return fmt.Errorf("local: delete sandbox: %w", err)
 	}
-	if _, err := os.Lstat(r.dir(id)); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err := r.setStatus(ctx, id, sandbox.SandboxStopped); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+	if err := r.delete(ctx, id); err != nil {
 		return fmt.Errorf("local: delete sandbox %s: %w", id, err)
-	}
-	trash, err := os.MkdirTemp(r.tmpDir(), "delete-"+id+"-")
-	if err != nil {
-		return fmt.Errorf("local: delete sandbox %s: %w", id, err)
-	}
-	if err := os.Rename(r.dir(id), filepath.Join(trash, id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		_ = os.Remove(trash)
-		return fmt.Errorf("local: delete sandbox %s: %w", id, err)
-	}
-	if err := removeAll(trash); err != nil {
-		return fmt.Errorf("local: delete sandbox %s: remove files: %w", id, err)
 	}
 	return nil
 }
 
-// Archive is not supported by the local runtime yet; the sandbox is left as it was.
-func (r *Runtime) Archive(ctx context.Context, id string) error {
-	return fmt.Errorf("local: archive sandbox %s: %w", id, errors.ErrUnsupported)
+func (r *Runtime) delete(ctx context.Context, id string) error {
+	if _, err := os.Lstat(r.dir(id)); errors.Is(err, fs.ErrNotExist) {
+		_ = os.Remove(r.archivePath(id))
+		return nil
+	}
+	unlock, err := r.lockSandbox(id, syscall.LOCK_EX)
+	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return err
+	}
+	if unlock != nil {
+		defer unlock()
+		if rec, err := r.readRecord(id); err == nil && rec.Status == sandbox.SandboxRunning {
+			// Execs that start now see the sandbox stopped.
+			rec.Status = sandbox.SandboxStopped
+			_ = writeRecord(r.dir(id), rec)
+		}
+	}
+	if err := r.stopKeeper(ctx, id); err != nil {
+		return err
+	}
+	if err := r.unmountData(r.dir(id)); err != nil {
+		return err
+	}
+	trash, err := os.MkdirTemp(r.tmpDir(), "delete-"+id+"-")
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(r.dir(id), filepath.Join(trash, id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		_ = os.Remove(trash)
+		return err
+	}
+	_ = os.Remove(r.archivePath(id))
+	if err := removeAll(trash); err != nil {
+		return fmt.Errorf("remove files: %w", err)
+	}
+	return nil
 }

@@ -5,22 +5,44 @@ package local
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // The three benchmarks run side by side: cold start (create from a Ready snapshot and the
 // first exec of true), warm exec (true in an existing sandbox) and, as the yardstick, a
-// bare fork/exec of true.
+// bare fork/exec of true. Each reports, besides the mean (ns/op), the median of its
+// iterations (median-ns/op), which scripts/bench.sh turns into ratios.
+
+// medianTimer records the duration of each iteration.
+type medianTimer struct {
+	d     []time.Duration
+	start time.Time
+}
+
+func (m *medianTimer) begin() { m.start = time.Now() }
+func (m *medianTimer) end()   { m.d = append(m.d, time.Since(m.start)) }
+
+func (m *medianTimer) report(b *testing.B) {
+	if len(m.d) == 0 {
+		return
+	}
+	slices.Sort(m.d)
+	b.ReportMetric(float64(m.d[len(m.d)/2].Nanoseconds()), "median-ns/op")
+}
 
 func BenchmarkColdStart(b *testing.B) {
 	r, rel := newTestRuntime(b)
 	ctx := context.Background()
+	var m medianTimer
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := "cold-" + strconv.Itoa(i)
+		m.begin()
 		if err := r.Create(ctx, sandbox.CreateRequest{ID: id, SnapshotID: rel}); err != nil {
 			b.Fatal(err)
 		}
@@ -28,12 +50,14 @@ func BenchmarkColdStart(b *testing.B) {
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("exec: %v %d %s", err, res.ExitCode, res.Stderr)
 		}
+		m.end()
 		b.StopTimer()
 		if err := r.Delete(ctx, id); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
 	}
+	m.report(b)
 }
 
 func BenchmarkWarmExec(b *testing.B) {
@@ -41,19 +65,27 @@ func BenchmarkWarmExec(b *testing.B) {
 	ctx := context.Background()
 	create(b, r, sandbox.CreateRequest{ID: "warm", SnapshotID: rel})
 	mustSh(b, r, "warm", "true")
+	var m medianTimer
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		m.begin()
 		res, err := r.Exec(ctx, "warm", sandbox.ExecRequest{Argv: []string{"true"}})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("exec: %v %d %s", err, res.ExitCode, res.Stderr)
 		}
+		m.end()
 	}
+	m.report(b)
 }
 
 func BenchmarkBareForkExec(b *testing.B) {
+	var m medianTimer
 	for i := 0; i < b.N; i++ {
+		m.begin()
 		if err := exec.Command("/bin/true").Run(); err != nil {
 			b.Fatal(err)
 		}
+		m.end()
 	}
+	m.report(b)
 }

@@ -5,11 +5,14 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +47,7 @@ func newTestRuntime(t testing.TB) (*Runtime, string) {
 				t.Errorf("cleanup: %v", err)
 			}
 		}
+		r.limits.removeParents()
 	})
 	return r, rel
 }
@@ -155,9 +159,19 @@ func TestAttackHostFiles(t *testing.T) {
 			t.Errorf("sandbox created host file %s", p)
 		}
 	}
-	// The root of the sandbox is read-only and /tmp is private to each exec.
-	if got := mustSh(t, r, "sb", "test -e /pwned && echo yes || echo no; test -e /tmp/pwned && echo yes || echo no"); got != "no\nno" {
-		t.Fatalf("root or /tmp kept writes: %q", got)
+	// The root of the sandbox is read-only; /tmp is the sandbox's own tmpfs, emptied
+	// when it stops.
+	if got := mustSh(t, r, "sb", "test -e /pwned && echo yes || echo no; test -e /tmp/pwned && echo yes || echo no"); got != "no\nyes" {
+		t.Fatalf("root or /tmp: %q", got)
+	}
+	if err := r.Stop(context.Background(), "sb"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), "sb"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustSh(t, r, "sb", "test -e /tmp/pwned && echo yes || echo no"); got != "no" {
+		t.Fatalf("/tmp kept across stop and start: %q", got)
 	}
 }
 
@@ -203,6 +217,92 @@ func TestAttackNetworkBlocked(t *testing.T) {
 	}
 	if got := mustSh(t, r, "open", ifaces+" | sort"); len(hostIfaces) > 0 && got != strings.Join(hostIfaces, "\n") {
 		t.Fatalf("interfaces with host network: %q, want %q", got, hostIfaces)
+	}
+	// Try it: a listener on the host's loopback is out of reach of the blocked sandbox
+	// (and, to show the probe works, within reach of the open one).
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("reached\n"))
+			c.Close()
+		}
+	}()
+	probe := fmt.Sprintf(`import socket
+try:
+    print(socket.create_connection(("127.0.0.1", %d), timeout=2).makefile().readline().strip())
+except OSError as e:
+    print("refused")`, ln.Addr().(*net.TCPAddr).Port)
+	for id, want := range map[string]string{"blocked": "refused", "open": "reached"} {
+		res, err := r.Exec(context.Background(), id, sandbox.ExecRequest{Argv: []string{"python3", "-c", probe}, Timeout: 20 * time.Second})
+		if err != nil || strings.TrimSpace(string(res.Stdout)) != want {
+			t.Fatalf("%s: %q %v (stderr %s), want %s", id, res.Stdout, err, res.Stderr, want)
+		}
+	}
+}
+
+// TestAttackInit goes after the sandbox's init, which runs as the same user as the
+// commands: signals, its memory and descriptors, the control socket. The sandbox must
+// keep working and nothing of the host may be reached.
+func TestAttackInit(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	// A descriptor the owner has without close-on-exec must not reach the sandbox.
+	leak, err := syscall.Open(r.root, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(leak)
+	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	// kill -1 reaches every process the caller may signal, the shell included.
+	sh(t, r, "sb", `for s in TERM INT HUP QUIT USR1 KILL; do kill -s $s 1 2>/dev/null; done; kill -9 -1`)
+	got := mustSh(t, r, "sb", `readlink /proc/1/fd/0 >/dev/null 2>&1 && echo fds-read || echo fds-denied
+(exec 3</proc/1/mem) 2>/dev/null && echo mem-opened || echo mem-denied
+find / -xdev -name ctl.sock 2>/dev/null | wc -l
+ls /proc/self/fd | tr '\n' ' '`)
+	if got != "fds-denied\nmem-denied\n0\n0 1 2 3" {
+		t.Fatalf("attacks on the init:\n%s", got)
+	}
+	if got := mustSh(t, r, "sb", "echo still-here"); got != "still-here" {
+		t.Fatalf("after the attacks: %q", got)
+	}
+}
+
+// TestAttackDeleteLeavesNothing: processes that left the command's group (setsid,
+// double fork) are gone once Delete returns, and so is every file.
+func TestAttackDeleteLeavesNothing(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel, Limits: sandbox.Limits{Pids: 50, DiskMB: 16}})
+	mustSh(t, r, "sb", "setsid sleep 700.1"+uniq+" >/dev/null 2>&1 </dev/null & (sleep 700.2"+uniq+" >/dev/null 2>&1 </dev/null &) ; echo x > f")
+	waitProcess(t, "sleep", "700.1"+uniq)
+	waitProcess(t, "sleep", "700.2"+uniq)
+	cgroups := r.limits.cgroupDirs("sb")
+	if err := r.Delete(context.Background(), "sb"); err != nil {
+		t.Fatal(err)
+	}
+	noProcess(t, "700.1"+uniq)
+	noProcess(t, "700.2"+uniq)
+	if _, err := os.Stat(r.dir("sb")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("sandbox directory left: %v", err)
+	}
+	for _, d := range cgroups {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("cgroup left: %s", d)
+		}
+	}
+	if m := mountsUnder(r.root); len(m) > 0 {
+		t.Fatalf("mounts left: %v", m)
 	}
 }
 
@@ -332,7 +432,7 @@ func TestEndlessLoopTimeout(t *testing.T) {
 	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
 	start := time.Now()
 	res, err := r.Exec(context.Background(), "sb", sandbox.ExecRequest{
-		Shell: "sleep 77.7 & while :; do :; done", Timeout: 300 * time.Millisecond,
+		Shell: "sleep 77.7" + uniq + " & while :; do :; done", Timeout: 300 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -340,16 +440,16 @@ func TestEndlessLoopTimeout(t *testing.T) {
 	if !res.TimedOut || res.ExitCode != 124 || time.Since(start) > 5*time.Second {
 		t.Fatalf("timed out %v, exit %d, after %s", res.TimedOut, res.ExitCode, time.Since(start))
 	}
-	noProcess(t, "77.7")
+	noProcess(t, "77.7"+uniq)
 	noProcess(t, "while :")
 
 	// Cancelling the context kills it too.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 77.8"}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 77.8" + uniq}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled exec: %v", err)
 	}
-	noProcess(t, "77.8")
+	noProcess(t, "77.8"+uniq)
 }
 
 func TestBackgroundGrandchild(t *testing.T) {
@@ -358,20 +458,20 @@ func TestBackgroundGrandchild(t *testing.T) {
 	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
 	start := time.Now()
 	// The grandchild holds stdout and stderr open.
-	res := sh(t, r, "sb", "sleep 100.5 & echo started")
+	res := sh(t, r, "sb", "sleep 100.5"+uniq+" & echo started")
 	if time.Since(start) > 5*time.Second || strings.TrimSpace(string(res.Stdout)) != "started" {
 		t.Fatalf("exec with a background child: %q after %s", res.Stdout, time.Since(start))
 	}
 	// Also when it escaped into its own session and closed nothing.
-	res = sh(t, r, "sb", "setsid sleep 100.6 & echo started")
+	res = sh(t, r, "sb", "setsid sleep 100.6"+uniq+" & echo started")
 	if time.Since(start) > 10*time.Second || strings.TrimSpace(string(res.Stdout)) != "started" {
 		t.Fatalf("exec with a setsid child: %q after %s", res.Stdout, time.Since(start))
 	}
 	if err := r.Stop(context.Background(), "sb"); err != nil {
 		t.Fatal(err)
 	}
-	noProcess(t, "100.5")
-	noProcess(t, "100.6")
+	noProcess(t, "100.5"+uniq)
+	noProcess(t, "100.6"+uniq)
 }
 
 func TestStopStart(t *testing.T) {
@@ -384,11 +484,11 @@ func TestStopStart(t *testing.T) {
 	// A running exec is killed by Stop, with everything it started.
 	done := make(chan sandbox.ExecResult, 1)
 	go func() {
-		res, _ := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 200.5 & sleep 200.6"})
+		res, _ := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 200.5" + uniq + " & sleep 200.6" + uniq})
 		done <- res
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for !processRuns("sleep", "200.5") || !processRuns("sleep", "200.6") {
+	for !processRuns("sleep", "200.5"+uniq) || !processRuns("sleep", "200.6"+uniq) {
 		if time.Now().After(deadline) {
 			t.Fatal("exec did not start")
 		}
@@ -398,7 +498,7 @@ func TestStopStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Stop returns once the processes are gone.
-	if pids := append(processesWith("200.5"), processesWith("200.6")...); len(pids) > 0 {
+	if pids := append(processesWith("200.5"+uniq), processesWith("200.6"+uniq)...); len(pids) > 0 {
 		t.Fatalf("processes left after Stop: %v", pids)
 	}
 	select {
@@ -455,11 +555,9 @@ func processRuns(argv ...string) bool {
 	return false
 }
 
-// TestStopDuringSetup stops a sandbox while an exec is still setting it up (mounting,
-// starting bwrap): nothing of it may survive, and Stop must not hang. (Killing an exec
-// in the middle of its mounts used to leave a process stuck in vfork or in exit for
-// more than 10 s on this host; killExecProcs now lets the setup finish first.)
-func TestStopDuringSetup(t *testing.T) {
+// TestStopDuringStart stops a sandbox while execs are being handed to it and its keeper
+// is being started again: nothing may survive, and Stop must not hang.
+func TestStopDuringStart(t *testing.T) {
 	t.Parallel()
 	r, rel := newTestRuntime(t)
 	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
@@ -467,26 +565,19 @@ func TestStopDuringSetup(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		done := make(chan error, 1)
 		go func() {
-			_, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 300.7"})
+			_, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep 300.7" + uniq})
 			done <- err
 		}()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if pids, _ := filepath.Glob(filepath.Join(r.runDir("sb"), "*", "pid")); len(pids) > 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("exec did not start")
-			}
-			time.Sleep(time.Duration(i) * time.Millisecond)
-		}
-		time.Sleep(time.Duration(i) * 2 * time.Millisecond) // somewhere in the setup
+		time.Sleep(time.Duration(i) * 2 * time.Millisecond) // somewhere in the hand-over
 		if err := r.Stop(ctx, "sb"); err != nil {
 			t.Fatal(err)
 		}
-		noProcess(t, "300.7")
+		noProcess(t, "300.7"+uniq)
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil && !errors.Is(err, sandbox.ErrStopped) {
+				t.Fatalf("exec during stop: %v", err)
+			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("Exec did not return after Stop")
 		}
@@ -494,8 +585,8 @@ func TestStopDuringSetup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if left, _ := os.ReadDir(r.runDir("sb")); len(left) > 0 {
-		t.Fatalf("run directories left: %v", left)
+	if _, _, alive := r.keeperAlive("sb"); !alive {
+		t.Fatal("no keeper after Start")
 	}
 }
 
@@ -535,6 +626,7 @@ print("ptrace", res(lambda: sc(101, 16, 1, 0, 0)))
 print("keyctl", res(lambda: sc(250, 0, 0, 0, 0)))
 print("bpf", res(lambda: sc(321, 0, 0, 0)))
 print("io_uring", res(lambda: sc(425, 1, 0)))
+print("pidfd_getfd", res(lambda: sc(438, 0, 0, 0)))
 t = threading.Thread(target=lambda: None); t.start(); t.join()
 print("thread ok")
 print("fork", subprocess.run(["true"]).returncode)
@@ -556,7 +648,7 @@ func TestSeccomp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "unix EPERM\ninet ok\nunshare EPERM\nptrace EPERM\nkeyctl EPERM\nbpf EPERM\nio_uring EPERM\nthread ok\nfork 0\n"
+	want := "unix EPERM\ninet ok\nunshare EPERM\nptrace EPERM\nkeyctl EPERM\nbpf EPERM\nio_uring EPERM\npidfd_getfd EPERM\nthread ok\nfork 0\n"
 	if string(res.Stdout) != want {
 		t.Fatalf("probe: exit %d\n%s\nstderr: %s\nwant:\n%s", res.ExitCode, res.Stdout, res.Stderr, want)
 	}

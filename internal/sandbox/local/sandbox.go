@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,20 +24,28 @@ import (
 // On-disk layout under the runtime root (created 0700):
 //
 //	sandboxes/<id>/         one directory per sandbox; it appears atomically (made in tmp/)
-//	  state.json            sandbox.SandboxInfo: snapshot, status, env, network
-//	  lock                  flock: shared while an Exec starts, exclusive for Stop/Start/Delete
-//	  upper/usr/            upper directory of the usr overlay (layers' usr over host /usr)
-//	  upper/rest/           upper directory of the overlay of the layer roots, of which
-//	                        the other TopDirs are bound (two mounts per exec, not seven)
-//	  workspace/            bound read-write at /workspace
-//	  mnt/usr, mnt/rest     mount points; the overlays exist only in each exec's namespace
-//	  run/<exec>/           one per running exec: pid ("<pid> <start time>") and the
-//	                        overlay workdirs of its mounts (work/usr, work/rest); removed
-//	                        when it ends
+//	  state.json            the sandbox's record: sandbox.SandboxInfo and its egress hook
+//	  lock                  flock: shared while an Exec starts, exclusive for Stop/Start/
+//	                        Archive/Delete
+//	  keeper.lock           flock: held while a keeper is being started
+//	  disk.img              (DiskMB, as root) ext4 image mounted on data/
+//	  data/                 everything the sandbox keeps (on the image when there is one):
+//	    upper/usr/          upper directory of the usr overlay (layers' usr over host /usr)
+//	    upper/rest/         upper directory of the overlay of the layer roots, of which
+//	                        the other TopDirs are bound
+//	    work/usr, work/rest overlay workdirs, emptied at each keeper start
+//	    workspace/          bound read-write at /workspace
+//	  mnt/usr, mnt/rest     mount points; the overlays exist only in the keeper's namespace
+//	  egress/               files of the egress hook, bound read-only under /run/trueforge
+//	  run/                  the running keeper: keeper ("<pid> <start time>"), ctl.sock
+//	                        (the init's control socket), keeper.log (setup errors)
+//	archives/<id>.tar.gz    data/ of an Archived sandbox
 //	tmp/                    staging and trash
 //
-// Like the Builder, a Runtime keeps no state in memory: another process (a restarted
-// harness) with a Runtime on the same root finds the sandboxes and can stop them.
+// Like the Builder, a Runtime keeps nothing in memory that another process needs:
+// another Runtime on the same root (a restarted harness) finds the sandboxes, execs in
+// them (starting their keeper again if it died with its owner) and can stop them. The
+// only in-memory state is the write end of each keeper's lifeline pipe.
 type Runtime struct {
 	// MaxFileSize caps ReadFile (when no max is given) and WriteFile; 0 means
 	// DefaultMaxFileSize.
@@ -50,6 +59,17 @@ type Runtime struct {
 	bwrap   string
 	unshare string
 	mount   string
+	exe     string // this program, run as each sandbox's init
+	limits  *limiter
+
+	mu        sync.Mutex
+	lifelines map[string]*os.File // sandbox id -> write end of its keeper's lifeline
+}
+
+// record is what state.json holds about a sandbox.
+type record struct {
+	sandbox.SandboxInfo
+	Egress *sandbox.Egress `json:"egress,omitempty"`
 }
 
 // DefaultMaxFileSize is the file size cap of ReadFile and WriteFile.
@@ -70,7 +90,11 @@ func NewRuntime(b *Builder, root string) (*Runtime, error) {
 	if err := checkOverlayPath(abs); err != nil {
 		return nil, fmt.Errorf("local: runtime root: %w", err)
 	}
-	r := &Runtime{b: b, root: abs}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("local: find this program (it runs as the sandbox init): %w", err)
+	}
+	r := &Runtime{b: b, root: abs, exe: exe, lifelines: map[string]*os.File{}}
 	for _, t := range []struct {
 		dst  *string
 		name string
@@ -79,19 +103,28 @@ func NewRuntime(b *Builder, root string) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	for _, d := range []string{r.root, r.sandboxesDir(), r.tmpDir()} {
+	for _, d := range []string{r.root, r.sandboxesDir(), r.tmpDir(), r.archivesDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("local: create runtime directory %s: %w", d, err)
 		}
 	}
+	r.limits = newLimiter(r.root)
+	if err := r.Sweep(context.Background()); err != nil {
+		return nil, fmt.Errorf("local: sweep runtime root: %w", err)
+	}
 	return r, nil
 }
 
-func (r *Runtime) sandboxesDir() string    { return filepath.Join(r.root, "sandboxes") }
-func (r *Runtime) tmpDir() string          { return filepath.Join(r.root, "tmp") }
-func (r *Runtime) dir(id string) string    { return filepath.Join(r.sandboxesDir(), id) }
-func (r *Runtime) wsDir(id string) string  { return filepath.Join(r.dir(id), "workspace") }
-func (r *Runtime) runDir(id string) string { return filepath.Join(r.dir(id), "run") }
+func (r *Runtime) sandboxesDir() string     { return filepath.Join(r.root, "sandboxes") }
+func (r *Runtime) tmpDir() string           { return filepath.Join(r.root, "tmp") }
+func (r *Runtime) dir(id string) string     { return filepath.Join(r.sandboxesDir(), id) }
+func (r *Runtime) dataDir(id string) string { return filepath.Join(r.dir(id), "data") }
+func (r *Runtime) wsDir(id string) string   { return filepath.Join(r.dataDir(id), "workspace") }
+func (r *Runtime) runDir(id string) string  { return filepath.Join(r.dir(id), "run") }
+func (r *Runtime) archivesDir() string      { return filepath.Join(r.root, "archives") }
+func (r *Runtime) archivePath(id string) string {
+	return filepath.Join(r.archivesDir(), id+".tar.gz")
+}
 
 func (r *Runtime) killWait() time.Duration {
 	if r.KillWait > 0 {
@@ -120,11 +153,16 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	if err := validID(req.ID); err != nil {
 		return err
 	}
-	if req.Limits != (sandbox.Limits{}) {
-		// Better refused than silently ignored: see the package documentation.
-		return errors.New("resource limits are not enforced by the local runtime yet")
-	}
 	if err := checkEnv(req.Env); err != nil {
+		return err
+	}
+	if err := checkLabels(req.Labels); err != nil {
+		return err
+	}
+	if err := r.limits.check(req.Limits); err != nil {
+		return err
+	}
+	if err := checkEgress(req.Egress); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(r.dir(req.ID)); err == nil {
@@ -141,91 +179,162 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = removeAll(stage) }() // empty once renamed
-	// Two overlays: usr (the layers' usr over the host /usr) and rest (the layer roots,
-	// of which the other top-level directories are bound). The merged root of an overlay
-	// takes its attributes from the upper directory, so upper/usr copies the layer's.
-	info, err := os.Stat(filepath.Join(layers[0], "usr"))
-	if err != nil {
-		return fmt.Errorf("snapshot layer: %w", err)
-	}
-	for _, d := range []string{"upper/usr", "upper/rest", "mnt/usr", "mnt/rest"} {
+	staged := true
+	defer func() {
+		if staged {
+			_ = r.unmountData(stage)
+			_ = removeAll(stage)
+		}
+	}()
+	for _, d := range []string{"mnt/usr", "mnt/rest", "data"} {
 		if err := os.MkdirAll(filepath.Join(stage, d), 0o700); err != nil {
 			return err
 		}
 	}
-	if err := os.Chmod(filepath.Join(stage, "upper", "usr"), info.Mode()&(fs.ModePerm|fs.ModeSticky|fs.ModeSetgid)); err != nil {
-		return err
-	}
-	if err := os.Chmod(filepath.Join(stage, "upper", "rest"), 0o755); err != nil {
-		return err
-	}
-	for _, d := range []string{"workspace", "run"} {
-		if err := os.MkdirAll(filepath.Join(stage, d), 0o755); err != nil {
+	for _, d := range []string{"run", "egress"} {
+		if err := os.MkdirAll(filepath.Join(stage, d), 0o700); err != nil {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(stage, "lock"), nil, 0o600); err != nil {
+	for _, f := range []string{"lock", "keeper.lock"} {
+		if err := os.WriteFile(filepath.Join(stage, f), nil, 0o600); err != nil {
+			return err
+		}
+	}
+	if req.Limits.DiskMB > 0 && r.limits.diskImage {
+		if err := makeDiskImage(ctx, filepath.Join(stage, "disk.img"), filepath.Join(stage, "data"), req.Limits.DiskMB); err != nil {
+			return fmt.Errorf("limits.disk_mb: %w", err)
+		}
+	}
+	if err := initData(filepath.Join(stage, "data"), layers[0]); err != nil {
 		return err
 	}
-	sbInfo := sandbox.SandboxInfo{
+	rec := record{SandboxInfo: sandbox.SandboxInfo{
 		ID: req.ID, SnapshotID: req.SnapshotID, Status: sandbox.SandboxRunning,
-		BlockNetwork: req.BlockNetwork, Env: req.Env, Created: time.Now().UTC(),
-	}
-	if err := writeInfo(stage, sbInfo); err != nil {
+		BlockNetwork: req.BlockNetwork || req.Egress != nil, Env: req.Env, Labels: req.Labels,
+		Limits: req.Limits, Created: time.Now().UTC(),
+	}, Egress: req.Egress}
+	if err := writeRecord(stage, rec); err != nil {
 		return err
 	}
+	// The image stays mounted across the rename: a mount point moves with its directory.
 	if err := os.Rename(stage, r.dir(req.ID)); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
 			return sandbox.ErrExists
 		}
 		return err
 	}
+	staged = false
+	// Running means a keeper: start it now and wait until its init answers, so that the
+	// first Exec finds it and a sandbox that cannot run is not left behind.
+	if err := r.startAndPing(ctx, req.ID, rec); err != nil {
+		_ = r.Delete(context.Background(), req.ID)
+		return err
+	}
 	return nil
+}
+
+// startAndPing starts the sandbox's keeper if none runs and waits for its init.
+func (r *Runtime) startAndPing(ctx context.Context, id string, rec record) error {
+	c, err := r.connect(ctx, id, rec)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	} else {
+		_ = c.SetDeadline(time.Now().Add(keeperStartWait))
+	}
+	var rep initReply
+	err = writeFrame(c, execRequest{Ping: true}, nil)
+	if err == nil {
+		_, err = readFrame(c, &rep, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("the sandbox did not start: %v; %s", err, r.keeperLogTail(id))
+	}
+	return nil
+}
+
+// initData makes the directories of a sandbox's data/: the overlay upper directories
+// (the merged root of an overlay takes its attributes from the upper directory, so
+// upper/usr copies the layer's) and the workspace.
+func initData(data, topLayer string) error {
+	info, err := os.Stat(filepath.Join(topLayer, "usr"))
+	if err != nil {
+		return fmt.Errorf("snapshot layer: %w", err)
+	}
+	for _, d := range []string{"upper/usr", "upper/rest", "work"} {
+		if err := os.MkdirAll(filepath.Join(data, d), 0o700); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(filepath.Join(data, "upper", "usr"), info.Mode()&(fs.ModePerm|fs.ModeSticky|fs.ModeSetgid)); err != nil {
+		return err
+	}
+	if err := os.Chmod(filepath.Join(data, "upper", "rest"), 0o755); err != nil {
+		return err
+	}
+	return os.MkdirAll(filepath.Join(data, "workspace"), 0o755)
 }
 
 func checkEnv(env map[string]string) error {
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return fmt.Errorf("invalid environment variable %q", k)
+			return fmt.Errorf("invalid environment variable %q: names must be non-empty without '=' or NUL, values without NUL", k)
 		}
 	}
 	return nil
 }
 
-func writeInfo(dir string, info sandbox.SandboxInfo) error {
-	data, err := json.MarshalIndent(info, "", "  ")
+// checkLabels accepts labels with printable keys of at most 128 bytes and values of at
+// most 1024, 64 labels at most.
+func checkLabels(labels map[string]string) error {
+	if len(labels) > 64 {
+		return fmt.Errorf("labels: %d given, at most 64 are allowed", len(labels))
+	}
+	for k, v := range labels {
+		if k == "" || len(k) > 128 || len(v) > 1024 || strings.ContainsFunc(k+v, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+			return fmt.Errorf("label %q: keys must be 1 to 128 bytes and values at most 1024, without control characters", k)
+		}
+	}
+	return nil
+}
+
+func writeRecord(dir string, rec record) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, "state.json"), append(data, '\n'), 0o600)
 }
 
-func (r *Runtime) readInfo(id string) (sandbox.SandboxInfo, error) {
-	var info sandbox.SandboxInfo
+func (r *Runtime) readRecord(id string) (record, error) {
+	var rec record
 	if err := validID(id); err != nil {
-		return info, err
+		return rec, err
 	}
 	data, err := os.ReadFile(filepath.Join(r.dir(id), "state.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return info, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
+		return rec, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
 	}
 	if err != nil {
-		return info, err
+		return rec, err
 	}
-	if err := json.Unmarshal(data, &info); err != nil {
-		return info, fmt.Errorf("parse state of sandbox %s: %w", id, err)
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, fmt.Errorf("parse state of sandbox %s: %w", id, err)
 	}
-	return info, nil
+	return rec, nil
 }
 
 // Get returns what is recorded about a sandbox.
 func (r *Runtime) Get(_ context.Context, id string) (sandbox.SandboxInfo, error) {
-	info, err := r.readInfo(id)
+	rec, err := r.readRecord(id)
 	if err != nil {
-		return info, fmt.Errorf("local: %w", err)
+		return rec.SandboxInfo, fmt.Errorf("local: %w", err)
 	}
-	return info, nil
+	return rec.SandboxInfo, nil
 }
 
 // List returns every sandbox on the root, by id.
@@ -236,8 +345,8 @@ func (r *Runtime) List(_ context.Context) ([]sandbox.SandboxInfo, error) {
 	}
 	var out []sandbox.SandboxInfo
 	for _, e := range entries {
-		if info, err := r.readInfo(e.Name()); err == nil {
-			out = append(out, info)
+		if rec, err := r.readRecord(e.Name()); err == nil {
+			out = append(out, rec.SandboxInfo)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -246,7 +355,12 @@ func (r *Runtime) List(_ context.Context) ([]sandbox.SandboxInfo, error) {
 
 // lockSandbox takes the sandbox's flock (shared or exclusive) and returns its release.
 func (r *Runtime) lockSandbox(id string, how int) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(r.dir(id), "lock"), os.O_RDONLY, 0)
+	return r.lockFile(filepath.Join(r.dir(id), "lock"), how)
+}
+
+func (r *Runtime) lockFile(path string, how int) (func(), error) {
+	id := filepath.Base(filepath.Dir(path))
+	f, err := os.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
 	}

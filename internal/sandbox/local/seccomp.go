@@ -7,13 +7,15 @@ import (
 	"syscall"
 )
 
-// The seccomp filter of a sandboxed command, handed to bwrap (--seccomp FD) as a classic
-// BPF program generated here, with no libseccomp. It denies with EPERM: new AF_UNIX
-// sockets (so a command cannot reach host sockets it might find), ptrace and
-// process_vm_readv/writev, keyctl/add_key/request_key, bpf, io_uring, mount and the new
-// mount API, pivot_root, unshare, setns and clone with any namespace flag. clone3 fails
-// with ENOSYS, so that libc falls back to clone, whose flags can be inspected. A foreign
-// architecture (an x86-64 process making x32 or i386 calls) is killed.
+// The seccomp filter of every sandboxed command, a classic BPF program generated here,
+// with no libseccomp. The sandbox's init installs it on itself (all threads) once it has
+// started the egress helper, and every command inherits it. It denies with EPERM: new
+// AF_UNIX sockets (so a command cannot reach host sockets it might find), ptrace,
+// process_vm_readv/writev and pidfd_getfd (another process's memory and descriptors),
+// keyctl/add_key/request_key, bpf, io_uring, mount and the new mount API, pivot_root,
+// unshare, setns and clone with any namespace flag. clone3 fails with ENOSYS, so that
+// libc falls back to clone, whose flags can be inspected. A foreign architecture (an
+// x86-64 process making x32 or i386 calls) is killed.
 
 const (
 	bpfLdWAbs  = 0x20 // BPF_LD | BPF_W | BPF_ABS
@@ -44,6 +46,7 @@ const (
 	sysFspick          = 433
 	sysClone3          = 435
 	sysMountSetattr    = 442
+	sysPidfdGetfd      = 438
 )
 
 type bpfInsn struct {
@@ -70,7 +73,7 @@ func seccompProgram() []byte {
 		p = append(p, bpfInsn{bpfJgeK, 0, 1, 0x40000000}, bpfInsn{bpfRetK, 0, 0, retKillPro})
 	}
 	deny := append([]uint32{sysIOUringSetup, sysIOUringEnter, sysIOUringRegister, sysOpenTree,
-		sysMoveMount, sysFsopen, sysFsconfig, sysFsmount, sysFspick, sysMountSetattr}, a.deny...)
+		sysMoveMount, sysFsopen, sysFsconfig, sysFsmount, sysFspick, sysMountSetattr, sysPidfdGetfd}, a.deny...)
 	for _, nr := range deny {
 		p = append(p, bpfInsn{bpfJeqK, 0, 1, nr}, bpfInsn{bpfRetK, 0, 0, eperm})
 	}
@@ -105,6 +108,8 @@ type seccompArch struct {
 	x32    bool // the x32 ABI shares the audit id: deny its numbers
 	socket uint32
 	clone  uint32
+	// seccomp(2), with which the sandbox's init installs the filter on itself
+	seccomp uint32
 	// ptrace, process_vm_readv, process_vm_writev, keyctl, add_key, request_key, bpf,
 	// mount, umount2, pivot_root, unshare, setns
 	deny []uint32

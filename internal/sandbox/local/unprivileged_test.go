@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,4 +121,78 @@ func copyExecutable(dst string) error {
 		return err
 	}
 	return os.Chmod(dst, 0o755) // whatever the umask
+}
+
+// unprivilegedTests are the runtime tests TestUnprivilegedRuntime runs again as nobody:
+// the attacks, the limits (enforced through rlimits there), lifecycle and egress.
+const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestEgressHook|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes)$"
+
+// TestUnprivilegedRuntime runs the key runtime tests as a user without privileges: as
+// root, through a copy of this test binary started as nobody (with its own TMPDIR);
+// otherwise they already ran that way.
+func TestUnprivilegedRuntime(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: not root, so every runtime test of this run is already unprivileged")
+	}
+	probe := exec.Command("unshare", "-Urm", "true")
+	probe.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	if out, err := probe.CombinedOutput(); err != nil {
+		t.Skipf("skipping: unprivileged user namespaces are not available on this host (unshare -Urm as uid %d: %v: %s)", nobody, err, out)
+	}
+	base, err := os.MkdirTemp("", "trueforge-unpriv-rt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = removeAll(base) })
+	tmp := filepath.Join(base, "tmp")
+	for _, step := range []error{os.Chmod(base, 0o755), os.Mkdir(tmp, 0o700), os.Chown(tmp, nobody, nobody)} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	bin := filepath.Join(base, "local.test")
+	if err := copyExecutable(bin); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + sandboxPath, "TMPDIR=" + tmp, "HOME=" + tmp}
+	if _, err := exec.LookPath("go"); err == nil {
+		helper := buildEgressHelper(t)
+		dst := filepath.Join(base, "netd")
+		data, err := os.ReadFile(helper)
+		if err == nil {
+			err = os.WriteFile(dst, data, 0o755)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, egressHelperEnv+"="+dst)
+	}
+	cmd := exec.Command(bin, "-test.run="+unprivilegedTests, "-test.count=1", "-test.v", "-test.timeout=5m")
+	cmd.Dir = base
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("runtime tests as uid %d: %v\n%s", nobody, err, out)
+	}
+	for _, name := range []string{"TestAttackHostFiles", "TestAttackHostProcesses", "TestAttackNetworkBlocked", "TestAttackOtherSandbox",
+		"TestAttackSymlinkDownload", "TestAttackForkBomb", "TestAttackMemoryHog", "TestAttackDiskFill", "TestAttackInit",
+		"TestAttackDeleteLeavesNothing", "TestEndlessOutputCapped", "TestEndlessLoopTimeout", "TestStopStart", "TestOwnerCrash"} {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Errorf("%s did not pass as uid %d", name, nobody)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+		return
+	}
+	var summary []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "--- ") {
+			summary = append(summary, l)
+		}
+	}
+	t.Logf("as uid %d:\n%s", nobody, strings.Join(summary, "\n"))
 }

@@ -1,0 +1,398 @@
+//go:build linux
+
+package local
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// Archive stops the sandbox and packs what it keeps (the overlay upper directories and
+// the workspace, data/ minus the overlay workdirs) into archives/<id>.tar.gz, then frees
+// data/ (and the disk image). Start restores it. The tar keeps what an overlay upper
+// directory needs: whiteouts (0/0 character devices), user.* extended attributes (the
+// userxattr opaque markers), hard links, modes, times and, as root, owners.
+func (r *Runtime) Archive(ctx context.Context, id string) error {
+	if err := r.archiveSandbox(ctx, id); err != nil {
+		return fmt.Errorf("local: archive sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+func (r *Runtime) archiveSandbox(ctx context.Context, id string) error {
+	unlock, err := r.lockSandbox(id, syscall.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	rec, err := r.readRecord(id)
+	if err != nil {
+		return err
+	}
+	if rec.Status == sandbox.SandboxArchived {
+		return nil
+	}
+	if rec.Status == sandbox.SandboxRunning {
+		rec.Status = sandbox.SandboxStopped
+		if err := writeRecord(r.dir(id), rec); err != nil {
+			return err
+		}
+	}
+	if err := r.stopKeeper(ctx, id); err != nil {
+		return err
+	}
+	if err := r.ensureData(ctx, id, rec); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(r.tmpDir(), "archive-"+id+"-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	err = packDir(ctx, tmp, r.dataDir(id))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), r.archivePath(id)); err != nil {
+		return err
+	}
+	// The archive is complete: record it before freeing anything, so that a crash from
+	// here on leaves an Archived sandbox whose leftovers the next Start replaces.
+	rec.Status = sandbox.SandboxArchived
+	if err := writeRecord(r.dir(id), rec); err != nil {
+		return err
+	}
+	return r.freeData(id)
+}
+
+// freeData removes data/ (unmounting and removing the disk image first).
+func (r *Runtime) freeData(id string) error {
+	if err := r.unmountData(r.dir(id)); err != nil {
+		return err
+	}
+	_ = os.Remove(filepath.Join(r.dir(id), "disk.img"))
+	trash, err := os.MkdirTemp(r.tmpDir(), "data-"+id+"-")
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(r.dataDir(id), filepath.Join(trash, "data")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := removeAll(trash); err != nil {
+		return err
+	}
+	return os.Mkdir(r.dataDir(id), 0o700)
+}
+
+// restore unpacks an archived sandbox's data/ (onto a new disk image if it has a disk
+// limit). The caller holds the sandbox lock exclusively and records the new status.
+func (r *Runtime) restore(ctx context.Context, id string, rec record) error {
+	f, err := os.Open(r.archivePath(id))
+	if err != nil {
+		return fmt.Errorf("open archive: %w", err)
+	}
+	defer f.Close()
+	// Leftovers of an interrupted archive or restore go first.
+	if err := r.freeData(id); err != nil {
+		return err
+	}
+	if rec.Limits.DiskMB > 0 && r.limits.diskImage {
+		if err := makeDiskImage(ctx, filepath.Join(r.dir(id), "disk.img"), r.dataDir(id), rec.Limits.DiskMB); err != nil {
+			return err
+		}
+	}
+	if err := unpackDir(ctx, f, r.dataDir(id)); err != nil {
+		return fmt.Errorf("restore archive: %w", err)
+	}
+	return os.MkdirAll(filepath.Join(r.dataDir(id), "work"), 0o700)
+}
+
+// packDir writes dir (without its work/ directory) as a gzip-compressed tar to w.
+func packDir(ctx context.Context, w io.Writer, dir string) error {
+	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(zw)
+	links := map[[2]uint64]string{}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if rel == "work" || rel == "lost+found" {
+			return filepath.SkipDir
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		hdr := &tar.Header{Name: rel, Mode: int64(fi.Mode().Perm() | fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)),
+			Uid: int(st.Uid), Gid: int(st.Gid), ModTime: fi.ModTime(), Format: tar.FormatPAX}
+		// tar mode bits for setuid/setgid/sticky
+		hdr.Mode = int64(st.Mode & 0o7777)
+		switch {
+		case fi.Mode().IsDir():
+			hdr.Typeflag = tar.TypeDir
+		case fi.Mode()&fs.ModeSymlink != 0:
+			hdr.Typeflag = tar.TypeSymlink
+			if hdr.Linkname, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case fi.Mode()&fs.ModeCharDevice != 0:
+			hdr.Typeflag = tar.TypeChar
+			hdr.Devmajor, hdr.Devminor = int64(major(st.Rdev)), int64(minor(st.Rdev))
+		case fi.Mode()&fs.ModeDevice != 0:
+			hdr.Typeflag = tar.TypeBlock
+			hdr.Devmajor, hdr.Devminor = int64(major(st.Rdev)), int64(minor(st.Rdev))
+		case fi.Mode()&fs.ModeNamedPipe != 0:
+			hdr.Typeflag = tar.TypeFifo
+		case fi.Mode().IsRegular():
+			key := [2]uint64{st.Dev, st.Ino}
+			if first, ok := links[key]; ok && st.Nlink > 1 {
+				hdr.Typeflag, hdr.Linkname = tar.TypeLink, first
+			} else {
+				hdr.Typeflag, hdr.Size = tar.TypeReg, fi.Size()
+				if st.Nlink > 1 {
+					links[key] = rel
+				}
+			}
+		default:
+			return nil // sockets are not kept
+		}
+		if hdr.Typeflag != tar.TypeSymlink {
+			hdr.PAXRecords = userXattrs(p)
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+			if err != nil {
+				return err
+			}
+			_, err = io.CopyN(tw, f, hdr.Size)
+			f.Close()
+			if err != nil {
+				return fmt.Errorf("%s changed while being archived: %w", rel, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+func major(dev uint64) uint32 { return uint32((dev>>8)&0xfff) | uint32((dev>>32)&^0xfff) }
+func minor(dev uint64) uint32 { return uint32(dev&0xff) | uint32((dev>>12)&^0xff) }
+func mkdev(maj, min uint32) int {
+	return int(uint64(min&0xff) | uint64(maj&0xfff)<<8 | uint64(min&^0xff)<<12 | uint64(maj&^0xfff)<<32)
+}
+
+const xattrPrefix = "SCHILY.xattr."
+
+// userXattrs returns the user.* extended attributes of p as PAX records.
+func userXattrs(p string) map[string]string {
+	buf := make([]byte, 4096)
+	n, err := syscall.Listxattr(p, buf)
+	if err != nil || n <= 0 {
+		return nil
+	}
+	var out map[string]string
+	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
+		if !strings.HasPrefix(name, "user.") {
+			continue
+		}
+		val := make([]byte, 4096)
+		m, err := syscall.Getxattr(p, name, val)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[xattrPrefix+name] = string(val[:m])
+	}
+	return out
+}
+
+// unpackDir extracts a packDir archive into the empty directory dir. Every path goes
+// through os.Root, so no entry lands outside dir whatever the archive holds.
+func unpackDir(ctx context.Context, r io.Reader, dir string) error {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	tr := tar.NewReader(zr)
+	type dirTime struct {
+		name string
+		hdr  *tar.Header
+	}
+	var dirs []dirTime
+	asRoot := os.Geteuid() == 0
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name := path.Clean(hdr.Name)
+		if name == "." || path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return fmt.Errorf("archive entry %q is outside the sandbox", hdr.Name)
+		}
+		mode := fs.FileMode(hdr.Mode & 0o777)
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := root.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			dirs = append(dirs, dirTime{name, hdr})
+		case tar.TypeReg:
+			f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(f, tr)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		case tar.TypeLink:
+			if err := root.Link(path.Clean(hdr.Linkname), name); err != nil {
+				return err
+			}
+			continue
+		case tar.TypeSymlink:
+			if err := root.Symlink(hdr.Linkname, name); err != nil {
+				return err
+			}
+		case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+			parent, err := root.Open(path.Dir(name))
+			if err != nil {
+				return err
+			}
+			m := uint32(syscall.S_IFIFO)
+			if hdr.Typeflag == tar.TypeChar {
+				m = syscall.S_IFCHR
+			} else if hdr.Typeflag == tar.TypeBlock {
+				m = syscall.S_IFBLK
+			}
+			err = syscall.Mknodat(int(parent.Fd()), path.Base(name), m|uint32(mode), mkdev(uint32(hdr.Devmajor), uint32(hdr.Devminor)))
+			parent.Close()
+			if err != nil {
+				return fmt.Errorf("mknod %s: %w", name, err)
+			}
+		default:
+			continue
+		}
+		if asRoot {
+			if err := root.Lchown(name, hdr.Uid, hdr.Gid); err != nil {
+				return err
+			}
+		}
+		if hdr.Typeflag == tar.TypeSymlink {
+			continue
+		}
+		if err := setXattrs(root, name, hdr.PAXRecords); err != nil {
+			return err
+		}
+		if hdr.Typeflag != tar.TypeDir {
+			if err := root.Chmod(name, fs.FileMode(hdr.Mode&0o777)|tarSpecial(hdr.Mode)); err != nil {
+				return err
+			}
+			_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
+		}
+	}
+	// Directories last, deepest first: their modes may forbid writing into them and
+	// their times change with every entry made in them.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		d := dirs[i]
+		if err := root.Chmod(d.name, fs.FileMode(d.hdr.Mode&0o777)|tarSpecial(d.hdr.Mode)); err != nil {
+			return err
+		}
+		_ = root.Chtimes(d.name, d.hdr.ModTime, d.hdr.ModTime)
+	}
+	return nil
+}
+
+func tarSpecial(mode int64) fs.FileMode {
+	var m fs.FileMode
+	if mode&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if mode&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if mode&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+// setXattrs restores user.* attributes through a descriptor opened inside the root.
+func setXattrs(root *os.Root, name string, pax map[string]string) error {
+	var f *os.File
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	for k, v := range pax {
+		attr, ok := strings.CutPrefix(k, xattrPrefix)
+		if !ok || !strings.HasPrefix(attr, "user.") {
+			continue
+		}
+		if f == nil {
+			var err error
+			if f, err = root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|oPath, 0); err != nil {
+				return err
+			}
+		}
+		// setxattr on the magic link reaches the file itself.
+		if err := syscall.Setxattr("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), attr, []byte(v), 0); err != nil {
+			return fmt.Errorf("restore %s of %s: %w", attr, name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,353 @@
+//go:build linux
+
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// The sandbox init: PID 1 of every running sandbox. It is this very binary (whatever
+// program imports this package: the harness, the provider, a test binary), bound
+// read-only at initPath and started by bwrap as the sandbox user, with no capabilities
+// and no_new_privs. The package's init function below recognises it, before main runs,
+// by its path, its pid and an environment variable that only the keeper sets.
+//
+// It inherits from the keeper:
+//
+//	fd 3  the listening control socket (created by the host; its path is not visible
+//	      inside the sandbox), on which each connection is one exec
+//	fd 4  the lifeline: the read end of a pipe whose write end only the owning Runtime
+//	      holds. EOF means the owner stopped the sandbox or died: the init exits, and
+//	      with PID 1 the kernel kills everything else in the sandbox.
+//
+// Start-up order matters for the egress hook: the helper is started first, then the
+// init installs the seccomp filter on itself (all threads), so that every command it
+// starts afterwards inherits it while the helper, which must create AF_UNIX sockets to
+// reach the bound egress socket, does not.
+
+const (
+	prSetNoNewPrivs = 38
+	prSetDumpable   = 4
+
+	initPath = "/run/trueforge/init"
+	initEnv  = "TRUEFORGE_SANDBOX_INIT"
+	// egressEnv tells the init to start the helper at sandbox.EgressHelperPath.
+	egressEnv = "TRUEFORGE_SANDBOX_EGRESS"
+)
+
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == initPath && os.Getenv(initEnv) == "1" && os.Getpid() == 1 {
+		os.Exit(runInit())
+	}
+}
+
+// sandboxInit is the state of the running init.
+type sandboxInit struct {
+	devNull *os.File
+	// mu serialises starting a process with reaping, so that a child cannot be reaped
+	// before it is registered in waiters.
+	mu      sync.Mutex
+	waiters map[int]chan syscall.WaitStatus
+}
+
+func runInit() int {
+	in := &sandboxInit{waiters: map[int]chan syscall.WaitStatus{}}
+	// Signals sent from inside the sandbox reach PID 1 only if it handles them: handle
+	// (and drop) every catchable one, so that nothing in the sandbox can end the init.
+	// Handled, not ignored: ignored signals would stay ignored in the commands.
+	sigs := make(chan os.Signal, 64)
+	signal.Notify(sigs)
+	// Stop reading what we cannot use before anything can fail loudly.
+	devNull, err := os.OpenFile("/dev/null", os.O_RDWR, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trueforge init:", err)
+		return 1
+	}
+	in.devNull = devNull
+	// Descriptors the owner inherited from its own parent without close-on-exec reach us
+	// through unshare and bwrap: none of them may reach a command.
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		for _, e := range fds {
+			if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+				syscall.CloseOnExec(fd)
+			}
+		}
+	}
+	lnFile := os.NewFile(3, "control")
+	ln, err := net.FileListener(lnFile)
+	lnFile.Close()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trueforge init: control socket:", err)
+		return 1
+	}
+	lifeline := os.NewFile(4, "lifeline")
+	go func() {
+		_, _ = io.Copy(io.Discard, lifeline)
+		os.Exit(0)
+	}()
+	go in.reap(sigs)
+
+	if os.Getenv(egressEnv) == "1" {
+		if err := in.startEgressHelper(); err != nil {
+			fmt.Fprintln(os.Stderr, "trueforge init: egress helper:", err)
+			return 1
+		}
+	}
+	if err := lockDown(); err != nil {
+		fmt.Fprintln(os.Stderr, "trueforge init: seccomp:", err)
+		return 1
+	}
+	// From here on nothing is written to the keeper log (a host file): the sandbox user
+	// could otherwise fill the host's disk through the init.
+	_ = syscall.Dup3(int(devNull.Fd()), 1, 0)
+	_ = syscall.Dup3(int(devNull.Fd()), 2, 0)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return 0
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		go in.serve(c.(*net.UnixConn))
+	}
+}
+
+// lockDown sets no_new_privs (bwrap already did; it is required for an unprivileged
+// filter), makes the init not dumpable, and installs the seccomp filter on every thread of the init.
+func lockDown() error {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("no_new_privs: %w", e)
+	}
+	// Not dumpable: the commands run as the same user, and must not reach the init's
+	// memory or descriptors through /proc.
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetDumpable, 0, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("dumpable: %w", e)
+	}
+	prog := seccompProgram()
+	if prog == nil {
+		return nil
+	}
+	fprog := struct {
+		len    uint16
+		filter unsafe.Pointer
+	}{uint16(len(prog) / 8), unsafe.Pointer(&prog[0])}
+	const setModeFilter, flagTsync = 1, 1
+	r, _, e := syscall.RawSyscall(uintptr(seccompArchTable.seccomp), setModeFilter, flagTsync, uintptr(unsafe.Pointer(&fprog)))
+	if e != 0 {
+		return e
+	}
+	if r != 0 {
+		return fmt.Errorf("thread %d could not take the filter", r)
+	}
+	return nil
+}
+
+func (in *sandboxInit) startEgressHelper() error {
+	env := []string{"PATH=" + sandboxPath, "HOME=/workspace", "TRUEFORGE_EGRESS_SOCKET=" + sandbox.EgressSocketPath}
+	_, err := in.spawn(sandbox.EgressHelperPath, []string{sandbox.EgressHelperPath}, env, "/", []uintptr{in.devNull.Fd(), in.devNull.Fd(), in.devNull.Fd()}, nil)
+	return err
+}
+
+// spawn starts a process in a new session (so that its process group can be killed
+// as one) and registers ch, if any, for its exit status.
+func (in *sandboxInit) spawn(path string, argv, env []string, dir string, files []uintptr, ch chan syscall.WaitStatus) (int, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Dir: dir, Env: env, Files: files, Sys: &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		return 0, err
+	}
+	if ch != nil {
+		in.waiters[pid] = ch
+	}
+	return pid, nil
+}
+
+// reap collects every child and orphan of the sandbox (it is PID 1) and hands the
+// status of registered ones to their waiter.
+func (in *sandboxInit) reap(sigs chan os.Signal) {
+	tick := time.NewTicker(time.Second) // in case a SIGCHLD was coalesced away
+	defer tick.Stop()
+	for {
+		select {
+		case <-sigs:
+		case <-tick.C:
+		}
+		in.mu.Lock()
+		for {
+			var st syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &st, syscall.WNOHANG, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || pid <= 0 {
+				break
+			}
+			if ch, ok := in.waiters[pid]; ok {
+				delete(in.waiters, pid)
+				ch <- st
+			}
+		}
+		in.mu.Unlock()
+	}
+}
+
+// serve runs one exec.
+func (in *sandboxInit) serve(c *net.UnixConn) {
+	defer c.Close()
+	var req execRequest
+	files, err := readFrame(c, &req, 3)
+	if err != nil {
+		return
+	}
+	defer closeAll(files)
+	if req.Ping && len(files) == 0 {
+		_ = writeFrame(c, initReply{Exited: true}, nil)
+		return
+	}
+	want := 2
+	if req.Stdin {
+		want = 3
+	}
+	if len(files) != want || len(req.Argv) == 0 {
+		_ = writeFrame(c, initReply{Exited: true, Exit: 126, Error: "malformed exec request"}, nil)
+		return
+	}
+	fds := make([]uintptr, 0, 3)
+	if !req.Stdin {
+		fds = append(fds, in.devNull.Fd())
+	}
+	for _, f := range files {
+		fds = append(fds, f.Fd())
+	}
+	path, code, err := lookPath(req.Argv[0], req.Env)
+	ch := make(chan syscall.WaitStatus, 1)
+	var pid int
+	if err == nil {
+		code = 126
+		pid, err = in.spawn(path, req.Argv, req.Env, req.Dir, fds, ch)
+	}
+	if err != nil {
+		msg := fmt.Sprintf("trueforge: cannot run %s: %v\n", req.Argv[0], err)
+		_, _ = files[len(files)-1].WriteString(msg)
+		_ = writeFrame(c, initReply{Exited: true, Exit: code, Error: strings.TrimSpace(msg)}, nil)
+		return
+	}
+	closeAll(files)
+	files = nil
+	if err := writeFrame(c, initReply{Pid: pid}, nil); err != nil {
+		killGroupAndWait(pid)
+		<-ch
+		return
+	}
+	// Any message or the end of the connection means: kill it.
+	killReq := make(chan struct{})
+	go func() {
+		var m hostMsg
+		_, _ = readFrame(c, &m, 0)
+		close(killReq)
+	}()
+	var st syscall.WaitStatus
+	killed := false
+	select {
+	case st = <-ch:
+	case <-killReq:
+		killed = true
+		killGroupAndWait(pid)
+		st = <-ch
+	}
+	rep := initReply{Killed: killed}
+	switch {
+	case st.Exited():
+		rep.Exited, rep.Exit = true, st.ExitStatus()
+	case st.Signaled():
+		rep.Signal = int(st.Signal())
+	}
+	if killed {
+		// Every process of the group is gone (or the kill failed: say so).
+		if groupAlive(pid) {
+			rep.Error = "processes of the command's group survived SIGKILL"
+		}
+	}
+	_ = writeFrame(c, rep, nil)
+}
+
+// lookPath resolves argv[0] as execvp would, with the command's PATH; the code is the
+// shell's status for a failure (127 not found, 126 not executable).
+func lookPath(name string, env []string) (string, int, error) {
+	if strings.Contains(name, "/") {
+		return name, 126, nil
+	}
+	path := sandboxPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && syscall.Access(p, 1) == nil {
+			return p, 126, nil
+		}
+	}
+	return "", 127, fmt.Errorf("%s: command not found", name)
+}
+
+// killGroupAndWait SIGKILLs the process group pgid until none of its processes is left
+// (they become zombies that the reaper collects), for at most 10 s.
+func killGroupAndWait(pgid int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		if !groupAlive(pgid) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// groupAlive reports whether a live (not zombie) process of the group pgid exists in
+// this pid namespace.
+func groupAlive(pgid int) bool {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		data, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, err := strconv.Atoi(f[2]); err == nil && g == pgid {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,134 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// trashAge is how old a staging or trash entry of tmp/ must be before a sweep removes
+// it: a live Create or Delete is done with its entry long before.
+const trashAge = time.Minute
+
+// Sweep removes what a crashed owner left on the runtime root. NewRuntime runs it; it is
+// safe to run at any time, also while another Runtime uses the root:
+//
+//   - keepers: a Running sandbox whose keeper died (with its owner) keeps its status and
+//     gets a new keeper on its next Exec; its stale control socket and pid record go. A
+//     keeper still alive for a sandbox that is not Running (a Stop interrupted between
+//     recording the status and killing) is killed.
+//   - cgroups: those of a sandbox without a live keeper, or of a sandbox that no longer
+//     exists, are emptied (SIGKILL) and removed.
+//   - mounts: disk images mounted for sandboxes that are archived or gone (including
+//     staging and trash directories in tmp/) are unmounted.
+//   - tmp/: staging and trash entries older than a minute are removed.
+func (r *Runtime) Sweep(ctx context.Context) error {
+	var errs []error
+	entries, err := os.ReadDir(r.sandboxesDir())
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, e := range entries {
+		id := e.Name()
+		rec, err := r.readRecord(id)
+		if err != nil {
+			continue
+		}
+		known[id] = true
+		unlock, err := r.lockFile(filepath.Join(r.dir(id), "keeper.lock"), syscall.LOCK_EX)
+		if err != nil {
+			continue
+		}
+		_, _, alive := r.keeperAlive(id)
+		switch {
+		case alive && rec.Status != sandbox.SandboxRunning:
+			if err := r.stopKeeper(ctx, id); err != nil {
+				errs = append(errs, err)
+			}
+		case !alive:
+			_ = os.Remove(r.ctlSock(id))
+			_ = os.Remove(r.keeperFile(id))
+			if err := r.limits.kill(ctx, id, r.killWait()); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if rec.Status == sandbox.SandboxArchived {
+			if err := r.unmountData(r.dir(id)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		unlock()
+	}
+	// Cgroups of sandboxes that are gone.
+	for _, p := range r.limits.parent {
+		groups, _ := os.ReadDir(p)
+		for _, g := range groups {
+			if g.IsDir() && !known[g.Name()] && validID(g.Name()) == nil {
+				if err := r.limits.kill(ctx, g.Name(), r.killWait()); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	// Mounts under tmp/ (a crash between mounting and publishing, or in a delete).
+	for _, m := range mountsUnder(r.tmpDir()) {
+		if out, err := exec.Command("umount", "-l", m).CombinedOutput(); err != nil {
+			errs = append(errs, errors.New("unmount "+m+": "+strings.TrimSpace(string(out))))
+		}
+	}
+	tmp, _ := os.ReadDir(r.tmpDir())
+	for _, e := range tmp {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > trashAge {
+			_ = removeAll(filepath.Join(r.tmpDir(), e.Name()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountsUnder lists the mount points below dir, deepest first.
+func mountsUnder(dir string) []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		if strings.HasPrefix(mp, dir+"/") {
+			out = append([]string{mp}, out...)
+		}
+	}
+	return out
+}
+
+// unescapeMount undoes the octal escapes of /proc/self/mountinfo.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			v := (s[i+1]-'0')*64 + (s[i+2]-'0')*8 + (s[i+3] - '0')
+			b.WriteByte(v)
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

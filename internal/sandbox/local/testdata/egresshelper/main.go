@@ -1,0 +1,39 @@
+// Command egresshelper is the egress helper of the runtime's tests: it listens on
+// 127.0.0.1:3128 inside a sandbox and pipes every connection to the unix socket bound
+// at /run/trueforge/egress.sock. The real helper (an HTTP CONNECT proxy front) is built
+// elsewhere; this one only proves the hook.
+package main
+
+import (
+	"io"
+	"log"
+	"net"
+	"os"
+)
+
+func main() {
+	sock := os.Getenv("TRUEFORGE_EGRESS_SOCKET")
+	if sock == "" {
+		sock = "/run/trueforge/egress.sock"
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:3128")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			log.Fatal(err)
+		}
+		go func() {
+			defer c.Close()
+			u, err := net.Dial("unix", sock)
+			if err != nil {
+				return
+			}
+			defer u.Close()
+			go func() { _, _ = io.Copy(u, c) }()
+			_, _ = io.Copy(c, u)
+		}()
+	}
+}
