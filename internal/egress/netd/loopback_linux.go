@@ -1,0 +1,32 @@
+package netd
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// LoopbackUp brings lo up when it is down, as in a network namespace fresh from
+// "unshare -n" (bubblewrap brings it up itself). It needs CAP_NET_ADMIN only when there
+// is something to do.
+func LoopbackUp() error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer syscall.Close(fd)
+	var ifr [40]byte // struct ifreq: name[16], then a union whose first field is flags
+	copy(ifr[:], "lo")
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCGIFFLAGS, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
+		return fmt.Errorf("loopback: get flags: %w", e)
+	}
+	flags := *(*uint16)(unsafe.Pointer(&ifr[16]))
+	if flags&syscall.IFF_UP != 0 {
+		return nil
+	}
+	*(*uint16)(unsafe.Pointer(&ifr[16])) = flags | syscall.IFF_UP | syscall.IFF_RUNNING
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
+		return fmt.Errorf("loopback: set up: %w", e)
+	}
+	return nil
+}

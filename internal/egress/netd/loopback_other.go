@@ -1,0 +1,6 @@
+//go:build !linux
+
+package netd
+
+// LoopbackUp does nothing outside Linux.
+func LoopbackUp() error { return nil }
