@@ -252,7 +252,8 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve answers the sandbox's connections on ln until Close; it returns nil after Close.
+// Serve answers the sandbox's connections on ln until Close; it returns nil after Close
+// (also when Close came first).
 func (p *Proxy) Serve(ln net.Listener) error {
 	srv := &http.Server{
 		Handler:                      p,
@@ -264,7 +265,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return errors.New("egress proxy closed")
+		return ln.Close()
 	}
 	p.srv = srv
 	p.mu.Unlock()

@@ -186,10 +186,9 @@ func (p *Proxy) inspectFirstFlight(conn net.Conn, br *bufio.Reader, host string)
 
 // checkPlainHost: an HTTP request inside a tunnel must be for the tunnel's host.
 func checkPlainHost(br *bufio.Reader, host string) *Denial {
-	for n := 512; ; n *= 2 {
-		if n > br.Size() {
-			n = br.Size()
-		}
+	n := br.Buffered()
+	for {
+		// Peeking one byte more than is buffered waits for whatever the client sends next.
 		b, err := br.Peek(n)
 		if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
 			req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(b[:i+4])))
@@ -201,9 +200,10 @@ func checkPlainHost(br *bufio.Reader, host string) *Denial {
 			}
 			return nil
 		}
-		if err != nil || n == br.Size() {
-			return nil // no complete header: not HTTP, or a client that is slow; carry it
+		if err != nil || n >= br.Size() {
+			return nil // no complete header: not HTTP, or a slow client; carry it
 		}
+		n = br.Buffered() + 1
 	}
 }
 
