@@ -129,6 +129,7 @@ func (p *Proxy) tunnel(conn net.Conn, br *bufio.Reader, pre *bytes.Reader, upstr
 		return
 	}
 	p.log(Decision{Allowed: true, Mode: "tunnel", Host: host, Port: port, Addr: upstream.RemoteAddr().String()})
+	bigBuffers(conn)
 	// Hand over what was buffered, then copy from the raw connection so the kernel can
 	// splice.
 	if n := br.Buffered(); n > 0 {
@@ -319,4 +320,16 @@ func closeWrite(c net.Conn) {
 		return
 	}
 	_ = c.Close()
+}
+
+// tunnelSocketBuffer is the send and receive buffer asked for on the unix side of a
+// tunnel: a unix stream socket queues at most its sender's buffer, and the default
+// (about 200 KB) makes bulk downloads stall on context switches.
+const tunnelSocketBuffer = 4 << 20
+
+func bigBuffers(c net.Conn) {
+	if u, ok := c.(*net.UnixConn); ok {
+		_ = u.SetWriteBuffer(tunnelSocketBuffer)
+		_ = u.SetReadBuffer(tunnelSocketBuffer)
+	}
 }

@@ -94,10 +94,11 @@ func TestNamesEvictOldest(t *testing.T) {
 	for i := 1; i <= MaxNames; i++ {
 		n.addr(fmt.Sprintf("n%d.example", i))
 	}
-	if _, ok := n.name(first); ok {
-		if n.hostFor(first.String()) == "n0.example" {
-			t.Fatal("the oldest name was not evicted")
-		}
+	if _, ok := n.byName["n0.example"]; ok {
+		t.Fatal("the oldest name was not evicted")
+	}
+	if got, ok := n.name(first); ok && got == "n0.example" {
+		t.Fatal("the evicted name's address still maps to it")
 	}
 	if len(n.byName) != MaxNames || len(n.byAddr) != MaxNames {
 		t.Fatalf("table holds %d/%d entries, want %d", len(n.byName), len(n.byAddr), MaxNames)

@@ -157,12 +157,18 @@ func addrOf(l net.Listener) string {
 	return l.Addr().String()
 }
 
+const socketBuffer = 4 << 20
+
 // open connects to the harness and asks for a tunnel to host:port.
 func (s *Server) open(host, port string) (net.Conn, error) {
 	c, err := net.Dial("unix", s.cfg.Socket)
 	if err != nil {
 		return nil, fmt.Errorf("egress socket: %w", err)
 	}
+	// A unix stream socket queues at most its sender's buffer; the default (about
+	// 200 KB) makes bulk transfers stall on context switches.
+	_ = c.(*net.UnixConn).SetWriteBuffer(socketBuffer)
+	_ = c.(*net.UnixConn).SetReadBuffer(socketBuffer)
 	hp := net.JoinHostPort(host, port)
 	if _, err := fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hp, hp); err != nil {
 		c.Close()
