@@ -221,6 +221,19 @@ func sameHost(hostHeader, host string) bool {
 // terminate serves the tunnel as TLS with a leaf of the sandbox CA for host, then carries
 // each HTTP request upstream with secrets substituted.
 func (p *Proxy) terminate(ctx context.Context, conn net.Conn, br *bufio.Reader, host, port string) {
+	_ = conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	first, err := br.Peek(1)
+	_ = conn.SetReadDeadline(time.Time{})
+	if err != nil {
+		conn.Close()
+		return
+	}
+	if first[0] != 0x16 {
+		// Plain HTTP inside the tunnel (a SOCKS client fetching http://): carried like
+		// http:// through the proxy, so placeholders are refused and Host is checked.
+		p.serveTunnelHTTP(&bufConn{Conn: conn, r: br}, "http", host, port)
+		return
+	}
 	var sniErr *Denial
 	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
@@ -237,7 +250,7 @@ func (p *Proxy) terminate(ctx context.Context, conn net.Conn, br *bufio.Reader, 
 	}
 	tc := tls.Server(&bufConn{Conn: conn, r: br}, cfg)
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
-	err := tc.HandshakeContext(hctx)
+	err = tc.HandshakeContext(hctx)
 	cancel()
 	if err != nil {
 		d := sniErr
@@ -249,7 +262,13 @@ func (p *Proxy) terminate(ctx context.Context, conn net.Conn, br *bufio.Reader, 
 		return
 	}
 	p.log(Decision{Allowed: true, Mode: "terminate", Host: host, Port: port})
-	l := newOneConnListener(tc)
+	p.serveTunnelHTTP(tc, "https", host, port)
+}
+
+// serveTunnelHTTP serves the requests of one tunnel to host:port, refusing any whose Host
+// header names another host.
+func (p *Proxy) serveTunnelHTTP(c net.Conn, scheme, host, port string) {
+	l := newOneConnListener(c)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !sameHost(r.Host, host) {
@@ -258,7 +277,7 @@ func (p *Proxy) terminate(ctx context.Context, conn net.Conn, br *bufio.Reader, 
 				d.serve(w)
 				return
 			}
-			p.forward(w, r, "https", host, port, true)
+			p.forward(w, r, scheme, host, port, scheme == "https")
 		}),
 		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       idleTimeout,
