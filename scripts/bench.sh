@@ -284,9 +284,9 @@ done
 # the tunnel as a ratio to direct (target: BENCH_EGRESS_TARGET, 0.8). Each iteration runs
 # both paths, so the baseline is measured in the same run under the same load.
 egress_target="${BENCH_EGRESS_TARGET:-0.8}"
-echo "== egress proxy: go test -bench (latency ${BENCH_EGRESS_REQS:-300} requests, ${BENCH_EGRESS_DOWNLOADS:-10} downloads of 100 MB)"
+echo "== egress proxy: go test -bench (latency ${BENCH_EGRESS_REQS:-300} requests, ${BENCH_EGRESS_DOWNLOADS:-16} downloads of 100 MB)"
 if go test -count=1 -run '^$' -bench 'RequestLatency' -benchtime "${BENCH_EGRESS_REQS:-300}x" ./internal/egress/ >"$out/egress-bench.txt" 2>&1 &&
-	go test -count=1 -run '^$' -bench 'Download100MB' -benchtime "${BENCH_EGRESS_DOWNLOADS:-10}x" ./internal/egress/ >>"$out/egress-bench.txt" 2>&1; then
+	go test -count=1 -run '^$' -bench 'Download100MB' -benchtime "${BENCH_EGRESS_DOWNLOADS:-16}x" ./internal/egress/ >>"$out/egress-bench.txt" 2>&1; then
 	python3 - "$out/egress-bench.txt" "$egress_target" "${BENCH_STRICT:-0}" <<'EOF2' | tee -a "$out/results.txt" || status=1
 import re, sys
 rows = {}
@@ -307,7 +307,8 @@ if not d:
     print("egress: no download result", file=sys.stderr); sys.exit(1)
 ratio, target = d["throughput-ratio"], float(sys.argv[2])
 print(f"egress 100 MB download: direct {d['direct-MB/s']:.0f} MB/s, tunnel {d['tunnel-MB/s']:.0f} MB/s, "
-      f"ratio {ratio:.2f} (target >= {target}: {'met' if ratio >= target else 'MISSED'})")
+      f"ratio {ratio:.2f} (median of back-to-back pairs; target >= {target}: {'met' if ratio >= target else 'MISSED'}), "
+      f"aggregate ratio {d['aggregate-ratio']:.2f}")
 print(f"RESULT egress_download_ratio={ratio:.3f}")
 sys.exit(0 if ratio >= target or sys.argv[3] != "1" else 1)
 EOF2

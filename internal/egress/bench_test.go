@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -126,6 +127,7 @@ func BenchmarkDownload100MB(b *testing.B) {
 	fetch(b, p.direct, p.f.url("api.allowed.test", "/whoami"), nil)
 	fetch(b, p.proxied, p.f.url("api.allowed.test", "/whoami"), nil)
 	var direct, tunnel time.Duration
+	var ratios []float64
 	b.SetBytes(2 * size)
 	b.ResetTimer()
 	timed := func(c *http.Client) time.Duration {
@@ -137,16 +139,24 @@ func BenchmarkDownload100MB(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		// Alternate the order so neither path always runs first on a busy machine.
+		var d, t time.Duration
 		if i%2 == 0 {
-			direct += timed(p.direct)
-			tunnel += timed(p.proxied)
+			d = timed(p.direct)
+			t = timed(p.proxied)
 		} else {
-			tunnel += timed(p.proxied)
-			direct += timed(p.direct)
+			t = timed(p.proxied)
+			d = timed(p.direct)
 		}
+		direct += d
+		tunnel += t
+		ratios = append(ratios, d.Seconds()/t.Seconds())
 	}
 	mb := float64(size) / (1 << 20) * float64(b.N)
 	b.ReportMetric(mb/direct.Seconds(), "direct-MB/s")
 	b.ReportMetric(mb/tunnel.Seconds(), "tunnel-MB/s")
-	b.ReportMetric(direct.Seconds()/tunnel.Seconds(), "throughput-ratio")
+	// The median of back-to-back pairs resists bursts of load from other processes on a
+	// shared machine; the aggregate ratio is reported beside it.
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "throughput-ratio")
+	b.ReportMetric(direct.Seconds()/tunnel.Seconds(), "aggregate-ratio")
 }

@@ -261,6 +261,9 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		IdleTimeout:                  idleTimeout,
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     log.New(io.Discard, "", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
 	p.mu.Lock()
 	if p.closed {
@@ -269,7 +272,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 	}
 	p.srv = srv
 	p.mu.Unlock()
-	err := srv.Serve(ln)
+	err := srv.Serve(fdListener{ln})
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -24,11 +24,38 @@ var alertUnrecognizedName = []byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x70}
 // termination when the sandbox has secrets.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	// With the client socket handed off, every answer goes to it, not to netd.
+	var client net.Conn
+	if r.Header.Get(ClientFDHeader) != "" {
+		c, err := handedOffClient(ctx)
+		if err != nil {
+			d := deny(ReasonBadTarget, r.Host, "netd's hand-off failed: %v", err)
+			p.logDeny("tunnel", r.Host, "", r, d)
+			d.serve(w)
+			return
+		}
+		client = c
+		if !p.track(client) {
+			client.Close()
+			return
+		}
+		defer p.untrack(client)
+		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			nc.Close() // netd's part is done
+		}
+	}
+	refuse := func(mode, host, port string, d *Denial) {
+		p.logDeny(mode, host, port, r, d)
+		if client != nil {
+			_ = d.write(client)
+			client.Close()
+			return
+		}
+		d.serve(w)
+	}
 	rawHost, rawPort, err := net.SplitHostPort(r.Host)
 	if err != nil {
-		d := deny(ReasonBadTarget, r.Host, "CONNECT needs host:port, got %q", r.Host)
-		p.logDeny("tunnel", r.Host, "", r, d)
-		d.serve(w)
+		refuse("tunnel", r.Host, "", deny(ReasonBadTarget, r.Host, "CONNECT needs host:port, got %q", r.Host))
 		return
 	}
 	host, port, d := target(rawHost, rawPort)
@@ -48,34 +75,37 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		mode = "terminate"
 	}
 	if d != nil {
-		p.logDeny(mode, host, port, r, d)
-		d.serve(w)
+		refuse(mode, host, port, d)
 		return
 	}
 	var upstream net.Conn
 	if !terminate {
 		if upstream, err = p.dial(ctx, addrs, port); err != nil {
-			d := asDenial(err, host)
-			p.logDeny(mode, host, port, r, d)
-			d.serve(w)
+			refuse(mode, host, port, asDenial(err, host))
 			return
 		}
 	}
-	conn, brw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		if upstream != nil {
-			upstream.Close()
+	conn := client
+	var pre []byte
+	if conn == nil {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			if upstream != nil {
+				upstream.Close()
+			}
+			return
 		}
-		return
+		conn = unwrap(c)
+		if !p.track(conn) {
+			conn.Close()
+			return
+		}
+		defer p.untrack(conn)
+		// What the server already read past the CONNECT request belongs to the tunnel.
+		b, _ := brw.Reader.Peek(brw.Reader.Buffered())
+		pre = bytes.Clone(b)
 	}
-	if !p.track(conn) {
-		conn.Close()
-		return
-	}
-	defer p.untrack(conn)
-	// What the server already read past the CONNECT request belongs to the tunnel.
-	pre, _ := brw.Reader.Peek(brw.Reader.Buffered())
-	preR := bytes.NewReader(bytes.Clone(pre))
+	preR := bytes.NewReader(pre)
 	br := bufio.NewReaderSize(io.MultiReader(preR, conn), maxClientHello+5)
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		conn.Close()
