@@ -9,7 +9,11 @@
 // trueforge-netd (package netd) inside the sandbox's network namespace. netd listens on
 // 127.0.0.1:3128 (HTTP proxy), 127.0.0.1:1080 (SOCKS5) and 127.0.0.1:53 (DNS, UDP and
 // TCP) and sends every connection to the socket as an HTTP proxy request naming the
-// target host (never an address it resolved). The harness wires a sandbox up with:
+// target host (never an address it resolved). For an HTTP CONNECT, netd passes the
+// client's socket along with the request (SCM_RIGHTS, header Trueforge-Client-Fd; the
+// proxy accepts only a TCP socket), and the proxy answers and relays on it directly, so
+// tunnel data crosses one hop; SOCKS and http:// are relayed by netd. The harness wires a
+// sandbox up with:
 //
 //	p, err := egress.New(ctx, egress.Config{SandboxID: id, Policy: pol, Secrets: src, Log: sink})
 //	ln, err := egress.Listen(socketPath)
@@ -58,6 +62,7 @@
 // (Config.RootCAs); the host is the CONNECT target and a request whose Host header names
 // another host is refused. Placeholders are replaced in header values only: the whole
 // value, inside it ("Bearer <p>"), and inside Basic credentials after base64 decoding.
+// Protocol upgrades (WebSocket) pass through after their headers are substituted.
 // A placeholder bound for a host its secret does not name, over plain http://, or of a
 // removed secret, is refused (Config.PassInertPlaceholders lets the first kind through
 // unchanged); one in the request target is refused the same way but never substituted.
@@ -72,7 +77,8 @@
 // HTTP/1.1 only to the sandbox (upstream may use HTTP/2). Not done: request bodies,
 // query strings and paths are never substituted; responses are not scrubbed of
 // values an upstream echoes back; AWS SigV4 and other signed requests are not re-signed;
-// only the first request inside an opaque plain-HTTP tunnel is checked; proxy-unaware
+// only the first request inside an opaque plain-HTTP tunnel is checked; in a sandbox with
+// secrets a tunnel must carry TLS or HTTP; proxy-unaware
 // programs that connect to a synthetic address directly get no connection (transparent
 // capture is not implemented).
 package egress

@@ -97,6 +97,22 @@ func newUpstream(t testing.TB, ca *upstreamCA, tlsOn bool) *upstream {
 		}
 		fmt.Fprintln(w, "authorized")
 	})
+	// /ws switches protocols when the credential arrived, then echoes lines.
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+		u.record(r)
+		if r.Header.Get("Upgrade") != "echo" || r.Header.Get("Authorization") != "Bearer "+u.token() {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		line, _ := brw.ReadString('\n')
+		fmt.Fprintf(c, "echo: %s", line)
+	})
 	mux.HandleFunc("/bytes", func(w http.ResponseWriter, r *http.Request) {
 		var n int64
 		fmt.Sscan(r.URL.Query().Get("n"), &n)

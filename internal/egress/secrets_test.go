@@ -1,9 +1,12 @@
 package egress_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -243,5 +246,31 @@ func TestStateRestoresCAAndPlaceholders(t *testing.T) {
 	}
 	if !bytes.Contains(f.proxy.Files()[egress.FileCABundle], p2.Files()[egress.FileCABundle]) {
 		t.Fatal("restored proxy has another CA")
+	}
+}
+
+// A protocol upgrade (WebSocket and the like) passes through a terminated connection
+// after its headers had the placeholder replaced.
+func TestUpgradeThroughTermination(t *testing.T) {
+	f := secretFixture(t)
+	ph := f.proxy.Env()["GITHUB_TOKEN"]
+	resp, c, _ := f.connect(t, "secret.allowed.test:"+f.up.port)
+	if resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	tc := tls.Client(c, &tls.Config{ServerName: "secret.allowed.test", RootCAs: f.sandboxRoots(t)})
+	fmt.Fprintf(tc, "GET /ws HTTP/1.1\r\nHost: secret.allowed.test:%s\r\nConnection: Upgrade\r\nUpgrade: echo\r\nAuthorization: Bearer %s\r\n\r\n", f.up.port, ph)
+	br := bufio.NewReader(tc)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	fmt.Fprintf(tc, "ping\n")
+	line, err := br.ReadString('\n')
+	if err != nil || line != "echo: ping\n" {
+		t.Fatalf("after the upgrade: %q %v", line, err)
 	}
 }
