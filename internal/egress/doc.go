@@ -26,9 +26,20 @@
 // CARGO_HTTP_CAINFO, DENO_CERT, AWS_CA_BUNDLE) pointing at /run/trueforge/ca-bundle.pem,
 // and one placeholder per secret. Files holds ca-bundle.pem (the sandbox CA, then the
 // host's roots) and resolv.conf ("nameserver 127.0.0.1"), which the runtime must make
-// visible at /etc/resolv.conf. netd needs CAP_NET_BIND_SERVICE in the sandbox's network
-// namespace for port 53; without it, it runs without DNS (nothing leaks; only
-// proxy-unaware name lookups fail).
+// visible at /etc/resolv.conf.
+//
+// netd binds port 53 as the sandbox user only if the network namespace lets it: bubblewrap
+// started as root creates the namespace outside the sandbox's user namespace, where a
+// capability given to the sandbox user does not count. What works (TestBubblewrapSandbox-
+// WithEgress): create the namespace first and prepare it with "trueforge-netd -prepare"
+// (lo up, net.ipv4.ip_unprivileged_port_start=53; the namespace has only lo), then run
+// bubblewrap with --share-net in it:
+//
+//	unshare -Urn sh -c 'netd -prepare && exec bwrap --unshare-all --share-net --uid 1000 ... \
+//	    --bind SOCKET /run/trueforge/egress.sock --ro-bind NETD /run/trueforge/netd \
+//	    --ro-bind resolv.conf /etc/resolv.conf ... sh -c "/run/trueforge/netd & exec CMD"'
+//
+// Without port 53, netd runs without DNS: nothing leaks, only proxy-unaware lookups fail.
 //
 // # Policy (read when the sandbox is created)
 //

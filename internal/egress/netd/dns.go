@@ -26,6 +26,7 @@ const (
 	rcodeNX     = 3
 	rcodeNotImp = 4
 	maxDNSMsg   = 4096
+	dnsPort     = egress.DNSPort
 )
 
 var errBadQuery = errors.New("malformed DNS query")
