@@ -62,7 +62,7 @@ func New(cfg Config) *Server {
 }
 
 // Listen opens every configured listener. A DNS listener that cannot be opened (port 53
-// needs CAP_NET_BIND_SERVICE in the sandbox's network namespace) is reported through
+// needs a namespace prepared by PrepareNamespace, or privilege) is reported through
 // dnsErr and the rest still runs: without DNS, names do not resolve in the sandbox, which
 // leaks nothing, and proxy-aware tools never resolve anyway.
 func (s *Server) Listen() (dnsErr error, err error) {
