@@ -29,6 +29,7 @@ const (
 	ReasonUnsupported       = "unsupported"     // a request form the proxy does not carry
 	ReasonUpstreamFailed    = "upstream_failed" // 502: allowed, but the upstream did not answer
 	ReasonSecretSourceError = "secret_source_failed"
+	ReasonTooManyTunnels    = "too_many_tunnels" // 429: Config.MaxTunnels open already
 )
 
 // Denial is a refusal: the reason code and a sentence the model can act on.
@@ -46,8 +47,11 @@ func deny(reason, host, format string, args ...any) *Denial {
 
 // status is 502 for an upstream failure and 403 for everything the policy refused.
 func (d *Denial) status() int {
-	if d.Reason == ReasonUpstreamFailed || d.Reason == ReasonResolveFailed {
+	switch d.Reason {
+	case ReasonUpstreamFailed, ReasonResolveFailed:
 		return http.StatusBadGateway
+	case ReasonTooManyTunnels:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusForbidden
 }

@@ -152,3 +152,18 @@ func TestForgedHandOffRefused(t *testing.T) {
 		t.Fatal("the proxy wrote into the forged descriptor")
 	}
 }
+
+// One sandbox cannot hold more than MaxTunnels tunnels open.
+func TestMaxTunnels(t *testing.T) {
+	f := newFixture(t, egress.Policy{AllowDomains: []string{"api.allowed.test"}}, nil, func(c *egress.Config) { c.MaxTunnels = 2 })
+	target := "api.allowed.test:" + f.plainUp.port
+	for i := 0; i < 2; i++ {
+		if resp, _, _ := f.connect(t, target); resp.StatusCode != 200 {
+			t.Fatalf("tunnel %d: %d", i, resp.StatusCode)
+		}
+	}
+	resp, _, _ := f.connect(t, target)
+	if resp.StatusCode != http.StatusTooManyRequests || denyReason(t, resp) != egress.ReasonTooManyTunnels {
+		t.Fatalf("third tunnel: %d", resp.StatusCode)
+	}
+}

@@ -38,6 +38,7 @@ const (
 // Defaults for Config fields left zero.
 const (
 	DefaultDialTimeout = 10 * time.Second
+	DefaultMaxTunnels  = 512
 	handshakeTimeout   = 30 * time.Second
 	headerTimeout      = 60 * time.Second
 	idleTimeout        = 2 * time.Minute
@@ -80,6 +81,10 @@ type Config struct {
 	// with upstream servers on loopback, and for an operator's explicitly trusted
 	// service; there is no switch that turns the check off.
 	AllowAddrs []netip.Addr
+	// MaxTunnels bounds the tunnels a sandbox may hold open at once; 0 means
+	// DefaultMaxTunnels. Past it a CONNECT gets 429 (too_many_tunnels), so one sandbox
+	// cannot exhaust the harness's file descriptors.
+	MaxTunnels int
 	// DialTimeout bounds each upstream dial; 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
 	// State restores a proxy created before (same CA, same placeholders), for a harness
@@ -126,6 +131,9 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.MaxTunnels <= 0 {
+		cfg.MaxTunnels = DefaultMaxTunnels
 	}
 	if pol.blockAll {
 		cfg.Secrets = nil // block_all makes secrets inert
@@ -306,6 +314,13 @@ func (p *Proxy) track(c net.Conn) bool {
 	}
 	p.conns[c] = struct{}{}
 	return true
+}
+
+// full reports whether the sandbox holds MaxTunnels tunnels already.
+func (p *Proxy) full() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns) >= p.cfg.MaxTunnels
 }
 
 func (p *Proxy) untrack(c net.Conn) {

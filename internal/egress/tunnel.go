@@ -26,11 +26,6 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		client = c
-		if !p.track(client) {
-			client.Close()
-			return
-		}
-		defer p.untrack(client)
 		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			nc.Close() // netd's part is done
 		}
@@ -43,6 +38,17 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.serve(w)
+	}
+	if p.full() {
+		refuse("tunnel", r.Host, "", deny(ReasonTooManyTunnels, r.Host, "this sandbox has %d connections open, the most it may; close some and retry", p.cfg.MaxTunnels))
+		return
+	}
+	if client != nil {
+		if !p.track(client) {
+			client.Close()
+			return
+		}
+		defer p.untrack(client)
 	}
 	rawHost, rawPort, err := net.SplitHostPort(r.Host)
 	if err != nil {
