@@ -44,7 +44,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if client != nil {
-		if !p.track(client) {
+		if !p.track(client) { // closed
 			client.Close()
 			return
 		}
@@ -95,6 +95,9 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		conn = unwrap(c)
 		if !p.track(conn) {
 			conn.Close()
+			if upstream != nil {
+				upstream.Close()
+			}
 			return
 		}
 		defer p.untrack(conn)
