@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -272,5 +273,39 @@ func TestUpgradeThroughTermination(t *testing.T) {
 	line, err := br.ReadString('\n')
 	if err != nil || line != "echo: ping\n" {
 		t.Fatalf("after the upgrade: %q %v", line, err)
+	}
+}
+
+// The upstream of a terminated connection is verified normally: one whose certificate
+// the proxy does not trust never sees the request, let alone the secret.
+func TestTerminatedUpstreamIsVerified(t *testing.T) {
+	f := secretFixture(t, func(c *egress.Config) { c.RootCAs = x509.NewCertPool() })
+	ph := f.proxy.Env()["GITHUB_TOKEN"]
+	resp, _ := f.get(t, f.client(t), "secret.allowed.test", "/auth", map[string]string{"Authorization": "Bearer " + ph})
+	if resp.StatusCode != http.StatusBadGateway || denyReason(t, resp) != egress.ReasonUpstreamFailed {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if n := len(f.up.requests()); n != 0 {
+		t.Fatalf("an unverified upstream got %d requests", n)
+	}
+}
+
+// A secret's host list is read live too: narrowing it stops substitution for the host
+// on the next request.
+func TestSecretHostsChangeApplyNextRequest(t *testing.T) {
+	f := secretFixture(t)
+	ph := f.proxy.Env()["GITHUB_TOKEN"]
+	c := f.client(t)
+	auth := map[string]string{"Authorization": "Bearer " + ph}
+	if resp, body := f.get(t, c, "secret.allowed.test", "/auth", auth); resp.StatusCode != 200 {
+		t.Fatalf("before: %d %q", resp.StatusCode, body)
+	}
+	f.secrets.set(egress.Secret{Name: "GITHUB_TOKEN", Value: realToken, Hosts: []string{"other.allowed.test"}})
+	resp, _ := f.get(t, c, "secret.allowed.test", "/auth", auth)
+	if got := denyReason(t, resp); got != egress.ReasonPlaceholderHost {
+		t.Fatalf("after narrowing: %q", got)
+	}
+	if resp, body := f.get(t, c, "other.allowed.test", "/auth", auth); resp.StatusCode != 200 {
+		t.Fatalf("new host: %d %q", resp.StatusCode, body)
 	}
 }
