@@ -1,6 +1,11 @@
 package egress
 
-import "time"
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
 
 // Decision is one line of a sandbox's egress log: every CONNECT, every plain request and
 // every request inside a terminated tunnel gets one. It never holds a secret's value.
@@ -27,3 +32,18 @@ type Decision struct {
 // DecisionSink receives every decision of one sandbox's proxy, in order per connection.
 // It must not block for long; it is called on the connection's goroutine.
 type DecisionSink func(Decision)
+
+// JSONLines returns a sink writing one JSON object per line to w (a session's log file,
+// say); safe for concurrent use. Write errors are dropped: logging never blocks egress.
+func JSONLines(w io.Writer) DecisionSink {
+	var mu sync.Mutex
+	return func(d Decision) {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = w.Write(append(b, '\n'))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -165,5 +166,16 @@ func TestMaxTunnels(t *testing.T) {
 	resp, _, _ := f.connect(t, target)
 	if resp.StatusCode != http.StatusTooManyRequests || denyReason(t, resp) != egress.ReasonTooManyTunnels {
 		t.Fatalf("third tunnel: %d", resp.StatusCode)
+	}
+}
+
+func TestJSONLinesSink(t *testing.T) {
+	var buf bytes.Buffer
+	f := newFixture(t, egress.Policy{AllowDomains: []string{"api.allowed.test"}}, nil, func(c *egress.Config) { c.Log = egress.JSONLines(&buf) })
+	resp, _, _ := f.connect(t, "evil.test:443")
+	denyReason(t, resp)
+	var d egress.Decision
+	if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &d); err != nil || d.Allowed || d.Reason != egress.ReasonNotAllowed || d.Host != "evil.test" || d.Sandbox != "sbx-test" {
+		t.Fatalf("log %q: %+v %v", buf.String(), d, err)
 	}
 }
