@@ -24,7 +24,6 @@ func main() {
 	httpAddr := flag.String("http", fmt.Sprintf("127.0.0.1:%d", egress.HTTPProxyPort), "HTTP proxy listen address; empty disables")
 	socksAddr := flag.String("socks", fmt.Sprintf("127.0.0.1:%d", egress.SOCKSPort), "SOCKS5 listen address; empty disables")
 	dnsAddr := flag.String("dns", fmt.Sprintf("127.0.0.1:%d", egress.DNSPort), "DNS listen address (UDP and TCP); empty disables")
-	handOff := flag.Bool("hand-off", true, "hand CONNECT clients' sockets to the harness (one hop for tunnel data) instead of relaying them")
 	prepare := flag.Bool("prepare", false, "prepare the current network namespace and exit: bring lo up and let unprivileged users bind ports from 53 (run by the runtime as root of the namespace, before starting the sandbox in it)")
 	ready := flag.String("ready", "", "write this file once listening (for scripts and tests)")
 	flag.Parse()
@@ -39,7 +38,7 @@ func main() {
 	if err := netd.LoopbackUp(); err != nil {
 		logger.Print(err) // bubblewrap brings lo up; this matters only in a bare namespace
 	}
-	s := netd.New(netd.Config{Socket: *socket, HTTPAddr: *httpAddr, SOCKSAddr: *socksAddr, DNSAddr: *dnsAddr, NoHandOff: !*handOff, Log: logger})
+	s := netd.New(netd.Config{Socket: *socket, HTTPAddr: *httpAddr, SOCKSAddr: *socksAddr, DNSAddr: *dnsAddr, Log: logger})
 	dnsErr, err := s.Listen()
 	if err != nil {
 		logger.Fatal(err)

@@ -9,11 +9,8 @@
 // trueforge-netd (package netd) inside the sandbox's network namespace. netd listens on
 // 127.0.0.1:3128 (HTTP proxy), 127.0.0.1:1080 (SOCKS5) and 127.0.0.1:53 (DNS, UDP and
 // TCP) and sends every connection to the socket as an HTTP proxy request naming the
-// target host (never an address it resolved). For an HTTP CONNECT, netd passes the
-// client's socket along with the request (SCM_RIGHTS, header Trueforge-Client-Fd; the
-// proxy accepts only a TCP socket), and the proxy answers and relays on it directly, so
-// tunnel data crosses one hop; SOCKS and http:// are relayed by netd. The harness wires a
-// sandbox up with:
+// target host (never an address it resolved); tunnel data is then relayed by netd and
+// the proxy, both with splice(2). The harness wires a sandbox up with:
 //
 //	p, err := egress.New(ctx, egress.Config{SandboxID: id, Policy: pol, Secrets: src, Log: sink})
 //	ln, err := egress.Listen(socketPath)

@@ -1,17 +1,13 @@
 package egress_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -111,46 +107,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
-	}
-}
-
-// The hand-off accepts only a TCP socket: a sandbox that forges a CONNECT with another
-// kind of descriptor, or with none, is refused.
-func TestForgedHandOffRefused(t *testing.T) {
-	f := newFixture(t, egress.Policy{AllowDomains: []string{"api.allowed.test"}}, nil)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	for name, fd := range map[string]int{"pipe": int(w.Fd()), "none": -1} {
-		c, err := net.Dial("unix", f.socket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		target := "api.allowed.test:" + f.up.port
-		hdr := fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s: 1\r\n\r\n", target, target, egress.ClientFDHeader)
-		var oob []byte
-		if fd >= 0 {
-			oob = syscall.UnixRights(fd)
-		}
-		if _, _, err := c.(*net.UnixConn).WriteMsgUnix([]byte(hdr), oob, nil); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if got := denyReason(t, resp); got != egress.ReasonBadTarget {
-			t.Fatalf("%s: reason %q", name, got)
-		}
-		c.Close()
-	}
-	// Nothing was written into the pipe on the sandbox's behalf.
-	_ = r.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	if n, _ := r.Read(make([]byte, 1)); n != 0 {
-		t.Fatal("the proxy wrote into the forged descriptor")
 	}
 }
 

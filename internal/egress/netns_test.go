@@ -26,7 +26,7 @@ touch /run/trueforge/egress.sock /run/trueforge/netd
 mount --bind "$EGRESS_SOCKET" /run/trueforge/egress.sock
 mount --bind "$EGRESS_NETD" /run/trueforge/netd
 mount --bind /run/trueforge/resolv.conf /etc/resolv.conf
-/run/trueforge/netd $NETD_ARGS -ready /run/trueforge/ready 2>/run/trueforge/netd.log &
+/run/trueforge/netd -ready /run/trueforge/ready 2>/run/trueforge/netd.log &
 i=0; while [ ! -e /run/trueforge/ready ]; do i=$((i+1)); [ $i -lt 500 ] || { cat /run/trueforge/netd.log >&2; exit 99; }; sleep 0.01; done
 exec "$@"
 `
@@ -102,20 +102,15 @@ func TestSandboxClientsThroughNetd(t *testing.T) {
 	u := f.url("api.allowed.test", "/whoami")
 	plain := "http://api.allowed.test:" + f.plainUp.port + "/whoami"
 	for name, argv := range map[string][]string{
-		"curl https":                  {"curl", "-sS", "--fail", u},
-		"curl https, relayed by netd": {"relay", "curl", "-sS", "--fail", u},
-		"curl http":                   {"curl", "-sS", "--fail", plain},
-		"curl socks5h":                {"curl", "-sS", "--fail", "--proxy", "socks5h://127.0.0.1:1080", u},
+		"curl https":   {"curl", "-sS", "--fail", u},
+		"curl http":    {"curl", "-sS", "--fail", plain},
+		"curl socks5h": {"curl", "-sS", "--fail", "--proxy", "socks5h://127.0.0.1:1080", u},
 		"curl socks5 (resolves through netd DNS)": {"curl", "-sS", "--fail", "--proxy", "socks5://127.0.0.1:1080", u},
 		"python urllib": {"python3", "-c", pyGet, u},
 		"go net/http":   {os.Args[0]},
 	} {
 		t.Run(name, func(t *testing.T) {
-			extra := map[string]string{"EGRESS_TEST_GOCLIENT_URL": u}
-			if argv[0] == "relay" { // netd relays the tunnel instead of handing off the socket
-				extra["NETD_ARGS"], argv = "-hand-off=false", argv[1:]
-			}
-			r := f.runInSandbox(t, extra, argv...)
+			r := f.runInSandbox(t, map[string]string{"EGRESS_TEST_GOCLIENT_URL": u}, argv...)
 			if r.code != 0 || !strings.Contains(r.stdout, "hello from upstream") {
 				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 			}

@@ -269,9 +269,6 @@ func (p *Proxy) Serve(ln net.Listener) error {
 		IdleTimeout:                  idleTimeout,
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     log.New(io.Discard, "", 0),
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, connKey{}, c)
-		},
 	}
 	p.mu.Lock()
 	if p.closed {
@@ -280,7 +277,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 	}
 	p.srv = srv
 	p.mu.Unlock()
-	err := srv.Serve(fdListener{ln})
+	err := srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

@@ -15,40 +15,13 @@ import (
 // termination when the sandbox has secrets.
 func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	// With the client socket handed off, every answer goes to it, not to netd.
-	var client net.Conn
-	if r.Header.Get(ClientFDHeader) != "" {
-		c, err := handedOffClient(ctx)
-		if err != nil {
-			d := deny(ReasonBadTarget, r.Host, "netd's hand-off failed: %v", err)
-			p.logDeny("tunnel", r.Host, "", r, d)
-			d.serve(w)
-			return
-		}
-		client = c
-		if nc, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			nc.Close() // netd's part is done
-		}
-	}
 	refuse := func(mode, host, port string, d *Denial) {
 		p.logDeny(mode, host, port, r, d)
-		if client != nil {
-			_ = d.write(client)
-			client.Close()
-			return
-		}
 		d.serve(w)
 	}
 	if p.full() {
 		refuse("tunnel", r.Host, "", deny(ReasonTooManyTunnels, r.Host, "this sandbox has %d connections open, the most it may; close some and retry", p.cfg.MaxTunnels))
 		return
-	}
-	if client != nil {
-		if !p.track(client) { // closed
-			client.Close()
-			return
-		}
-		defer p.untrack(client)
 	}
 	rawHost, rawPort, err := net.SplitHostPort(r.Host)
 	if err != nil {
@@ -82,30 +55,24 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	conn := client
-	var pre []byte
-	if conn == nil {
-		c, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			if upstream != nil {
-				upstream.Close()
-			}
-			return
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		if upstream != nil {
+			upstream.Close()
 		}
-		conn = unwrap(c)
-		if !p.track(conn) {
-			conn.Close()
-			if upstream != nil {
-				upstream.Close()
-			}
-			return
-		}
-		defer p.untrack(conn)
-		// What the server already read past the CONNECT request belongs to the tunnel.
-		b, _ := brw.Reader.Peek(brw.Reader.Buffered())
-		pre = bytes.Clone(b)
+		return
 	}
-	preR := bytes.NewReader(pre)
+	if !p.track(conn) {
+		conn.Close()
+		if upstream != nil {
+			upstream.Close()
+		}
+		return
+	}
+	defer p.untrack(conn)
+	// What the server already read past the CONNECT request belongs to the tunnel.
+	pre, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	preR := bytes.NewReader(bytes.Clone(pre))
 	br := bufio.NewReaderSize(io.MultiReader(preR, conn), maxClientHello+5)
 	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		conn.Close()

@@ -27,13 +27,6 @@ func (s *Server) serveHTTP(c net.Conn) {
 			s.reply(c, http.StatusBadRequest, "CONNECT needs host:port")
 			return
 		}
-		if tc, ok := c.(*net.TCPConn); ok && br.Buffered() == 0 && !s.cfg.NoHandOff {
-			if err := s.handOff(tc, s.names.hostFor(host), port); err != nil {
-				s.cfg.Log.Printf("CONNECT %s: %v", req.Host, err)
-				s.reply(c, http.StatusBadGateway, "the sandbox's egress proxy is unreachable: "+err.Error())
-			}
-			return
-		}
 		up, err := s.open(s.names.hostFor(host), port)
 		if err != nil {
 			s.cfg.Log.Printf("CONNECT %s: %v", req.Host, err)

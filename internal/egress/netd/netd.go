@@ -34,9 +34,6 @@ type Config struct {
 	HTTPAddr  string // default in cmd/trueforge-netd: 127.0.0.1:3128
 	SOCKSAddr string // default 127.0.0.1:1080
 	DNSAddr   string // default 127.0.0.1:53 (UDP and TCP)
-	// NoHandOff relays CONNECT tunnels through netd instead of handing the client socket
-	// to the harness (see egress.ClientFDHeader).
-	NoHandOff bool
 	// Log receives one line per refused or failed connection; nil discards.
 	Log *log.Logger
 }
