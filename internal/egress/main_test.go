@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building trueforge-netd: %v\n%s", err, out)
+		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()
