@@ -332,11 +332,50 @@ else
 	status=1
 fi
 
+# Egress proxy (internal/egress): the latency the proxy adds to one HTTPS request (opaque
+# tunnel and TLS termination with a secret substituted; new connection and keep-alive)
+# against the same request made directly, and the throughput of a 100 MB download through
+# the tunnel as a ratio to direct (target: BENCH_EGRESS_TARGET, 0.8). Each iteration runs
+# both paths, so the baseline is measured in the same run under the same load.
+egress_target="${BENCH_EGRESS_TARGET:-0.8}"
+echo "== egress proxy: go test -bench (latency ${BENCH_EGRESS_REQS:-300} requests, ${BENCH_EGRESS_DOWNLOADS:-16} downloads of 100 MB)"
+if go test -count=1 -run '^$' -bench 'RequestLatency' -benchtime "${BENCH_EGRESS_REQS:-300}x" ./internal/egress/ >"$out/egress-bench.txt" 2>&1 &&
+	go test -count=1 -run '^$' -bench 'Download100MB' -benchtime "${BENCH_EGRESS_DOWNLOADS:-16}x" ./internal/egress/ >>"$out/egress-bench.txt" 2>&1; then
+	python3 - "$out/egress-bench.txt" "$egress_target" "${BENCH_STRICT:-0}" <<'EOF2' | tee -a "$out/results.txt" || status=1
+import re, sys
+rows = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"Benchmark(\S+?)-\d+\s+\d+\s+(.*)", line)
+    if m:
+        f = m.group(2).split()
+        rows[m.group(1)] = {f[i + 1]: float(f[i]) for i in range(0, len(f) - 1, 2)}
+print()
+print("egress proxy: latency added per HTTPS request (direct baseline in the same run)")
+print(f"| {'path':<32} | {'direct us':>9} | {'proxied us':>10} | {'added us':>8} | {'ratio':>5} |")
+print(f"|{'-'*34}|{'-'*11}|{'-'*12}|{'-'*10}|{'-'*7}|")
+for k, v in rows.items():
+    if k.startswith("RequestLatency/"):
+        print(f"| {k[len('RequestLatency/'):]:<32} | {v['direct-us/req']:>9.0f} | {v['proxied-us/req']:>10.0f} | {v['added-us/req']:>8.0f} | {v['ratio']:>5.2f} |")
+d = rows.get("Download100MB")
+if not d:
+    print("egress: no download result", file=sys.stderr); sys.exit(1)
+ratio, target = d["throughput-ratio"], float(sys.argv[2])
+print(f"egress 100 MB download: direct {d['direct-MB/s']:.0f} MB/s, tunnel {d['tunnel-MB/s']:.0f} MB/s, "
+      f"ratio {ratio:.2f} (median of back-to-back pairs; target >= {target}: {'met' if ratio >= target else 'MISSED'}), "
+      f"aggregate ratio {d['aggregate-ratio']:.2f}")
+print(f"RESULT egress_download_ratio={ratio:.3f}")
+sys.exit(0 if ratio >= target or sys.argv[3] != "1" else 1)
+EOF2
+else
+	tail -30 "$out/egress-bench.txt" >&2
+	status=1
+fi
+
 if [[ "${BENCH_GO:-1}" == 0 ]]; then
 	echo "== BENCH_GO=0: skipping the other Go benchmarks"
 elif grep -rqs --include='*_test.go' '^func Benchmark' .; then
-	echo "== go test -bench . -run '^\$' ./... (less the sandbox and Daytona benchmarks, run above)"
-	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry)$' -run '^$' ./... || status=1
+	echo "== go test -bench . -run '^\$' ./... (less the sandbox, Daytona and egress benchmarks, run above)"
+	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry|RequestLatency|Download100MB)$' -run '^$' ./... || status=1
 else
 	echo "== no Go benchmarks (func Benchmark...) in the module; skipping go test -bench"
 fi

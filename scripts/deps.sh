@@ -7,6 +7,8 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs) # sandbox disk limits (root)
+command -v curl >/dev/null 2>&1 || need+=(curl)       # egress tests: real clients inside the test namespaces
+command -v python3 >/dev/null 2>&1 || need+=(python3) # egress tests (urllib client); make bench statistics
 if ((${#need[@]})); then
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "deps: missing ${need[*]}; install them with: sudo apt-get install -y ${need[*]}" >&2

@@ -1,0 +1,57 @@
+// Command trueforge-netd is the in-sandbox network helper: started by the sandbox runtime
+// inside the sandbox's network namespace (only lo), it serves an HTTP proxy, a SOCKS5
+// proxy and a synthetic DNS on loopback and carries every connection to the harness's
+// egress proxy through the unix socket bound at /run/trueforge/egress.sock. See package
+// internal/egress/netd. Build it static: CGO_ENABLED=0 go build ./cmd/trueforge-netd.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/netd"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+func main() {
+	socket := flag.String("socket", sandbox.EgressSocketPath, "the harness's egress unix socket")
+	httpAddr := flag.String("http", fmt.Sprintf("127.0.0.1:%d", egress.HTTPProxyPort), "HTTP proxy listen address; empty disables")
+	socksAddr := flag.String("socks", fmt.Sprintf("127.0.0.1:%d", egress.SOCKSPort), "SOCKS5 listen address; empty disables")
+	dnsAddr := flag.String("dns", fmt.Sprintf("127.0.0.1:%d", egress.DNSPort), "DNS listen address (UDP and TCP); empty disables")
+	prepare := flag.Bool("prepare", false, "prepare the current network namespace and exit: bring lo up and let unprivileged users bind ports from 53 (run by the runtime as root of the namespace, before starting the sandbox in it)")
+	ready := flag.String("ready", "", "write this file once listening (for scripts and tests)")
+	flag.Parse()
+
+	logger := log.New(os.Stderr, "trueforge-netd: ", 0)
+	if *prepare {
+		if err := netd.PrepareNamespace(); err != nil {
+			logger.Fatal(err)
+		}
+		return
+	}
+	if err := netd.LoopbackUp(); err != nil {
+		logger.Print(err) // bubblewrap brings lo up; this matters only in a bare namespace
+	}
+	s := netd.New(netd.Config{Socket: *socket, HTTPAddr: *httpAddr, SOCKSAddr: *socksAddr, DNSAddr: *dnsAddr, Log: logger})
+	dnsErr, err := s.Listen()
+	if err != nil {
+		logger.Fatal(err)
+	}
+	if dnsErr != nil {
+		logger.Printf("%v; continuing without DNS (run trueforge-netd -prepare in the namespace first, so the sandbox user may bind port 53)", dnsErr)
+	}
+	if *ready != "" {
+		if err := os.WriteFile(*ready, []byte("ready\n"), 0o644); err != nil {
+			logger.Fatal(err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	_ = s.Serve(ctx)
+}
