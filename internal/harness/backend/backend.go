@@ -31,6 +31,12 @@ func Default() Registry {
 	return Registry{"local": OpenLocal}
 }
 
+// UnenforcedLimits are the provider types whose runtime cannot enforce CPU, memory and
+// disk limits yet (the local runtime refuses them rather than ignore them; its cgroup
+// support lands separately). Sandboxes of these types are created without limits, and
+// the harness records that in the sandbox_provisioned event.
+func UnenforcedLimits() map[string]bool { return map[string]bool{"local": true} }
+
 // LocalRoot is the local builder's root for a store.
 func LocalRoot(st *store.Store) string { return filepath.Join(st.Dir(), "local-backend") }
 

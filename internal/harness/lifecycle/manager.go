@@ -51,6 +51,10 @@ type Config struct {
 	Logger *slog.Logger
 	// ChangeWait bounds how long a call waits for a reaper's transition; 0 means 2 min.
 	ChangeWait time.Duration
+	// UnenforcedLimits names provider types whose runtime refuses resource limits
+	// because it cannot enforce them yet: their sandboxes are created without limits,
+	// and the sandbox_provisioned event says so (limits_enforced: false).
+	UnenforcedLimits map[string]bool
 }
 
 // Manager runs the lifecycle of session sandboxes.
@@ -191,6 +195,27 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 	if err != nil {
 		return nil, false, fmt.Errorf("looking up sandbox %s: %w", rec.SandboxID, err)
 	}
+	if rec.State == store.SandboxStateLost {
+		// Recovering a box that failed under a call: make sure it works before handing
+		// it out again; if it does not, replace it.
+		if info.Status != sandbox.SandboxRunning {
+			_ = rt.Start(ctx, rec.SandboxID)
+		}
+		res, perr := rt.Exec(ctx, rec.SandboxID, sandbox.ExecRequest{Argv: []string{"true"}, Timeout: 30 * time.Second})
+		if perr != nil || res.ExitCode != 0 {
+			if ctx.Err() != nil {
+				return nil, false, ctx.Err()
+			}
+			_ = rt.Delete(ctx, rec.SandboxID)
+			m.cfg.Record(ctx, sessionID, "sandbox_lost", map[string]any{"sandbox_id": rec.SandboxID, "state": rec.State, "reason": "it failed a health check after an earlier failure"})
+			l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
+				fmt.Sprintf("The previous sandbox (%s) could not be recovered; this is a fresh workspace from snapshot %s: the workspace was reset and files from earlier turns are gone.", rec.SandboxID, "%s"))
+			return l, false, err
+		}
+		if info2, err := rt.Get(ctx, rec.SandboxID); err == nil {
+			info = info2
+		}
+	}
 	if info.Status != sandbox.SandboxRunning {
 		// Stopped or Archived (by us, by the backend's own idle policy, or by a loss
 		// that left the box): start it with its files.
@@ -277,6 +302,10 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 			LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: a.Owner, LabelEnvironment: env.Name,
 		},
 	}
+	limits := !m.cfg.UnenforcedLimits[a.Provider.Type]
+	if !limits {
+		req.Limits = sandbox.Limits{}
+	}
 	began := time.Now()
 	if err := rt.Create(ctx, req); err != nil {
 		if !errors.Is(err, sandbox.ErrExists) {
@@ -301,6 +330,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	m.cfg.Record(ctx, sessionID, "sandbox_provisioned", map[string]any{
 		"sandbox_id": id, "provider": a.Provider.Name, "provider_type": a.Provider.Type, "environment": env.Name,
 		"snapshot_id": env.SnapshotID, "generation": gen, "reason": reason, "took_ms": time.Since(began).Milliseconds(),
+		"limits": req.Limits, "limits_enforced": limits,
 	})
 	m.cfg.Logger.Info("sandbox provisioned", "session", sessionID, "sandbox", id, "snapshot", env.SnapshotID)
 	lease := &Lease{Record: rec, Runtime: rt, Provisioned: true, m: m}
