@@ -46,7 +46,7 @@ func TestQAPromptProvisionsNoSandbox(t *testing.T) {
 func TestSandboxProvisionedOnFirstCallAndReused(t *testing.T) {
 	f := newFixture(t)
 	harnesstest.AddAgent(t, f.env.Store, "code", "default", harnesstest.AgentSpec{
-		"model": harnesstest.Script(text("Hi."), exec("echo $GREETING > note.txt"), text("written"), exec("cat note.txt"), text("read")),
+		"model":   harnesstest.Script(text("Hi."), exec("echo $GREETING > note.txt"), text("written"), exec("cat note.txt"), text("read")),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "code")
