@@ -162,6 +162,10 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 	if err != nil {
 		return nil, false, err
 	}
+	if rec.ActiveExecs > 0 && rec.ExecOwner != m.cfg.Owner && !OwnerAlive(rec.ExecOwner) {
+		// A harness died mid-call: its busy mark would keep the sandbox busy forever.
+		_ = st.ClearStaleSandboxUse(ctx, sessionID, rec.ExecOwner)
+	}
 	p, err := st.GetSandboxProvider(ctx, rec.Provider)
 	if err != nil {
 		return nil, false, fmt.Errorf("sandbox provider %q of session %s: %w", rec.Provider, sessionID, err)
@@ -419,4 +423,45 @@ func lower(s string) string {
 		b[0] += 'a' - 'A'
 	}
 	return string(b)
+}
+
+// Reclaim ends what a dead harness left running in a session's sandbox: when the
+// sandbox is marked busy by a process that no longer exists, its commands are orphans,
+// so the sandbox is stopped (killing them; files kept) and started again, and the mark
+// is cleared. It reports whether it did anything.
+func (m *Manager) Reclaim(ctx context.Context, sessionID string) (bool, error) {
+	unlock := m.lock(sessionID)
+	defer unlock()
+	st := m.cfg.Store
+	rec, err := st.GetSessionSandbox(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if rec.ActiveExecs == 0 || rec.ExecOwner == m.cfg.Owner || OwnerAlive(rec.ExecOwner) || rec.State != store.SandboxStateRunning {
+		return false, nil
+	}
+	p, err := st.GetSandboxProvider(ctx, rec.Provider)
+	if err != nil {
+		return false, err
+	}
+	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	if err := rt.Stop(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return false, fmt.Errorf("stopping the orphaned commands of sandbox %s: %w", rec.SandboxID, err)
+	}
+	if err := rt.Start(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return false, fmt.Errorf("restarting sandbox %s: %w", rec.SandboxID, err)
+	}
+	if err := st.ClearStaleSandboxUse(ctx, sessionID, rec.ExecOwner); err != nil {
+		return false, err
+	}
+	m.cfg.Record(ctx, sessionID, "sandbox_reclaimed", map[string]any{
+		"sandbox_id": rec.SandboxID, "dead_owner": rec.ExecOwner, "reason": "commands left running by a harness that died were stopped; files kept",
+	})
+	return true, nil
 }

@@ -18,7 +18,17 @@ const InterruptedResult = "interrupted: the harness stopped before this call fin
 // interrupted, and tool calls without a result get an error result. It returns how many
 // entries it added, and ErrBusy when a live harness is running the session.
 func (r *Runner) Repair(ctx context.Context, sessionID string) (int, error) {
-	return Repair(ctx, r.Store, sessionID, r.owner(), r.StaleAfter)
+	n, err := Repair(ctx, r.Store, sessionID, r.owner(), r.StaleAfter)
+	if err != nil {
+		return n, err
+	}
+	if r.Tools != nil && r.Tools.Sandboxes != nil {
+		// Commands a dead harness left running are stopped before the session goes on.
+		if _, err := r.Tools.Sandboxes.Reclaim(ctx, sessionID); err != nil {
+			r.logger().Warn("reclaiming the sandbox of an interrupted run", "session", sessionID, "err", err)
+		}
+	}
+	return n, nil
 }
 
 // Repair is Runner.Repair for callers without a Runner (sessions show). self is this
