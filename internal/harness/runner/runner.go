@@ -388,11 +388,16 @@ func (x *run) commands(ctx context.Context) []string {
 		return nil
 	}
 	var cmds []string
+	last := "" // the exec command of the latest tool_call, which may be the one that provisioned
 	for _, e := range evs {
 		switch e.Kind {
 		case "sandbox_provisioned":
 			cmds = nil
+			if last != "" {
+				cmds = append(cmds, last)
+			}
 		case KindToolCall:
+			last = ""
 			var p struct {
 				Name      string `json:"name"`
 				Arguments struct {
@@ -401,6 +406,7 @@ func (x *run) commands(ctx context.Context) []string {
 			}
 			if json.Unmarshal(e.Payload, &p) == nil && p.Name == "exec" {
 				cmds = append(cmds, p.Arguments.Command)
+				last = p.Arguments.Command
 			}
 		}
 	}
