@@ -181,3 +181,84 @@ func (s *Store) GetToolOutput(ctx context.Context, sessionID, callID string) ([]
 	}
 	return b, nil
 }
+
+// EventInput is one event of a Batch.
+type EventInput struct {
+	Kind    string
+	Payload []byte
+}
+
+// RunEnd moves a running run to a final status (see EndRun).
+type RunEnd struct {
+	ID, Status, Detail string
+}
+
+// Batch is what one step of the agent loop commits at once: events appended in order,
+// and optionally a run started or ended and tokens added to the session, all in one
+// transaction, so a turn costs a few commits instead of one per row.
+type Batch struct {
+	SessionID                 string
+	RunID                     string
+	StartRun                  *Run
+	Events                    []EventInput
+	InputTokens, OutputTokens int64
+	EndRun                    *RunEnd
+}
+
+// Commit applies a Batch and returns the sequence numbers of its events.
+func (s *Store) Commit(ctx context.Context, b Batch) ([]int64, error) {
+	var seqs []int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		seqs = seqs[:0]
+		now := s.stamp()
+		if r := b.StartRun; r != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO session_runs(id, session_id, status, owner, heartbeat_at, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				r.ID, b.SessionID, RunRunning, r.Owner, now, now); err != nil {
+				return fmt.Errorf("starting run %s: %w", r.ID, err)
+			}
+		}
+		if len(b.Events) > 0 {
+			var seq int64
+			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?`, b.SessionID).Scan(&seq); err != nil {
+				return err
+			}
+			// One multi-row INSERT: statements, not rows, are what a commit pays for.
+			q := `INSERT INTO session_events(session_id, seq, run_id, kind, payload, created_at) VALUES `
+			args := make([]any, 0, 6*len(b.Events))
+			for i, e := range b.Events {
+				seq++
+				if i > 0 {
+					q += ", "
+				}
+				q += "(?, ?, ?, ?, ?, ?)"
+				args = append(args, b.SessionID, seq, b.RunID, e.Kind, string(e.Payload), now)
+				seqs = append(seqs, seq)
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				if isForeignKey(err) {
+					return fmt.Errorf("session %q: %w", b.SessionID, ErrNotFound)
+				}
+				return err
+			}
+		}
+		// The session row changes with tokens, or with plain events (updated_at); a
+		// run's start and end are dated on the run row instead, saving a statement.
+		if b.InputTokens != 0 || b.OutputTokens != 0 || (b.StartRun == nil && b.EndRun == nil) {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ? WHERE id = ?`,
+				b.InputTokens, b.OutputTokens, now, b.SessionID); err != nil {
+				return err
+			}
+		}
+		if r := b.EndRun; r != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE session_runs SET status = ?, detail = ?, ended_at = ? WHERE id = ? AND status = ?`,
+				r.Status, r.Detail, now, r.ID, RunRunning); err != nil {
+				return fmt.Errorf("ending run %s: %w", r.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("committing to session %q: %w", b.SessionID, err)
+	}
+	return seqs, nil
+}

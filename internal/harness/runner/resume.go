@@ -18,9 +18,20 @@ const InterruptedResult = "interrupted: the harness stopped before this call fin
 // interrupted, and tool calls without a result get an error result. It returns how many
 // entries it added, and ErrBusy when a live harness is running the session.
 func (r *Runner) Repair(ctx context.Context, sessionID string) (int, error) {
-	n, err := Repair(ctx, r.Store, sessionID, r.owner(), r.StaleAfter)
+	n, _, err := r.repairEvents(ctx, sessionID)
+	return n, err
+}
+
+// repair repairs the session and returns its events afterwards.
+func (r *Runner) repair(ctx context.Context, sessionID string) ([]store.Event, error) {
+	_, evs, err := r.repairEvents(ctx, sessionID)
+	return evs, err
+}
+
+func (r *Runner) repairEvents(ctx context.Context, sessionID string) (int, []store.Event, error) {
+	n, evs, err := repair(ctx, r.Store, sessionID, r.owner(), r.StaleAfter)
 	if err != nil {
-		return n, err
+		return n, nil, err
 	}
 	if r.Tools != nil && r.Tools.Sandboxes != nil {
 		// Commands a dead harness left running are stopped before the session goes on.
@@ -28,18 +39,27 @@ func (r *Runner) Repair(ctx context.Context, sessionID string) (int, error) {
 			r.logger().Warn("reclaiming the sandbox of an interrupted run", "session", sessionID, "err", err)
 		}
 	}
-	return n, nil
+	if n > 0 {
+		evs, err = r.Store.Events(ctx, sessionID, 0)
+	}
+	return n, evs, err
 }
 
 // Repair is Runner.Repair for callers without a Runner (sessions show). self is this
 // process's owner name; staleAfter <= 0 means 2 min.
 func Repair(ctx context.Context, st *store.Store, sessionID, self string, staleAfter time.Duration) (int, error) {
+	n, _, err := repair(ctx, st, sessionID, self, staleAfter)
+	return n, err
+}
+
+// repair returns what Repair does and the events it read (before its own additions).
+func repair(ctx context.Context, st *store.Store, sessionID, self string, staleAfter time.Duration) (int, []store.Event, error) {
 	if staleAfter <= 0 {
 		staleAfter = 2 * time.Minute
 	}
 	runs, err := st.Runs(ctx, sessionID)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	added := 0
 	for _, run := range runs {
@@ -48,34 +68,34 @@ func Repair(ctx context.Context, st *store.Store, sessionID, self string, staleA
 		}
 		stale := run.Owner == self || !lifecycle.OwnerAlive(run.Owner) || time.Since(run.HeartbeatAt) > staleAfter
 		if !stale {
-			return added, fmt.Errorf("%w: run %s of session %s is running in harness process %s (last heartbeat %s ago); wait for it or cancel it there",
+			return added, nil, fmt.Errorf("%w: run %s of session %s is running in harness process %s (last heartbeat %s ago); wait for it or cancel it there",
 				ErrBusy, run.ID, sessionID, run.Owner, time.Since(run.HeartbeatAt).Round(time.Second))
 		}
 		ok, err := st.EndRun(ctx, run.ID, store.RunInterrupted, "its harness process stopped mid-run")
 		if err != nil {
-			return added, err
+			return added, nil, err
 		}
 		if ok {
 			b, _ := json.Marshal(map[string]any{"run_id": run.ID, "owner": run.Owner, "reason": "its harness process stopped mid-run"})
 			if _, err := st.AppendEvent(ctx, sessionID, run.ID, KindRunInterrupted, b); err != nil {
-				return added, err
+				return added, nil, err
 			}
 			added++
 		}
 	}
 	evs, err := st.Events(ctx, sessionID, 0)
 	if err != nil {
-		return added, err
+		return added, nil, err
 	}
 	for _, d := range dangling(evs) {
 		b, _ := json.Marshal(map[string]any{"id": d.call.ID, "name": d.call.Name, "text": InterruptedResult, "is_error": true,
 			"full_size": len(InterruptedResult), "synthetic": true})
 		if _, err := st.AppendEvent(ctx, sessionID, d.runID, KindToolResult, b); err != nil {
-			return added, err
+			return added, nil, err
 		}
 		added++
 	}
-	return added, nil
+	return added, evs, nil
 }
 
 type danglingCall struct {

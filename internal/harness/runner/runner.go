@@ -127,6 +127,9 @@ type run struct {
 	lastSeq   int64
 	msgs      []model.Message
 	emitMu    sync.Mutex
+	// dirty: a tool ran since the last sync, so others (the sandbox manager) may have
+	// appended events this run has not streamed yet.
+	dirty bool
 }
 
 func (x *run) send(e Event) {
@@ -138,29 +141,56 @@ func (x *run) send(e Event) {
 	x.emit(e)
 }
 
-// append commits an event and streams it, after any events others (the sandbox
-// manager) appended since the last one.
-func (x *run) append(ctx context.Context, kind string, payload any) (int64, error) {
-	x.sync(ctx)
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return 0, err
-	}
-	seq, err := x.r.Store.AppendEvent(context.WithoutCancel(ctx), x.sessionID, x.runID, kind, b)
-	if err != nil {
-		return 0, err
-	}
-	if seq == x.lastSeq+1 {
-		x.lastSeq = seq
-		x.send(Event{Seq: seq, Kind: kind, Payload: b})
-	} else {
+// ev is an event to commit.
+type ev struct {
+	kind    string
+	payload any
+}
+
+// commit writes b with evs in one transaction and streams them, after any events
+// others (the sandbox manager) appended since the last sync.
+func (x *run) commit(ctx context.Context, b store.Batch, evs ...ev) ([]int64, error) {
+	ctx = context.WithoutCancel(ctx)
+	if x.dirty {
 		x.sync(ctx)
 	}
-	return seq, nil
+	b.SessionID, b.RunID = x.sessionID, x.runID
+	raws := make([][]byte, len(evs))
+	for i, e := range evs {
+		raw, err := json.Marshal(e.payload)
+		if err != nil {
+			return nil, err
+		}
+		raws[i] = raw
+		b.Events = append(b.Events, store.EventInput{Kind: e.kind, Payload: raw})
+	}
+	seqs, err := x.r.Store.Commit(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	if len(seqs) > 0 && seqs[0] == x.lastSeq+1 {
+		for i, seq := range seqs {
+			x.send(Event{Seq: seq, Kind: evs[i].kind, Payload: raws[i]})
+		}
+		x.lastSeq = seqs[len(seqs)-1]
+	} else if len(seqs) > 0 {
+		x.sync(ctx)
+	}
+	return seqs, nil
+}
+
+// append commits one event.
+func (x *run) append(ctx context.Context, kind string, payload any) (int64, error) {
+	seqs, err := x.commit(ctx, store.Batch{}, ev{kind, payload})
+	if err != nil {
+		return 0, err
+	}
+	return seqs[0], nil
 }
 
 // sync streams committed events this run did not write itself.
 func (x *run) sync(ctx context.Context) {
+	x.dirty = false
 	evs, err := x.r.Store.Events(context.WithoutCancel(ctx), x.sessionID, x.lastSeq)
 	if err != nil {
 		return
@@ -182,21 +212,15 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 	if ss.Agent != r.Agent.Name {
 		return out, fmt.Errorf("session %s belongs to agent %q, not %q", sessionID, ss.Agent, r.Agent.Name)
 	}
-	if _, err := r.Repair(ctx, sessionID); err != nil {
+	evs, err := r.repair(ctx, sessionID)
+	if err != nil {
 		return out, err
 	}
 	x := &run{r: r, sessionID: sessionID, runID: "r-" + randHex(8), emit: emit}
 	out.RunID = x.runID
-	evs, err := r.Store.Events(ctx, sessionID, 0)
-	if err != nil {
-		return out, err
-	}
 	x.msgs = History(evs)
 	if len(evs) > 0 {
 		x.lastSeq = evs[len(evs)-1].Seq
-	}
-	if err := r.Store.StartRun(ctx, store.Run{ID: x.runID, SessionID: sessionID, Owner: r.owner()}); err != nil {
-		return out, err
 	}
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHB()
@@ -208,11 +232,9 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 	if err != nil && status == "" {
 		status, detail = store.RunFailed, err.Error()
 	}
-	if _, e := x.append(end, KindRunFinished, map[string]any{"run_id": x.runID, "status": status, "detail": detail,
-		"input_tokens": out.InputTokens, "output_tokens": out.OutputTokens, "steps": out.Steps}); e != nil && err == nil {
-		err = e
-	}
-	if _, e := r.Store.EndRun(end, x.runID, status, detail); e != nil && err == nil {
+	if _, e := x.commit(end, store.Batch{EndRun: &store.RunEnd{ID: x.runID, Status: status, Detail: detail}},
+		ev{KindRunFinished, map[string]any{"run_id": x.runID, "status": status, "detail": detail,
+			"input_tokens": out.InputTokens, "output_tokens": out.OutputTokens, "steps": out.Steps}}); e != nil && err == nil {
 		err = e
 	}
 	out.Status = status
@@ -250,7 +272,9 @@ func (r *Runner) limits() (int64, int64) {
 // loop returns the run's final status and detail.
 func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, string, error) {
 	r := x.r
-	if _, err := x.append(ctx, KindUserMessage, map[string]any{"text": prompt}); err != nil {
+	// The run row and the user message land together, before the model is called.
+	if _, err := x.commit(ctx, store.Batch{StartRun: &store.Run{ID: x.runID, Owner: r.owner()}},
+		ev{KindUserMessage, map[string]any{"text": prompt}}); err != nil {
 		return "", "", err
 	}
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleUser, Text: prompt})
@@ -279,18 +303,13 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 		out.Text = resp.Text
 		out.InputTokens += resp.Usage.InputTokens
 		out.OutputTokens += resp.Usage.OutputTokens
-		if _, err := x.append(ctx, KindModelMessage, map[string]any{
-			"text": resp.Text, "tool_calls": resp.ToolCalls, "model": resp.Model, "stop_reason": resp.StopReason, "replay": replay,
-		}); err != nil {
-			return "", "", err
-		}
 		x.msgs = append(x.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		end := context.WithoutCancel(ctx)
-		if err := r.Store.AddSessionUsage(end, x.sessionID, resp.Usage.InputTokens, resp.Usage.OutputTokens); err != nil {
-			return "", "", err
-		}
-		if _, err := x.append(ctx, KindUsage, map[string]any{"step": resp.Usage, "run_input_tokens": out.InputTokens,
-			"run_output_tokens": out.OutputTokens, "budget": budget}); err != nil {
+		if _, err := x.commit(ctx, store.Batch{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens},
+			ev{KindModelMessage, map[string]any{"text": resp.Text, "tool_calls": resp.ToolCalls, "model": resp.Model,
+				"stop_reason": resp.StopReason, "replay": replay}},
+			ev{KindUsage, map[string]any{"step": resp.Usage, "run_input_tokens": out.InputTokens,
+				"run_output_tokens": out.OutputTokens, "budget": budget}}); err != nil {
 			return "", "", err
 		}
 		if len(resp.ToolCalls) == 0 {
@@ -316,6 +335,7 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 				Commands: func() []string { return x.commands(end) },
 				Output:   func(stream string, p []byte) { x.send(Event{Partial: true, Stream: stream, Delta: string(p)}) },
 			}, tc)
+			x.dirty = true
 			if ctx.Err() != nil {
 				return x.cancelled(ctx, resp.ToolCalls[i:])
 			}
