@@ -109,8 +109,7 @@ func (p *printer) render(e store.Event, textShown bool) {
 		calls, _ := m["tool_calls"].([]any)
 		for _, c := range calls {
 			cm, _ := c.(map[string]any)
-			args, _ := json.Marshal(cm["arguments"])
-			fmt.Fprintf(w, "  -> %s %s\n", cm["name"], clip(string(args), 200))
+			fmt.Fprintf(w, "  -> %s %s\n", cm["name"], clip(plainJSON(cm["arguments"]), 200))
 		}
 	case runner.KindToolResult:
 		mark := "<-"
@@ -156,6 +155,18 @@ func (p *printer) render(e store.Event, textShown bool) {
 		fmt.Fprintf(w, "  %s %s\n", e.Kind, string(e.Payload))
 	}
 }
+
+// plainJSON renders v as JSON without escaping &, < and > (it is shown, not embedded).
+func plainJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSpace(b.String())
+}
+
+// shown reports whether render prints anything for an event kind.
+func shown(kind string) bool { return kind != runner.KindToolCall }
 
 func firstNonEmpty(a, b string) string {
 	if a != "" {

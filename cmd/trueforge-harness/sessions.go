@@ -109,7 +109,10 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			fmt.Fprintln(out)
 			p := newPrinter(out, false, s.Replay)
 			for _, e := range evs {
-				fmt.Fprintf(out, "#%d ", e.Seq)
+				if !shown(e.Kind) {
+					continue
+				}
+				fmt.Fprintf(out, "#%-3d", e.Seq)
 				p.render(e, false)
 			}
 			return nil

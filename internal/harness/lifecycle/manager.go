@@ -177,6 +177,13 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 	lease := &Lease{Record: rec, Runtime: rt, m: m}
 	switch rec.State {
 	case store.SandboxStateChanging:
+		if m.cfg.Now().Sub(rec.StateAt) > StaleChange {
+			// A reaper died mid-transition: what the box is now is unknown, so treat it
+			// like a loss (recovered after a health check, else recreated).
+			if _, err := st.SwapSandboxState(ctx, sessionID, []string{store.SandboxStateChanging}, store.SandboxStateLost, m.cfg.Now(), time.Time{}); err != nil {
+				return nil, false, err
+			}
+		}
 		return nil, true, nil
 	case store.SandboxStateDeleted:
 		l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
@@ -352,6 +359,9 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	}
 	return lease, nil
 }
+
+// StaleChange is how long a reaper's transition may take before a call takes over.
+const StaleChange = 10 * time.Minute
 
 // Labels set on every sandbox the harness creates.
 const (

@@ -83,6 +83,9 @@ type Runner struct {
 	// HeartbeatEvery defaults to 10 s, StaleAfter to 2 min.
 	HeartbeatEvery time.Duration
 	StaleAfter     time.Duration
+
+	ownerOnce sync.Once
+	ownerName string
 }
 
 func (r *Runner) logger() *slog.Logger {
@@ -92,11 +95,15 @@ func (r *Runner) logger() *slog.Logger {
 	return r.Logger
 }
 
+// owner is this process's name in run rows; a Runner may run many sessions at once.
 func (r *Runner) owner() string {
-	if r.Owner == "" {
-		r.Owner = lifecycle.ProcessOwner()
-	}
-	return r.Owner
+	r.ownerOnce.Do(func() {
+		r.ownerName = r.Owner
+		if r.ownerName == "" {
+			r.ownerName = lifecycle.ProcessOwner()
+		}
+	})
+	return r.ownerName
 }
 
 // NewSession creates a session for the runner's agent and returns its id.
