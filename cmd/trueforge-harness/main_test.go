@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// run executes the CLI in-process against the database at db.
+func run(t *testing.T, db string, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetIn(strings.NewReader(stdin))
+	cmd.SetArgs(append([]string{"--database-url", db, "--owner", harnesstest.Owner}, args...))
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func seed(t *testing.T) *store.Store {
+	st := harnesstest.NewStore(t)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}))
+	_, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: "snap-b", Provider: "local", BuildHash: "h", Spec: "{}"}, "Building", "Failed")
+	must(err)
+	must(st.CreateEnvironment(ctx, store.Environment{ID: "e", Name: "py", Provider: "local", Owner: harnesstest.Owner, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h", SnapshotID: "snap-b"}))
+	harnesstest.AddAgent(t, st, "talker", "py", harnesstest.AgentSpec{"model": harnesstest.Script(map[string]any{"text": "Hello there."}, map[string]any{"text": "Second answer."})})
+	harnesstest.AddAgent(t, st, "coder", "py", harnesstest.AgentSpec{"model": harnesstest.Script(), "sandbox": harnesstest.Sandbox("py", 1, 2, 3)})
+	return st
+}
+
+func TestCLIErrorsNameTheProblem(t *testing.T) {
+	st := seed(t)
+	_, _, err := run(t, st.Path(), "", "run", "ghost", "hi")
+	if err == nil || !strings.Contains(err.Error(), `agent "ghost" is not in the control-plane database`) || !strings.Contains(err.Error(), "coder, talker") {
+		t.Fatalf("missing agent: %v", err)
+	}
+	_, _, err = run(t, st.Path(), "", "run", "coder", "hi")
+	if err == nil || !strings.Contains(err.Error(), `environment "py" is Building, not Ready`) {
+		t.Fatalf("environment not Ready: %v", err)
+	}
+	_, _, err = run(t, st.Path(), "", "run", "talker", "hi", "--session", "s-nope")
+	if err == nil || !strings.Contains(err.Error(), "sessions list") {
+		t.Fatalf("unknown session: %v", err)
+	}
+}
+
+func TestCLIChatRunsTurnsAndLabelsTheReplay(t *testing.T) {
+	st := seed(t)
+	out, _, err := run(t, st.Path(), "hi\nand again\n", "chat", "talker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"REPLAY of a scripted model", "agent [replay]: Hello there.", "agent [replay]: Second answer."} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("chat output lacks %q:\n%s", want, out)
+		}
+	}
+	list, _, err := run(t, st.Path(), "", "sessions", "list")
+	if err != nil || !strings.Contains(list, "talker") || !strings.Contains(list, "replay") || !strings.Contains(list, "none") {
+		t.Fatalf("sessions list: %v\n%s", err, list)
+	}
+	ss, _ := st.ListSessions(context.Background(), "talker")
+	if len(ss) != 1 {
+		t.Fatalf("%d sessions; want the chat's one", len(ss))
+	}
+	show, _, err := run(t, st.Path(), "", "sessions", "show", ss[0].ID)
+	if err != nil || !strings.Contains(show, "REPLAY") || !strings.Contains(show, "sandbox: none provisioned") {
+		t.Fatalf("sessions show: %v\n%s", err, show)
+	}
+	_, _, err = run(t, st.Path(), "", "--owner", "mallory", "sessions", "show", ss[0].ID)
+	if err == nil || !strings.Contains(err.Error(), "belongs to") {
+		t.Fatalf("another owner read the session: %v", err)
+	}
+	if _, _, err := run(t, st.Path(), "", "sessions", "delete", ss[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := st.ListSessions(context.Background(), ""); len(left) != 0 {
+		t.Fatalf("%d sessions left after delete", len(left))
+	}
+}
