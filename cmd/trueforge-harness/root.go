@@ -13,6 +13,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -118,9 +119,12 @@ func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*r
 	if err != nil {
 		return nil, err
 	}
+	x := &tools.Executor{Store: h.store, Sandboxes: h.manager}
+	if len(a.Spec.MCPServers) > 0 {
+		x.MCP = mcptools.New(a.Spec.MCPServers, mcptools.Options{Logger: h.logger, Version: version})
+	}
 	return &runner.Runner{
-		Store: h.store, Agent: a, Model: m, Logger: h.logger,
-		Tools:    &tools.Executor{Store: h.store, Sandboxes: h.manager},
+		Store: h.store, Agent: a, Model: m, Logger: h.logger, Tools: x,
 		MaxTurns: f.maxTurns, TokenBudget: f.tokenBudget,
 	}, nil
 }

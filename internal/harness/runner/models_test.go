@@ -16,8 +16,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -97,8 +100,8 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // The model key and an MCP credential never reach the sandbox (environment, files,
-// process list), the store in plaintext, or the harness logs; the model key does reach
-// the model server. The attack: code in the sandbox dumps every environment and command
+// process list), the store in plaintext, or the harness logs; both are used in the same
+// session (the model server and a real MCP server refuse requests without them). The attack: code in the sandbox dumps every environment and command
 // line it can see and writes them to a file.
 func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 	f := newFixture(t)
@@ -108,7 +111,22 @@ func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 	t.Setenv("TF_TEST_MCP_TOKEN", mcpToken)
 	dump := "env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '; ps -eo args 2>/dev/null; ls -la /run /tmp /workspace 2>/dev/null"
 	args, _ := json.Marshal(map[string]string{"command": dump + " > /workspace/dump.txt; cat /workspace/dump.txt"})
+	// A real MCP server that requires the MCP token: the harness uses it in this session.
+	mcpSrv := mcp.NewServer(&mcp.Implementation{Name: "kb", Version: "1"}, nil)
+	mcp.AddTool(mcpSrv, &mcp.Tool{Name: "lookup", Description: "Look something up."}, func(ctx context.Context, req *mcp.CallToolRequest, in lookupIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "kb says hi"}}}, nil, nil
+	})
+	mh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
+	mts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+mcpToken {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mh.ServeHTTP(w, r)
+	}))
+	defer mts.Close()
 	srv := &fakeOpenAI{key: modelKey, steps: []fakeStep{
+		{calls: [][2]string{{"kb__lookup", `{"q":"x"}`}}},
 		{text: "Looking around.", calls: [][2]string{{"exec", string(args)}}},
 		{calls: [][2]string{{"offer_artifact", `{"path":"dump.txt"}`}}},
 		{text: "Nothing to see."},
@@ -117,7 +135,7 @@ func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 	defer ts.Close()
 	harnesstest.AddAgent(t, f.env.Store, "creds", "default", harnesstest.AgentSpec{
 		"model":       map[string]any{"provider": "openai", "name": "fake-gpt", "base_url": ts.URL + "/v1", "api_key_env": "TF_TEST_MODEL_KEY"},
-		"mcp_servers": []any{map[string]any{"name": "gh", "url": "http://127.0.0.1:9/mcp", "credential_env": "TF_TEST_MCP_TOKEN"}},
+		"mcp_servers": []any{map[string]any{"name": "kb", "url": mts.URL, "credential_env": "TF_TEST_MCP_TOKEN"}},
 		"sandbox":     harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	var logs bytes.Buffer
@@ -129,6 +147,7 @@ func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Model = m
+	r.Tools.MCP = mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{Logger: logger})
 	sid, _ := r.NewSession(context.Background())
 	var streamed strings.Builder
 	out, err := r.Run(context.Background(), sid, "look around", func(e runner.Event) {
@@ -142,11 +161,14 @@ func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 	if out.Text != "Nothing to see." || !strings.Contains(streamed.String(), "Looking around.") {
 		t.Fatalf("final %q, streamed %q", out.Text, streamed.String())
 	}
-	if len(srv.reqs) != 3 {
-		t.Fatalf("model server saw %d authorized requests; want 3 (the key is used)", len(srv.reqs))
+	if len(srv.reqs) != 4 {
+		t.Fatalf("model server saw %d authorized requests; want 4 (the key is used)", len(srv.reqs))
 	}
 	res := results(t, f.env.Store, sid)
-	dumped := res[0]["text"].(string)
+	if res[0]["text"] != "kb says hi" {
+		t.Fatalf("the MCP call (with its credential) failed: %v", res[0])
+	}
+	dumped := res[1]["text"].(string)
 	if !strings.Contains(dumped, "GREETING=hello") || !strings.Contains(dumped, "exit_code: 0") {
 		t.Fatalf("the dump did not run in the sandbox: %q", dumped)
 	}

@@ -286,7 +286,7 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 	}
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleUser, Text: prompt})
 	maxTurns, budget := r.limits()
-	specs := tools.Specs(r.Agent)
+	specs := r.Tools.AllSpecs(ctx, r.Agent)
 	replay := r.Agent.IsReplay()
 	for {
 		if ctx.Err() != nil {

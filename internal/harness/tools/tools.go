@@ -52,8 +52,28 @@ var Classifications = []string{"untrusted", "internal", "confidential", "public"
 type Executor struct {
 	Store     *store.Store
 	Sandboxes *lifecycle.Manager // nil when no agent of this harness has a sandbox
-	Limit     int                // bytes of a result shown to the model; 0 means DefaultLimit
-	Now       func() time.Time   // nil means time.Now
+	// MCP, when set, serves the agent's MCP tools (mcptools.Toolset); their results pass
+	// the same truncation point, and they never touch the sandbox.
+	MCP   MCPTools
+	Limit int              // bytes of a result shown to the model; 0 means DefaultLimit
+	Now   func() time.Time // nil means time.Now
+}
+
+// MCPTools is what the executor needs from an MCP toolset.
+type MCPTools interface {
+	Specs(ctx context.Context) []model.ToolSpec
+	Has(name string) bool
+	Call(ctx context.Context, name string, args json.RawMessage) (string, bool)
+}
+
+// AllSpecs is the tool list of a run: the agent's built-in tools and its MCP tools.
+// Neither depends on sandbox state.
+func (x *Executor) AllSpecs(ctx context.Context, a *agents.Agent) []model.ToolSpec {
+	specs := Specs(a)
+	if x.MCP != nil {
+		specs = append(specs, x.MCP.Specs(ctx)...)
+	}
+	return specs
 }
 
 // Call is one tool call in its session.
@@ -153,6 +173,10 @@ func (x *Executor) Run(ctx context.Context, c Call, tc model.ToolCall) Result {
 
 func (x *Executor) dispatch(ctx context.Context, c Call, tc model.ToolCall) (string, bool, Result) {
 	var r Result
+	if x.MCP != nil && x.MCP.Has(tc.Name) {
+		text, isErr := x.MCP.Call(ctx, tc.Name, tc.Arguments)
+		return text, isErr, r
+	}
 	if tc.Name == "read_output" {
 		var args struct {
 			CallID string `json:"call_id"`
