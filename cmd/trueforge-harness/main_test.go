@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -89,5 +91,49 @@ func TestCLIChatRunsTurnsAndLabelsTheReplay(t *testing.T) {
 	}
 	if left, _ := st.ListSessions(context.Background(), ""); len(left) != 0 {
 		t.Fatalf("%d sessions left after delete", len(left))
+	}
+}
+
+// In chat, an interrupt during a turn cancels that turn only; the next line still runs.
+func TestChatInterruptCancelsTheTurnNotTheSession(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	var out bytes.Buffer
+	var turns []string
+	var cancelled []bool
+	err := chatLoop(context.Background(), strings.NewReader("long job\nnext\n"), &out, sigs, func(ctx context.Context, line string) error {
+		turns = append(turns, line)
+		if line == "long job" {
+			sigs <- os.Interrupt
+			select {
+			case <-ctx.Done():
+				cancelled = append(cancelled, true)
+			case <-time.After(5 * time.Second):
+				cancelled = append(cancelled, false)
+			}
+			return nil
+		}
+		cancelled = append(cancelled, ctx.Err() != nil)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(turns, "|") != "long job|next" || !cancelled[0] || cancelled[1] {
+		t.Fatalf("turns %v, cancelled %v; want the first cancelled and the second run", turns, cancelled)
+	}
+	if !strings.Contains(out.String(), "cancelling the turn (the session stays)") {
+		t.Fatalf("output: %s", out.String())
+	}
+}
+
+func TestServeOnceWithNothingToReap(t *testing.T) {
+	st := seed(t)
+	out, _, err := run(t, st.Path(), "", "serve", "--once")
+	if err != nil || out != "" {
+		t.Fatalf("serve --once: %v %q", err, out)
+	}
+	v, _, _ := run(t, st.Path(), "", "version")
+	if !strings.HasPrefix(v, "trueforge-harness ") {
+		t.Fatalf("version: %q", v)
 	}
 }
