@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -135,5 +136,34 @@ func TestServeOnceWithNothingToReap(t *testing.T) {
 	v, _, _ := run(t, st.Path(), "", "version")
 	if !strings.HasPrefix(v, "trueforge-harness ") {
 		t.Fatalf("version: %q", v)
+	}
+}
+
+// Orphans (backend sandboxes of the harness no session points at) are listed and swept;
+// a session's live sandbox is kept.
+func TestSandboxesGCDeletesOnlyOrphans(t *testing.T) {
+	env := harnesstest.NewEnv(t)
+	ctx := context.Background()
+	harnesstest.AddAgent(t, env.Store, "coder", "default", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(map[string]any{"tool_calls": []any{map[string]any{"name": "exec", "arguments": map[string]any{"command": "true"}}}}, map[string]any{"text": "ok"}),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	if _, _, err := run(t, env.Store.Path(), "", "run", "coder", "go"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Runtime.Runtime.Create(ctx, sandbox.CreateRequest{ID: "tf-s-ghost-1", SnapshotID: env.Snapshot}); err != nil {
+		t.Fatal(err)
+	}
+	list, _, err := run(t, env.Store.Path(), "", "sandboxes", "list")
+	if err != nil || !strings.Contains(list, "tf-s-ghost-1") || !strings.Contains(list, "(orphan)") {
+		t.Fatalf("sandboxes list: %v\n%s", err, list)
+	}
+	out, _, err := run(t, env.Store.Path(), "", "sandboxes", "gc")
+	if err != nil || !strings.Contains(out, "deleted orphan sandbox tf-s-ghost-1") || !strings.Contains(out, "1 orphan") {
+		t.Fatalf("sandboxes gc: %v\n%s", err, out)
+	}
+	infos, _ := env.Runtime.Runtime.List(ctx)
+	if len(infos) != 1 || infos[0].ID == "tf-s-ghost-1" {
+		t.Fatalf("after gc: %+v; want only the session's sandbox", infos)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -108,7 +109,10 @@ func findOrphans(cmd *cobra.Command, h *harness, recs []store.SessionSandbox) ([
 	}
 	var out []orphan
 	for _, info := range infos {
-		if info.Labels[lifecycle.LabelSession] == "" || live[info.ID] {
+		// Ours: labelled with a session, or named the way the harness names sandboxes
+		// (for backends that do not keep labels yet).
+		ours := info.Labels[lifecycle.LabelSession] != "" || strings.HasPrefix(info.ID, lifecycle.SandboxIDPrefix)
+		if !ours || live[info.ID] {
 			continue
 		}
 		out = append(out, orphan{info, rt})

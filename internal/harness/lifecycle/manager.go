@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -302,7 +303,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		return nil, err
 	}
 	env := a.Environment
-	id := fmt.Sprintf("tf-%s-%d", sessionID, gen)
+	id := fmt.Sprintf("%s%s-%d", SandboxIDPrefix, strings.TrimPrefix(sessionID, "s-"), gen)
 	req := sandbox.CreateRequest{
 		ID:           id,
 		SnapshotID:   env.SnapshotID,
@@ -359,6 +360,10 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	}
 	return lease, nil
 }
+
+// SandboxIDPrefix starts the id of every sandbox the harness creates:
+// "tf-s-<session>-<generation>".
+const SandboxIDPrefix = "tf-s-"
 
 // StaleChange is how long a reaper's transition may take before a call takes over.
 const StaleChange = 10 * time.Minute
