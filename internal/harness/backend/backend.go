@@ -10,6 +10,7 @@ package backend
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
+	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -83,4 +85,34 @@ func (r *Runtimes) Runtime(ctx context.Context, p store.SandboxProvider) (sandbo
 	}
 	r.cache[p.Name] = rt
 	return rt, nil
+}
+
+// ProviderKey opens a sandbox provider's sealed API key (for backends that need one,
+// such as daytona) with the control plane's secret box: TRUEFORGE_SECRET_KEY, else the
+// key file beside the database, as the provider sealed it. The key is used in memory
+// only and never reaches a sandbox or a log.
+//
+// Wiring daytona after its runtime lands is one Registry entry:
+//
+//	"daytona": func(ctx context.Context, st *store.Store, p store.SandboxProvider) (sandbox.Runtime, error) {
+//		key, err := ProviderKey(st, p)
+//		if err != nil {
+//			return nil, err
+//		}
+//		return daytona.NewRuntime(daytona.New(p.APIURL, string(key), daytona.WithTarget(p.Target)))
+//	},
+func ProviderKey(st *store.Store, p store.SandboxProvider) ([]byte, error) {
+	if len(p.APIKeyEnc) == 0 {
+		return nil, fmt.Errorf("sandbox provider %q has no API key; set api_key (or api_key_wo) and apply", p.Name)
+	}
+	box, err := secretbox.Load(os.Getenv(secretbox.KeyEnv), filepath.Join(st.Dir(), "secret.key"))
+	if err != nil {
+		return nil, fmt.Errorf("opening the secret box to read the API key of sandbox provider %q: %w", p.Name, err)
+	}
+	key, err := box.Open(p.APIKeyEnc, "sandbox_provider/"+p.Name)
+	if err != nil {
+		return nil, fmt.Errorf("the API key of sandbox provider %q cannot be opened with this control plane's secret key (TRUEFORGE_SECRET_KEY or %s): %w",
+			p.Name, filepath.Join(st.Dir(), "secret.key"), err)
+	}
+	return key, nil
 }
