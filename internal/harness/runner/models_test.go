@@ -43,7 +43,10 @@ type fakeStep struct {
 
 func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	if r.Header.Get("Authorization") != "Bearer "+f.key {
+	f.mu.Lock()
+	key := f.key
+	f.mu.Unlock()
+	if r.Header.Get("Authorization") != "Bearer "+key {
 		http.Error(w, `{"error":{"message":"bad key","type":"invalid_request_error"}}`, http.StatusUnauthorized)
 		return
 	}
@@ -311,5 +314,37 @@ func TestMissingModelKeyNamesTheVariable(t *testing.T) {
 	errs := payloads(t, st, sid, runner.KindError)
 	if out.Status != store.RunFailed || len(errs) != 1 || !strings.Contains(errs[0]["message"].(string), "TF_TEST_UNSET_KEY_VAR") {
 		t.Fatalf("status %s, errors %v; want a failure naming TF_TEST_UNSET_KEY_VAR", out.Status, errs)
+	}
+}
+
+// The key is read at each call: rotating the variable reaches the next model call
+// without rebuilding anything.
+func TestModelKeyIsReadAtCallTime(t *testing.T) {
+	st := harnesstest.NewStore(t)
+	seedNoSandbox(t, st)
+	srv := &fakeOpenAI{key: "sk-first", steps: []fakeStep{{text: "one"}, {text: "two"}}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	t.Setenv("TF_TEST_ROTATING_KEY", "sk-first")
+	harnesstest.AddAgent(t, st, "rot", "default", harnesstest.AgentSpec{
+		"model": map[string]any{"provider": "openai", "name": "fake-gpt", "base_url": ts.URL + "/v1", "api_key_env": "TF_TEST_ROTATING_KEY"},
+	})
+	r := (&fixture{env: &harnesstest.Env{Store: st}}).runnerNoSandbox(t, "rot")
+	m, err := r.Agent.NewModel(agents.ModelOptions{HTTPClient: ts.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Model = m
+	ctx := context.Background()
+	sid, _ := r.NewSession(ctx)
+	if out := mustRun(t, r, sid, "a"); out.Text != "one" {
+		t.Fatalf("first answer %q", out.Text)
+	}
+	srv.mu.Lock()
+	srv.key = "sk-second"
+	srv.mu.Unlock()
+	t.Setenv("TF_TEST_ROTATING_KEY", "sk-second")
+	if out := mustRun(t, r, sid, "b"); out.Text != "two" {
+		t.Fatalf("after rotation %q", out.Text)
 	}
 }
