@@ -371,11 +371,48 @@ else
 	status=1
 fi
 
+# Harness: overhead per turn with the scripted model (whole turns with every store write,
+# no model latency, no sandbox) against the baseline of the scripted model alone, and 100
+# concurrent sessions on the real local runtime (half need a sandbox) with the number of
+# sandboxes provisioned. Target: overhead <= 1 ms per turn, 0 errors.
+echo "== harness benchmarks (internal/harness/runner)"
+if go test -run '^$' -bench 'BenchmarkTurn' -benchtime 2000x -count 1 ./internal/harness/runner/ >"$out/harness-bench.txt" 2>&1 &&
+	go test -run '^$' -bench 'BenchmarkConcurrentSessions100' -benchtime 1x -count 1 ./internal/harness/runner/ >>"$out/harness-bench.txt" 2>&1; then
+	grep '^Benchmark' "$out/harness-bench.txt"
+	python3 - "$out/harness-bench.txt" <<'EOF' | tee -a "$out/results.txt" || status=1
+import re, sys
+rows = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"(Benchmark\w+)-\d+\s+\d+\s+([\d.]+) ns/op(.*)", line)
+    if m:
+        rows[m.group(1)] = (float(m.group(2)), m.group(3))
+turn, base = rows["BenchmarkTurnScripted"][0], rows["BenchmarkTurnModelOnly"][0]
+over = (turn - base) / 1e6
+print()
+print("harness benchmark (scripted model, same run)")
+print(f"  turn with the harness:        {turn/1e6:8.3f} ms")
+print(f"  scripted model alone (base):  {base/1e6:8.4f} ms")
+print(f"  harness overhead per turn:    {over:8.3f} ms (target <= 1 ms: {'met' if over <= 1 else 'MISSED'}; turn/base {turn/base:.0f}x)")
+c = rows["BenchmarkConcurrentSessions100"]
+extra = {unit: float(v) for v, unit in re.findall(r"([\d.]+) ([\w/]+)", c[1])}
+print(f"  100 concurrent sessions:      {c[0]/1e9:8.2f} s, errors {extra.get('errors/op', -1):.0f}, "
+      f"sandboxes provisioned {extra.get('sandboxes/op', -1):.0f} (50 expected: only the sessions that ran code)")
+print(f"RESULT harness_turn_ms={turn/1e6:.3f} harness_base_ms={base/1e6:.4f} harness_overhead_ms={over:.3f} "
+      f"concurrent100_s={c[0]/1e9:.2f} concurrent100_errors={extra.get('errors/op', -1):.0f} concurrent100_sandboxes={extra.get('sandboxes/op', -1):.0f}")
+if extra.get("errors/op", 1) != 0:
+    sys.exit(1)
+EOF
+else
+	echo "bench: the harness benchmarks failed:" >&2
+	tail -40 "$out/harness-bench.txt" >&2
+	status=1
+fi
+
 if [[ "${BENCH_GO:-1}" == 0 ]]; then
 	echo "== BENCH_GO=0: skipping the other Go benchmarks"
 elif grep -rqs --include='*_test.go' '^func Benchmark' .; then
-	echo "== go test -bench . -run '^\$' ./... (less the sandbox, Daytona and egress benchmarks, run above)"
-	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry|RequestLatency|Download100MB)$' -run '^$' ./... || status=1
+	echo "== go test -bench . -run '^\$' ./... (less the sandbox, Daytona and egress benchmarks and internal/harness/runner, run above)"
+	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry|RequestLatency|Download100MB)$' -run '^$' $(go list ./... | grep -v /internal/harness/runner) || status=1
 else
 	echo "== no Go benchmarks (func Benchmark...) in the module; skipping go test -bench"
 fi

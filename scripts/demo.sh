@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The end-to-end demo (`make demo`, after `scripts/deps.sh` and `make install`): applies
-# examples/quickstart on the embedded local backend in a fresh work dir, then shows that
+# examples/quickstart on the embedded local backend in a fresh work dir, runs the demo
+# agent with trueforge-harness (a question answered without a sandbox, then code, a file
+# and a download in the same session, showing the moment the sandbox is provisioned),
+# then shows that
 #   - a second plan is empty (plan -detailed-exitcode exits 0),
 #   - changing an environment variable is an in-place update with no rebuild
 #     (snapshot_id stays known, no build starts),
@@ -130,6 +133,61 @@ builds1="$(builds_started)"
 echo "builds started so far: $builds1 (the default environment and python)"
 [[ $builds1 -eq 2 ]] || fail "expected 2 builds after the first apply, got $builds1"
 
+# The harness runs the agent that apply published, reading only the control-plane
+# database. The agent's model is scripted (examples/quickstart/replay.json): a replay,
+# labelled as such, so the demo needs no API key.
+harness="$work/bin/trueforge-harness"
+step "Build the harness into $work/bin (never committed)"
+(cd "$root" && go build -ldflags "-X main.version=demo" -o "$harness" ./cmd/trueforge-harness)
+"$harness" version
+sandbox_rows() {
+	python3 - "$TRUEFORGE_DATABASE_URL" <<'EOF2'
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM session_sandboxes").fetchone()[0])
+EOF2
+}
+
+step "Harness: a question that needs no code (no sandbox is provisioned)"
+echo "\$ trueforge-harness run demo \"What is the capital of France?\""
+"$harness" run demo "What is the capital of France?" | tee "$work/turn1.txt"
+sid="$(sed -n 's/^session \(s-[0-9a-f]*\) .*/\1/p' "$work/turn1.txt")"
+[[ -n $sid ]] || fail "no session id in the harness output"
+grep -q "Paris" "$work/turn1.txt" || fail "the answer did not come back"
+grep -q "PROVISIONED" "$work/turn1.txt" && fail "a question with no code provisioned a sandbox"
+[[ "$(sandbox_rows)" == 0 ]] || fail "a sandbox record exists after a question with no code"
+ok "answered without a sandbox (session $sid, 0 sandboxes)"
+
+step "Same session: run code, write a file, offer it for download (the sandbox is provisioned now)"
+echo "\$ trueforge-harness run demo --session $sid \"Run some code and give me a report\""
+"$harness" run demo --session "$sid" "Run some code and give me a report" | tee "$work/turn2.txt"
+grep -q "PROVISIONED" "$work/turn2.txt" || fail "no sandbox was provisioned for the code turn"
+grep -q "hello from the python env" "$work/turn2.txt" || fail "the environment's hello tool did not run in the sandbox"
+grep -q "385" "$work/turn2.txt" || fail "the Python code did not run"
+[[ "$(grep -c PROVISIONED "$work/turn2.txt")" == 1 ]] || fail "more than one sandbox was provisioned for one session"
+ok "one sandbox provisioned at the first exec, reused by write_file and offer_artifact"
+
+step "Download the offered file: digest re-checked"
+"$harness" files list "$sid"
+"$harness" files get "$sid" report.md -o "$work/report.md"
+want="$(python3 - "$TRUEFORGE_DATABASE_URL" "$sid" <<'EOF2'
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("SELECT sha256 FROM artifacts WHERE session_id = ? AND path = 'report.md'", (sys.argv[2],)).fetchone()[0])
+EOF2
+)"
+got="$(sha256sum "$work/report.md" | cut -d' ' -f1)"
+[[ "$got" == "$want" ]] || fail "downloaded report.md has sha256 $got; the artifact records $want"
+cat "$work/report.md"
+ok "report.md downloaded, sha256 $got matches the artifact record"
+
+step "The session's append-only event log (labelled as a replay)"
+"$harness" sessions show "$sid"
+"$harness" sandboxes list
+
+step "Delete the session (and its sandbox)"
+"$harness" sessions delete "$sid"
+[[ "$("$harness" sandboxes list | grep -c "$sid")" == 0 ]] || fail "the session's sandbox is still listed after delete"
+ok "session and sandbox deleted"
+
 step "$tfname plan -detailed-exitcode right after apply: must be empty"
 run_expect 0 "$tf" plan -detailed-exitcode -input=false
 ok "plan -detailed-exitcode exited 0: no changes, no drift"
@@ -170,4 +228,4 @@ left="$("$tf" state list | wc -l)"
 [[ $left -eq 0 ]] || fail "$left resource(s) left in state after destroy"
 ok "everything destroyed"
 
-printf '\n\033[1mDemo passed.\033[0m First apply built 2 snapshots (default + python); the env var change built none; the build script change built 1.\n'
+printf '\n\033[1mDemo passed.\033[0m The harness answered without a sandbox, then provisioned one for code, a file and a download. First apply built 2 snapshots (default + python); the env var change built none; the build script change built 1.\n'

@@ -85,11 +85,13 @@ resource "trueforge_secret" "github" {
 }
 
 # The scripted model replays replay.json instead of calling a model API, so the agent
-# runs without any API key.
+# runs without any API key; the harness labels everything it says as a replay. Run it
+# with `trueforge-harness run demo "What is the capital of France?"` (see
+# docs/guides/running-agents.md).
 resource "trueforge_agent" "demo" {
   name         = "demo"
   description  = "Quickstart agent: runs the hello tool in its sandbox."
-  instructions = "Use the sandbox to run `hello`, then report what it printed."
+  instructions = "Answer questions directly; use the sandbox only to run code or write files, and offer results for download."
 
   model = {
     provider = "scripted"

@@ -99,6 +99,82 @@ CREATE TABLE counters (
 );
 CREATE INDEX environments_snapshot ON environments(snapshot_id);
 `,
+	// 2: the harness's runtime state. Sessions own an append-only event log, runs (one
+	// per user message, with a heartbeat so a killed harness is noticed), at most one
+	// sandbox record (a reattachable pointer, never the source of truth), artifacts
+	// offered for download, and the full text of tool outputs cut for the model.
+	`
+CREATE TABLE sessions (
+	id            TEXT PRIMARY KEY,
+	agent         TEXT NOT NULL,
+	owner         TEXT NOT NULL,
+	replay        BIGINT NOT NULL DEFAULT 0,
+	input_tokens  BIGINT NOT NULL DEFAULT 0,
+	output_tokens BIGINT NOT NULL DEFAULT 0,
+	created_at    BIGINT NOT NULL,
+	updated_at    BIGINT NOT NULL
+);
+CREATE INDEX sessions_agent ON sessions(agent);
+CREATE TABLE session_events (
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	seq        BIGINT NOT NULL,
+	run_id     TEXT NOT NULL DEFAULT '',
+	kind       TEXT NOT NULL,
+	payload    TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE session_runs (
+	id           TEXT PRIMARY KEY,
+	session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	status       TEXT NOT NULL,
+	owner        TEXT NOT NULL,
+	heartbeat_at BIGINT NOT NULL,
+	started_at   BIGINT NOT NULL,
+	ended_at     BIGINT NOT NULL DEFAULT 0,
+	detail       TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX session_runs_session ON session_runs(session_id, status);
+CREATE TABLE session_sandboxes (
+	session_id    TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+	provider      TEXT NOT NULL,
+	provider_type TEXT NOT NULL,
+	sandbox_id    TEXT NOT NULL,
+	environment   TEXT NOT NULL,
+	snapshot_id   TEXT NOT NULL,
+	state         TEXT NOT NULL,
+	generation    BIGINT NOT NULL DEFAULT 1,
+	active_execs  BIGINT NOT NULL DEFAULT 0,
+	exec_owner    TEXT NOT NULL DEFAULT '',
+	uncertain     TEXT NOT NULL DEFAULT '[]',
+	created_at    BIGINT NOT NULL,
+	last_used_at  BIGINT NOT NULL,
+	state_at      BIGINT NOT NULL
+);
+CREATE TABLE artifacts (
+	id             TEXT PRIMARY KEY,
+	session_id     TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	path           TEXT NOT NULL,
+	sha256         TEXT NOT NULL,
+	size           BIGINT NOT NULL,
+	source_event   BIGINT NOT NULL,
+	classification TEXT NOT NULL,
+	expires_at     BIGINT NOT NULL,
+	snapshot_id    TEXT NOT NULL,
+	sandbox_id     TEXT NOT NULL,
+	commands       TEXT NOT NULL DEFAULT '[]',
+	content        BLOB NOT NULL,
+	created_at     BIGINT NOT NULL
+);
+CREATE INDEX artifacts_session ON artifacts(session_id, path);
+CREATE TABLE tool_outputs (
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	call_id    TEXT NOT NULL,
+	content    BLOB NOT NULL,
+	created_at BIGINT NOT NULL,
+	PRIMARY KEY (session_id, call_id)
+);
+`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

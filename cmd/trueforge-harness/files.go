@@ -1,0 +1,139 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+func newFilesCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "files", Short: "List and download a session's files"}
+	list := &cobra.Command{
+		Use:   "list SESSION",
+		Short: "List the files offered for download, and the sandbox workspace when it still has one (nothing is provisioned or resumed)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			h, err := g.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer h.close()
+			s, err := h.store.GetSession(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := h.checkOwner(s); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			arts, err := h.store.ListArtifacts(ctx, s.ID)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "OFFERED FILE\tSIZE\tSHA256\tCLASSIFICATION\tEXPIRES\tSNAPSHOT\tSOURCE EVENT\tCOMMANDS")
+			for _, a := range arts {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\n", a.Path, a.Size, a.SHA256[:16], a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID, a.SourceEvent, len(a.Commands))
+			}
+			tw.Flush()
+			rec, err := h.store.GetSessionSandbox(ctx, s.ID)
+			if err != nil {
+				fmt.Fprintln(out, "\nworkspace: no sandbox was ever provisioned for this session")
+				return nil
+			}
+			if rec.State == store.SandboxStateDeleted || rec.State == store.SandboxStateArchived {
+				fmt.Fprintf(out, "\nworkspace: sandbox %s is %s; its files are not listed without resuming it\n", rec.SandboxID, rec.State)
+				return nil
+			}
+			p, err := h.store.GetSandboxProvider(ctx, rec.Provider)
+			if err != nil {
+				return err
+			}
+			rt, err := h.runtimes.Runtime(ctx, p)
+			if err != nil {
+				return err
+			}
+			files, err := rt.ListFiles(ctx, rec.SandboxID, "")
+			if err != nil {
+				fmt.Fprintf(out, "\nworkspace of %s (%s): %v\n", rec.SandboxID, rec.State, err)
+				return nil
+			}
+			fmt.Fprintf(out, "\nworkspace of %s (%s):\n", rec.SandboxID, rec.State)
+			for _, f := range files {
+				fmt.Fprintf(out, "  %s\t%d\t%s\n", f.Mode, f.Size, f.Path)
+			}
+			return nil
+		},
+	}
+	var dest string
+	get := &cobra.Command{
+		Use:   "get SESSION PATH",
+		Short: "Download an offered file (digest re-checked), else read it from the session's sandbox",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			h, err := g.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer h.close()
+			s, err := h.store.GetSession(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := h.checkOwner(s); err != nil {
+				return err
+			}
+			var data []byte
+			a, err := h.store.GetArtifact(ctx, s.ID, args[1])
+			switch {
+			case err == nil:
+				if time.Now().After(a.ExpiresAt) {
+					return fmt.Errorf("the offer of %s expired at %s", a.Path, a.ExpiresAt.UTC().Format(time.RFC3339))
+				}
+				sum := sha256.Sum256(a.Content)
+				if hex.EncodeToString(sum[:]) != a.SHA256 {
+					return fmt.Errorf("artifact %s does not match its recorded sha256 %s: refusing to hand it out", a.Path, a.SHA256)
+				}
+				data = a.Content
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d bytes, sha256 %s verified, classified %s, from snapshot %s\n", a.Path, a.Size, a.SHA256, a.Classification, a.SnapshotID)
+			case errors.Is(err, store.ErrNotFound):
+				rec, err := h.store.GetSessionSandbox(ctx, s.ID)
+				if err != nil {
+					return fmt.Errorf("%s was not offered for download and session %s has no sandbox", args[1], s.ID)
+				}
+				p, err := h.store.GetSandboxProvider(ctx, rec.Provider)
+				if err != nil {
+					return err
+				}
+				rt, err := h.runtimes.Runtime(ctx, p)
+				if err != nil {
+					return err
+				}
+				if data, err = rt.ReadFile(ctx, rec.SandboxID, args[1], 0); err != nil {
+					return fmt.Errorf("%s was not offered for download, and reading it from sandbox %s (%s) failed: %w", args[1], rec.SandboxID, rec.State, err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: read from sandbox %s (not an offered artifact: no recorded digest)\n", args[1], rec.SandboxID)
+			default:
+				return err
+			}
+			if dest == "" || dest == "-" {
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			}
+			return os.WriteFile(dest, data, 0o644)
+		},
+	}
+	get.Flags().StringVarP(&dest, "output", "o", "", "write to this file instead of stdout")
+	cmd.AddCommand(list, get)
+	return cmd
+}

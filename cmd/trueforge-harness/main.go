@@ -1,0 +1,37 @@
+// Command trueforge-harness runs the agents that `terraform apply` published with the
+// trueforge provider: the agent loop, the model and MCP credentials and the session log
+// live here; a sandbox is a tool, provisioned on the first call that needs one.
+//
+// It reads only the control-plane database (TRUEFORGE_DATABASE_URL, else
+// ~/.local/share/trueforge/trueforge.db), never HCL. See docs/guides/running-agents.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		var ec exitCode
+		if errors.As(err, &ec) {
+			os.Exit(int(ec))
+		}
+		os.Exit(1)
+	}
+}
+
+// exitCode is an error that asks for a specific exit status.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// run executes the CLI in-process against the database at db.
+func run(t *testing.T, db string, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetIn(strings.NewReader(stdin))
+	cmd.SetArgs(append([]string{"--database-url", db, "--owner", harnesstest.Owner}, args...))
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func seed(t *testing.T) *store.Store {
+	st := harnesstest.NewStore(t)
+	ctx := context.Background()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}))
+	_, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: "snap-b", Provider: "local", BuildHash: "h", Spec: "{}"}, "Building", "Failed")
+	must(err)
+	must(st.CreateEnvironment(ctx, store.Environment{ID: "e", Name: "py", Provider: "local", Owner: harnesstest.Owner, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h", SnapshotID: "snap-b"}))
+	harnesstest.AddAgent(t, st, "talker", "py", harnesstest.AgentSpec{"model": harnesstest.Script(map[string]any{"text": "Hello there."}, map[string]any{"text": "Second answer."})})
+	harnesstest.AddAgent(t, st, "coder", "py", harnesstest.AgentSpec{"model": harnesstest.Script(), "sandbox": harnesstest.Sandbox("py", 1, 2, 3)})
+	return st
+}
+
+func TestCLIErrorsNameTheProblem(t *testing.T) {
+	st := seed(t)
+	_, _, err := run(t, st.Path(), "", "run", "ghost", "hi")
+	if err == nil || !strings.Contains(err.Error(), `agent "ghost" is not in the control-plane database`) || !strings.Contains(err.Error(), "coder, talker") {
+		t.Fatalf("missing agent: %v", err)
+	}
+	_, _, err = run(t, st.Path(), "", "run", "coder", "hi")
+	if err == nil || !strings.Contains(err.Error(), `environment "py" is Building, not Ready`) {
+		t.Fatalf("environment not Ready: %v", err)
+	}
+	_, _, err = run(t, st.Path(), "", "run", "talker", "hi", "--session", "s-nope")
+	if err == nil || !strings.Contains(err.Error(), "sessions list") {
+		t.Fatalf("unknown session: %v", err)
+	}
+}
+
+func TestCLIChatRunsTurnsAndLabelsTheReplay(t *testing.T) {
+	st := seed(t)
+	out, _, err := run(t, st.Path(), "hi\nand again\n", "chat", "talker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"REPLAY of a scripted model", "agent [replay]: Hello there.", "agent [replay]: Second answer."} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("chat output lacks %q:\n%s", want, out)
+		}
+	}
+	list, _, err := run(t, st.Path(), "", "sessions", "list")
+	if err != nil || !strings.Contains(list, "talker") || !strings.Contains(list, "replay") || !strings.Contains(list, "none") {
+		t.Fatalf("sessions list: %v\n%s", err, list)
+	}
+	ss, _ := st.ListSessions(context.Background(), "talker")
+	if len(ss) != 1 {
+		t.Fatalf("%d sessions; want the chat's one", len(ss))
+	}
+	show, _, err := run(t, st.Path(), "", "sessions", "show", ss[0].ID)
+	if err != nil || !strings.Contains(show, "REPLAY") || !strings.Contains(show, "sandbox: none provisioned") {
+		t.Fatalf("sessions show: %v\n%s", err, show)
+	}
+	_, _, err = run(t, st.Path(), "", "--owner", "mallory", "sessions", "show", ss[0].ID)
+	if err == nil || !strings.Contains(err.Error(), "belongs to") {
+		t.Fatalf("another owner read the session: %v", err)
+	}
+	if _, _, err := run(t, st.Path(), "", "sessions", "delete", ss[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := st.ListSessions(context.Background(), ""); len(left) != 0 {
+		t.Fatalf("%d sessions left after delete", len(left))
+	}
+}
+
+// In chat, an interrupt during a turn cancels that turn only; the next line still runs.
+func TestChatInterruptCancelsTheTurnNotTheSession(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	var out bytes.Buffer
+	var turns []string
+	var cancelled []bool
+	err := chatLoop(context.Background(), strings.NewReader("long job\nnext\n"), &out, sigs, func(ctx context.Context, line string) error {
+		turns = append(turns, line)
+		if line == "long job" {
+			sigs <- os.Interrupt
+			select {
+			case <-ctx.Done():
+				cancelled = append(cancelled, true)
+			case <-time.After(5 * time.Second):
+				cancelled = append(cancelled, false)
+			}
+			return nil
+		}
+		cancelled = append(cancelled, ctx.Err() != nil)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(turns, "|") != "long job|next" || !cancelled[0] || cancelled[1] {
+		t.Fatalf("turns %v, cancelled %v; want the first cancelled and the second run", turns, cancelled)
+	}
+	if !strings.Contains(out.String(), "cancelling the turn (the session stays)") {
+		t.Fatalf("output: %s", out.String())
+	}
+}
+
+func TestServeOnceWithNothingToReap(t *testing.T) {
+	st := seed(t)
+	out, _, err := run(t, st.Path(), "", "serve", "--once")
+	if err != nil || out != "" {
+		t.Fatalf("serve --once: %v %q", err, out)
+	}
+	v, _, _ := run(t, st.Path(), "", "version")
+	if !strings.HasPrefix(v, "trueforge-harness ") {
+		t.Fatalf("version: %q", v)
+	}
+}
+
+// Orphans (backend sandboxes of the harness no session points at) are listed and swept;
+// a session's live sandbox is kept.
+func TestSandboxesGCDeletesOnlyOrphans(t *testing.T) {
+	env := harnesstest.NewEnv(t)
+	ctx := context.Background()
+	harnesstest.AddAgent(t, env.Store, "coder", "default", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(map[string]any{"tool_calls": []any{map[string]any{"name": "exec", "arguments": map[string]any{"command": "true"}}}}, map[string]any{"text": "ok"}),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	if _, _, err := run(t, env.Store.Path(), "", "run", "coder", "go"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Runtime.Runtime.Create(ctx, sandbox.CreateRequest{ID: "tf-s-ghost-1", SnapshotID: env.Snapshot}); err != nil {
+		t.Fatal(err)
+	}
+	list, _, err := run(t, env.Store.Path(), "", "sandboxes", "list")
+	if err != nil || !strings.Contains(list, "tf-s-ghost-1") || !strings.Contains(list, "(orphan)") {
+		t.Fatalf("sandboxes list: %v\n%s", err, list)
+	}
+	out, _, err := run(t, env.Store.Path(), "", "sandboxes", "gc")
+	if err != nil || !strings.Contains(out, "deleted orphan sandbox tf-s-ghost-1") || !strings.Contains(out, "1 orphan") {
+		t.Fatalf("sandboxes gc: %v\n%s", err, out)
+	}
+	infos, _ := env.Runtime.Runtime.List(ctx)
+	if len(infos) != 1 || infos[0].ID == "tf-s-ghost-1" {
+		t.Fatalf("after gc: %+v; want only the session's sandbox", infos)
+	}
+}

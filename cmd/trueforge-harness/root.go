@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	databaseURL string
+	logLevel    string
+	owner       string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "trueforge-harness",
+		Short: "Run trueforge agents from the applied control-plane database",
+		Long: "trueforge-harness runs the agents that `terraform apply` published. The agent loop and the model and MCP\n" +
+			"credentials stay in this process; a sandbox is provisioned only when a turn needs one.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.databaseURL, "database-url", os.Getenv("TRUEFORGE_DATABASE_URL"),
+		"control-plane database (default $TRUEFORGE_DATABASE_URL, else ~/.local/share/trueforge/trueforge.db)")
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TRUEFORGE_LOG_LEVEL", "warn"), "harness log level on stderr: debug, info, warn, error")
+	root.PersistentFlags().StringVar(&g.owner, "owner", os.Getenv("TRUEFORGE_OWNER"), "who you are, checked against a session's owner (default $TRUEFORGE_OWNER, else the OS user)")
+	root.AddCommand(newRunCmd(g), newChatCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newServeCmd(g), newVersionCmd())
+	return root
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+// harness is what a command works with.
+type harness struct {
+	g        *globals
+	store    *store.Store
+	runtimes *backend.Runtimes
+	manager  *lifecycle.Manager
+	logger   *slog.Logger
+}
+
+func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", g.logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lvl}))
+	st, err := store.Open(ctx, g.databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("opening the control-plane database: %w", err)
+	}
+	h := &harness{g: g, store: st, logger: logger}
+	h.runtimes = &backend.Runtimes{Store: st, Registry: backend.Default()}
+	h.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: h.runtimes, Logger: logger, UnenforcedLimits: backend.UnenforcedLimits()})
+	return h, nil
+}
+
+func (h *harness) close() { h.store.Close() }
+
+// me is the caller's owner name.
+func (g *globals) me() string {
+	if g.owner != "" {
+		return g.owner
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
+}
+
+// checkOwner refuses to touch another owner's session: a session id is not authorization.
+func (h *harness) checkOwner(s store.Session) error {
+	if me := h.g.me(); s.Owner != me {
+		return fmt.Errorf("session %s belongs to %q, not to you (%q); run as its owner (--owner or TRUEFORGE_OWNER)", s.ID, s.Owner, me)
+	}
+	return nil
+}
+
+type runFlags struct {
+	maxTurns    int64
+	tokenBudget int64
+	jsonOut     bool
+}
+
+func (f *runFlags) add(cmd *cobra.Command) {
+	cmd.Flags().Int64Var(&f.maxTurns, "max-turns", 0, "model steps allowed per message (default: the agent's, else 50)")
+	cmd.Flags().Int64Var(&f.tokenBudget, "token-budget", 0, "tokens allowed per message (default: the agent's, else 1000000)")
+	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print events as JSON lines instead of text")
+}
+
+// runner loads an agent and builds its runner, refusing clearly when it cannot run.
+func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*runner.Runner, error) {
+	a, err := agents.Load(ctx, h.store, agentName)
+	if err != nil {
+		return nil, err
+	}
+	m, err := a.NewModel(agents.ModelOptions{})
+	if err != nil {
+		return nil, err
+	}
+	x := &tools.Executor{Store: h.store, Sandboxes: h.manager}
+	if len(a.Spec.MCPServers) > 0 {
+		x.MCP = mcptools.New(a.Spec.MCPServers, mcptools.Options{Logger: h.logger, Version: version})
+	}
+	return &runner.Runner{
+		Store: h.store, Agent: a, Model: m, Logger: h.logger, Tools: x,
+		MaxTurns: f.maxTurns, TokenBudget: f.tokenBudget,
+	}, nil
+}

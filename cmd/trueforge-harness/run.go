@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+func newRunCmd(g *globals) *cobra.Command {
+	var f runFlags
+	var sessionID string
+	cmd := &cobra.Command{
+		Use:   "run AGENT PROMPT",
+		Short: "Send one message to an agent and stream the turn (Ctrl-C cancels it)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			h, err := g.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer h.close()
+			r, err := h.runner(ctx, args[0], &f)
+			if err != nil {
+				return err
+			}
+			if sessionID == "" {
+				if sessionID, err = r.NewSession(ctx); err != nil {
+					return err
+				}
+			} else {
+				s, err := h.store.GetSession(ctx, sessionID)
+				if err != nil {
+					return fmt.Errorf("--session %s: %w (list sessions with `trueforge-harness sessions list`)", sessionID, err)
+				}
+				if err := h.checkOwner(s); err != nil {
+					return err
+				}
+			}
+			out := cmd.OutOrStdout()
+			p := newPrinter(out, f.jsonOut, r.Agent.IsReplay())
+			p.header(sessionID, r)
+			turnCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
+			defer stop()
+			res, err := r.Run(turnCtx, sessionID, args[1], p.event)
+			p.finish()
+			if err != nil {
+				return err
+			}
+			if res.Status == store.RunCancelled {
+				return exitCode(130)
+			}
+			if res.Status != store.RunCompleted {
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
+	f.add(cmd)
+	return cmd
+}
+
+func newChatCmd(g *globals) *cobra.Command {
+	var f runFlags
+	var sessionID string
+	cmd := &cobra.Command{
+		Use:   "chat AGENT",
+		Short: "Talk to an agent interactively; Ctrl-C cancels the running turn, not the session (Ctrl-D ends)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			h, err := g.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer h.close()
+			r, err := h.runner(ctx, args[0], &f)
+			if err != nil {
+				return err
+			}
+			if sessionID == "" {
+				if sessionID, err = r.NewSession(ctx); err != nil {
+					return err
+				}
+			}
+			out := cmd.OutOrStdout()
+			p := newPrinter(out, f.jsonOut, r.Agent.IsReplay())
+			p.header(sessionID, r)
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, os.Interrupt)
+			defer signal.Stop(sigs)
+			return chatLoop(ctx, cmd.InOrStdin(), out, sigs, func(turnCtx context.Context, line string) error {
+				_, err := r.Run(turnCtx, sessionID, line, p.event)
+				p.finish()
+				if errors.Is(err, runner.ErrBusy) {
+					fmt.Fprintln(out, "!", err)
+					return nil
+				}
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
+	f.add(cmd)
+	return cmd
+}
+
+// chatLoop reads messages line by line and runs each as a turn; an interrupt while a
+// turn runs cancels that turn only, an interrupt at the prompt ends the chat.
+func chatLoop(ctx context.Context, in io.Reader, out io.Writer, sigs <-chan os.Signal, turn func(context.Context, string) error) error {
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	for {
+		fmt.Fprint(out, "you> ")
+		var line string
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-sigs:
+			fmt.Fprintln(out)
+			return nil
+		case l, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(out)
+				return nil
+			}
+			line = strings.TrimSpace(l)
+		}
+		if line == "" {
+			continue
+		}
+		turnCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-sigs:
+				fmt.Fprintln(out, "\n^C cancelling the turn (the session stays)")
+				cancel()
+			case <-done:
+			}
+		}()
+		err := turn(turnCtx, line)
+		close(done)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+}

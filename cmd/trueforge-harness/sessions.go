@@ -1,0 +1,154 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+func newSessionsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "sessions", Short: "List, show and delete sessions"}
+	var agent string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			h, err := g.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer h.close()
+			ss, err := h.store.ListSessions(ctx, agent)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tAGENT\tMODEL\tCREATED\tTOKENS IN/OUT\tSANDBOX")
+			for _, s := range ss {
+				sb := "none"
+				if rec, err := h.store.GetSessionSandbox(ctx, s.ID); err == nil {
+					sb = rec.State + " " + rec.SandboxID
+				}
+				m := "live"
+				if s.Replay {
+					m = "replay"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.ID, s.Agent, m, s.CreatedAt.UTC().Format(time.RFC3339), s.InputTokens, s.OutputTokens, sb)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&agent, "agent", "", "only this agent's sessions")
+
+	var jsonOut bool
+	var output string
+	show := &cobra.Command{
+		Use:   "show SESSION",
+		Short: "Show a session's event log (or, with --output, the full output of a cut tool result)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			h, err := g.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer h.close()
+			s, err := h.store.GetSession(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := h.checkOwner(s); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output != "" {
+				b, err := h.store.GetToolOutput(ctx, s.ID, output)
+				if err != nil {
+					return err
+				}
+				_, err = out.Write(b)
+				return err
+			}
+			evs, err := h.store.Events(ctx, s.ID, 0)
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				for _, e := range evs {
+					b, _ := json.Marshal(map[string]any{"seq": e.Seq, "run_id": e.RunID, "kind": e.Kind, "at": e.CreatedAt.UTC(), "payload": json.RawMessage(e.Payload)})
+					fmt.Fprintln(out, string(b))
+				}
+				return nil
+			}
+			label := "live model"
+			if s.Replay {
+				label = "REPLAY of a scripted model, not a live model"
+			}
+			fmt.Fprintf(out, "session %s · agent %s · owner %s · %s · tokens %d in / %d out\n", s.ID, s.Agent, s.Owner, label, s.InputTokens, s.OutputTokens)
+			if rec, err := h.store.GetSessionSandbox(ctx, s.ID); err == nil {
+				fmt.Fprintf(out, "sandbox %s: %s, snapshot %s, environment %s, generation %d, last used %s\n",
+					rec.SandboxID, rec.State, rec.SnapshotID, rec.Environment, rec.Generation, rec.LastUsedAt.UTC().Format(time.RFC3339))
+				if len(rec.Uncertain) > 0 {
+					fmt.Fprintf(out, "uncertain files (a dead call was writing them): %v\n", rec.Uncertain)
+				}
+			} else {
+				fmt.Fprintln(out, "sandbox: none provisioned")
+			}
+			runs, _ := h.store.Runs(ctx, s.ID)
+			for _, r := range runs {
+				fmt.Fprintf(out, "run %s: %s %s\n", r.ID, r.Status, r.Detail)
+			}
+			fmt.Fprintln(out)
+			p := newPrinter(out, false, s.Replay)
+			for _, e := range evs {
+				if !shown(e.Kind) {
+					continue
+				}
+				fmt.Fprintf(out, "#%-3d", e.Seq)
+				p.render(e, false)
+			}
+			return nil
+		},
+	}
+	show.Flags().BoolVar(&jsonOut, "json", false, "print the raw events as JSON lines")
+	show.Flags().StringVar(&output, "output", "", "print the full kept output of this tool call id")
+
+	del := &cobra.Command{
+		Use:   "delete SESSION",
+		Short: "Delete a session, its sandbox, its artifacts and its log",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			h, err := g.open(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer h.close()
+			s, err := h.store.GetSession(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if err := h.checkOwner(s); err != nil {
+				return err
+			}
+			if err := h.manager.Delete(ctx, s.ID); err != nil {
+				return err
+			}
+			if err := h.store.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted session %s\n", s.ID)
+			return nil
+		},
+	}
+	cmd.AddCommand(list, show, del)
+	return cmd
+}

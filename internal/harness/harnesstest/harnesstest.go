@@ -1,0 +1,212 @@
+// Package harnesstest builds real fixtures for harness tests: a control-plane store with
+// a local sandbox provider whose release snapshot is really prepared (so sandboxes are
+// real bubblewrap sandboxes), an environment on it, agents, and a counting wrapper
+// around the real runtime.
+package harnesstest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// Owner of every fixture row.
+const Owner = "tester"
+
+// Env is a store with a Ready local environment.
+type Env struct {
+	Store    *store.Store
+	Snapshot string
+	Runtime  *Counting // the real local runtime, counted
+	Dir      string
+}
+
+// RequireSandboxTools skips when bubblewrap is missing (scripts/deps.sh installs it).
+func RequireSandboxTools(tb testing.TB) {
+	tb.Helper()
+	for _, t := range []string{"bwrap", "unshare"} {
+		if _, err := exec.LookPath(t); err != nil {
+			tb.Skipf("skipping: %s is not installed (run scripts/deps.sh)", t)
+		}
+	}
+}
+
+// NewStore opens a fresh store with no provider.
+func NewStore(tb testing.TB) *store.Store {
+	tb.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "trueforge.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// NewEnv returns a store with provider "local", its release snapshot prepared for real,
+// and environment "default" on it. Every sandbox left is deleted at the end.
+func NewEnv(tb testing.TB) *Env {
+	tb.Helper()
+	RequireSandboxTools(tb)
+	st := NewStore(tb)
+	ctx := context.Background()
+	b, err := local.NewBuilder(backend.LocalRoot(st))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rel, err := b.PrepareRelease(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	must(tb, st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: Owner, ReleaseSnapshot: rel}))
+	must(tb, st.RegisterReleaseSnapshot(ctx, "local", rel))
+	must(tb, st.CreateEnvironment(ctx, store.Environment{ID: "env-default", Name: "default", Provider: "local", Owner: Owner, Reserved: true,
+		Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "release", SnapshotID: rel,
+		Env: map[string]string{"GREETING": "hello"}}))
+	rt, err := backend.OpenLocal(ctx, st, store.SandboxProvider{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &Counting{Runtime: rt}
+	tb.Cleanup(func() {
+		list, _ := rt.List(context.Background())
+		for _, s := range list {
+			if err := rt.Delete(context.Background(), s.ID); err != nil {
+				tb.Errorf("cleanup: deleting sandbox %s: %v", s.ID, err)
+			}
+		}
+	})
+	return &Env{Store: st, Snapshot: rel, Runtime: c, Dir: st.Dir()}
+}
+
+// AgentSpec is what tests put in an agent's spec.
+type AgentSpec map[string]any
+
+// AddAgent stores an agent; sandbox settings go under "sandbox".
+func AddAgent(tb testing.TB, st *store.Store, name, environment string, spec AgentSpec) {
+	tb.Helper()
+	spec["name"] = name
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	must(tb, st.CreateAgent(context.Background(), store.Agent{ID: "agent-" + name, Name: name, Owner: Owner, Environment: environment, Spec: raw}))
+}
+
+// Script returns a scripted model spec replaying turns.
+func Script(turns ...map[string]any) map[string]any {
+	b, _ := json.Marshal(map[string]any{"replay": "test", "turns": turns})
+	return map[string]any{"provider": "scripted", "script": string(b)}
+}
+
+// Sandbox returns sandbox settings with the given timings (minutes).
+func Sandbox(env string, idle, archive, del int64) map[string]any {
+	return map[string]any{"enabled": true, "environment": env, "file_downloads": true,
+		"idle_stop_minutes": idle, "archive_after_minutes": archive, "delete_after_minutes": del}
+}
+
+func must(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Counting wraps a real Runtime and counts every call by method.
+type Counting struct {
+	sandbox.Runtime
+	mu    sync.Mutex
+	calls map[string]int
+	total atomic.Int64
+}
+
+func (c *Counting) count(m string) {
+	c.mu.Lock()
+	if c.calls == nil {
+		c.calls = map[string]int{}
+	}
+	c.calls[m]++
+	c.mu.Unlock()
+	c.total.Add(1)
+}
+
+// Calls returns how many times method was called.
+func (c *Counting) Calls(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[method]
+}
+
+// Total is the number of backend calls of any kind.
+func (c *Counting) Total() int64 { return c.total.Load() }
+
+func (c *Counting) Create(ctx context.Context, req sandbox.CreateRequest) error {
+	c.count("Create")
+	return c.Runtime.Create(ctx, req)
+}
+func (c *Counting) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	c.count("Exec")
+	return c.Runtime.Exec(ctx, id, req)
+}
+func (c *Counting) Stop(ctx context.Context, id string) error {
+	c.count("Stop")
+	return c.Runtime.Stop(ctx, id)
+}
+func (c *Counting) Start(ctx context.Context, id string) error {
+	c.count("Start")
+	return c.Runtime.Start(ctx, id)
+}
+func (c *Counting) Archive(ctx context.Context, id string) error {
+	c.count("Archive")
+	return c.Runtime.Archive(ctx, id)
+}
+func (c *Counting) Delete(ctx context.Context, id string) error {
+	c.count("Delete")
+	return c.Runtime.Delete(ctx, id)
+}
+func (c *Counting) Get(ctx context.Context, id string) (sandbox.SandboxInfo, error) {
+	c.count("Get")
+	return c.Runtime.Get(ctx, id)
+}
+func (c *Counting) List(ctx context.Context) ([]sandbox.SandboxInfo, error) {
+	c.count("List")
+	return c.Runtime.List(ctx)
+}
+func (c *Counting) WriteFile(ctx context.Context, id, p string, r io.Reader, mode fs.FileMode) error {
+	c.count("WriteFile")
+	return c.Runtime.WriteFile(ctx, id, p, r, mode)
+}
+func (c *Counting) ReadFile(ctx context.Context, id, p string, max int64) ([]byte, error) {
+	c.count("ReadFile")
+	return c.Runtime.ReadFile(ctx, id, p, max)
+}
+func (c *Counting) StatFile(ctx context.Context, id, p string) (sandbox.FileInfo, error) {
+	c.count("StatFile")
+	return c.Runtime.StatFile(ctx, id, p)
+}
+func (c *Counting) ListFiles(ctx context.Context, id, dir string) ([]sandbox.FileInfo, error) {
+	c.count("ListFiles")
+	return c.Runtime.ListFiles(ctx, id, dir)
+}
+func (c *Counting) DeleteFile(ctx context.Context, id, p string) error {
+	c.count("DeleteFile")
+	return c.Runtime.DeleteFile(ctx, id, p)
+}
+
+// Source adapts Counting to lifecycle.RuntimeSource.
+type Source struct{ C *Counting }
+
+// Runtime returns the counted runtime for any provider.
+func (s Source) Runtime(ctx context.Context, p store.SandboxProvider) (sandbox.Runtime, error) {
+	return s.C, nil
+}

@@ -1,0 +1,482 @@
+// Package lifecycle is the sandbox lifecycle manager: one sandbox per session, created
+// lazily by the first call that needs it, reused across turns, stopped when idle,
+// archived, deleted, resumed with its files by the next call, and recreated when it died.
+//
+// The store's session_sandboxes row is the lifecycle's clock and the pointer to
+// reattach; the backend (a sandbox.Runtime) is the truth about the box. Every
+// transition is a compare-and-swap on that row, so a harness running a session and a
+// reaper (`trueforge-harness serve`) in another process never fight: a call marks the
+// sandbox busy (active_execs, with its process as exec_owner) before it touches it, and
+// the reaper only moves sandboxes that are idle and not busy. A busy mark left by a dead
+// process is cleared, since its owner is checked for life.
+//
+// Timings come from the agent: idle_stop_minutes after the last call ends (a running
+// command is activity: a busy sandbox is never stopped), archive_after_minutes and
+// delete_after_minutes of idleness. When a backend cannot archive
+// (errors.ErrUnsupported) the sandbox stays stopped and is deleted on time. The clock
+// is injected (Config.Now) so tests step through minutes without sleeping.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// RuntimeSource returns the runtime of a sandbox provider (backend.Runtimes).
+type RuntimeSource interface {
+	Runtime(ctx context.Context, p store.SandboxProvider) (sandbox.Runtime, error)
+}
+
+// Recorder appends an event to a session's log.
+type Recorder func(ctx context.Context, sessionID, kind string, payload any)
+
+// Config configures a Manager.
+type Config struct {
+	Store    *store.Store
+	Runtimes RuntimeSource
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Owner identifies this process in busy marks; "" means this process (ProcessOwner).
+	Owner string
+	// Record receives lifecycle events; nil records straight into the store.
+	Record Recorder
+	Logger *slog.Logger
+	// ChangeWait bounds how long a call waits for a reaper's transition; 0 means 2 min.
+	ChangeWait time.Duration
+	// UnenforcedLimits names provider types whose runtime refuses resource limits
+	// because it cannot enforce them yet: their sandboxes are created without limits,
+	// and the sandbox_provisioned event says so (limits_enforced: false).
+	UnenforcedLimits map[string]bool
+}
+
+// Manager runs the lifecycle of session sandboxes.
+type Manager struct {
+	cfg Config
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// New returns a Manager.
+func New(cfg Config) *Manager {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = ProcessOwner()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ChangeWait == 0 {
+		cfg.ChangeWait = 2 * time.Minute
+	}
+	m := &Manager{cfg: cfg, locks: map[string]*sync.Mutex{}}
+	if m.cfg.Record == nil {
+		m.cfg.Record = m.storeRecord
+	}
+	return m
+}
+
+func (m *Manager) storeRecord(ctx context.Context, sessionID, kind string, payload any) {
+	if err := appendJSON(ctx, m.cfg.Store, sessionID, "", kind, payload); err != nil {
+		m.cfg.Logger.Warn("recording a sandbox event failed", "session", sessionID, "kind", kind, "err", err)
+	}
+}
+
+func (m *Manager) lock(sessionID string) func() {
+	m.mu.Lock()
+	l, ok := m.locks[sessionID]
+	if !ok {
+		l = &sync.Mutex{}
+		m.locks[sessionID] = l
+	}
+	m.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// Lease is a sandbox held for one call: Release must follow.
+type Lease struct {
+	Record  store.SessionSandbox
+	Runtime sandbox.Runtime
+	// Notes tell the model what happened to the workspace on the way (provisioned,
+	// resumed, recreated after a loss: files gone).
+	Notes []string
+	// Provisioned: this call created the sandbox.
+	Provisioned bool
+
+	m *Manager
+}
+
+// Release ends the call; its end counts as activity.
+func (l *Lease) Release(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	if err := l.m.cfg.Store.EndSandboxUse(ctx, l.Record.SessionID, l.m.cfg.Now()); err != nil {
+		l.m.cfg.Logger.Warn("ending sandbox use", "session", l.Record.SessionID, "err", err)
+	}
+}
+
+// Acquire returns the session's sandbox, Running and marked busy, provisioning,
+// resuming or recreating it as needed. The agent's environment decides what a new
+// sandbox is made from; an existing one keeps its snapshot.
+func (m *Manager) Acquire(ctx context.Context, sessionID string, a *agents.Agent) (*Lease, error) {
+	if !a.Spec.Sandbox.Enabled {
+		return nil, fmt.Errorf("agent %q has no sandbox (sandbox.enabled is false)", a.Name)
+	}
+	unlock := m.lock(sessionID)
+	defer unlock()
+	deadline := time.Now().Add(m.cfg.ChangeWait)
+	for {
+		lease, retry, err := m.acquireOnce(ctx, sessionID, a)
+		if err != nil || !retry {
+			return lease, err
+		}
+		// A reaper is moving the sandbox; wait for it to land.
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the sandbox of session %s is still changing state after %s; try again", sessionID, m.cfg.ChangeWait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.Agent) (*Lease, bool, error) {
+	st := m.cfg.Store
+	rec, err := st.GetSessionSandbox(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		l, err := m.provision(ctx, sessionID, a, 1, "")
+		return l, false, err
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if rec.ActiveExecs > 0 && rec.ExecOwner != m.cfg.Owner && !OwnerAlive(rec.ExecOwner) {
+		// A harness died mid-call: its busy mark would keep the sandbox busy forever.
+		_ = st.ClearStaleSandboxUse(ctx, sessionID, rec.ExecOwner)
+	}
+	p, err := st.GetSandboxProvider(ctx, rec.Provider)
+	if err != nil {
+		return nil, false, fmt.Errorf("sandbox provider %q of session %s: %w", rec.Provider, sessionID, err)
+	}
+	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
+	if err != nil {
+		return nil, false, err
+	}
+	lease := &Lease{Record: rec, Runtime: rt, m: m}
+	switch rec.State {
+	case store.SandboxStateChanging:
+		if m.cfg.Now().Sub(rec.StateAt) > StaleChange {
+			// A reaper died mid-transition: what the box is now is unknown, so treat it
+			// like a loss (recovered after a health check, else recreated).
+			if _, err := st.SwapSandboxState(ctx, sessionID, []string{store.SandboxStateChanging}, store.SandboxStateLost, m.cfg.Now(), time.Time{}); err != nil {
+				return nil, false, err
+			}
+		}
+		return nil, true, nil
+	case store.SandboxStateDeleted:
+		l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
+			fmt.Sprintf("The previous sandbox (%s) was deleted after being idle; this is a fresh workspace from snapshot %s: files from earlier turns are gone.", rec.SandboxID, "%s"))
+		return l, false, err
+	case store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived, store.SandboxStateLost:
+	default:
+		return nil, false, fmt.Errorf("the sandbox of session %s is in unknown state %q", sessionID, rec.State)
+	}
+
+	info, err := rt.Get(ctx, rec.SandboxID)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		// Gone underneath us (crash, out-of-band delete): the conversation goes on in a
+		// fresh workspace, and the model is told.
+		m.cfg.Record(ctx, sessionID, "sandbox_lost", map[string]any{"sandbox_id": rec.SandboxID, "state": rec.State, "reason": "the backend no longer has it"})
+		l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
+			fmt.Sprintf("The previous sandbox (%s) was lost; this is a fresh workspace from snapshot %s: the workspace was reset and files from earlier turns are gone.", rec.SandboxID, "%s"))
+		return l, false, err
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("looking up sandbox %s: %w", rec.SandboxID, err)
+	}
+	if rec.State == store.SandboxStateLost {
+		// Recovering a box that failed under a call: make sure it works before handing
+		// it out again; if it does not, replace it.
+		if info.Status != sandbox.SandboxRunning {
+			_ = rt.Start(ctx, rec.SandboxID)
+		}
+		res, perr := rt.Exec(ctx, rec.SandboxID, sandbox.ExecRequest{Argv: []string{"true"}, Timeout: 30 * time.Second})
+		if perr != nil || res.ExitCode != 0 {
+			if ctx.Err() != nil {
+				return nil, false, ctx.Err()
+			}
+			_ = rt.Delete(ctx, rec.SandboxID)
+			m.cfg.Record(ctx, sessionID, "sandbox_lost", map[string]any{"sandbox_id": rec.SandboxID, "state": rec.State, "reason": "it failed a health check after an earlier failure"})
+			l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
+				fmt.Sprintf("The previous sandbox (%s) could not be recovered; this is a fresh workspace from snapshot %s: the workspace was reset and files from earlier turns are gone.", rec.SandboxID, "%s"))
+			return l, false, err
+		}
+		if info2, err := rt.Get(ctx, rec.SandboxID); err == nil {
+			info = info2
+		}
+	}
+	if info.Status != sandbox.SandboxRunning {
+		// Stopped or Archived (by us, by the backend's own idle policy, or by a loss
+		// that left the box): start it with its files.
+		if err := rt.Start(ctx, rec.SandboxID); err != nil {
+			if errors.Is(err, sandbox.ErrNotFound) {
+				l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
+					fmt.Sprintf("The previous sandbox (%s) was lost; this is a fresh workspace from snapshot %s: the workspace was reset.", rec.SandboxID, "%s"))
+				return l, false, err
+			}
+			return nil, false, fmt.Errorf("resuming sandbox %s (%s): %w", rec.SandboxID, info.Status, err)
+		}
+		if info2, err := rt.Get(ctx, rec.SandboxID); err == nil {
+			info = info2
+		}
+		now := m.cfg.Now()
+		ok, err := st.SwapSandboxState(ctx, sessionID, []string{rec.State}, store.SandboxStateRunning, now, time.Time{})
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return nil, true, nil
+		}
+		ev := map[string]any{"sandbox_id": rec.SandboxID, "from": info.Status, "recorded_state": rec.State,
+			"snapshot_id": info.SnapshotID, "recorded_snapshot_id": rec.SnapshotID}
+		m.cfg.Record(ctx, sessionID, "sandbox_resumed", ev)
+		note := fmt.Sprintf("The sandbox (%s) was %s and has been resumed with its files, from snapshot %s.", rec.SandboxID, lower(info.Status), info.SnapshotID)
+		if info.SnapshotID != rec.SnapshotID {
+			note += fmt.Sprintf(" Warning: it reports snapshot %s but was recorded as created from %s.", info.SnapshotID, rec.SnapshotID)
+		}
+		if rec.State == store.SandboxStateLost {
+			note = fmt.Sprintf("The sandbox (%s) died during an earlier call and was recovered with its files.", rec.SandboxID)
+			if len(rec.Uncertain) > 0 {
+				note += fmt.Sprintf(" These files were being written when it died and may be incomplete: %v.", rec.Uncertain)
+			}
+		}
+		lease.Notes = append(lease.Notes, note)
+		rec.State = store.SandboxStateRunning
+	} else if rec.State != store.SandboxStateRunning {
+		// The box runs but the record says otherwise (a loss that did not kill it).
+		ok, err := st.SwapSandboxState(ctx, sessionID, []string{rec.State}, store.SandboxStateRunning, m.cfg.Now(), time.Time{})
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return nil, true, nil
+		}
+		if rec.State == store.SandboxStateLost {
+			m.cfg.Record(ctx, sessionID, "sandbox_recovered", map[string]any{"sandbox_id": rec.SandboxID, "uncertain": rec.Uncertain})
+			note := fmt.Sprintf("The sandbox (%s) failed during an earlier call and has been recovered with its files.", rec.SandboxID)
+			if len(rec.Uncertain) > 0 {
+				note += fmt.Sprintf(" These files were being written when it failed and may be incomplete: %v.", rec.Uncertain)
+			}
+			lease.Notes = append(lease.Notes, note)
+		}
+	}
+	ok, err := st.BeginSandboxUse(ctx, sessionID, m.cfg.Owner, m.cfg.Now())
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		return nil, true, nil
+	}
+	lease.Record.State = store.SandboxStateRunning
+	return lease, false, nil
+}
+
+// provision creates the session's sandbox (generation gen) from the agent's environment.
+// resetNote, when set, is a format with one %s for the snapshot id, told to the model.
+func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Agent, gen int64, resetNote string) (*Lease, error) {
+	st := m.cfg.Store
+	rt, err := m.cfg.Runtimes.Runtime(ctx, a.Provider)
+	if err != nil {
+		return nil, err
+	}
+	env := a.Environment
+	id := fmt.Sprintf("%s%s-%d", SandboxIDPrefix, strings.TrimPrefix(sessionID, "s-"), gen)
+	req := sandbox.CreateRequest{
+		ID:           id,
+		SnapshotID:   env.SnapshotID,
+		Env:          env.Env,
+		BlockNetwork: env.BlockAll,
+		Limits:       sandbox.Limits{CPU: env.CPU, MemoryMB: env.MemoryGB * 1024, DiskMB: env.DiskGB * 1024},
+		Labels: map[string]string{
+			LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: a.Owner, LabelEnvironment: env.Name,
+		},
+	}
+	limits := !m.cfg.UnenforcedLimits[a.Provider.Type]
+	if !limits {
+		req.Limits = sandbox.Limits{}
+	}
+	began := time.Now()
+	if err := rt.Create(ctx, req); err != nil {
+		if !errors.Is(err, sandbox.ErrExists) {
+			return nil, fmt.Errorf("provisioning a sandbox from environment %q (snapshot %s): %w", env.Name, env.SnapshotID, err)
+		}
+		// A previous attempt created it and died before recording it: take it over.
+	}
+	now := m.cfg.Now()
+	rec := store.SessionSandbox{
+		SessionID: sessionID, Provider: a.Provider.Name, ProviderType: a.Provider.Type, SandboxID: id,
+		Environment: env.Name, SnapshotID: env.SnapshotID, State: store.SandboxStateRunning, Generation: gen,
+		CreatedAt: now, LastUsedAt: now, StateAt: now,
+	}
+	if err := st.PutSessionSandbox(ctx, rec); err != nil {
+		_ = rt.Delete(context.WithoutCancel(ctx), id)
+		return nil, err
+	}
+	reason := "first call that needs a sandbox"
+	if gen > 1 {
+		reason = "the previous sandbox was lost or deleted; workspace reset"
+	}
+	m.cfg.Record(ctx, sessionID, "sandbox_provisioned", map[string]any{
+		"sandbox_id": id, "provider": a.Provider.Name, "provider_type": a.Provider.Type, "environment": env.Name,
+		"snapshot_id": env.SnapshotID, "generation": gen, "reason": reason, "took_ms": time.Since(began).Milliseconds(),
+		"limits": req.Limits, "limits_enforced": limits,
+	})
+	m.cfg.Logger.Info("sandbox provisioned", "session", sessionID, "sandbox", id, "snapshot", env.SnapshotID)
+	lease := &Lease{Record: rec, Runtime: rt, Provisioned: true, m: m}
+	if resetNote != "" {
+		lease.Notes = append(lease.Notes, fmt.Sprintf(resetNote, env.SnapshotID))
+	} else {
+		lease.Notes = append(lease.Notes, fmt.Sprintf("A sandbox (%s) was provisioned for this session from environment %q, snapshot %s.", id, env.Name, env.SnapshotID))
+	}
+	ok, err := st.BeginSandboxUse(ctx, sessionID, m.cfg.Owner, now)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("the new sandbox of session %s changed state before its first call", sessionID)
+	}
+	return lease, nil
+}
+
+// SandboxIDPrefix starts the id of every sandbox the harness creates:
+// "tf-s-<session>-<generation>".
+const SandboxIDPrefix = "tf-s-"
+
+// StaleChange is how long a reaper's transition may take before a call takes over.
+const StaleChange = 10 * time.Minute
+
+// Labels set on every sandbox the harness creates.
+const (
+	LabelSession     = "trueforge.session"
+	LabelAgent       = "trueforge.agent"
+	LabelOwner       = "trueforge.owner"
+	LabelEnvironment = "trueforge.environment"
+)
+
+// CheckLost decides, after a call failed or its command died without being cancelled,
+// whether the sandbox itself is gone or broken. If so it records the loss (state lost,
+// the paths being written as uncertain) and returns true: the next Acquire recovers or
+// recreates it.
+func (m *Manager) CheckLost(ctx context.Context, l *Lease, uncertain []string, cause string) bool {
+	ctx = context.WithoutCancel(ctx)
+	info, err := l.Runtime.Get(ctx, l.Record.SandboxID)
+	if err == nil && info.Status == sandbox.SandboxRunning {
+		return false
+	}
+	status := "gone"
+	if err == nil {
+		status = info.Status
+	}
+	now := m.cfg.Now()
+	ok, serr := m.cfg.Store.SwapSandboxState(ctx, l.Record.SessionID, []string{store.SandboxStateRunning}, store.SandboxStateLost, now, time.Time{})
+	if serr != nil || !ok {
+		return true
+	}
+	if len(uncertain) > 0 {
+		_ = m.cfg.Store.SetSandboxUncertain(ctx, l.Record.SessionID, uncertain)
+	}
+	m.cfg.Record(ctx, l.Record.SessionID, "sandbox_lost", map[string]any{
+		"sandbox_id": l.Record.SandboxID, "status": status, "cause": cause, "uncertain": uncertain,
+	})
+	m.cfg.Logger.Warn("sandbox lost", "session", l.Record.SessionID, "sandbox", l.Record.SandboxID, "status", status)
+	return true
+}
+
+// Delete removes a session's sandbox (backend and record state); a session without
+// one is fine.
+func (m *Manager) Delete(ctx context.Context, sessionID string) error {
+	unlock := m.lock(sessionID)
+	defer unlock()
+	rec, err := m.cfg.Store.GetSessionSandbox(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p, err := m.cfg.Store.GetSandboxProvider(ctx, rec.Provider)
+	if err != nil {
+		return fmt.Errorf("sandbox provider %q of session %s: %w", rec.Provider, sessionID, err)
+	}
+	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
+	if err != nil {
+		return err
+	}
+	if err := rt.Delete(ctx, rec.SandboxID); err != nil {
+		return fmt.Errorf("deleting sandbox %s: %w", rec.SandboxID, err)
+	}
+	_, err = m.cfg.Store.SwapSandboxState(ctx, sessionID, []string{rec.State}, store.SandboxStateDeleted, m.cfg.Now(), time.Time{})
+	return err
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	if len(b) > 0 && b[0] >= 'A' && b[0] <= 'Z' {
+		b[0] += 'a' - 'A'
+	}
+	return string(b)
+}
+
+// Reclaim ends what a dead harness left running in a session's sandbox: when the
+// sandbox is marked busy by a process that no longer exists, its commands are orphans,
+// so the sandbox is stopped (killing them; files kept) and started again, and the mark
+// is cleared. It reports whether it did anything.
+func (m *Manager) Reclaim(ctx context.Context, sessionID string) (bool, error) {
+	unlock := m.lock(sessionID)
+	defer unlock()
+	st := m.cfg.Store
+	rec, err := st.GetSessionSandbox(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if rec.ActiveExecs == 0 || rec.ExecOwner == m.cfg.Owner || OwnerAlive(rec.ExecOwner) || rec.State != store.SandboxStateRunning {
+		return false, nil
+	}
+	p, err := st.GetSandboxProvider(ctx, rec.Provider)
+	if err != nil {
+		return false, err
+	}
+	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
+	if err != nil {
+		return false, err
+	}
+	if err := rt.Stop(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return false, fmt.Errorf("stopping the orphaned commands of sandbox %s: %w", rec.SandboxID, err)
+	}
+	if err := rt.Start(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return false, fmt.Errorf("restarting sandbox %s: %w", rec.SandboxID, err)
+	}
+	if err := st.ClearStaleSandboxUse(ctx, sessionID, rec.ExecOwner); err != nil {
+		return false, err
+	}
+	m.cfg.Record(ctx, sessionID, "sandbox_reclaimed", map[string]any{
+		"sandbox_id": rec.SandboxID, "dead_owner": rec.ExecOwner, "reason": "commands left running by a harness that died were stopped; files kept",
+	})
+	return true, nil
+}

@@ -1,0 +1,221 @@
+// Package mcptools exposes an agent's MCP servers to its model as tools, through the
+// MCP Go SDK's streamable HTTP client. The harness is the MCP client: each server's
+// credential is read from the harness environment variable the agent names
+// (credential_env) and sent as a bearer token by the HTTP transport at each request, so
+// it never enters a sandbox, the store or a log, and a rotated value is picked up at once.
+//
+// Tool names: "<server>__<tool>" (model APIs allow only letters, digits, _ and -); an
+// allowed_tools list, when given, limits which tools are exposed and callable. Servers
+// are connected on first use (listing tools for the first prompt of a run), never for
+// the sandbox; a server that cannot be reached is left out of the tool list with a
+// warning rather than failing the turn. MCP calls never provision a sandbox.
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
+)
+
+// Separator joins a server's name and a tool's name in the model's tool list.
+const Separator = "__"
+
+// Options configure a Toolset.
+type Options struct {
+	HTTPClient *http.Client        // base client; nil means http.DefaultClient
+	Getenv     func(string) string // nil means os.Getenv
+	Logger     *slog.Logger
+	Version    string
+}
+
+// Toolset is the MCP tools of one agent.
+type Toolset struct {
+	servers []agents.MCPServer
+	opts    Options
+
+	mu       sync.Mutex
+	sessions map[string]*mcp.ClientSession
+	routes   map[string]route
+	specs    []model.ToolSpec
+	listed   bool
+}
+
+type route struct{ server, tool string }
+
+// New returns the toolset of an agent's MCP servers; nothing is connected yet.
+func New(servers []agents.MCPServer, opts Options) *Toolset {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Toolset{servers: servers, opts: opts, sessions: map[string]*mcp.ClientSession{}, routes: map[string]route{}}
+}
+
+// bearer adds the server's credential, read at each request.
+type bearer struct {
+	base   http.RoundTripper
+	env    string
+	getenv func(string) string
+}
+
+func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if b.env != "" {
+		v := b.getenv(b.env)
+		if v == "" {
+			return nil, fmt.Errorf("the MCP credential variable %s is not set in the harness's environment", b.env)
+		}
+		req = req.Clone(req.Context())
+		req.Header.Set("Authorization", "Bearer "+v)
+	}
+	return b.base.RoundTrip(req)
+}
+
+func (t *Toolset) connect(ctx context.Context, s agents.MCPServer) (*mcp.ClientSession, error) {
+	if cs, ok := t.sessions[s.Name]; ok {
+		return cs, nil
+	}
+	base := t.opts.HTTPClient.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc := *t.opts.HTTPClient
+	hc.Transport = bearer{base: base, env: s.CredentialEnv, getenv: t.opts.Getenv}
+	client := mcp.NewClient(&mcp.Implementation{Name: "trueforge-harness", Version: t.opts.Version}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &hc, MaxRetries: 1, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to MCP server %q: %w", s.Name, err)
+	}
+	t.sessions[s.Name] = cs
+	return cs, nil
+}
+
+func allowed(s agents.MCPServer, tool string) bool {
+	if s.AllowedTools == nil {
+		return true
+	}
+	for _, a := range s.AllowedTools {
+		if a == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// Specs lists the tools of every reachable server (once per Toolset).
+func (t *Toolset) Specs(ctx context.Context) []model.ToolSpec {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.listed {
+		return t.specs
+	}
+	t.listed = true
+	for _, s := range t.servers {
+		cs, err := t.connect(ctx, s)
+		if err == nil {
+			var res *mcp.ListToolsResult
+			if res, err = cs.ListTools(ctx, nil); err == nil {
+				for _, tool := range res.Tools {
+					if !allowed(s, tool.Name) {
+						continue
+					}
+					name := s.Name + Separator + tool.Name
+					params, _ := json.Marshal(tool.InputSchema)
+					var schema map[string]any
+					if json.Unmarshal(params, &schema) != nil || schema == nil {
+						schema = map[string]any{"type": "object", "properties": map[string]any{}}
+					}
+					t.routes[name] = route{s.Name, tool.Name}
+					t.specs = append(t.specs, model.ToolSpec{Name: name, Description: fmt.Sprintf("[MCP %s] %s", s.Name, tool.Description), Parameters: schema})
+				}
+			}
+		}
+		if err != nil {
+			t.opts.Logger.Warn("MCP server left out of the tool list", "server", s.Name, "err", err)
+		}
+	}
+	return t.specs
+}
+
+// Has reports whether name is one of this toolset's tools.
+func (t *Toolset) Has(name string) bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.routes[name]
+	return ok
+}
+
+// Call runs an MCP tool and returns its text and whether it is an error result.
+func (t *Toolset) Call(ctx context.Context, name string, args json.RawMessage) (string, bool) {
+	t.mu.Lock()
+	r, ok := t.routes[name]
+	var cs *mcp.ClientSession
+	if ok {
+		cs = t.sessions[r.server]
+	}
+	t.mu.Unlock()
+	if !ok || cs == nil {
+		return fmt.Sprintf("unknown MCP tool %q", name), true
+	}
+	var a map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &a); err != nil {
+			return "the arguments are not a JSON object: " + err.Error(), true
+		}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: r.tool, Arguments: a})
+	if err != nil {
+		if errors.Is(err, mcp.ErrConnectionClosed) {
+			t.mu.Lock()
+			delete(t.sessions, r.server)
+			t.listed, t.specs, t.routes = false, nil, map[string]route{}
+			t.mu.Unlock()
+		}
+		return fmt.Sprintf("MCP server %s: %v", r.server, err), true
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			b.WriteString(c.Text)
+			b.WriteString("\n")
+		default:
+			raw, _ := json.Marshal(c)
+			b.Write(raw)
+			b.WriteString("\n")
+		}
+	}
+	if res.StructuredContent != nil && b.Len() == 0 {
+		raw, _ := json.Marshal(res.StructuredContent)
+		b.Write(raw)
+	}
+	return strings.TrimRight(b.String(), "\n"), res.IsError
+}
+
+// Close ends every MCP session.
+func (t *Toolset) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, cs := range t.sessions {
+		_ = cs.Close()
+		delete(t.sessions, name)
+	}
+}

@@ -1,0 +1,134 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// helperEnv makes the test binary act as a harness process running one turn (see
+// runHelper), so a test can kill -9 a real harness mid-turn.
+const helperEnv = "TRUEFORGE_HARNESS_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		if err := runHelper(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runHelper runs HELPER_PROMPT in session HELPER_SESSION of agent HELPER_AGENT against
+// the store at HELPER_DB, with the real backend, as the CLI would.
+func runHelper() error {
+	ctx := context.Background()
+	st, err := store.Open(ctx, os.Getenv("HELPER_DB"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	a, err := agents.Load(ctx, st, os.Getenv("HELPER_AGENT"))
+	if err != nil {
+		return err
+	}
+	m, err := a.NewModel(agents.ModelOptions{})
+	if err != nil {
+		return err
+	}
+	mgr := lifecycle.New(lifecycle.Config{Store: st, Runtimes: &backend.Runtimes{Store: st, Registry: backend.Default()}, UnenforcedLimits: backend.UnenforcedLimits()})
+	r := &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, Sandboxes: mgr}}
+	_, err = r.Run(ctx, os.Getenv("HELPER_SESSION"), os.Getenv("HELPER_PROMPT"), nil)
+	return err
+}
+
+// A harness killed with SIGKILL mid-turn (its command running in the sandbox): the next
+// harness marks the run interrupted, gives the dangling call an error result, finds the
+// command gone, and the session continues with everything already said.
+func TestHarnessKilledMidTurnResumesSession(t *testing.T) {
+	f := newFixture(t)
+	marker := "tfcrash" + time.Now().Format("150405.000000")
+	harnesstest.AddAgent(t, f.env.Store, "crashy", "default", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(exec("echo before > mark.txt; sleep 300 # "+marker), exec("cat mark.txt"), text("resumed fine")),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	r := f.runner(t, "crashy")
+	sid, err := r.NewSession(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := osexec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_DB="+f.env.Store.Path(), "HELPER_AGENT=crashy", "HELPER_SESSION="+sid, "HELPER_PROMPT=start the long job")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the helper's command in the sandbox", 60*time.Second, func() bool {
+		rec, err := f.env.Store.GetSessionSandbox(context.Background(), sid)
+		if err != nil {
+			return false
+		}
+		_, err = f.env.Runtime.Runtime.ReadFile(context.Background(), rec.SandboxID, "mark.txt", 0)
+		return err == nil && len(processesWith(marker)) > 0
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	// What the dead harness said is in the log.
+	before := kinds(t, f.env.Store, sid)
+	if strings.Join(before, ",") != "user_message,model_message,usage,tool_call,sandbox_provisioned" {
+		t.Fatalf("log after the kill: %v (helper stderr: %s)", before, stderr.String())
+	}
+	out := mustRun(t, r, sid, "are you still there?")
+	// The command the dead harness left running was stopped when the session resumed
+	// (the local runtime does not yet kill bwrap with a SIGKILLed harness).
+	if p := processesWith(marker); len(p) > 0 {
+		t.Fatalf("the dead harness's command still runs after resume: pids %v", p)
+	}
+	if out.Text != "resumed fine" {
+		t.Fatalf("resumed turn answered %q", out.Text)
+	}
+	interrupted := payloads(t, f.env.Store, sid, runner.KindRunInterrupted)
+	if len(interrupted) != 1 {
+		t.Fatalf("%d run_interrupted events; want 1", len(interrupted))
+	}
+	runs, _ := f.env.Store.Runs(context.Background(), sid)
+	if len(runs) != 2 || runs[0].Status != store.RunInterrupted || runs[1].Status != store.RunCompleted {
+		t.Fatalf("runs %+v; want interrupted then completed", runs)
+	}
+	res := results(t, f.env.Store, sid)
+	if len(res) != 2 || res[0]["is_error"] != true || !strings.Contains(res[0]["text"].(string), "interrupted") {
+		t.Fatalf("dangling call result %v; want a synthetic interrupted error", res)
+	}
+	if !strings.Contains(res[1]["text"].(string), "before") {
+		t.Fatalf("the sandbox lost its files across the harness crash: %q", res[1]["text"])
+	}
+	// The busy mark of the dead harness does not pin the sandbox.
+	rec, _ := f.env.Store.GetSessionSandbox(context.Background(), sid)
+	if rec.ActiveExecs != 0 {
+		t.Fatalf("active_execs %d after the turn; the dead harness's mark was not cleared", rec.ActiveExecs)
+	}
+}

@@ -1,0 +1,178 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// fakeClock is the lifecycle's clock: tests move it instead of sleeping.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.Now()} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	env     *harnesstest.Env
+	clock   *fakeClock
+	manager *lifecycle.Manager
+}
+
+func newFixture(t testing.TB) *fixture {
+	env := harnesstest.NewEnv(t)
+	clock := newClock()
+	m := lifecycle.New(lifecycle.Config{Store: env.Store, Runtimes: harnesstest.Source{C: env.Runtime}, Now: clock.Now, UnenforcedLimits: backend.UnenforcedLimits()})
+	return &fixture{env: env, clock: clock, manager: m}
+}
+
+func (f *fixture) runner(t testing.TB, agent string) *runner.Runner {
+	t.Helper()
+	a, err := agents.Load(context.Background(), f.env.Store, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := a.NewModel(agents.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runner.Runner{Store: f.env.Store, Agent: a, Model: m, Tools: &tools.Executor{Store: f.env.Store, Sandboxes: f.manager, Now: f.clock.Now}}
+}
+
+func exec(cmd string) map[string]any {
+	return map[string]any{"tool_calls": []any{map[string]any{"name": "exec", "arguments": map[string]any{"command": cmd}}}}
+}
+
+func text(s string) map[string]any { return map[string]any{"text": s} }
+
+func call(name string, args map[string]any) map[string]any {
+	return map[string]any{"tool_calls": []any{map[string]any{"name": name, "arguments": args}}}
+}
+
+// results returns the tool_result payloads of a session, in order.
+func results(t testing.TB, st *store.Store, session string) []map[string]any {
+	t.Helper()
+	return payloads(t, st, session, runner.KindToolResult)
+}
+
+func payloads(t testing.TB, st *store.Store, session, kind string) []map[string]any {
+	t.Helper()
+	evs, err := st.Events(context.Background(), session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, e := range evs {
+		if e.Kind == kind {
+			var m map[string]any
+			if err := json.Unmarshal(e.Payload, &m); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func kinds(t testing.TB, st *store.Store, session string) []string {
+	evs, err := st.Events(context.Background(), session, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+func mustRun(t testing.TB, r *runner.Runner, session, prompt string) runner.Outcome {
+	t.Helper()
+	out, err := r.Run(context.Background(), session, prompt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != store.RunCompleted {
+		t.Fatalf("run status %s", out.Status)
+	}
+	return out
+}
+
+// processesWith lists pids whose command line contains marker.
+func processesWith(marker string) []string {
+	var pids []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err == nil && strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), marker) {
+			pids = append(pids, filepath.Base(d))
+		}
+	}
+	return pids
+}
+
+func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// seedNoSandbox stores a provider and a (not built) default environment: enough for
+// agents without a sandbox.
+func seedNoSandbox(t testing.TB, st *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: "snap-x", Provider: "local", BuildHash: "h", Spec: "{}"}, "Building", "Failed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateEnvironment(ctx, store.Environment{ID: "e", Name: "default", Provider: "local", Owner: harnesstest.Owner, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h", SnapshotID: "snap-x"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) runnerNoSandbox(t testing.TB, agent string) *runner.Runner {
+	t.Helper()
+	a, err := agents.Load(context.Background(), f.env.Store, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := a.NewModel(agents.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runner.Runner{Store: f.env.Store, Agent: a, Model: m, Tools: &tools.Executor{Store: f.env.Store}}
+}

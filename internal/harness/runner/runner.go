@@ -1,0 +1,447 @@
+// Package runner is the agent loop: a user message, then model step -> tool calls ->
+// results -> next step, until the model answers without calls, the agent's max turns
+// or token budget is reached, or the caller cancels.
+//
+// Everything said is committed to the session's append-only event log before the loop
+// moves on (the user message before the first model call, each tool result before the
+// next step); partial text and command output are streamed to the caller only. A run
+// row with the process as owner and a heartbeat (every 10 s) marks the session busy; on
+// the next run, a run whose owner died (or whose heartbeat is older than StaleAfter,
+// 2 min, for an owner on another host) is marked interrupted and every tool call left
+// without a result gets an error result, so a killed harness loses nothing already said
+// and the history stays valid for every model API.
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// Event kinds of the session log.
+const (
+	KindUserMessage    = "user_message"
+	KindModelMessage   = "model_message"
+	KindUsage          = "usage"
+	KindToolCall       = "tool_call"
+	KindToolResult     = "tool_result"
+	KindCancelled      = "cancelled"
+	KindError          = "error"
+	KindLimit          = "limit"
+	KindRunInterrupted = "run_interrupted"
+	KindRunFinished    = "run_finished"
+)
+
+// ErrBusy is returned when another live harness process is running the session.
+var ErrBusy = errors.New("session is busy")
+
+// Event is what a Run streams: committed log entries (Seq > 0) and partial deltas
+// (Partial: model text as it streams, command output), which are never stored.
+type Event struct {
+	Seq     int64
+	Kind    string
+	Payload json.RawMessage
+	Partial bool
+	Stream  string // for partial events: "text", "stdout" or "stderr"
+	Delta   string
+}
+
+// Outcome sums up a run.
+type Outcome struct {
+	RunID        string
+	Status       string // a store.Run* status
+	Text         string // the last model text
+	Steps        int
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// Runner runs one agent's sessions.
+type Runner struct {
+	Store  *store.Store
+	Agent  *agents.Agent
+	Model  model.Model
+	Tools  *tools.Executor
+	Logger *slog.Logger
+	// Owner names this process (lifecycle.ProcessOwner when "").
+	Owner string
+	// MaxTurns and TokenBudget override the agent's when > 0.
+	MaxTurns    int64
+	TokenBudget int64
+	// HeartbeatEvery defaults to 10 s, StaleAfter to 2 min.
+	HeartbeatEvery time.Duration
+	StaleAfter     time.Duration
+
+	ownerOnce sync.Once
+	ownerName string
+}
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Logger
+}
+
+// owner is this process's name in run rows; a Runner may run many sessions at once.
+func (r *Runner) owner() string {
+	r.ownerOnce.Do(func() {
+		r.ownerName = r.Owner
+		if r.ownerName == "" {
+			r.ownerName = lifecycle.ProcessOwner()
+		}
+	})
+	return r.ownerName
+}
+
+// NewSession creates a session for the runner's agent and returns its id.
+func (r *Runner) NewSession(ctx context.Context) (string, error) {
+	id := "s-" + randHex(8)
+	err := r.Store.CreateSession(ctx, store.Session{ID: id, Agent: r.Agent.Name, Owner: r.Agent.Owner, Replay: r.Agent.IsReplay()})
+	return id, err
+}
+
+// System is the system prompt: the agent's instructions and a fixed description of the
+// sandbox. It never mentions live sandbox state, so building it provisions nothing.
+func (r *Runner) System() string {
+	s := r.Agent.Spec.Instructions
+	if r.Agent.Spec.Sandbox.Enabled {
+		s += "\n\nYou have a sandbox for code, files and shell commands (tools exec, read_file, write_file, list_files). " +
+			"It is created the first time you use one of those tools and keeps its files for the rest of this session. " +
+			"Answer questions that need no code without it."
+	}
+	return s
+}
+
+// run is the state of one Run.
+type run struct {
+	r         *Runner
+	sessionID string
+	runID     string
+	emit      func(Event)
+	lastSeq   int64
+	msgs      []model.Message
+	emitMu    sync.Mutex
+	// dirty: a tool ran since the last sync, so others (the sandbox manager) may have
+	// appended events this run has not streamed yet.
+	dirty bool
+}
+
+func (x *run) send(e Event) {
+	if x.emit == nil {
+		return
+	}
+	x.emitMu.Lock()
+	defer x.emitMu.Unlock()
+	x.emit(e)
+}
+
+// ev is an event to commit.
+type ev struct {
+	kind    string
+	payload any
+}
+
+// commit writes b with evs in one transaction and streams them, after any events
+// others (the sandbox manager) appended since the last sync.
+func (x *run) commit(ctx context.Context, b store.Batch, evs ...ev) ([]int64, error) {
+	ctx = context.WithoutCancel(ctx)
+	if x.dirty {
+		x.sync(ctx)
+	}
+	b.SessionID, b.RunID = x.sessionID, x.runID
+	raws := make([][]byte, len(evs))
+	for i, e := range evs {
+		raw, err := json.Marshal(e.payload)
+		if err != nil {
+			return nil, err
+		}
+		raws[i] = raw
+		b.Events = append(b.Events, store.EventInput{Kind: e.kind, Payload: raw})
+	}
+	seqs, err := x.r.Store.Commit(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	if len(seqs) > 0 && seqs[0] == x.lastSeq+1 {
+		for i, seq := range seqs {
+			x.send(Event{Seq: seq, Kind: evs[i].kind, Payload: raws[i]})
+		}
+		x.lastSeq = seqs[len(seqs)-1]
+	} else if len(seqs) > 0 {
+		x.sync(ctx)
+	}
+	return seqs, nil
+}
+
+// append commits one event.
+func (x *run) append(ctx context.Context, kind string, payload any) (int64, error) {
+	seqs, err := x.commit(ctx, store.Batch{}, ev{kind, payload})
+	if err != nil {
+		return 0, err
+	}
+	return seqs[0], nil
+}
+
+// sync streams committed events this run did not write itself.
+func (x *run) sync(ctx context.Context) {
+	x.dirty = false
+	evs, err := x.r.Store.Events(context.WithoutCancel(ctx), x.sessionID, x.lastSeq)
+	if err != nil {
+		return
+	}
+	for _, e := range evs {
+		x.lastSeq = e.Seq
+		x.send(Event{Seq: e.Seq, Kind: e.Kind, Payload: e.Payload})
+	}
+}
+
+// Run sends prompt to the session and runs the loop until the model is done. emit, if
+// set, receives every committed event and every partial delta, in order.
+func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Event)) (Outcome, error) {
+	var out Outcome
+	ss, err := r.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return out, err
+	}
+	if ss.Agent != r.Agent.Name {
+		return out, fmt.Errorf("session %s belongs to agent %q, not %q", sessionID, ss.Agent, r.Agent.Name)
+	}
+	evs, err := r.repair(ctx, sessionID)
+	if err != nil {
+		return out, err
+	}
+	x := &run{r: r, sessionID: sessionID, runID: "r-" + randHex(8), emit: emit}
+	out.RunID = x.runID
+	x.msgs = History(evs)
+	if len(evs) > 0 {
+		x.lastSeq = evs[len(evs)-1].Seq
+	}
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHB()
+	go r.heartbeat(hbCtx, x.runID)
+
+	status, detail, err := x.loop(ctx, prompt, &out)
+	stopHB()
+	end := context.WithoutCancel(ctx)
+	if err != nil && status == "" {
+		status, detail = store.RunFailed, err.Error()
+	}
+	if _, e := x.commit(end, store.Batch{EndRun: &store.RunEnd{ID: x.runID, Status: status, Detail: detail}},
+		ev{KindRunFinished, map[string]any{"run_id": x.runID, "status": status, "detail": detail,
+			"input_tokens": out.InputTokens, "output_tokens": out.OutputTokens, "steps": out.Steps}}); e != nil && err == nil {
+		err = e
+	}
+	out.Status = status
+	return out, err
+}
+
+func (r *Runner) heartbeat(ctx context.Context, runID string) {
+	every := r.HeartbeatEvery
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = r.Store.HeartbeatRun(ctx, runID)
+		}
+	}
+}
+
+func (r *Runner) limits() (int64, int64) {
+	turns, budget := r.Agent.MaxTurns(), r.Agent.TokenBudget()
+	if r.MaxTurns > 0 {
+		turns = r.MaxTurns
+	}
+	if r.TokenBudget > 0 {
+		budget = r.TokenBudget
+	}
+	return turns, budget
+}
+
+// loop returns the run's final status and detail.
+func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, string, error) {
+	r := x.r
+	// The run row and the user message land together, before the model is called.
+	if _, err := x.commit(ctx, store.Batch{StartRun: &store.Run{ID: x.runID, Owner: r.owner()}},
+		ev{KindUserMessage, map[string]any{"text": prompt}}); err != nil {
+		return "", "", err
+	}
+	x.msgs = append(x.msgs, model.Message{Role: model.RoleUser, Text: prompt})
+	maxTurns, budget := r.limits()
+	specs := r.Tools.AllSpecs(ctx, r.Agent)
+	replay := r.Agent.IsReplay()
+	for {
+		if ctx.Err() != nil {
+			return x.cancelled(ctx, nil)
+		}
+		if int64(out.Steps) >= maxTurns {
+			_, err := x.append(ctx, KindLimit, map[string]any{"limit": "max_turns", "value": maxTurns})
+			return store.RunCompleted, fmt.Sprintf("stopped at max turns (%d)", maxTurns), err
+		}
+		req := model.Request{System: r.System(), Messages: x.msgs, Tools: specs}
+		resp, err := r.Model.Generate(ctx, req, func(s string) { x.send(Event{Partial: true, Stream: "text", Delta: s}) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return x.cancelled(ctx, nil)
+			}
+			r.logger().Warn("model call failed", "session", x.sessionID, "model", r.Model.Name(), "err", err)
+			_, aerr := x.append(ctx, KindError, map[string]any{"message": err.Error(), "where": "model"})
+			return store.RunFailed, err.Error(), aerr
+		}
+		out.Steps++
+		out.Text = resp.Text
+		out.InputTokens += resp.Usage.InputTokens
+		out.OutputTokens += resp.Usage.OutputTokens
+		x.msgs = append(x.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		end := context.WithoutCancel(ctx)
+		if _, err := x.commit(ctx, store.Batch{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens},
+			ev{KindModelMessage, map[string]any{"text": resp.Text, "tool_calls": resp.ToolCalls, "model": resp.Model,
+				"stop_reason": resp.StopReason, "replay": replay}},
+			ev{KindUsage, map[string]any{"step": resp.Usage, "run_input_tokens": out.InputTokens,
+				"run_output_tokens": out.OutputTokens, "budget": budget}}); err != nil {
+			return "", "", err
+		}
+		if len(resp.ToolCalls) == 0 {
+			return store.RunCompleted, "", nil
+		}
+		if out.InputTokens+out.OutputTokens > budget {
+			if err := x.skipCalls(ctx, resp.ToolCalls, "not run: the token budget of this turn is spent"); err != nil {
+				return "", "", err
+			}
+			_, err := x.append(ctx, KindLimit, map[string]any{"limit": "token_budget", "value": budget, "used": out.InputTokens + out.OutputTokens})
+			return store.RunCompleted, fmt.Sprintf("stopped at the token budget (%d)", budget), err
+		}
+		for i, tc := range resp.ToolCalls {
+			if ctx.Err() != nil {
+				return x.cancelled(ctx, resp.ToolCalls[i:])
+			}
+			seq, err := x.append(ctx, KindToolCall, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments})
+			if err != nil {
+				return "", "", err
+			}
+			res := r.Tools.Run(ctx, tools.Call{
+				SessionID: x.sessionID, Agent: r.Agent, Event: seq,
+				Commands: func() []string { return x.commands(end) },
+				Output:   func(stream string, p []byte) { x.send(Event{Partial: true, Stream: stream, Delta: string(p)}) },
+			}, tc)
+			x.dirty = true
+			if ctx.Err() != nil {
+				return x.cancelled(ctx, resp.ToolCalls[i:])
+			}
+			if err := x.result(ctx, tc, res); err != nil {
+				return "", "", err
+			}
+		}
+	}
+}
+
+func (x *run) result(ctx context.Context, tc model.ToolCall, res tools.Result) error {
+	payload := map[string]any{"id": tc.ID, "name": tc.Name, "text": res.Text, "is_error": res.IsError,
+		"truncated": res.Truncated, "full_size": res.FullSize}
+	if res.Provisioned {
+		payload["provisioned"] = true
+	}
+	if res.Artifact != nil {
+		payload["artifact"] = res.Artifact
+	}
+	if _, err := x.append(ctx, KindToolResult, payload); err != nil {
+		return err
+	}
+	x.msgs = append(x.msgs, model.Message{Role: model.RoleTool, ToolCallID: tc.ID, Text: res.Text, IsError: res.IsError})
+	return nil
+}
+
+// skipCalls gives every call an error result without running it.
+func (x *run) skipCalls(ctx context.Context, calls []model.ToolCall, why string) error {
+	for _, tc := range calls {
+		if err := x.result(ctx, tc, tools.Result{Text: why, IsError: true, FullSize: len(why)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cancelled records a cancel: the running command was stopped by the context; calls
+// not finished get a result saying so.
+func (x *run) cancelled(ctx context.Context, pending []model.ToolCall) (string, string, error) {
+	end := context.WithoutCancel(ctx)
+	x.sync(end)
+	done := map[string]bool{}
+	evs, _ := x.r.Store.Events(end, x.sessionID, 0)
+	for _, e := range evs {
+		if e.Kind == KindToolResult {
+			var p struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(e.Payload, &p)
+			done[p.ID] = true
+		}
+	}
+	var left []model.ToolCall
+	for _, tc := range pending {
+		if !done[tc.ID] {
+			left = append(left, tc)
+		}
+	}
+	if err := x.skipCalls(end, left, "cancelled by the user: the call was stopped or never started"); err != nil {
+		return "", "", err
+	}
+	_, err := x.append(end, KindCancelled, map[string]any{"run_id": x.runID, "reason": "cancelled by the caller"})
+	return store.RunCancelled, "cancelled", err
+}
+
+// commands lists the exec commands run in the session's current sandbox, oldest first.
+func (x *run) commands(ctx context.Context) []string {
+	evs, err := x.r.Store.Events(ctx, x.sessionID, 0)
+	if err != nil {
+		return nil
+	}
+	var cmds []string
+	last := "" // the exec command of the latest tool_call, which may be the one that provisioned
+	for _, e := range evs {
+		switch e.Kind {
+		case "sandbox_provisioned":
+			cmds = nil
+			if last != "" {
+				cmds = append(cmds, last)
+			}
+		case KindToolCall:
+			last = ""
+			var p struct {
+				Name      string `json:"name"`
+				Arguments struct {
+					Command string `json:"command"`
+				} `json:"arguments"`
+			}
+			if json.Unmarshal(e.Payload, &p) == nil && p.Name == "exec" {
+				cmds = append(cmds, p.Arguments.Command)
+				last = p.Arguments.Command
+			}
+		}
+	}
+	return cmds
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,443 @@
+// Package tools is what the model may call: exec, read_file, write_file, list_files and
+// offer_artifact in the session's sandbox, and read_output to page through a result
+// that was cut. The tool list depends only on the agent's spec, never on live sandbox
+// state, so building a prompt provisions nothing; the sandbox is acquired inside the
+// first call that needs one.
+//
+// Every result passes Truncate (DefaultLimit, head and tail) before it reaches the model
+// or the event log; the full text of a cut result is kept in the store (tool_outputs)
+// and read_output serves it.
+//
+// Defaults: exec timeout 120 s (timeout_seconds up to 1800), retained output 1 MiB per
+// stream, read_file 256 KiB unless max_bytes says otherwise (up to 16 MiB), artifacts
+// up to 16 MiB, classified "untrusted" and offered for 168 hours unless the call says
+// otherwise.
+package tools
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// Defaults and caps (see the package doc).
+const (
+	DefaultExecTimeout   = 120 * time.Second
+	MaxExecTimeout       = 30 * time.Minute
+	DefaultReadBytes     = 256 << 10
+	MaxReadBytes         = 16 << 20
+	MaxArtifactBytes     = 16 << 20
+	DefaultArtifactTTL   = 168 * time.Hour
+	DefaultClassfication = "untrusted"
+)
+
+// Classifications an artifact may carry.
+var Classifications = []string{"untrusted", "internal", "confidential", "public"}
+
+// Executor runs tool calls.
+type Executor struct {
+	Store     *store.Store
+	Sandboxes *lifecycle.Manager // nil when no agent of this harness has a sandbox
+	// MCP, when set, serves the agent's MCP tools (mcptools.Toolset); their results pass
+	// the same truncation point, and they never touch the sandbox.
+	MCP   MCPTools
+	Limit int              // bytes of a result shown to the model; 0 means DefaultLimit
+	Now   func() time.Time // nil means time.Now
+}
+
+// MCPTools is what the executor needs from an MCP toolset.
+type MCPTools interface {
+	Specs(ctx context.Context) []model.ToolSpec
+	Has(name string) bool
+	Call(ctx context.Context, name string, args json.RawMessage) (string, bool)
+}
+
+// AllSpecs is the tool list of a run: the agent's built-in tools and its MCP tools.
+// Neither depends on sandbox state.
+func (x *Executor) AllSpecs(ctx context.Context, a *agents.Agent) []model.ToolSpec {
+	specs := Specs(a)
+	if x.MCP != nil {
+		specs = append(specs, x.MCP.Specs(ctx)...)
+	}
+	return specs
+}
+
+// Call is one tool call in its session.
+type Call struct {
+	SessionID string
+	Agent     *agents.Agent
+	// Event is the seq of the tool_call event: an artifact's source event.
+	Event int64
+	// Commands returns the exec commands run in the session's current sandbox, for
+	// an artifact's lineage.
+	Commands func() []string
+	// Output, when set, receives exec output as it streams ("stdout"/"stderr").
+	Output func(stream string, p []byte)
+}
+
+// Result is what a call returns to the model.
+type Result struct {
+	Text      string // what the model sees (already truncated)
+	IsError   bool
+	Truncated bool
+	FullSize  int
+	// Provisioned: the call created the session's sandbox.
+	Provisioned bool
+	// Artifact is set by offer_artifact.
+	Artifact *store.Artifact
+}
+
+// Specs lists the tools offered to the agent's model. It depends on the spec only.
+func Specs(a *agents.Agent) []model.ToolSpec {
+	obj := func(props map[string]any, required ...string) map[string]any {
+		if required == nil {
+			required = []string{}
+		}
+		return map[string]any{"type": "object", "properties": props, "required": required}
+	}
+	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+	num := func(desc string) map[string]any { return map[string]any{"type": "integer", "description": desc} }
+	specs := []model.ToolSpec{{
+		Name:        "read_output",
+		Description: "Read part of the full output of an earlier tool call whose result was cut.",
+		Parameters:  obj(map[string]any{"call_id": str("The id of the tool call."), "offset": num("Byte offset to start at."), "length": num("Bytes to read (at most 16384).")}, "call_id"),
+	}}
+	if !a.Spec.Sandbox.Enabled {
+		return specs
+	}
+	specs = append(specs,
+		model.ToolSpec{Name: "exec", Description: "Run a shell command (/bin/sh -c) in this session's sandbox, in /workspace. Files persist across turns of the session.",
+			Parameters: obj(map[string]any{"command": str("The shell command."), "timeout_seconds": num("Wall-clock limit, default 120, at most 1800."), "cwd": str("Working directory, default /workspace.")}, "command")},
+		model.ToolSpec{Name: "read_file", Description: "Read a file of the sandbox workspace.",
+			Parameters: obj(map[string]any{"path": str("Path relative to /workspace."), "max_bytes": num("Largest size to read, default 262144.")}, "path")},
+		model.ToolSpec{Name: "write_file", Description: "Write a file in the sandbox workspace, creating directories.",
+			Parameters: obj(map[string]any{"path": str("Path relative to /workspace."), "content": str("The file's content.")}, "path", "content")},
+		model.ToolSpec{Name: "list_files", Description: "List a directory of the sandbox workspace.",
+			Parameters: obj(map[string]any{"dir": str("Directory relative to /workspace, default the workspace.")})},
+	)
+	if a.Spec.Sandbox.FileDownloads {
+		specs = append(specs, model.ToolSpec{Name: "offer_artifact", Description: "Offer a workspace file to the user for download.",
+			Parameters: obj(map[string]any{
+				"path":             str("Path relative to /workspace."),
+				"classification":   str("One of untrusted (default), internal, confidential, public."),
+				"expires_in_hours": num("How long the download is offered, default 168."),
+			}, "path")})
+	}
+	return specs
+}
+
+// SandboxTool reports whether a tool needs the sandbox.
+func SandboxTool(name string) bool {
+	switch name {
+	case "exec", "read_file", "write_file", "list_files", "offer_artifact":
+		return true
+	}
+	return false
+}
+
+func (x *Executor) now() time.Time {
+	if x.Now != nil {
+		return x.Now()
+	}
+	return time.Now()
+}
+
+// Run executes one call and returns its (truncated) result. It never returns an error:
+// failures are results the model sees, so the session goes on.
+func (x *Executor) Run(ctx context.Context, c Call, tc model.ToolCall) Result {
+	text, isErr, extra := x.dispatch(ctx, c, tc)
+	full := text
+	out, cut := Truncate(full, x.Limit, tc.ID)
+	if cut {
+		if err := x.Store.PutToolOutput(context.WithoutCancel(ctx), c.SessionID, tc.ID, []byte(full)); err != nil {
+			out += "\n[the full output could not be kept: " + err.Error() + "]"
+		}
+	}
+	extra.Text, extra.IsError, extra.Truncated, extra.FullSize = out, isErr, cut, len(full)
+	return extra
+}
+
+func (x *Executor) dispatch(ctx context.Context, c Call, tc model.ToolCall) (string, bool, Result) {
+	var r Result
+	if x.MCP != nil && x.MCP.Has(tc.Name) {
+		text, isErr := x.MCP.Call(ctx, tc.Name, tc.Arguments)
+		return text, isErr, r
+	}
+	if tc.Name == "read_output" {
+		var args struct {
+			CallID string `json:"call_id"`
+			Offset int    `json:"offset"`
+			Length int    `json:"length"`
+		}
+		if err := decode(tc.Arguments, &args); err != nil {
+			return err.Error(), true, r
+		}
+		full, err := x.Store.GetToolOutput(ctx, c.SessionID, args.CallID)
+		if err != nil {
+			return fmt.Sprintf("no kept output for call_id %q: only results that were cut are kept", args.CallID), true, r
+		}
+		limit := x.Limit
+		if limit <= 0 {
+			limit = DefaultLimit
+		}
+		if args.Length <= 0 || args.Length > limit-256 {
+			args.Length = limit - 256
+		}
+		if args.Offset < 0 || args.Offset > len(full) {
+			return fmt.Sprintf("offset %d is outside the output (0..%d)", args.Offset, len(full)), true, r
+		}
+		end := min(len(full), args.Offset+args.Length)
+		return fmt.Sprintf("[bytes %d..%d of %d]\n%s", args.Offset, end, len(full), full[args.Offset:end]), false, r
+	}
+	if !SandboxTool(tc.Name) || !c.Agent.Spec.Sandbox.Enabled || (tc.Name == "offer_artifact" && !c.Agent.Spec.Sandbox.FileDownloads) {
+		return fmt.Sprintf("unknown tool %q", tc.Name), true, r
+	}
+	if x.Sandboxes == nil {
+		return "this harness has no sandbox manager", true, r
+	}
+	// Arguments are checked before a sandbox is acquired: a malformed call provisions nothing.
+	switch tc.Name {
+	case "exec":
+		var args struct {
+			Command        string `json:"command"`
+			TimeoutSeconds int64  `json:"timeout_seconds"`
+			Cwd            string `json:"cwd"`
+		}
+		if err := decode(tc.Arguments, &args); err != nil {
+			return err.Error(), true, r
+		}
+		if strings.TrimSpace(args.Command) == "" {
+			return "exec: command is empty; give a shell command", true, r
+		}
+		timeout := DefaultExecTimeout
+		if args.TimeoutSeconds > 0 {
+			timeout = min(time.Duration(args.TimeoutSeconds)*time.Second, MaxExecTimeout)
+		}
+		return x.withSandbox(ctx, c, &r, []string{"(files written by: " + args.Command + ")"}, func(l *lifecycle.Lease) (string, bool, bool) {
+			req := sandbox.ExecRequest{Shell: args.Command, Cwd: args.Cwd, Timeout: timeout}
+			if c.Output != nil {
+				req.Stdout = streamWriter{"stdout", c.Output}
+				req.Stderr = streamWriter{"stderr", c.Output}
+			}
+			res, err := l.Runtime.Exec(ctx, l.Record.SandboxID, req)
+			if ctx.Err() != nil {
+				return "cancelled: the command was stopped", true, false
+			}
+			if err != nil {
+				return "exec failed: " + err.Error(), true, true
+			}
+			if res.ExitCode == -1 && !res.TimedOut && res.Limit == "" {
+				return formatExec(res) + "\nthe command was killed", true, true
+			}
+			return formatExec(res), res.ExitCode != 0, false
+		})
+	case "read_file":
+		var args struct {
+			Path     string `json:"path"`
+			MaxBytes int64  `json:"max_bytes"`
+		}
+		if err := decode(tc.Arguments, &args); err != nil {
+			return err.Error(), true, r
+		}
+		if args.MaxBytes <= 0 {
+			args.MaxBytes = DefaultReadBytes
+		}
+		args.MaxBytes = min(args.MaxBytes, MaxReadBytes)
+		return x.withSandbox(ctx, c, &r, nil, func(l *lifecycle.Lease) (string, bool, bool) {
+			b, err := l.Runtime.ReadFile(ctx, l.Record.SandboxID, args.Path, args.MaxBytes)
+			if err != nil {
+				return "read_file: " + err.Error(), true, isLoss(err)
+			}
+			return string(b), false, false
+		})
+	case "write_file":
+		var args struct {
+			Path    string `json:"path"`
+			Content string `json:"content"`
+		}
+		if err := decode(tc.Arguments, &args); err != nil {
+			return err.Error(), true, r
+		}
+		if args.Path == "" {
+			return "write_file: path is empty", true, r
+		}
+		return x.withSandbox(ctx, c, &r, []string{args.Path}, func(l *lifecycle.Lease) (string, bool, bool) {
+			if err := l.Runtime.WriteFile(ctx, l.Record.SandboxID, args.Path, strings.NewReader(args.Content), 0o644); err != nil {
+				return "write_file: " + err.Error(), true, isLoss(err)
+			}
+			return fmt.Sprintf("wrote %d bytes to %s", len(args.Content), args.Path), false, false
+		})
+	case "list_files":
+		var args struct {
+			Dir string `json:"dir"`
+		}
+		if err := decode(tc.Arguments, &args); err != nil {
+			return err.Error(), true, r
+		}
+		return x.withSandbox(ctx, c, &r, nil, func(l *lifecycle.Lease) (string, bool, bool) {
+			list, err := l.Runtime.ListFiles(ctx, l.Record.SandboxID, args.Dir)
+			if err != nil {
+				return "list_files: " + err.Error(), true, isLoss(err)
+			}
+			var b strings.Builder
+			for _, f := range list {
+				fmt.Fprintf(&b, "%s\t%d\t%s\n", f.Mode, f.Size, f.Path)
+			}
+			if b.Len() == 0 {
+				return "(empty)", false, false
+			}
+			return b.String(), false, false
+		})
+	case "offer_artifact":
+		var args struct {
+			Path           string `json:"path"`
+			Classification string `json:"classification"`
+			ExpiresInHours int64  `json:"expires_in_hours"`
+		}
+		if err := decode(tc.Arguments, &args); err != nil {
+			return err.Error(), true, r
+		}
+		if args.Classification == "" {
+			args.Classification = DefaultClassfication
+		}
+		known := false
+		for _, cl := range Classifications {
+			known = known || cl == args.Classification
+		}
+		if !known {
+			return fmt.Sprintf("offer_artifact: classification %q is not one of %s", args.Classification, strings.Join(Classifications, ", ")), true, r
+		}
+		ttl := DefaultArtifactTTL
+		if args.ExpiresInHours > 0 {
+			ttl = time.Duration(args.ExpiresInHours) * time.Hour
+		}
+		return x.withSandbox(ctx, c, &r, nil, func(l *lifecycle.Lease) (string, bool, bool) {
+			b, err := l.Runtime.ReadFile(ctx, l.Record.SandboxID, args.Path, MaxArtifactBytes)
+			if err != nil {
+				return "offer_artifact: " + err.Error(), true, isLoss(err)
+			}
+			sum := sha256.Sum256(b)
+			now := x.now()
+			var cmds []string
+			if c.Commands != nil {
+				cmds = c.Commands()
+			}
+			a := store.Artifact{
+				ID: newID(), SessionID: c.SessionID, Path: cleanPath(args.Path), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
+				SourceEvent: c.Event, Classification: args.Classification, ExpiresAt: now.Add(ttl), SnapshotID: l.Record.SnapshotID,
+				SandboxID: l.Record.SandboxID, Commands: cmds, Content: b, CreatedAt: now,
+			}
+			if err := x.Store.PutArtifact(ctx, a); err != nil {
+				return "offer_artifact: " + err.Error(), true, false
+			}
+			a.Content = nil
+			r.Artifact = &a
+			return fmt.Sprintf("offered %s for download: %d bytes, sha256 %s, classified %s, until %s (snapshot %s)",
+				a.Path, a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID), false, false
+		})
+	}
+	return fmt.Sprintf("unknown tool %q", tc.Name), true, r
+}
+
+// withSandbox acquires the session's sandbox for fn, prefixes the lifecycle notes, and
+// turns a sandbox that died under fn into a model-visible error (the session goes on).
+// fn returns the text, whether it is an error, and whether the failure may be the
+// sandbox's own death.
+func (x *Executor) withSandbox(ctx context.Context, c Call, r *Result, writing []string, fn func(*lifecycle.Lease) (string, bool, bool)) (string, bool, Result) {
+	l, err := x.Sandboxes.Acquire(ctx, c.SessionID, c.Agent)
+	if err != nil {
+		return "the sandbox is not available: " + err.Error(), true, *r
+	}
+	defer l.Release(ctx)
+	r.Provisioned = l.Provisioned
+	text, isErr, maybeLost := fn(l)
+	if maybeLost && ctx.Err() == nil && x.Sandboxes.CheckLost(ctx, l, writing, text) {
+		text = "the sandbox died during this call (" + strings.TrimSpace(text) + "). The conversation is intact; the next sandbox call recovers the sandbox or, if it is gone, creates a fresh one (the workspace is then reset)."
+		if len(writing) > 0 {
+			text += fmt.Sprintf(" Files this call was writing are uncertain: %v.", writing)
+		}
+		isErr = true
+	}
+	if len(l.Notes) > 0 {
+		text = "[sandbox] " + strings.Join(l.Notes, "\n[sandbox] ") + "\n" + text
+	}
+	return text, isErr, *r
+}
+
+func isLoss(err error) bool {
+	return errors.Is(err, sandbox.ErrLost) || errors.Is(err, sandbox.ErrNotFound) || errors.Is(err, sandbox.ErrStopped)
+}
+
+func formatExec(res sandbox.ExecResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit_code: %d", res.ExitCode)
+	if res.TimedOut {
+		b.WriteString(" (timed out)")
+	}
+	if res.Limit != "" {
+		fmt.Fprintf(&b, " (hit the %s limit)", res.Limit)
+	}
+	if res.Truncated {
+		b.WriteString(" (the sandbox kept only the head and tail of the output)")
+	}
+	b.WriteString("\n")
+	if len(res.Stdout) > 0 {
+		b.WriteString("stdout:\n")
+		b.Write(res.Stdout)
+		if res.Stdout[len(res.Stdout)-1] != '\n' {
+			b.WriteString("\n")
+		}
+	}
+	if len(res.Stderr) > 0 {
+		b.WriteString("stderr:\n")
+		b.Write(res.Stderr)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+type streamWriter struct {
+	name string
+	fn   func(string, []byte)
+}
+
+func (w streamWriter) Write(p []byte) (int, error) {
+	w.fn(w.name, append([]byte(nil), p...))
+	return len(p), nil
+}
+
+var _ io.Writer = streamWriter{}
+
+func decode(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("the arguments are not a valid JSON object for this tool: %v", err)
+	}
+	return nil
+}
+
+func cleanPath(p string) string {
+	p = strings.TrimPrefix(p, "/workspace/")
+	return strings.TrimPrefix(path.Clean("/"+p), "/")
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,88 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Artifact is a file a session offered for download, with its lineage: the digest and
+// size of the bytes kept, the event that offered it, how it is classified, when the
+// offer expires, which snapshot and sandbox it came from and the commands run in that
+// sandbox before it was offered.
+type Artifact struct {
+	ID             string
+	SessionID      string
+	Path           string
+	SHA256         string
+	Size           int64
+	SourceEvent    int64
+	Classification string
+	ExpiresAt      time.Time
+	SnapshotID     string
+	SandboxID      string
+	Commands       []string
+	Content        []byte
+	CreatedAt      time.Time
+}
+
+// PutArtifact stores an artifact.
+func (s *Store) PutArtifact(ctx context.Context, a Artifact) error {
+	cmds, _ := json.Marshal(nonNil(a.Commands))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO artifacts(id, session_id, path, sha256, size, source_event, classification, expires_at,
+		snapshot_id, sandbox_id, commands, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.SessionID, a.Path, a.SHA256, a.Size, a.SourceEvent, a.Classification, a.ExpiresAt.UnixMilli(),
+		a.SnapshotID, a.SandboxID, string(cmds), a.Content, a.CreatedAt.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("storing artifact %s: %w", a.Path, err)
+	}
+	return nil
+}
+
+const artifactSelect = `SELECT id, session_id, path, sha256, size, source_event, classification, expires_at, snapshot_id, sandbox_id,
+	commands, created_at FROM artifacts`
+
+func scanArtifact(sc interface{ Scan(...any) error }) (Artifact, error) {
+	var a Artifact
+	var cmds string
+	var exp, created int64
+	err := sc.Scan(&a.ID, &a.SessionID, &a.Path, &a.SHA256, &a.Size, &a.SourceEvent, &a.Classification, &exp, &a.SnapshotID, &a.SandboxID,
+		&cmds, &created)
+	_ = json.Unmarshal([]byte(cmds), &a.Commands)
+	a.ExpiresAt, a.CreatedAt = time.UnixMilli(exp), time.UnixMilli(created)
+	return a, err
+}
+
+// ListArtifacts lists a session's artifacts (without content), oldest first.
+func (s *Store) ListArtifacts(ctx context.Context, sessionID string) ([]Artifact, error) {
+	rows, err := s.db.QueryContext(ctx, artifactSelect+` WHERE session_id = ? ORDER BY created_at, id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("listing artifacts of session %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var out []Artifact
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// GetArtifact returns the newest artifact of a session at path, content included.
+func (s *Store) GetArtifact(ctx context.Context, sessionID, path string) (Artifact, error) {
+	a, err := scanArtifact(s.db.QueryRowContext(ctx, artifactSelect+` WHERE session_id = ? AND path = ? ORDER BY created_at DESC, id DESC LIMIT 1`, sessionID, path))
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, fmt.Errorf("artifact %q of session %q: %w", path, sessionID, ErrNotFound)
+	}
+	if err != nil {
+		return a, fmt.Errorf("reading artifact %q: %w", path, err)
+	}
+	err = s.db.QueryRowContext(ctx, `SELECT content FROM artifacts WHERE id = ?`, a.ID).Scan(&a.Content)
+	return a, err
+}

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSessionEventsAreGaplessUnderConcurrencyAndDeletedWithTheSession(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := st.Commit(ctx, Batch{SessionID: "s1", Events: []EventInput{{"x", []byte(`{}`)}, {"y", []byte(`{}`)}}, InputTokens: 1}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	evs, err := st.Events(ctx, "s1", 0)
+	if err != nil || len(evs) != 40 {
+		t.Fatalf("%d events, %v; want 40", len(evs), err)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d: the log has a gap or a duplicate", i, e.Seq)
+		}
+		if i%2 == 1 && (evs[i-1].Kind != "x" || e.Kind != "y") {
+			t.Fatalf("a batch was interleaved with another at seq %d", e.Seq)
+		}
+	}
+	ss, _ := st.GetSession(ctx, "s1")
+	if ss.InputTokens != 20 {
+		t.Fatalf("input tokens %d; want 20", ss.InputTokens)
+	}
+	now := time.Now()
+	if err := st.PutSessionSandbox(ctx, SessionSandbox{SessionID: "s1", Provider: "p", ProviderType: "local", SandboxID: "sb", State: SandboxStateRunning, Generation: 1, CreatedAt: now, LastUsedAt: now, StateAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutToolOutput(ctx, "s1", "c1", []byte("full")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSession(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ := st.Events(ctx, "s1", 0); len(evs) != 0 {
+		t.Fatal("events outlived their session")
+	}
+	if _, err := st.GetSessionSandbox(ctx, "s1"); !errors.Is(err, ErrNotFound) {
+		t.Fatal("the sandbox record outlived its session")
+	}
+	if _, err := st.GetToolOutput(ctx, "s1", "c1"); !errors.Is(err, ErrNotFound) {
+		t.Fatal("a kept output outlived its session")
+	}
+}
+
+// The reaper's compare-and-swap never moves a busy sandbox or one used since it looked.
+func TestSandboxStateSwapRespectsBusyAndRecentUse(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := st.PutSessionSandbox(ctx, SessionSandbox{SessionID: "s1", Provider: "p", ProviderType: "local", SandboxID: "sb", State: SandboxStateRunning, Generation: 1, CreatedAt: t0, LastUsedAt: t0, StateAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	later := t0.Add(time.Hour)
+	if ok, _ := st.BeginSandboxUse(ctx, "s1", "me", t0); !ok {
+		t.Fatal("BeginSandboxUse on a running sandbox failed")
+	}
+	if ok, _ := st.SwapSandboxState(ctx, "s1", []string{SandboxStateRunning}, SandboxStateChanging, later, later); ok {
+		t.Fatal("a busy sandbox was moved")
+	}
+	if err := st.EndSandboxUse(ctx, "s1", t0.Add(30*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := st.SwapSandboxState(ctx, "s1", []string{SandboxStateRunning}, SandboxStateChanging, later, t0.Add(15*time.Minute)); ok {
+		t.Fatal("a sandbox used after the idle cut-off was moved")
+	}
+	if ok, _ := st.SwapSandboxState(ctx, "s1", []string{SandboxStateRunning}, SandboxStateStopped, later, later); !ok {
+		t.Fatal("an idle sandbox was not moved")
+	}
+	if ok, _ := st.BeginSandboxUse(ctx, "s1", "me", later); ok {
+		t.Fatal("a call began on a stopped sandbox")
+	}
+}
