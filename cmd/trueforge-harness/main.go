@@ -4,6 +4,9 @@
 //
 // It reads only the control-plane database (TRUEFORGE_DATABASE_URL, else
 // ~/.local/share/trueforge/trueforge.db), never HCL. See docs/guides/running-agents.md.
+//
+// Build it static (CGO_ENABLED=0): it is also the netd helper that local sandboxes run
+// inside their network namespace (see netd.go).
 package main
 
 import (
@@ -19,6 +22,9 @@ import (
 var version = "dev"
 
 func main() {
+	if args, ok := netdArgs(os.Args); ok {
+		os.Exit(runNetd(args, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {

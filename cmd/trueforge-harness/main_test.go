@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -151,7 +153,14 @@ func TestSandboxesGCDeletesOnlyOrphans(t *testing.T) {
 	if _, _, err := run(t, env.Store.Path(), "", "run", "coder", "go"); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Runtime.Runtime.Create(ctx, sandbox.CreateRequest{ID: "tf-s-ghost-1", SnapshotID: env.Snapshot}); err != nil {
+	// A sandbox a dead harness created for a session that is gone (labelled), and one
+	// that is not the harness's although named like its sandboxes (no label).
+	ghost := sandbox.CreateRequest{ID: "tf-s-ghost-1", SnapshotID: env.Snapshot, BlockNetwork: true,
+		Labels: map[string]string{lifecycle.LabelSession: "s-ghost"}}
+	if err := env.Runtime.Runtime.Create(ctx, ghost); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Runtime.Runtime.Create(ctx, sandbox.CreateRequest{ID: "tf-s-stranger-1", SnapshotID: env.Snapshot, BlockNetwork: true}); err != nil {
 		t.Fatal(err)
 	}
 	list, _, err := run(t, env.Store.Path(), "", "sandboxes", "list")
@@ -162,8 +171,15 @@ func TestSandboxesGCDeletesOnlyOrphans(t *testing.T) {
 	if err != nil || !strings.Contains(out, "deleted orphan sandbox tf-s-ghost-1") || !strings.Contains(out, "1 orphan") {
 		t.Fatalf("sandboxes gc: %v\n%s", err, out)
 	}
+	if strings.Contains(list, "tf-s-stranger-1") || strings.Contains(out, "tf-s-stranger-1") {
+		t.Fatalf("an unlabelled sandbox was taken for an orphan:\n%s\n%s", list, out)
+	}
 	infos, _ := env.Runtime.Runtime.List(ctx)
-	if len(infos) != 1 || infos[0].ID == "tf-s-ghost-1" {
-		t.Fatalf("after gc: %+v; want only the session's sandbox", infos)
+	var ids []string
+	for _, i := range infos {
+		ids = append(ids, i.ID)
+	}
+	if len(infos) != 2 || slices.Contains(ids, "tf-s-ghost-1") || !slices.Contains(ids, "tf-s-stranger-1") {
+		t.Fatalf("after gc: %v; want the session's sandbox and the unlabelled one", ids)
 	}
 }

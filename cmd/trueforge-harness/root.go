@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/user"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -57,6 +60,7 @@ type harness struct {
 	store    *store.Store
 	runtimes *backend.Runtimes
 	manager  *lifecycle.Manager
+	network  *sandboxnet.Proxies
 	logger   *slog.Logger
 }
 
@@ -72,11 +76,38 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 	}
 	h := &harness{g: g, store: st, logger: logger}
 	h.runtimes = &backend.Runtimes{Store: st, Registry: backend.Default()}
-	h.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: h.runtimes, Logger: logger, UnenforcedLimits: backend.UnenforcedLimits()})
+	h.network = sandboxnet.New(netConfig(st, logger))
+	h.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: h.runtimes, Logger: logger,
+		UnenforcedLimits: backend.UnenforcedLimits(), Network: h.network})
 	return h, nil
 }
 
-func (h *harness) close() { h.store.Close() }
+// netConfig configures the egress proxies of local sandboxes: sockets under the local
+// backend's directory, decisions into the session log, and the netd helper found by
+// sandboxnet.LocateHelper (this binary itself when it is static).
+func netConfig(st *store.Store, logger *slog.Logger) sandboxnet.Config {
+	cfg := sandboxnet.Config{Store: st, Dir: filepath.Join(backend.LocalRoot(st), "egress"), Logger: logger,
+		Record: func(ctx context.Context, sessionID, kind string, payload any) {
+			b, err := json.Marshal(payload)
+			if err == nil {
+				_, err = st.AppendEvent(ctx, sessionID, "", kind, b)
+			}
+			if err != nil {
+				logger.Warn("recording an egress decision failed", "session", sessionID, "err", err)
+			}
+		}}
+	self, err := os.Executable()
+	if err == nil {
+		cfg.Helper, err = sandboxnet.LocateHelper(self)
+	}
+	cfg.HelperErr = err
+	return cfg
+}
+
+func (h *harness) close() {
+	h.network.Close()
+	h.store.Close()
+}
 
 // me is the caller's owner name.
 func (g *globals) me() string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -109,10 +108,9 @@ func findOrphans(cmd *cobra.Command, h *harness, recs []store.SessionSandbox) ([
 	}
 	var out []orphan
 	for _, info := range infos {
-		// Ours: labelled with a session, or named the way the harness names sandboxes
-		// (for backends that do not keep labels yet).
-		ours := info.Labels[lifecycle.LabelSession] != "" || strings.HasPrefix(info.ID, lifecycle.SandboxIDPrefix)
-		if !ours || live[info.ID] {
+		// Ours: labelled with a session (both backends keep labels). A sandbox without
+		// the label is someone else's, whatever its name.
+		if info.Labels[lifecycle.LabelSession] == "" || live[info.ID] {
 			continue
 		}
 		out = append(out, orphan{info, rt})

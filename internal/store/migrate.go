@@ -175,6 +175,22 @@ CREATE TABLE tool_outputs (
 	PRIMARY KEY (session_id, call_id)
 );
 `,
+	// 3: what the harness must keep to recreate a local sandbox's egress proxy (after a
+	// stop, an archive or its own restart): the network policy read when the sandbox was
+	// created, and the proxy's state (its CA key and the placeholders in the sandbox's
+	// environment), sealed with the secret box.
+	`
+CREATE TABLE sandbox_egress (
+	sandbox_id    TEXT PRIMARY KEY,
+	session_id    TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	environment   TEXT NOT NULL,
+	block_all     BIGINT NOT NULL DEFAULT 0,
+	allow_domains TEXT NOT NULL DEFAULT '[]',
+	state_enc     BLOB NOT NULL,
+	created_at    BIGINT NOT NULL
+);
+CREATE INDEX sandbox_egress_session ON sandbox_egress(session_id);
+`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -1,6 +1,7 @@
 // Package backend opens the sandbox.Runtime of a sandbox provider recorded in the store,
-// chosen by the provider's type. Each type is one Opener in a Registry, so a backend
-// (daytona) is wired by adding an entry, without touching the lifecycle manager.
+// chosen by the provider's type. Each type is one Opener in a Registry: "local" (the
+// embedded bubblewrap runtime) and "daytona" (fromstore.Runtime: the provider's sealed API
+// key, its api_url and target, and the daytona package's defaults).
 //
 // The local backend keeps its data beside the database, as the provider does:
 // <store dir>/local-backend (the snapshot builder's root, see
@@ -17,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/fromstore"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -30,14 +32,16 @@ type Registry map[string]Opener
 
 // Default is every backend of this build.
 func Default() Registry {
-	return Registry{"local": OpenLocal}
+	return Registry{"local": OpenLocal, "daytona": fromstore.Runtime}
 }
 
 // UnenforcedLimits are the provider types whose runtime cannot enforce CPU, memory and
-// disk limits yet (the local runtime refuses them rather than ignore them; its cgroup
-// support lands separately). Sandboxes of these types are created without limits, and
-// the harness records that in the sandbox_provisioned event.
-func UnenforcedLimits() map[string]bool { return map[string]bool{"local": true} }
+// disk limits (it would refuse them rather than ignore them). Sandboxes of these types
+// are created without limits, and the harness records that in the sandbox_provisioned
+// event. None today: the local runtime enforces cpu, memory, pids and disk (cgroups or
+// rlimits; as root the disk is an ext4 image), and Daytona gives a sandbox exactly its
+// snapshot's resources, which are the environment's.
+func UnenforcedLimits() map[string]bool { return map[string]bool{} }
 
 // LocalRoot is the local builder's root for a store.
 func LocalRoot(st *store.Store) string { return filepath.Join(st.Dir(), "local-backend") }
@@ -90,17 +94,8 @@ func (r *Runtimes) Runtime(ctx context.Context, p store.SandboxProvider) (sandbo
 // ProviderKey opens a sandbox provider's sealed API key (for backends that need one,
 // such as daytona) with the control plane's secret box: TRUEFORGE_SECRET_KEY, else the
 // key file beside the database, as the provider sealed it. The key is used in memory
-// only and never reaches a sandbox or a log.
-//
-// Wiring daytona after its runtime lands is one Registry entry:
-//
-//	"daytona": func(ctx context.Context, st *store.Store, p store.SandboxProvider) (sandbox.Runtime, error) {
-//		key, err := ProviderKey(st, p)
-//		if err != nil {
-//			return nil, err
-//		}
-//		return daytona.NewRuntime(daytona.New(p.APIURL, string(key), daytona.WithTarget(p.Target)))
-//	},
+// only and never reaches a sandbox or a log. (The daytona entry of Default opens it
+// through fromstore, which seals and opens the same way.)
 func ProviderKey(st *store.Store, p store.SandboxProvider) ([]byte, error) {
 	if len(p.APIKeyEnc) == 0 {
 		return nil, fmt.Errorf("sandbox provider %q has no API key; set api_key (or api_key_wo) and apply", p.Name)

@@ -7,8 +7,10 @@ package harnesstest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -209,4 +211,17 @@ type Source struct{ C *Counting }
 // Runtime returns the counted runtime for any provider.
 func (s Source) Runtime(ctx context.Context, p store.SandboxProvider) (sandbox.Runtime, error) {
 	return s.C, nil
+}
+
+// BuildStaticHarness builds trueforge-harness with CGO_ENABLED=0 into dir and returns
+// its path: a static binary that serves as the netd helper of local sandboxes (tests
+// point sandboxnet.HelperEnv or sandboxnet.Config.Helper at it). For TestMain.
+func BuildStaticHarness(dir string) (string, error) {
+	out := filepath.Join(dir, "trueforge-harness")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/trueforge/terraform-provider-trueforge/cmd/trueforge-harness")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building a static trueforge-harness: %v\n%s", err, b)
+	}
+	return out, nil
 }

@@ -56,6 +56,22 @@ type Config struct {
 	// because it cannot enforce them yet: their sandboxes are created without limits,
 	// and the sandbox_provisioned event says so (limits_enforced: false).
 	UnenforcedLimits map[string]bool
+	// Network runs the egress proxies of local sandboxes (sandboxnet.Proxies). Nil gives
+	// a local sandbox no network at all, whatever its environment says: a local sandbox
+	// never gets the host's network.
+	Network Network
+}
+
+// Network is the harness side of local sandboxes' egress (sandboxnet.Proxies).
+type Network interface {
+	// Attach starts the proxy of a new sandbox and returns the variables its
+	// environment needs and the runtime's egress hook.
+	Attach(ctx context.Context, sessionID, sandboxID string, env store.Environment) (map[string]string, *sandbox.Egress, error)
+	// Ensure makes an existing sandbox's proxy serve in this process; true means it was
+	// recreated, so a Running sandbox must be restarted to reach it.
+	Ensure(ctx context.Context, sessionID, sandboxID string) (bool, error)
+	// Detach closes a sandbox's proxy; forget drops its recorded state for good.
+	Detach(ctx context.Context, sandboxID string, forget bool)
 }
 
 // Manager runs the lifecycle of session sandboxes.
@@ -207,6 +223,9 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 	if err != nil {
 		return nil, false, fmt.Errorf("looking up sandbox %s: %w", rec.SandboxID, err)
 	}
+	if retry, err := m.ensureNetwork(ctx, lease, info); err != nil || retry {
+		return nil, retry, err
+	}
 	if rec.State == store.SandboxStateLost {
 		// Recovering a box that failed under a call: make sure it works before handing
 		// it out again; if it does not, replace it.
@@ -303,7 +322,11 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		return nil, err
 	}
 	env := a.Environment
-	id := fmt.Sprintf("%s%s-%d", SandboxIDPrefix, strings.TrimPrefix(sessionID, "s-"), gen)
+	id := sandboxID(sessionID, gen)
+	if gen > 1 && m.cfg.Network != nil {
+		// The sandbox this one replaces is gone: so is its proxy.
+		m.cfg.Network.Detach(ctx, sandboxID(sessionID, gen-1), true)
+	}
 	req := sandbox.CreateRequest{
 		ID:           id,
 		SnapshotID:   env.SnapshotID,
@@ -319,8 +342,22 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		req.Limits = sandbox.Limits{}
 	}
 	began := time.Now()
+	network, err := m.network(ctx, sessionID, a, &req)
+	if err != nil {
+		return nil, err
+	}
 	if err := rt.Create(ctx, req); err != nil {
-		if !errors.Is(err, sandbox.ErrExists) {
+		if errors.Is(err, sandbox.ErrExists) && req.Egress != nil {
+			// A previous attempt created it and died before recording it, with another
+			// proxy's CA and placeholders: replace it.
+			if derr := rt.Delete(ctx, id); derr == nil {
+				err = rt.Create(ctx, req)
+			}
+		}
+		if err != nil && !errors.Is(err, sandbox.ErrExists) {
+			if req.Egress != nil {
+				m.cfg.Network.Detach(ctx, id, true)
+			}
 			return nil, fmt.Errorf("provisioning a sandbox from environment %q (snapshot %s): %w", env.Name, env.SnapshotID, err)
 		}
 		// A previous attempt created it and died before recording it: take it over.
@@ -342,7 +379,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	m.cfg.Record(ctx, sessionID, "sandbox_provisioned", map[string]any{
 		"sandbox_id": id, "provider": a.Provider.Name, "provider_type": a.Provider.Type, "environment": env.Name,
 		"snapshot_id": env.SnapshotID, "generation": gen, "reason": reason, "took_ms": time.Since(began).Milliseconds(),
-		"limits": req.Limits, "limits_enforced": limits,
+		"limits": req.Limits, "limits_enforced": limits, "network": network,
 	})
 	m.cfg.Logger.Info("sandbox provisioned", "session", sessionID, "sandbox", id, "snapshot", env.SnapshotID)
 	lease := &Lease{Record: rec, Runtime: rt, Provisioned: true, m: m}
@@ -359,6 +396,10 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		return nil, fmt.Errorf("the new sandbox of session %s changed state before its first call", sessionID)
 	}
 	return lease, nil
+}
+
+func sandboxID(sessionID string, gen int64) string {
+	return fmt.Sprintf("%s%s-%d", SandboxIDPrefix, strings.TrimPrefix(sessionID, "s-"), gen)
 }
 
 // SandboxIDPrefix starts the id of every sandbox the harness creates:
@@ -428,6 +469,9 @@ func (m *Manager) Delete(ctx context.Context, sessionID string) error {
 	if err := rt.Delete(ctx, rec.SandboxID); err != nil {
 		return fmt.Errorf("deleting sandbox %s: %w", rec.SandboxID, err)
 	}
+	if m.cfg.Network != nil {
+		m.cfg.Network.Detach(ctx, rec.SandboxID, true)
+	}
 	_, err = m.cfg.Store.SwapSandboxState(ctx, sessionID, []string{rec.State}, store.SandboxStateDeleted, m.cfg.Now(), time.Time{})
 	return err
 }
@@ -468,6 +512,13 @@ func (m *Manager) Reclaim(ctx context.Context, sessionID string) (bool, error) {
 	}
 	if err := rt.Stop(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return false, fmt.Errorf("stopping the orphaned commands of sandbox %s: %w", rec.SandboxID, err)
+	}
+	if rec.ProviderType == "local" && m.cfg.Network != nil {
+		// The dead harness's proxy died with it: serve a new one before the sandbox
+		// starts again and binds the socket.
+		if _, err := m.cfg.Network.Ensure(ctx, sessionID, rec.SandboxID); err != nil {
+			return false, err
+		}
 	}
 	if err := rt.Start(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return false, fmt.Errorf("restarting sandbox %s: %w", rec.SandboxID, err)

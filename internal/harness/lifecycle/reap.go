@@ -160,5 +160,10 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 	if state == store.SandboxStateStopped || state == store.SandboxStateArchived {
 		step([]string{state}, store.SandboxStateDeleted, t.Delete, func() error { return rt.Delete(ctx, rec.SandboxID) })
 	}
+	if state != rec.State && m.cfg.Network != nil {
+		// A proxy lives while its sandbox runs in this process; a deleted sandbox's state
+		// is dropped for good.
+		m.cfg.Network.Detach(ctx, rec.SandboxID, state == store.SandboxStateDeleted)
+	}
 	return out
 }

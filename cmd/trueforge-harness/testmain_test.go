@@ -1,0 +1,30 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
+)
+
+// TestMain builds the harness static once, as the netd helper of the tests' local
+// sandboxes (the in-process CLI's own test binary is not static).
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tfh-netd-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin, err := harnesstest.BuildStaticHarness(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	os.Setenv(sandboxnet.HelperEnv, bin)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}

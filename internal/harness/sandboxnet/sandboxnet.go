@@ -1,0 +1,403 @@
+// Package sandboxnet runs the egress proxies of a harness's local sandboxes: one
+// internal/egress proxy per sandbox that is not block_all, serving a unix socket that the
+// local runtime binds into the sandbox as its only way out (with the netd helper inside).
+//
+// # Lifetime
+//
+// A proxy lives as long as its sandbox is Running in this harness process. Attach starts
+// it for a new sandbox; Detach closes it when the sandbox is stopped, archived or deleted
+// (and, on delete, forgets its state). Ensure recreates it for an existing sandbox
+// (resumed after a stop or archive, or found Running after the harness restarted, which
+// is every `trueforge-harness run` of an existing session) from the state persisted at
+// Attach: the network policy read when the sandbox was created, and the proxy's CA and
+// placeholders sealed with the control plane's secret box (table sandbox_egress, AAD
+// "sandbox_egress/<sandbox id>"), so the placeholders in the sandbox's environment and the
+// CA it trusts stay valid. A recreated proxy listens on a new socket inode: the caller
+// must restart a sandbox that was Running (the runtime binds the socket by inode), which
+// ends the sandbox's processes and keeps its files.
+//
+// # Policy and secrets
+//
+// Network policy (block_all, allow_domains) is read once, when the sandbox is created; a
+// running session keeps it until its sandbox is replaced. Secrets are the exception: the
+// source reads the environment's secrets from the store and opens them with the secret
+// box (AAD "secret/<environment>/<VAR>") on every request that may carry a placeholder,
+// so a rotation applies to the next request and a removal at once. Only the variables the
+// environment had when the sandbox was created get placeholders; a secret added later
+// never reaches the sandbox (package egress fixes the names at creation).
+//
+// # Decisions
+//
+// Every decision of a proxy (allowed or refused, never a secret's value) is recorded in
+// the session's event log as an "egress" event, written synchronously on the
+// connection's goroutine, so it is in the log before the tool call that caused it ends.
+//
+// # Defaults
+//
+// Sockets live in Config.Dir (created 0700) as <16 hex digits of sha256(sandbox id)>.sock
+// (unix socket paths are limited to 107 bytes, so a long Dir is refused clearly). The
+// netd helper is Config.Helper, which must be a static executable (see Static).
+package sandboxnet
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// EventKind is the session event kind of an egress decision.
+const EventKind = "egress"
+
+// Recorder appends an event to a session's log.
+type Recorder func(ctx context.Context, sessionID, kind string, payload any)
+
+// Config configures Proxies.
+type Config struct {
+	Store *store.Store
+	// Dir holds the sandboxes' sockets; created 0700.
+	Dir string
+	// Helper is the static netd executable bound into each sandbox. Empty refuses to
+	// attach (a local sandbox is never given the host's network instead).
+	Helper string
+	// HelperErr, when Helper is empty, says why (shown to the user).
+	HelperErr error
+	// Record receives each decision as an EventKind event; nil drops them.
+	Record Recorder
+	Logger *slog.Logger
+
+	// Upstream knobs handed to every proxy (egress.Config): for tests with loopback
+	// upstreams, and for an operator's explicitly trusted service. Nil/empty means the
+	// egress defaults (system resolver, host roots, no address exempt).
+	Resolver    egress.Resolver
+	AllowAddrs  []netip.Addr
+	RootCAs     *x509.CertPool
+	SystemRoots []byte
+}
+
+// Proxies are the running egress proxies of this process, by sandbox id.
+type Proxies struct {
+	cfg Config
+
+	boxOnce sync.Once
+	box     *secretbox.Box
+	boxErr  error
+
+	mu   sync.Mutex
+	live map[string]*running
+}
+
+type running struct {
+	proxy *egress.Proxy
+	sock  string
+	file  os.FileInfo // the socket file as created, to notice another process replacing it
+	done  chan struct{}
+}
+
+// ours reports whether the socket file is still the one r listens on.
+func (r *running) ours() bool {
+	fi, err := os.Stat(r.sock)
+	return err == nil && os.SameFile(fi, r.file)
+}
+
+// New returns Proxies.
+func New(cfg Config) *Proxies {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Proxies{cfg: cfg, live: map[string]*running{}}
+}
+
+func (x *Proxies) secretBox() (*secretbox.Box, error) {
+	x.boxOnce.Do(func() {
+		x.box, x.boxErr = secretbox.Load(os.Getenv(secretbox.KeyEnv), filepath.Join(x.cfg.Store.Dir(), "secret.key"))
+		if x.boxErr != nil {
+			x.boxErr = fmt.Errorf("opening the secret box (TRUEFORGE_SECRET_KEY or %s): %w", filepath.Join(x.cfg.Store.Dir(), "secret.key"), x.boxErr)
+		}
+	})
+	return x.box, x.boxErr
+}
+
+// SocketPath is where the proxy of sandboxID listens.
+func (x *Proxies) SocketPath(sandboxID string) string {
+	sum := sha256.Sum256([]byte(sandboxID))
+	return filepath.Join(x.cfg.Dir, hex.EncodeToString(sum[:8])+".sock")
+}
+
+// Attach starts the proxy of a new sandbox of environment env and records its state.
+// It returns the variables the sandbox's environment needs (proxy and CA variables, one
+// placeholder per secret; the environment's own variables are the caller's) and the
+// runtime's egress hook.
+func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env store.Environment) (map[string]string, *sandbox.Egress, error) {
+	if x.cfg.Helper == "" {
+		why := x.cfg.HelperErr
+		if why == nil {
+			why = errors.New("no netd helper is configured")
+		}
+		return nil, nil, fmt.Errorf("environment %q lets sandboxes reach the network, which on the local backend goes through the harness's egress proxy and its static netd helper: %w", env.Name, why)
+	}
+	box, err := x.secretBox()
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := store.SandboxEgress{SandboxID: sandboxID, SessionID: sessionID, Environment: env.Name,
+		BlockAll: env.BlockAll, AllowDomains: env.AllowDomains, CreatedAt: time.Now()}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if old, ok := x.live[sandboxID]; ok {
+		x.closeLocked(sandboxID, old)
+	}
+	r, err := x.start(ctx, rec, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := r.proxy.State()
+	raw, _ := json.Marshal(st)
+	if rec.StateEnc, err = box.Seal(raw, "sandbox_egress/"+sandboxID); err != nil {
+		x.closeLocked(sandboxID, r)
+		return nil, nil, fmt.Errorf("sealing the egress state of sandbox %s: %w", sandboxID, err)
+	}
+	if err := x.cfg.Store.PutSandboxEgress(ctx, rec); err != nil {
+		x.closeLocked(sandboxID, r)
+		return nil, nil, err
+	}
+	x.live[sandboxID] = r
+	return r.proxy.Env(), r.proxy.Egress(r.sock, x.cfg.Helper), nil
+}
+
+// Ensure makes the proxy of an existing sandbox serve in this process. It reports
+// whether it had to recreate it (then a Running sandbox must be restarted to reach the
+// new socket). A sandbox without recorded egress state (block_all, or made without a
+// proxy) needs nothing: (false, nil).
+func (x *Proxies) Ensure(ctx context.Context, sessionID, sandboxID string) (bool, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r, ok := x.live[sandboxID]; ok {
+		if r.ours() {
+			return false, nil
+		}
+		// Another harness process took the socket over (it restarted the sandbox onto
+		// its own proxy): serve anew here, and the caller restarts the sandbox again.
+		x.closeLocked(sandboxID, r)
+	}
+	rec, err := x.cfg.Store.GetSandboxEgress(ctx, sandboxID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if x.cfg.Helper == "" {
+		return false, fmt.Errorf("sandbox %s needs its egress proxy and the netd helper: %w", sandboxID, x.cfg.HelperErr)
+	}
+	box, err := x.secretBox()
+	if err != nil {
+		return false, err
+	}
+	raw, err := box.Open(rec.StateEnc, "sandbox_egress/"+sandboxID)
+	if err != nil {
+		return false, fmt.Errorf("the egress state of sandbox %s cannot be opened with this control plane's secret key: %w", sandboxID, err)
+	}
+	var st egress.State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return false, fmt.Errorf("the egress state of sandbox %s is damaged: %w", sandboxID, err)
+	}
+	r, err := x.start(ctx, rec, &st)
+	if err != nil {
+		return false, err
+	}
+	x.live[sandboxID] = r
+	return true, nil
+}
+
+// start builds, listens and serves one proxy. Called with mu held.
+func (x *Proxies) start(ctx context.Context, rec store.SandboxEgress, st *egress.State) (*running, error) {
+	sessionID := rec.SessionID
+	cfg := egress.Config{
+		SandboxID: rec.SandboxID,
+		Policy:    egress.Policy{BlockAll: rec.BlockAll, AllowDomains: rec.AllowDomains},
+		Secrets:   x.secretSource(rec.Environment),
+		State:     st,
+		Resolver:  x.cfg.Resolver, AllowAddrs: x.cfg.AllowAddrs, RootCAs: x.cfg.RootCAs, SystemRoots: x.cfg.SystemRoots,
+	}
+	if rec := x.cfg.Record; rec != nil {
+		cfg.Log = func(d egress.Decision) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			rec(ctx, sessionID, EventKind, d)
+		}
+	}
+	p, err := egress.New(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy of sandbox %s: %w", rec.SandboxID, err)
+	}
+	if err := os.MkdirAll(x.cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(x.cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	sock := x.SocketPath(rec.SandboxID)
+	if len(sock) > 107 {
+		return nil, fmt.Errorf("egress socket path %s is %d bytes, over the 107 a unix socket allows; use a shorter database directory", sock, len(sock))
+	}
+	ln, err := egress.Listen(sock)
+	if err != nil {
+		return nil, err
+	}
+	if ul, ok := ln.(*net.UnixListener); ok {
+		// Close must not unlink by path: another harness process may have replaced the
+		// file with its own socket by then (closeLocked removes ours).
+		ul.SetUnlinkOnClose(false)
+	}
+	fi, err := os.Stat(sock)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	r := &running{proxy: p, sock: sock, file: fi, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		if err := p.Serve(ln); err != nil {
+			x.cfg.Logger.Warn("egress proxy stopped", "sandbox", rec.SandboxID, "err", err)
+		}
+	}()
+	return r, nil
+}
+
+// secretSource reads environment's secrets at each call, opened with the secret box.
+func (x *Proxies) secretSource(environment string) egress.SecretSource {
+	return func(ctx context.Context) ([]egress.Secret, error) {
+		box, err := x.secretBox()
+		if err != nil {
+			return nil, err
+		}
+		list, err := x.cfg.Store.ListSecrets(ctx, environment)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]egress.Secret, 0, len(list))
+		for _, s := range list {
+			v, err := box.Open(s.ValueEnc, "secret/"+s.ID)
+			if err != nil {
+				return nil, fmt.Errorf("secret %s cannot be opened with this control plane's secret key: %w", s.ID, err)
+			}
+			out = append(out, egress.Secret{Name: s.EnvName, Value: string(v), Hosts: s.Hosts})
+		}
+		return out, nil
+	}
+}
+
+// Detach closes the proxy of sandboxID, if it runs here; forget also deletes its
+// recorded state (the sandbox is gone for good).
+func (x *Proxies) Detach(ctx context.Context, sandboxID string, forget bool) {
+	x.mu.Lock()
+	if r, ok := x.live[sandboxID]; ok {
+		x.closeLocked(sandboxID, r)
+	}
+	x.mu.Unlock()
+	if forget {
+		if err := x.cfg.Store.DeleteSandboxEgress(context.WithoutCancel(ctx), sandboxID); err != nil {
+			x.cfg.Logger.Warn("forgetting egress state", "sandbox", sandboxID, "err", err)
+		}
+	}
+}
+
+func (x *Proxies) closeLocked(sandboxID string, r *running) {
+	mine := r.ours()
+	_ = r.proxy.Close()
+	<-r.done
+	if mine {
+		_ = os.Remove(r.sock)
+	}
+	delete(x.live, sandboxID)
+}
+
+// Live lists the sandboxes whose proxy runs in this process.
+func (x *Proxies) Live() []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return sortedKeys(x.live)
+}
+
+// Close closes every proxy (their state stays recorded for Ensure).
+func (x *Proxies) Close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for id, r := range maps.Clone(x.live) {
+		x.closeLocked(id, r)
+	}
+}
+
+// Static reports whether path is a statically linked ELF executable (no program
+// interpreter), as a netd helper must be: it runs inside sandboxes whose file system
+// need not carry the host's dynamic loader and libraries.
+func Static(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// HelperEnv names an explicit netd helper (a static trueforge-netd, or a static
+// trueforge-harness, which serves as netd when started under the name "netd").
+const HelperEnv = "TRUEFORGE_NETD"
+
+// LocateHelper finds the netd helper for a harness whose executable is self: $TRUEFORGE_NETD,
+// else self when it is static (the harness serves as netd), else a static trueforge-netd
+// beside self. The error says how to provide one.
+func LocateHelper(self string) (string, error) {
+	if p := os.Getenv(HelperEnv); p != "" {
+		if ok, err := Static(p); err != nil || !ok {
+			return "", fmt.Errorf("%s=%s is not a static executable (build it with CGO_ENABLED=0): %v", HelperEnv, p, err)
+		}
+		return p, nil
+	}
+	var tried bytes.Buffer
+	for _, c := range []string{self, filepath.Join(filepath.Dir(self), "trueforge-netd")} {
+		ok, err := Static(c)
+		if err == nil && ok {
+			return c, nil
+		}
+		if err == nil {
+			err = errors.New("dynamically linked")
+		}
+		fmt.Fprintf(&tried, "; %s: %v", c, err)
+	}
+	return "", fmt.Errorf("no static netd helper found (build trueforge-harness with CGO_ENABLED=0, or put a static trueforge-netd beside it, or set %s)%s", HelperEnv, tried.String())
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
