@@ -1,0 +1,395 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// The netd helper: trueforge-harness built static, once per test binary.
+var (
+	helperOnce sync.Once
+	helperPath string
+	helperErr  error
+	helperDir  string
+)
+
+func netdHelper(t testing.TB) string {
+	t.Helper()
+	helperOnce.Do(func() {
+		if helperDir, helperErr = os.MkdirTemp("", "tfh-netd-"); helperErr == nil {
+			helperPath, helperErr = harnesstest.BuildStaticHarness(helperDir)
+		}
+	})
+	if helperErr != nil {
+		t.Fatal(helperErr)
+	}
+	return helperPath
+}
+
+// upstreamTLS is a TLS server on loopback with a CA of its own (standing in for the
+// public roots), answering for the names in hosts. /auth says whether the Authorization
+// header carried want(), without echoing it.
+type upstreamTLS struct {
+	srv   *httptest.Server
+	port  string
+	caPEM []byte
+	pool  *x509.CertPool
+	mu    sync.Mutex
+	want  string
+	seen  []string // Authorization headers that reached it
+}
+
+func newUpstreamTLS(t *testing.T, hosts ...string) *upstreamTLS {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "harness test upstream CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(der)
+	lkey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ltmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "upstream"}, DNSNames: hosts,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	lder, err := x509.CreateCertificate(rand.Reader, ltmpl, ca, &lkey.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upstreamTLS{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pool: x509.NewCertPool()}
+	u.pool.AddCert(ca)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		got := r.Header.Get("Authorization")
+		u.seen = append(u.seen, got)
+		ok := u.want != "" && got == "Bearer "+u.want
+		u.mu.Unlock()
+		if !ok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprintln(w, "authorized by upstream")
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello from", r.Host) })
+	u.srv = httptest.NewUnstartedServer(mux)
+	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{lder}, PrivateKey: lkey}}}
+	u.srv.StartTLS()
+	t.Cleanup(u.srv.Close)
+	_, u.port, _ = net.SplitHostPort(u.srv.Listener.Addr().String())
+	return u
+}
+
+func (u *upstreamTLS) expect(v string) {
+	u.mu.Lock()
+	u.want = v
+	u.mu.Unlock()
+}
+
+func (u *upstreamTLS) headers() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.seen...)
+}
+
+// loopbackResolver answers every name with 127.0.0.1, as the test's DNS.
+type loopbackResolver struct{}
+
+func (loopbackResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+// egressFixture is a local environment whose allow list names one loopback TLS host,
+// with one secret bound to it, a harness (manager + proxies) with decisions going to the
+// session log, and harness logs captured.
+type egressFixture struct {
+	env     *harnesstest.Env
+	up      *upstreamTLS
+	box     *secretbox.Box
+	logs    *bytes.Buffer
+	logMu   *sync.Mutex
+	manager *lifecycle.Manager
+	proxies *sandboxnet.Proxies
+}
+
+const (
+	allowedHost = "api.allowed.test"
+	deniedHost  = "evil.test"
+	secretV1    = "sk-live-REALVALUE-1111aaaa"
+	secretV2    = "sk-live-ROTATED-2222bbbb"
+	secretLate  = "sk-live-LATEADD-3333cccc"
+)
+
+type lockedBuffer struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func newEgressFixture(t *testing.T) *egressFixture {
+	t.Helper()
+	helper := netdHelper(t)
+	env := harnesstest.NewEnv(t)
+	ctx := context.Background()
+	e, err := env.Store.GetEnvironment(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.AllowDomains = []string{allowedHost}
+	must(t, env.Store.UpdateEnvironment(ctx, e))
+	t.Setenv(secretbox.KeyEnv, "")
+	box, err := secretbox.Load("", filepath.Join(env.Store.Dir(), "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &egressFixture{env: env, up: newUpstreamTLS(t, allowedHost, deniedHost), box: box, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	f.putSecret(t, "API_TOKEN", secretV1, true)
+	f.up.expect(secretV1)
+	f.newHarness(t, helper)
+	return f
+}
+
+// newHarness starts a harness: a fresh manager and fresh proxies on the same store, as
+// a new harness process would.
+func (f *egressFixture) newHarness(t *testing.T, helper string) {
+	t.Helper()
+	st := f.env.Store
+	logger := slog.New(slog.NewTextHandler(lockedBuffer{f.logMu, f.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if f.proxies != nil {
+		f.proxies.Close()
+	}
+	f.proxies = sandboxnet.New(sandboxnet.Config{
+		Store: st, Dir: filepath.Join(backend.LocalRoot(st), "egress"), Helper: helper, Logger: logger,
+		Record: func(ctx context.Context, sessionID, kind string, payload any) {
+			if err := appendEvent(ctx, st, sessionID, kind, payload); err != nil {
+				t.Errorf("recording %s: %v", kind, err)
+			}
+		},
+		Resolver: loopbackResolver{}, AllowAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
+		RootCAs: f.up.pool, SystemRoots: f.up.caPEM,
+	})
+	t.Cleanup(f.proxies.Close)
+	f.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: f.env.Runtime}, Logger: logger,
+		UnenforcedLimits: backend.UnenforcedLimits(), Network: f.proxies})
+}
+
+func (f *egressFixture) putSecret(t *testing.T, name, value string, create bool) {
+	t.Helper()
+	id := store.SecretID("default", name)
+	sealed, err := f.box.Seal([]byte(value), "secret/"+id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if create {
+		must(t, f.env.Store.CreateSecret(context.Background(), store.Secret{ID: id, Environment: "default", EnvName: name, Hosts: []string{allowedHost}, ValueEnc: sealed}))
+		return
+	}
+	must(t, f.env.Store.UpdateSecret(context.Background(), id, []string{allowedHost}, sealed))
+}
+
+func (f *egressFixture) runner(t *testing.T, agent string) *runner.Runner {
+	t.Helper()
+	r := (&fixture{env: f.env}).runnerNoSandbox(t, agent)
+	r.Tools = &tools.Executor{Store: f.env.Store, Sandboxes: f.manager}
+	return r
+}
+
+func curlAuth(port string) string {
+	return fmt.Sprintf(`curl -sS --max-time 20 -H "Authorization: Bearer $API_TOKEN" https://%s:%s/auth`, allowedHost, port)
+}
+
+// End to end on the local backend: a session whose environment allows one host runs
+// curl in its sandbox through the harness's egress proxy. The allowed host gets the
+// secret substituted; a denied host is refused with a reason the model reads in the tool
+// result; every decision is in the session log; rotation and removal reach the running
+// sandbox on the next request; a secret added later never reaches it; a restarted
+// harness recreates the proxy with the same placeholders; and the secret's value is
+// never in the sandbox, the store or the logs.
+func TestEgressEndToEndLocalSandbox(t *testing.T) {
+	f := newEgressFixture(t)
+	ctx := context.Background()
+	port := f.up.port
+	harnesstest.AddAgent(t, f.env.Store, "net", "default", harnesstest.AgentSpec{
+		"model": harnesstest.Script(
+			// turn 1: allowed with the secret, denied host, what the sandbox holds
+			exec(curlAuth(port)),
+			exec(fmt.Sprintf(`curl -sS -v --max-time 20 https://%s:%s/ 2>&1 | grep -i -e '^< HTTP' -e 'x-trueforge-deny'; echo; curl -sS --max-time 20 http://%s:%s/`, deniedHost, port, deniedHost, port)),
+			exec(`echo "token=$API_TOKEN late=${LATE_TOKEN:-unset}"; echo "environ=$(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c 'sk-live-')"; grep -rIl 'sk-live-' /workspace /tmp /run/trueforge /etc 2>/dev/null; echo files-searched`),
+			text("turn 1 done"),
+			// turn 2: after rotation
+			exec(curlAuth(port)), text("turn 2 done"),
+			// turn 3: after a harness restart (new proxies, same placeholders)
+			exec(curlAuth(port)), text("turn 3 done"),
+			// turn 4: after removal
+			exec(curlAuth(port)), text("turn 4 done"),
+		),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	r := f.runner(t, "net")
+	sid, err := r.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, r, sid, "go")
+	res := results(t, f.env.Store, sid)
+	if len(res) != 3 {
+		t.Fatalf("%d tool results; want 3", len(res))
+	}
+	if got := res[0]["text"].(string); !strings.Contains(got, "authorized by upstream") {
+		t.Fatalf("allowed host with the secret: %q", got)
+	}
+	if h := f.up.headers(); len(h) != 1 || h[0] != "Bearer "+secretV1 {
+		t.Fatalf("upstream saw Authorization %q; want the real value substituted once", h)
+	}
+	denied := res[1]["text"].(string)
+	if !strings.Contains(denied, "403") || !strings.Contains(denied, "not_allowed") || strings.Contains(denied, "hello from") {
+		t.Fatalf("denied host: the tool result lacks the 403 and its reason: %q", denied)
+	}
+	inside := res[2]["text"].(string)
+	// A placeholder in the environment, no value in any process's environment (/proc)
+	// nor in a file (grep -l lists none before files-searched), the late secret unset.
+	if !strings.Contains(inside, "token=tfph_") || !strings.Contains(inside, "late=unset") ||
+		!strings.Contains(inside, "environ=0\nfiles-searched") || strings.Contains(inside, secretV1) {
+		t.Fatalf("the sandbox's environment: %q; want a placeholder only", inside)
+	}
+
+	// The decisions are in the session log: the allowed request with the secret named
+	// (not its value), the refusals with their reason.
+	var allowed, refused int
+	for _, d := range payloads(t, f.env.Store, sid, sandboxnet.EventKind) {
+		switch {
+		case d["allowed"] == true && d["host"] == allowedHost:
+			if s, _ := d["secrets"].([]any); len(s) == 1 && s[0] == "API_TOKEN" {
+				allowed++
+			}
+		case d["allowed"] != true && d["host"] == deniedHost && d["reason"] == "not_allowed":
+			refused++
+		}
+	}
+	if allowed == 0 || refused < 2 {
+		t.Fatalf("egress events: %d allowed with API_TOKEN, %d refused for %s; want >= 1 and 2", allowed, refused, deniedHost)
+	}
+
+	// A secret added after the sandbox was created never reaches it.
+	f.putSecret(t, "LATE_TOKEN", secretLate, true)
+	// Rotation: the running sandbox's next request carries the new value.
+	f.putSecret(t, "API_TOKEN", secretV2, false)
+	f.up.expect(secretV2)
+	mustRun(t, r, sid, "rotated")
+	if got := lastResult(t, f.env.Store, sid); !strings.Contains(got, "authorized by upstream") {
+		t.Fatalf("after rotation: %q", got)
+	}
+	if got := payloads(t, f.env.Store, sid, "sandbox_provisioned"); len(got) != 1 {
+		t.Fatalf("%d sandboxes provisioned; rotation must reach the running one", len(got))
+	}
+
+	// A harness restart: the proxy is recreated from its sealed state, the sandbox is
+	// restarted onto it, and its placeholder still works.
+	f.newHarness(t, netdHelper(t))
+	r = f.runner(t, "net")
+	mustRun(t, r, sid, "restarted")
+	if got := lastResult(t, f.env.Store, sid); !strings.Contains(got, "authorized by upstream") || !strings.Contains(got, "reconnect its network") {
+		t.Fatalf("after a harness restart: %q", got)
+	}
+	if n := len(payloads(t, f.env.Store, sid, "sandbox_network_reattached")); n != 1 {
+		t.Fatalf("%d sandbox_network_reattached events; want 1", n)
+	}
+
+	// Removal: refused at once, with a reason.
+	must(t, f.env.Store.DeleteSecret(ctx, store.SecretID("default", "API_TOKEN")))
+	mustRun(t, r, sid, "removed")
+	if got := lastResult(t, f.env.Store, sid); strings.Contains(got, "authorized by upstream") || !strings.Contains(got, `"reason":"secret_removed"`) {
+		t.Fatalf("after removal: %q; want a refusal", got)
+	}
+	for _, h := range f.up.headers() {
+		if strings.Contains(h, secretLate) {
+			t.Fatal("the secret added after the sandbox was created reached the upstream")
+		}
+	}
+
+	// The values are nowhere: not in the sandbox's files or records (everything under
+	// the local backend's directory), the database, or the harness's logs.
+	f.proxies.Close()
+	for _, v := range []string{secretV1, secretV2, secretLate} {
+		assertNowhere(t, f, v)
+	}
+}
+
+func assertNowhere(t *testing.T, f *egressFixture, value string) {
+	t.Helper()
+	f.logMu.Lock()
+	logs := f.logs.String()
+	f.logMu.Unlock()
+	if strings.Contains(logs, value) {
+		t.Errorf("the harness log holds a secret value")
+	}
+	err := filepath.WalkDir(f.env.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && d.Name() == "snapshots" {
+			return fs.SkipDir // made before any secret existed
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if fi, err := d.Info(); err != nil || fi.Size() > 64<<20 {
+			return nil // a sandbox's disk image: its files are searched from inside
+		}
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte(value)) {
+			t.Errorf("%s holds a secret value in plaintext", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appendEvent writes a JSON event into a session's log, as the CLI's recorder does.
+func appendEvent(ctx context.Context, st *store.Store, sessionID, kind string, payload any) error {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	_, err = st.AppendEvent(ctx, sessionID, "", kind, b)
+	return err
+}
