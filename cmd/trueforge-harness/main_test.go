@@ -183,3 +183,45 @@ func TestSandboxesGCDeletesOnlyOrphans(t *testing.T) {
 		t.Fatalf("after gc: %v; want the session's sandbox and the unlabelled one", ids)
 	}
 }
+
+// The CLI wires the egress proxy of local sandboxes (with this harness, built static, as
+// the netd helper): a request to a host off the allow list is refused, the model reads
+// why, and `sessions show` lists the decision.
+func TestCLIRunShowsEgressDecisions(t *testing.T) {
+	env := harnesstest.NewEnv(t)
+	ctx := context.Background()
+	e, err := env.Store.GetEnvironment(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.AllowDomains = []string{"api.allowed.test"}
+	if err := env.Store.UpdateEnvironment(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	harnesstest.AddAgent(t, env.Store, "netter", "default", harnesstest.AgentSpec{
+		"model": harnesstest.Script(
+			map[string]any{"tool_calls": []any{map[string]any{"name": "exec", "arguments": map[string]any{"command": "curl -sS --max-time 10 http://evil.test/; echo; curl -sS -o /dev/null --max-time 10 https://evil.test/; echo rc=$?"}}}},
+			map[string]any{"text": "refused"}),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	out, _, err := run(t, env.Store.Path(), "", "run", "netter", "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"reason":"not_allowed"`) || !strings.Contains(out, "rc=56") {
+		t.Fatalf("run output lacks the refusal the model reads:\n%s", out)
+	}
+	ss, _ := env.Store.ListSessions(ctx, "netter")
+	if len(ss) != 1 {
+		t.Fatalf("%d sessions", len(ss))
+	}
+	show, _, err := run(t, env.Store.Path(), "", "sessions", "show", ss[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"[egress] DENIED plain evil.test:80 GET /: not_allowed", "[egress] DENIED tunnel evil.test:443"} {
+		if !strings.Contains(show, want) {
+			t.Fatalf("sessions show lacks %q:\n%s", want, show)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -139,6 +140,10 @@ func (p *printer) render(e store.Event, textShown bool) {
 		fmt.Fprintf(w, "  [sandbox] RECOVERED %s\n", s("sandbox_id"))
 	case "sandbox_stopped", "sandbox_archived", "sandbox_deleted":
 		fmt.Fprintf(w, "  [sandbox] %s %s after %d idle minutes\n", strings.ToUpper(strings.TrimPrefix(e.Kind, "sandbox_")), s("sandbox_id"), n("idle_minutes"))
+	case "sandbox_network_reattached":
+		fmt.Fprintf(w, "  [sandbox] NETWORK REATTACHED %s (processes restarted, files kept): %s\n", s("sandbox_id"), s("reason"))
+	case sandboxnet.EventKind:
+		p.renderEgress(m)
 	case runner.KindToolCall:
 		// shown with the model message
 	case runner.KindLimit:
@@ -154,6 +159,33 @@ func (p *printer) render(e store.Event, textShown bool) {
 	default:
 		fmt.Fprintf(w, "  %s %s\n", e.Kind, string(e.Payload))
 	}
+}
+
+// renderEgress prints one egress decision: what the sandbox tried to reach, whether it
+// was let through and why not, and which secrets were substituted (names only).
+func (p *printer) renderEgress(m map[string]any) {
+	s := func(k string) string { v, _ := m[k].(string); return v }
+	target := s("host")
+	if port := s("port"); port != "" {
+		target += ":" + port
+	}
+	req := strings.TrimSpace(s("method") + " " + s("path"))
+	if req != "" {
+		req = " " + req
+	}
+	if ok, _ := m["allowed"].(bool); ok {
+		extra := ""
+		if sec, _ := m["secrets"].([]any); len(sec) > 0 {
+			names := make([]string, 0, len(sec))
+			for _, n := range sec {
+				names = append(names, fmt.Sprint(n))
+			}
+			extra = " (secrets substituted: " + strings.Join(names, ", ") + ")"
+		}
+		fmt.Fprintf(p.w, "  [egress] allowed %s %s%s%s\n", s("mode"), target, req, extra)
+		return
+	}
+	fmt.Fprintf(p.w, "  [egress] DENIED %s %s%s: %s — %s\n", s("mode"), target, req, s("reason"), s("message"))
 }
 
 // plainJSON renders v as JSON without escaping &, < and > (it is shown, not embedded).

@@ -142,6 +142,7 @@ type egressFixture struct {
 	logMu   *sync.Mutex
 	manager *lifecycle.Manager
 	proxies *sandboxnet.Proxies
+	clock   *fakeClock
 }
 
 const (
@@ -179,7 +180,7 @@ func newEgressFixture(t *testing.T) *egressFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &egressFixture{env: env, up: newUpstreamTLS(t, allowedHost, deniedHost), box: box, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	f := &egressFixture{env: env, up: newUpstreamTLS(t, allowedHost, deniedHost), box: box, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, clock: newClock()}
 	f.putSecret(t, "API_TOKEN", secretV1, true)
 	f.up.expect(secretV1)
 	f.newHarness(t, helper)
@@ -206,7 +207,7 @@ func (f *egressFixture) newHarness(t *testing.T, helper string) {
 		RootCAs: f.up.pool, SystemRoots: f.up.caPEM,
 	})
 	t.Cleanup(f.proxies.Close)
-	f.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: f.env.Runtime}, Logger: logger,
+	f.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: f.env.Runtime}, Logger: logger, Now: f.clock.Now,
 		UnenforcedLimits: backend.UnenforcedLimits(), Network: f.proxies})
 }
 
@@ -227,7 +228,7 @@ func (f *egressFixture) putSecret(t *testing.T, name, value string, create bool)
 func (f *egressFixture) runner(t *testing.T, agent string) *runner.Runner {
 	t.Helper()
 	r := (&fixture{env: f.env}).runnerNoSandbox(t, agent)
-	r.Tools = &tools.Executor{Store: f.env.Store, Sandboxes: f.manager}
+	r.Tools = &tools.Executor{Store: f.env.Store, Sandboxes: f.manager, Now: f.clock.Now}
 	return r
 }
 
@@ -255,6 +256,8 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 			text("turn 1 done"),
 			// turn 2: after rotation
 			exec(curlAuth(port)), text("turn 2 done"),
+			// turn 2b: after an idle stop (the proxy closed with the sandbox)
+			exec(curlAuth(port)), text("turn 2b done"),
 			// turn 3: after a harness restart (new proxies, same placeholders)
 			exec(curlAuth(port)), text("turn 3 done"),
 			// turn 4: after removal
@@ -318,6 +321,22 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 	}
 	if got := payloads(t, f.env.Store, sid, "sandbox_provisioned"); len(got) != 1 {
 		t.Fatalf("%d sandboxes provisioned; rotation must reach the running one", len(got))
+	}
+
+	// An idle stop closes the proxy with the sandbox; the next call resumes both.
+	f.clock.Advance(16 * time.Minute)
+	if trs, err := f.manager.Reap(ctx); err != nil || len(trs) != 1 || trs[0].To != store.SandboxStateStopped {
+		t.Fatalf("reap: %+v %v; want one stop", trs, err)
+	}
+	if live := f.proxies.Live(); len(live) != 0 {
+		t.Fatalf("proxies still running after the stop: %v", live)
+	}
+	mustRun(t, r, sid, "after stop")
+	if got := lastResult(t, f.env.Store, sid); !strings.Contains(got, "authorized by upstream") || !strings.Contains(got, "resumed") {
+		t.Fatalf("after an idle stop: %q", got)
+	}
+	if len(f.proxies.Live()) != 1 {
+		t.Fatal("no proxy after the resume")
 	}
 
 	// A harness restart: the proxy is recreated from its sealed state, the sandbox is
