@@ -1,0 +1,226 @@
+package sandboxnet_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
+	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+func fixture(t *testing.T) (*store.Store, store.Environment, *secretbox.Box) {
+	t.Helper()
+	st := harnesstest.NewStore(t)
+	ctx := context.Background()
+	t.Setenv(secretbox.KeyEnv, "")
+	box, err := secretbox.Load("", filepath.Join(st.Dir(), "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}); err != nil {
+		t.Fatal(err)
+	}
+	env := store.Environment{ID: "e", Name: "web", Provider: "local", Owner: harnesstest.Owner, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3,
+		BuildHash: "h", SnapshotID: "snap", AllowDomains: []string{"api.example.com"}}
+	if _, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: "snap", Provider: "local", BuildHash: "h", Spec: "{}"}, "Building", "Failed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateEnvironment(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	sealed, _ := box.Seal([]byte("real-value-123"), "secret/web/TOKEN")
+	if err := st.CreateSecret(ctx, store.Secret{ID: "web/TOKEN", Environment: "web", EnvName: "TOKEN", Hosts: []string{"api.example.com"}, ValueEnc: sealed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSession(ctx, store.Session{ID: "s-1", Agent: "a", Owner: harnesstest.Owner}); err != nil {
+		t.Fatal(err)
+	}
+	return st, env, box
+}
+
+// fakeHelper is a file Attach accepts as the helper path (the runtime, not Attach, runs it).
+func fakeHelper(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "netd")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Without a helper nothing is attached (no socket, no state) and the error says how to
+// provide one; a local sandbox is never handed the host's network instead.
+func TestAttachWithoutHelperIsAClearError(t *testing.T) {
+	st, env, _ := fixture(t)
+	dir := filepath.Join(t.TempDir(), "egress")
+	x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: dir, HelperErr: errors.New("no static netd helper found (build trueforge-harness with CGO_ENABLED=0)")})
+	_, _, err := x.Attach(context.Background(), "s-1", "tf-s-1-1", env)
+	if err == nil || !strings.Contains(err.Error(), `environment "web"`) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := st.GetSandboxEgress(context.Background(), "tf-s-1-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("state recorded after a failed attach: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket dir made after a failed attach: %v", err)
+	}
+}
+
+// Attach serves a socket in a 0700 directory and records the policy and the proxy's
+// state sealed (no CA key or placeholder in the clear); a new process (fresh Proxies)
+// recreates the same proxy from it: same placeholders, same CA. Detach closes it and,
+// with forget, drops the state.
+func TestAttachRecordsSealedStateAndEnsureRestoresIt(t *testing.T) {
+	st, env, box := fixture(t)
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "egress")
+	helper := fakeHelper(t)
+	x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: dir, Helper: helper})
+	defer x.Close()
+	vars, eg, err := x.Attach(ctx, "s-1", "tf-s-1-1", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := vars["TOKEN"]
+	if !strings.HasPrefix(ph, "tfph_") || vars["HTTPS_PROXY"] == "" {
+		t.Fatalf("env %v; want a placeholder for TOKEN and the proxy variables", vars)
+	}
+	if eg.Socket != x.SocketPath("tf-s-1-1") || eg.Helper != helper || len(eg.Files["ca-bundle.pem"]) == 0 {
+		t.Fatalf("egress hook %+v", eg)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("socket dir: %v %v; want 0700", fi.Mode(), err)
+	}
+	if c, err := net.Dial("unix", eg.Socket); err != nil {
+		t.Fatalf("the socket does not answer: %v", err)
+	} else {
+		c.Close()
+	}
+	rec, err := st.GetSandboxEgress(ctx, "tf-s-1-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.BlockAll || len(rec.AllowDomains) != 1 || rec.Environment != "web" {
+		t.Fatalf("recorded policy %+v", rec)
+	}
+	if bytes.Contains(rec.StateEnc, []byte("PRIVATE KEY")) || bytes.Contains(rec.StateEnc, []byte(ph)) {
+		t.Fatal("the egress state is stored in the clear")
+	}
+	if _, err := box.Open(rec.StateEnc, "sandbox_egress/tf-s-1-2"); err == nil {
+		t.Fatal("the state opens under another sandbox's name")
+	}
+
+	// The environment's policy changes later; the sandbox keeps the one it was made with.
+	env.AllowDomains = []string{"other.example.com"}
+	if err := st.UpdateEnvironment(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	y := sandboxnet.New(sandboxnet.Config{Store: st, Dir: dir, Helper: helper})
+	defer y.Close()
+	fresh, err := y.Ensure(ctx, "s-1", "tf-s-1-1")
+	if err != nil || !fresh {
+		t.Fatalf("Ensure in a new process: %v %v; want recreated", fresh, err)
+	}
+	if again, err := y.Ensure(ctx, "s-1", "tf-s-1-1"); err != nil || again {
+		t.Fatalf("second Ensure: %v %v; want nothing to do", again, err)
+	}
+	rec2, _ := st.GetSandboxEgress(ctx, "tf-s-1-1")
+	if rec2.AllowDomains[0] != "api.example.com" {
+		t.Fatalf("policy %v; want the one read at creation", rec2.AllowDomains)
+	}
+	if c, err := net.Dial("unix", eg.Socket); err != nil {
+		t.Fatalf("the recreated socket does not answer: %v", err)
+	} else {
+		c.Close()
+	}
+
+	// A sandbox with no recorded egress (block_all) needs nothing.
+	if fresh, err := y.Ensure(ctx, "s-1", "tf-s-other-1"); err != nil || fresh {
+		t.Fatalf("Ensure without state: %v %v", fresh, err)
+	}
+
+	y.Detach(ctx, "tf-s-1-1", true)
+	if len(y.Live()) != 0 {
+		t.Fatal("proxy still live after Detach")
+	}
+	if _, err := os.Stat(eg.Socket); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket left after Detach: %v", err)
+	}
+	if _, err := st.GetSandboxEgress(ctx, "tf-s-1-1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("state kept after Detach(forget): %v", err)
+	}
+}
+
+// Another harness process that takes a sandbox's socket over (recreating the proxy at
+// the same path) is noticed: this process serves anew rather than trust a socket file
+// that is no longer its own, and never removes the other's file when closing.
+func TestEnsureNoticesASocketTakenOver(t *testing.T) {
+	st, env, _ := fixture(t)
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "egress")
+	helper := fakeHelper(t)
+	a := sandboxnet.New(sandboxnet.Config{Store: st, Dir: dir, Helper: helper})
+	defer a.Close()
+	if _, _, err := a.Attach(ctx, "s-1", "tf-s-1-1", env); err != nil {
+		t.Fatal(err)
+	}
+	b := sandboxnet.New(sandboxnet.Config{Store: st, Dir: dir, Helper: helper})
+	defer b.Close()
+	if fresh, err := b.Ensure(ctx, "s-1", "tf-s-1-1"); err != nil || !fresh {
+		t.Fatalf("b.Ensure: %v %v", fresh, err)
+	}
+	if fresh, err := a.Ensure(ctx, "s-1", "tf-s-1-1"); err != nil || !fresh {
+		t.Fatalf("a.Ensure after b took the socket: %v %v; want recreated", fresh, err)
+	}
+	b.Close() // b's socket file was replaced by a's: closing b must not remove it
+	if c, err := net.Dial("unix", a.SocketPath("tf-s-1-1")); err != nil {
+		t.Fatalf("a's socket is gone after b closed: %v", err)
+	} else {
+		c.Close()
+	}
+}
+
+// The netd helper must be static; LocateHelper says how to get one.
+func TestLocateHelper(t *testing.T) {
+	bin, err := harnesstest.BuildStaticHarness(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := sandboxnet.Static(bin); err != nil || !ok {
+		t.Fatalf("Static(static harness) = %v, %v", ok, err)
+	}
+	dyn := "/bin/sh"
+	if ok, err := sandboxnet.Static(dyn); err != nil || ok {
+		t.Skipf("%s is not a dynamic ELF here (%v %v)", dyn, ok, err)
+	}
+	t.Setenv(sandboxnet.HelperEnv, "")
+	if got, err := sandboxnet.LocateHelper(bin); err != nil || got != bin {
+		t.Fatalf("static self: %q %v", got, err)
+	}
+	dir := t.TempDir()
+	self := filepath.Join(dir, "trueforge-harness")
+	if err := os.Symlink(dyn, self); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sandboxnet.LocateHelper(self); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("dynamic self, nothing beside: %v", err)
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "trueforge-netd")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sandboxnet.LocateHelper(self); err != nil || got != filepath.Join(dir, "trueforge-netd") {
+		t.Fatalf("static trueforge-netd beside: %q %v", got, err)
+	}
+	t.Setenv(sandboxnet.HelperEnv, dyn)
+	if _, err := sandboxnet.LocateHelper(bin); err == nil || !strings.Contains(err.Error(), sandboxnet.HelperEnv) {
+		t.Fatalf("dynamic %s: %v", sandboxnet.HelperEnv, err)
+	}
+}
