@@ -137,8 +137,8 @@ echo "builds started so far: $builds1 (the default environment and python)"
 # database. The agent's model is scripted (examples/quickstart/replay.json): a replay,
 # labelled as such, so the demo needs no API key.
 harness="$work/bin/trueforge-harness"
-step "Build the harness into $work/bin (never committed)"
-(cd "$root" && go build -ldflags "-X main.version=demo" -o "$harness" ./cmd/trueforge-harness)
+step "Build the harness static into $work/bin (never committed): it is also the netd helper of local sandboxes"
+(cd "$root" && CGO_ENABLED=0 go build -ldflags "-X main.version=demo" -o "$harness" ./cmd/trueforge-harness)
 "$harness" version
 sandbox_rows() {
 	python3 - "$TRUEFORGE_DATABASE_URL" <<'EOF2'

@@ -331,3 +331,31 @@ func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 		t.Fatalf("next turn %q", out2.Text)
 	}
 }
+
+// Local sandboxes get the environment's cpu, memory and disk as enforced limits, and,
+// in a harness without an egress proxy, no network at all (never the host's).
+func TestLocalSandboxHasLimitsAndNoHostNetwork(t *testing.T) {
+	f := newFixture(t)
+	harnesstest.AddAgent(t, f.env.Store, "lim", "default", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(exec("cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"), text("ok")),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	r := f.runner(t, "lim")
+	sid, _ := r.NewSession(context.Background())
+	mustRun(t, r, sid, "go")
+	rec, _ := f.env.Store.GetSessionSandbox(context.Background(), sid)
+	info, err := f.env.Runtime.Runtime.Get(context.Background(), rec.SandboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (sandbox.Limits{CPU: 1, MemoryMB: 1024, DiskMB: 3072}); info.Limits != want || !info.BlockNetwork {
+		t.Fatalf("sandbox limits %+v block_network %v; want %+v and no network", info.Limits, info.BlockNetwork, want)
+	}
+	prov := payloads(t, f.env.Store, sid, "sandbox_provisioned")
+	if len(prov) != 1 || prov[0]["limits_enforced"] != true {
+		t.Fatalf("sandbox_provisioned %v; want limits_enforced", prov)
+	}
+	if ifaces := strings.Fields(strings.SplitN(lastResult(t, f.env.Store, sid), "stdout:", 2)[1]); len(ifaces) != 1 || ifaces[0] != "lo" {
+		t.Fatalf("network interfaces in the sandbox: %v; want only lo", ifaces)
+	}
+}
