@@ -12,6 +12,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
@@ -51,7 +52,21 @@ func main() {
 			logger.Fatal(err)
 		}
 	}
+	signalReady()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	_ = s.Serve(ctx)
+}
+
+// signalReady closes the descriptor the sandbox runtime named in sandbox.EgressReadyEnv:
+// the runtime runs the sandbox's commands only once netd listens.
+func signalReady() {
+	v := os.Getenv(sandbox.EgressReadyEnv)
+	if v == "" {
+		return
+	}
+	os.Unsetenv(sandbox.EgressReadyEnv)
+	if fd, err := strconv.Atoi(v); err == nil && fd > 2 {
+		os.NewFile(uintptr(fd), "ready").Close()
+	}
 }

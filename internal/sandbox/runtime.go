@@ -89,6 +89,10 @@ type Egress struct {
 const (
 	EgressSocketPath = "/run/trueforge/egress.sock"
 	EgressHelperPath = "/run/trueforge/netd"
+	// EgressReadyEnv, in the helper's environment, names a descriptor the helper closes
+	// once it listens; the runtime runs no command before that (or the helper's exit), so
+	// the first command finds the network up.
+	EgressReadyEnv = "TRUEFORGE_EGRESS_READY_FD"
 )
 
 // ExecRequest is one command in a sandbox. Exactly one of Argv and Shell is set; Shell

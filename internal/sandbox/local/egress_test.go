@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
@@ -129,5 +130,35 @@ grep '^Seccomp:' /proc/self/status | awk '{print $2}'`)
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[0] != "ping" {
 		t.Fatalf("host socket saw %v", seen)
+	}
+}
+
+// TestEgressResolvConfSymlink: a snapshot whose /etc/resolv.conf is a symlink into a
+// directory the sandbox does not have (systemd-resolved's stub) still gets the hook's
+// resolv.conf there, replacing the link in the sandbox's own upper layer only.
+func TestEgressResolvConfSymlink(t *testing.T) {
+	t.Parallel()
+	helper := buildEgressHelper(t)
+	r, rel := newTestRuntime(t)
+	startBuild(t, r.b, sandbox.BuildRequest{ID: "stub", Base: rel, Spec: sandbox.SnapshotSpec{
+		BuildScript: "ln -sf ../run/systemd/resolve/stub-resolv.conf /etc/resolv.conf"}})
+	requireReady(t, waitDone(t, r.b, "stub", 30*time.Second))
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	const conf = "nameserver 127.0.0.1\n"
+	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: "stub", Egress: &sandbox.Egress{
+		Socket: sock, Helper: helper, Files: map[string][]byte{egressResolvConf: []byte(conf)},
+	}})
+	got := mustSh(t, r, "sb", `cat /etc/resolv.conf; test -L /etc/resolv.conf && echo link || echo file
+rm -f /etc/resolv.conf 2>/dev/null && echo removed || echo kept`)
+	if got != "nameserver 127.0.0.1\nfile\nkept" {
+		t.Fatalf("/etc/resolv.conf in the sandbox:\n%s", got)
+	}
+	if target, err := os.Readlink(filepath.Join(r.b.layerDir("stub"), "etc", "resolv.conf")); err != nil || !strings.Contains(target, "stub-resolv.conf") {
+		t.Fatalf("the snapshot's /etc/resolv.conf changed: %q %v", target, err)
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"log"
 	"net"
 	"os"
+	"strconv"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 func main() {
@@ -19,6 +22,10 @@ func main() {
 	ln, err := net.Listen("tcp", "127.0.0.1:3128")
 	if err != nil {
 		log.Fatal(err)
+	}
+	// Listening: tell the runtime, which waits for this before it runs commands.
+	if fd, err := strconv.Atoi(os.Getenv(sandbox.EgressReadyEnv)); err == nil && fd > 2 {
+		os.NewFile(uintptr(fd), "ready").Close()
 	}
 	for {
 		c, err := ln.Accept()
