@@ -22,11 +22,12 @@ import (
 
 // The keeper of a running sandbox is one process tree that holds all its namespaces:
 //
-//	unshare -Urm[n] sh -c <script>  user + mount (+ network) namespace; the script
-//	  (exec) bwrap                  mounts the two overlays once, prepares the network
-//	    sandbox init (PID 1)        namespace if it made one (netns.go), then execs
-//	                                bwrap, which unshares the rest (sharing that network
-//	                                namespace, or the host's) and runs the init
+//	unshare -Urm[n] sh -c <script>  user + mount (+ network, with egress) namespace; the
+//	  (exec) bwrap                  script mounts the two overlays once, prepares the
+//	    sandbox init (PID 1)        network namespace if it made one (netns.go), then
+//	                                execs bwrap, which unshares the rest (sharing that
+//	                                network namespace, or the host's, but unsharing it
+//	                                under BlockNetwork) and runs the init
 //	                                (sandboxinit.go) as PID 1
 //
 // Execs do not start any of this: they connect to the init's control socket and the init
@@ -285,9 +286,12 @@ func (r *Runtime) keeperScript(id string, layers []string, info record) string {
 	if info.Egress != nil && info.Egress.Files[egressResolvConf] != nil {
 		sb.WriteString(resolvConfTarget(filepath.Join(r.dir(id), "mnt", "rest", "etc")))
 	}
-	// The network namespace is either the host's or the one unshare made and the script
-	// prepared: bwrap unshares everything else.
-	args := []string{r.bwrap, "--unshare-all", "--share-net"}
+	// bwrap unshares everything but the network namespace of an egress sandbox (the one
+	// unshare made and the script prepared) or the host's network.
+	args := []string{r.bwrap, "--unshare-all"}
+	if !info.BlockNetwork || netPrepMode(info) != "" {
+		args = append(args, "--share-net")
+	}
 	args = append(args, "--die-with-parent", "--new-session", "--as-pid-1", "--hostname", "sandbox",
 		"--uid", sandboxUID, "--gid", sandboxUID, "--cap-drop", "ALL", "--tmpfs", "/")
 	for _, top := range TopDirs() {

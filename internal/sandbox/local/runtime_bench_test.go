@@ -42,15 +42,16 @@ func BenchmarkColdStart(b *testing.B) {
 	coldStart(b, sandbox.CreateRequest{})
 }
 
-// BenchmarkColdStartBlocked is a cold start under BlockNetwork: the keeper also makes
-// and prepares the network namespace (netns.go). Compare with BenchmarkColdStart.
+// BenchmarkColdStartBlocked is a cold start under BlockNetwork (bwrap makes the network
+// namespace). Compare with BenchmarkColdStart.
 func BenchmarkColdStartBlocked(b *testing.B) {
 	coldStart(b, sandbox.CreateRequest{BlockNetwork: true})
 }
 
 // BenchmarkColdStartEgress is a cold start behind the real egress proxy and
-// trueforge-netd: the namespace is prepared for port 53 and Create returns once netd
-// listens. Compare with BenchmarkColdStart.
+// trueforge-netd: the keeper makes and prepares the network namespace (one more start
+// of this program, netns.go) and Create returns once netd listens. Compare with
+// BenchmarkColdStart.
 func BenchmarkColdStartEgress(b *testing.B) {
 	if _, err := exec.LookPath("go"); err != nil {
 		b.Skip("skipping: the go command is needed to build trueforge-netd")

@@ -249,8 +249,8 @@ except OSError as e:
 			t.Fatalf("%s: %q %v (stderr %s), want %s", id, res.Stdout, err, res.Stderr, want)
 		}
 	}
-	// The blocked sandbox's own lo is up (the keeper prepared its namespace), and ports
-	// below 1024 stay privileged there: only an egress helper gets port 53.
+	// The blocked sandbox's own lo is up, and ports below 1024 stay privileged there:
+	// only an egress sandbox's namespace lets its helper bind port 53.
 	if got := mustSh(t, r, "blocked", `python3 -c '
 import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
