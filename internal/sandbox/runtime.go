@@ -78,7 +78,8 @@ type Egress struct {
 	Socket string
 	// Helper is a static executable on the host, bound read-only at EgressHelperPath and
 	// started inside the sandbox's network namespace (as the sandbox user) whenever the
-	// sandbox runs. It listens on loopback and forwards to the socket.
+	// sandbox runs. It listens on loopback and forwards to the socket, and closes the
+	// descriptor named by EgressReadyEnv once it listens.
 	Helper string
 	// Files are written read-only into the sandbox under /run/trueforge (for example the
 	// per-sandbox CA bundle), keyed by base name.

@@ -110,11 +110,20 @@ func (r *Runtime) egressArgs(id string, rec record) []string {
 	for name := range e.Files {
 		args = append(args, "--ro-bind", filepath.Join(r.dir(id), "egress", name), filepath.Join("/run/trueforge", name))
 	}
-	if e.Files[egressResolvConf] != nil {
+	if hasResolvConf(e) {
 		// After /etc is bound (egressArgs come after the top directories).
 		args = append(args, "--ro-bind", filepath.Join(r.dir(id), "egress", egressResolvConf), "/etc/resolv.conf")
 	}
 	return args
+}
+
+// hasResolvConf reports whether the hook brings a resolv.conf for /etc/resolv.conf.
+func hasResolvConf(e *sandbox.Egress) bool {
+	if e == nil {
+		return false
+	}
+	_, ok := e.Files[egressResolvConf]
+	return ok
 }
 
 // resolvConfTarget is the keeper script's step that makes /etc/resolv.conf of the sandbox

@@ -283,7 +283,7 @@ func (r *Runtime) keeperScript(id string, layers []string, info record) string {
 		// the namespace's owner; it must not hold the control socket or the lifeline.
 		fmt.Fprintf(&sb, "%s=%s %s %s 3<&- 4<&-\n", netPrepEnv, mode, shq(r.exe), netPrepArg)
 	}
-	if info.Egress != nil && info.Egress.Files[egressResolvConf] != nil {
+	if hasResolvConf(info.Egress) {
 		sb.WriteString(resolvConfTarget(filepath.Join(r.dir(id), "mnt", "rest", "etc")))
 	}
 	// bwrap unshares everything but the network namespace of an egress sandbox (the one

@@ -16,9 +16,9 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
-// The three benchmarks run side by side: cold start (create from a Ready snapshot and the
-// first exec of true), warm exec (true in an existing sandbox) and, as the yardstick, a
-// bare fork/exec of true. Each reports, besides the mean (ns/op), the median of its
+// The benchmarks run side by side: cold start (create from a Ready snapshot and the first
+// exec of true; also under BlockNetwork and behind the egress proxy), warm exec (true in
+// an existing sandbox) and, as the yardstick, a bare fork/exec of true. Each reports, besides the mean (ns/op), the median of its
 // iterations (median-ns/op), which scripts/bench.sh turns into ratios.
 
 // medianTimer records the duration of each iteration.
