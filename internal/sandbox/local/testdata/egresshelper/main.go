@@ -10,14 +10,22 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
+
+// listenDelay, set with -ldflags "-X main.listenDelay=500ms", makes the helper slow to
+// start, to show that the runtime waits for it.
+var listenDelay string
 
 func main() {
 	sock := os.Getenv("TRUEFORGE_EGRESS_SOCKET")
 	if sock == "" {
 		sock = "/run/trueforge/egress.sock"
+	}
+	if d, err := time.ParseDuration(listenDelay); err == nil {
+		time.Sleep(d)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:3128")
 	if err != nil {
