@@ -2,7 +2,10 @@
 // inside the sandbox's network namespace (only lo), it serves an HTTP proxy, a SOCKS5
 // proxy and a synthetic DNS on loopback and carries every connection to the harness's
 // egress proxy through the unix socket bound at /run/trueforge/egress.sock. See package
-// internal/egress/netd. Build it static: CGO_ENABLED=0 go build ./cmd/trueforge-netd.
+// internal/egress/netd. Once listening it closes the descriptor the runtime names in
+// TRUEFORGE_EGRESS_READY_FD (sandbox.EgressReadyEnv), if any: the runtime runs the
+// sandbox's commands only after that. Build it static: CGO_ENABLED=0 go build
+// ./cmd/trueforge-netd.
 package main
 
 import (
@@ -12,6 +15,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
@@ -51,7 +55,21 @@ func main() {
 			logger.Fatal(err)
 		}
 	}
+	signalReady()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	_ = s.Serve(ctx)
+}
+
+// signalReady closes the descriptor the sandbox runtime named in sandbox.EgressReadyEnv:
+// the runtime runs the sandbox's commands only once netd listens.
+func signalReady() {
+	v := os.Getenv(sandbox.EgressReadyEnv)
+	if v == "" {
+		return
+	}
+	os.Unsetenv(sandbox.EgressReadyEnv)
+	if fd, err := strconv.Atoi(v); err == nil && fd > 2 {
+		os.NewFile(uintptr(fd), "ready").Close()
+	}
 }

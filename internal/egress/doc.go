@@ -27,10 +27,16 @@
 //
 // netd binds port 53 as the sandbox user only if the network namespace lets it: bubblewrap
 // started as root creates the namespace outside the sandbox's user namespace, where a
-// capability given to the sandbox user does not count. What works (TestBubblewrapSandbox-
-// WithEgress): create the namespace first and prepare it with "trueforge-netd -prepare"
-// (lo up, net.ipv4.ip_unprivileged_port_start=53; the namespace has only lo), then run
-// bubblewrap with --share-net in it:
+// capability given to the sandbox user does not count. The namespace must be created
+// first and prepared by root of its owner (lo up, net.ipv4.ip_unprivileged_port_start=53;
+// the namespace has only lo), then bubblewrap runs with --share-net in it. The local
+// runtime (internal/sandbox/local) does exactly that for every sandbox with an Egress
+// hook: its keeper runs "unshare -Urmn", prepares the namespace with
+// netd.PrepareNamespace (what "trueforge-netd -prepare" runs), binds FileResolvConf over
+// ResolvConfPath, starts netd as the sandbox user before the seccomp filter and waits
+// until netd closes the descriptor named by sandbox.EgressReadyEnv, so the harness only
+// has to pass Env and Egress as above (TestEgressEndToEnd there runs the whole path, as
+// root and unprivileged). A hand-made launch (TestBubblewrapSandboxWithEgress) looks like:
 //
 //	unshare -Urn sh -c 'netd -prepare && exec bwrap --unshare-all --share-net --uid 1000 ... \
 //	    --bind SOCKET /run/trueforge/egress.sock --ro-bind NETD /run/trueforge/netd \

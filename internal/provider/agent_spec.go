@@ -25,6 +25,8 @@ type agentSpec struct {
 	Skills       []agentSpecSkill     `json:"skills"`
 	CodeMode     bool                 `json:"code_mode"`
 	Sandbox      agentSpecSandbox     `json:"sandbox"`
+	MaxTurns     int64                `json:"max_turns"`
+	TokenBudget  int64                `json:"token_budget"`
 }
 
 type agentSpecModel struct {
@@ -69,7 +71,9 @@ func (m *agentModel) spec(ctx context.Context) (agentSpec, []byte) {
 			Provider: mm.Provider.ValueString(), Name: stringPtr(mm.Name), BaseURL: stringPtr(mm.BaseURL),
 			APIKeyEnv: stringPtr(mm.APIKeyEnv), Script: stringPtr(mm.Script),
 		},
-		CodeMode: m.CodeMode.ValueBool(),
+		CodeMode:    m.CodeMode.ValueBool(),
+		MaxTurns:    m.MaxTurns.ValueInt64(),
+		TokenBudget: m.TokenBudget.ValueInt64(),
 		Sandbox: agentSpecSandbox{
 			Enabled: sb.Enabled.ValueBool(), Environment: sb.Environment.ValueString(), FileDownloads: sb.FileDownloads.ValueBool(),
 			IdleStopMinutes: sb.IdleStopMinutes.ValueInt64(), ArchiveAfterMinutes: sb.ArchiveAfterMinutes.ValueInt64(), DeleteAfterMinutes: sb.DeleteAfterMinutes.ValueInt64(),
@@ -115,6 +119,9 @@ func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnost
 	m.Description = ptrString(s.Description)
 	m.Instructions = ptrString(s.Instructions)
 	m.CodeMode = types.BoolValue(s.CodeMode)
+	// Specs written before these limits existed read as the defaults they ran with.
+	m.MaxTurns = types.Int64Value(orDefault(s.MaxTurns, defaultMaxTurns))
+	m.TokenBudget = types.Int64Value(orDefault(s.TokenBudget, defaultTokenBudget))
 
 	var d diag.Diagnostics
 	m.Model, d = types.ObjectValue(modelSettingsAttrTypes, map[string]attr.Value{
@@ -194,4 +201,11 @@ func ptrString(s *string) types.String {
 		return types.StringNull()
 	}
 	return types.StringValue(*s)
+}
+
+func orDefault(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
 }

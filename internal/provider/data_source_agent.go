@@ -42,6 +42,14 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				MarkdownDescription: "What the agent is for.",
 				Computed:            true,
 			},
+			"max_turns": schema.Int64Attribute{
+				MarkdownDescription: "Model steps the harness allows for one user message.",
+				Computed:            true,
+			},
+			"token_budget": schema.Int64Attribute{
+				MarkdownDescription: "Tokens (input plus output) one user message may use.",
+				Computed:            true,
+			},
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The agent's name.",
 				Computed:            true,

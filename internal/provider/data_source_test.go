@@ -100,7 +100,7 @@ data "trueforge_agent" "a" {
 `)
 	const ds = "data.trueforge_agent.a"
 	var checks []statecheck.StateCheck
-	for _, attr := range []string{"id", "name", "owner", "description", "instructions", "model", "mcp_servers", "skills", "code_mode", "sandbox"} {
+	for _, attr := range []string{"id", "name", "owner", "description", "instructions", "model", "mcp_servers", "skills", "code_mode", "sandbox", "max_turns", "token_budget"} {
 		checks = append(checks, statecheck.CompareValuePairs(agentAddr, tfjsonpath.New(attr), ds, tfjsonpath.New(attr), compare.ValuesSame()))
 	}
 	checks = append(checks,

@@ -43,6 +43,16 @@ const (
 	defaultDeleteAfterMinutes  = 10080
 )
 
+// Limits of one user message's run in the harness: model steps (each model reply, with
+// the tool calls it makes, is one) and tokens (input plus output, summed over the steps).
+const (
+	defaultMaxTurns    = 50
+	maxMaxTurns        = 1000
+	defaultTokenBudget = 1_000_000
+	minTokenBudget     = 1000
+	maxTokenBudget     = 100_000_000
+)
+
 var (
 	_ resource.Resource                   = (*agentResource)(nil)
 	_ resource.ResourceWithConfigure      = (*agentResource)(nil)
@@ -61,12 +71,14 @@ type agentModel struct {
 	Description  types.String `tfsdk:"description"`
 	ID           types.String `tfsdk:"id"`
 	Instructions types.String `tfsdk:"instructions"`
+	MaxTurns     types.Int64  `tfsdk:"max_turns"`
 	MCPServers   types.List   `tfsdk:"mcp_servers"`
 	Model        types.Object `tfsdk:"model"`
 	Name         types.String `tfsdk:"name"`
 	Owner        types.String `tfsdk:"owner"`
 	Sandbox      types.Object `tfsdk:"sandbox"`
 	Skills       types.List   `tfsdk:"skills"`
+	TokenBudget  types.Int64  `tfsdk:"token_budget"`
 }
 
 type modelSettingsModel struct {
@@ -160,6 +172,22 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Optional: true,
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
+			},
+			"max_turns": schema.Int64Attribute{
+				MarkdownDescription: fmt.Sprintf("How many model steps the harness allows for one user message (a step is one model reply with the tool calls it makes); "+
+					"the run stops with a clear message past it. %d to %d, defaults to %d.", 1, maxMaxTurns, defaultMaxTurns) + inPlace,
+				Optional:   true,
+				Computed:   true,
+				Default:    int64default.StaticInt64(defaultMaxTurns),
+				Validators: []validator.Int64{int64validator.Between(1, maxMaxTurns)},
+			},
+			"token_budget": schema.Int64Attribute{
+				MarkdownDescription: fmt.Sprintf("How many tokens (input plus output, summed over the steps) one user message may use before the harness stops the run. "+
+					"%d to %d, defaults to %d.", minTokenBudget, maxTokenBudget, defaultTokenBudget) + inPlace,
+				Optional:   true,
+				Computed:   true,
+				Default:    int64default.StaticInt64(defaultTokenBudget),
+				Validators: []validator.Int64{int64validator.Between(minTokenBudget, maxTokenBudget)},
 			},
 			"description": schema.StringAttribute{
 				MarkdownDescription: "What the agent is for, shown to users." + inPlace,

@@ -122,6 +122,8 @@ const fullAgentBody = `
       allowed_tools = []
     },
   ]
+  max_turns    = 12
+  token_budget = 200000
   skills    = [{ name = "pdf", path = "/srv/skills/pdf" }]
   code_mode = true
   sandbox = {
@@ -146,6 +148,8 @@ func TestAccAgent_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper")),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("owner"), knownvalue.StringExact("alice")),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(defaultMaxTurns)),
+					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(defaultTokenBudget)),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("description"), knownvalue.Null()),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers"), knownvalue.Null()),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.Null()),
@@ -164,7 +168,8 @@ func TestAccAgent_basic(t *testing.T) {
 						return err
 					}
 					want := agentSpecSandbox{Environment: "default", FileDownloads: true, IdleStopMinutes: 15, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080}
-					if env != "default" || s.Sandbox != want || s.Model.Provider != "scripted" || s.MCPServers != nil {
+					if env != "default" || s.Sandbox != want || s.Model.Provider != "scripted" || s.MCPServers != nil ||
+						s.MaxTurns != defaultMaxTurns || s.TokenBudget != defaultTokenBudget {
 						return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
 					}
 					return nil
@@ -179,6 +184,8 @@ func TestAccAgent_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper")),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(12)),
+					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(200000)),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), knownvalue.ObjectExact(map[string]knownvalue.Check{
 						"archive_after_minutes": knownvalue.Int64Exact(1440),
 						"delete_after_minutes":  knownvalue.Int64Exact(10080),
@@ -201,7 +208,8 @@ func TestAccAgent_basic(t *testing.T) {
 						return err
 					}
 					if env != "py" || !s.Sandbox.Enabled || s.Sandbox.Environment != "py" || !s.CodeMode || len(s.MCPServers) != 2 ||
-						*s.MCPServers[0].CredentialEnv != "GITHUB_MCP_TOKEN" || *s.Model.APIKeyEnv != "OPENAI_API_KEY" || *s.Instructions != "Be brief." {
+						*s.MCPServers[0].CredentialEnv != "GITHUB_MCP_TOKEN" || *s.Model.APIKeyEnv != "OPENAI_API_KEY" || *s.Instructions != "Be brief." ||
+						s.MaxTurns != 12 || s.TokenBudget != 200000 {
 						return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
 					}
 					return nil
@@ -358,6 +366,8 @@ resource "trueforge_agent" "a" {
 		{scripted + `  sandbox = { idle_stop_minutes = 120, archive_after_minutes = 60 }`, `Invalid Sandbox Timings.*archive_after_minutes \(60\) is less than sandbox.idle_stop_minutes \(120\)`},
 		{scripted + `  sandbox = { delete_after_minutes = 60 }`, `Invalid Sandbox Timings.*delete_after_minutes \(60\) is less than sandbox.archive_after_minutes \(1440\)`},
 		{scripted + `  sandbox = { environment = "Not A Name" }`, `sandbox.environment.*not a valid name`},
+		{scripted + `  max_turns = 0`, `max_turns.*between 1 and 1000`},
+		{scripted + `  token_budget = 10`, `token_budget.*between 1000 and 100000000`},
 	}
 	var steps []resource.TestStep
 	for _, c := range cases {

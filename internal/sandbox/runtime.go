@@ -78,7 +78,8 @@ type Egress struct {
 	Socket string
 	// Helper is a static executable on the host, bound read-only at EgressHelperPath and
 	// started inside the sandbox's network namespace (as the sandbox user) whenever the
-	// sandbox runs. It listens on loopback and forwards to the socket.
+	// sandbox runs. It listens on loopback and forwards to the socket, and closes the
+	// descriptor named by EgressReadyEnv once it listens.
 	Helper string
 	// Files are written read-only into the sandbox under /run/trueforge (for example the
 	// per-sandbox CA bundle), keyed by base name.
@@ -89,6 +90,10 @@ type Egress struct {
 const (
 	EgressSocketPath = "/run/trueforge/egress.sock"
 	EgressHelperPath = "/run/trueforge/netd"
+	// EgressReadyEnv, in the helper's environment, names a descriptor the helper closes
+	// once it listens; the runtime runs no command before that (or the helper's exit), so
+	// the first command finds the network up.
+	EgressReadyEnv = "TRUEFORGE_EGRESS_READY_FD"
 )
 
 // ExecRequest is one command in a sandbox. Exactly one of Argv and Shell is set; Shell

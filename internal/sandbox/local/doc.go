@@ -37,7 +37,11 @@
 // under its own upper directories) once, then bwrap unshares every other namespace (pid,
 // ipc, uts, net, cgroup, and a user namespace of its own) and runs the sandbox init as
 // PID 1: this very program, bound read-only at /run/trueforge/init and recognised by this
-// package's init function. Each Exec connects to the init's control socket (a host path
+// package's init function. A sandbox with an Egress hook gets its network namespace from
+// that outer step instead ("unshare -Urmn"), where the keeper script, root of the
+// namespace's owner, runs this program once more in netprep mode (lo up,
+// net.ipv4.ip_unprivileged_port_start=53, so the helper may serve DNS on 127.0.0.1:53 as
+// the sandbox user); bwrap then shares that namespace (netns.go). Each Exec connects to the init's control socket (a host path
 // that is not visible inside) and hands it argv, env, cwd and the stdio pipes; the init
 // forks the command. Stop kills the keeper, and with PID 1 everything in the sandbox.
 //
@@ -56,6 +60,15 @@
 //     under the overlay) and the egress hook's files.
 //   - hostname "sandbox"; network: the host's when there is no policy, only lo with
 //     BlockNetwork or an Egress hook.
+//   - with an Egress hook (egress.go): the harness's socket at /run/trueforge/egress.sock,
+//     the helper at /run/trueforge/netd, Egress.Files read-only under /run/trueforge, and
+//     a file named resolv.conf among them also read-only at /etc/resolv.conf (a symlinked
+//     or missing /etc/resolv.conf is first replaced by an empty file in the sandbox's
+//     upper layer, never in the snapshot). The init starts the helper as the sandbox
+//     user before its seccomp filter and serves no command until the helper closes the
+//     descriptor named by sandbox.EgressReadyEnv (or exits), for at most 5 s, so Create
+//     and Start return with the network up. internal/egress's Proxy.Env, Proxy.Egress
+//     and cmd/trueforge-netd plug in as they are (TestEgressEndToEnd).
 //   - environment: PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin,
 //     HOME=/workspace, then CreateRequest.Env, then ExecRequest.Env; cwd /workspace.
 //
@@ -92,7 +105,7 @@
 // Other defaults: file operations cap files at 64 MiB (Runtime.MaxFileSize); kills wait
 // at most 10 s (Runtime.KillWait); argv and environment of a command total at most 1 MiB;
 // a sandbox has at most 64 labels (keys of 1 to 128 bytes, values up to 1024); egress
-// files are at most 16 MiB each.
+// files are at most 16 MiB each; the egress helper has 5 s to say it listens.
 //
 // Runs as root and as an unprivileged user wherever unprivileged user namespaces work.
 package local

@@ -13,11 +13,19 @@ import (
 )
 
 // The egress hook (CreateRequest.Egress). A sandbox with it has no network interface but
-// lo. The harness's unix socket is bound at sandbox.EgressSocketPath, its helper read-only
-// at sandbox.EgressHelperPath, and Files read-only under /run/trueforge. The init starts
-// the helper, as the sandbox user, in the sandbox's network namespace each time the
-// sandbox starts, before it installs the seccomp filter: the helper needs AF_UNIX
+// lo, in a network namespace the keeper prepared so that the sandbox user may bind ports
+// from 53 (netns.go). The harness's unix socket is bound at sandbox.EgressSocketPath, its
+// helper read-only at sandbox.EgressHelperPath, and Files read-only under /run/trueforge;
+// a file named resolv.conf is also bound read-only over /etc/resolv.conf, so that every
+// resolver in the sandbox asks the helper (egress.FileResolvConf is that file). The init
+// starts the helper, as the sandbox user, in the sandbox's network namespace each time
+// the sandbox starts, before it installs the seccomp filter: the helper needs AF_UNIX
 // sockets to reach the bound socket, which the filter refuses to every command.
+//
+// The helper gets, as the descriptor sandbox.EgressReadyEnv names in its environment, the
+// write end of a pipe that it closes once it listens; the init runs no command until
+// then (at most helperReadyWait), so the first command finds the proxy up. A helper that
+// ignores it delays every start by that much; one that exits ends the wait.
 //
 // What that exemption gives away: the helper runs as the same user as the commands, so a
 // command that takes it over (its memory through /proc, say) can create AF_UNIX sockets.
@@ -30,7 +38,10 @@ import (
 // socket file (a restarted proxy listening anew at the same path) must stop and start its
 // running sandboxes, or keep the listening socket alive across its own restarts.
 
-// egressFileNames are reserved under /run/trueforge.
+// egressResolvConf is the file of Egress.Files that is also bound at /etc/resolv.conf.
+const egressResolvConf = "resolv.conf"
+
+// egressReserved are names not usable in Egress.Files: they are taken under /run/trueforge.
 var egressReserved = map[string]bool{"init": true, "netd": true, "egress.sock": true}
 
 func checkEgress(e *sandbox.Egress) error {
@@ -99,5 +110,28 @@ func (r *Runtime) egressArgs(id string, rec record) []string {
 	for name := range e.Files {
 		args = append(args, "--ro-bind", filepath.Join(r.dir(id), "egress", name), filepath.Join("/run/trueforge", name))
 	}
+	if hasResolvConf(e) {
+		// After /etc is bound (egressArgs come after the top directories).
+		args = append(args, "--ro-bind", filepath.Join(r.dir(id), "egress", egressResolvConf), "/etc/resolv.conf")
+	}
 	return args
+}
+
+// hasResolvConf reports whether the hook brings a resolv.conf for /etc/resolv.conf.
+func hasResolvConf(e *sandbox.Egress) bool {
+	if e == nil {
+		return false
+	}
+	_, ok := e.Files[egressResolvConf]
+	return ok
+}
+
+// resolvConfTarget is the keeper script's step that makes /etc/resolv.conf of the sandbox
+// (etc is the overlay's directory) a regular file that resolv.conf can be bound over: a
+// symlink (to systemd-resolved's stub file, say, which does not exist in the sandbox) or
+// a missing file is replaced by an empty file, in the sandbox's upper layer only. An etc
+// that is not a plain directory is left alone (bwrap then refuses to start).
+func resolvConfTarget(etc string) string {
+	f := shq(filepath.Join(etc, "resolv.conf"))
+	return fmt.Sprintf("if [ -d %[1]s ] && [ ! -L %[1]s ] && { [ -L %[2]s ] || [ ! -e %[2]s ]; }; then rm -f %[2]s; : > %[2]s; fi\n", shq(etc), f)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
@@ -26,11 +27,17 @@ func buildEgressHelper(t *testing.T) string {
 	if p := os.Getenv(egressHelperEnv); p != "" {
 		return p
 	}
+	return buildEgressHelperWith(t, "")
+}
+
+// buildEgressHelperWith builds testdata/egresshelper with -ldflags.
+func buildEgressHelperWith(t *testing.T, ldflags string) string {
+	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("skipping: the go command is needed to build the test helper")
 	}
 	out := filepath.Join(t.TempDir(), "netd")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/egresshelper")
+	cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", out, "./testdata/egresshelper")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build egress helper: %v\n%s", err, b)
@@ -129,5 +136,64 @@ grep '^Seccomp:' /proc/self/status | awk '{print $2}'`)
 	defer mu.Unlock()
 	if len(seen) != 2 || seen[0] != "ping" {
 		t.Fatalf("host socket saw %v", seen)
+	}
+}
+
+// TestEgressResolvConfSymlink: a snapshot whose /etc/resolv.conf is a symlink into a
+// directory the sandbox does not have (systemd-resolved's stub) still gets the hook's
+// resolv.conf there, replacing the link in the sandbox's own upper layer only.
+func TestEgressResolvConfSymlink(t *testing.T) {
+	t.Parallel()
+	helper := buildEgressHelper(t)
+	r, rel := newTestRuntime(t)
+	startBuild(t, r.b, sandbox.BuildRequest{ID: "stub", Base: rel, Spec: sandbox.SnapshotSpec{
+		BuildScript: "ln -sf ../run/systemd/resolve/stub-resolv.conf /etc/resolv.conf"}})
+	requireReady(t, waitDone(t, r.b, "stub", 30*time.Second))
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	const conf = "nameserver 127.0.0.1\n"
+	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: "stub", Egress: &sandbox.Egress{
+		Socket: sock, Helper: helper, Files: map[string][]byte{egressResolvConf: []byte(conf)},
+	}})
+	got := mustSh(t, r, "sb", `cat /etc/resolv.conf; test -L /etc/resolv.conf && echo link || echo file
+rm -f /etc/resolv.conf 2>/dev/null && echo removed || echo kept`)
+	if got != "nameserver 127.0.0.1\nfile\nkept" {
+		t.Fatalf("/etc/resolv.conf in the sandbox:\n%s", got)
+	}
+	if target, err := os.Readlink(filepath.Join(r.b.layerDir("stub"), "etc", "resolv.conf")); err != nil || !strings.Contains(target, "stub-resolv.conf") {
+		t.Fatalf("the snapshot's /etc/resolv.conf changed: %q %v", target, err)
+	}
+}
+
+// TestEgressHelperReady: Create returns, and the first command runs, only once the helper
+// listens, however slow it is to start (here 700 ms, well under the 5 s the init waits).
+func TestEgressHelperReady(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("skipping: the probe needs python3")
+	}
+	const delay = 700 * time.Millisecond
+	helper := buildEgressHelperWith(t, "-X main.listenDelay="+delay.String())
+	r, rel := newTestRuntime(t)
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	start := time.Now()
+	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel, Egress: &sandbox.Egress{Socket: sock, Helper: helper}})
+	if took := time.Since(start); took < delay {
+		t.Fatalf("Create returned after %s, before the helper (%s to start) listened", took, delay)
+	}
+	got := mustSh(t, r, "sb", `python3 -c '
+import socket
+socket.create_connection(("127.0.0.1", 3128), timeout=2); print("up")'`)
+	if got != "up" {
+		t.Fatalf("first command: %q", got)
 	}
 }

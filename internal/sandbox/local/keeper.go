@@ -22,9 +22,13 @@ import (
 
 // The keeper of a running sandbox is one process tree that holds all its namespaces:
 //
-//	unshare -Urm sh -c <script>   user + mount namespace; the script mounts the two
-//	  (exec) bwrap                overlays once, then execs bwrap, which unshares the
-//	    sandbox init (PID 1)      rest and runs the init (sandboxinit.go) as PID 1
+//	unshare -Urm[n] sh -c <script>  user + mount (+ network, with egress) namespace; the
+//	  (exec) bwrap                  script mounts the two overlays once, prepares the
+//	    sandbox init (PID 1)        network namespace if it made one (netns.go), then
+//	                                execs bwrap, which unshares the rest (sharing that
+//	                                network namespace, or the host's, but unsharing it
+//	                                under BlockNetwork) and runs the init
+//	                                (sandboxinit.go) as PID 1
 //
 // Execs do not start any of this: they connect to the init's control socket and the init
 // forks the command inside. The keeper's leader is in its own process group; its pid and
@@ -158,7 +162,11 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 	defer logf.Close()
 
 	script := r.keeperScript(id, layers, info)
-	cmd := exec.Command(r.unshare, "-Urm", "/bin/sh", "-c", script)
+	flags := "-Urm"
+	if netPrepMode(info) != "" {
+		flags += "n" // the sandbox's own network namespace, prepared by the script
+	}
+	cmd := exec.Command(r.unshare, flags, "/bin/sh", "-c", script)
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=" + sandboxPath, "LC_ALL=C"}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, logf, logf
@@ -244,8 +252,9 @@ func (r *Runtime) stopKeeper(ctx context.Context, id string) error {
 	return errors.Join(errs...)
 }
 
-// keeperScript renders the script "unshare -Urm" runs: wait for the go-ahead (the
-// cgroups are set up), mount the sandbox's two overlays, then exec bwrap with the init.
+// keeperScript renders the script "unshare -Urm[n]" runs: wait for the go-ahead (the
+// cgroups are set up), mount the sandbox's two overlays, prepare the network namespace
+// (when unshare made one), then exec bwrap with the init.
 func (r *Runtime) keeperScript(id string, layers []string, info record) string {
 	var sb strings.Builder
 	sb.WriteString("set -e\nread -r _ <&5\nexec 5<&-\n")
@@ -269,8 +278,18 @@ func (r *Runtime) keeperScript(id string, layers []string, info record) string {
 		opts := fmt.Sprintf("userxattr,lowerdir=%s,upperdir=%s/upper/%s,workdir=%s/work/%s", strings.Join(m.lowers, ":"), data, m.name, data, m.name)
 		fmt.Fprintf(&sb, "%s -n -i -t overlay overlay -o %s %s\n", shq(r.mount), shq(opts), shq(filepath.Join(r.dir(id), "mnt", m.name)))
 	}
+	if mode := netPrepMode(info); mode != "" {
+		// The program itself brings lo up (and lets the helper bind port 53) as root of
+		// the namespace's owner; it must not hold the control socket or the lifeline.
+		fmt.Fprintf(&sb, "%s=%s %s %s 3<&- 4<&-\n", netPrepEnv, mode, shq(r.exe), netPrepArg)
+	}
+	if hasResolvConf(info.Egress) {
+		sb.WriteString(resolvConfTarget(filepath.Join(r.dir(id), "mnt", "rest", "etc")))
+	}
+	// bwrap unshares everything but the network namespace of an egress sandbox (the one
+	// unshare made and the script prepared) or the host's network.
 	args := []string{r.bwrap, "--unshare-all"}
-	if !info.BlockNetwork && info.Egress == nil {
+	if !info.BlockNetwork || netPrepMode(info) != "" {
 		args = append(args, "--share-net")
 	}
 	args = append(args, "--die-with-parent", "--new-session", "--as-pid-1", "--hostname", "sandbox",

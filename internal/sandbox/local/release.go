@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,7 +18,7 @@ import (
 
 // manifestVersion starts the release manifest; bump it whenever the release layout or
 // the copy rules change, so that old and new releases get different ids.
-const manifestVersion = "trueforge-release-manifest v1"
+const manifestVersion = "trueforge-release-manifest v2"
 
 // releaseEntry is one item of the release layer, taken from the host.
 type releaseEntry struct {
@@ -27,6 +28,38 @@ type releaseEntry struct {
 	size   int64
 	mtime  time.Time
 	target string // symlink target
+	// content, when set, is written instead of copying src: a host file rewritten for
+	// the sandbox (the account databases).
+	content []byte
+}
+
+// Sandbox commands run as uid/gid sandboxUID (1000); the release names that account.
+const sandboxAccount = "sandbox"
+
+// sandboxAccounts rewrites the host's passwd or group for the release: system accounts
+// (ids below 1000, and nobody/nogroup) stay, because packages and tools expect them;
+// the host's people and service users (1000 and up) are left out, so untrusted code
+// learns no host account names; and the sandbox user takes uid/gid 1000.
+func sandboxAccounts(name string, host []byte) []byte {
+	first, _ := strconv.Atoi(sandboxUID)
+	var out bytes.Buffer
+	for _, line := range strings.Split(string(host), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) < 3 {
+			continue
+		}
+		id, err := strconv.Atoi(f[2])
+		if err != nil || (id >= first && id != 65534) {
+			continue
+		}
+		out.WriteString(line + "\n")
+	}
+	if name == "passwd" {
+		fmt.Fprintf(&out, "%s:x:%s:%s:trueforge sandbox:/workspace:/bin/sh\n", sandboxAccount, sandboxUID, sandboxUID)
+	} else {
+		fmt.Fprintf(&out, "%s:x:%s:\n", sandboxAccount, sandboxUID)
+	}
+	return out.Bytes()
 }
 
 // PrepareRelease creates the release snapshot, the platform image every build starts
@@ -141,6 +174,14 @@ func (b *Builder) scanRelease(ctx context.Context) ([]releaseEntry, error) {
 				return nil
 			}
 			e.size = info.Size()
+			if rel == "passwd" || rel == "group" {
+				host, err := os.ReadFile(p)
+				if err != nil {
+					return nil
+				}
+				e.content = sandboxAccounts(rel, host)
+				e.size = int64(len(e.content))
+			}
 		case info.Mode()&fs.ModeSymlink != 0:
 			if e.target, err = os.Readlink(p); err != nil {
 				return nil
@@ -238,6 +279,8 @@ func renderManifest(entries []releaseEntry) string {
 			fmt.Fprintf(&sb, "d %s %s\n", perm, strconv.Quote(e.rel))
 		case e.mode.IsRegular() && runtimeManaged[e.rel]:
 			fmt.Fprintf(&sb, "f %s %s\n", perm, strconv.Quote(e.rel))
+		case e.content != nil:
+			fmt.Fprintf(&sb, "f %s %d sha256:%x %s\n", perm, e.size, sha256.Sum256(e.content), strconv.Quote(e.rel))
 		case e.mode.IsRegular():
 			fmt.Fprintf(&sb, "f %s %d %d %s\n", perm, e.size, e.mtime.UnixNano(), strconv.Quote(e.rel))
 		default:
@@ -277,6 +320,14 @@ func writeReleaseLayer(ctx context.Context, layer string, entries []releaseEntry
 			if err := os.MkdirAll(dst, 0o700); err != nil {
 				return err
 			}
+		case e.content != nil:
+			if err := os.WriteFile(dst, e.content, e.mode.Perm()); err != nil {
+				return err
+			}
+			if err := os.Chmod(dst, e.mode.Perm()); err != nil {
+				return err
+			}
+			_ = os.Chtimes(dst, e.mtime, e.mtime)
 		case e.mode.IsRegular():
 			if err := copyFile(e.src, dst, e.mode.Perm(), e.mtime); err != nil {
 				return err

@@ -89,7 +89,7 @@ func TestReleaseCopyRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("passwd", 0o644)
-	if err := os.WriteFile(filepath.Join(etc, "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\nsvc:x:9:9::/etc/svc/home:/bin/false\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(etc, "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\nsvc:x:9:9::/etc/svc/home:/bin/false\nalice:x:1000:1000:Alice:/home/alice:/bin/bash\nops:x:1001:1001::/home/ops:/bin/sh\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("/usr/share/zoneinfo/UTC", filepath.Join(etc, "localtime")); err != nil {
@@ -124,6 +124,17 @@ func TestReleaseCopyRules(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(layer, "etc", p)); err == nil {
 			t.Errorf("etc/%s was copied", p)
 		}
+	}
+
+	// Host accounts from uid 1000 up stay out; the sandbox user is uid 1000.
+	passwd, err := os.ReadFile(filepath.Join(layer, "etc", "passwd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "root:x:0:0:root:/root:/bin/sh\nsvc:x:9:9::/etc/svc/home:/bin/false\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n" +
+		"sandbox:x:1000:1000:trueforge sandbox:/workspace:/bin/sh\n"
+	if string(passwd) != want {
+		t.Errorf("release passwd:\n%s\nwant:\n%s", passwd, want)
 	}
 
 	// A changed /etc is a new release.

@@ -4,18 +4,21 @@ package local
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
-// The three benchmarks run side by side: cold start (create from a Ready snapshot and the
-// first exec of true), warm exec (true in an existing sandbox) and, as the yardstick, a
-// bare fork/exec of true. Each reports, besides the mean (ns/op), the median of its
+// The benchmarks run side by side: cold start (create from a Ready snapshot and the first
+// exec of true; also under BlockNetwork and behind the egress proxy), warm exec (true in
+// an existing sandbox) and, as the yardstick, a bare fork/exec of true. Each reports, besides the mean (ns/op), the median of its
 // iterations (median-ns/op), which scripts/bench.sh turns into ratios.
 
 // medianTimer records the duration of each iteration.
@@ -36,14 +39,55 @@ func (m *medianTimer) report(b *testing.B) {
 }
 
 func BenchmarkColdStart(b *testing.B) {
+	coldStart(b, sandbox.CreateRequest{})
+}
+
+// BenchmarkColdStartBlocked is a cold start under BlockNetwork (bwrap makes the network
+// namespace). Compare with BenchmarkColdStart.
+func BenchmarkColdStartBlocked(b *testing.B) {
+	coldStart(b, sandbox.CreateRequest{BlockNetwork: true})
+}
+
+// BenchmarkColdStartEgress is a cold start behind the real egress proxy and
+// trueforge-netd: the keeper makes and prepares the network namespace (one more start
+// of this program, netns.go) and Create returns once netd listens. Compare with
+// BenchmarkColdStart.
+func BenchmarkColdStartEgress(b *testing.B) {
+	if _, err := exec.LookPath("go"); err != nil {
+		b.Skip("skipping: the go command is needed to build trueforge-netd")
+	}
+	netd := filepath.Join(b.TempDir(), "trueforge-netd")
+	build := exec.Command("go", "build", "-trimpath", "-o", netd, "github.com/trueforge/terraform-provider-trueforge/cmd/trueforge-netd")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build trueforge-netd: %v\n%s", err, out)
+	}
+	p, err := egress.New(context.Background(), egress.Config{SandboxID: "bench", SystemRoots: []byte{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sock := filepath.Join(b.TempDir(), "egress.sock")
+	ln, err := egress.Listen(sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = p.Serve(ln) }()
+	b.Cleanup(func() { p.Close() })
+	coldStart(b, sandbox.CreateRequest{Env: p.Env(), Egress: p.Egress(sock, netd)})
+}
+
+// coldStart measures Create from a Ready snapshot plus the first exec of true, with req
+// as the template of each sandbox.
+func coldStart(b *testing.B, req sandbox.CreateRequest) {
 	r, rel := newTestRuntime(b)
 	ctx := context.Background()
 	var m medianTimer
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := "cold-" + strconv.Itoa(i)
+		req.ID, req.SnapshotID = id, rel
 		m.begin()
-		if err := r.Create(ctx, sandbox.CreateRequest{ID: id, SnapshotID: rel}); err != nil {
+		if err := r.Create(ctx, req); err != nil {
 			b.Fatal(err)
 		}
 		res, err := r.Exec(ctx, id, sandbox.ExecRequest{Argv: []string{"true"}})

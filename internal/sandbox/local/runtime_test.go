@@ -249,6 +249,18 @@ except OSError as e:
 			t.Fatalf("%s: %q %v (stderr %s), want %s", id, res.Stdout, err, res.Stderr, want)
 		}
 	}
+	// The blocked sandbox's own lo is up, and ports below 1024 stay privileged there:
+	// only an egress sandbox's namespace lets its helper bind port 53.
+	if got := mustSh(t, r, "blocked", `python3 -c '
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+c = socket.create_connection(s.getsockname(), timeout=2); print("lo up")
+try:
+    socket.socket().bind(("127.0.0.1", 53)); print("bound 53")
+except OSError as e:
+    print("53", e.strerror)'`); got != "lo up\n53 Permission denied" {
+		t.Fatalf("loopback of the blocked sandbox: %q", got)
+	}
 }
 
 // TestAttackInit goes after the sandbox's init, which runs as the same user as the

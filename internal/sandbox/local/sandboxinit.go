@@ -53,6 +53,9 @@ func init() {
 	if len(os.Args) > 0 && os.Args[0] == initPath && os.Getenv(initEnv) == "1" && os.Getpid() == 1 {
 		os.Exit(runInit())
 	}
+	if isNetPrep() {
+		os.Exit(runNetPrep(os.Getenv(netPrepEnv)))
+	}
 }
 
 // sandboxInit is the state of the running init.
@@ -158,10 +161,26 @@ func lockDown() error {
 	return nil
 }
 
+// helperReadyWait bounds how long the init waits for the egress helper to say it listens.
+const helperReadyWait = 5 * time.Second
+
+// startEgressHelper starts the helper and waits until it closes its ready descriptor (fd
+// 3), exits, or helperReadyWait passed; the init serves no command before that.
 func (in *sandboxInit) startEgressHelper() error {
-	env := []string{"PATH=" + sandboxPath, "HOME=/workspace", "TRUEFORGE_EGRESS_SOCKET=" + sandbox.EgressSocketPath}
-	_, err := in.spawn(sandbox.EgressHelperPath, []string{sandbox.EgressHelperPath}, env, "/", []uintptr{in.devNull.Fd(), in.devNull.Fd(), in.devNull.Fd()}, nil)
-	return err
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	env := []string{"PATH=" + sandboxPath, "HOME=/workspace", "TRUEFORGE_EGRESS_SOCKET=" + sandbox.EgressSocketPath, sandbox.EgressReadyEnv + "=3"}
+	_, err = in.spawn(sandbox.EgressHelperPath, []string{sandbox.EgressHelperPath}, env, "/", []uintptr{in.devNull.Fd(), in.devNull.Fd(), in.devNull.Fd(), wr.Fd()}, nil)
+	wr.Close()
+	if err != nil {
+		return err
+	}
+	_ = rd.SetReadDeadline(time.Now().Add(helperReadyWait))
+	_, _ = io.Copy(io.Discard, rd) // EOF: closed or exited; a timeout: carry on regardless
+	return nil
 }
 
 // spawn starts a process in a new session (so that its process group can be killed

@@ -125,7 +125,7 @@ func copyExecutable(dst string) error {
 
 // unprivilegedTests are the runtime tests TestUnprivilegedRuntime runs again as nobody:
 // the attacks, the limits (enforced through rlimits there), lifecycle and egress.
-const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestEgressHook|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes)$"
+const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestEgressHook|TestEgressResolvConfSymlink|TestEgressEndToEnd|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes)$"
 
 // TestUnprivilegedRuntime runs the key runtime tests as a user without privileges: as
 // root, through a copy of this test binary started as nobody (with its own TMPDIR);
@@ -157,17 +157,26 @@ func TestUnprivilegedRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + sandboxPath, "TMPDIR=" + tmp, "HOME=" + tmp}
+	mustPass := []string{"TestAttackHostFiles", "TestAttackHostProcesses", "TestAttackNetworkBlocked", "TestAttackOtherSandbox",
+		"TestAttackSymlinkDownload", "TestAttackForkBomb", "TestAttackMemoryHog", "TestAttackDiskFill", "TestAttackInit",
+		"TestAttackDeleteLeavesNothing", "TestEndlessOutputCapped", "TestEndlessLoopTimeout", "TestStopStart", "TestOwnerCrash"}
 	if _, err := exec.LookPath("go"); err == nil {
-		helper := buildEgressHelper(t)
-		dst := filepath.Join(base, "netd")
-		data, err := os.ReadFile(helper)
-		if err == nil {
-			err = os.WriteFile(dst, data, 0o755)
+		// The helpers are built here, as root, and copied where nobody can run them.
+		for _, h := range []struct{ env, src, name string }{
+			{egressHelperEnv, buildEgressHelper(t), "egresshelper"},
+			{netdEnv, buildNetd(t), "trueforge-netd"},
+		} {
+			dst := filepath.Join(base, h.name)
+			data, err := os.ReadFile(h.src)
+			if err == nil {
+				err = os.WriteFile(dst, data, 0o755)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			env = append(env, h.env+"="+dst)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		env = append(env, egressHelperEnv+"="+dst)
+		mustPass = append(mustPass, "TestEgressHook", "TestEgressResolvConfSymlink", "TestEgressEndToEnd")
 	}
 	cmd := exec.Command(bin, "-test.run="+unprivilegedTests, "-test.count=1", "-test.v", "-test.timeout=5m")
 	cmd.Dir = base
@@ -177,9 +186,7 @@ func TestUnprivilegedRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatalf("runtime tests as uid %d: %v\n%s", nobody, err, out)
 	}
-	for _, name := range []string{"TestAttackHostFiles", "TestAttackHostProcesses", "TestAttackNetworkBlocked", "TestAttackOtherSandbox",
-		"TestAttackSymlinkDownload", "TestAttackForkBomb", "TestAttackMemoryHog", "TestAttackDiskFill", "TestAttackInit",
-		"TestAttackDeleteLeavesNothing", "TestEndlessOutputCapped", "TestEndlessLoopTimeout", "TestStopStart", "TestOwnerCrash"} {
+	for _, name := range mustPass {
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass as uid %d", name, nobody)
 		}

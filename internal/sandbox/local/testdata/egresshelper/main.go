@@ -9,16 +9,31 @@ import (
 	"log"
 	"net"
 	"os"
+	"strconv"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
+
+// listenDelay, set with -ldflags "-X main.listenDelay=500ms", makes the helper slow to
+// start, to show that the runtime waits for it.
+var listenDelay string
 
 func main() {
 	sock := os.Getenv("TRUEFORGE_EGRESS_SOCKET")
 	if sock == "" {
 		sock = "/run/trueforge/egress.sock"
 	}
+	if d, err := time.ParseDuration(listenDelay); err == nil {
+		time.Sleep(d)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:3128")
 	if err != nil {
 		log.Fatal(err)
+	}
+	// Listening: tell the runtime, which waits for this before it runs commands.
+	if fd, err := strconv.Atoi(os.Getenv(sandbox.EgressReadyEnv)); err == nil && fd > 2 {
+		os.NewFile(uintptr(fd), "ready").Close()
 	}
 	for {
 		c, err := ln.Accept()
