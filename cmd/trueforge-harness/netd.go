@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
@@ -18,8 +19,9 @@ import (
 
 // The harness is also the in-sandbox network helper (package netd), so a static
 // harness (CGO_ENABLED=0) needs no second binary: the local runtime binds the helper at
-// /run/trueforge/netd and starts it with no arguments, and may run it with -prepare
-// before the sandbox starts. netdArgs recognizes those invocations:
+// /run/trueforge/netd and starts it with no arguments (closing the descriptor named in
+// sandbox.EgressReadyEnv once listening, as trueforge-netd does); -prepare is accepted
+// as trueforge-netd takes it. netdArgs recognizes those invocations:
 //
 //   - started under the name netd or trueforge-netd (argv[0]): netd with the rest;
 //   - `trueforge-harness netd [flags]`: the hidden subcommand;
@@ -84,8 +86,22 @@ func runNetd(args []string, stderr io.Writer) int {
 			return 1
 		}
 	}
+	signalReady()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	_ = s.Serve(ctx)
 	return 0
+}
+
+// signalReady closes the descriptor the sandbox runtime named in sandbox.EgressReadyEnv:
+// the runtime runs the sandbox's commands only once netd listens (or after 5 s).
+func signalReady() {
+	v := os.Getenv(sandbox.EgressReadyEnv)
+	if v == "" {
+		return
+	}
+	os.Unsetenv(sandbox.EgressReadyEnv)
+	if fd, err := strconv.Atoi(v); err == nil && fd > 2 {
+		os.NewFile(uintptr(fd), "ready").Close()
+	}
 }

@@ -2,6 +2,7 @@ package agents_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -65,5 +66,18 @@ func TestScriptedModelRejectsBadScripts(t *testing.T) {
 	a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: "gemini"}}}
 	if _, err := a.NewModel(agents.ModelOptions{}); err == nil || !strings.Contains(err.Error(), "openai, anthropic, scripted") {
 		t.Errorf("unknown provider: %v", err)
+	}
+}
+
+// The limits the provider publishes as spec fields max_turns and token_budget are the
+// agent's (internal/provider/agent_spec.go writes them under these names).
+func TestSpecLimitsAreRead(t *testing.T) {
+	var s agents.Spec
+	if err := json.Unmarshal([]byte(`{"name":"a","max_turns":7,"token_budget":1234}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	a := &agents.Agent{Spec: s}
+	if a.MaxTurns() != 7 || a.TokenBudget() != 1234 {
+		t.Fatalf("MaxTurns %d TokenBudget %d; want 7 and 1234", a.MaxTurns(), a.TokenBudget())
 	}
 }

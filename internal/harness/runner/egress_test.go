@@ -252,7 +252,7 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 			// turn 1: allowed with the secret, denied host, what the sandbox holds
 			exec(curlAuth(port)),
 			exec(fmt.Sprintf(`curl -sS -v --max-time 20 https://%s:%s/ 2>&1 | grep -i -e '^< HTTP' -e 'x-trueforge-deny'; echo; curl -sS --max-time 20 http://%s:%s/`, deniedHost, port, deniedHost, port)),
-			exec(`echo "token=$API_TOKEN late=${LATE_TOKEN:-unset}"; echo "environ=$(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c 'sk-live-')"; grep -rIl 'sk-live-' /workspace /tmp /run/trueforge /etc 2>/dev/null; echo files-searched`),
+			exec(`echo "token=$API_TOKEN late=${LATE_TOKEN:-unset}"; echo "environ=$(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c 'sk-live-')"; grep -rIl 'sk-live-' /workspace /tmp /run/trueforge /etc 2>/dev/null; echo files-searched; echo "dns=$(getent hosts api.allowed.test | cut -d' ' -f1)"`),
 			text("turn 1 done"),
 			// turn 2: after rotation
 			exec(curlAuth(port)), text("turn 2 done"),
@@ -287,9 +287,11 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 	}
 	inside := res[2]["text"].(string)
 	// A placeholder in the environment, no value in any process's environment (/proc)
-	// nor in a file (grep -l lists none before files-searched), the late secret unset.
+	// nor in a file (grep -l lists none before files-searched), the late secret unset,
+	// and a name answered by netd's DNS with a synthetic address (not the real one).
 	if !strings.Contains(inside, "token=tfph_") || !strings.Contains(inside, "late=unset") ||
-		!strings.Contains(inside, "environ=0\nfiles-searched") || strings.Contains(inside, secretV1) {
+		!strings.Contains(inside, "environ=0\nfiles-searched") || strings.Contains(inside, secretV1) ||
+		strings.Contains(inside, "dns=\n") || strings.Contains(inside, "dns=127.0.0.1") {
 		t.Fatalf("the sandbox's environment: %q; want a placeholder only", inside)
 	}
 
