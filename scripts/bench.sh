@@ -377,7 +377,8 @@ fi
 # sandboxes provisioned. Target: overhead <= 1 ms per turn, 0 errors.
 echo "== harness benchmarks (internal/harness/runner)"
 if go test -run '^$' -bench 'BenchmarkTurn' -benchtime 2000x -count 1 ./internal/harness/runner/ >"$out/harness-bench.txt" 2>&1 &&
-	go test -run '^$' -bench 'BenchmarkConcurrentSessions100' -benchtime 1x -count 1 ./internal/harness/runner/ >>"$out/harness-bench.txt" 2>&1; then
+	go test -run '^$' -bench 'BenchmarkConcurrentSessions100' -benchtime 1x -count 1 ./internal/harness/runner/ >>"$out/harness-bench.txt" 2>&1 &&
+	go test -run '^$' -bench 'BenchmarkProvision' -benchtime 20x -count 1 ./internal/harness/runner/ >>"$out/harness-bench.txt" 2>&1; then
 	grep '^Benchmark' "$out/harness-bench.txt"
 	python3 - "$out/harness-bench.txt" <<'EOF' | tee -a "$out/results.txt" || status=1
 import re, sys
@@ -399,6 +400,14 @@ print(f"  100 concurrent sessions:      {c[0]/1e9:8.2f} s, errors {extra.get('er
       f"sandboxes provisioned {extra.get('sandboxes/op', -1):.0f} (50 expected: only the sessions that ran code)")
 print(f"RESULT harness_turn_ms={turn/1e6:.3f} harness_base_ms={base/1e6:.4f} harness_overhead_ms={over:.3f} "
       f"concurrent100_s={c[0]/1e9:.2f} concurrent100_errors={extra.get('errors/op', -1):.0f} concurrent100_sandboxes={extra.get('sandboxes/op', -1):.0f}")
+p0 = rows["BenchmarkProvisionBaseline"][0]
+p1 = rows["BenchmarkProvisionLimits3GBDisk"][0]
+p2 = rows["BenchmarkProvisionLimitsAndEgress"][0]
+print("  provisioning a local sandbox (Acquire, same run):")
+print(f"    no limits, no network (base): {p0/1e6:8.1f} ms")
+print(f"    cpu+memory+3 GB disk image:   {p1/1e6:8.1f} ms ({p1/p0:.2f}x base)")
+print(f"    limits + egress proxy, netd:  {p2/1e6:8.1f} ms ({p2/p0:.2f}x base)")
+print(f"RESULT provision_base_ms={p0/1e6:.1f} provision_limits_ratio={p1/p0:.2f} provision_egress_ratio={p2/p0:.2f}")
 if extra.get("errors/op", 1) != 0:
     sys.exit(1)
 EOF
