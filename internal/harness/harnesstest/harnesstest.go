@@ -5,6 +5,7 @@
 package harnesstest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
@@ -224,4 +226,60 @@ func BuildStaticHarness(dir string) (string, error) {
 		return "", fmt.Errorf("building a static trueforge-harness: %v\n%s", err, b)
 	}
 	return out, nil
+}
+
+// Seek whences for the data and holes of a sparse file (Linux lseek(2)).
+const (
+	seekData = 3
+	seekHole = 4
+)
+
+// FileContains reports which of needles occur in the file at path, reading only its
+// data extents (SEEK_DATA/SEEK_HOLE), so a sandbox's sparse multi-gigabyte disk image
+// is searched in the time its written blocks take. Extents are read in order with an
+// overlap, so a needle that spans two consecutive extents is found too.
+func FileContains(path string, needles ...[]byte) ([]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	found := make([]bool, len(needles))
+	longest := 0
+	for _, n := range needles {
+		longest = max(longest, len(n))
+	}
+	var tail []byte
+	buf := make([]byte, 1<<20)
+	fd := int(f.Fd())
+	for off := int64(0); ; {
+		start, err := syscall.Seek(fd, off, seekData)
+		if err != nil {
+			break // ENXIO: no data past off
+		}
+		end, err := syscall.Seek(fd, start, seekHole)
+		if err != nil {
+			return nil, err
+		}
+		for pos := start; pos < end; {
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), end-pos)], pos)
+			if n == 0 && err != nil {
+				return nil, err
+			}
+			chunk := append(tail, buf[:n]...)
+			for i, nd := range needles {
+				if !found[i] && bytes.Contains(chunk, nd) {
+					found[i] = true
+				}
+			}
+			if k := longest - 1; k > 0 && len(chunk) > k {
+				tail = append([]byte(nil), chunk[len(chunk)-k:]...)
+			} else {
+				tail = append([]byte(nil), chunk...)
+			}
+			pos += int64(n)
+		}
+		off = end
+	}
+	return found, nil
 }

@@ -10,10 +10,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -175,6 +175,7 @@ func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 	if !strings.Contains(dumped, "GREETING=hello") || !strings.Contains(dumped, "exit_code: 0") {
 		t.Fatalf("the dump did not run in the sandbox: %q", dumped)
 	}
+	sawDump := false
 	for _, secret := range []string{modelKey, mcpToken} {
 		if strings.Contains(dumped, secret) {
 			t.Errorf("a credential is visible inside the sandbox")
@@ -188,18 +189,29 @@ func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the harness log contains a credential")
 		}
-		// Every file the harness or the sandbox wrote: the database (and its WAL), the
-		// sandbox's upper layers and workspace, run directories.
-		_ = filepath.WalkDir(f.env.Dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() {
-				return nil
-			}
-			data, err := os.ReadFile(p)
-			if err == nil && bytes.Contains(data, []byte(secret)) {
-				t.Errorf("file %s contains a credential", p)
-			}
+	}
+	// Every file the harness or the sandbox wrote: the database (and its WAL), the
+	// sandbox's upper layers, workspace and disk image (its data extents), run
+	// directories. sync(2) first, so what the sandbox wrote is on the image.
+	syscall.Sync()
+	_ = filepath.WalkDir(f.env.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
 			return nil
-		})
+		}
+		found, err := harnesstest.FileContains(p, []byte(modelKey), []byte(mcpToken), []byte("/workspace:"))
+		if err != nil {
+			return nil
+		}
+		if found[0] || found[1] {
+			t.Errorf("file %s contains a credential", p)
+		}
+		if found[2] && d.Name() == "disk.img" {
+			sawDump = true
+		}
+		return nil
+	})
+	if !sawDump {
+		t.Error("the sandbox's disk image was not searched: the listing written into its workspace was not found in it")
 	}
 	arts, _ := f.env.Store.ListArtifacts(context.Background(), sid)
 	if len(arts) != 1 || arts[0].Path != "dump.txt" || arts[0].Classification != "untrusted" || arts[0].SnapshotID != f.env.Snapshot ||
