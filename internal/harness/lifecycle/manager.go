@@ -15,6 +15,15 @@
 // delete_after_minutes of idleness. When a backend cannot archive
 // (errors.ErrUnsupported) the sandbox stays stopped and is deleted on time. The clock
 // is injected (Config.Now) so tests step through minutes without sleeping.
+//
+// Network (network.go) is read from the environment when a sandbox is created and kept
+// until it is replaced. Daytona enforces it itself (networkBlockAll, domainAllowList,
+// the environment's secrets as Daytona secrets). A local sandbox that is not block_all
+// goes through a per-sandbox egress proxy (Config.Network, package sandboxnet) that
+// lives while the sandbox runs in this process: closed on stop, archive and delete,
+// recreated on resume, and, when this process did not create it (a harness restart),
+// recreated and the Running sandbox restarted once to reach the new socket. Without a
+// Network a local sandbox gets no network at all, never the host's.
 package lifecycle
 
 import (
