@@ -379,6 +379,9 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	}
 	if err := st.PutSessionSandbox(ctx, rec); err != nil {
 		_ = rt.Delete(context.WithoutCancel(ctx), id)
+		if req.Egress != nil {
+			m.cfg.Network.Detach(ctx, id, true)
+		}
 		return nil, err
 	}
 	reason := "first call that needs a sandbox"
