@@ -144,6 +144,7 @@ type egressFixture struct {
 	manager *lifecycle.Manager
 	proxies *sandboxnet.Proxies
 	clock   *fakeClock
+	logger  *slog.Logger
 }
 
 const (
@@ -194,6 +195,7 @@ func (f *egressFixture) newHarness(t *testing.T, helper string) {
 	t.Helper()
 	st := f.env.Store
 	logger := slog.New(slog.NewTextHandler(lockedBuffer{f.logMu, f.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f.logger = logger
 	if f.proxies != nil {
 		f.proxies.Close()
 	}
@@ -230,6 +232,7 @@ func (f *egressFixture) runner(t *testing.T, agent string) *runner.Runner {
 	t.Helper()
 	r := (&fixture{env: f.env}).runnerNoSandbox(t, agent)
 	r.Tools = &tools.Executor{Store: f.env.Store, Sandboxes: f.manager, Now: f.clock.Now}
+	r.Logger = f.logger
 	return r
 }
 
