@@ -2,9 +2,12 @@ package runner_test
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"net/netip"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -31,7 +35,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if helperDir != "" {
+		os.RemoveAll(helperDir)
+	}
+	os.Exit(code)
 }
 
 // runHelper runs HELPER_PROMPT in session HELPER_SESSION of agent HELPER_AGENT against
@@ -51,7 +59,24 @@ func runHelper() error {
 	if err != nil {
 		return err
 	}
-	mgr := lifecycle.New(lifecycle.Config{Store: st, Runtimes: &backend.Runtimes{Store: st, Registry: backend.Default()}, UnenforcedLimits: backend.UnenforcedLimits()})
+	cfg := lifecycle.Config{Store: st, Runtimes: &backend.Runtimes{Store: st, Registry: backend.Default()}, UnenforcedLimits: backend.UnenforcedLimits()}
+	if helper := os.Getenv("HELPER_NETD"); helper != "" {
+		// Egress as the CLI wires it, with the test's loopback upstream trusted.
+		caPEM, err := os.ReadFile(os.Getenv("HELPER_UPSTREAM_CA"))
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: filepath.Join(backend.LocalRoot(st), "egress"), Helper: helper,
+			Record: func(ctx context.Context, sessionID, kind string, payload any) {
+				_ = appendEvent(ctx, st, sessionID, kind, payload)
+			},
+			Resolver: loopbackResolver{}, AllowAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, RootCAs: pool, SystemRoots: caPEM})
+		defer x.Close()
+		cfg.Network = x
+	}
+	mgr := lifecycle.New(cfg)
 	r := &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, Sandboxes: mgr}}
 	_, err = r.Run(ctx, os.Getenv("HELPER_SESSION"), os.Getenv("HELPER_PROMPT"), nil)
 	return err

@@ -20,6 +20,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -416,4 +417,82 @@ func appendEvent(ctx context.Context, st *store.Store, sessionID, kind string, p
 	}
 	_, err = st.AppendEvent(ctx, sessionID, "", kind, b)
 	return err
+}
+
+// A harness killed mid-command in a sandbox with egress: the next harness stops the
+// orphaned command, recreates the proxy from the sealed state the dead one recorded (the
+// same CA and placeholders the sandbox holds), and the session's next request through it
+// works with the secret substituted.
+func TestHarnessKilledWithEgressResumesThroughANewProxy(t *testing.T) {
+	f := newEgressFixture(t)
+	ctx := context.Background()
+	marker := "tfegcrash" + time.Now().Format("150405.000000")
+	harnesstest.AddAgent(t, f.env.Store, "crashnet", "default", harnesstest.AgentSpec{
+		"model": harnesstest.Script(
+			exec(curlAuth(f.up.port)+"; echo before > mark.txt; sleep 300 # "+marker),
+			exec(curlAuth(f.up.port)+"; cat mark.txt"), text("resumed fine")),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	r := f.runner(t, "crashnet")
+	sid, err := r.NewSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
+	must(t, os.WriteFile(caFile, f.up.caPEM, 0o600))
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := osexec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "HELPER_DB="+f.env.Store.Path(), "HELPER_AGENT=crashnet", "HELPER_SESSION="+sid,
+		"HELPER_PROMPT=start", "HELPER_NETD="+netdHelper(t), "HELPER_UPSTREAM_CA="+caFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-exited:
+			t.Fatalf("the helper harness exited early: %s; %v %v", stderr.String(), kinds(t, f.env.Store, sid), results(t, f.env.Store, sid))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for the helper's command (stderr: %s)", stderr.String())
+		}
+		rec, err := f.env.Store.GetSessionSandbox(ctx, sid)
+		if err != nil {
+			continue
+		}
+		if _, err = f.env.Runtime.Runtime.ReadFile(ctx, rec.SandboxID, "mark.txt", 0); err == nil && len(processesWith(marker)) > 0 {
+			break
+		}
+	}
+	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	<-exited
+	if h := f.up.headers(); len(h) != 1 || h[0] != "Bearer "+secretV1 {
+		t.Fatalf("before the kill the upstream saw %q (helper stderr: %s)", h, stderr.String())
+	}
+
+	out := mustRun(t, r, sid, "are you still there?")
+	if out.Text != "resumed fine" {
+		t.Fatalf("resumed turn answered %q", out.Text)
+	}
+	if p := processesWith(marker); len(p) > 0 {
+		t.Fatalf("the dead harness's command still runs: %v", p)
+	}
+	got := lastResult(t, f.env.Store, sid)
+	if !strings.Contains(got, "authorized by upstream") || !strings.Contains(got, "before") {
+		t.Fatalf("after the crash: %q; want the request through the new proxy to carry the secret, and the files kept", got)
+	}
+	if h := f.up.headers(); len(h) != 2 || h[1] != "Bearer "+secretV1 {
+		t.Fatalf("upstream saw %q", h)
+	}
+	if len(payloads(t, f.env.Store, sid, "sandbox_reclaimed")) != 1 {
+		t.Fatal("no sandbox_reclaimed event")
+	}
 }

@@ -34,9 +34,11 @@
 //
 // # Defaults
 //
-// Sockets live in Config.Dir (created 0700) as <16 hex digits of sha256(sandbox id)>.sock
-// (unix socket paths are limited to 107 bytes, so a long Dir is refused clearly). The
-// netd helper is Config.Helper, which must be a static executable (see Static).
+// Sockets live in Config.Dir (created 0700) as <16 hex digits of sha256(sandbox id)>.sock.
+// Unix socket paths are limited to 107 bytes: when Dir is too deep for that, sockets go to
+// <temp dir>/tf-egress-<16 hex digits of sha256(Dir)> instead (0700, and refused unless
+// it is a directory owned by this user). The netd helper is Config.Helper, which must be
+// a static executable (see Static).
 package sandboxnet
 
 import (
@@ -57,6 +59,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
@@ -137,10 +140,42 @@ func (x *Proxies) secretBox() (*secretbox.Box, error) {
 	return x.box, x.boxErr
 }
 
+// maxSocketPath is the longest unix socket path Linux takes (sun_path less its NUL).
+const maxSocketPath = 107
+
+// socketDir is Config.Dir, or, when a socket there would be too long a path (a deep
+// database directory), <temp dir>/tf-egress-<16 hex digits of sha256(Dir)>, the same for
+// every harness process on that database.
+func (x *Proxies) socketDir() string {
+	if len(x.cfg.Dir)+len("/0123456789abcdef.sock") <= maxSocketPath {
+		return x.cfg.Dir
+	}
+	sum := sha256.Sum256([]byte(x.cfg.Dir))
+	return filepath.Join(os.TempDir(), "tf-egress-"+hex.EncodeToString(sum[:8]))
+}
+
 // SocketPath is where the proxy of sandboxID listens.
 func (x *Proxies) SocketPath(sandboxID string) string {
 	sum := sha256.Sum256([]byte(sandboxID))
-	return filepath.Join(x.cfg.Dir, hex.EncodeToString(sum[:8])+".sock")
+	return filepath.Join(x.socketDir(), hex.EncodeToString(sum[:8])+".sock")
+}
+
+// makeSocketDir creates the socket directory 0700 and checks that it is a directory of
+// this user's, not a link or another user's (the fallback lives in a shared temp dir).
+func (x *Proxies) makeSocketDir() error {
+	dir := x.socketDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("egress socket directory %s is not a directory owned by this user; remove it", dir)
+	}
+	return os.Chmod(dir, 0o700)
 }
 
 // Attach starts the proxy of a new sandbox of environment env and records its state.
@@ -250,15 +285,12 @@ func (x *Proxies) start(ctx context.Context, rec store.SandboxEgress, st *egress
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy of sandbox %s: %w", rec.SandboxID, err)
 	}
-	if err := os.MkdirAll(x.cfg.Dir, 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(x.cfg.Dir, 0o700); err != nil {
+	if err := x.makeSocketDir(); err != nil {
 		return nil, err
 	}
 	sock := x.SocketPath(rec.SandboxID)
-	if len(sock) > 107 {
-		return nil, fmt.Errorf("egress socket path %s is %d bytes, over the 107 a unix socket allows; use a shorter database directory", sock, len(sock))
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("egress socket path %s is %d bytes, over the %d a unix socket allows; set TMPDIR to a shorter directory", sock, len(sock), maxSocketPath)
 	}
 	ln, err := egress.Listen(sock)
 	if err != nil {

@@ -224,3 +224,43 @@ func TestLocateHelper(t *testing.T) {
 		t.Fatalf("dynamic %s: %v", sandboxnet.HelperEnv, err)
 	}
 }
+
+// A database directory too deep for a unix socket path puts the sockets in a short
+// per-database directory under the temp dir; a link planted there is refused.
+func TestDeepDirectoryFallsBackToAShortSocketDir(t *testing.T) {
+	st, env, _ := fixture(t)
+	ctx := context.Background()
+	short, err := os.MkdirTemp("/tmp", "tfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(short) })
+	t.Setenv("TMPDIR", short)
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60), "egress")
+	x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: deep, Helper: fakeHelper(t)})
+	defer x.Close()
+	sock := x.SocketPath("tf-s-1-1")
+	if len(sock) > 107 || !strings.HasPrefix(sock, os.Getenv("TMPDIR")) {
+		t.Fatalf("socket path %s (%d bytes); want a short one under TMPDIR", sock, len(sock))
+	}
+	if _, eg, err := x.Attach(ctx, "s-1", "tf-s-1-1", env); err != nil || eg.Socket != sock {
+		t.Fatalf("attach: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Dir(sock)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("fallback dir %v %v; want 0700", fi, err)
+	}
+	x.Close()
+
+	// Someone plants a link where the fallback goes: refused, nothing served there.
+	if err := os.RemoveAll(filepath.Dir(sock)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Dir(sock)); err != nil {
+		t.Fatal(err)
+	}
+	y := sandboxnet.New(sandboxnet.Config{Store: st, Dir: deep, Helper: fakeHelper(t)})
+	defer y.Close()
+	if _, _, err := y.Attach(ctx, "s-1", "tf-s-1-2", env); err == nil || !strings.Contains(err.Error(), "not a directory owned by this user") {
+		t.Fatalf("attach through a planted link: %v", err)
+	}
+}
