@@ -371,12 +371,16 @@ func (x *Proxies) Live() []string {
 	return sortedKeys(x.live)
 }
 
-// Close closes every proxy (their state stays recorded for Ensure).
+// Close closes every proxy (their state stays recorded for Ensure), and removes the
+// temp-dir fallback socket directory once no process has a socket left in it.
 func (x *Proxies) Close() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for id, r := range maps.Clone(x.live) {
 		x.closeLocked(id, r)
+	}
+	if dir := x.socketDir(); dir != x.cfg.Dir {
+		_ = os.Remove(dir) // fails while not empty: another process still serves there
 	}
 }
 
