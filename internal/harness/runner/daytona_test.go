@@ -259,3 +259,37 @@ func lastResult(t testing.TB, st *store.Store, session string) string {
 	}
 	return res[len(res)-1]["text"].(string)
 }
+
+// A block_all environment on Daytona: the sandbox is created with networkBlockAll, no
+// allow list and no secrets attached (block_all makes them inert).
+func TestDaytonaBlockAllEnvironment(t *testing.T) {
+	f := newDaytonaFixture(t)
+	ctx := context.Background()
+	e, err := f.st.GetEnvironment(ctx, "dtenv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.BlockAll = true
+	must(t, f.st.UpdateEnvironment(ctx, e))
+	harnesstest.AddAgent(t, f.st, "blk", "dtenv", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(exec("echo token=${API_TOKEN:-unset}"), text("ok")),
+		"sandbox": harnesstest.Sandbox("dtenv", 15, 60, 120),
+	})
+	r := f.runner(t, "blk")
+	sid, _ := r.NewSession(ctx)
+	mustRun(t, r, sid, "go")
+	rec, err := f.st.GetSessionSandbox(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := f.client.GetSandbox(ctx, rec.SandboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sb.NetworkBlockAll || sb.DomainAllowList != "" {
+		t.Fatalf("sandbox network: block_all %v allow %q; want blocked, no allow list", sb.NetworkBlockAll, sb.DomainAllowList)
+	}
+	if got := lastResult(t, f.st, sid); !strings.Contains(got, "token=unset") {
+		t.Fatalf("a secret reached a block_all sandbox: %q", got)
+	}
+}
