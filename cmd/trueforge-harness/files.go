@@ -22,18 +22,11 @@ func newFilesCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			h, err := g.open(ctx, cmd.ErrOrStderr())
+			h, s, err := g.openSession(ctx, cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer h.close()
-			s, err := h.store.GetSession(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if err := h.checkOwner(s); err != nil {
-				return err
-			}
 			out := cmd.OutOrStdout()
 			arts, err := h.store.ListArtifacts(ctx, s.ID)
 			if err != nil {
@@ -81,18 +74,11 @@ func newFilesCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			h, err := g.open(ctx, cmd.ErrOrStderr())
+			h, s, err := g.openSession(ctx, cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer h.close()
-			s, err := h.store.GetSession(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if err := h.checkOwner(s); err != nil {
-				return err
-			}
 			var data []byte
 			a, err := h.store.GetArtifact(ctx, s.ID, args[1])
 			switch {

@@ -120,6 +120,24 @@ func (g *globals) me() string {
 	return ""
 }
 
+// openSession opens the harness for a command on session id, which the caller must own.
+// The caller closes h.
+func (g *globals) openSession(ctx context.Context, cmd *cobra.Command, id string) (*harness, store.Session, error) {
+	h, err := g.open(ctx, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, store.Session{}, err
+	}
+	s, err := h.store.GetSession(ctx, id)
+	if err == nil {
+		err = h.checkOwner(s)
+	}
+	if err != nil {
+		h.close()
+		return nil, store.Session{}, err
+	}
+	return h, s, nil
+}
+
 // checkOwner refuses to touch another owner's session: a session id is not authorization.
 func (h *harness) checkOwner(s store.Session) error {
 	if me := h.g.me(); s.Owner != me {

@@ -56,18 +56,11 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			h, err := g.open(ctx, cmd.ErrOrStderr())
+			h, s, err := g.openSession(ctx, cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer h.close()
-			s, err := h.store.GetSession(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if err := h.checkOwner(s); err != nil {
-				return err
-			}
 			out := cmd.OutOrStdout()
 			if output != "" {
 				b, err := h.store.GetToolOutput(ctx, s.ID, output)
@@ -127,18 +120,11 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			h, err := g.open(ctx, cmd.ErrOrStderr())
+			h, s, err := g.openSession(ctx, cmd, args[0])
 			if err != nil {
 				return err
 			}
 			defer h.close()
-			s, err := h.store.GetSession(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if err := h.checkOwner(s); err != nil {
-				return err
-			}
 			if err := h.manager.Delete(ctx, s.ID); err != nil {
 				return err
 			}
