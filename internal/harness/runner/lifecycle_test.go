@@ -207,11 +207,6 @@ func TestSessionReusedAfterArchiveKeepsFilesAndSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tr := range trs {
-		if errors.Is(tr.Err, errors.ErrUnsupported) {
-			t.Skip("the local runtime cannot archive on this branch (errors.ErrUnsupported); expected to pass once Archive lands")
-		}
-	}
 	if len(trs) != 2 || trs[1].To != store.SandboxStateArchived || trs[1].Err != nil {
 		t.Fatalf("reap after 61 idle minutes: %+v; want stop then archive", trs)
 	}
