@@ -140,7 +140,7 @@ func (p *printer) render(e store.Event, textShown bool) {
 		fmt.Fprintf(w, "  [sandbox] RECOVERED %s\n", s("sandbox_id"))
 	case "sandbox_stopped", "sandbox_archived", "sandbox_deleted":
 		fmt.Fprintf(w, "  [sandbox] %s %s after %d idle minutes\n", strings.ToUpper(strings.TrimPrefix(e.Kind, "sandbox_")), s("sandbox_id"), n("idle_minutes"))
-	case "sandbox_network_reattached":
+	case "sandbox_network_reattached": // recorded by harnesses that restarted a sandbox to reconnect its egress socket
 		fmt.Fprintf(w, "  [sandbox] NETWORK REATTACHED %s (processes restarted, files kept): %s\n", s("sandbox_id"), s("reason"))
 	case sandboxnet.EventKind:
 		p.renderEgress(m)

@@ -17,13 +17,13 @@ import (
 // bwrapLaunch is how a runtime can start a sandbox with egress: a fresh network namespace
 // prepared by "netd -prepare" (lo up, port 53 bindable by the sandbox user), then
 // bubblewrap as in the local runtime (every namespace, uid 1000, no capabilities) sharing
-// that namespace, with the socket, netd, the Files and resolv.conf bound in, and netd
+// that namespace, with the socket's directory (read-only), netd, the Files and resolv.conf bound in, and netd
 // started as the sandbox user before the command.
 const bwrapLaunch = `set -e
 "$EGRESS_NETD" -prepare
 exec bwrap --die-with-parent --new-session --unshare-all --share-net --uid 1000 --gid 1000 --cap-drop ALL \
 	--ro-bind / / --proc /proc --dev /dev --tmpfs /tmp --tmpfs /run --dir /run/trueforge \
-	--bind "$EGRESS_SOCKET" ` + sandbox.EgressSocketPath + ` \
+	--ro-bind "$(dirname "$EGRESS_SOCKET")" ` + sandbox.EgressSocketDir + ` \
 	--ro-bind "$EGRESS_NETD" ` + sandbox.EgressHelperPath + ` \
 	--ro-bind "$EGRESS_FILES/ca-bundle.pem" /run/trueforge/ca-bundle.pem \
 	--ro-bind "$EGRESS_FILES/resolv.conf" /etc/resolv.conf \

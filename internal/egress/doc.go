@@ -4,16 +4,21 @@
 //
 // # Shape
 //
-// The sandbox has no interface but lo. The runtime binds one unix socket per sandbox
-// (served here by Proxy.Serve, created by Listen) at /run/trueforge/egress.sock and runs
+// The sandbox has no interface but lo. Each sandbox has one unix socket (served here by
+// Proxy.Serve, created by Listen, mode 0600) named egress.sock alone in a directory of
+// its own; the runtime binds that directory read-only at /run/trueforge/egress (so the
+// socket is /run/trueforge/egress/egress.sock, sandbox.EgressSocketPath) and runs
 // trueforge-netd (package netd) inside the sandbox's network namespace. netd listens on
 // 127.0.0.1:3128 (HTTP proxy), 127.0.0.1:1080 (SOCKS5) and 127.0.0.1:53 (DNS, UDP and
 // TCP) and sends every connection to the socket as an HTTP proxy request naming the
 // target host (never an address it resolved); tunnel data is then relayed by netd and
-// the proxy, both with splice(2). The harness wires a sandbox up with:
+// the proxy, both with splice(2). netd dials the socket afresh for every connection, and
+// the directory, not the socket file, is what the sandbox has bound: a harness that
+// listens anew at the same path (a new process, from the proxy's saved State) is reached
+// by running sandboxes at once, with no restart. The harness wires a sandbox up with:
 //
 //	p, err := egress.New(ctx, egress.Config{SandboxID: id, Policy: pol, Secrets: src, Log: sink})
-//	ln, err := egress.Listen(socketPath)
+//	ln, err := egress.Listen(socketPath) // <private dir>/egress.sock
 //	go p.Serve(ln)
 //	req := sandbox.CreateRequest{Env: p.Env(), Egress: p.Egress(socketPath, netdPath), ...}
 //
@@ -39,7 +44,7 @@
 // root and unprivileged). A hand-made launch (TestBubblewrapSandboxWithEgress) looks like:
 //
 //	unshare -Urn sh -c 'netd -prepare && exec bwrap --unshare-all --share-net --uid 1000 ... \
-//	    --bind SOCKET /run/trueforge/egress.sock --ro-bind NETD /run/trueforge/netd \
+//	    --ro-bind SOCKETDIR /run/trueforge/egress --ro-bind NETD /run/trueforge/netd \
 //	    --ro-bind resolv.conf /etc/resolv.conf ... sh -c "/run/trueforge/netd & exec CMD"'
 //
 // Without port 53, netd runs without DNS: nothing leaks, only proxy-unaware lookups fail.

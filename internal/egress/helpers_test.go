@@ -21,6 +21,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // testNames are the upstream names every fixture serves (all on 127.0.0.1).
@@ -281,7 +283,12 @@ func newFixture(t testing.TB, pol egress.Policy, secrets []egress.Secret, opts .
 		t.Fatal(err)
 	}
 	f.proxy = p
-	f.socket = filepath.Join(f.dir, "egress.sock")
+	// The socket alone in a directory of its own, as the runtime requires (it binds
+	// the directory).
+	f.socket = filepath.Join(f.dir, "sock", sandbox.EgressSocketName)
+	if err := os.Mkdir(filepath.Dir(f.socket), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := egress.Listen(f.socket)
 	if err != nil {
 		t.Fatal(err)

@@ -14,16 +14,17 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
-// sandboxScript lays out /run/trueforge as the runtime does (the socket and netd bound
-// in, the Files written, resolv.conf bound over /etc/resolv.conf), starts netd and runs
+// sandboxScript lays out /run/trueforge as the runtime does (the socket's directory,
+// read-only, and netd bound in, the Files written, resolv.conf bound over /etc/resolv.conf), starts netd and runs
 // the command. It runs in new network, mount and PID namespaces: only lo, and when the
 // command (PID 1) ends, netd goes with it.
 const sandboxScript = `set -e
 mount -t tmpfs tmpfs /run
 mkdir -p /run/trueforge
 cp "$EGRESS_FILES"/* /run/trueforge/
-touch /run/trueforge/egress.sock /run/trueforge/netd
-mount --bind "$EGRESS_SOCKET" /run/trueforge/egress.sock
+mkdir /run/trueforge/egress; touch /run/trueforge/netd
+mount --bind "$(dirname "$EGRESS_SOCKET")" /run/trueforge/egress
+mount -o remount,bind,ro /run/trueforge/egress
 mount --bind "$EGRESS_NETD" /run/trueforge/netd
 mount --bind /run/trueforge/resolv.conf /etc/resolv.conf
 /run/trueforge/netd -ready /run/trueforge/ready 2>/run/trueforge/netd.log &

@@ -74,7 +74,12 @@ type CreateRequest struct {
 
 // Egress routes a sandbox's network through a harness-side proxy.
 type Egress struct {
-	// Socket is a unix socket on the host, bound into the sandbox at EgressSocketPath.
+	// Socket is a unix socket on the host, named EgressSocketName and alone in a
+	// directory of its own (owned by the runtime's user, not writable by group or others).
+	// The directory, not the socket, is bound read-only at EgressSocketDir, so the socket
+	// is at EgressSocketPath inside, and a harness that listens anew at the same path (a
+	// new process) is reached by running sandboxes: only the directory must keep its
+	// inode while they run.
 	Socket string
 	// Helper is a static executable on the host, bound read-only at EgressHelperPath and
 	// started inside the sandbox's network namespace (as the sandbox user) whenever the
@@ -88,7 +93,12 @@ type Egress struct {
 
 // Fixed paths inside a sandbox for the egress plumbing.
 const (
-	EgressSocketPath = "/run/trueforge/egress.sock"
+	// EgressSocketDir is where the directory of Egress.Socket is bound (read-only).
+	EgressSocketDir = "/run/trueforge/egress"
+	// EgressSocketName is the base name Egress.Socket must have on the host.
+	EgressSocketName = "egress.sock"
+	// EgressSocketPath is the harness's socket as the sandbox sees it.
+	EgressSocketPath = EgressSocketDir + "/" + EgressSocketName
 	EgressHelperPath = "/run/trueforge/netd"
 	// EgressReadyEnv, in the helper's environment, names a descriptor the helper closes
 	// once it listens; the runtime runs no command before that (or the helper's exit), so

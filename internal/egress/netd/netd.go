@@ -1,7 +1,9 @@
 // Package netd is the sandbox side of egress: a small helper that runs inside the
 // sandbox's network namespace (which has only lo), listens on loopback for HTTP proxy
 // (CONNECT and absolute http://), SOCKS5 and DNS, and carries every connection to the
-// harness through the one unix socket bound into the sandbox.
+// harness through the one unix socket bound into the sandbox. It dials the socket by path
+// for every connection, so a harness that replaces it (listens anew at the same path, in
+// the directory the runtime bound) is reached from the next connection on.
 //
 // Each connection to the harness starts with a small header naming the target:
 // "CONNECT host:port HTTP/1.1" (the host as a name, never an address netd resolved;

@@ -77,7 +77,7 @@ type Network interface {
 	// environment needs and the runtime's egress hook.
 	Attach(ctx context.Context, sessionID, sandboxID string, env store.Environment) (map[string]string, *sandbox.Egress, error)
 	// Ensure makes an existing sandbox's proxy serve in this process; true means it was
-	// recreated, so a Running sandbox must be restarted to reach it.
+	// recreated (at the same socket path, which a Running sandbox reaches as it is).
 	Ensure(ctx context.Context, sessionID, sandboxID string) (bool, error)
 	// Detach closes a sandbox's proxy; forget drops its recorded state for good.
 	Detach(ctx context.Context, sandboxID string, forget bool)
@@ -232,8 +232,8 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 	if err != nil {
 		return nil, false, fmt.Errorf("looking up sandbox %s: %w", rec.SandboxID, err)
 	}
-	if retry, err := m.ensureNetwork(ctx, lease, info); err != nil || retry {
-		return nil, retry, err
+	if err := m.ensureNetwork(ctx, lease); err != nil {
+		return nil, false, err
 	}
 	if rec.State == store.SandboxStateLost {
 		// Recovering a box that failed under a call: make sure it works before handing
@@ -527,7 +527,7 @@ func (m *Manager) Reclaim(ctx context.Context, sessionID string) (bool, error) {
 	}
 	if rec.ProviderType == "local" && m.cfg.Network != nil {
 		// The dead harness's proxy died with it: serve a new one before the sandbox
-		// starts again and binds the socket.
+		// starts again and binds its socket directory.
 		if _, err := m.cfg.Network.Ensure(ctx, sessionID, rec.SandboxID); err != nil {
 			return false, err
 		}

@@ -73,34 +73,14 @@ func (m *Manager) network(ctx context.Context, sessionID string, a *agents.Agent
 
 // ensureNetwork makes the egress proxy of an existing local sandbox serve in this
 // process before the sandbox is used or started. A proxy recreated here (the harness
-// restarted: every `run` is a new process) listens on a new socket, which a Running
-// sandbox reaches only after a restart: its processes end, its files stay, and the
-// model is told. It asks for a retry when another live process is running a command in
-// the sandbox, rather than kill that command.
-func (m *Manager) ensureNetwork(ctx context.Context, l *Lease, info sandbox.SandboxInfo) (retry bool, err error) {
+// restarted: every `run` is a new process) listens at the same path, in the socket
+// directory the runtime bound into the sandbox, so a Running sandbox reaches it as it
+// is: nothing is restarted, processes left running by earlier turns keep running.
+func (m *Manager) ensureNetwork(ctx context.Context, l *Lease) error {
 	rec := l.Record
 	if rec.ProviderType != "local" || m.cfg.Network == nil {
-		return false, nil
+		return nil
 	}
-	fresh, err := m.cfg.Network.Ensure(ctx, rec.SessionID, rec.SandboxID)
-	if err != nil {
-		return false, err
-	}
-	if !fresh || info.Status != sandbox.SandboxRunning {
-		return false, nil
-	}
-	if rec.ActiveExecs > 0 && rec.ExecOwner != m.cfg.Owner && OwnerAlive(rec.ExecOwner) {
-		return true, nil
-	}
-	if err := l.Runtime.Stop(ctx, rec.SandboxID); err != nil {
-		return false, fmt.Errorf("restarting sandbox %s to reconnect its network: %w", rec.SandboxID, err)
-	}
-	if err := l.Runtime.Start(ctx, rec.SandboxID); err != nil {
-		return false, fmt.Errorf("restarting sandbox %s to reconnect its network: %w", rec.SandboxID, err)
-	}
-	m.cfg.Record(ctx, rec.SessionID, "sandbox_network_reattached", map[string]any{
-		"sandbox_id": rec.SandboxID, "reason": "the egress proxy was recreated in this harness process; the sandbox was restarted to reach it (files kept)",
-	})
-	l.Notes = append(l.Notes, fmt.Sprintf("The sandbox (%s) was restarted to reconnect its network after the harness restarted: files are intact, processes left running earlier have ended.", rec.SandboxID))
-	return false, nil
+	_, err := m.cfg.Network.Ensure(ctx, rec.SessionID, rec.SandboxID)
+	return err
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -261,10 +262,12 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 			text("turn 1 done"),
 			// turn 2: after rotation
 			exec(curlAuth(port)), text("turn 2 done"),
-			// turn 2b: after an idle stop (the proxy closed with the sandbox)
-			exec(curlAuth(port)), text("turn 2b done"),
-			// turn 3: after a harness restart (new proxies, same placeholders)
-			exec(curlAuth(port)), text("turn 3 done"),
+			// turn 2b: after an idle stop (the proxy closed with the sandbox); leaves a
+			// process running in the background
+			exec(curlAuth(port)+`; setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $! > /workspace/bg.pid`), text("turn 2b done"),
+			// turn 3: after a harness restart (new proxies, same placeholders, same
+			// socket path: the running sandbox is not restarted)
+			exec(curlAuth(port)+`; kill -0 "$(cat /workspace/bg.pid)" && echo background-alive`), text("turn 3 done"),
 			// turn 4: after removal
 			exec(curlAuth(port)), text("turn 4 done"),
 		),
@@ -346,16 +349,33 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 		t.Fatal("no proxy after the resume")
 	}
 
-	// A harness restart: the proxy is recreated from its sealed state, the sandbox is
-	// restarted onto it, and its placeholder still works.
+	// A harness restart: the proxy is recreated from its sealed state at the same path,
+	// in the socket directory the sandbox has bound, so the running sandbox reaches it
+	// as it is: its placeholder still works and the earlier turn's background process
+	// is alive (no restart, nothing to tell the model).
+	sb, err := f.env.Store.GetSessionSandbox(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := f.env.Runtime.Runtime.Get(ctx, sb.SandboxID); err != nil || info.Status != sandbox.SandboxRunning {
+		t.Fatalf("before the harness restart: %+v %v; want Running", info, err)
+	}
+	lifecycleKinds := []string{"sandbox_network_reattached", "sandbox_resumed", "sandbox_reclaimed", "sandbox_lost", "sandbox_provisioned"}
+	counts := map[string]int{}
+	for _, k := range lifecycleKinds {
+		counts[k] = len(payloads(t, f.env.Store, sid, k))
+	}
 	f.newHarness(t, netdHelper(t))
 	r = f.runner(t, "net")
 	mustRun(t, r, sid, "restarted")
-	if got := lastResult(t, f.env.Store, sid); !strings.Contains(got, "authorized by upstream") || !strings.Contains(got, "reconnect its network") {
-		t.Fatalf("after a harness restart: %q", got)
+	if got := lastResult(t, f.env.Store, sid); !strings.Contains(got, "authorized by upstream") || !strings.Contains(got, "background-alive") ||
+		strings.Contains(got, "restarted") {
+		t.Fatalf("after a harness restart: %q; want the request through the new proxy and the background process alive", got)
 	}
-	if n := len(payloads(t, f.env.Store, sid, "sandbox_network_reattached")); n != 1 {
-		t.Fatalf("%d sandbox_network_reattached events; want 1", n)
+	for _, k := range lifecycleKinds {
+		if n := len(payloads(t, f.env.Store, sid, k)); n != counts[k] {
+			t.Fatalf("%d %s events after the harness restart, %d before; want no lifecycle change", n, k, counts[k])
+		}
 	}
 
 	// Removal: refused at once, with a reason.

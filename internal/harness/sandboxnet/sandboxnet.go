@@ -12,9 +12,11 @@
 // Attach: the network policy read when the sandbox was created, and the proxy's CA and
 // placeholders sealed with the control plane's secret box (table sandbox_egress, AAD
 // "sandbox_egress/<sandbox id>"), so the placeholders in the sandbox's environment and the
-// CA it trusts stay valid. A recreated proxy listens on a new socket inode: the caller
-// must restart a sandbox that was Running (the runtime binds the socket by inode), which
-// ends the sandbox's processes and keeps its files.
+// CA it trusts stay valid. A recreated proxy listens at the same path, in the sandbox's
+// own socket directory, which the runtime binds into the sandbox (not the socket file):
+// a Running sandbox reaches it with no restart, its processes untouched. That directory
+// therefore keeps its inode for the sandbox's whole life; it is removed only when the
+// sandbox is deleted (Detach with forget), never when a proxy closes.
 //
 // # Policy and secrets
 //
@@ -34,11 +36,16 @@
 //
 // # Defaults
 //
-// Sockets live in Config.Dir (created 0700) as <16 hex digits of sha256(sandbox id)>.sock.
-// Unix socket paths are limited to 107 bytes: when Dir is too deep for that, sockets go to
-// <temp dir>/tf-egress-<16 hex digits of sha256(Dir)> instead (0700, and refused unless
-// it is a directory owned by this user). The netd helper is Config.Helper, which must be
-// a static executable (see Static).
+// Each sandbox's socket is <Config.Dir>/<16 hex digits of sha256(sandbox id)>/egress.sock
+// (sandbox.EgressSocketName): a directory per sandbox holding that socket alone, which is
+// what the local runtime binds, read-only, into that sandbox only. Config.Dir and every
+// sandbox directory are 0700 and refused unless they are directories (not links) owned
+// by this user; the socket is 0600. The sandbox's user (uid 1000 in its user namespace)
+// maps to this user, root or not, so it owns both and may connect. Unix socket paths
+// are limited to 107 bytes: when Dir is too deep for that, the sandbox directories go
+// under <temp dir>/tf-egress-<16 hex digits of sha256(Dir)> instead (same checks), the
+// same for every harness process on that database. The netd helper is Config.Helper,
+// which must be a static executable (see Static).
 package sandboxnet
 
 import (
@@ -77,7 +84,7 @@ type Recorder func(ctx context.Context, sessionID, kind string, payload any)
 // Config configures Proxies.
 type Config struct {
 	Store *store.Store
-	// Dir holds the sandboxes' sockets; created 0700.
+	// Dir holds the sandboxes' socket directories; created 0700.
 	Dir string
 	// Helper is the static netd executable bound into each sandbox. Empty refuses to
 	// attach (a local sandbox is never given the host's network instead).
@@ -143,39 +150,54 @@ func (x *Proxies) secretBox() (*secretbox.Box, error) {
 // maxSocketPath is the longest unix socket path Linux takes (sun_path less its NUL).
 const maxSocketPath = 107
 
-// socketDir is Config.Dir, or, when a socket there would be too long a path (a deep
+// socketDir is Config.Dir, or, when a socket under it would be too long a path (a deep
 // database directory), <temp dir>/tf-egress-<16 hex digits of sha256(Dir)>, the same for
 // every harness process on that database.
 func (x *Proxies) socketDir() string {
-	if len(x.cfg.Dir)+len("/0123456789abcdef.sock") <= maxSocketPath {
+	if len(x.cfg.Dir)+len("/0123456789abcdef/"+sandbox.EgressSocketName) <= maxSocketPath {
 		return x.cfg.Dir
 	}
 	sum := sha256.Sum256([]byte(x.cfg.Dir))
 	return filepath.Join(os.TempDir(), "tf-egress-"+hex.EncodeToString(sum[:8]))
 }
 
-// SocketPath is where the proxy of sandboxID listens.
-func (x *Proxies) SocketPath(sandboxID string) string {
+// sandboxDir is the directory of sandboxID's socket, which the runtime binds into it.
+func (x *Proxies) sandboxDir(sandboxID string) string {
 	sum := sha256.Sum256([]byte(sandboxID))
-	return filepath.Join(x.socketDir(), hex.EncodeToString(sum[:8])+".sock")
+	return filepath.Join(x.socketDir(), hex.EncodeToString(sum[:8]))
 }
 
-// makeSocketDir creates the socket directory 0700 and checks that it is a directory of
-// this user's, not a link or another user's (the fallback lives in a shared temp dir).
-func (x *Proxies) makeSocketDir() error {
-	dir := x.socketDir()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// SocketPath is where the proxy of sandboxID listens: sandbox.EgressSocketName alone in
+// a directory of the sandbox's own.
+func (x *Proxies) SocketPath(sandboxID string) string {
+	return filepath.Join(x.sandboxDir(sandboxID), sandbox.EgressSocketName)
+}
+
+// makeSocketDir creates the socket directory and sandboxID's directory in it, 0700, and
+// checks that each is a directory of this user's, not a link or another user's (the
+// fallback lives in a shared temp dir). An existing sandbox directory is kept as it is
+// (a running sandbox has it bound), only its mode is set.
+func (x *Proxies) makeSocketDir(sandboxID string) error {
+	if err := os.MkdirAll(x.socketDir(), 0o700); err != nil {
 		return err
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
+	for _, dir := range []string{x.socketDir(), x.sandboxDir(sandboxID)} {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
+			return fmt.Errorf("egress socket directory %s is not a directory owned by this user; remove it", dir)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return err
+		}
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("egress socket directory %s is not a directory owned by this user; remove it", dir)
-	}
-	return os.Chmod(dir, 0o700)
+	return nil
 }
 
 // Attach starts the proxy of a new sandbox of environment env and records its state.
@@ -220,9 +242,10 @@ func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env s
 }
 
 // Ensure makes the proxy of an existing sandbox serve in this process. It reports
-// whether it had to recreate it (then a Running sandbox must be restarted to reach the
-// new socket). A sandbox without recorded egress state (block_all, or made without a
-// proxy) needs nothing: (false, nil).
+// whether it had to recreate it; either way a Running sandbox reaches it as it is (the
+// new listener is at the same path in the directory the sandbox has bound). A sandbox
+// without recorded egress state (block_all, or made without a proxy) needs nothing:
+// (false, nil).
 func (x *Proxies) Ensure(ctx context.Context, sessionID, sandboxID string) (bool, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -230,8 +253,8 @@ func (x *Proxies) Ensure(ctx context.Context, sessionID, sandboxID string) (bool
 		if r.ours() {
 			return false, nil
 		}
-		// Another harness process took the socket over (it restarted the sandbox onto
-		// its own proxy): serve anew here, and the caller restarts the sandbox again.
+		// Another harness process took the socket over (or removed it on exit): serve
+		// anew here, at the same path, so that this process's proxy is the one reached.
 		x.closeLocked(sandboxID, r)
 	}
 	rec, err := x.cfg.Store.GetSandboxEgress(ctx, sandboxID)
@@ -285,7 +308,7 @@ func (x *Proxies) start(ctx context.Context, rec store.SandboxEgress, st *egress
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy of sandbox %s: %w", rec.SandboxID, err)
 	}
-	if err := x.makeSocketDir(); err != nil {
+	if err := x.makeSocketDir(rec.SandboxID); err != nil {
 		return nil, err
 	}
 	sock := x.SocketPath(rec.SandboxID)
@@ -340,11 +363,14 @@ func (x *Proxies) secretSource(environment string) egress.SecretSource {
 }
 
 // Detach closes the proxy of sandboxID, if it runs here; forget also deletes its
-// recorded state (the sandbox is gone for good).
+// recorded state and its socket directory, once empty (the sandbox is gone for good).
 func (x *Proxies) Detach(ctx context.Context, sandboxID string, forget bool) {
 	x.mu.Lock()
 	if r, ok := x.live[sandboxID]; ok {
 		x.closeLocked(sandboxID, r)
+	}
+	if forget {
+		_ = os.Remove(x.sandboxDir(sandboxID)) // fails while another process serves there
 	}
 	x.mu.Unlock()
 	if forget {
@@ -371,8 +397,10 @@ func (x *Proxies) Live() []string {
 	return sortedKeys(x.live)
 }
 
-// Close closes every proxy (their state stays recorded for Ensure), and removes the
-// temp-dir fallback socket directory once no process has a socket left in it.
+// Close closes every proxy (their state stays recorded for Ensure) and keeps the
+// sandboxes' socket directories: a sandbox that is still running has its directory
+// bound, and the next process listens in it again. The temp-dir fallback directory is
+// removed once no sandbox directory is left in it.
 func (x *Proxies) Close() {
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -252,15 +254,98 @@ func TestDeepDirectoryFallsBackToAShortSocketDir(t *testing.T) {
 	x.Close()
 
 	// Someone plants a link where the fallback goes: refused, nothing served there.
-	if err := os.RemoveAll(filepath.Dir(sock)); err != nil {
+	fallback := filepath.Dir(filepath.Dir(sock))
+	if err := os.RemoveAll(fallback); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(t.TempDir(), filepath.Dir(sock)); err != nil {
+	if err := os.Symlink(t.TempDir(), fallback); err != nil {
 		t.Fatal(err)
 	}
 	y := sandboxnet.New(sandboxnet.Config{Store: st, Dir: deep, Helper: fakeHelper(t)})
 	defer y.Close()
 	if _, _, err := y.Attach(ctx, "s-1", "tf-s-1-2", env); err == nil || !strings.Contains(err.Error(), "not a directory owned by this user") {
 		t.Fatalf("attach through a planted link: %v", err)
+	}
+}
+
+// Each sandbox's socket is egress.sock alone in a 0700 directory of its own (what the
+// local runtime binds into that sandbox). A new process recreating the proxy listens at
+// the same path in the same directory, which keeps its inode: a running sandbox that has
+// it bound reaches the new listener. Closing keeps the directory; deleting the sandbox
+// (Detach with forget) removes it. A link planted as a sandbox's directory is refused.
+func TestEachSandboxHasItsOwnSocketDirectory(t *testing.T) {
+	st, env, _ := fixture(t)
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "egress")
+	helper := fakeHelper(t)
+	x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: dir, Helper: helper})
+	defer x.Close()
+	_, eg1, err := x.Attach(ctx, "s-1", "tf-s-1-1", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, eg2, err := x.Attach(ctx, "s-1", "tf-s-1-2", env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, d2 := filepath.Dir(eg1.Socket), filepath.Dir(eg2.Socket)
+	if filepath.Base(eg1.Socket) != sandbox.EgressSocketName || d1 == d2 || filepath.Dir(d1) != dir || filepath.Dir(d2) != dir {
+		t.Fatalf("sockets %s and %s; want %s in a directory of each sandbox's own under %s", eg1.Socket, eg2.Socket, sandbox.EgressSocketName, dir)
+	}
+	for _, d := range []string{d1, d2} {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || int(fi.Sys().(*syscall.Stat_t).Uid) != os.Getuid() {
+			t.Fatalf("sandbox socket dir %s: %v %v; want a 0700 directory of this user", d, fi, err)
+		}
+		names, err := os.ReadDir(d)
+		if err != nil || len(names) != 1 || names[0].Name() != sandbox.EgressSocketName {
+			t.Fatalf("%s holds %v (%v); want the socket alone", d, names, err)
+		}
+	}
+	if fi, err := os.Stat(eg1.Socket); err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v %v; want a 0600 unix socket", fi, err)
+	}
+	dirBefore, _ := os.Stat(d1)
+
+	// The harness process ends and a new one serves the same sandbox.
+	x.Close()
+	if _, err := os.Stat(d1); err != nil {
+		t.Fatalf("Close removed the sandbox's socket directory (a running sandbox has it bound): %v", err)
+	}
+	y := sandboxnet.New(sandboxnet.Config{Store: st, Dir: dir, Helper: helper})
+	defer y.Close()
+	if fresh, err := y.Ensure(ctx, "s-1", "tf-s-1-1"); err != nil || !fresh {
+		t.Fatalf("Ensure in a new process: %v %v", fresh, err)
+	}
+	dirAfter, err := os.Stat(d1)
+	if err != nil || !os.SameFile(dirBefore, dirAfter) {
+		t.Fatalf("the sandbox's socket directory was replaced (%v): a running sandbox would not see the new socket", err)
+	}
+	if y.SocketPath("tf-s-1-1") != eg1.Socket {
+		t.Fatalf("new process listens at %s, the sandbox has %s", y.SocketPath("tf-s-1-1"), eg1.Socket)
+	}
+	c, err := net.Dial("unix", eg1.Socket)
+	if err != nil {
+		t.Fatalf("the new listener does not answer: %v", err)
+	}
+	c.Close()
+
+	// Deleted: the directory goes with it.
+	y.Detach(ctx, "tf-s-1-1", true)
+	if _, err := os.Lstat(d1); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket directory left after the sandbox was deleted: %v", err)
+	}
+
+	// A link planted as a sandbox's directory (to a directory with other files) is
+	// refused: the runtime would bind what it points to.
+	elsewhere := t.TempDir()
+	if err := os.WriteFile(filepath.Join(elsewhere, "private"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, d1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := y.Attach(ctx, "s-1", "tf-s-1-1", env); err == nil || !strings.Contains(err.Error(), "not a directory owned by this user") {
+		t.Fatalf("attach through a planted sandbox directory link: %v", err)
 	}
 }

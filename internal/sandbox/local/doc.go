@@ -57,11 +57,15 @@
 //     snapshot); /workspace is the sandbox's workspace; /tmp is a tmpfs (mode 1777)
 //     that lasts until the sandbox stops; /proc is the sandbox's own; /dev is minimal.
 //     No host path is writable, and no host path is visible except /usr (read-only,
-//     under the overlay) and the egress hook's files.
+//     under the overlay) and the egress hook's files and socket directory.
 //   - hostname "sandbox"; network: the host's when there is no policy, only lo with
 //     BlockNetwork or an Egress hook.
-//   - with an Egress hook (egress.go): the harness's socket at /run/trueforge/egress.sock,
-//     the helper at /run/trueforge/netd, Egress.Files read-only under /run/trueforge, and
+//   - with an Egress hook (egress.go): the directory of the harness's socket, read-only
+//     at /run/trueforge/egress (the socket is /run/trueforge/egress/egress.sock; the
+//     directory must hold it alone and be writable by the runtime's user only, checked
+//     at Create and every start; the socket may be missing at a start), so that a
+//     harness listening anew at the same path is reached without a restart; the helper
+//     at /run/trueforge/netd, Egress.Files read-only under /run/trueforge, and
 //     a file named resolv.conf among them also read-only at /etc/resolv.conf (a symlinked
 //     or missing /etc/resolv.conf is first replaced by an empty file in the sandbox's
 //     upper layer, never in the snapshot). The init starts the helper as the sandbox

@@ -293,7 +293,7 @@ except OSError as e:
 	// (netd's included), nor in its files. The dump must show the placeholder, netd's
 	// environment and curl's trace, or it proves nothing.
 	dump := sh(t, r, "net", `env; for p in /proc/[0-9]*; do tr '\0' '\n' < $p/environ 2>/dev/null; done
-for f in /run/trueforge/*; do case $f in */init|*/netd|*/egress.sock) ;; *) cat "$f";; esac; done
+for f in /run/trueforge/*; do case $f in */init|*/netd|*/egress) ;; *) cat "$f";; esac; done
 cat /etc/resolv.conf; find /workspace /tmp -xdev -type f -exec cat {} + 2>/dev/null; exit 0`)
 	out := string(dump.Stdout)
 	if dump.Truncated {

@@ -37,6 +37,7 @@ import (
 //	    workspace/          bound read-write at /workspace
 //	  mnt/usr, mnt/rest     mount points; the overlays exist only in the keeper's namespace
 //	  egress/               files of the egress hook, bound read-only under /run/trueforge
+//	                        (the socket's directory is the harness's, bound as it is)
 //	  run/                  the running keeper: keeper ("<pid> <start time>"), ctl.sock
 //	                        (the init's control socket), keeper.log (setup errors)
 //	archives/<id>.tar.gz    data/ of an Archived sandbox

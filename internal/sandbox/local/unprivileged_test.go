@@ -125,7 +125,7 @@ func copyExecutable(dst string) error {
 
 // unprivilegedTests are the runtime tests TestUnprivilegedRuntime runs again as nobody:
 // the attacks, the limits (enforced through rlimits there), lifecycle and egress.
-const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestEgressHook|TestEgressResolvConfSymlink|TestEgressEndToEnd|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes)$"
+const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestEgressHook|TestEgressResolvConfSymlink|TestEgressEndToEnd|TestEgressSurvivesANewListener|TestEgressSocketDirChecked|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes)$"
 
 // TestUnprivilegedRuntime runs the key runtime tests as a user without privileges: as
 // root, through a copy of this test binary started as nobody (with its own TMPDIR);
@@ -176,7 +176,8 @@ func TestUnprivilegedRuntime(t *testing.T) {
 			}
 			env = append(env, h.env+"="+dst)
 		}
-		mustPass = append(mustPass, "TestEgressHook", "TestEgressResolvConfSymlink", "TestEgressEndToEnd")
+		mustPass = append(mustPass, "TestEgressHook", "TestEgressResolvConfSymlink", "TestEgressEndToEnd",
+			"TestEgressSurvivesANewListener", "TestEgressSocketDirChecked", "TestAttackEgressSocketDir")
 	}
 	cmd := exec.Command(bin, "-test.run="+unprivilegedTests, "-test.count=1", "-test.v", "-test.timeout=5m")
 	cmd.Dir = base

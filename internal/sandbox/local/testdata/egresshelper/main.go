@@ -1,6 +1,6 @@
 // Command egresshelper is the egress helper of the runtime's tests: it listens on
 // 127.0.0.1:3128 inside a sandbox and pipes every connection to the unix socket bound
-// at /run/trueforge/egress.sock. The real helper (an HTTP CONNECT proxy front) is built
+// at sandbox.EgressSocketPath. The real helper (an HTTP CONNECT proxy front) is built
 // elsewhere; this one only proves the hook.
 package main
 
@@ -22,7 +22,7 @@ var listenDelay string
 func main() {
 	sock := os.Getenv("TRUEFORGE_EGRESS_SOCKET")
 	if sock == "" {
-		sock = "/run/trueforge/egress.sock"
+		sock = sandbox.EgressSocketPath
 	}
 	if d, err := time.ParseDuration(listenDelay); err == nil {
 		time.Sleep(d)
