@@ -236,12 +236,23 @@ func (r *Runtime) keeperLogTail(id string) string {
 // stopKeeper kills the sandbox's keeper and everything in the sandbox and returns once
 // all of it is gone.
 func (r *Runtime) stopKeeper(ctx context.Context, id string) error {
+	// The sandbox's pid namespace is looked up before the lifeline drops: once the init
+	// has exited, the keeper may be gone before the namespace's other processes are, and
+	// killExecProcs could no longer find them to wait for.
+	ns := ""
+	pid, start, alive := r.keeperAlive(id)
+	if alive {
+		ns = sandboxPidNS(pid)
+	}
 	r.dropLifeline(id)
 	var errs []error
-	if pid, start, alive := r.keeperAlive(id); alive {
+	if alive && processAlive(pid, start) {
 		if err := killExecProcs(ctx, pid, start, r.killWait()); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := waitPidNSEmpty(ctx, ns, r.killWait()); err != nil {
+		errs = append(errs, err)
 	}
 	// Whatever is left in the sandbox's cgroups (nothing, normally) goes too.
 	if err := r.limits.kill(ctx, id, r.killWait()); err != nil {
@@ -347,3 +358,26 @@ func (r *Runtime) checkIntact(id string) error {
 
 // oPath is O_PATH, which package syscall does not name.
 const oPath = 0x200000
+
+// waitPidNSEmpty kills whatever is left in pid namespace ns ("" for none) until nothing
+// is, or wait has passed.
+func waitPidNSEmpty(ctx context.Context, ns string, wait time.Duration) error {
+	if ns == "" {
+		return nil
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		left := killPidNS(ns)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes of the sandbox still alive %s after SIGKILL: %s", wait, strings.Join(left, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
