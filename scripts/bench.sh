@@ -10,6 +10,8 @@
 #   floor:     2*BENCH_SIZE resources of tools/benchfloor, a no-op framework provider: the
 #              gRPC + framework cost every plugin pays and terraform_data does not
 #              (BENCH_FLOOR=0 leaves it out)
+#   floorwide: the same, with the referenced half given trueforge_environment's attribute
+#              shapes (tools/benchfloor's floor_wide): the cost of the schema alone
 #
 # Both are applied once, then planned BENCH_RUNS (5) times each, interleaved. Reports the
 # median wall seconds of each and their ratio (target: BENCH_TARGET_RATIO, 1.5), the median
@@ -157,8 +159,43 @@ resource "floor_item" "ref" {
 EOF
 fi
 
+# floorwide: the same graph again, with floor_wide in place of the environments: the
+# attribute shapes of trueforge_environment in a provider that does no work, so the row
+# shows what a schema of that size costs Terraform and the framework by themselves.
+if [[ $floor == 1 ]]; then
+	mkdir -p "$out/floorwide"
+	cat >"$out/floorwide/main.tf" <<EOF
+terraform {
+  required_providers {
+    floor = {
+      source = "floor/floor"
+    }
+  }
+}
+
+resource "floor_wide" "env" {
+  count            = $size
+  name             = "env-\${count.index}"
+  sandbox_provider = "local"
+  build_script     = "mkdir -p /opt/bench && echo bench > /opt/bench/marker"
+  env = {
+    INDEX = tostring(count.index)
+  }
+  network = {
+    allow_domains = ["pypi.org", "api.github.com"]
+  }
+}
+
+resource "floor_item" "agent" {
+  count = $size
+  name  = "agent-\${count.index}"
+  value = floor_wide.env[count.index].name
+}
+EOF
+fi
+
 configs=(trueforge baseline)
-[[ $floor == 1 ]] && configs+=(floor)
+[[ $floor == 1 ]] && configs+=(floor floorwide)
 
 # now: wall-clock seconds with sub-second precision.
 now() { date +%s.%N; }
@@ -249,7 +286,8 @@ except OSError:
 rows = {"trueforge": f"trueforge: 1 provider + {size} environments + {size} agents",
         "baseline": f"baseline: {2*size} terraform_data, {size} referencing {size}",
         "trueforge-quiet": "trueforge, plugin SDK logs off (diagnostic)",
-        "floor": f"floor: {2*size} no-op framework resources, same shape"}
+        "floor": f"floor: {2*size} no-op framework resources, same shape",
+        "floorwide": f"floor, environment-sized schema, same shape"}
 print(f"trueforge plan benchmark ({cli}, {os.cpu_count()} CPUs, load {load}, {runs} runs, refresh included)")
 print()
 print(f"| {'configuration':<54} | {'median s':>8} | {'min s':>6} | {'max s':>6} | {'ratio':>5} | {'median CPU s':>12} | {'CPU ratio':>9} |")
@@ -264,10 +302,14 @@ if "floor" in med:
     print(f"ratio floor/baseline (median wall):     {med['floor']/med['baseline']:.2f}  "
           f"(any plugin pays gRPC and framework costs a built-in resource does not)")
     print(f"ratio trueforge/floor (median wall):    {med['trueforge']/med['floor']:.2f}  (what trueforge adds over a no-op framework provider)")
+if "floorwide" in med:
+    print(f"ratio floorwide/baseline (median wall): {med['floorwide']/med['baseline']:.2f}  (a no-op provider with the environment's schema: the schema's own cost)")
+    print(f"ratio trueforge/floorwide (median wall): {med['trueforge']/med['floorwide']:.2f}  (what trueforge's work adds over that schema)")
 print(f"snapshot builds started:  {builds} (expected 2: the default environment + 1 shared by {size} identical environments)")
 for v in variants:
     print(f"runs {v}: wall {t[v]} s, CPU {c[v]} s")
 extra = f" median_floor={med['floor']:.3f}" if "floor" in med else ""
+extra += f" median_floorwide={med['floorwide']:.3f}" if "floorwide" in med else ""
 extra += f" median_trueforge_quiet={med['trueforge-quiet']:.3f}" if "trueforge-quiet" in med else ""
 print(f"RESULT median_trueforge={med['trueforge']:.3f} median_baseline={med['baseline']:.3f} ratio={ratio:.3f} "
       f"cpu_trueforge={cmed['trueforge']:.3f} cpu_baseline={cmed['baseline']:.3f} cpu_ratio={cratio:.3f} builds_started={builds}{extra}")
