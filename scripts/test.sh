@@ -15,6 +15,16 @@ trap 'rm -rf "$work"' EXIT
 export TF_CLI_CONFIG_FILE="$work/empty.tfrc" CHECKPOINT_DISABLE=1 TF_ACC=1
 timeout="${TEST_TIMEOUT:-40m}"
 
+# Run as root, the sandbox tests run again as an unprivileged account; the setup creates
+# it (a system account without a home or a login shell) and passes its uid on. Without
+# useradd they fall back to nobody.
+if [[ $(id -u) -eq 0 ]] && command -v useradd >/dev/null 2>&1; then
+	id -u trueforge-test >/dev/null 2>&1 ||
+		useradd --system --no-create-home --shell /usr/sbin/nologin --comment "trueforge sandbox tests" trueforge-test
+	TRUEFORGE_TEST_UID="$(id -u trueforge-test)"
+	export TRUEFORGE_TEST_UID
+fi
+
 go vet ./...
 
 if command -v terraform >/dev/null 2>&1; then

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,9 +17,18 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
-// nobody is the unprivileged user builds run as when the tests run as root. A uid needs
-// no passwd entry to be used through SysProcAttr.Credential.
-const nobody = 65534
+// unprivUID is the unprivileged user the sandbox tests run as again when they run as
+// root: the account scripts/test.sh creates (trueforge-test, passed in
+// TRUEFORGE_TEST_UID), else nobody (65534). A uid needs no passwd entry to be used
+// through SysProcAttr.Credential, so a plain `go test` works too.
+var unprivUID = testUID()
+
+func testUID() uint32 {
+	if v, err := strconv.ParseUint(os.Getenv("TRUEFORGE_TEST_UID"), 10, 32); err == nil && v != 0 {
+		return uint32(v)
+	}
+	return 65534
+}
 
 const unprivilegedScript = `
 echo hi > /usr/local/bin/hello
@@ -28,7 +38,7 @@ test "$(id -u)" = 0
 `
 
 // TestUnprivilegedBuild runs the whole builder (release, detached build) as a user
-// without privileges: as root, through a copy of this test binary started as nobody;
+// without privileges: as root, through a copy of this test binary started as that user;
 // otherwise directly.
 func TestUnprivilegedBuild(t *testing.T) {
 	t.Parallel()
@@ -41,12 +51,12 @@ func TestUnprivilegedBuild(t *testing.T) {
 		return
 	}
 	probe := exec.Command("unshare", "-Urm", "true")
-	probe.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	probe.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivUID, Gid: unprivUID}}
 	if out, err := probe.CombinedOutput(); err != nil {
-		t.Skipf("skipping: unprivileged user namespaces are not available on this host (unshare -Urm as uid %d: %v: %s)", nobody, err, out)
+		t.Skipf("skipping: unprivileged user namespaces are not available on this host (unshare -Urm as uid %d: %v: %s)", unprivUID, err, out)
 	}
 
-	// Everything nobody needs must be reachable by it, so this does not use t.TempDir,
+	// Everything that user needs must be reachable by it, so this does not use t.TempDir,
 	// whose parents are private to root.
 	base, err := os.MkdirTemp("", "trueforge-unpriv-")
 	if err != nil {
@@ -54,7 +64,7 @@ func TestUnprivilegedBuild(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = removeAll(base) })
 	home := filepath.Join(base, "home")
-	for _, step := range []error{os.Chmod(base, 0o755), os.Mkdir(home, 0o700), os.Chown(home, nobody, nobody)} {
+	for _, step := range []error{os.Chmod(base, 0o755), os.Mkdir(home, 0o700), os.Chown(home, int(unprivUID), int(unprivUID))} {
 		if step != nil {
 			t.Fatal(step)
 		}
@@ -65,9 +75,9 @@ func TestUnprivilegedBuild(t *testing.T) {
 	}
 	root := filepath.Join(home, "local-backend")
 	cmd := helperCmd(bin, root, "snap-unpriv", unprivilegedScript)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivUID, Gid: unprivUID}}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("helper as uid %d: %v\n%s", nobody, err, out)
+		t.Fatalf("helper as uid %d: %v\n%s", unprivUID, err, out)
 	}
 
 	b, err := NewBuilder(root)
@@ -81,8 +91,8 @@ func TestUnprivilegedBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, ok := info.Sys().(*syscall.Stat_t); !ok || st.Uid != nobody {
-		t.Errorf("layer file owned by %v, want uid %d", info.Sys(), nobody)
+	if st, ok := info.Sys().(*syscall.Stat_t); !ok || st.Uid != unprivUID {
+		t.Errorf("layer file owned by %v, want uid %d", info.Sys(), unprivUID)
 	}
 }
 
@@ -123,12 +133,12 @@ func copyExecutable(dst string) error {
 	return os.Chmod(dst, 0o755) // whatever the umask
 }
 
-// unprivilegedTests are the runtime tests TestUnprivilegedRuntime runs again as nobody:
+// unprivilegedTests are the runtime tests TestUnprivilegedRuntime runs again as the unprivileged user:
 // the attacks, the limits (enforced through rlimits there), lifecycle and egress.
 const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestEgressHook|TestEgressResolvConfSymlink|TestEgressEndToEnd|TestEgressSurvivesANewListener|TestEgressSocketDirChecked|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes)$"
 
 // TestUnprivilegedRuntime runs the key runtime tests as a user without privileges: as
-// root, through a copy of this test binary started as nobody (with its own TMPDIR);
+// root, through a copy of this test binary started as unprivUID (with its own TMPDIR);
 // otherwise they already ran that way.
 func TestUnprivilegedRuntime(t *testing.T) {
 	t.Parallel()
@@ -137,9 +147,9 @@ func TestUnprivilegedRuntime(t *testing.T) {
 		t.Skip("skipping: not root, so every runtime test of this run is already unprivileged")
 	}
 	probe := exec.Command("unshare", "-Urm", "true")
-	probe.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	probe.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivUID, Gid: unprivUID}}
 	if out, err := probe.CombinedOutput(); err != nil {
-		t.Skipf("skipping: unprivileged user namespaces are not available on this host (unshare -Urm as uid %d: %v: %s)", nobody, err, out)
+		t.Skipf("skipping: unprivileged user namespaces are not available on this host (unshare -Urm as uid %d: %v: %s)", unprivUID, err, out)
 	}
 	base, err := os.MkdirTemp("", "trueforge-unpriv-rt-")
 	if err != nil {
@@ -147,7 +157,7 @@ func TestUnprivilegedRuntime(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = removeAll(base) })
 	tmp := filepath.Join(base, "tmp")
-	for _, step := range []error{os.Chmod(base, 0o755), os.Mkdir(tmp, 0o700), os.Chown(tmp, nobody, nobody)} {
+	for _, step := range []error{os.Chmod(base, 0o755), os.Mkdir(tmp, 0o700), os.Chown(tmp, int(unprivUID), int(unprivUID))} {
 		if step != nil {
 			t.Fatal(step)
 		}
@@ -161,7 +171,7 @@ func TestUnprivilegedRuntime(t *testing.T) {
 		"TestAttackSymlinkDownload", "TestAttackForkBomb", "TestAttackMemoryHog", "TestAttackDiskFill", "TestAttackInit",
 		"TestAttackDeleteLeavesNothing", "TestEndlessOutputCapped", "TestEndlessLoopTimeout", "TestStopStart", "TestOwnerCrash"}
 	if _, err := exec.LookPath("go"); err == nil {
-		// The helpers are built here, as root, and copied where nobody can run them.
+		// The helpers are built here, as root, and copied where unprivUID can run them.
 		for _, h := range []struct{ env, src, name string }{
 			{egressHelperEnv, buildEgressHelper(t), "egresshelper"},
 			{netdEnv, buildNetd(t), "trueforge-netd"},
@@ -182,14 +192,14 @@ func TestUnprivilegedRuntime(t *testing.T) {
 	cmd := exec.Command(bin, "-test.run="+unprivilegedTests, "-test.count=1", "-test.v", "-test.timeout=5m")
 	cmd.Dir = base
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivUID, Gid: unprivUID}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("runtime tests as uid %d: %v\n%s", nobody, err, out)
+		t.Fatalf("runtime tests as uid %d: %v\n%s", unprivUID, err, out)
 	}
 	for _, name := range mustPass {
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
-			t.Errorf("%s did not pass as uid %d", name, nobody)
+			t.Errorf("%s did not pass as uid %d", name, unprivUID)
 		}
 	}
 	if t.Failed() {
@@ -202,5 +212,5 @@ func TestUnprivilegedRuntime(t *testing.T) {
 			summary = append(summary, l)
 		}
 	}
-	t.Logf("as uid %d:\n%s", nobody, strings.Join(summary, "\n"))
+	t.Logf("as uid %d:\n%s", unprivUID, strings.Join(summary, "\n"))
 }
