@@ -89,6 +89,13 @@ func TestCLIChatRunsTurnsAndLabelsTheReplay(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "belongs to") {
 		t.Fatalf("another owner read the session: %v", err)
 	}
+	// Nor continue it, by run or by chat.
+	for _, args := range [][]string{{"run", "--session", ss[0].ID, "talker", "hi"}, {"chat", "--session", ss[0].ID, "talker"}} {
+		_, _, err = run(t, st.Path(), "hi\n", append([]string{"--owner", "mallory"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "belongs to") {
+			t.Fatalf("another owner continued the session with %s: %v", args[0], err)
+		}
+	}
 	if _, _, err := run(t, st.Path(), "", "sessions", "delete", ss[0].ID); err != nil {
 		t.Fatal(err)
 	}

@@ -138,6 +138,22 @@ func (g *globals) openSession(ctx context.Context, cmd *cobra.Command, id string
 	return h, s, nil
 }
 
+// session returns the session a run or chat continues: a new one of r's agent when id
+// is "", else id, which the caller must own.
+func (h *harness) session(ctx context.Context, r *runner.Runner, id string) (string, error) {
+	if id == "" {
+		return r.NewSession(ctx)
+	}
+	s, err := h.store.GetSession(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("--session %s: %w (list sessions with `trueforge-harness sessions list`)", id, err)
+	}
+	if err := h.checkOwner(s); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
 // checkOwner refuses to touch another owner's session: a session id is not authorization.
 func (h *harness) checkOwner(s store.Session) error {
 	if me := h.g.me(); s.Owner != me {

@@ -34,18 +34,8 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if sessionID == "" {
-				if sessionID, err = r.NewSession(ctx); err != nil {
-					return err
-				}
-			} else {
-				s, err := h.store.GetSession(ctx, sessionID)
-				if err != nil {
-					return fmt.Errorf("--session %s: %w (list sessions with `trueforge-harness sessions list`)", sessionID, err)
-				}
-				if err := h.checkOwner(s); err != nil {
-					return err
-				}
+			if sessionID, err = h.session(ctx, r, sessionID); err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			p := newPrinter(out, f.jsonOut, r.Agent.IsReplay())
@@ -89,10 +79,8 @@ func newChatCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if sessionID == "" {
-				if sessionID, err = r.NewSession(ctx); err != nil {
-					return err
-				}
+			if sessionID, err = h.session(ctx, r, sessionID); err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			p := newPrinter(out, f.jsonOut, r.Agent.IsReplay())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -95,8 +96,11 @@ func findOrphans(cmd *cobra.Command, h *harness, recs []store.SessionSandbox) ([
 		}
 	}
 	p, err := h.store.OnlySandboxProvider(ctx)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil // no provider: no backend to look at
+	}
+	if err != nil {
+		return nil, err
 	}
 	rt, err := h.runtimes.Runtime(ctx, p)
 	if err != nil {
