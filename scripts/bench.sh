@@ -12,6 +12,10 @@
 #              (BENCH_FLOOR=0 leaves it out)
 #   floorwide: the same, with the referenced half given trueforge_environment's attribute
 #              shapes (tools/benchfloor's floor_wide): the cost of the schema alone
+#   instant:   the applied trueforge configuration planned with tools/benchinstant, the
+#              trueforge provider with its plan-time work taken out (it echoes Terraform's
+#              state and proposed state at once): what Terraform itself spends on these
+#              schemas, the least any provider serving this contract can cost
 #
 # Both are applied once, then planned BENCH_RUNS (5) times each, interleaved. Reports the
 # median wall seconds of each and their ratio (target: BENCH_TARGET_RATIO, 1.5), the median
@@ -45,6 +49,8 @@ mkdir -p "$out/plugins" "$out/trueforge" "$out/baseline"
 
 echo "== building the provider (and tools/benchfloor, the reference framework provider)"
 go build -trimpath -o "$out/plugins/terraform-provider-trueforge" .
+mkdir -p "$out/instant-plugin"
+go build -trimpath -o "$out/instant-plugin/terraform-provider-trueforge" ./tools/benchinstant
 floor="${BENCH_FLOOR:-1}"
 if [[ $floor == 1 ]]; then
 	(cd tools/benchfloor && go build -trimpath -o "$out/plugins/terraform-provider-floor" .)
@@ -60,6 +66,8 @@ provider_installation {
   direct {}
 }
 EOF
+# The instant row plans the same directory with the same state through this file instead.
+sed "/trueforge\/trueforge/ s#\"$out/plugins\"#\"$out/instant-plugin\"#" "$out/tfrc" >"$out/tfrc-instant"
 export TF_CLI_CONFIG_FILE="$out/tfrc" CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
 export TRUEFORGE_DATABASE_URL="$out/trueforge.db"
 TRUEFORGE_SECRET_KEY="$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')"
@@ -230,13 +238,9 @@ print(row[0] if row else 0)
 EOF
 )"
 
-# Variants timed: the two configurations, and optionally (for diagnosis) the trueforge one
-# with the plugin SDK's trace logging off. terraform-plugin-go and the framework log every RPC
-# step at TRACE, as JSON on the plugin's stderr, unless TF_LOG_SDK* say otherwise, and
-# Terraform parses every line even when it discards them. BENCH_QUIET_ROW=1 adds a row with
-# those logs forced off, to see what they cost (none once the provider quiets them itself).
-variants=("${configs[@]}")
-[[ "${BENCH_QUIET_ROW:-0}" == 1 ]] && variants+=(trueforge-quiet)
+# Variants timed: the configurations, and trueforge-instant: the applied trueforge directory
+# planned through tools/benchinstant (the same schemas and state, no provider work).
+variants=("${configs[@]}" trueforge-instant)
 # timeit.py FILE CMD...: runs CMD, appends "<wall s> <CPU s>" to FILE (CPU: user+sys of
 # CMD and everything it waited for, the provider plugin included; less sensitive than wall
 # time to other load on the machine), and exits with CMD's status.
@@ -254,9 +258,9 @@ echo "== timing $tfname plan (refresh included), $runs runs each, interleaved"
 for v in "${variants[@]}"; do : >"$out/times-$v.txt"; done
 for ((i = 1; i <= runs; i++)); do
 	for v in "${variants[@]}"; do
-		cfg="${v%-quiet}"
+		cfg="${v%-instant}"
 		envs=()
-		[[ $v == *-quiet ]] && envs=(TF_LOG_SDK=off TF_LOG_SDK_PROTO=off TF_LOG_SDK_FRAMEWORK=off)
+		[[ $v == *-instant ]] && envs=(TF_CLI_CONFIG_FILE="$out/tfrc-instant")
 		(cd "$out/$cfg" && env "${envs[@]}" python3 "$out/timeit.py" "$out/times-$v.txt" \
 			"$tf" plan -input=false -no-color -detailed-exitcode >"$out/$v-plan.log" 2>&1) || {
 			echo "bench: $v plan run $i failed or was not empty:" >&2
@@ -285,7 +289,7 @@ except OSError:
     load = "?"
 rows = {"trueforge": f"trueforge: 1 provider + {size} environments + {size} agents",
         "baseline": f"baseline: {2*size} terraform_data, {size} referencing {size}",
-        "trueforge-quiet": "trueforge, plugin SDK logs off (diagnostic)",
+        "trueforge-instant": "trueforge's schemas, provider answering at once",
         "floor": f"floor: {2*size} no-op framework resources, same shape",
         "floorwide": f"floor, environment-sized schema, same shape"}
 print(f"trueforge plan benchmark ({cli}, {os.cpu_count()} CPUs, load {load}, {runs} runs, refresh included)")
@@ -305,12 +309,15 @@ if "floor" in med:
 if "floorwide" in med:
     print(f"ratio floorwide/baseline (median wall): {med['floorwide']/med['baseline']:.2f}  (a no-op provider with the environment's schema: the schema's own cost)")
     print(f"ratio trueforge/floorwide (median wall): {med['trueforge']/med['floorwide']:.2f}  (what trueforge's work adds over that schema)")
+print(f"ratio instant/baseline (median wall):   {med['trueforge-instant']/med['baseline']:.2f}  "
+      f"(Terraform's own cost for these schemas: no provider serving this contract can plan faster)")
+print(f"ratio trueforge/instant (median wall):  {med['trueforge']/med['trueforge-instant']:.2f}  (what the provider's work adds: framework, refresh, validation)")
 print(f"snapshot builds started:  {builds} (expected 2: the default environment + 1 shared by {size} identical environments)")
 for v in variants:
     print(f"runs {v}: wall {t[v]} s, CPU {c[v]} s")
 extra = f" median_floor={med['floor']:.3f}" if "floor" in med else ""
 extra += f" median_floorwide={med['floorwide']:.3f}" if "floorwide" in med else ""
-extra += f" median_trueforge_quiet={med['trueforge-quiet']:.3f}" if "trueforge-quiet" in med else ""
+extra += f" median_instant={med['trueforge-instant']:.3f}"
 print(f"RESULT median_trueforge={med['trueforge']:.3f} median_baseline={med['baseline']:.3f} ratio={ratio:.3f} "
       f"cpu_trueforge={cmed['trueforge']:.3f} cpu_baseline={cmed['baseline']:.3f} cpu_ratio={cratio:.3f} builds_started={builds}{extra}")
 EOF
