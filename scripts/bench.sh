@@ -120,10 +120,10 @@ resource "trueforge_agent" "agent" {
 EOF
 
 # Same graph shape as the trueforge configuration: the second half references the first
-# by index, as each agent references its environment. Terraform evaluates such a reference
-# by decoding every instance of the referenced resource, which costs it time that grows with
-# the square of the count whichever provider serves the resources; giving the baseline the
-# same references keeps that out of the ratio, which is then what the provider costs.
+# by index, as each agent references its environment. OpenTofu evaluates such a reference
+# by decoding every instance of the referenced resource (time that grows with the square of
+# the count, whichever provider serves the resources); Terraform 1.11 does not, measurably.
+# Giving the baseline the same references keeps that out of the ratio under either CLI.
 cat >"$out/baseline/main.tf" <<EOF
 resource "terraform_data" "item" {
   count = $size
