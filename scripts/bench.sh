@@ -420,6 +420,32 @@ else
 	status=1
 fi
 
+# The harness's store-backed secret source, which the proxy calls on every request that
+# carries a placeholder and every TLS CONNECT of a sandbox with secrets (a database read and
+# one AES-GCM open per secret, so a rotation applies to the next request), against the same
+# secrets returned from memory, as the latency figures above use.
+echo "== egress secret source: store-backed vs in memory (internal/harness/sandboxnet)"
+if go test -count=1 -run '^$' -bench 'SecretSource' -benchtime 2000x ./internal/harness/sandboxnet/ >"$out/secrets-bench.txt" 2>&1; then
+	python3 - "$out/secrets-bench.txt" <<'EOF2' | tee -a "$out/results.txt" || status=1
+import re, sys
+ns = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"BenchmarkSecretSource/secrets=(\d+)/(\w+)-\d+\s+\d+\s+([\d.]+) ns/op", line)
+    if m:
+        ns[(int(m.group(1)), m.group(2))] = float(m.group(3))
+print()
+print("egress secret source, per proxied request that needs secrets (same run)")
+for n in sorted({k[0] for k in ns}):
+    mem, st = ns[(n, "memory")], ns[(n, "store")]
+    print(f"  {n:>2} secret(s): store {st/1e3:7.1f} us, in memory {mem/1e3:6.2f} us (+{(st-mem)/1e3:.1f} us per request)")
+print("RESULT " + " ".join(f"secret_source_{n}_us={ns[(n, 'store')]/1e3:.1f}" for n in sorted({k[0] for k in ns})))
+EOF2
+else
+	echo "bench: the secret source benchmark failed:" >&2
+	tail -30 "$out/secrets-bench.txt" >&2
+	status=1
+fi
+
 # Harness: overhead per turn with the scripted model (whole turns with every store write,
 # no model latency, no sandbox) against the baseline of the scripted model alone, and 100
 # concurrent sessions on the real local runtime (half need a sandbox) with the number of
@@ -470,7 +496,7 @@ if [[ "${BENCH_GO:-1}" == 0 ]]; then
 	echo "== BENCH_GO=0: skipping the other Go benchmarks"
 elif grep -rqs --include='*_test.go' '^func Benchmark' .; then
 	echo "== go test -bench . -run '^\$' ./... (less the sandbox, Daytona and egress benchmarks and internal/harness/runner, run above)"
-	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry|RequestLatency|Download100MB)$' -run '^$' $(go list ./... | grep -v /internal/harness/runner) || status=1
+	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry|RequestLatency|Download100MB|SecretSource)$' -run '^$' $(go list ./... | grep -v /internal/harness/runner) || status=1
 else
 	echo "== no Go benchmarks (func Benchmark...) in the module; skipping go test -bench"
 fi

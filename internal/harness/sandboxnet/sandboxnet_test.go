@@ -18,7 +18,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-func fixture(t *testing.T) (*store.Store, store.Environment, *secretbox.Box) {
+func fixture(t testing.TB) (*store.Store, store.Environment, *secretbox.Box) {
 	t.Helper()
 	st := harnesstest.NewStore(t)
 	ctx := context.Background()
@@ -49,7 +49,7 @@ func fixture(t *testing.T) (*store.Store, store.Environment, *secretbox.Box) {
 }
 
 // fakeHelper is a file Attach accepts as the helper path (the runtime, not Attach, runs it).
-func fakeHelper(t *testing.T) string {
+func fakeHelper(t testing.TB) string {
 	p := filepath.Join(t.TempDir(), "netd")
 	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
