@@ -232,3 +232,31 @@ func TestCLIRunShowsEgressDecisions(t *testing.T) {
 		}
 	}
 }
+
+// Code Mode and Skills are published by the provider but not run by this harness: a run
+// says so on stderr instead of letting the agent look as if it had them.
+func TestRunWarnsAboutCodeModeAndSkills(t *testing.T) {
+	st := seed(t)
+	harnesstest.AddAgent(t, st, "skilled", "py", harnesstest.AgentSpec{
+		"model":     harnesstest.Script(map[string]any{"text": "Hi."}),
+		"code_mode": true,
+		"skills":    []map[string]any{{"name": "pdf", "path": "skills/pdf"}},
+	})
+	out, errOut, err := run(t, st.Path(), "", "run", "skilled", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Hi.") {
+		t.Fatalf("the agent did not answer:\n%s", out)
+	}
+	for _, want := range []string{"does not run Code Mode or Skills yet", "code_mode", "skills (pdf)"} {
+		if !strings.Contains(errOut, want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	// An agent that asks for neither gets no such warning.
+	_, errOut, err = run(t, st.Path(), "", "run", "talker", "hi")
+	if err != nil || strings.Contains(errOut, "Code Mode") {
+		t.Fatalf("talker: %v\n%s", err, errOut)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -183,6 +184,12 @@ func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*r
 	m, err := a.NewModel(agents.ModelOptions{})
 	if err != nil {
 		return nil, err
+	}
+	if missing := a.Spec.NotRun(); len(missing) > 0 {
+		// Published and validated by the provider, but not executed by this harness: say
+		// so every run rather than let the agent look as if it had them.
+		h.logger.Warn("this harness does not run Code Mode or Skills yet; the agent runs with the ordinary sandbox and MCP tools only",
+			"agent", a.Name, "ignored", strings.Join(missing, ", "))
 	}
 	x := &tools.Executor{Store: h.store, Sandboxes: h.manager}
 	if len(a.Spec.MCPServers) > 0 {

@@ -38,6 +38,7 @@ type Spec struct {
 	Instructions string      `json:"instructions"`
 	Model        ModelSpec   `json:"model"`
 	MCPServers   []MCPServer `json:"mcp_servers"`
+	Skills       []Skill     `json:"skills"`
 	CodeMode     bool        `json:"code_mode"`
 	Sandbox      SandboxSpec `json:"sandbox"`
 	MaxTurns     int64       `json:"max_turns"`
@@ -59,6 +60,29 @@ type MCPServer struct {
 	URL           string   `json:"url"`
 	CredentialEnv string   `json:"credential_env"`
 	AllowedTools  []string `json:"allowed_tools"`
+}
+
+// Skill is a skill the agent declares: a name and the path its module gave.
+type Skill struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// NotRun names what the spec asks for that this harness does not run yet (Code Mode,
+// Skills), so callers can say so instead of silently ignoring it.
+func (s Spec) NotRun() []string {
+	var out []string
+	if s.CodeMode {
+		out = append(out, "code_mode")
+	}
+	if len(s.Skills) > 0 {
+		names := make([]string, len(s.Skills))
+		for i, sk := range s.Skills {
+			names[i] = sk.Name
+		}
+		out = append(out, "skills ("+strings.Join(names, ", ")+")")
+	}
+	return out
 }
 
 // SandboxSpec holds the sandbox settings and lifecycle timings (minutes).
