@@ -77,7 +77,7 @@ func TestCLIChatRunsTurnsAndLabelsTheReplay(t *testing.T) {
 	if err != nil || !strings.Contains(list, "talker") || !strings.Contains(list, "replay") || !strings.Contains(list, "none") {
 		t.Fatalf("sessions list: %v\n%s", err, list)
 	}
-	ss, _ := st.ListSessions(context.Background(), "talker")
+	ss, _ := st.ListSessions(context.Background(), "", "talker")
 	if len(ss) != 1 {
 		t.Fatalf("%d sessions; want the chat's one", len(ss))
 	}
@@ -99,7 +99,7 @@ func TestCLIChatRunsTurnsAndLabelsTheReplay(t *testing.T) {
 	if _, _, err := run(t, st.Path(), "", "sessions", "delete", ss[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := st.ListSessions(context.Background(), ""); len(left) != 0 {
+	if left, _ := st.ListSessions(context.Background(), "", ""); len(left) != 0 {
 		t.Fatalf("%d sessions left after delete", len(left))
 	}
 }
@@ -160,11 +160,17 @@ func TestSandboxesGCDeletesOnlyOrphans(t *testing.T) {
 	if _, _, err := run(t, env.Store.Path(), "", "run", "coder", "go"); err != nil {
 		t.Fatal(err)
 	}
-	// A sandbox a dead harness created for a session that is gone (labelled), and one
-	// that is not the harness's although named like its sandboxes (no label).
+	// A sandbox a dead harness created for a session that is gone (labelled with our
+	// owner), one of another owner's, and one that is not the harness's although named
+	// like its sandboxes (no label).
 	ghost := sandbox.CreateRequest{ID: "tf-s-ghost-1", SnapshotID: env.Snapshot, BlockNetwork: true,
-		Labels: map[string]string{lifecycle.LabelSession: "s-ghost"}}
+		Labels: map[string]string{lifecycle.LabelSession: "s-ghost", lifecycle.LabelOwner: harnesstest.Owner}}
 	if err := env.Runtime.Runtime.Create(ctx, ghost); err != nil {
+		t.Fatal(err)
+	}
+	theirs := sandbox.CreateRequest{ID: "tf-s-theirs-1", SnapshotID: env.Snapshot, BlockNetwork: true,
+		Labels: map[string]string{lifecycle.LabelSession: "s-theirs", lifecycle.LabelOwner: "mallory"}}
+	if err := env.Runtime.Runtime.Create(ctx, theirs); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Runtime.Runtime.Create(ctx, sandbox.CreateRequest{ID: "tf-s-stranger-1", SnapshotID: env.Snapshot, BlockNetwork: true}); err != nil {
@@ -174,20 +180,40 @@ func TestSandboxesGCDeletesOnlyOrphans(t *testing.T) {
 	if err != nil || !strings.Contains(list, "tf-s-ghost-1") || !strings.Contains(list, "(orphan)") {
 		t.Fatalf("sandboxes list: %v\n%s", err, list)
 	}
+	// Just created: a harness may be about to record it, so gc leaves it by default.
 	out, _, err := run(t, env.Store.Path(), "", "sandboxes", "gc")
+	if err != nil || !strings.Contains(out, "0 orphan") {
+		t.Fatalf("sandboxes gc deleted a young sandbox: %v\n%s", err, out)
+	}
+	out, _, err = run(t, env.Store.Path(), "", "sandboxes", "gc", "--min-age", "0")
 	if err != nil || !strings.Contains(out, "deleted orphan sandbox tf-s-ghost-1") || !strings.Contains(out, "1 orphan") {
 		t.Fatalf("sandboxes gc: %v\n%s", err, out)
 	}
-	if strings.Contains(list, "tf-s-stranger-1") || strings.Contains(out, "tf-s-stranger-1") {
-		t.Fatalf("an unlabelled sandbox was taken for an orphan:\n%s\n%s", list, out)
+	for _, other := range []string{"tf-s-stranger-1", "tf-s-theirs-1"} {
+		if strings.Contains(list, other) || strings.Contains(out, other) {
+			t.Fatalf("%s (not ours) was taken for our orphan:\n%s\n%s", other, list, out)
+		}
 	}
 	infos, _ := env.Runtime.Runtime.List(ctx)
 	var ids []string
 	for _, i := range infos {
 		ids = append(ids, i.ID)
 	}
-	if len(infos) != 2 || slices.Contains(ids, "tf-s-ghost-1") || !slices.Contains(ids, "tf-s-stranger-1") {
-		t.Fatalf("after gc: %v; want the session's sandbox and the unlabelled one", ids)
+	if len(infos) != 3 || slices.Contains(ids, "tf-s-ghost-1") || !slices.Contains(ids, "tf-s-stranger-1") || !slices.Contains(ids, "tf-s-theirs-1") {
+		t.Fatalf("after gc: %v; want the session's sandbox, the other owner's and the unlabelled one", ids)
+	}
+	// Another owner sees neither our session's sandbox nor our orphans, and their gc
+	// deletes only theirs.
+	list, _, err = run(t, env.Store.Path(), "", "--owner", "mallory", "sandboxes", "list")
+	if err != nil || strings.Contains(list, "tf-s-") && !strings.Contains(list, "tf-s-theirs-1") || strings.Count(list, "tf-s-") != 1 {
+		t.Fatalf("mallory's sandboxes list shows more than her orphan: %v\n%s", err, list)
+	}
+	out, _, err = run(t, env.Store.Path(), "", "--owner", "mallory", "sandboxes", "gc", "--min-age", "0")
+	if err != nil || !strings.Contains(out, "deleted orphan sandbox tf-s-theirs-1") || !strings.Contains(out, "1 orphan") {
+		t.Fatalf("mallory's gc: %v\n%s", err, out)
+	}
+	if infos, _ := env.Runtime.Runtime.List(ctx); len(infos) != 2 {
+		t.Fatalf("after mallory's gc: %d sandboxes; want our session's and the unlabelled one", len(infos))
 	}
 }
 
@@ -218,7 +244,7 @@ func TestCLIRunShowsEgressDecisions(t *testing.T) {
 	if !strings.Contains(out, `"reason":"not_allowed"`) || !strings.Contains(out, "rc=56") {
 		t.Fatalf("run output lacks the refusal the model reads:\n%s", out)
 	}
-	ss, _ := env.Store.ListSessions(ctx, "netter")
+	ss, _ := env.Store.ListSessions(ctx, "", "netter")
 	if len(ss) != 1 {
 		t.Fatalf("%d sessions", len(ss))
 	}
@@ -258,5 +284,62 @@ func TestRunWarnsAboutCodeModeAndSkills(t *testing.T) {
 	_, errOut, err = run(t, st.Path(), "", "run", "talker", "hi")
 	if err != nil || strings.Contains(errOut, "Code Mode") {
 		t.Fatalf("talker: %v\n%s", err, errOut)
+	}
+}
+
+// A session belongs to whoever talks to the agent, not to the agent's publisher: the
+// publisher can neither list nor read it, and each user lists only their own sessions.
+func TestSessionsBelongToTheCaller(t *testing.T) {
+	st := seed(t) // talker is published by harnesstest.Owner
+	if _, _, err := run(t, st.Path(), "", "--owner", "bob", "run", "talker", "private question"); err != nil {
+		t.Fatal(err)
+	}
+	ss, _ := st.ListSessions(context.Background(), "", "talker")
+	if len(ss) != 1 || ss[0].Owner != "bob" {
+		t.Fatalf("sessions %+v; want one owned by bob", ss)
+	}
+	mine, _, err := run(t, st.Path(), "", "--owner", "bob", "sessions", "list")
+	if err != nil || !strings.Contains(mine, ss[0].ID) {
+		t.Fatalf("bob's list lacks his session: %v\n%s", err, mine)
+	}
+	theirs, _, err := run(t, st.Path(), "", "sessions", "list")
+	if err != nil || strings.Contains(theirs, ss[0].ID) {
+		t.Fatalf("the agent's publisher lists bob's session: %v\n%s", err, theirs)
+	}
+	for _, args := range [][]string{{"sessions", "show", ss[0].ID}, {"files", "list", ss[0].ID}, {"sessions", "delete", ss[0].ID}} {
+		if _, _, err := run(t, st.Path(), "", args...); err == nil || !strings.Contains(err.Error(), "belongs to") {
+			t.Fatalf("the agent's publisher ran %v on bob's session: %v", args, err)
+		}
+	}
+}
+
+// files get finds an offer whatever form of its path the user types, so the digest and
+// expiry checks apply: "./report.txt" returns what was offered, not what the sandbox
+// holds after the offer.
+func TestFilesGetUsesTheOfferForAnyPathForm(t *testing.T) {
+	env := harnesstest.NewEnv(t)
+	call := func(name string, args map[string]any) map[string]any {
+		return map[string]any{"tool_calls": []any{map[string]any{"name": name, "arguments": args}}}
+	}
+	harnesstest.AddAgent(t, env.Store, "reporter", "default", harnesstest.AgentSpec{
+		"model": harnesstest.Script(
+			call("write_file", map[string]any{"path": "report.txt", "content": "offered\n"}),
+			call("offer_artifact", map[string]any{"path": "report.txt"}),
+			call("write_file", map[string]any{"path": "report.txt", "content": "changed after the offer\n"}),
+			map[string]any{"text": "done"}),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	if _, _, err := run(t, env.Store.Path(), "", "run", "reporter", "go"); err != nil {
+		t.Fatal(err)
+	}
+	ss, _ := env.Store.ListSessions(context.Background(), "", "reporter")
+	if len(ss) != 1 {
+		t.Fatalf("%d sessions", len(ss))
+	}
+	for _, p := range []string{"report.txt", "./report.txt", "/workspace/report.txt"} {
+		out, errOut, err := run(t, env.Store.Path(), "", "files", "get", ss[0].ID, p)
+		if err != nil || out != "offered\n" || !strings.Contains(errOut, "verified") {
+			t.Fatalf("files get %s: %v\nstdout %q\nstderr %s", p, err, out, errOut)
+		}
 	}
 }

@@ -143,7 +143,7 @@ func (g *globals) openSession(ctx context.Context, cmd *cobra.Command, id string
 // is "", else id, which the caller must own.
 func (h *harness) session(ctx context.Context, r *runner.Runner, id string) (string, error) {
 	if id == "" {
-		return r.NewSession(ctx)
+		return r.NewSession(ctx, h.g.me())
 	}
 	s, err := h.store.GetSession(ctx, id)
 	if err != nil {

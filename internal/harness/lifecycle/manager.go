@@ -332,6 +332,12 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	}
 	env := a.Environment
 	id := sandboxID(sessionID, gen)
+	// The sandbox is labelled with the session's owner, who talks to the agent, not the
+	// agent's publisher: that is whose files it holds.
+	sess, err := st.GetSession(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", sessionID, err)
+	}
 	if gen > 1 && m.cfg.Network != nil {
 		// The sandbox this one replaces is gone: so is its proxy.
 		m.cfg.Network.Detach(ctx, sandboxID(sessionID, gen-1), true)
@@ -343,7 +349,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		BlockNetwork: env.BlockAll,
 		Limits:       sandbox.Limits{CPU: env.CPU, MemoryMB: env.MemoryGB * 1024, DiskMB: env.DiskGB * 1024},
 		Labels: map[string]string{
-			LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: a.Owner, LabelEnvironment: env.Name,
+			LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: sess.Owner, LabelEnvironment: env.Name,
 		},
 	}
 	limits := !m.cfg.UnenforcedLimits[a.Provider.Type]

@@ -45,7 +45,7 @@ func BenchmarkTurnScripted(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if i%10 == 0 {
 			var err error
-			if sid, err = r.NewSession(ctx); err != nil {
+			if sid, err = r.NewSession(ctx, harnesstest.Owner); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -103,7 +103,7 @@ func BenchmarkConcurrentSessions100(b *testing.B) {
 				if s%2 == 1 {
 					r = coder
 				}
-				sid, err := r.NewSession(ctx)
+				sid, err := r.NewSession(ctx, harnesstest.Owner)
 				if err != nil {
 					failed.Add(1)
 					b.Error(err)

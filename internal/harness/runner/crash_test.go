@@ -93,7 +93,7 @@ func TestHarnessKilledMidTurnResumesSession(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "crashy")
-	sid, err := r.NewSession(context.Background())
+	sid, err := r.NewSession(context.Background(), harnesstest.Owner)
 	if err != nil {
 		t.Fatal(err)
 	}

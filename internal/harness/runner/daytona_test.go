@@ -138,7 +138,7 @@ func TestDaytonaNoCodePromptProvisionsNothing(t *testing.T) {
 		"model": harnesstest.Script(text("Four.")), "sandbox": harnesstest.Sandbox("dtenv", 15, 60, 120),
 	})
 	r := f.runner(t, "qa")
-	sid, err := r.NewSession(context.Background())
+	sid, err := r.NewSession(context.Background(), harnesstest.Owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestDaytonaSandboxLazyReusedAndResumedWithFiles(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("dtenv", 15, 60, 10000),
 	})
 	r := f.runner(t, "dt")
-	sid, _ := r.NewSession(ctx)
+	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	mustRun(t, r, sid, "hello")
 	if n := f.requests(); n != 0 {
 		t.Fatalf("%d Daytona requests before any sandbox call: %v", n, f.srv.Counts())
@@ -276,7 +276,7 @@ func TestDaytonaBlockAllEnvironment(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("dtenv", 15, 60, 120),
 	})
 	r := f.runner(t, "blk")
-	sid, _ := r.NewSession(ctx)
+	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	mustRun(t, r, sid, "go")
 	rec, err := f.st.GetSessionSandbox(ctx, sid)
 	if err != nil {

@@ -274,7 +274,7 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "net")
-	sid, err := r.NewSession(ctx)
+	sid, err := r.NewSession(ctx, harnesstest.Owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestHarnessKilledWithEgressResumesThroughANewProxy(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "crashnet")
-	sid, err := r.NewSession(ctx)
+	sid, err := r.NewSession(ctx, harnesstest.Owner)
 	if err != nil {
 		t.Fatal(err)
 	}

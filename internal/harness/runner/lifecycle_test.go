@@ -21,7 +21,7 @@ func TestQAPromptProvisionsNoSandbox(t *testing.T) {
 		"model": harnesstest.Script(text("Four.")), "sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "qa")
-	sid, err := r.NewSession(context.Background())
+	sid, err := r.NewSession(context.Background(), harnesstest.Owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestSandboxProvisionedOnFirstCallAndReused(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "code")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	mustRun(t, r, sid, "hello")
 	if f.env.Runtime.Total() != 0 {
 		t.Fatal("sandbox touched before any sandbox tool call")
@@ -89,7 +89,7 @@ func TestSandboxKilledMidTurnLeavesSessionUsable(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "crash")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	killed := make(chan error, 1)
 	go func() {
 		// Out of band, as a crash or an operator would: the raw runtime on the same root,
@@ -157,7 +157,7 @@ func TestSessionReusedAfterIdleStopKeepsFilesAndSnapshot(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "idle")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx := context.Background()
 	mustRun(t, r, sid, "write")
 
@@ -199,7 +199,7 @@ func TestSessionReusedAfterArchiveKeepsFilesAndSnapshot(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "arch")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx := context.Background()
 	mustRun(t, r, sid, "write")
 	f.clock.Advance(61 * time.Minute)
@@ -230,7 +230,7 @@ func TestDeletedSandboxIsRecreatedWithResetNote(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 1, 2, 3),
 	})
 	r := f.runner(t, "del")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx := context.Background()
 	mustRun(t, r, sid, "write")
 	f.clock.Advance(4 * time.Minute)
@@ -261,7 +261,7 @@ func TestBusySandboxIsNotStopped(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 1, 2, 3),
 	})
 	r := f.runner(t, "busy")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan runner.Outcome, 1)
@@ -290,7 +290,7 @@ func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "cancel")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan runner.Outcome, 1)
 	go func() {
@@ -336,7 +336,7 @@ func TestLocalSandboxHasLimitsAndNoHostNetwork(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "lim")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	mustRun(t, r, sid, "go")
 	rec, _ := f.env.Store.GetSessionSandbox(context.Background(), sid)
 	info, err := f.env.Runtime.Runtime.Get(context.Background(), rec.SandboxID)

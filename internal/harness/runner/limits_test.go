@@ -22,7 +22,7 @@ func TestLongOutputIsCutAndFetchable(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "long")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	mustRun(t, r, sid, "go")
 	res := results(t, f.env.Store, sid)
 	first := res[0]["text"].(string)
@@ -50,14 +50,14 @@ func TestMaxTurnsAndTokenBudgetStopTheRun(t *testing.T) {
 	seedNoSandbox(t, st)
 	harnesstest.AddAgent(t, st, "loopy", "default", harnesstest.AgentSpec{"model": harnesstest.Script(loop...), "max_turns": 3})
 	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: newClock()}).runnerNoSandbox(t, "loopy")
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	out := mustRun(t, r, sid, "go")
 	lim := payloads(t, st, sid, runner.KindLimit)
 	if out.Steps != 3 || len(lim) != 1 || lim[0]["limit"] != "max_turns" {
 		t.Fatalf("steps %d, limits %v; want 3 steps and a max_turns limit", out.Steps, lim)
 	}
 	r.MaxTurns, r.TokenBudget = 100, 2500
-	sid2, _ := r.NewSession(context.Background())
+	sid2, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	out = mustRun(t, r, sid2, "go")
 	lim = payloads(t, st, sid2, runner.KindLimit)
 	if out.Steps != 3 || len(lim) != 1 || lim[0]["limit"] != "token_budget" {

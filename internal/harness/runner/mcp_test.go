@@ -67,7 +67,7 @@ func TestMCPOnlyTurnProvisionsNoSandbox(t *testing.T) {
 	if !strings.Contains(strings.Join(names, ","), "kb__lookup") || strings.Contains(strings.Join(names, ","), "drop_tables") {
 		t.Fatalf("tool list %v; want kb__lookup and not drop_tables", names)
 	}
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	mustRun(t, r, sid, "look it up")
 	res := results(t, f.env.Store, sid)
 	if len(res) != 2 || res[0]["text"] != "answer for trueforge" || res[0]["is_error"] == true {

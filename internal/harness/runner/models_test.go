@@ -151,7 +151,7 @@ func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 	}
 	r.Model = m
 	r.Tools.MCP = mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{Logger: logger})
-	sid, _ := r.NewSession(context.Background())
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	var streamed strings.Builder
 	out, err := r.Run(context.Background(), sid, "look around", func(e runner.Event) {
 		if e.Partial && e.Stream == "text" {
@@ -287,7 +287,7 @@ func TestAnthropicModelRunsToolLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st}}
-	sid, _ := r.NewSession(ctx)
+	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	out, err := r.Run(ctx, sid, "hi", nil)
 	if err != nil || out.Status != store.RunCompleted || out.Text != "All good." {
 		t.Fatalf("run: %v %+v %v", err, out, payloads(t, st, sid, runner.KindError))
@@ -321,7 +321,7 @@ func TestMissingModelKeyNamesTheVariable(t *testing.T) {
 	}
 	m, _ := a.NewModel(agents.ModelOptions{})
 	r := &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st}}
-	sid, _ := r.NewSession(ctx)
+	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	out, _ := r.Run(ctx, sid, "hi", nil)
 	errs := payloads(t, st, sid, runner.KindError)
 	if out.Status != store.RunFailed || len(errs) != 1 || !strings.Contains(errs[0]["message"].(string), "TF_TEST_UNSET_KEY_VAR") {
@@ -348,7 +348,7 @@ func TestModelKeyIsReadAtCallTime(t *testing.T) {
 	}
 	r.Model = m
 	ctx := context.Background()
-	sid, _ := r.NewSession(ctx)
+	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	if out := mustRun(t, r, sid, "a"); out.Text != "one" {
 		t.Fatalf("first answer %q", out.Text)
 	}

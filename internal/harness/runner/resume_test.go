@@ -19,7 +19,7 @@ func TestRunOnAnotherHostIsBusyUntilItsHeartbeatIsStale(t *testing.T) {
 	harnesstest.AddAgent(t, st, "a", "default", harnesstest.AgentSpec{"model": harnesstest.Script(text("hi"))})
 	r := (&fixture{env: &harnesstest.Env{Store: st}}).runnerNoSandbox(t, "a")
 	ctx := context.Background()
-	sid, _ := r.NewSession(ctx)
+	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	if err := st.StartRun(ctx, store.Run{ID: "r-remote", SessionID: sid, Owner: "another-host:4242:1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -106,10 +106,16 @@ func (r *Runner) owner() string {
 	return r.ownerName
 }
 
-// NewSession creates a session for the runner's agent and returns its id.
-func (r *Runner) NewSession(ctx context.Context) (string, error) {
+// NewSession creates a session of the runner's agent for user and returns its id. The
+// session is user's: only they may read, continue or delete it, and its sandbox is
+// labelled with their name. The agent's owner is whoever published the agent, not the
+// people who talk to it.
+func (r *Runner) NewSession(ctx context.Context, user string) (string, error) {
+	if user == "" {
+		return "", errors.New("a session needs an owner: pass --owner or set TRUEFORGE_OWNER")
+	}
 	id := "s-" + randHex(8)
-	err := r.Store.CreateSession(ctx, store.Session{ID: id, Agent: r.Agent.Name, Owner: r.Agent.Owner, Replay: r.Agent.IsReplay()})
+	err := r.Store.CreateSession(ctx, store.Session{ID: id, Agent: r.Agent.Name, Owner: user, Replay: r.Agent.IsReplay()})
 	return id, err
 }
 
