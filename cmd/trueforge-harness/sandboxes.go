@@ -17,7 +17,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sandboxes", Short: "List session sandboxes and sweep orphans"}
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List every session sandbox with its recorded state, and backend sandboxes no session points at",
+		Short: "List your sessions' sandboxes with their recorded state, and your backend sandboxes no session points at",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -26,7 +26,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer h.close()
-			recs, err := h.store.ListSessionSandboxes(ctx)
+			recs, err := h.store.ListOwnedSessionSandboxes(ctx, g.me())
 			if err != nil {
 				return err
 			}
@@ -36,7 +36,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.SandboxID, r.SessionID, r.State, r.SnapshotID, r.Environment, r.Provider,
 					r.LastUsedAt.UTC().Format(time.RFC3339), r.ActiveExecs)
 			}
-			orphans, err := findOrphans(cmd, h, recs)
+			orphans, err := findOrphans(cmd, h, g.me(), 0)
 			if err != nil {
 				return err
 			}
@@ -46,10 +46,14 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	var minAge time.Duration
 	gc := &cobra.Command{
 		Use:   "gc",
-		Short: "Delete backend sandboxes the harness labelled but no session record points at",
-		Args:  cobra.NoArgs,
+		Short: "Delete your backend sandboxes that no session record points at",
+		Long: "Deletes the backend sandboxes the harness labelled with your owner name that no session record points at " +
+			"(session deleted, or a harness died between creating a sandbox and recording it). Only sandboxes older than " +
+			"--min-age are touched: a harness records a sandbox just after creating it, so a younger one may be in use.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			h, err := g.open(ctx, cmd.ErrOrStderr())
@@ -57,11 +61,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer h.close()
-			recs, err := h.store.ListSessionSandboxes(ctx)
-			if err != nil {
-				return err
-			}
-			orphans, err := findOrphans(cmd, h, recs)
+			orphans, err := findOrphans(cmd, h, g.me(), minAge)
 			if err != nil {
 				return err
 			}
@@ -75,6 +75,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	gc.Flags().DurationVar(&minAge, "min-age", 10*time.Minute, "only delete orphans created at least this long ago")
 	cmd.AddCommand(list, gc)
 	return cmd
 }
@@ -84,11 +85,18 @@ type orphan struct {
 	rt   sandbox.Runtime
 }
 
-// findOrphans lists backend sandboxes labelled by the harness that no live session
-// record points at (session deleted, record deleted, or a sandbox created and never
-// recorded because its harness died).
-func findOrphans(cmd *cobra.Command, h *harness, recs []store.SessionSandbox) ([]orphan, error) {
+// findOrphans lists owner's backend sandboxes (labelled by the harness with a session and
+// owner) that no live session record of anyone points at (session deleted, record
+// deleted, or a sandbox created and never recorded because its harness died), created at
+// least minAge ago. A sandbox whose backend reports no creation time counts as old.
+func findOrphans(cmd *cobra.Command, h *harness, owner string, minAge time.Duration) ([]orphan, error) {
 	ctx := cmd.Context()
+	// Liveness comes from every session's record, not just owner's: another user's live
+	// sandbox is never an orphan of ours.
+	recs, err := h.store.ListSessionSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
 	live := map[string]bool{}
 	for _, r := range recs {
 		if r.State != store.SandboxStateDeleted {
@@ -112,9 +120,12 @@ func findOrphans(cmd *cobra.Command, h *harness, recs []store.SessionSandbox) ([
 	}
 	var out []orphan
 	for _, info := range infos {
-		// Ours: labelled with a session (both backends keep labels). A sandbox without
-		// the label is someone else's, whatever its name.
-		if info.Labels[lifecycle.LabelSession] == "" || live[info.ID] {
+		// Ours: labelled with a session (both backends keep labels) and with the caller as
+		// owner. A sandbox without the label is someone else's, whatever its name.
+		if info.Labels[lifecycle.LabelSession] == "" || info.Labels[lifecycle.LabelOwner] != owner || live[info.ID] {
+			continue
+		}
+		if !info.Created.IsZero() && time.Since(info.Created) < minAge {
 			continue
 		}
 		out = append(out, orphan{info, rt})

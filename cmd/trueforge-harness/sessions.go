@@ -26,7 +26,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer h.close()
-			ss, err := h.store.ListSessions(ctx, agent)
+			ss, err := h.store.ListSessions(ctx, g.me(), agent)
 			if err != nil {
 				return err
 			}

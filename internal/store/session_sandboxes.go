@@ -102,6 +102,25 @@ func (s *Store) ListSessionSandboxes(ctx context.Context) ([]SessionSandbox, err
 	return out, rows.Err()
 }
 
+// ListOwnedSessionSandboxes is ListSessionSandboxes for the sessions of owner only: what
+// a user may see of the sandboxes (a sandbox id is not authorization).
+func (s *Store) ListOwnedSessionSandboxes(ctx context.Context, owner string) ([]SessionSandbox, error) {
+	rows, err := s.db.QueryContext(ctx, sandboxSelect+` WHERE session_id IN (SELECT id FROM sessions WHERE owner = ?) ORDER BY created_at, session_id`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s's session sandboxes: %w", owner, err)
+	}
+	defer rows.Close()
+	var out []SessionSandbox
+	for rows.Next() {
+		b, err := scanSandbox(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
 // SwapSandboxState moves a session's sandbox from one of the states in from to to, at
 // time at, and reports whether it did. With idleBefore non-zero it only moves a sandbox
 // that has no command running and was last used before idleBefore: the reaper's

@@ -68,13 +68,17 @@ func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
 	return ss, nil
 }
 
-// ListSessions lists sessions, newest first; agent "" means every agent.
-func (s *Store) ListSessions(ctx context.Context, agent string) ([]Session, error) {
-	q, args := sessionSelect+` ORDER BY created_at DESC, id`, []any{}
-	if agent != "" {
-		q, args = sessionSelect+` WHERE agent = ? ORDER BY created_at DESC, id`, []any{agent}
+// ListSessions lists the sessions of owner ("" means every owner's: operators and tests)
+// and of agent ("" means every agent), newest first.
+func (s *Store) ListSessions(ctx context.Context, owner, agent string) ([]Session, error) {
+	q, args := sessionSelect+` WHERE 1 = 1`, []any{}
+	if owner != "" {
+		q, args = q+` AND owner = ?`, append(args, owner)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	if agent != "" {
+		q, args = q+` AND agent = ?`, append(args, agent)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at DESC, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
