@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -80,7 +81,10 @@ func newFilesCmd(g *globals) *cobra.Command {
 			}
 			defer h.close()
 			var data []byte
-			a, err := h.store.GetArtifact(ctx, s.ID, args[1])
+			// Offers are recorded under the cleaned path: look it up the same way, or
+			// "./out.txt" would miss the offer (and its digest and expiry checks) and
+			// fall through to whatever the sandbox holds now.
+			a, err := h.store.GetArtifact(ctx, s.ID, tools.CleanPath(args[1]))
 			switch {
 			case err == nil:
 				if time.Now().After(a.ExpiresAt) {

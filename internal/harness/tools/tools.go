@@ -337,7 +337,7 @@ func (x *Executor) dispatch(ctx context.Context, c Call, tc model.ToolCall) (str
 				cmds = c.Commands()
 			}
 			a := store.Artifact{
-				ID: newID(), SessionID: c.SessionID, Path: cleanPath(args.Path), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
+				ID: newID(), SessionID: c.SessionID, Path: CleanPath(args.Path), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
 				SourceEvent: c.Event, Classification: args.Classification, ExpiresAt: now.Add(ttl), SnapshotID: l.Record.SnapshotID,
 				SandboxID: l.Record.SandboxID, Commands: cmds, Content: b, CreatedAt: now,
 			}
@@ -431,7 +431,10 @@ func decode(raw json.RawMessage, v any) error {
 	return nil
 }
 
-func cleanPath(p string) string {
+// CleanPath is the workspace-relative, slash-separated form of a path a model or a user
+// gave ("./out.txt", "/workspace/out.txt" and "out.txt" are one file): artifacts are
+// recorded under it, so every lookup must use it too.
+func CleanPath(p string) string {
 	p = strings.TrimPrefix(p, "/workspace/")
 	return strings.TrimPrefix(path.Clean("/"+p), "/")
 }
