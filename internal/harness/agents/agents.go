@@ -187,6 +187,9 @@ type ModelOptions struct {
 // NewModel builds the agent's model client. Keys are not read here but at each call.
 func (a *Agent) NewModel(o ModelOptions) (model.Model, error) {
 	m := a.Spec.Model
+	if err := m.CheckCredential(); err != nil {
+		return nil, fmt.Errorf("agent %q: %w", a.Name, err)
+	}
 	switch m.Provider {
 	case "openai":
 		return openaicompat.New(openaicompat.Config{Model: m.Name, BaseURL: m.BaseURL, KeyEnv: m.APIKeyEnv, HTTPClient: o.HTTPClient, Getenv: o.Getenv})

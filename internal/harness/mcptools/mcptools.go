@@ -4,6 +4,11 @@
 // (credential_env) and sent as a bearer token by the HTTP transport at each request, so
 // it never enters a sandbox, the store or a log, and a rotated value is picked up at once.
 //
+// The credential reaches only the server the agent named: before connecting, the
+// variable and URL pass agents.CheckCredential (no TRUEFORGE_* variable, no plain http
+// beyond loopback); the transport adds the token only to requests for the URL's own
+// scheme and host:port; and a redirect to any other scheme or host:port is refused.
+//
 // Tool names: "<server>__<tool>" (model APIs allow only letters, digits, _ and -); an
 // allowed_tools list, when given, limits which tools are exposed and callable. Servers
 // are connected on first use (listing tools for the first prompt of a run), never for
@@ -17,7 +22,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -67,35 +74,102 @@ func New(servers []agents.MCPServer, opts Options) *Toolset {
 	return &Toolset{servers: servers, opts: opts, sessions: map[string]*mcp.ClientSession{}, routes: map[string]route{}}
 }
 
-// bearer adds the server's credential, read at each request.
+// origin is what must match for a request to go to the server the agent named: the
+// URL's scheme and host:port, lower-cased, with the scheme's default port made explicit
+// (https://h and https://h:443 are one server; http://h and https://h are not).
+type origin struct{ scheme, hostport string }
+
+func originOf(u *url.URL) origin {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return origin{scheme, net.JoinHostPort(strings.ToLower(u.Hostname()), port)}
+}
+
+func (o origin) String() string { return o.scheme + "://" + o.hostport }
+
+// bearer adds the server's credential, read at each request, to requests for the
+// server's origin only. The check is here, at the last step before the wire, because
+// http.Client sends each redirect through the same transport: a transport that added
+// the token to every request would hand it to whatever host a redirect names.
 type bearer struct {
 	base   http.RoundTripper
+	origin origin
 	env    string
 	getenv func(string) string
 }
 
 func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	if b.env != "" {
-		v := b.getenv(b.env)
-		if v == "" {
-			return nil, fmt.Errorf("the MCP credential variable %s is not set in the harness's environment", b.env)
-		}
-		req = req.Clone(req.Context())
-		req.Header.Set("Authorization", "Bearer "+v)
+	if b.env == "" {
+		return b.base.RoundTrip(req)
 	}
+	if originOf(req.URL) != b.origin {
+		if req.Header.Get("Authorization") != "" {
+			// Not ours, but whatever set it, no credential goes to another host.
+			req = req.Clone(req.Context())
+			req.Header.Del("Authorization")
+		}
+		return b.base.RoundTrip(req)
+	}
+	v := b.getenv(b.env)
+	if v == "" {
+		return nil, fmt.Errorf("the MCP credential variable %s is not set in the harness's environment", b.env)
+	}
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+v)
 	return b.base.RoundTrip(req)
 }
 
-func (t *Toolset) connect(ctx context.Context, s agents.MCPServer) (*mcp.ClientSession, error) {
+// sameOrigin refuses a redirect to another scheme or host:port, then applies next (the
+// base client's policy; nil means http.Client's default of at most 10 redirects). The
+// transport already keeps the credential from such a redirect; refusing it as well
+// keeps the request body (the model's tool arguments) with the server the agent named,
+// and says what happened, where following it would end in a puzzling 401 from a host
+// nobody configured.
+func sameOrigin(server string, want origin, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if got := originOf(req.URL); got != want {
+			return fmt.Errorf("MCP server %q redirected from %s to %s; the harness follows redirects only within the server's own scheme and host:port, so no request or credential goes to a host the agent did not name (if the server has moved, set its url to the new address)",
+				server, want, got)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// connect opens the session of s, the i-th of the agent's mcp_servers. The credential
+// variable and URL are checked first, so a refused one is never sent.
+func (t *Toolset) connect(ctx context.Context, i int, s agents.MCPServer) (*mcp.ClientSession, error) {
 	if cs, ok := t.sessions[s.Name]; ok {
 		return cs, nil
 	}
+	if err := s.CheckCredential(i); err != nil {
+		return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, fmt.Errorf("MCP server %q: mcp_servers[%d].url %q is not a URL: %w", s.Name, i, s.URL, err)
+	}
+	want := originOf(u)
 	base := t.opts.HTTPClient.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	hc := *t.opts.HTTPClient
-	hc.Transport = bearer{base: base, env: s.CredentialEnv, getenv: t.opts.Getenv}
+	hc.Transport = bearer{base: base, origin: want, env: s.CredentialEnv, getenv: t.opts.Getenv}
+	hc.CheckRedirect = sameOrigin(s.Name, want, t.opts.HTTPClient.CheckRedirect)
 	client := mcp.NewClient(&mcp.Implementation{Name: "trueforge-harness", Version: t.opts.Version}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &hc, MaxRetries: 1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
@@ -125,8 +199,8 @@ func (t *Toolset) Specs(ctx context.Context) []model.ToolSpec {
 		return t.specs
 	}
 	t.listed = true
-	for _, s := range t.servers {
-		cs, err := t.connect(ctx, s)
+	for i, s := range t.servers {
+		cs, err := t.connect(ctx, i, s)
 		if err == nil {
 			var res *mcp.ListToolsResult
 			if res, err = cs.ListTools(ctx, nil); err == nil {

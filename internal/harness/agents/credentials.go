@@ -1,0 +1,101 @@
+package agents
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model/anthropic"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model/openaicompat"
+)
+
+// HarnessEnvPrefix starts the names of the harness's own settings and keys
+// (TRUEFORGE_SECRET_KEY decrypts every stored secret, TRUEFORGE_DATABASE_URL reaches the
+// control plane). An agent spec is written by the agent's author, not by whoever runs
+// the agent, so a spec may never name one of these as a credential to send.
+const HarnessEnvPrefix = "TRUEFORGE_"
+
+// CheckCredential says whether the harness may send the value of its environment
+// variable env, which the spec field envField names, to rawURL, which the spec field
+// urlField gives. Fields are spec paths such as "mcp_servers[0].credential_env".
+//
+// The rule (model and MCP credentials come from the harness's environment and reach
+// only their service): env is not one of the harness's own variables, and the URL is
+// https, or plain http to a loopback host. Only the URL's text is looked at, never DNS,
+// so a refusal comes before anything is resolved, dialled or sent. An empty rawURL is
+// accepted: the caller then uses its SDK's built-in https endpoint.
+func CheckCredential(envField, env, urlField, rawURL string) error {
+	if len(env) >= len(HarnessEnvPrefix) && strings.EqualFold(env[:len(HarnessEnvPrefix)], HarnessEnvPrefix) {
+		// EqualFold: on Windows variable names are case-insensitive, so
+		// trueforge_secret_key would read the same key.
+		return fmt.Errorf("%s %q: variables named %s* are the harness's own settings and are never sent to a model or MCP server; export the credential under another name and set %s to it",
+			envField, env, HarnessEnvPrefix, lastField(envField))
+	}
+	if rawURL == "" {
+		return nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("%s %q is not a URL: %w", urlField, rawURL, err)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%s %q has no host; give an absolute https:// URL", urlField, rawURL)
+	}
+	switch {
+	case strings.EqualFold(u.Scheme, "https"):
+		return nil
+	case strings.EqualFold(u.Scheme, "http") && IsLoopbackHost(u.Hostname()):
+		return nil
+	}
+	return fmt.Errorf("%s %q: the credential in %s %s would be sent in clear text to a host that is not this machine; use an https:// URL (plain http:// is allowed only for localhost, 127.0.0.0/8 and ::1)",
+		urlField, rawURL, envField, env)
+}
+
+// IsLoopbackHost reports whether host (a URL's Hostname: no port, no brackets) is
+// "localhost" or a loopback IP address. It never resolves a name: a name that resolves
+// to loopback today may not tomorrow, and resolving would reach the network before the
+// check has refused anything.
+func IsLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckCredential checks the model's key variable and base URL with the package
+// CheckCredential. A scripted model sends nothing, so it is never refused.
+func (m ModelSpec) CheckCredential() error {
+	env := m.APIKeyEnv
+	switch m.Provider {
+	case "openai":
+		if env == "" {
+			env = openaicompat.DefaultKeyEnv
+		}
+	case "anthropic":
+		if env == "" {
+			env = anthropic.DefaultKeyEnv
+		}
+	default:
+		return nil
+	}
+	return CheckCredential("model.api_key_env", env, "model.base_url", m.BaseURL)
+}
+
+// CheckCredential checks an MCP server's credential variable and URL; i is the
+// server's index in the spec's mcp_servers. A server without credential_env is sent
+// no credential, so any URL is accepted.
+func (s MCPServer) CheckCredential(i int) error {
+	if s.CredentialEnv == "" {
+		return nil
+	}
+	p := fmt.Sprintf("mcp_servers[%d].", i)
+	return CheckCredential(p+"credential_env", s.CredentialEnv, p+"url", s.URL)
+}
+
+// lastField is the last element of a spec path: "credential_env" of
+// "mcp_servers[0].credential_env".
+func lastField(path string) string {
+	return path[strings.LastIndex(path, ".")+1:]
+}

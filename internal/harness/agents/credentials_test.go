@@ -1,0 +1,166 @@
+package agents_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
+)
+
+func TestCheckCredential(t *testing.T) {
+	for _, c := range []struct {
+		env, url string
+		want     string // "" means accepted
+	}{
+		{"OPENAI_API_KEY", "", ""},
+		{"OPENAI_API_KEY", "https://api.example.com/v1", ""},
+		{"TF_KEY", "HTTPS://api.example.com", ""},
+		{"TF_KEY", "http://127.0.0.1:8080/v1", ""},
+		{"TF_KEY", "http://127.1.2.3/", ""},
+		{"TF_KEY", "http://[::1]:11434/v1", ""},
+		{"TF_KEY", "http://localhost:11434/v1", ""},
+		{"TF_KEY", "http://LocalHost/", ""},
+		{"TRUEFORGE_SECRET_KEY", "https://api.example.com", `x.key_env "TRUEFORGE_SECRET_KEY": variables named TRUEFORGE_* are the harness's own settings and are never sent to a model or MCP server; export the credential under another name and set key_env to it`},
+		{"TRUEFORGE_DATABASE_URL", "http://127.0.0.1/", "variables named TRUEFORGE_*"},
+		{"Trueforge_Secret_Key", "", "variables named TRUEFORGE_*"},
+		{"TF_KEY", "http://example.invalid/v1", `x.url "http://example.invalid/v1": the credential in x.key_env TF_KEY would be sent in clear text to a host that is not this machine; use an https:// URL`},
+		{"TF_KEY", "http://10.0.0.7:11434/v1", "use an https:// URL"},
+		{"TF_KEY", "http://127.0.0.1.attacker.example/", "use an https:// URL"},
+		{"TF_KEY", "http://localhost.attacker.example/", "use an https:// URL"},
+		{"TF_KEY", "ws://127.0.0.1/", "use an https:// URL"},
+		{"TF_KEY", "api.example.com/v1", "has no host"},
+		{"TF_KEY", "http://bad host/", "is not a URL"},
+	} {
+		err := agents.CheckCredential("x.key_env", c.env, "x.url", c.url)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s to %s: %v; want it accepted", c.env, c.url, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s to %s: %v; want %q", c.env, c.url, err, c.want)
+		}
+	}
+}
+
+// keyServer is a model API on loopback that records the key of each request and
+// answers 400 (which the SDKs do not retry).
+type keyServer struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (k *keyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	k.mu.Lock()
+	k.keys = append(k.keys, r.Header.Get("Authorization")+r.Header.Get("X-Api-Key")) // whichever the SDK uses
+	k.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	fmt.Fprint(w, `{"type":"error","error":{"type":"invalid_request_error","message":"test server"}}`)
+}
+
+func (k *keyServer) seen() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]string(nil), k.keys...)
+}
+
+func getenv(name string) string {
+	switch name {
+	case "TRUEFORGE_SECRET_KEY":
+		return "harness-secret-CANARY-91ad"
+	case "TF_TEST_MODEL_KEY":
+		return "sk-CANARY-3c5e"
+	}
+	return ""
+}
+
+// generate builds the agent's model and runs one call; the error is NewModel's, else
+// Generate's.
+func generate(a *agents.Agent, hc *http.Client) (built bool, err error) {
+	m, err := a.NewModel(agents.ModelOptions{HTTPClient: hc, Getenv: getenv})
+	if err != nil {
+		return false, err
+	}
+	_, err = m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Text: "hi"}}}, nil)
+	return true, err
+}
+
+// F2, the attack: the agent's author names the harness's own secret key as the model
+// key and points base_url at a server of theirs. NewModel refuses, naming the field,
+// the variable and the fix, and the server sees no request.
+func TestModelKeyCannotBeAHarnessVariable(t *testing.T) {
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			attacker := &keyServer{}
+			srv := httptest.NewServer(attacker)
+			defer srv.Close()
+			a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: srv.URL, APIKeyEnv: "TRUEFORGE_SECRET_KEY"}}}
+			built, err := generate(a, srv.Client())
+			want := `model.api_key_env "TRUEFORGE_SECRET_KEY": variables named TRUEFORGE_* are the harness's own settings and are never sent to a model or MCP server; export the credential under another name and set api_key_env to it`
+			if built || err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("NewModel built %v, error %v; want it refused with %q", built, err, want)
+			}
+			if got := attacker.seen(); len(got) != 0 {
+				t.Fatalf("the server saw %d requests with keys %q; want none", len(got), got)
+			}
+		})
+	}
+}
+
+// wire stands in for the network: it counts what would have been sent.
+type wire struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *wire) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return nil, fmt.Errorf("wire: %s %s was sent", req.Method, req.URL)
+}
+
+// A model key is not sent over plain http to a host other than this machine: NewModel
+// refuses before anything is resolved or dialled (the error is the harness's, not a
+// DNS failure for the .invalid name).
+func TestModelKeyIsNotSentOverPlainHTTPBeyondLoopback(t *testing.T) {
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			var w wire
+			a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: "http://example.invalid/v1", APIKeyEnv: "TF_TEST_MODEL_KEY"}}}
+			built, err := generate(a, &http.Client{Transport: &w})
+			want := `model.base_url "http://example.invalid/v1": the credential in model.api_key_env TF_TEST_MODEL_KEY would be sent in clear text`
+			if built || err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "use an https:// URL") {
+				t.Errorf("NewModel built %v, error %v; want it refused with %q and the https fix", built, err, want)
+			}
+			if w.n != 0 {
+				t.Fatalf("%d requests were sent; want none", w.n)
+			}
+		})
+	}
+}
+
+// Plain http to loopback (local model servers, the tests' httptest servers) still
+// carries the key.
+func TestModelKeyReachesLoopbackHTTP(t *testing.T) {
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			ks := &keyServer{}
+			srv := httptest.NewServer(ks)
+			defer srv.Close()
+			a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: srv.URL, APIKeyEnv: "TF_TEST_MODEL_KEY"}}}
+			if built, err := generate(a, srv.Client()); !built || err == nil || !strings.Contains(err.Error(), "400") {
+				t.Fatalf("built %v, error %v; want the test server's 400", built, err)
+			}
+			// Both SDKs send the key as a bearer token.
+			if got, want := ks.seen(), "Bearer sk-CANARY-3c5e"; len(got) != 1 || got[0] != want {
+				t.Fatalf("the server saw keys %q; want one request with %q", got, want)
+			}
+		})
+	}
+}
