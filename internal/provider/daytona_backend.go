@@ -116,7 +116,7 @@ func hasHTTPStatus(err error, status int) bool {
 func (r *sandboxProviderResource) defaultSnapshotFailed(ctx context.Context, p store.SandboxProvider, def store.Environment, diags *diag.Diagnostics) bool {
 	coord, _, err := r.cp.coordinator(ctx, p.Name)
 	if err != nil {
-		diags.AddError("Error Reading Sandbox Provider", err.Error())
+		addOperationError(diags, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q, opening its Daytona client", p.Name), err)
 		return false
 	}
 	snap, err := coord.Refresh(ctx, def.SnapshotID)

@@ -314,20 +314,22 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 }
 
 // unchanged reports whether the plan keeps the environment exactly as it is in state with
-// nothing for ModifyPlan to add: same configuration, our own, and a snapshot that is not
-// Failed or missing. It reads three attributes instead of decoding the whole model twice,
+// nothing for ModifyPlan to add: same configuration and a snapshot that is not Failed or
+// missing. It reads two attributes instead of decoding the whole model twice,
 // which is most of a no-op plan's cost over hundreds of environments.
 func (r *environmentResource) unchanged(ctx context.Context, req resource.ModifyPlanRequest) bool {
 	if req.State.Raw.IsNull() || !req.Plan.Raw.Equal(req.State.Raw) {
 		return false
 	}
-	var owner, status, snapshot types.String
-	if req.State.GetAttribute(ctx, path.Root("owner"), &owner).HasError() ||
-		req.State.GetAttribute(ctx, path.Root("status"), &status).HasError() ||
+	var status, snapshot types.String
+	if req.State.GetAttribute(ctx, path.Root("status"), &status).HasError() ||
 		req.State.GetAttribute(ctx, path.Root("snapshot_id"), &snapshot).HasError() {
 		return false
 	}
-	return owner.ValueString() == r.cp.owner && status.ValueString() != sandbox.StatusFailed && snapshot.ValueString() != ""
+	// Whoever owns it: planning an environment one does not own is fine as long as
+	// nothing changes (the owner rule is about changes and deletes, and a shared
+	// configuration plans every team's resources).
+	return status.ValueString() != sandbox.StatusFailed && snapshot.ValueString() != ""
 }
 
 // checkImage rejects images the environment's backend cannot use, at plan time.

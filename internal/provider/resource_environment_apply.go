@@ -45,7 +45,7 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Error Creating Environment", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Creating Environment", fmt.Sprintf("environment %q, opening its sandbox provider %q", name, plan.SandboxProvider.ValueString()), err)
 		return
 	}
 	if _, err := r.cp.store.GetEnvironment(ctx, name); err == nil {
@@ -78,7 +78,7 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		BuildHash: snap.BuildHash, SnapshotID: snap.ID,
 	}
 	if err := r.cp.store.CreateEnvironment(ctx, env); err != nil {
-		resp.Diagnostics.AddError("Error Creating Environment", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Creating Environment", fmt.Sprintf("environment %q, saving it", name), err)
 		return
 	}
 	plan.ID = types.StringValue(name)
@@ -128,7 +128,7 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Environment", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Reading Environment", fmt.Sprintf("environment %q", state.ID.ValueString()), err)
 		return
 	}
 	status := sandbox.StatusFailed
@@ -225,7 +225,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	name := state.ID.ValueString()
 	env, err := r.cp.store.GetEnvironment(ctx, name)
 	if err != nil {
-		resp.Diagnostics.AddError("Error Updating Environment", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q", name), err)
 		return
 	}
 	if env.Owner != r.cp.owner {
@@ -234,7 +234,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	}
 	coord, prov, err := r.cp.coordinator(ctx, env.Provider)
 	if err != nil {
-		resp.Diagnostics.AddError("Error Updating Environment", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q, opening its sandbox provider %q", name, env.Provider), err)
 		return
 	}
 	spec, _ := plan.spec(ctx)
@@ -245,7 +245,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	if !plan.SnapshotID.IsUnknown() {
 		// Only live attributes changed: the snapshot stays, nothing is built.
 		if err := r.cp.store.UpdateEnvironment(ctx, env); err != nil {
-			resp.Diagnostics.AddError("Error Updating Environment", err.Error())
+			addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q, saving its live settings", name), err)
 			return
 		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
@@ -259,7 +259,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	env.Image, env.BuildScript, env.CPU, env.MemoryGB, env.DiskGB, env.Triggers = spec.Image, spec.BuildScript, spec.CPU, spec.MemoryGB, spec.DiskGB, spec.Triggers
 	env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
 	if err := r.cp.store.UpdateEnvironment(ctx, env); err != nil {
-		resp.Diagnostics.AddError("Error Updating Environment", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q, saving its new snapshot %s", name, snap.ID), err)
 		return
 	}
 	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)
@@ -290,7 +290,7 @@ func (r *environmentResource) Delete(ctx context.Context, req resource.DeleteReq
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Error Deleting Environment", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Deleting Environment", fmt.Sprintf("environment %q", name), err)
 		return
 	}
 	if env.Reserved {
@@ -310,7 +310,7 @@ func (r *environmentResource) Delete(ctx context.Context, req resource.DeleteReq
 			fmt.Sprintf("%s. An environment referenced by a saved agent cannot be deleted: point those agents at another environment (or delete them) first.", err))
 		return
 	case err != nil:
-		resp.Diagnostics.AddError("Error Deleting Environment", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Deleting Environment", fmt.Sprintf("environment %q", name), err)
 		return
 	}
 	if coord, _, err := r.cp.coordinator(ctx, env.Provider); err == nil {

@@ -250,12 +250,12 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 
 	if err := r.createDefaultEnvironment(ctx, p); err != nil {
-		resp.Diagnostics.AddError("Error Building Default Environment", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Building Default Environment", fmt.Sprintf("sandbox provider %q, building its %q environment", p.Name, defaultEnvironmentName), err)
 		return
 	}
 	p.Status = sandbox.StatusReady
 	if err := r.cp.store.UpdateSandboxProvider(ctx, p); err != nil {
-		resp.Diagnostics.AddError("Error Saving Sandbox Provider", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Saving Sandbox Provider", fmt.Sprintf("sandbox provider %q", p.Name), err)
 		return
 	}
 	plan.Status = types.StringValue(sandbox.StatusReady)
@@ -306,7 +306,7 @@ func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadReq
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Sandbox Provider", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", state.ID.ValueString()), err)
 		return
 	}
 	state.Name = types.StringValue(p.Name)
@@ -349,7 +349,7 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 
 	p, err := r.cp.store.GetSandboxProvider(ctx, state.ID.ValueString())
 	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Sandbox Provider", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", state.ID.ValueString()), err)
 		return
 	}
 	p.APIURL, p.Target = plan.APIURL.ValueString(), plan.Target.ValueString()
@@ -363,12 +363,12 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 	}
 	if def, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
 		if err := r.createDefaultEnvironment(ctx, p); err != nil {
-			resp.Diagnostics.AddError("Error Repairing Default Environment", err.Error())
+			addOperationError(&resp.Diagnostics, "Error Repairing Default Environment", fmt.Sprintf("sandbox provider %q, recreating its %q environment", p.Name, defaultEnvironmentName), err)
 			return
 		}
 	} else if err == nil && p.Type == typeDaytona && r.defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
 		if err := r.rebuildDefaultSnapshot(ctx, p); err != nil {
-			resp.Diagnostics.AddError("Error Repairing Default Environment", err.Error())
+			addOperationError(&resp.Diagnostics, "Error Repairing Default Environment", fmt.Sprintf("sandbox provider %q, rebuilding the snapshot of its %q environment", p.Name, defaultEnvironmentName), err)
 			return
 		}
 	}
@@ -377,7 +377,7 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 	}
 	p.Status = sandbox.StatusReady
 	if err := r.cp.store.UpdateSandboxProvider(ctx, p); err != nil {
-		resp.Diagnostics.AddError("Error Updating Sandbox Provider", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Updating Sandbox Provider", fmt.Sprintf("sandbox provider %q", p.Name), err)
 		return
 	}
 	plan.ID = state.ID
@@ -411,7 +411,7 @@ func (r *sandboxProviderResource) Delete(ctx context.Context, req resource.Delet
 			fmt.Sprintf("Sandbox provider %q cannot be deleted: %s. Delete those first (Terraform orders this for you when they reference the provider's attributes).", name, err))
 		return
 	case err != nil:
-		resp.Diagnostics.AddError("Error Deleting Sandbox Provider", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Deleting Sandbox Provider", fmt.Sprintf("sandbox provider %q", name), err)
 		return
 	}
 	if cerr == nil {
@@ -467,7 +467,7 @@ func (r *sandboxProviderResource) validateCredentials(ctx context.Context, p *st
 	}
 	sealed, err := box.Seal([]byte(key), "sandbox_provider/"+p.Name)
 	if err != nil {
-		diags.AddError("Secret Key Unavailable", err.Error())
+		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("sandbox provider %q, sealing its API key", p.Name), err)
 		return nil, nil, false
 	}
 	return scopes, sealed, true

@@ -155,10 +155,10 @@ func (r *secretResource) checkEnvironment(ctx context.Context, name string, addi
 		return false
 	}
 	if err != nil {
-		diags.AddError("Error Reading Environment", err.Error())
+		addOperationError(diags, "Error Reading Environment", fmt.Sprintf("environment %q", name), err)
 		return true
 	}
-	if !env.Reserved && env.Owner != r.cp.owner {
+	if env.Owner != r.cp.owner {
 		addOwnerError(diags, name, env.Owner, r.cp.owner, "changed (its secrets are part of it)")
 		return true
 	}
@@ -174,7 +174,9 @@ func (r *secretResource) checkEnvironment(ctx context.Context, name string, addi
 }
 
 func (r *secretResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if r.cp == nil || req.Plan.Raw.IsNull() {
+	if r.cp == nil || req.Plan.Raw.IsNull() || req.Plan.Raw.Equal(req.State.Raw) {
+		// Destroy (Delete checks the owner), or nothing changes: planning another
+		// owner's unchanged secret is not changing it.
 		return
 	}
 	var plan secretModel
@@ -205,7 +207,7 @@ func (r *secretResource) seal(id, value string, diags *diag.Diagnostics) []byte 
 	}
 	sealed, err := box.Seal([]byte(value), "secret/"+id)
 	if err != nil {
-		diags.AddError("Secret Key Unavailable", err.Error())
+		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("secret %s, sealing its value", id), err)
 		return nil
 	}
 	return sealed
@@ -245,7 +247,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 	// that a failure leaves nothing in the store.
 	dc, err := r.cp.environmentDaytona(ctx, envName)
 	if err != nil {
-		resp.Diagnostics.AddError("Error Creating Secret", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Creating Secret", fmt.Sprintf("secret %s, opening the Daytona client of environment %q", id, envName), err)
 		return
 	}
 	var remote *daytona.Secret
@@ -266,7 +268,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Error Creating Secret", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Creating Secret", fmt.Sprintf("secret %s, saving it", id), err)
 		return
 	}
 	plan.ID = types.StringValue(id)
@@ -290,7 +292,7 @@ func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, res
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Secret", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Reading Secret", fmt.Sprintf("secret %s", state.ID.ValueString()), err)
 		return
 	}
 	state.Environment = types.StringValue(sec.Environment)
@@ -341,7 +343,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 	hosts := listFrom(ctx, plan.Hosts)
 	dc, err := r.cp.environmentDaytona(ctx, state.Environment.ValueString())
 	if err != nil {
-		resp.Diagnostics.AddError("Error Updating Secret", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Updating Secret", fmt.Sprintf("secret %s, opening the Daytona client of environment %q", id, state.Environment.ValueString()), err)
 		return
 	}
 	if dc != nil {
@@ -356,7 +358,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 		saveRemoteSecret(ctx, resp.Private, remote, &resp.Diagnostics)
 	}
 	if err := r.cp.store.UpdateSecret(ctx, id, hosts, sealed); err != nil {
-		resp.Diagnostics.AddError("Error Updating Secret", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Updating Secret", fmt.Sprintf("secret %s, saving it", id), err)
 		return
 	}
 	plan.ID = state.ID
@@ -373,13 +375,13 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if env, err := r.cp.store.GetEnvironment(ctx, state.Environment.ValueString()); err == nil && !env.Reserved && env.Owner != r.cp.owner {
+	if env, err := r.cp.store.GetEnvironment(ctx, state.Environment.ValueString()); err == nil && env.Owner != r.cp.owner {
 		addOwnerError(&resp.Diagnostics, env.Name, env.Owner, r.cp.owner, "changed (its secrets are part of it)")
 		return
 	}
 	dc, err := r.cp.environmentDaytona(ctx, state.Environment.ValueString())
 	if err != nil {
-		resp.Diagnostics.AddError("Error Deleting Secret", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Deleting Secret", fmt.Sprintf("secret %s, opening the Daytona client of environment %q", state.ID.ValueString(), state.Environment.ValueString()), err)
 		return
 	}
 	if dc != nil {
@@ -390,7 +392,7 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 		}
 	}
 	if err := r.cp.store.DeleteSecret(ctx, state.ID.ValueString()); err != nil && !errors.Is(err, store.ErrNotFound) {
-		resp.Diagnostics.AddError("Error Deleting Secret", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Deleting Secret", fmt.Sprintf("secret %s", state.ID.ValueString()), err)
 	}
 }
 
@@ -402,7 +404,7 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 func (r *secretResource) readDaytona(ctx context.Context, sec store.Secret, state *secretModel, priv privateGetter, resp *resource.ReadResponse) bool {
 	dc, err := r.cp.environmentDaytona(ctx, sec.Environment)
 	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Secret", err.Error())
+		addOperationError(&resp.Diagnostics, "Error Reading Secret", fmt.Sprintf("secret %s, opening the Daytona client of environment %q", sec.ID, sec.Environment), err)
 		return false
 	}
 	if dc == nil {
