@@ -190,6 +190,7 @@ func (a *Agent) NewModel(o ModelOptions) (model.Model, error) {
 	if err := m.CheckCredential(); err != nil {
 		return nil, fmt.Errorf("agent %q: %w", a.Name, err)
 	}
+	o.HTTPClient = sameHostRedirects(o.HTTPClient)
 	switch m.Provider {
 	case "openai":
 		return openaicompat.New(openaicompat.Config{Model: m.Name, BaseURL: m.BaseURL, KeyEnv: m.APIKeyEnv, HTTPClient: o.HTTPClient, Getenv: o.Getenv})

@@ -1,9 +1,13 @@
 package agents
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model/anthropic"
@@ -15,6 +19,13 @@ import (
 // control plane). An agent spec is written by the agent's author, not by whoever runs
 // the agent, so a spec may never name one of these as a credential to send.
 const HarnessEnvPrefix = "TRUEFORGE_"
+
+// CredentialEnvsVar, when set in the harness's environment, lists (comma-separated) the
+// only variables agents may name as credentials. Unset, any variable but the harness's
+// own may be named: the agent's author then chooses which of the harness's variables
+// is sent to the server the agent names, so an operator who runs agents written by
+// others sets this list.
+const CredentialEnvsVar = "TRUEFORGE_CREDENTIAL_ENVS"
 
 // CheckCredential says whether the harness may send the value of its environment
 // variable env, which the spec field envField names, to rawURL, which the spec field
@@ -31,6 +42,13 @@ func CheckCredential(envField, env, urlField, rawURL string) error {
 		// trueforge_secret_key would read the same key.
 		return fmt.Errorf("%s %q: variables named %s* are the harness's own settings and are never sent to a model or MCP server; export the credential under another name and set %s to it",
 			envField, env, HarnessEnvPrefix, lastField(envField))
+	}
+	if allowed := os.Getenv(CredentialEnvsVar); allowed != "" {
+		names := strings.FieldsFunc(allowed, func(r rune) bool { return r == ',' || r == ' ' })
+		if !slices.Contains(names, env) {
+			return fmt.Errorf("%s %q: this harness lets agents use only the credential variables in %s (%s); ask its operator to add %s, or set %s to one of those",
+				envField, env, CredentialEnvsVar, strings.Join(names, ", "), env, lastField(envField))
+		}
 	}
 	if rawURL == "" {
 		return nil
@@ -98,4 +116,33 @@ func (s MCPServer) CheckCredential(i int) error {
 // "mcp_servers[0].credential_env".
 func lastField(path string) string {
 	return path[strings.LastIndex(path, ".")+1:]
+}
+
+// sameHostRedirects returns a copy of c (nil: a default client) that refuses a redirect
+// to another scheme or host. The model SDKs send the key in a header that Go's client
+// keeps on redirects to subdomains and on an https-to-http move within a host; a model
+// API has no reason to redirect elsewhere, so such an answer becomes an error instead of
+// the key going where the agent did not point it.
+func sameHostRedirects(c *http.Client) *http.Client {
+	out := &http.Client{}
+	if c != nil {
+		cp := *c
+		out = &cp
+	}
+	next := out.CheckRedirect
+	out.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		if !strings.EqualFold(req.URL.Scheme, first.Scheme) || !strings.EqualFold(req.URL.Host, first.Host) {
+			return fmt.Errorf("the model API redirected from %s://%s to %s://%s; the harness does not follow a model API to another scheme or host (set model.base_url to the address that answers)",
+				first.Scheme, first.Host, req.URL.Scheme, req.URL.Host)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return out
 }

@@ -164,3 +164,45 @@ func TestModelKeyReachesLoopbackHTTP(t *testing.T) {
 		})
 	}
 }
+
+// With TRUEFORGE_CREDENTIAL_ENVS set, the operator's list decides which variables an
+// agent may have sent; any other is refused before a request is made.
+func TestCredentialEnvsListLimitsWhatAgentsMayName(t *testing.T) {
+	t.Setenv(agents.CredentialEnvsVar, "MODEL_KEY, GITHUB_MCP_TOKEN")
+	if err := agents.CheckCredential("model.api_key_env", "MODEL_KEY", "model.base_url", "https://api.example.com/v1"); err != nil {
+		t.Fatalf("a listed variable was refused: %v", err)
+	}
+	err := agents.CheckCredential("mcp_servers[0].credential_env", "AWS_SECRET_ACCESS_KEY", "mcp_servers[0].url", "https://mcp.example.com")
+	if err == nil || !strings.Contains(err.Error(), "mcp_servers[0].credential_env \"AWS_SECRET_ACCESS_KEY\"") ||
+		!strings.Contains(err.Error(), "MODEL_KEY, GITHUB_MCP_TOKEN") {
+		t.Fatalf("an unlisted variable: %v", err)
+	}
+	t.Setenv(agents.CredentialEnvsVar, "")
+	if err := agents.CheckCredential("mcp_servers[0].credential_env", "AWS_SECRET_ACCESS_KEY", "mcp_servers[0].url", "https://mcp.example.com"); err != nil {
+		t.Fatalf("without a list, any non-harness variable may be named: %v", err)
+	}
+}
+
+// A model API that redirects to another host does not get the key carried there: the
+// redirect is refused and the other host sees no request.
+func TestModelKeyDoesNotFollowARedirectToAnotherHost(t *testing.T) {
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			elsewhere := &keyServer{}
+			other := httptest.NewServer(elsewhere)
+			defer other.Close()
+			redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+			}))
+			defer redirect.Close()
+			a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: redirect.URL, APIKeyEnv: "TF_TEST_MODEL_KEY"}}}
+			built, err := generate(a, redirect.Client())
+			if !built || err == nil || !strings.Contains(err.Error(), "does not follow a model API to another scheme or host") {
+				t.Fatalf("built %v, error %v; want the redirect refused", built, err)
+			}
+			if got := elsewhere.seen(); len(got) != 0 {
+				t.Fatalf("the redirect target received %q", got)
+			}
+		})
+	}
+}
