@@ -574,6 +574,58 @@ func TestAccDaytona_planTimeLimits(t *testing.T) {
 	})
 }
 
+// TestAccDaytona_imageChangeBakesNewSnapshot: image is a build input like the others (the
+// local backend accepts only "platform", so it is covered here): changing it alone plans an
+// in-place update with snapshot_id unknown and bakes one snapshot FROM the new image.
+func TestAccDaytona_imageChangeBakesNewSnapshot(t *testing.T) {
+	f := newDaytonaFixture(t)
+	const addr = "trueforge_environment.img"
+	snapshotChanges := statecheck.CompareValue(compare.ValuesDiffer())
+	dockerfileFrom := func(image string) func(*terraformState) error {
+		return func(*terraformState) error {
+			env, err := f.store().GetEnvironment(t.Context(), "img")
+			if err != nil {
+				return err
+			}
+			if df := f.srv.SnapshotDockerfile(env.SnapshotID); !strings.HasPrefix(df, "FROM "+image+"\n") {
+				return fmt.Errorf("snapshot %s dockerfile:\n%s\nwant FROM %s", env.SnapshotID, df, image)
+			}
+			return nil
+		}
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{
+			{
+				Config: f.config(daytonaEnvHCL("img", "true", `  image = "python:3.12-slim"`)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+					snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id")),
+				},
+				Check: resource.ComposeTestCheckFunc(dockerfileFrom("python:3.12-slim"), func(*terraformState) error {
+					f.srv.ResetCounts()
+					return nil
+				}),
+			},
+			{
+				Config: f.config(daytonaEnvHCL("img", "true", `  image = "python:3.13-slim"`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(addr, tfjsonpath.New("snapshot_id")),
+					plancheck.ExpectUnknownValue(addr, tfjsonpath.New("status")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("image"), knownvalue.StringExact("python:3.13-slim")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+					snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id")),
+				},
+				// One new snapshot; the old one, unreferenced now, is deleted.
+				Check: resource.ComposeTestCheckFunc(dockerfileFrom("python:3.13-slim"), f.expectCounts(snapshotWrites(1, 0, 1))),
+			},
+		},
+	})
+}
+
 // TestDaytonaSecretName pins the naming rule of Daytona secrets: Daytona's name pattern,
 // and unambiguous across environment and variable names.
 func TestDaytonaSecretName(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -79,6 +81,14 @@ func testAccPreCheck(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		t.Fatal("bubblewrap is required for the local backend's snapshot builds: run `make deps` (apt-get install bubblewrap)")
 	}
+}
+
+// attrError matches an attribute's diagnostic and requires the attribute to be named
+// twice: in the source line Terraform and OpenTofu quote for an attribute diagnostic
+// ("31:   hosts       = [...]") and in the detail, given as a pattern whose spaces match
+// any run of white space (the CLI wraps long details).
+func attrError(attr, detail string) *regexp.Regexp {
+	return regexp.MustCompile(`(?s)\n\s*\d+:\s+` + regexp.QuoteMeta(attr) + `\s*=.*` + strings.ReplaceAll(detail, " ", `\s+`))
 }
 
 // terraformState is the state a legacy Check function receives.

@@ -598,3 +598,79 @@ func TestAgentValidateAtApply(t *testing.T) {
 		})
 	}
 }
+
+// TestAccAgent_credentialEnvMustNameAVariable: api_key_env and mcp_servers[].credential_env
+// hold the name of a harness variable; a value that is neither a variable name nor a
+// credential is refused too, naming the attribute, and nothing is stored. The steps are
+// full applies, so an accepted value would be written and caught by the next step. (For
+// attributes nested in an object, Terraform quotes the resource's first line, so the
+// attribute is matched in the detail only.)
+func TestAccAgent_credentialEnvMustNameAVariable(t *testing.T) {
+	f := newFixture(t)
+	cfg := func(body string) string {
+		return f.config(agentHCL("creds", afterProvider+"\n"+body))
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config:      cfg(`  mcp_servers = [{ name = "gh", url = "https://api.githubcopilot.com/mcp/", credential_env = "not a name" }]`),
+				ExpectError: expectError(`mcp_servers\[0\]\.credential_env: "not a name" is not an environment variable name`),
+			},
+			{
+				PreConfig:   expectAgents(t, f, 0),
+				Config:      cfg(`  model = { provider = "openai", name = "gpt-4.1", api_key_env = "1ABC" }`),
+				ExpectError: expectError(`model\.api_key_env: "1ABC" is not an environment variable name`),
+			},
+			{
+				// Nothing was written by either.
+				PreConfig: expectAgents(t, f, 0),
+				Config:    f.config(""),
+			},
+		},
+	})
+}
+
+// TestAccAgent_failedEnvironmentCannotBeSelected: an environment whose build failed is not
+// Ready, so selecting it is refused at plan time, naming the status and the reason, and no
+// agent is stored.
+func TestAccAgent_failedEnvironmentCannotBeSelected(t *testing.T) {
+	f := newFixture(t)
+	broken := agentEnvHCL("broken", "echo 'E: no such package' >&2; exit 1", true)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				// The build fails; the environment is kept (tainted) with its Failed snapshot.
+				Config:      f.config(broken),
+				ExpectError: expectError(`Snapshot Build Failed.*exit`),
+			},
+			{
+				PreConfig: func() {
+					env, err := f.store().GetEnvironment(t.Context(), "broken")
+					if err != nil {
+						t.Fatalf("environment broken: %v", err)
+					}
+					snap, err := f.store().GetSnapshot(t.Context(), env.SnapshotID)
+					if err != nil || snap.Status != "Failed" {
+						t.Fatalf("snapshot of broken = %+v, %v; want Failed", snap, err)
+					}
+				},
+				Config:      f.config(broken + agentHCL("a", `  sandbox = { enabled = true, environment = trueforge_environment.broken.name }`)),
+				ExpectError: expectError(`Environment Not Ready.*"broken" is Failed.*only Ready environments.*Its build failed`),
+			},
+			{
+				// A literal name is checked the same way.
+				Config:      f.config(broken + agentHCL("a", `  sandbox = { enabled = true, environment = "broken" }`)),
+				ExpectError: expectError(`Environment Not Ready.*"broken" is Failed`),
+			},
+			{
+				// Nothing was written; removing the environment cleans up.
+				PreConfig: expectAgents(t, f, 0),
+				Config:    f.config(""),
+			},
+		},
+	})
+}

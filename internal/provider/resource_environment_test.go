@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
@@ -141,6 +142,77 @@ resource "trueforge_environment" "py" {
 	})
 }
 
+// TestAccEnvironment_eachBuildInputBakesANewSnapshot changes one build input per step:
+// each alone plans an in-place update with snapshot_id unknown and bakes exactly one new
+// snapshot. (image is a build input too, but the local backend accepts only "platform";
+// TestAccDaytona_imageChangeBakesNewSnapshot covers it.)
+func TestAccEnvironment_eachBuildInputBakesANewSnapshot(t *testing.T) {
+	f := newFixture(t)
+	const script = "echo inputs > /usr/local/share/marker"
+	snapshotChanges := statecheck.CompareValue(compare.ValuesDiffer())
+	hashChanges := statecheck.CompareValue(compare.ValuesDiffer())
+	buildsBefore := int64(0)
+	countBuilds := func(want int64) func(*terraformState) error {
+		return func(*terraformState) error {
+			n, err := f.store().CountBuilds(t.Context())
+			if err != nil {
+				return err
+			}
+			if n-buildsBefore != want {
+				return fmt.Errorf("builds started = %d, want %d", n-buildsBefore, want)
+			}
+			buildsBefore = n
+			return nil
+		}
+	}
+	rebuilds := func(attr string, want knownvalue.Check, extra string) resource.TestStep {
+		return resource.TestStep{
+			Config: f.config(envHCL(script, extra)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
+				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("status")),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New(attr), want),
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				snapshotChanges.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
+				hashChanges.AddStateValue(envAddr, tfjsonpath.New("build_hash")),
+			},
+			Check: countBuilds(1),
+		}
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config: f.config(envHCL(script, "")),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+					snapshotChanges.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
+					hashChanges.AddStateValue(envAddr, tfjsonpath.New("build_hash")),
+				},
+				// The provider's default environment and this one.
+				Check: countBuilds(2),
+			},
+			rebuilds("memory", knownvalue.Int64Exact(2), `  memory = 2`),
+			rebuilds("disk", knownvalue.Int64Exact(4), `  memory = 2
+  disk   = 4`),
+			rebuilds("triggers", knownvalue.MapExact(map[string]knownvalue.Check{"index": knownvalue.StringExact("2026-11-29")}), `  memory   = 2
+  disk     = 4
+  triggers = { index = "2026-11-29" }`),
+			rebuilds("triggers", knownvalue.MapExact(map[string]knownvalue.Check{"index": knownvalue.StringExact("2026-11-30")}), `  memory   = 2
+  disk     = 4
+  triggers = { index = "2026-11-30" }`),
+			rebuilds("cpu", knownvalue.Int64Exact(2), `  memory   = 2
+  disk     = 4
+  triggers = { index = "2026-11-30" }
+  cpu      = 2`),
+		},
+	})
+}
+
 func TestAccEnvironment_identicalInputsBuildOnce(t *testing.T) {
 	f := newFixture(t)
 	two := `
@@ -272,7 +344,7 @@ resource "trueforge_environment" "d" {
 			},
 			{Config: f.config(envHCL("", `  memory = -1`)), ExpectError: regexp.MustCompile(`(?s)memory.*must be between 1 and 512`)},
 			{Config: f.config(envHCL("", `  disk = 0`)), ExpectError: regexp.MustCompile(`(?s)disk.*must be between 1 and 2048`)},
-			{Config: f.config(envHCL("", `  env = { "BAD-NAME" = "x" }`)), ExpectError: regexp.MustCompile(`(?s)"BAD-NAME" is not an environment variable name`)},
+			{Config: f.config(envHCL("", `  env = { "BAD-NAME" = "x" }`)), ExpectError: attrError("env", `env key "BAD-NAME": "BAD-NAME" is not an environment variable name`)},
 			{Config: f.config(envHCL("", `  network = { allow_domains = ["*"] }`)), ExpectError: regexp.MustCompile(`(?s)would match every host`)},
 			{Config: f.config(envHCL("", `  network = { allow_domains = ["*.com"] }`)), ExpectError: regexp.MustCompile(`(?s)whole top-level domain`)},
 			{Config: f.config(envHCL("", `  network = { allow_domains = ["https://api.github.com"] }`)), ExpectError: regexp.MustCompile(`(?s)has a scheme`)},
@@ -303,6 +375,8 @@ resource "trueforge_environment" "py" {
 			},
 			{
 				// The default environment cannot be imported (and so not deleted) as a resource.
+				// The refused rename before it changed nothing: py keeps its name.
+				PreConfig:    func() { expectEnvironments(t, f, "default", "py") },
 				ResourceName: "trueforge_environment.other",
 				Config: f.config(envHCL("", "")) + `resource "trueforge_environment" "other" {
   name             = "other"
@@ -312,9 +386,41 @@ resource "trueforge_environment" "py" {
 				ImportStateId: "default",
 				ExpectError:   regexp.MustCompile(`Reserved Environment`),
 			},
-			{Config: f.config(envHCL("", ""))},
+			{
+				// The refused import wrote nothing: no "other", and the default environment is
+				// still the provider's, reserved.
+				PreConfig: func() { expectEnvironments(t, f, "default", "py") },
+				Config:    f.config(envHCL("", "")),
+			},
 		},
 	})
+}
+
+// expectEnvironments asserts that the store holds exactly the named environments, with
+// default still reserved and all of them owned by the fixture's owner: a refused step
+// left nothing behind.
+func expectEnvironments(t *testing.T, f *controlPlaneFixture, names ...string) {
+	t.Helper()
+	envs, err := f.store().ListEnvironments(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range envs {
+		got = append(got, e.Name)
+		if e.Name == "default" && !e.Reserved {
+			t.Errorf("the default environment is no longer reserved: %+v", e)
+		}
+		if e.Owner != f.owner {
+			t.Errorf("environment %q is owned by %q, want %q", e.Name, e.Owner, f.owner)
+		}
+	}
+	slices.Sort(got)
+	want := slices.Sorted(slices.Values(names))
+	if !slices.Equal(got, want) {
+		// Errorf, not Fatalf: the step goes on, so the post-test destroy still runs.
+		t.Errorf("stored environments = %v, want %v", got, want)
+	}
 }
 
 func TestAccEnvironment_ownedByCreator(t *testing.T) {

@@ -1,6 +1,9 @@
 package provider
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"regexp"
 	"testing"
 
@@ -10,6 +13,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 const providerAddr = "trueforge_sandbox_provider.local"
@@ -151,6 +156,9 @@ func TestAccSandboxProvider_rules(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)Attribute type value must be one of`),
 			},
 			{
+				// The unknown type wrote nothing: no provider "x" (no provider at all), and no
+				// default environment.
+				PreConfig:   func() { expectNoSandboxProvider(t, f, "x") },
 				Config:      f.providerBlock(f.owner) + "resource \"trueforge_sandbox_provider\" \"x\" {\n  name = \"Bad Name\"\n  type = \"local\"\n}\n",
 				ExpectError: regexp.MustCompile(`(?s)"Bad Name" is not a valid name`),
 			},
@@ -176,26 +184,64 @@ resource "trueforge_sandbox_provider" "second" {
 	})
 }
 
+// expectNoSandboxProvider asserts that a refused step stored nothing: no provider name,
+// no provider at all and no environment.
+func expectNoSandboxProvider(t *testing.T, f *controlPlaneFixture, name string) {
+	t.Helper()
+	st := f.store()
+	if p, err := st.GetSandboxProvider(t.Context(), name); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("sandbox provider %q after the refused step: %+v, %v", name, p, err)
+	}
+	var providers, envs int
+	if err := st.DB().QueryRow(`SELECT (SELECT COUNT(*) FROM sandbox_providers), (SELECT COUNT(*) FROM environments)`).Scan(&providers, &envs); err != nil {
+		t.Fatal(err)
+	}
+	if providers != 0 || envs != 0 {
+		t.Errorf("after the refused step: %d sandbox provider(s), %d environment(s); want none", providers, envs)
+	}
+}
+
+// storedAPIKey opens the sandbox provider's sealed API key, as the control plane does.
+func storedAPIKey(t *testing.T, f *controlPlaneFixture) (key string, sealed []byte) {
+	t.Helper()
+	cp, _ := f.controlPlane()
+	p := mustProvider(t, cp)
+	box, err := cp.secretBox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := box.Open(p.APIKeyEnc, "sandbox_provider/"+p.Name)
+	if err != nil {
+		t.Fatalf("opening the stored API key: %v", err)
+	}
+	return string(k), p.APIKeyEnc
+}
+
 func TestAccSandboxProvider_writeOnlyKey(t *testing.T) {
 	f := newFixture(t)
-	cfg := func(version int) string {
-		return f.providerBlock(f.owner) + `
+	cfg := func(key string, version int) string {
+		return f.providerBlock(f.owner) + fmt.Sprintf(`
 resource "trueforge_sandbox_provider" "local" {
   name               = "local"
   type               = "local"
-  api_key_wo         = "key-v` + string(rune('0'+version)) + `"
-  api_key_wo_version = ` + string(rune('0'+version)) + `
+  api_key_wo         = %q
+  api_key_wo_version = %d
 }
-`
+`, key, version)
 	}
 	var sealed [][]byte
-	grab := func(*terraformState) error {
-		var b []byte
-		if err := f.store().DB().QueryRow(`SELECT api_key_enc FROM sandbox_providers`).Scan(&b); err != nil {
-			return err
+	expectKey := func(want string) func(*terraformState) error {
+		return func(*terraformState) error {
+			got, enc := storedAPIKey(t, f)
+			if got != want {
+				return fmt.Errorf("stored API key opens to %q, want %q", got, want)
+			}
+			if bytes.Contains(enc, []byte(want)) {
+				return fmt.Errorf("the API key is stored in plaintext")
+			}
+			sealed = append(sealed, enc)
+			return f.dbFilesLack(want)
 		}
-		sealed = append(sealed, b)
-		return nil
 	}
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
@@ -203,22 +249,24 @@ resource "trueforge_sandbox_provider" "local" {
 		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
 		Steps: []resource.TestStep{
 			{
-				Config: cfg(1),
-				Check:  resource.ComposeTestCheckFunc(resource.TestCheckNoResourceAttr(providerAddr, "api_key_wo"), grab),
+				Config: cfg("key-v1", 1),
+				Check:  resource.ComposeTestCheckFunc(resource.TestCheckNoResourceAttr(providerAddr, "api_key_wo"), expectKey("key-v1")),
 			},
 			{
-				Config:           cfg(2),
+				// Bumping the version sends the new key: rotated in place.
+				Config:           cfg("key-v2", 2),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate)}},
-				Check:            grab,
+				Check:            resource.ComposeTestCheckFunc(resource.TestCheckNoResourceAttr(providerAddr, "api_key_wo"), expectKey("key-v2")),
+			},
+			{
+				// A new key without a new version is not sent: write-only values never diff.
+				Config:           cfg("key-v3-ignored", 2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check:            expectKey("key-v2"),
 			},
 		},
 	})
-	if len(sealed) != 2 || string(sealed[0]) == string(sealed[1]) || len(sealed[1]) == 0 {
-		t.Fatalf("the write-only key was not rotated in the store: %q", sealed)
-	}
-	for _, s := range sealed {
-		if regexp.MustCompile(`key-v`).Match(s) {
-			t.Fatal("the API key is stored in plaintext")
-		}
+	if len(sealed) != 3 || bytes.Equal(sealed[0], sealed[1]) || !bytes.Equal(sealed[1], sealed[2]) {
+		t.Fatalf("sealed keys over the steps = %x; want a new one at the rotation and the same one after", sealed)
 	}
 }
