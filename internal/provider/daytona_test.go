@@ -175,19 +175,6 @@ func TestAccDaytona_keyRotationChecksScopes(t *testing.T) {
 	f.key = "dtn_rotated_partial"
 	partial := f.config("")
 	f.key = daytonatest.DefaultKey
-	storedKey := func() string {
-		cp, _ := f.controlPlane()
-		p := mustProvider(t, cp)
-		box, err := cp.secretBox()
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := box.Open(p.APIKeyEnc, "sandbox_provider/"+p.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(k)
-	}
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: f.providers,
 		Steps: []resource.TestStep{
@@ -198,7 +185,7 @@ func TestAccDaytona_keyRotationChecksScopes(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					if k := storedKey(); k != daytonatest.DefaultKey {
+					if k, _ := storedAPIKey(t, f.controlPlaneFixture); k != daytonatest.DefaultKey {
 						t.Fatalf("the refused key replaced the stored one (%q)", k)
 					}
 				},

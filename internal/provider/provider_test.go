@@ -129,3 +129,22 @@ func testDisappears(t *testing.T, f *controlPlaneFixture, cfg, addr, deleteSQL s
 		}},
 	})
 }
+
+// buildCounter returns checks that assert how many snapshot builds the fixture's control
+// plane started since the previous such check (since the test began, for the first).
+func buildCounter(t *testing.T, f *controlPlaneFixture) func(want int64) resource.TestCheckFunc {
+	before := int64(0)
+	return func(want int64) resource.TestCheckFunc {
+		return func(*terraformState) error {
+			n, err := f.store().CountBuilds(t.Context())
+			if err != nil {
+				return err
+			}
+			if n-before != want {
+				return fmt.Errorf("builds started = %d, want %d", n-before, want)
+			}
+			before = n
+			return nil
+		}
+	}
+}

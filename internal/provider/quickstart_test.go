@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"fmt"
 	"regexp"
 	"testing"
 
@@ -34,20 +33,7 @@ func TestAccQuickstart(t *testing.T) {
 		return config.Variables{"greeting": config.StringVariable(greeting), "build_marker": config.StringVariable(marker)}
 	}
 	snapshotStable := statecheck.CompareValue(compare.ValuesSame())
-	builds := int64(-1)
-	countBuilds := func(want int64) func(*terraformState) error {
-		return func(*terraformState) error {
-			n, err := f.store().CountBuilds(t.Context())
-			if err != nil {
-				return err
-			}
-			if builds >= 0 && n-builds != want {
-				return fmt.Errorf("builds started = %d, want %d", n-builds, want)
-			}
-			builds = n
-			return nil
-		}
-	}
+	countBuilds := buildCounter(t, f)
 	// The providers are given per step: with the example's own terraform block, the
 	// testing framework takes provider factories only at that level.
 	resource.Test(t, resource.TestCase{
@@ -63,7 +49,8 @@ func TestAccQuickstart(t *testing.T) {
 					statecheck.ExpectKnownValue("trueforge_agent.demo", tfjsonpath.New("sandbox").AtMapKey("environment"), knownvalue.StringExact("python")),
 					snapshotStable.AddStateValue(env, tfjsonpath.New("snapshot_id")),
 				},
-				Check: countBuilds(0),
+				// The default environment and python: two builds.
+				Check: countBuilds(2),
 			},
 			{
 				// Only env changes: in place, snapshot_id known and unchanged, nothing built.

@@ -31,20 +31,7 @@ resource "trueforge_environment" "py" {
 func TestAccEnvironment_buildInputsVersusLiveChanges(t *testing.T) {
 	f := newFixture(t)
 	snapshotStable := statecheck.CompareValue(compare.ValuesSame())
-	buildsBefore := int64(0)
-	countBuilds := func(want int64) func(*terraformState) error {
-		return func(*terraformState) error {
-			n, err := f.store().CountBuilds(t.Context())
-			if err != nil {
-				return err
-			}
-			if n-buildsBefore != want {
-				return fmt.Errorf("builds started = %d, want %d", n-buildsBefore, want)
-			}
-			buildsBefore = n
-			return nil
-		}
-	}
+	countBuilds := buildCounter(t, f)
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -151,20 +138,7 @@ func TestAccEnvironment_eachBuildInputBakesANewSnapshot(t *testing.T) {
 	const script = "echo inputs > /usr/local/share/marker"
 	snapshotChanges := statecheck.CompareValue(compare.ValuesDiffer())
 	hashChanges := statecheck.CompareValue(compare.ValuesDiffer())
-	buildsBefore := int64(0)
-	countBuilds := func(want int64) func(*terraformState) error {
-		return func(*terraformState) error {
-			n, err := f.store().CountBuilds(t.Context())
-			if err != nil {
-				return err
-			}
-			if n-buildsBefore != want {
-				return fmt.Errorf("builds started = %d, want %d", n-buildsBefore, want)
-			}
-			buildsBefore = n
-			return nil
-		}
-	}
+	countBuilds := buildCounter(t, f)
 	rebuilds := func(attr string, want knownvalue.Check, extra string) resource.TestStep {
 		return resource.TestStep{
 			Config: f.config(envHCL(script, extra)),

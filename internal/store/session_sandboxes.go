@@ -86,28 +86,19 @@ func (s *Store) GetSessionSandbox(ctx context.Context, sessionID string) (Sessio
 
 // ListSessionSandboxes lists every sandbox record.
 func (s *Store) ListSessionSandboxes(ctx context.Context) ([]SessionSandbox, error) {
-	rows, err := s.db.QueryContext(ctx, sandboxSelect+` ORDER BY created_at, session_id`)
-	if err != nil {
-		return nil, fmt.Errorf("listing session sandboxes: %w", err)
-	}
-	defer rows.Close()
-	var out []SessionSandbox
-	for rows.Next() {
-		b, err := scanSandbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return s.querySandboxes(ctx, sandboxSelect+` ORDER BY created_at, session_id`)
 }
 
 // ListOwnedSessionSandboxes is ListSessionSandboxes for the sessions of owner only: what
 // a user may see of the sandboxes (a sandbox id is not authorization).
 func (s *Store) ListOwnedSessionSandboxes(ctx context.Context, owner string) ([]SessionSandbox, error) {
-	rows, err := s.db.QueryContext(ctx, sandboxSelect+` WHERE session_id IN (SELECT id FROM sessions WHERE owner = ?) ORDER BY created_at, session_id`, owner)
+	return s.querySandboxes(ctx, sandboxSelect+` WHERE session_id IN (SELECT id FROM sessions WHERE owner = ?) ORDER BY created_at, session_id`, owner)
+}
+
+func (s *Store) querySandboxes(ctx context.Context, q string, args ...any) ([]SessionSandbox, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s's session sandboxes: %w", owner, err)
+		return nil, fmt.Errorf("listing session sandboxes: %w", err)
 	}
 	defer rows.Close()
 	var out []SessionSandbox
