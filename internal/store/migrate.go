@@ -191,6 +191,14 @@ CREATE TABLE sandbox_egress (
 );
 CREATE INDEX sandbox_egress_session ON sandbox_egress(session_id);
 `,
+	// 4: at most one running run per session, in the database itself, so two harness
+	// processes cannot both start one (a check-then-insert raced). Runs left running in
+	// the same session by that race are ended first, keeping one.
+	`
+UPDATE session_runs SET status = 'interrupted', detail = 'another run of the session was running at the same time', ended_at = heartbeat_at
+	WHERE status = 'running' AND id NOT IN (SELECT MAX(id) FROM session_runs WHERE status = 'running' GROUP BY session_id);
+CREATE UNIQUE INDEX session_runs_one_running ON session_runs(session_id) WHERE status = 'running';
+`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -33,6 +33,9 @@ func (s *Store) StartRun(ctx context.Context, r Run) error {
 	now := s.stamp()
 	_, err := s.db.ExecContext(ctx, `INSERT INTO session_runs(id, session_id, status, owner, heartbeat_at, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		r.ID, r.SessionID, RunRunning, r.Owner, now, now)
+	if isUnique(err) {
+		return fmt.Errorf("starting run %s of session %s: %w", r.ID, r.SessionID, ErrRunning)
+	}
 	if err != nil {
 		return fmt.Errorf("starting run %s: %w", r.ID, err)
 	}

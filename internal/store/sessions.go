@@ -218,6 +218,9 @@ func (s *Store) Commit(ctx context.Context, b Batch) ([]int64, error) {
 		if r := b.StartRun; r != nil {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO session_runs(id, session_id, status, owner, heartbeat_at, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
 				r.ID, b.SessionID, RunRunning, r.Owner, now, now); err != nil {
+				if isUnique(err) {
+					return fmt.Errorf("starting run %s of session %s: %w", r.ID, b.SessionID, ErrRunning)
+				}
 				return fmt.Errorf("starting run %s: %w", r.ID, err)
 			}
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -91,5 +92,99 @@ func TestSandboxStateSwapRespectsBusyAndRecentUse(t *testing.T) {
 	}
 	if ok, _ := st.BeginSandboxUse(ctx, "s1", "me", later); ok {
 		t.Fatal("a call began on a stopped sandbox")
+	}
+}
+
+// Two harness processes (two handles on one database) start a run of one session at the
+// same moment: exactly one starts; the other gets ErrRunning and writes nothing. Once the
+// run ends, a new one may start.
+func TestOnlyOneRunningRunPerSession(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(ctx, st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for round := 0; round < 10; round++ {
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, h := range []*Store{st, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = h.Commit(ctx, Batch{SessionID: "s1", StartRun: &Run{ID: fmt.Sprintf("r-%d-%d", round, i), Owner: fmt.Sprint("p", i)},
+					Events: []EventInput{{Kind: "user_message", Payload: []byte(`{}`)}}})
+			}()
+		}
+		wg.Wait()
+		started := 0
+		for _, e := range errs {
+			switch {
+			case e == nil:
+				started++
+			case !errors.Is(e, ErrRunning):
+				t.Fatalf("round %d: %v; want ErrRunning for the loser", round, e)
+			}
+		}
+		if started != 1 {
+			t.Fatalf("round %d: %d runs started; want exactly 1 (%v)", round, started, errs)
+		}
+		evs, _ := st.Events(ctx, "s1", 0)
+		if len(evs) != round+1 {
+			t.Fatalf("round %d: %d events; the refused run wrote its message", round, len(evs))
+		}
+		runs, _ := st.Runs(ctx, "s1")
+		for _, r := range runs {
+			if r.Status == RunRunning {
+				if _, err := st.EndRun(ctx, r.ID, RunCompleted, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+// A database where the race already left two running runs in a session migrates: one
+// is ended as interrupted, and the rule holds from then on.
+func TestMigrationEndsDuplicateRunningRuns(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	// Back to schema 3, then the race's leftovers.
+	for _, q := range []string{`DROP INDEX session_runs_one_running`, `DELETE FROM schema_migrations WHERE version = 4`} {
+		if _, err := st.DB().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"r-a", "r-b"} {
+		if err := st.StartRun(ctx, Run{ID: id, SessionID: "s1", Owner: "p"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := st.Path()
+	st.Close()
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, _ := st.Runs(ctx, "s1")
+	running := 0
+	for _, r := range runs {
+		if r.Status == RunRunning {
+			running++
+		}
+	}
+	if len(runs) != 2 || running != 1 {
+		t.Fatalf("runs after migration: %+v; want one of the two still running", runs)
+	}
+	if err := st.StartRun(ctx, Run{ID: "r-c", SessionID: "s1", Owner: "p"}); !errors.Is(err, ErrRunning) {
+		t.Fatalf("a third run started next to a running one: %v", err)
 	}
 }

@@ -25,6 +25,8 @@ var (
 	ErrAlreadyExists = errors.New("already exists")
 	// ErrInUse means a row is still referenced (for example an environment by an agent).
 	ErrInUse = errors.New("in use")
+	// ErrRunning means a session already has a running run: a second one may not start.
+	ErrRunning = errors.New("a run of the session is already running")
 )
 
 // Store is a handle on the control-plane database.

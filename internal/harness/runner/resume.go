@@ -66,7 +66,8 @@ func repair(ctx context.Context, st *store.Store, sessionID, self string, staleA
 		if run.Status != store.RunRunning {
 			continue
 		}
-		stale := run.Owner == self || !lifecycle.OwnerAlive(run.Owner) || time.Since(run.HeartbeatAt) > staleAfter
+		_, here := liveRuns.Load(run.ID)
+		stale := (run.Owner == self && !here) || !lifecycle.OwnerAlive(run.Owner) || time.Since(run.HeartbeatAt) > staleAfter
 		if !stale {
 			return added, nil, fmt.Errorf("%w: run %s of session %s is running in harness process %s (last heartbeat %s ago); wait for it or cancel it there",
 				ErrBusy, run.ID, sessionID, run.Owner, time.Since(run.HeartbeatAt).Round(time.Second))

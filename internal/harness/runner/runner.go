@@ -44,8 +44,16 @@ const (
 	KindRunFinished    = "run_finished"
 )
 
-// ErrBusy is returned when another live harness process is running the session.
+// ErrBusy is returned when another live run (in another harness process or in this one)
+// is running the session.
 var ErrBusy = errors.New("session is busy")
+
+// liveRuns holds the ids of the runs executing in this process. A run row names its
+// process (lifecycle.ProcessOwner), not the call running it, so a row of this process is
+// stale only when no Run here is executing it: a second Run of a session in this process
+// must be told the session is busy, not end the first as if its harness had died. It is
+// process-wide for the same reason the owner name is.
+var liveRuns sync.Map
 
 // Event is what a Run streams: committed log entries (Seq > 0) and partial deltas
 // (Partial: model text as it streams, command output), which are never stored.
@@ -235,6 +243,19 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 	if len(evs) > 0 {
 		x.lastSeq = evs[len(evs)-1].Seq
 	}
+	liveRuns.Store(x.runID, true)
+	defer liveRuns.Delete(x.runID)
+	// The run row and the user message land together, before the model is called. The
+	// database allows one running run per session, so of two harnesses (or two calls in
+	// this one) that got past repair at the same moment, one starts and the other is told
+	// the session is busy, having written nothing.
+	if _, err := x.commit(ctx, store.Batch{StartRun: &store.Run{ID: x.runID, Owner: r.owner()}},
+		ev{KindUserMessage, map[string]any{"text": prompt}}); err != nil {
+		if errors.Is(err, store.ErrRunning) {
+			return out, fmt.Errorf("%w: another run of session %s started at the same time; wait for it to finish, then send the message again", ErrBusy, sessionID)
+		}
+		return out, err
+	}
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHB()
 	go r.heartbeat(hbCtx, x.runID)
@@ -285,11 +306,6 @@ func (r *Runner) limits() (int64, int64) {
 // loop returns the run's final status and detail.
 func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, string, error) {
 	r := x.r
-	// The run row and the user message land together, before the model is called.
-	if _, err := x.commit(ctx, store.Batch{StartRun: &store.Run{ID: x.runID, Owner: r.owner()}},
-		ev{KindUserMessage, map[string]any{"text": prompt}}); err != nil {
-		return "", "", err
-	}
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleUser, Text: prompt})
 	maxTurns, budget := r.limits()
 	specs := r.Tools.AllSpecs(ctx, r.Agent)
@@ -328,7 +344,7 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 		if len(resp.ToolCalls) == 0 {
 			return store.RunCompleted, "", nil
 		}
-		if out.InputTokens+out.OutputTokens > budget {
+		if out.InputTokens+out.OutputTokens >= budget {
 			if err := x.skipCalls(ctx, resp.ToolCalls, "not run: the token budget of this turn is spent"); err != nil {
 				return "", "", err
 			}
@@ -349,11 +365,14 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 				Output:   func(stream string, p []byte) { x.send(Event{Partial: true, Stream: stream, Delta: string(p)}) },
 			}, tc)
 			x.dirty = true
-			if ctx.Err() != nil {
-				return x.cancelled(ctx, resp.ToolCalls[i:])
-			}
-			if err := x.result(ctx, tc, res); err != nil {
+			// The call returned: its result is recorded even when the cancel came as it
+			// finished (a payment sent, a file written), so the log never claims a
+			// completed call was stopped. Only the calls after it are cancelled.
+			if err := x.result(end, tc, res); err != nil {
 				return "", "", err
+			}
+			if ctx.Err() != nil {
+				return x.cancelled(ctx, resp.ToolCalls[i+1:])
 			}
 		}
 	}
