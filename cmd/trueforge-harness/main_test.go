@@ -343,3 +343,29 @@ func TestFilesGetUsesTheOfferForAnyPathForm(t *testing.T) {
 		}
 	}
 }
+
+// sessions delete refuses while a live harness runs the session, and deletes once the
+// run's harness is gone.
+func TestSessionsDeleteRefusesALiveRun(t *testing.T) {
+	st := seed(t)
+	ctx := context.Background()
+	if err := st.CreateSession(ctx, store.Session{ID: "s-busy", Agent: "talker", Owner: harnesstest.Owner}); err != nil {
+		t.Fatal(err)
+	}
+	// A run of a harness on another host: alive as far as this host can tell.
+	if err := st.StartRun(ctx, store.Run{ID: "r-1", SessionID: "s-busy", Owner: "peer-host:200:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, st.Path(), "", "sessions", "delete", "s-busy"); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("deleted under a live run: %v", err)
+	}
+	if _, err := st.GetSession(ctx, "s-busy"); err != nil {
+		t.Fatalf("the session is gone: %v", err)
+	}
+	if _, err := st.EndRun(ctx, "r-1", store.RunCompleted, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, st.Path(), "", "sessions", "delete", "s-busy"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -125,6 +127,14 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer h.close()
+			// Not under a live run: its harness would go on writing to a session whose
+			// rows and sandbox are gone. Runs of dead harnesses are ended first.
+			if _, err := runner.Repair(ctx, h.store, s.ID, lifecycle.ProcessOwner(), 0); err != nil {
+				if errors.Is(err, runner.ErrBusy) {
+					return fmt.Errorf("session %s is in use, so it was not deleted: %w", s.ID, err)
+				}
+				return err
+			}
 			if err := h.manager.Delete(ctx, s.ID); err != nil {
 				return err
 			}

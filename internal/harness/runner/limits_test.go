@@ -67,4 +67,11 @@ func TestMaxTurnsAndTokenBudgetStopTheRun(t *testing.T) {
 	if len(res) != 3 || !strings.Contains(res[2]["text"].(string), "token budget") {
 		t.Fatalf("the calls of the last step did not get a not-run result: %v", res)
 	}
+	// Exactly at the budget is spent too: another model call could only go over it.
+	r.TokenBudget = 2200
+	sid3, _ := r.NewSession(context.Background(), harnesstest.Owner)
+	out = mustRun(t, r, sid3, "go")
+	if lim = payloads(t, st, sid3, runner.KindLimit); out.Steps != 2 || len(lim) != 1 || lim[0]["limit"] != "token_budget" {
+		t.Fatalf("steps %d, limits %v; want the budget, reached exactly at step 2, to stop the run there", out.Steps, lim)
+	}
 }
