@@ -29,7 +29,8 @@ const (
 	ReasonUnsupported       = "unsupported"     // a request form the proxy does not carry
 	ReasonUpstreamFailed    = "upstream_failed" // 502: allowed, but the upstream did not answer
 	ReasonSecretSourceError = "secret_source_failed"
-	ReasonTooManyTunnels    = "too_many_tunnels" // 429: Config.MaxTunnels open already
+	ReasonTooManyTunnels    = "too_many_tunnels"     // 429: Config.MaxTunnels open already
+	ReasonTooManyConns      = "too_many_connections" // 429: Config.MaxConns open already
 )
 
 // Denial is a refusal: the reason code and a sentence the model can act on.
@@ -50,7 +51,7 @@ func (d *Denial) status() int {
 	switch d.Reason {
 	case ReasonUpstreamFailed, ReasonResolveFailed:
 		return http.StatusBadGateway
-	case ReasonTooManyTunnels:
+	case ReasonTooManyTunnels, ReasonTooManyConns:
 		return http.StatusTooManyRequests
 	}
 	return http.StatusForbidden

@@ -90,7 +90,9 @@
 //
 // # Limits and defaults
 //
-// At most 512 open tunnels per sandbox (Config.MaxTunnels; then 429 too_many_tunnels).
+// At most 512 open tunnels per sandbox (Config.MaxTunnels; then 429 too_many_tunnels), and
+// at most 1024 connections to the proxy of any kind (Config.MaxConns; then 429
+// too_many_connections), so a sandbox cannot exhaust the harness's file descriptors.
 // Upstream dial timeout 10 s (Config.DialTimeout); TLS handshakes and the first flight
 // of a tunnel 30 s; request headers 60 s; idle keep-alive 2 minutes; ClientHello at most
 // 64 KB; 4 MB socket buffers on a tunnel's unix side. Terminated connections offer

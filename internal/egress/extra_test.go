@@ -1,12 +1,14 @@
 package egress_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -133,5 +135,48 @@ func TestJSONLinesSink(t *testing.T) {
 	var d egress.Decision
 	if err := json.Unmarshal(bytes.TrimSpace(buf.Bytes()), &d); err != nil || d.Allowed || d.Reason != egress.ReasonNotAllowed || d.Host != "evil.test" || d.Sandbox != "sbx-test" {
 		t.Fatalf("log %q: %+v %v", buf.String(), d, err)
+	}
+}
+
+// Plain-http requests count too: a sandbox cannot hold more than MaxConns connections to
+// its proxy, whatever they carry (here, requests hanging on a slow upstream), and a
+// freed slot is usable again.
+func TestMaxConns(t *testing.T) {
+	f := newFixture(t, egress.Policy{AllowDomains: []string{"api.allowed.test"}}, nil, func(c *egress.Config) { c.MaxConns = 2 })
+	dial := func() net.Conn {
+		c, err := net.Dial("unix", f.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// Two connections that send nothing yet hold both slots.
+	a, _ := dial(), dial()
+	third := dial()
+	third.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
+	if err != nil {
+		t.Fatalf("third connection: %v", err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || denyReason(t, resp) != egress.ReasonTooManyConns {
+		t.Fatalf("third connection: %d", resp.StatusCode)
+	}
+	a.Close()
+	// The slot is free again once the proxy sees the close.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c := dial()
+		fmt.Fprintf(c, "GET http://api.allowed.test:%s/whoami HTTP/1.1\r\nHost: api.allowed.test:%s\r\n\r\n", f.plainUp.port, f.plainUp.port)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot after a close: %v %v", resp, err)
+		}
+		c.Close()
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -85,6 +85,10 @@ type Config struct {
 	// DefaultMaxTunnels. Past it a CONNECT gets 429 (too_many_tunnels), so one sandbox
 	// cannot exhaust the harness's file descriptors.
 	MaxTunnels int
+	// MaxConns bounds the connections a sandbox may hold open to the proxy at once,
+	// whatever they carry; 0 means DefaultMaxConns. Past it a new connection gets 429
+	// (too_many_connections) and is closed.
+	MaxConns int
 	// DialTimeout bounds each upstream dial; 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
 	// State restores a proxy created before (same CA, same placeholders), for a harness
@@ -131,6 +135,9 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
 	}
 	if cfg.MaxTunnels <= 0 {
 		cfg.MaxTunnels = DefaultMaxTunnels
@@ -277,7 +284,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 	}
 	p.srv = srv
 	p.mu.Unlock()
-	err := srv.Serve(ln)
+	err := srv.Serve(newConnLimit(ln, p.cfg.MaxConns))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
