@@ -47,6 +47,12 @@ type Transition struct {
 // Reap applies idle stop, archive and delete to every session sandbox whose agent's
 // timings have passed, and returns what it did. A sandbox with a command running (busy,
 // owner alive) is never touched.
+//
+// A lost record (a call saw the sandbox fail; the box may well still run) is reaped by
+// what the backend says the box is: running, stopped or archived, each on the normal
+// timings; gone or broken, deleted on the delete timing. A changing record whose
+// transition is older than StaleChange (its reaper or harness died midway) is taken over
+// as a call does (acquireOnce): moved to lost, then reaped as such.
 func (m *Manager) Reap(ctx context.Context) ([]Transition, error) {
 	recs, err := m.cfg.Store.ListSessionSandboxes(ctx)
 	if err != nil {
@@ -56,7 +62,8 @@ func (m *Manager) Reap(ctx context.Context) ([]Transition, error) {
 	var out []Transition
 	for _, rec := range recs {
 		switch rec.State {
-		case store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived:
+		case store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived,
+			store.SandboxStateLost, store.SandboxStateChanging:
 		default:
 			continue
 		}
@@ -93,28 +100,72 @@ func (m *Manager) timingsFor(ctx context.Context, sessionID string, cache map[st
 	return t, nil
 }
 
+// statusBroken stands, in reapOne, for a lost sandbox the backend has but reports
+// broken (sandbox.ErrLost) or in a status it does not name: only deleting it is safe.
+const statusBroken = "broken"
+
 func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timings) []Transition {
 	unlock := m.lock(rec.SessionID)
 	defer unlock()
 	now := m.cfg.Now()
+	var out []Transition
+	if rec.State == store.SandboxStateChanging {
+		cur, tr, ok := m.takeOverStaleChange(ctx, rec, now)
+		if tr != nil {
+			out = append(out, *tr)
+		}
+		if !ok {
+			return out
+		}
+		rec = cur
+	}
 	idle := now.Sub(rec.LastUsedAt)
+	if rec.State == store.SandboxStateLost && idle < min(t.IdleStop, t.Archive, t.Delete) {
+		// No timing is due whatever the box is: do not ask the backend.
+		return out
+	}
 	p, err := m.cfg.Store.GetSandboxProvider(ctx, rec.Provider)
 	if err != nil {
-		return []Transition{{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err}}
+		return append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err})
 	}
 	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
 	if err != nil {
-		return []Transition{{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err}}
+		return append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err})
 	}
-	var out []Transition
-	state := rec.State
-	step := func(from []string, to string, after time.Duration, op func() error) bool {
+	// state is the record's state, what each compare-and-swap moves from; status is what
+	// the box is, in the record's terms. They differ only for a lost record.
+	// seen is what the backend said of a lost sandbox, for the events.
+	state, status, seen := rec.State, rec.State, ""
+	if state == store.SandboxStateLost {
+		info, err := rt.Get(ctx, rec.SandboxID)
+		seen = info.Status
+		switch {
+		case errors.Is(err, sandbox.ErrNotFound):
+			status, seen = store.SandboxStateDeleted, "gone" // only the record is left to delete
+		case errors.Is(err, sandbox.ErrLost):
+			status, seen = statusBroken, err.Error()
+		case err != nil:
+			// Unknown (an API error): touch nothing, ask again next time.
+			return append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, From: state,
+				Err: fmt.Errorf("looking up lost sandbox %s: %w", rec.SandboxID, err)})
+		case info.Status == sandbox.SandboxRunning:
+			status = store.SandboxStateRunning
+		case info.Status == sandbox.SandboxStopped:
+			status = store.SandboxStateStopped
+		case info.Status == sandbox.SandboxArchived:
+			status = store.SandboxStateArchived
+		default:
+			status = statusBroken
+		}
+	}
+	moved := false
+	step := func(to string, after time.Duration, op func() error) bool {
 		if idle < after {
 			return false
 		}
 		// The CAS re-checks idleness and busyness in the store, against a call that
 		// began since the list was read.
-		ok, err := m.cfg.Store.SwapSandboxState(ctx, rec.SessionID, from, store.SandboxStateChanging, now, now.Add(-after).Add(time.Millisecond))
+		ok, err := m.cfg.Store.SwapSandboxState(ctx, rec.SessionID, []string{state}, store.SandboxStateChanging, now, now.Add(-after).Add(time.Millisecond))
 		if err != nil || !ok {
 			return false
 		}
@@ -134,10 +185,14 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 			}
 			return false
 		}
-		m.cfg.Record(ctx, rec.SessionID, "sandbox_"+to, map[string]any{
+		ev := map[string]any{
 			"sandbox_id": rec.SandboxID, "from": state, "idle_minutes": int64(idle / time.Minute), "snapshot_id": rec.SnapshotID,
-		})
-		state = to
+		}
+		if seen != "" {
+			ev["backend_status"] = seen
+		}
+		m.cfg.Record(ctx, rec.SessionID, "sandbox_"+to, ev)
+		state, status, seen, moved = to, to, "", true
 		return true
 	}
 	ignoreMissing := func(err error) error {
@@ -146,24 +201,59 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 		}
 		return err
 	}
-	if state == store.SandboxStateRunning {
-		step([]string{store.SandboxStateRunning}, store.SandboxStateStopped, t.IdleStop, func() error { return ignoreMissing(rt.Stop(ctx, rec.SandboxID)) })
+	if status == store.SandboxStateRunning {
+		step(store.SandboxStateStopped, t.IdleStop, func() error { return ignoreMissing(rt.Stop(ctx, rec.SandboxID)) })
 	}
-	if state == store.SandboxStateStopped {
-		step([]string{store.SandboxStateStopped}, store.SandboxStateArchived, t.Archive, func() error {
+	if status == store.SandboxStateStopped {
+		step(store.SandboxStateArchived, t.Archive, func() error {
 			if err := rt.Archive(ctx, rec.SandboxID); err != nil {
 				return fmt.Errorf("archiving sandbox %s: %w", rec.SandboxID, err)
 			}
 			return nil
 		})
 	}
-	if state == store.SandboxStateStopped || state == store.SandboxStateArchived {
-		step([]string{state}, store.SandboxStateDeleted, t.Delete, func() error { return rt.Delete(ctx, rec.SandboxID) })
+	switch status {
+	case store.SandboxStateStopped, store.SandboxStateArchived, store.SandboxStateDeleted, statusBroken:
+		// Deleting what is already gone is done: the record follows.
+		step(store.SandboxStateDeleted, t.Delete, func() error { return ignoreMissing(rt.Delete(ctx, rec.SandboxID)) })
 	}
-	if state != rec.State && m.cfg.Network != nil {
+	if moved && m.cfg.Network != nil {
 		// A proxy lives while its sandbox runs in this process; a deleted sandbox's state
 		// is dropped for good.
 		m.cfg.Network.Detach(ctx, rec.SandboxID, state == store.SandboxStateDeleted)
 	}
 	return out
+}
+
+// takeOverStaleChange applies acquireOnce's rule to a changing record: once its
+// transition is older than StaleChange, the reaper or harness that began it died
+// midway, and what the box is now is unknown, so the record becomes lost (and is then
+// reaped as one). It returns the record as taken over and whether it was; a change
+// that is recent, or that landed since the list was read, is left alone.
+func (m *Manager) takeOverStaleChange(ctx context.Context, rec store.SessionSandbox, now time.Time) (store.SessionSandbox, *Transition, bool) {
+	cur, err := m.cfg.Store.GetSessionSandbox(ctx, rec.SessionID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return cur, nil, false
+		}
+		return cur, &Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, From: rec.State, Err: err}, false
+	}
+	if cur.State != store.SandboxStateChanging || now.Sub(cur.StateAt) <= StaleChange {
+		return cur, nil, false
+	}
+	ok, err := m.cfg.Store.SwapSandboxState(ctx, cur.SessionID, []string{store.SandboxStateChanging}, store.SandboxStateLost, now, time.Time{})
+	if err != nil {
+		return cur, &Transition{SessionID: cur.SessionID, SandboxID: cur.SandboxID, From: cur.State, To: store.SandboxStateLost, Err: err}, false
+	}
+	if !ok {
+		return cur, nil, false
+	}
+	m.cfg.Record(ctx, cur.SessionID, "sandbox_lost", map[string]any{
+		"sandbox_id": cur.SandboxID, "state": cur.State,
+		"reason": fmt.Sprintf("a lifecycle transition begun %s ago never finished", now.Sub(cur.StateAt).Round(time.Second)),
+	})
+	m.cfg.Logger.Warn("stale sandbox transition taken over", "session", cur.SessionID, "sandbox", cur.SandboxID, "since", cur.StateAt)
+	tr := &Transition{SessionID: cur.SessionID, SandboxID: cur.SandboxID, From: cur.State, To: store.SandboxStateLost}
+	cur.State, cur.StateAt = store.SandboxStateLost, now
+	return cur, tr, true
 }
