@@ -200,8 +200,19 @@ func (x *Executor) dispatch(ctx context.Context, c Call, tc model.ToolCall) (str
 		if args.Offset < 0 || args.Offset > len(full) {
 			return fmt.Sprintf("offset %d is outside the output (0..%d)", args.Offset, len(full)), true, r
 		}
-		end := min(len(full), args.Offset+args.Length)
-		return fmt.Sprintf("[bytes %d..%d of %d]\n%s", args.Offset, end, len(full), full[args.Offset:end]), false, r
+		// A page never splits a character: both ends move back to a character start
+		// (runeBoundary), so the next page, asked from this one's end, starts where it
+		// ended; a page shorter than its one character is stretched to hold it.
+		offset := runeBoundary(full, args.Offset)
+		end := min(len(full), offset+args.Length)
+		if b := runeBoundary(full, end); b > offset {
+			end = b
+		} else {
+			for end < len(full) && runeBoundary(full, end) != end {
+				end++
+			}
+		}
+		return fmt.Sprintf("[bytes %d..%d of %d]\n%s", offset, end, len(full), full[offset:end]), false, r
 	}
 	if !SandboxTool(tc.Name) || !c.Agent.Spec.Sandbox.Enabled || (tc.Name == "offer_artifact" && !c.Agent.Spec.Sandbox.FileDownloads) {
 		return fmt.Sprintf("unknown tool %q", tc.Name), true, r

@@ -12,7 +12,8 @@ import (
 const DefaultLimit = 16 << 10
 
 // Truncate is the one choke point every tool result passes: a result over limit bytes
-// keeps its first and last limit/2 bytes (cut on UTF-8 boundaries), with a marker in
+// keeps its first and last limit/2 bytes (each cut moved back to the start of the
+// character it would split, at most 3 bytes, see runeBoundary), with a marker in
 // between saying how much was cut and how to fetch the rest with read_output. It
 // reports whether it cut.
 func Truncate(s string, limit int, callID string) (string, bool) {
@@ -23,17 +24,28 @@ func Truncate(s string, limit int, callID string) (string, bool) {
 		return s, false
 	}
 	half := limit / 2
-	head := s[:half]
-	for len(head) > 0 && !utf8.ValidString(head[max(0, len(head)-utf8.UTFMax):]) {
-		head = head[:len(head)-1]
-	}
-	tailStart := len(s) - half
-	for tailStart < len(s) && !utf8.RuneStart(s[tailStart]) {
-		tailStart++
-	}
+	head := s[:runeBoundary(s, half)]
+	tailStart := max(runeBoundary(s, len(s)-half), len(head))
 	tail := s[tailStart:]
 	cut := s[len(head):tailStart]
 	marker := fmt.Sprintf("\n[... %d bytes (%d lines) cut from the middle of this %d-byte output; the full output is kept: call read_output with call_id %q and offset %d to read it ...]\n",
 		len(cut), strings.Count(cut, "\n"), len(s), callID, len(head))
 	return head + marker + tail, true
+}
+
+// runeBoundary moves a cut at byte i of s back to the start of the character it would
+// split, by at most utf8.UTFMax-1 bytes. Where no character starts that close (not
+// UTF-8: binary output) the cut stays at i, so a cut costs at most 3 bytes whatever s
+// holds. A cut it returns is returned unchanged, so pages cut with it tile the text:
+// a page ending at a boundary is followed by one starting at the same boundary.
+func runeBoundary[T ~string | ~[]byte](s T, i int) int {
+	if i <= 0 || i >= len(s) {
+		return max(0, min(i, len(s)))
+	}
+	for j := i; j >= 0 && j > i-utf8.UTFMax; j-- {
+		if utf8.RuneStart(s[j]) {
+			return j
+		}
+	}
+	return i
 }
