@@ -5,8 +5,9 @@
 // is bound in, so a harness listening anew there is reached at once). See package
 // internal/egress/netd. Once listening it closes the descriptor the runtime names in
 // TRUEFORGE_EGRESS_READY_FD (sandbox.EgressReadyEnv), if any: the runtime runs the
-// sandbox's commands only after that. Build it static: CGO_ENABLED=0 go build
-// ./cmd/trueforge-netd.
+// sandbox's commands only after that. It makes itself not dumpable as it starts, and
+// the runtime starts it under the sandbox's seccomp filter minus the AF_UNIX rule. Build
+// it static: CGO_ENABLED=0 go build ./cmd/trueforge-netd.
 package main
 
 import (
@@ -25,6 +26,14 @@ import (
 )
 
 func main() {
+	// First thing, before anything listens: not dumpable, so that the sandbox's commands,
+	// which run as the same user, can neither ptrace netd nor write its memory through
+	// /proc (it may create AF_UNIX sockets, which they may not). execve made it dumpable
+	// again, whatever its parent was.
+	if err := netd.NotDumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "trueforge-netd:", err)
+		os.Exit(1)
+	}
 	socket := flag.String("socket", sandbox.EgressSocketPath, "the harness's egress unix socket")
 	httpAddr := flag.String("http", fmt.Sprintf("127.0.0.1:%d", egress.HTTPProxyPort), "HTTP proxy listen address; empty disables")
 	socksAddr := flag.String("socks", fmt.Sprintf("127.0.0.1:%d", egress.SOCKSPort), "SOCKS5 listen address; empty disables")

@@ -38,8 +38,8 @@
 // runtime (internal/sandbox/local) does exactly that for every sandbox with an Egress
 // hook: its keeper runs "unshare -Urmn", prepares the namespace with
 // netd.PrepareNamespace (what "trueforge-netd -prepare" runs), binds FileResolvConf over
-// ResolvConfPath, starts netd as the sandbox user before the seccomp filter and waits
-// until netd closes the descriptor named by sandbox.EgressReadyEnv, so the harness only
+// ResolvConfPath, starts netd as the sandbox user under the sandbox's seccomp filter
+// minus its AF_UNIX rule (netd makes itself not dumpable) and waits until netd closes the descriptor named by sandbox.EgressReadyEnv, so the harness only
 // has to pass Env and Egress as above (TestEgressEndToEnd there runs the whole path, as
 // root and unprivileged). A hand-made launch (TestBubblewrapSandboxWithEgress) looks like:
 //

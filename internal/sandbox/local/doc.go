@@ -69,7 +69,8 @@
 //     a file named resolv.conf among them also read-only at /etc/resolv.conf (a symlinked
 //     or missing /etc/resolv.conf is first replaced by an empty file in the sandbox's
 //     upper layer, never in the snapshot). The init starts the helper as the sandbox
-//     user before its seccomp filter and serves no command until the helper closes the
+//     user under the base seccomp filter (all but the AF_UNIX rule, which it adds for
+//     the commands afterwards) and serves no command until the helper closes the
 //     descriptor named by sandbox.EgressReadyEnv (or exits), for at most 5 s, so Create
 //     and Start return with the network up. internal/egress's Proxy.Env, Proxy.Egress
 //     and cmd/trueforge-netd plug in as they are (TestEgressEndToEnd).

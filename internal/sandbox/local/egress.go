@@ -21,8 +21,9 @@ import (
 // named resolv.conf is also bound read-only over /etc/resolv.conf, so that every resolver
 // in the sandbox asks the helper (egress.FileResolvConf is that file). The init starts
 // the helper, as the sandbox user, in the sandbox's network namespace each time the
-// sandbox starts, before it installs the seccomp filter: the helper needs AF_UNIX sockets
-// to reach the socket, which the filter refuses to every command.
+// sandbox starts, under the base seccomp filter but before it stacks the AF_UNIX filter
+// on it (seccomp.go): the helper needs AF_UNIX sockets to reach the socket, which the
+// commands may not create.
 //
 // The helper gets, as the descriptor sandbox.EgressReadyEnv names in its environment, the
 // write end of a pipe that it closes once it listens; the init runs no command until
@@ -30,8 +31,11 @@ import (
 // ignores it delays every start by that much; one that exits ends the wait.
 //
 // What that exemption gives away: the helper runs as the same user as the commands, so a
-// command that takes it over (its memory through /proc, say) can create AF_UNIX sockets.
-// The only unix sockets it can reach are the egress socket (no other host path is in the
+// command that took it over could create AF_UNIX sockets, and nothing else: the helper
+// runs under the rest of the filter (no user namespace, mount, ptrace, io_uring, keyctl,
+// ...), and trueforge-netd makes itself not dumpable as it starts, so commands can
+// neither ptrace it nor reach its memory, descriptors or environment through /proc
+// (TestAttackNetdTakeover). The only unix sockets it can reach are the egress socket (no other host path is in the
 // sandbox) and abstract ones of the sandbox's own network namespace, so this is the
 // access the proxy already grants on 127.0.0.1. A helper that exits is not restarted
 // until the sandbox is stopped and started again.

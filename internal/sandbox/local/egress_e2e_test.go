@@ -289,17 +289,19 @@ except OSError as e:
 		t.Fatalf("AF_UNIX in a command: %s", got)
 	}
 
-	// The secret's value is nowhere in the sandbox: not in any environment it can read
-	// (netd's included), nor in its files. The dump must show the placeholder, netd's
-	// environment and curl's trace, or it proves nothing.
+	// The secret's value is nowhere in the sandbox: not in any environment it can read,
+	// nor in its files. netd's environment it cannot read at all: netd is not dumpable.
+	// The dump must show the placeholder, that netd's environment is closed and curl's
+	// trace, or it proves nothing.
 	dump := sh(t, r, "net", `env; for p in /proc/[0-9]*; do tr '\0' '\n' < $p/environ 2>/dev/null; done
+for p in /proc/[0-9]*; do if [ "$(tr -d '\0' < $p/cmdline 2>/dev/null)" = /run/trueforge/netd ]; then cat $p/environ >/dev/null 2>&1 && echo netd-environ-open || echo netd-environ-closed; fi; done
 for f in /run/trueforge/*; do case $f in */init|*/netd|*/egress) ;; *) cat "$f";; esac; done
 cat /etc/resolv.conf; find /workspace /tmp -xdev -type f -exec cat {} + 2>/dev/null; exit 0`)
 	out := string(dump.Stdout)
 	if dump.Truncated {
 		t.Fatalf("the sandbox dump was truncated (%d bytes kept)", len(out))
 	}
-	for _, want := range []string{"API_TOKEN=" + placeholder, "TRUEFORGE_EGRESS_SOCKET=", "Bearer " + placeholder, "nameserver 127.0.0.1", "# trueforge sandbox egress CA"} {
+	for _, want := range []string{"API_TOKEN=" + placeholder, "netd-environ-closed", "Bearer " + placeholder, "nameserver 127.0.0.1", "# trueforge sandbox egress CA"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("the sandbox dump lacks %q (%d bytes)", want, len(out))
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,10 +35,15 @@ import (
 //	      holds. EOF means the owner stopped the sandbox or died: the init exits, and
 //	      with PID 1 the kernel kills everything else in the sandbox.
 //
-// Start-up order matters for the egress hook: the helper is started first, then the
-// init installs the seccomp filter on itself (all threads), so that every command it
-// starts afterwards inherits it while the helper, which must create AF_UNIX sockets to
-// reach the bound egress socket, does not.
+// Start-up order matters for the egress hook. The init first makes itself not dumpable
+// and installs the base seccomp filter on itself (all threads; seccomp.go); then it
+// starts the helper, which inherits that filter; then it stacks the AF_UNIX filter on
+// itself, so that every command it starts afterwards inherits both while the helper,
+// which must create AF_UNIX sockets to reach the bound egress socket, may still create
+// them but nothing else the commands may not (no user namespace, mount, ptrace, ...).
+// The helper makes itself not dumpable as it starts (dumpability is reset by execve), so
+// that the commands, which run as the same user, cannot write its memory through /proc.
+// No command runs before the helper is ready, so none can reach it before that either.
 
 const (
 	prSetNoNewPrivs = 38
@@ -104,14 +110,18 @@ func runInit() int {
 	}()
 	go in.reap(sigs)
 
+	if err := lockDown(); err != nil {
+		fmt.Fprintln(os.Stderr, "trueforge init: seccomp:", err)
+		return 1
+	}
 	if os.Getenv(egressEnv) == "1" {
 		if err := in.startEgressHelper(); err != nil {
 			fmt.Fprintln(os.Stderr, "trueforge init: egress helper:", err)
 			return 1
 		}
 	}
-	if err := lockDown(); err != nil {
-		fmt.Fprintln(os.Stderr, "trueforge init: seccomp:", err)
+	if err := denyUnixSockets(); err != nil {
+		fmt.Fprintln(os.Stderr, "trueforge init: seccomp (AF_UNIX):", err)
 		return 1
 	}
 	// From here on nothing is written to the keeper log (a host file): the sandbox user
@@ -132,7 +142,8 @@ func runInit() int {
 }
 
 // lockDown sets no_new_privs (bwrap already did; it is required for an unprivileged
-// filter), makes the init not dumpable, and installs the seccomp filter on every thread of the init.
+// filter), makes the init not dumpable, and installs the base seccomp filter on every
+// thread of the init. The egress helper is started after it, and runs under that filter.
 func lockDown() error {
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0, 0, 0, 0); e != 0 {
 		return fmt.Errorf("no_new_privs: %w", e)
@@ -142,7 +153,19 @@ func lockDown() error {
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetDumpable, 0, 0, 0, 0, 0); e != 0 {
 		return fmt.Errorf("dumpable: %w", e)
 	}
-	prog := seccompProgram()
+	return installFilter(seccompProgram())
+}
+
+// denyUnixSockets stacks the AF_UNIX filter on the base one, on every thread of the init:
+// every command started afterwards inherits both. Called once the egress helper, which
+// needs AF_UNIX sockets, is started (or at once without one).
+func denyUnixSockets() error {
+	return installFilter(seccompUnixProgram())
+}
+
+// installFilter adds prog (a struct sock_filter array; nil: none for this architecture)
+// to the seccomp filters of every thread of the process. It needs no_new_privs.
+func installFilter(prog []byte) error {
 	if prog == nil {
 		return nil
 	}
@@ -152,6 +175,7 @@ func lockDown() error {
 	}{uint16(len(prog) / 8), unsafe.Pointer(&prog[0])}
 	const setModeFilter, flagTsync = 1, 1
 	r, _, e := syscall.RawSyscall(uintptr(seccompArchTable.seccomp), setModeFilter, flagTsync, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(prog)
 	if e != 0 {
 		return e
 	}

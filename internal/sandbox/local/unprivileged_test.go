@@ -187,7 +187,7 @@ func TestUnprivilegedRuntime(t *testing.T) {
 			env = append(env, h.env+"="+dst)
 		}
 		mustPass = append(mustPass, "TestEgressHook", "TestEgressResolvConfSymlink", "TestEgressEndToEnd",
-			"TestEgressSurvivesANewListener", "TestEgressSocketDirChecked", "TestAttackEgressSocketDir")
+			"TestEgressSurvivesANewListener", "TestEgressSocketDirChecked", "TestAttackEgressSocketDir", "TestAttackNetdTakeover")
 	}
 	cmd := exec.Command(bin, "-test.run="+unprivilegedTests, "-test.count=1", "-test.v", "-test.timeout=5m")
 	cmd.Dir = base
