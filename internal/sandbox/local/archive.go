@@ -4,12 +4,14 @@ package local
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -25,6 +27,14 @@ import (
 // data/ (and the disk image). Start restores it. The tar keeps what an overlay upper
 // directory needs: whiteouts (0/0 character devices), user.* extended attributes (the
 // userxattr opaque markers), hard links, modes, times and, as root, owners.
+//
+// A tar holds each file's apparent size, holes included, so a sparse file that costs
+// the sandbox no disk would cost the archiver its whole size in reading and compressing
+// (a 16 MiB disk image takes sparse files of terabytes). Before reading anything,
+// Archive adds up the apparent sizes and refuses a sandbox whose files hold more than
+// it could really store (archiveBound); the sandbox is then left Stopped with its files
+// intact. Restore writes blocks of zeros as holes, so a sparse file comes back sparse
+// (and fits the disk it fitted before).
 func (r *Runtime) Archive(ctx context.Context, id string) error {
 	if err := r.archiveSandbox(ctx, id); err != nil {
 		return fmt.Errorf("local: archive sandbox %s: %w", id, err)
@@ -57,6 +67,9 @@ func (r *Runtime) archiveSandbox(ctx context.Context, id string) error {
 	if err := r.ensureData(ctx, id, rec); err != nil {
 		return err
 	}
+	if err := r.checkArchiveSize(ctx, id, rec); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(r.tmpDir(), "archive-"+id+"-")
 	if err != nil {
 		return err
@@ -79,6 +92,97 @@ func (r *Runtime) archiveSandbox(ctx context.Context, id string) error {
 		return err
 	}
 	return r.freeData(id)
+}
+
+// archiveBound is the most that the regular files of a sandbox may add up to (apparent
+// sizes) for Archive to pack them, with its description for the error.
+//
+//   - A sandbox with a disk image (DiskMB, as root): DiskMB. The image cannot hold more
+//     real data, so whatever is beyond it is holes.
+//   - Otherwise (no disk cap, or DiskMB as RLIMIT_FSIZE, which caps each file but not
+//     their total): the size of the filesystem holding data/. No sandbox can really
+//     store more there, and up to it archiving costs what archiving a sandbox that
+//     really filled the filesystem would: the sparse file gains it nothing. Not the
+//     free space: it changes with other users of the filesystem, which would make
+//     archiving one sandbox fail or not depending on its neighbours.
+func (r *Runtime) archiveBound(id string, rec record) (int64, string, error) {
+	if rec.Limits.DiskMB > 0 && r.limits.diskImage {
+		return rec.Limits.DiskMB << 20, fmt.Sprintf("its disk cap of %d MiB (limits.disk_mb)", rec.Limits.DiskMB), nil
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(r.dataDir(id), &st); err != nil {
+		return 0, "", err
+	}
+	unit := st.Frsize
+	if unit <= 0 {
+		unit = st.Bsize
+	}
+	size := int64(st.Blocks) * unit
+	return size, fmt.Sprintf("the %d MiB of the filesystem holding it", size>>20), nil
+}
+
+// checkArchiveSize refuses to archive a sandbox whose regular files add up to more than
+// archiveBound. It reads metadata only.
+func (r *Runtime) checkArchiveSize(ctx context.Context, id string, rec record) error {
+	bound, what, err := r.archiveBound(id, rec)
+	if err != nil {
+		return err
+	}
+	total, err := apparentSize(ctx, r.dataDir(id))
+	if err != nil {
+		return err
+	}
+	if total <= bound {
+		return nil
+	}
+	return fmt.Errorf("refused: its files add up to %d MiB (apparent size: the holes of sparse files count, "+
+		"as an archive stores them in full), more than %s; the sandbox is stopped with its files intact: "+
+		"start it, delete or shrink (truncate) its sparse files, and archive it again", total>>20, what)
+}
+
+// archived reports whether packDir keeps the entry rel of data/.
+func archived(rel string) bool { return rel != "work" && rel != "lost+found" }
+
+// apparentSize adds up the sizes of the regular files packDir would archive from dir,
+// each hard-linked file once.
+func apparentSize(ctx context.Context, dir string) (int64, error) {
+	var total int64
+	seen := map[[2]uint64]bool{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if !archived(filepath.ToSlash(rel)) {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Nlink > 1 {
+			key := [2]uint64{st.Dev, st.Ino}
+			if seen[key] {
+				return nil
+			}
+			seen[key] = true
+		}
+		if total += fi.Size(); total < 0 {
+			total = math.MaxInt64 // overflow: more than any bound anyway
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return total, err
 }
 
 // freeData removes data/ (unmounting and removing the disk image first).
@@ -143,7 +247,7 @@ func packDir(ctx context.Context, w io.Writer, dir string) error {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
-		if rel == "work" || rel == "lost+found" {
+		if !archived(rel) {
 			return filepath.SkipDir
 		}
 		fi, err := d.Info()
@@ -195,8 +299,11 @@ func packDir(ctx context.Context, w io.Writer, dir string) error {
 			if err != nil {
 				return err
 			}
-			_, err = io.CopyN(tw, f, hdr.Size)
+			_, err = io.CopyN(tw, ctxReader{ctx, f}, hdr.Size)
 			f.Close()
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
 			if err != nil {
 				return fmt.Errorf("%s changed while being archived: %w", rel, err)
 			}
@@ -210,6 +317,20 @@ func packDir(ctx context.Context, w io.Writer, dir string) error {
 		return err
 	}
 	return zw.Close()
+}
+
+// ctxReader is r, failing once ctx is done: a large file is not read to its end after
+// the archive or restore was cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 func major(dev uint64) uint32 { return uint32((dev>>8)&0xfff) | uint32((dev>>32)&^0xfff) }
@@ -264,6 +385,7 @@ func unpackDir(ctx context.Context, r io.Reader, dir string) error {
 	}
 	var dirs []dirTime
 	asRoot := os.Geteuid() == 0
+	buf := make([]byte, sparseBuf)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -291,7 +413,7 @@ func unpackDir(ctx context.Context, r io.Reader, dir string) error {
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(f, tr)
+			err = writeSparse(f, ctxReader{ctx, tr}, hdr.Size, buf)
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
@@ -354,6 +476,48 @@ func unpackDir(ctx context.Context, r io.Reader, dir string) error {
 		_ = root.Chtimes(d.name, d.hdr.ModTime, d.hdr.ModTime)
 	}
 	return nil
+}
+
+// Restored files are written in sparseBlock blocks, and a block of zeros is left a hole.
+const (
+	sparseBlock = 4096
+	sparseBuf   = 64 * sparseBlock
+)
+
+var zeroBlock [sparseBlock]byte
+
+// writeSparse copies the size bytes of r into the new, empty file f, leaving holes where
+// whole blocks are zero (whether they were holes or written zeros: the content is the
+// same), so that a sparse file takes no more disk than it did.
+func writeSparse(f *os.File, r io.Reader, size int64, buf []byte) error {
+	for off := int64(0); off < size; {
+		n := int(min(int64(len(buf)), size-off))
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			return err
+		}
+		for i := 0; i < n; {
+			end := min(i+sparseBlock, n)
+			if bytes.Equal(buf[i:end], zeroBlock[:end-i]) {
+				i = end
+				continue
+			}
+			// A run of blocks with data, written at once.
+			for end < n {
+				next := min(end+sparseBlock, n)
+				if bytes.Equal(buf[end:next], zeroBlock[:next-end]) {
+					break
+				}
+				end = next
+			}
+			if _, err := f.WriteAt(buf[i:end], off+int64(i)); err != nil {
+				return err
+			}
+			i = end
+		}
+		off += int64(n)
+	}
+	// The size, for a file that ends in a hole.
+	return f.Truncate(size)
 }
 
 func tarSpecial(mode int64) fs.FileMode {
