@@ -53,6 +53,30 @@ test "$(umask)" = 0022
 	requireReady(t, waitDone(t, b, "snap-hello", time.Second))
 }
 
+// A build's /tmp and /dev/shm are sized tmpfs (host memory) and its /dev is read-only,
+// as a sandbox's are: a build script cannot pin host memory there or add device files.
+func TestBuildTmpfsAndDevAreBounded(t *testing.T) {
+	t.Parallel()
+	b, rel := newTestBuilder(t)
+	startBuild(t, b, sandbox.BuildRequest{ID: "snap-tmpfs", Base: rel, Spec: sandbox.SnapshotSpec{DiskGB: 3, BuildScript: `
+mkdir -p /usr/local/share
+df -k /tmp | awk 'NR == 2 { print $2 }' > /usr/local/share/tmp-kb
+df -k /dev/shm | awk 'NR == 2 { print $2 }' > /usr/local/share/shm-kb
+if touch /dev/probe 2>/dev/null; then echo made > /usr/local/share/dev; else echo refused > /usr/local/share/dev; fi
+echo ok > /dev/shm/x && echo ok > /dev/null
+`}})
+	requireReady(t, waitDone(t, b, "snap-tmpfs", 20*time.Second))
+	if got := readLayerFile(t, b, "snap-tmpfs", "usr/local/share/tmp-kb"); got != strconv.Itoa(tmpMaxMB*1024) {
+		t.Errorf("/tmp is %s KiB; want %d (1 GiB)", got, tmpMaxMB*1024)
+	}
+	if got := readLayerFile(t, b, "snap-tmpfs", "usr/local/share/shm-kb"); got != strconv.Itoa(devShmMB*1024) {
+		t.Errorf("/dev/shm is %s KiB; want %d", got, devShmMB*1024)
+	}
+	if got := readLayerFile(t, b, "snap-tmpfs", "usr/local/share/dev"); got != "refused" {
+		t.Errorf("creating /dev/probe: %s", got)
+	}
+}
+
 func TestEmptyBuildScript(t *testing.T) {
 	t.Parallel()
 	b, rel := newTestBuilder(t)

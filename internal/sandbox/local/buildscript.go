@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // sandboxPath is PATH inside a build sandbox (Debian's default for root).
@@ -100,8 +103,12 @@ func (p buildPlan) buildScript() string {
 		}
 	}
 	// /tmp is world-writable and sticky as everywhere, so that non-root steps of a build
-	// (su, runuser) can use it.
-	args = append(args, "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+	// (su, runuser) can use it. /tmp and /dev/shm are host memory, sized as a sandbox's
+	// are (keeper.go), and /dev is read-only so that nothing else lands there.
+	args = append(args, "--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.FormatInt(devShmMB<<20, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
+		"--remount-ro", "/dev",
+		"--size", strconv.FormatInt(tmpSizeMB(sandbox.Limits{DiskMB: p.diskGB * 1024})<<20, 10), "--perms", "1777", "--tmpfs", "/tmp",
 		"--ro-bind", filepath.Join(p.dir(), "script.sh"), "/tmp/.trueforge-build.sh",
 		"--clearenv", "--setenv", "PATH", sandboxPath, "--setenv", "HOME", "/root", "--chdir", "/root",
 		"--", "/bin/sh", "-e", "/tmp/.trueforge-build.sh")

@@ -54,8 +54,10 @@
 //     not dumpable, and ignores every signal sent from inside.
 //   - root is a read-only tmpfs; /usr, /etc, /opt, /var, /srv, /home and /root are the
 //     overlays (writes persist in the sandbox's upper directories, never in the
-//     snapshot); /workspace is the sandbox's workspace; /tmp is a tmpfs (mode 1777)
-//     that lasts until the sandbox stops; /proc is the sandbox's own; /dev is minimal.
+//     snapshot); /workspace is the sandbox's workspace; /tmp is a tmpfs (mode 1777,
+//     the disk cap's size but at most 1 GiB) that lasts until the sandbox stops; /proc
+//     is the sandbox's own; /dev is minimal and read-only, with /dev/shm a 64 MiB
+//     tmpfs. Both tmpfs hold host memory, charged to the memory limit when there is one.
 //     No host path is writable, and no host path is visible except /usr (read-only,
 //     under the overlay) and the egress hook's files and socket directory.
 //   - hostname "sandbox"; network: the host's when there is no policy, only lo with

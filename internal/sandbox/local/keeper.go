@@ -319,8 +319,15 @@ func (r *Runtime) keeperScript(id string, layers []string, info record) string {
 			args = append(args, "--ro-bind", "/"+l.name, "/"+l.name)
 		}
 	}
+	// /dev is bwrap's minimal one, read-only once /dev/shm is mounted in it, so that
+	// nothing can be created there (a file in its tmpfs would be host memory outside
+	// every limit); the device nodes, /dev/pts and /dev/shm are mounts of their own and
+	// stay writable.
 	args = append(args, "--bind", r.wsDir(id), "/workspace",
-		"--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
+		"--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.FormatInt(devShmMB<<20, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
+		"--remount-ro", "/dev",
+		"--size", strconv.FormatInt(tmpSizeMB(info.Limits)<<20, 10), "--perms", "1777", "--tmpfs", "/tmp",
 		"--ro-bind", r.exe, initPath)
 	args = append(args, r.egressArgs(id, info)...)
 	args = append(args, "--remount-ro", "/", "--clearenv", "--setenv", initEnv, "1")
@@ -334,6 +341,29 @@ func (r *Runtime) keeperScript(id string, layers []string, info record) string {
 	}
 	sb.WriteString("\n")
 	return sb.String()
+}
+
+// The sandbox's tmpfs mounts hold their files in host memory: charged to the sandbox's
+// memory cgroup when it has a memory limit, to nothing otherwise (and not to RLIMIT_AS
+// either). So each has a size of its own, whatever the other limits:
+//
+//   - /tmp: the sandbox's disk cap (limits.disk_mb) when it has one, but never more than
+//     tmpMaxMB (1 GiB): a disk cap is a budget of disk, not of memory, and a sandbox
+//     without one gets tmpMaxMB too. Bigger scratch files belong in /workspace, which is
+//     on the sandbox's disk.
+//   - /dev/shm: devShmMB (64 MiB, as Docker gives a container), for POSIX shared memory
+//     and semaphores (Python's multiprocessing, for one).
+const (
+	tmpMaxMB = 1024
+	devShmMB = 64
+)
+
+// tmpSizeMB is the size of a sandbox's /tmp, in MiB.
+func tmpSizeMB(lim sandbox.Limits) int64 {
+	if lim.DiskMB > 0 && lim.DiskMB < tmpMaxMB {
+		return lim.DiskMB
+	}
+	return tmpMaxMB
 }
 
 // sortedEnv renders an environment map as KEY=VALUE lines, by key.
