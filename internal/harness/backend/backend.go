@@ -39,8 +39,10 @@ func Default() Registry {
 // disk limits (it would refuse them rather than ignore them). Sandboxes of these types
 // are created without limits, and the harness records that in the sandbox_provisioned
 // event. None today: the local runtime enforces cpu, memory, pids and disk (cgroups or
-// rlimits; as root the disk is an ext4 image), and Daytona gives a sandbox exactly its
-// snapshot's resources, which are the environment's.
+// rlimits; as root the disk is an ext4 image) or refuses the limit it cannot enforce (a
+// root runtime without a writable cgroup refuses cpu and pids: RLIMIT_NPROC does not
+// bind root), and Daytona gives a sandbox exactly its snapshot's resources, which are
+// the environment's.
 func UnenforcedLimits() map[string]bool { return map[string]bool{} }
 
 // LocalRoot is the local builder's root for a store.

@@ -34,7 +34,9 @@ import (
 //     RLIMIT_NPROC for Pids on itself between creating the outer user namespace and the
 //     sandbox's (so that it counts the sandbox's processes, not all of the host user's),
 //     and RLIMIT_FSIZE for DiskMB (a cap on each file, not on the total). A CPU limit cannot be enforced
-//     this way and is refused.
+//     this way and is refused, and so is a Pids limit on a runtime running as root: the
+//     kernel does not apply RLIMIT_NPROC to (host) uid 0, which the sandbox's user is
+//     then (see pidsUnenforced).
 //
 // Disk (DiskMB) as root: the sandbox's data/ (overlay upper directories and workspace) is
 // an ext4 image of that size, loop-mounted on the host, so a full disk is ENOSPC inside
@@ -58,6 +60,7 @@ type limiter struct {
 	parent    map[string]string // controller ("" for v2) -> directory holding sandbox cgroups
 	diskImage bool              // DiskMB is an ext4 image (root)
 	prlimit   string
+	root      bool // the runtime runs as root: the sandbox's user is host uid 0
 }
 
 var cgroupV1Controllers = []string{"memory", "pids", "cpu"}
@@ -66,7 +69,8 @@ var cgroupV1Controllers = []string{"memory", "pids", "cpu"}
 func newLimiter(root string) *limiter {
 	sum := sha256.Sum256([]byte(root))
 	name := "trueforge-" + hex.EncodeToString(sum[:6])
-	l := &limiter{mode: limitRlimit, diskImage: os.Geteuid() == 0}
+	asRoot := os.Geteuid() == 0
+	l := &limiter{mode: limitRlimit, diskImage: asRoot, root: asRoot}
 	if p, err := findTool("prlimit"); err == nil {
 		l.prlimit = p
 	}
@@ -165,7 +169,22 @@ func (l *limiter) check(lim sandbox.Limits) error {
 			return errors.New("limits cannot be enforced on this host: no writable cgroup and no prlimit (install util-linux, or leave memory_mb, pids and disk_mb at 0)")
 		}
 	}
-	return nil
+	return l.pidsUnenforced(lim)
+}
+
+// pidsUnenforced refuses a Pids limit that the rlimit mode would only pretend to
+// enforce: RLIMIT_NPROC is not checked for processes of the host's uid 0 (fork allows
+// root past it), and a root runtime's sandbox user is host uid 0. It is checked at
+// Create and again at every keeper start, since a sandbox made while cgroups were
+// writable may start on a runtime that has lost them.
+func (l *limiter) pidsUnenforced(lim sandbox.Limits) error {
+	if l.mode != limitRlimit || !l.root || lim.Pids <= 0 {
+		return nil
+	}
+	return fmt.Errorf("limits.pids (%d) cannot be enforced on this host: the runtime runs as root and found no writable cgroup, "+
+		"and RLIMIT_NPROC, the fallback, does not apply to root (the sandbox's processes are host uid 0); "+
+		"give the runtime a writable cgroup (the cgroup v2 hierarchy, or the memory, pids and cpu hierarchies of cgroup v1), "+
+		"run it as a non-root user, or leave pids at 0", lim.Pids)
 }
 
 func cgroupLimited(lim sandbox.Limits) bool {
@@ -181,6 +200,9 @@ type keeperLimits struct {
 // prepare creates (or resets) the sandbox's cgroups with its limits.
 func (l *limiter) prepare(id string, lim sandbox.Limits) (keeperLimits, error) {
 	none := keeperLimits{add: func(int) error { return nil }}
+	if err := l.pidsUnenforced(lim); err != nil {
+		return none, err
+	}
 	if l.mode == limitRlimit {
 		// Set by the keeper script (scriptLimits), not here: RLIMIT_NPROC is counted per
 		// user namespace and checked against the limit each namespace's creator had, so
@@ -224,7 +246,15 @@ func (l *limiter) prepare(id string, lim sandbox.Limits) (keeperLimits, error) {
 	var dirs []string
 	for c, f := range files {
 		dir := filepath.Join(l.parent[c], id)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		// The parent may be removed by the last sandbox's remove between MkdirAll's
+		// steps; making it again is all a retry needs.
+		var err error
+		for range 3 {
+			if err = os.MkdirAll(dir, 0o755); !errors.Is(err, os.ErrNotExist) {
+				break
+			}
+		}
+		if err != nil {
 			return none, fmt.Errorf("create cgroup: %w", err)
 		}
 		dirs = append(dirs, dir)
@@ -312,6 +342,14 @@ func (l *limiter) remove(id string) error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(errs) == 0 && l.mode == limitCgroup1 {
+		// The runtime's own cgroup directories go with their last sandbox (rmdir fails
+		// while another sandbox has one, which is fine); the next limited sandbox makes
+		// them again (prepare). Otherwise every runtime root that ever ran a limited
+		// sandbox, one per test among them, would leave empty directories in each v1
+		// hierarchy. A v2 parent stays: it carries the controllers its children need.
+		l.removeParents()
 	}
 	return errors.Join(errs...)
 }

@@ -135,7 +135,7 @@ func copyExecutable(dst string) error {
 
 // unprivilegedTests are the runtime tests TestUnprivilegedRuntime runs again as the unprivileged user:
 // the attacks, the limits (enforced through rlimits there), lifecycle and egress.
-const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestEgressHook|TestEgressResolvConfSymlink|TestEgressEndToEnd|TestEgressSurvivesANewListener|TestEgressSocketDirChecked|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes)$"
+const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestArchiveRestoreSparse|TestEgressHook|TestEgressResolvConfSymlink|TestEgressEndToEnd|TestEgressSurvivesANewListener|TestEgressSocketDirChecked|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes)$"
 
 // TestUnprivilegedRuntime runs the key runtime tests as a user without privileges: as
 // root, through a copy of this test binary started as unprivUID (with its own TMPDIR);
