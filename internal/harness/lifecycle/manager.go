@@ -235,7 +235,33 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 	if err := m.ensureNetwork(ctx, lease); err != nil {
 		return nil, false, err
 	}
-	if rec.State == store.SandboxStateLost {
+	// from is the state the record leaves when the sandbox is handed out; lost says the
+	// box failed under an earlier call.
+	from, lost := rec.State, rec.State == store.SandboxStateLost
+	// settled: the claimed record moved on (to running, or replaced by provision), or is
+	// no longer ours to hand back.
+	settled := false
+	if lost {
+		// Claim the record for the health check: a reaper (in this or another process)
+		// moves a lost record only from lost, so it cannot stop or archive the box while
+		// its health is checked (which would fail the check and replace the box, files
+		// and all). A harness that dies mid-check leaves it changing, taken over once
+		// stale.
+		ok, err := st.SwapSandboxState(ctx, sessionID, []string{store.SandboxStateLost}, store.SandboxStateChanging, m.cfg.Now(), time.Time{})
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return nil, true, nil
+		}
+		from = store.SandboxStateChanging
+		defer func() {
+			if !settled {
+				// Given up (an error or a cancel) before the record moved on: lost again,
+				// for the next call.
+				_, _ = st.SwapSandboxState(context.WithoutCancel(ctx), sessionID, []string{store.SandboxStateChanging}, store.SandboxStateLost, m.cfg.Now(), time.Time{})
+			}
+		}()
 		// Recovering a box that failed under a call: make sure it works before handing
 		// it out again; if it does not, replace it.
 		if info.Status != sandbox.SandboxRunning {
@@ -250,6 +276,9 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 			m.cfg.Record(ctx, sessionID, "sandbox_lost", map[string]any{"sandbox_id": rec.SandboxID, "state": rec.State, "reason": "it failed a health check after an earlier failure"})
 			l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
 				fmt.Sprintf("The previous sandbox (%s) could not be recovered; this is a fresh workspace from snapshot %s: the workspace was reset and files from earlier turns are gone.", rec.SandboxID, "%s"))
+			// provision records the new sandbox over the claim; if it fails, the claim is
+			// handed back.
+			settled = err == nil
 			return l, false, err
 		}
 		if info2, err := rt.Get(ctx, rec.SandboxID); err == nil {
@@ -263,6 +292,9 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 			if errors.Is(err, sandbox.ErrNotFound) {
 				l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
 					fmt.Sprintf("The previous sandbox (%s) was lost; this is a fresh workspace from snapshot %s: the workspace was reset.", rec.SandboxID, "%s"))
+				// provision records the new sandbox over the claim; if it fails, the claim is
+				// handed back.
+				settled = err == nil
 				return l, false, err
 			}
 			return nil, false, fmt.Errorf("resuming sandbox %s (%s): %w", rec.SandboxID, info.Status, err)
@@ -271,10 +303,11 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 			info = info2
 		}
 		now := m.cfg.Now()
-		ok, err := st.SwapSandboxState(ctx, sessionID, []string{rec.State}, store.SandboxStateRunning, now, time.Time{})
+		ok, err := st.SwapSandboxState(ctx, sessionID, []string{from}, store.SandboxStateRunning, now, time.Time{})
 		if err != nil {
 			return nil, false, err
 		}
+		settled = true
 		if !ok {
 			return nil, true, nil
 		}
@@ -285,7 +318,7 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 		if info.SnapshotID != rec.SnapshotID {
 			note += fmt.Sprintf(" Warning: it reports snapshot %s but was recorded as created from %s.", info.SnapshotID, rec.SnapshotID)
 		}
-		if rec.State == store.SandboxStateLost {
+		if lost {
 			note = fmt.Sprintf("The sandbox (%s) died during an earlier call and was recovered with its files.", rec.SandboxID)
 			if len(rec.Uncertain) > 0 {
 				note += fmt.Sprintf(" These files were being written when it died and may be incomplete: %v.", rec.Uncertain)
@@ -293,16 +326,17 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 		}
 		lease.Notes = append(lease.Notes, note)
 		rec.State = store.SandboxStateRunning
-	} else if rec.State != store.SandboxStateRunning {
+	} else if from != store.SandboxStateRunning {
 		// The box runs but the record says otherwise (a loss that did not kill it).
-		ok, err := st.SwapSandboxState(ctx, sessionID, []string{rec.State}, store.SandboxStateRunning, m.cfg.Now(), time.Time{})
+		ok, err := st.SwapSandboxState(ctx, sessionID, []string{from}, store.SandboxStateRunning, m.cfg.Now(), time.Time{})
 		if err != nil {
 			return nil, false, err
 		}
+		settled = true
 		if !ok {
 			return nil, true, nil
 		}
-		if rec.State == store.SandboxStateLost {
+		if lost {
 			m.cfg.Record(ctx, sessionID, "sandbox_recovered", map[string]any{"sandbox_id": rec.SandboxID, "uncertain": rec.Uncertain})
 			note := fmt.Sprintf("The sandbox (%s) failed during an earlier call and has been recovered with its files.", rec.SandboxID)
 			if len(rec.Uncertain) > 0 {

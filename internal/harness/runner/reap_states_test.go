@@ -286,3 +286,64 @@ func TestReapLeavesLostSandboxWhenBackendCannotTell(t *testing.T) {
 		t.Fatalf("once the backend answers: %q", got)
 	}
 }
+
+// checkHook is a runtime whose health check (exec of "true") first runs hook: a reaper
+// of another harness process acting while a call recovers a lost sandbox.
+type checkHook struct {
+	sandbox.Runtime
+	hook func()
+}
+
+func (c checkHook) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	if len(req.Argv) == 1 && req.Argv[0] == "true" && c.hook != nil {
+		c.hook()
+	}
+	return c.Runtime.Exec(ctx, id, req)
+}
+
+type checkHookSource struct{ rt sandbox.Runtime }
+
+func (s checkHookSource) Runtime(context.Context, store.SandboxProvider) (sandbox.Runtime, error) {
+	return s.rt, nil
+}
+
+// While a call health-checks a lost sandbox, a reaper in another process leaves it alone
+// (the call claimed the record), so the check passes and the sandbox keeps its files,
+// instead of being stopped under the check and replaced by a fresh one.
+func TestReaperLeavesALostSandboxBeingRecovered(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a := reapAgent(t, f, "recover", 15, 60, 120)
+	sid, rec := runningSandbox(t, f, f.manager, a)
+	if res, err := f.env.Runtime.Runtime.Exec(ctx, rec.SandboxID, sandbox.ExecRequest{Shell: "echo kept > /workspace/keep"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("writing a file: %v %+v", err, res)
+	}
+	setState(t, f, sid, store.SandboxStateLost)
+	f.clock.Advance(30 * 24 * time.Hour)
+
+	otherProcess := lifecycle.New(lifecycle.Config{Store: f.env.Store, Runtimes: harnesstest.Source{C: f.env.Runtime}, Now: f.clock.Now, Owner: "peer-host:1:1"})
+	var during []lifecycle.Transition
+	hook := checkHook{Runtime: f.env.Runtime, hook: func() {
+		trs, err := otherProcess.Reap(ctx)
+		if err != nil {
+			t.Errorf("reap: %v", err)
+		}
+		during = append(during, trs...)
+	}}
+	caller := lifecycle.New(lifecycle.Config{Store: f.env.Store, Runtimes: checkHookSource{hook}, Now: f.clock.Now})
+	l, err := caller.Acquire(ctx, sid, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if got := transitionsOf(t, during, sid); got != "" {
+		t.Fatalf("the reaper acted during the health check: %s", got)
+	}
+	if l.Record.SandboxID != rec.SandboxID {
+		t.Fatalf("the sandbox was replaced (%s -> %s)", rec.SandboxID, l.Record.SandboxID)
+	}
+	res, err := f.env.Runtime.Runtime.Exec(ctx, rec.SandboxID, sandbox.ExecRequest{Shell: "cat /workspace/keep"})
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != "kept" {
+		t.Fatalf("the file did not survive: %v %q", err, res.Stdout)
+	}
+}
