@@ -51,14 +51,17 @@ type Client struct {
 	orgID   string
 	target  string
 	hc      *http.Client
-	retry   RetryPolicy
-	poll    time.Duration
+	// reqTimeout bounds an attempt of a call without a timeout of its own.
+	reqTimeout time.Duration
+	retry      RetryPolicy
+	poll       time.Duration
 }
 
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient sets the HTTP client (default: a client with a 60 s timeout per request).
+// WithHTTPClient sets the HTTP client (default: http.Client with no timeout of its own;
+// each request gets a deadline, see DefaultRequestTimeout).
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithOrganizationID sends X-Daytona-Organization-ID. Only use it with a JWT: an API key
@@ -71,6 +74,10 @@ func WithTarget(target string) Option { return func(c *Client) { c.target = targ
 // WithRetryPolicy replaces the retry policy.
 func WithRetryPolicy(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
 
+// WithRequestTimeout sets the deadline of one attempt of a call that sets none of its own
+// (default DefaultRequestTimeout).
+func WithRequestTimeout(d time.Duration) Option { return func(c *Client) { c.reqTimeout = d } }
+
 // WithPollInterval sets the interval of the Wait* helpers (default 1 s, like the Go SDK).
 func WithPollInterval(d time.Duration) Option { return func(c *Client) { c.poll = d } }
 
@@ -80,11 +87,12 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 		baseURL = DefaultBaseURL
 	}
 	c := &Client{
-		baseURL: strings.TrimRight(baseURL, "/"),
-		apiKey:  apiKey,
-		hc:      &http.Client{Timeout: 60 * time.Second},
-		retry:   DefaultRetryPolicy(),
-		poll:    time.Second,
+		baseURL:    strings.TrimRight(baseURL, "/"),
+		apiKey:     apiKey,
+		hc:         &http.Client{},
+		reqTimeout: DefaultRequestTimeout,
+		retry:      DefaultRetryPolicy(),
+		poll:       time.Second,
 	}
 	for _, o := range opts {
 		o(c)
@@ -105,7 +113,16 @@ type request struct {
 	// idempotent marks calls that may be retried after a 5xx: the request either had no
 	// effect or repeating it has the same effect.
 	idempotent bool
+	// timeout bounds one attempt; 0 means DefaultRequestTimeout. A command runs for as
+	// long as its own timeout, so exec sets that plus a margin.
+	timeout time.Duration
 }
+
+// DefaultRequestTimeout bounds one attempt of an API or toolbox call that does not say
+// otherwise. It is a per-request deadline, not the HTTP client's, because a command may
+// legitimately run for up to its own timeout (30 minutes in the harness) before the
+// daemon answers.
+const DefaultRequestTimeout = 60 * time.Second
 
 func (c *Client) api(method, path string, a ...any) *request {
 	return &request{method: method, url: c.baseURL + fmt.Sprintf(path, a...),
@@ -136,7 +153,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) ([]byte, error) {
 	}
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		body, err := c.once(ctx, r.method, u, payload, ctype)
+		body, err := c.once(ctx, r.method, u, payload, ctype, r.timeout)
 		if err == nil {
 			if out != nil && len(bytes.TrimSpace(body)) > 0 {
 				if err := json.Unmarshal(body, out); err != nil {
@@ -156,7 +173,12 @@ func (c *Client) do(ctx context.Context, r *request, out any) ([]byte, error) {
 }
 
 // once sends one HTTP request. err is an *APIError for non-2xx answers.
-func (c *Client) once(ctx context.Context, method, u string, payload []byte, ctype string) ([]byte, error) {
+func (c *Client) once(ctx context.Context, method, u string, payload []byte, ctype string, timeout time.Duration) ([]byte, error) {
+	if timeout <= 0 {
+		timeout = c.reqTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var rd io.Reader
 	if payload != nil {
 		rd = bytes.NewReader(payload)

@@ -213,3 +213,28 @@ func hasStatus(err error, status int) bool {
 	var e *daytona.APIError
 	return errors.As(err, &e) && e.Status == status
 }
+
+// A command may run for as long as its own timeout: the request deadline follows it,
+// not the client's default (here 2 s, in production 60 s, while the harness allows
+// commands up to 30 minutes).
+func TestExecOutlivesTheDefaultRequestTimeout(t *testing.T) {
+	t.Parallel()
+	srv := daytonatest.NewServer(t)
+	c := daytona.New(srv.URL(), daytonatest.DefaultKey, daytona.WithRetryPolicy(fastRetry), daytona.WithPollInterval(5*time.Millisecond),
+		daytona.WithRequestTimeout(2*time.Second))
+	ctx := testCtx(t)
+	snap := readySnapshot(t, ctx, c, "true")
+	sb, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "long", Snapshot: snap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.State != daytona.SandboxStarted {
+		if sb, err = c.WaitSandbox(ctx, sb.ID, daytona.SandboxStarted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := c.Execute(ctx, sb, daytona.ExecuteRequest{Command: "sleep 3; echo done", Timeout: 10})
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Result) != "done" {
+		t.Fatalf("a 3 s command under a 2 s default: %+v, %v", res, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // ExecuteRequest is the toolbox's ExecuteRequest. Timeout is in seconds; the daemon only
@@ -39,11 +40,20 @@ func (c *Client) Execute(ctx context.Context, sb *Sandbox, req ExecuteRequest) (
 		return nil, err
 	}
 	var out ExecuteResponse
-	if _, err := c.do(ctx, &request{method: http.MethodPost, url: u, body: req}, &out); err != nil {
+	// The daemon answers when the command ends or its timeout (seconds) passes, then 408.
+	wait := DefaultRequestTimeout
+	if req.Timeout > 0 {
+		wait = time.Duration(req.Timeout)*time.Second + 30*time.Second
+	}
+	if _, err := c.do(ctx, &request{method: http.MethodPost, url: u, body: req, timeout: wait}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
+
+// transferTimeout bounds one attempt of a file upload or download: files go up to 64 MiB
+// (the runtime's cap), which a slow link needs minutes for.
+const transferTimeout = 10 * time.Minute
 
 // UploadFile writes data to path in the sandbox (POST /files/upload-v2 with a raw body;
 // parents are created, existing files overwritten).
@@ -55,7 +65,7 @@ func (c *Client) UploadFile(ctx context.Context, sb *Sandbox, path string, data 
 	if data == nil {
 		data = []byte{}
 	}
-	_, err = c.do(ctx, &request{method: http.MethodPost, url: u, query: url.Values{"path": {path}}, raw: data, idempotent: true}, nil)
+	_, err = c.do(ctx, &request{method: http.MethodPost, url: u, query: url.Values{"path": {path}}, raw: data, idempotent: true, timeout: transferTimeout}, nil)
 	return err
 }
 
@@ -65,7 +75,7 @@ func (c *Client) DownloadFile(ctx context.Context, sb *Sandbox, path string) ([]
 	if err != nil {
 		return nil, err
 	}
-	return c.do(ctx, &request{method: http.MethodGet, url: u, query: url.Values{"path": {path}}, idempotent: true}, nil)
+	return c.do(ctx, &request{method: http.MethodGet, url: u, query: url.Values{"path": {path}}, idempotent: true, timeout: transferTimeout}, nil)
 }
 
 // FileInfo is the toolbox's FileInfo.
