@@ -162,6 +162,12 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 		return fmt.Errorf("%w: %w", sandbox.ErrExists, err)
 	}
 	if err != nil {
+		if sb != nil && sb.ID != "" {
+			// Created, but in error or build_failed: a failed create. Remove it, or its
+			// name would stay taken and the next create would find (and adopt) a broken
+			// sandbox.
+			_ = r.C.DeleteSandbox(context.WithoutCancel(ctx), sb.ID)
+		}
 		return err
 	}
 	if err := r.finishCreate(ctx, req.ID, sb); err != nil {

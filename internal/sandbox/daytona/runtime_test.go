@@ -2,6 +2,7 @@ package daytona_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -285,4 +286,28 @@ func TestRuntimeLifecycleAndOrphans(t *testing.T) {
 func srvDeleteSandbox(t *testing.T, c *daytona.Client, id string) bool {
 	t.Helper()
 	return c.DeleteSandbox(testCtx(t), id) == nil
+}
+
+// A create that Daytona answers with a sandbox in state error fails, and the broken
+// sandbox is deleted: its name is free again, so the next create makes a working one
+// instead of finding (and adopting) the broken one.
+func TestRuntimeCreateInErrorStateCleansUp(t *testing.T) {
+	t.Parallel()
+	srv, c, rt, snap := newRuntime(t)
+	ctx := testCtx(t)
+	srv.FailNextSandbox("no runner available")
+	err := rt.Create(ctx, sandbox.CreateRequest{ID: "sess-err", SnapshotID: snap})
+	if err == nil || !strings.Contains(err.Error(), "no runner available") {
+		t.Fatalf("create: %v; want the error reason", err)
+	}
+	if _, err := c.GetSandbox(ctx, "sess-err"); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("the broken sandbox is still there: %v", err)
+	}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "sess-err", SnapshotID: snap}); err != nil {
+		t.Fatalf("the next create: %v", err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "sess-err") })
+	if res := mustExec(t, rt, "sess-err", sandbox.ExecRequest{Shell: "echo ok"}); strings.TrimSpace(string(res.Stdout)) != "ok" {
+		t.Fatalf("exec in the new sandbox: %+v", res)
+	}
 }

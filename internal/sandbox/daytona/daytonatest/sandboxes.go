@@ -19,6 +19,7 @@ type sbox struct {
 	Target                            string
 	CPU, Mem, Disk                    int64
 	State, DesiredState               string
+	errorReason                       string
 	AutoStop, AutoArchive, AutoDelete int
 	Secrets                           []map[string]string
 	CreatedAt, UpdatedAt              time.Time
@@ -76,6 +77,7 @@ func (sb *sbox) dto() map[string]any {
 		"autoStopInterval": sb.AutoStop, "autoArchiveInterval": sb.AutoArchive,
 		"autoDeleteInterval": sb.AutoDelete, "toolboxProxyUrl": sb.toolbox,
 		"createdAt": sb.CreatedAt, "updatedAt": sb.UpdatedAt, "sandboxClass": "container",
+		"errorReason": sb.errorReason,
 	}
 }
 
@@ -195,6 +197,9 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	}
 	if sb.AutoArchive == 0 || sb.AutoArchive > 43200 {
 		sb.AutoArchive = 43200
+	}
+	if s.failSandbox != "" {
+		sb.State, sb.errorReason, s.failSandbox = "error", s.failSandbox, ""
 	}
 	s.sandboxes = append(s.sandboxes, sb)
 	writeJSON(w, 200, sb.dto())

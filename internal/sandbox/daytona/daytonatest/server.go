@@ -64,7 +64,10 @@ type Server struct {
 	counts    map[string]int
 	faults    map[string][]fault
 	failNext  *failure
-	delayNext time.Duration
+	// failSandbox, when set, is the errorReason of the next created sandbox, which then
+	// comes back in state error (as Daytona reports a create that failed on a runner).
+	failSandbox string
+	delayNext   time.Duration
 
 	bx    box // chosen on the first sandbox (sandboxBox)
 	bxErr error

@@ -32,6 +32,14 @@ func (s *Server) FailNextBuild(reason, log string) {
 	s.failNext = &failure{reason: reason, log: log}
 }
 
+// FailNextSandbox makes the next created sandbox come back in state "error" with reason
+// as its errorReason: a create that failed on Daytona's side.
+func (s *Server) FailNextSandbox(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failSandbox = reason
+}
+
 // DelayNextBuild makes the next created snapshot take d from pending to its end state
 // instead of the server's build delay: a slow build past a caller's timeout.
 func (s *Server) DelayNextBuild(d time.Duration) {
