@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -93,8 +94,28 @@ func (cp *controlPlane) checkDaytonaKey(ctx context.Context, p store.SandboxProv
 			fmt.Sprintf("Checking the API key at %s failed. Check api_url and the network, then apply again. Nothing was stored.\n\nOriginal Error: %s", c.BaseURL(), err))
 		return nil, false
 	}
+	var cannot []string
+	for _, scope := range daytonaDeleteScopes {
+		if !slices.Contains(k.Permissions, scope) {
+			cannot = append(cannot, scope)
+		}
+	}
+	if len(cannot) > 0 {
+		// Not required (the product asks for the three scopes above), but without them a
+		// failed snapshot cannot be rebuilt under its name, old snapshots pile up, and
+		// sandboxes are never deleted (the harness deletes them; Daytona itself never does).
+		diags.AddAttributeWarning(path.Root("api_key"), "Daytona API Key Cannot Delete",
+			fmt.Sprintf("The Daytona API key %q lacks %s. It is accepted, but trueforge then cannot delete snapshots (retry a failed build "+
+				"with the same inputs, collect unused snapshots, delete the provider's) or sandboxes (the harness's idle delete "+
+				"and cleanup of failed creates), so those pile up in your Daytona organization. Add the scope(s) to the key, "+
+				"or change triggers to retry a failed build.", k.Name, strings.Join(cannot, " and ")))
+	}
 	return k.Permissions, true
 }
+
+// daytonaDeleteScopes are the scopes trueforge uses beyond catalog.DaytonaScopes: it
+// deletes snapshots and sandboxes it made.
+var daytonaDeleteScopes = []string{"delete:snapshots", "delete:sandboxes"}
 
 // missingScopesDetail is the detail of the missing-scope diagnostic: every missing scope
 // by name, the full set needed and what to do.
