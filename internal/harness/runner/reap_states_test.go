@@ -250,9 +250,10 @@ func (r failingGet) Get(ctx context.Context, id string) (sandbox.SandboxInfo, er
 	return r.Runtime.Get(ctx, id)
 }
 
-type failingGetSource struct{ rt failingGet }
+// oneRuntime serves rt for every sandbox provider.
+type oneRuntime struct{ rt sandbox.Runtime }
 
-func (s failingGetSource) Runtime(context.Context, store.SandboxProvider) (sandbox.Runtime, error) {
+func (s oneRuntime) Runtime(context.Context, store.SandboxProvider) (sandbox.Runtime, error) {
 	return s.rt, nil
 }
 
@@ -267,7 +268,7 @@ func TestReapLeavesLostSandboxWhenBackendCannotTell(t *testing.T) {
 	f.clock.Advance(30 * 24 * time.Hour)
 
 	flaky := lifecycle.New(lifecycle.Config{Store: f.env.Store, Now: f.clock.Now,
-		Runtimes: failingGetSource{failingGet{Runtime: f.env.Runtime, id: rec.SandboxID}}})
+		Runtimes: oneRuntime{failingGet{Runtime: f.env.Runtime, id: rec.SandboxID}}})
 	trs, err := flaky.Reap(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -301,11 +302,6 @@ func (c checkHook) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	return c.Runtime.Exec(ctx, id, req)
 }
 
-type checkHookSource struct{ rt sandbox.Runtime }
-
-func (s checkHookSource) Runtime(context.Context, store.SandboxProvider) (sandbox.Runtime, error) {
-	return s.rt, nil
-}
 
 // While a call health-checks a lost sandbox, a reaper in another process leaves it alone
 // (the call claimed the record), so the check passes and the sandbox keeps its files,
@@ -330,7 +326,7 @@ func TestReaperLeavesALostSandboxBeingRecovered(t *testing.T) {
 		}
 		during = append(during, trs...)
 	}}
-	caller := lifecycle.New(lifecycle.Config{Store: f.env.Store, Runtimes: checkHookSource{hook}, Now: f.clock.Now})
+	caller := lifecycle.New(lifecycle.Config{Store: f.env.Store, Runtimes: oneRuntime{hook}, Now: f.clock.Now})
 	l, err := caller.Acquire(ctx, sid, a)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,20 +131,7 @@ func TestAttackNetdTakeover(t *testing.T) {
 	netdBin := buildNetd(t)
 	r, rel := newTestRuntime(t)
 	sock := filepath.Join(t.TempDir(), sandbox.EgressSocketName)
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	listenUnix(t, sock)
 	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel, Egress: &sandbox.Egress{Socket: sock, Helper: netdBin}})
 	ctx := context.Background()
 	if err := r.WriteFile(ctx, "sb", "pwn.sh", strings.NewReader(takeoverPayload), 0o755); err != nil {
