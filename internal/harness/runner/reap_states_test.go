@@ -302,7 +302,6 @@ func (c checkHook) Exec(ctx context.Context, id string, req sandbox.ExecRequest)
 	return c.Runtime.Exec(ctx, id, req)
 }
 
-
 // While a call health-checks a lost sandbox, a reaper in another process leaves it alone
 // (the call claimed the record), so the check passes and the sandbox keeps its files,
 // instead of being stopped under the check and replaced by a fresh one.
