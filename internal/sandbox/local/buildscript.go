@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // sandboxPath is PATH inside a build sandbox (Debian's default for root).
@@ -102,14 +99,10 @@ func (p buildPlan) buildScript() string {
 			args = append(args, "--ro-bind", "/"+l.name, "/"+l.name)
 		}
 	}
-	// /tmp is world-writable and sticky as everywhere, so that non-root steps of a build
-	// (su, runuser) can use it. /tmp and /dev/shm are host memory, sized as a sandbox's
-	// are (keeper.go), and /dev is read-only so that nothing else lands there.
-	args = append(args, "--proc", "/proc", "--dev", "/dev",
-		"--size", strconv.FormatInt(devShmMB<<20, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
-		"--remount-ro", "/dev",
-		"--size", strconv.FormatInt(tmpSizeMB(sandbox.Limits{DiskMB: p.diskGB * 1024})<<20, 10), "--perms", "1777", "--tmpfs", "/tmp",
-		"--ro-bind", filepath.Join(p.dir(), "script.sh"), "/tmp/.trueforge-build.sh",
+	// A build's /proc, /dev, /dev/shm and /tmp are a sandbox's (keeper.go): /tmp usable by
+	// non-root steps of a build (su, runuser), sized like /dev/shm, /dev read-only.
+	args = append(args, scratchMounts(p.diskGB*1024)...)
+	args = append(args, "--ro-bind", filepath.Join(p.dir(), "script.sh"), "/tmp/.trueforge-build.sh",
 		"--clearenv", "--setenv", "PATH", sandboxPath, "--setenv", "HOME", "/root", "--chdir", "/root",
 		"--", "/bin/sh", "-e", "/tmp/.trueforge-build.sh")
 	sb.WriteString("exec")

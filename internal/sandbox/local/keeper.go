@@ -319,16 +319,9 @@ func (r *Runtime) keeperScript(id string, layers []string, info record) string {
 			args = append(args, "--ro-bind", "/"+l.name, "/"+l.name)
 		}
 	}
-	// /dev is bwrap's minimal one, read-only once /dev/shm is mounted in it, so that
-	// nothing can be created there (a file in its tmpfs would be host memory outside
-	// every limit); the device nodes, /dev/pts and /dev/shm are mounts of their own and
-	// stay writable.
-	args = append(args, "--bind", r.wsDir(id), "/workspace",
-		"--proc", "/proc", "--dev", "/dev",
-		"--size", strconv.FormatInt(devShmMB<<20, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
-		"--remount-ro", "/dev",
-		"--size", strconv.FormatInt(tmpSizeMB(info.Limits)<<20, 10), "--perms", "1777", "--tmpfs", "/tmp",
-		"--ro-bind", r.exe, initPath)
+	args = append(args, "--bind", r.wsDir(id), "/workspace")
+	args = append(args, scratchMounts(info.Limits.DiskMB)...)
+	args = append(args, "--ro-bind", r.exe, initPath)
 	args = append(args, r.egressArgs(id, info)...)
 	args = append(args, "--remount-ro", "/", "--clearenv", "--setenv", initEnv, "1")
 	if info.Egress != nil && info.Egress.Helper != "" {
@@ -358,12 +351,24 @@ const (
 	devShmMB = 64
 )
 
-// tmpSizeMB is the size of a sandbox's /tmp, in MiB.
-func tmpSizeMB(lim sandbox.Limits) int64 {
-	if lim.DiskMB > 0 && lim.DiskMB < tmpMaxMB {
-		return lim.DiskMB
+// tmpSizeMB is the size of /tmp, in MiB, for a disk cap of diskMB (0: none).
+func tmpSizeMB(diskMB int64) int64 {
+	if diskMB > 0 && diskMB < tmpMaxMB {
+		return diskMB
 	}
 	return tmpMaxMB
+}
+
+// scratchMounts are the bwrap arguments of /proc, /dev, /dev/shm and /tmp, the same for a
+// sandbox and a build. /dev is bwrap's minimal one, read-only once /dev/shm is mounted
+// in it, so that nothing can be created there (a file in its tmpfs would be host memory
+// outside every limit); the device nodes, /dev/pts and /dev/shm are mounts of their own
+// and stay writable. /tmp is world-writable and sticky as everywhere.
+func scratchMounts(diskMB int64) []string {
+	return []string{"--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.FormatInt(devShmMB<<20, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
+		"--remount-ro", "/dev",
+		"--size", strconv.FormatInt(tmpSizeMB(diskMB)<<20, 10), "--perms", "1777", "--tmpfs", "/tmp"}
 }
 
 // sortedEnv renders an environment map as KEY=VALUE lines, by key.
