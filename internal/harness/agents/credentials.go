@@ -118,23 +118,40 @@ func lastField(path string) string {
 	return path[strings.LastIndex(path, ".")+1:]
 }
 
-// sameHostRedirects returns a copy of c (nil: a default client) that refuses a redirect
-// to another scheme or host. The model SDKs send the key in a header that Go's client
-// keeps on redirects to subdomains and on an https-to-http move within a host; a model
-// API has no reason to redirect elsewhere, so such an answer becomes an error instead of
-// the key going where the agent did not point it.
-func sameHostRedirects(c *http.Client) *http.Client {
-	out := &http.Client{}
-	if c != nil {
-		cp := *c
-		out = &cp
+// Origin is what must match for a request to go to the server an agent named: a URL's
+// scheme and host:port, lower-cased, with the scheme's default port made explicit
+// (https://h and https://h:443 are one server; http://h and https://h are not).
+type Origin struct{ Scheme, HostPort string }
+
+// OriginOf is u's Origin.
+func OriginOf(u *url.URL) Origin {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
 	}
-	next := out.CheckRedirect
-	out.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		first := via[0].URL
-		if !strings.EqualFold(req.URL.Scheme, first.Scheme) || !strings.EqualFold(req.URL.Host, first.Host) {
-			return fmt.Errorf("the model API redirected from %s://%s to %s://%s; the harness does not follow a model API to another scheme or host (set model.base_url to the address that answers)",
-				first.Scheme, first.Host, req.URL.Scheme, req.URL.Host)
+	return Origin{scheme, net.JoinHostPort(strings.ToLower(u.Hostname()), port)}
+}
+
+func (o Origin) String() string { return o.Scheme + "://" + o.HostPort }
+
+// SameOriginRedirects is an http.Client CheckRedirect that refuses a redirect away from
+// the first request's origin, then applies next (nil: http.Client's default of at most
+// 10 redirects). server names the server in the error ("MCP server \"docs\"", "the
+// model API") and fix says what to set instead. Go's client keeps credential headers on
+// redirects to subdomains and within a host, and a transport that adds them would add
+// them anywhere; refusing the redirect keeps both the credential and the request body
+// with the server the agent named.
+func SameOriginRedirects(server, fix string, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if want, got := OriginOf(via[0].URL), OriginOf(req.URL); got != want {
+			return fmt.Errorf("%s redirected from %s to %s; the harness follows redirects only within the server's own scheme and host:port, so no request or credential goes to a host the agent did not name (%s)",
+				server, want, got, fix)
 		}
 		if next != nil {
 			return next(req, via)
@@ -144,5 +161,16 @@ func sameHostRedirects(c *http.Client) *http.Client {
 		}
 		return nil
 	}
+}
+
+// sameHostRedirects returns a copy of c (nil: a default client) that refuses a model
+// API's redirect to another origin: a model API has no reason to send the key elsewhere.
+func sameHostRedirects(c *http.Client) *http.Client {
+	out := &http.Client{}
+	if c != nil {
+		cp := *c
+		out = &cp
+	}
+	out.CheckRedirect = SameOriginRedirects("the model API", "set model.base_url to the address that answers", out.CheckRedirect)
 	return out
 }

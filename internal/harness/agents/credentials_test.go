@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -197,12 +198,35 @@ func TestModelKeyDoesNotFollowARedirectToAnotherHost(t *testing.T) {
 			defer redirect.Close()
 			a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: redirect.URL, APIKeyEnv: "TF_TEST_MODEL_KEY"}}}
 			built, err := generate(a, redirect.Client())
-			if !built || err == nil || !strings.Contains(err.Error(), "does not follow a model API to another scheme or host") {
+			if !built || err == nil || !strings.Contains(err.Error(), "the model API redirected from") || !strings.Contains(err.Error(), "follows redirects only within the server's own scheme and host:port") {
 				t.Fatalf("built %v, error %v; want the redirect refused", built, err)
 			}
 			if got := elsewhere.seen(); len(got) != 0 {
 				t.Fatalf("the redirect target received %q", got)
 			}
 		})
+	}
+}
+
+// Origins compare scheme and host:port with default ports filled in, so neither a
+// spelling of the same server is refused nor a downgrade or another port let through.
+func TestOriginOf(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{"https://Example.com/mcp", "https://example.com:443/other", true},
+		{"http://127.0.0.1/x", "http://127.0.0.1:80/y", true},
+		{"http://[::1]:8080/", "http://[::1]:8080/z", true},
+		{"https://example.com/", "http://example.com/", false},
+		{"https://example.com/", "https://example.com:8443/", false},
+		{"https://example.com/", "https://evil.example.com/", false},
+		{"http://127.0.0.1:1/", "http://127.0.0.1:2/", false},
+	} {
+		ua, _ := url.Parse(c.a)
+		ub, _ := url.Parse(c.b)
+		if got := agents.OriginOf(ua) == agents.OriginOf(ub); got != c.same {
+			t.Errorf("%s vs %s: same origin %v; want %v", c.a, c.b, got, c.same)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -36,7 +37,7 @@ func TestBearerAddsTheTokenOnlyForTheServersOrigin(t *testing.T) {
 	}))
 	defer named.Close()
 	u, _ := url.Parse(named.URL)
-	hc := &http.Client{Transport: bearer{base: http.DefaultTransport, origin: originOf(u), env: "TOKEN", getenv: func(string) string { return "tok" }}}
+	hc := &http.Client{Transport: bearer{base: http.DefaultTransport, origin: agents.OriginOf(u), env: "TOKEN", getenv: func(string) string { return "tok" }}}
 	for _, path := range []string{"/away", "/move"} {
 		resp, err := hc.Post(named.URL+path, "application/json", nil)
 		if err != nil {
@@ -51,28 +52,5 @@ func TestBearerAddsTheTokenOnlyForTheServersOrigin(t *testing.T) {
 	}
 	if got := seen["named/here"]; len(got) != 1 || got[0] != "Bearer tok" {
 		t.Fatalf("the same-server redirect saw Authorization %q; want the token", got)
-	}
-}
-
-// Origins compare scheme and host:port with default ports filled in, so neither a
-// spelling of the same server is refused nor a downgrade or another port let through.
-func TestOriginOf(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		same bool
-	}{
-		{"https://Example.com/mcp", "https://example.com:443/other", true},
-		{"http://127.0.0.1/x", "http://127.0.0.1:80/y", true},
-		{"http://[::1]:8080/", "http://[::1]:8080/z", true},
-		{"https://example.com/", "http://example.com/", false},
-		{"https://example.com/", "https://example.com:8443/", false},
-		{"https://example.com/", "https://evil.example.com/", false},
-		{"http://127.0.0.1:1/", "http://127.0.0.1:2/", false},
-	} {
-		ua, _ := url.Parse(c.a)
-		ub, _ := url.Parse(c.b)
-		if got := originOf(ua) == originOf(ub); got != c.same {
-			t.Errorf("%s vs %s: same origin %v; want %v", c.a, c.b, got, c.same)
-		}
 	}
 }

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -74,34 +73,13 @@ func New(servers []agents.MCPServer, opts Options) *Toolset {
 	return &Toolset{servers: servers, opts: opts, sessions: map[string]*mcp.ClientSession{}, routes: map[string]route{}}
 }
 
-// origin is what must match for a request to go to the server the agent named: the
-// URL's scheme and host:port, lower-cased, with the scheme's default port made explicit
-// (https://h and https://h:443 are one server; http://h and https://h are not).
-type origin struct{ scheme, hostport string }
-
-func originOf(u *url.URL) origin {
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		switch scheme {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
-	}
-	return origin{scheme, net.JoinHostPort(strings.ToLower(u.Hostname()), port)}
-}
-
-func (o origin) String() string { return o.scheme + "://" + o.hostport }
-
 // bearer adds the server's credential, read at each request, to requests for the
 // server's origin only. The check is here, at the last step before the wire, because
 // http.Client sends each redirect through the same transport: a transport that added
 // the token to every request would hand it to whatever host a redirect names.
 type bearer struct {
 	base   http.RoundTripper
-	origin origin
+	origin agents.Origin
 	env    string
 	getenv func(string) string
 }
@@ -110,7 +88,7 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if b.env == "" {
 		return b.base.RoundTrip(req)
 	}
-	if originOf(req.URL) != b.origin {
+	if agents.OriginOf(req.URL) != b.origin {
 		if req.Header.Get("Authorization") != "" {
 			// Not ours, but whatever set it, no credential goes to another host.
 			req = req.Clone(req.Context())
@@ -127,28 +105,6 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(req)
 }
 
-// sameOrigin refuses a redirect to another scheme or host:port, then applies next (the
-// base client's policy; nil means http.Client's default of at most 10 redirects). The
-// transport already keeps the credential from such a redirect; refusing it as well
-// keeps the request body (the model's tool arguments) with the server the agent named,
-// and says what happened, where following it would end in a puzzling 401 from a host
-// nobody configured.
-func sameOrigin(server string, want origin, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
-	return func(req *http.Request, via []*http.Request) error {
-		if got := originOf(req.URL); got != want {
-			return fmt.Errorf("MCP server %q redirected from %s to %s; the harness follows redirects only within the server's own scheme and host:port, so no request or credential goes to a host the agent did not name (if the server has moved, set its url to the new address)",
-				server, want, got)
-		}
-		if next != nil {
-			return next(req, via)
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
-	}
-}
-
 // connect opens the session of s, the i-th of the agent's mcp_servers. The credential
 // variable and URL are checked first, so a refused one is never sent.
 func (t *Toolset) connect(ctx context.Context, i int, s agents.MCPServer) (*mcp.ClientSession, error) {
@@ -162,14 +118,14 @@ func (t *Toolset) connect(ctx context.Context, i int, s agents.MCPServer) (*mcp.
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %q: mcp_servers[%d].url %q is not a URL: %w", s.Name, i, s.URL, err)
 	}
-	want := originOf(u)
+	want := agents.OriginOf(u)
 	base := t.opts.HTTPClient.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
 	hc := *t.opts.HTTPClient
 	hc.Transport = bearer{base: base, origin: want, env: s.CredentialEnv, getenv: t.opts.Getenv}
-	hc.CheckRedirect = sameOrigin(s.Name, want, t.opts.HTTPClient.CheckRedirect)
+	hc.CheckRedirect = agents.SameOriginRedirects(fmt.Sprintf("MCP server %q", s.Name), "if the server has moved, set its url to the new address", t.opts.HTTPClient.CheckRedirect)
 	client := mcp.NewClient(&mcp.Implementation{Name: "trueforge-harness", Version: t.opts.Version}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &hc, MaxRetries: 1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
