@@ -16,6 +16,28 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
+// startTalk opens the harness and the runner of agent, resolves the session (a new one
+// when sessionID is "", else one the caller owns) and prints its header: what run and
+// chat do before the first turn. The caller closes h.
+func (g *globals) startTalk(cmd *cobra.Command, agent, sessionID string, f *runFlags) (*harness, *runner.Runner, string, *printer, error) {
+	ctx := cmd.Context()
+	h, err := g.open(ctx, cmd.ErrOrStderr())
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	r, err := h.runner(ctx, agent, f)
+	if err == nil {
+		sessionID, err = h.session(ctx, r, sessionID)
+	}
+	if err != nil {
+		h.close()
+		return nil, nil, "", nil, err
+	}
+	p := newPrinter(cmd.OutOrStdout(), f.jsonOut, r.Agent.IsReplay())
+	p.header(sessionID, r)
+	return h, r, sessionID, p, nil
+}
+
 func newRunCmd(g *globals) *cobra.Command {
 	var f runFlags
 	var sessionID string
@@ -25,21 +47,11 @@ func newRunCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			h, err := g.open(ctx, cmd.ErrOrStderr())
+			h, r, sessionID, p, err := g.startTalk(cmd, args[0], sessionID, &f)
 			if err != nil {
 				return err
 			}
 			defer h.close()
-			r, err := h.runner(ctx, args[0], &f)
-			if err != nil {
-				return err
-			}
-			if sessionID, err = h.session(ctx, r, sessionID); err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			p := newPrinter(out, f.jsonOut, r.Agent.IsReplay())
-			p.header(sessionID, r)
 			turnCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
 			defer stop()
 			res, err := r.Run(turnCtx, sessionID, args[1], p.event)
@@ -70,21 +82,12 @@ func newChatCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			h, err := g.open(ctx, cmd.ErrOrStderr())
+			h, r, sessionID, p, err := g.startTalk(cmd, args[0], sessionID, &f)
 			if err != nil {
 				return err
 			}
 			defer h.close()
-			r, err := h.runner(ctx, args[0], &f)
-			if err != nil {
-				return err
-			}
-			if sessionID, err = h.session(ctx, r, sessionID); err != nil {
-				return err
-			}
 			out := cmd.OutOrStdout()
-			p := newPrinter(out, f.jsonOut, r.Agent.IsReplay())
-			p.header(sessionID, r)
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt)
 			defer signal.Stop(sigs)
