@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need on a fresh Debian machine: bubblewrap for the
-# local backend, util-linux's unshare (present on Debian), and a Terraform-compatible CLI.
-# Safe to run again: it installs only what is missing.
+# local backend, util-linux's unshare and prlimit (present on Debian), and a
+# Terraform-compatible CLI. Safe to run again: it installs only what is missing.
+# Run as an ordinary user, it installs nothing: it names what is missing and exits 1.
 set -euo pipefail
+# have TOOL: TOOL is on PATH or in a system directory. Debian keeps tools such as
+# mkfs.ext4 in /usr/sbin and /sbin, which are not on an ordinary user's PATH, and the
+# local backend looks there too (findTool in internal/sandbox/local).
+have() {
+	command -v "$1" >/dev/null 2>&1 && return 0
+	local d
+	for d in /usr/bin /bin /usr/sbin /sbin /usr/local/bin; do
+		[[ -f $d/$1 && -x $d/$1 ]] && return 0
+	done
+	return 1
+}
 need=()
-command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
-command -v unshare >/dev/null 2>&1 || need+=(util-linux)
-command -v mkfs.ext4 >/dev/null 2>&1 || need+=(e2fsprogs) # sandbox disk limits (root)
-command -v curl >/dev/null 2>&1 || need+=(curl)       # egress tests: real clients inside the test namespaces
-command -v python3 >/dev/null 2>&1 || need+=(python3) # egress tests (urllib client); make bench statistics
+have bwrap || need+=(bubblewrap)
+{ have unshare && have prlimit; } || need+=(util-linux) # prlimit: limits of sandboxes without a writable cgroup
+if [[ $(id -u) -eq 0 ]]; then
+	have mkfs.ext4 || need+=(e2fsprogs) # sandbox disk images: only a root runtime makes them
+fi
+have curl || need+=(curl)       # egress tests: real clients inside the test namespaces
+have python3 || need+=(python3) # egress tests (urllib client); make bench statistics
 if ((${#need[@]})); then
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "deps: missing ${need[*]}; install them with: sudo apt-get install -y ${need[*]}" >&2
