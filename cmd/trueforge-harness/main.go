@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/netd"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -23,7 +25,7 @@ var version = "dev"
 
 func main() {
 	if args, ok := netdArgs(os.Args); ok {
-		os.Exit(runNetd(args, os.Stderr))
+		os.Exit(netd.Main(args, os.Stderr))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"os/exec"
 	"slices"
 	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 )
 
 // The harness serves as netd exactly when started the ways the local runtime and an
@@ -26,11 +31,11 @@ func TestNetdArgs(t *testing.T) {
 			t.Errorf("netdArgs(%q) = %q, %v; want %q, %v", c.argv, got, ok, c.want, c.ok)
 		}
 	}
-	if code := runNetd([]string{"-no-such-flag"}, discard{}); code != 2 {
-		t.Errorf("bad flag: exit %d; want 2", code)
+	// netd.Main makes its caller not dumpable, so it runs in the static harness TestMain
+	// built, not in this process.
+	cmd := exec.Command(os.Getenv(sandboxnet.HelperEnv), "netd", "-no-such-flag")
+	var ee *exec.ExitError
+	if out, err := cmd.CombinedOutput(); !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Errorf("bad flag: %v; want exit status 2\n%s", err, out)
 	}
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
