@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
@@ -116,10 +117,54 @@ for i in range(5):
 print('injected', len(pcs))
 `
 
+// harnessHelperEnv points the netd attacks at a prebuilt static trueforge-harness, as
+// netdEnv does at a trueforge-netd (for a run whose user cannot build).
+const harnessHelperEnv = "TRUEFORGE_TEST_HARNESS"
+
+// netdHelpers are the two binaries that serve as netd, each of which the netd attacks
+// run against: the static trueforge-harness, which is what the harness runs by default
+// (sandboxnet.LocateHelper picks the harness binary itself), and trueforge-netd.
+var netdHelpers = []struct {
+	name  string
+	build func(*testing.T) string
+}{
+	{"harness", buildHarnessHelper},
+	{"trueforge-netd", buildNetd},
+}
+
+// buildHarnessHelper builds cmd/trueforge-harness static, as the demo does, and checks
+// that sandboxnet.LocateHelper, asked for the helper of a harness run from that binary,
+// picks the binary itself; it returns its path.
+func buildHarnessHelper(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv(harnessHelperEnv); p != "" {
+		return p
+	}
+	if os.Getenv(netdEnv) != "" {
+		t.Skipf("skipping: %s names a prebuilt helper, so this run may not build (set %s to a static trueforge-harness too)", netdEnv, harnessHelperEnv)
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("skipping: the go command is needed to build trueforge-harness")
+	}
+	out := filepath.Join(t.TempDir(), "trueforge-harness")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/trueforge/terraform-provider-trueforge/cmd/trueforge-harness")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build trueforge-harness: %v\n%s", err, b)
+	}
+	if os.Getenv(sandboxnet.HelperEnv) == "" {
+		if got, err := sandboxnet.LocateHelper(out); err != nil || got != out {
+			t.Fatalf("sandboxnet.LocateHelper(%s) = %q, %v; want the harness itself", out, got, err)
+		}
+	}
+	return out
+}
+
 // TestAttackNetdTakeover: from a command, netd's memory cannot be opened (so the review's
 // takeover through /proc/<pid>/mem fails), netd runs under the sandbox's filter minus the
 // AF_UNIX rule, and a netd taken over anyway (here by root on the host, which may write
-// its memory) can neither unshare nor mount nor ptrace, only create unix sockets.
+// its memory) can neither unshare nor mount nor ptrace, only create unix sockets. It runs
+// against each of netdHelpers.
 func TestAttackNetdTakeover(t *testing.T) {
 	t.Parallel()
 	if seccompProgram() == nil {
@@ -128,7 +173,13 @@ func TestAttackNetdTakeover(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("skipping: the probes need python3")
 	}
-	netdBin := buildNetd(t)
+	for _, h := range netdHelpers {
+		t.Run(h.name, func(t *testing.T) { attackNetdTakeover(t, h.build(t)) })
+	}
+}
+
+// attackNetdTakeover is TestAttackNetdTakeover against the helper netdBin.
+func attackNetdTakeover(t *testing.T, netdBin string) {
 	r, rel := newTestRuntime(t)
 	sock := filepath.Join(t.TempDir(), sandbox.EgressSocketName)
 	listenUnix(t, sock)
