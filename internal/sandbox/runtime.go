@@ -48,6 +48,26 @@ type Limits struct {
 	DiskMB   int64
 }
 
+// UnenforcedLimit is a limit that a runtime runs a sandbox without, or enforces only in
+// part (per process, per file), because the host does not let it do better.
+type UnenforcedLimit struct {
+	// Limit is "cpu", "memory", "pids" or "disk".
+	Limit string `json:"limit"`
+	// Reason says why, and what is enforced instead if anything.
+	Reason string `json:"reason"`
+}
+
+func (u UnenforcedLimit) String() string { return u.Limit + ": " + u.Reason }
+
+// LimitReporter is implemented by runtimes that may run a sandbox with only some of its
+// Limits enforced (the local runtime without a writable cgroup), as rootless container
+// engines do. UnenforcedLimits lists those of lim that a sandbox created now would not
+// get; nil means all are enforced. A runtime told to require its limits refuses such a
+// sandbox at Create instead.
+type LimitReporter interface {
+	UnenforcedLimits(lim Limits) []UnenforcedLimit
+}
+
 // CreateRequest asks a Runtime for a new sandbox on a Ready snapshot.
 type CreateRequest struct {
 	ID         string

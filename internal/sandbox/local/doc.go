@@ -100,10 +100,12 @@
 // links, modes, times and, as root, owners) into archives/<id>.tar.gz and frees data/;
 // Start unpacks it. Delete removes the archive too.
 //
-// Limits (limits.go has the details): cgroup v2 on a pure v2 host, else cgroup v1 under
-// the runtime's own cgroup (this is the case on the CI machines: a hybrid host with no
-// v2 controllers), else rlimits (unprivileged without a delegated cgroup: RLIMIT_AS per
-// command, RLIMIT_NPROC and RLIMIT_FSIZE per sandbox; a CPU limit is refused). Disk, as
+// Limits (limits.go has the details): cgroup v2 on a pure v2 host (as root, or in a
+// delegated cgroup), else cgroup v1 under the runtime's own cgroup (this is the case on
+// the CI machines: a hybrid host with no v2 controllers), else rlimits (unprivileged
+// without a delegated cgroup: RLIMIT_AS per command, RLIMIT_NPROC and RLIMIT_FSIZE per
+// sandbox; no CPU limit: the sandbox runs with the limits that can be enforced, and
+// UnenforcedLimits says which are not, unless SetRequireLimits makes Create refuse). Disk, as
 // root: data/ is a loop-mounted ext4 image of DiskMB; unprivileged: RLIMIT_FSIZE caps
 // each file at DiskMB. Minimums: 16 MiB of memory, 8 pids, 8 MiB of disk. A memory limit
 // lets the kernel's OOM killer choose within the sandbox (normally the hog); if it picks

@@ -9,10 +9,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,21 +25,41 @@ import (
 // Resource limits (sandbox.Limits) are enforced per sandbox, on its keeper and so on
 // everything that runs in it, by the first of these that works on the host:
 //
-//   - cgroup v2 (a pure v2 host, when the runtime may write /sys/fs/cgroup: as root):
-//     <root cgroup>/trueforge-<hash of the runtime root>/<sandbox id> with memory.max,
-//     memory.swap.max=0, pids.max and cpu.max; cgroup.kill on stop.
+//   - cgroup v2 (a pure v2 host), as root: <root cgroup>/trueforge-<hash of the runtime
+//     root>/<sandbox id> with memory.max, memory.swap.max=0, pids.max and cpu.max;
+//     cgroup.kill on stop.
+//   - cgroup v2, delegated (a user without root whose own cgroup, from /proc/self/cgroup,
+//     is writable and offers the memory, pids and cpu controllers: a systemd unit with
+//     Delegate=yes, such as `systemd-run --user --scope -p Delegate=yes ...` or the
+//     user's own user@.service tree): the same files in <own cgroup>/trueforge-<hash>/<id>.
+//     The v2 rule "no internal processes" forbids enabling controllers for the children
+//     of a cgroup that has processes of its own, and the runtime's process is one of them,
+//     so, as rootless Podman does, the processes of the own cgroup are first moved into a
+//     leaf child, <own cgroup>/trueforge-leaf, and the controllers enabled in the own
+//     cgroup's subtree_control. A runtime started later from a process already moved
+//     (its cgroup is that leaf) uses the leaf's parent the same way. A sibling of the own
+//     cgroup is not used: the parent is the service manager's (systemd's), not ours.
 //   - cgroup v1 (legacy and hybrid hosts, such as the CI machines): one cgroup per
 //     sandbox under the runtime's own cgroup in each of the memory, pids and cpu
 //     hierarchies: memory.limit_in_bytes and memory.memsw.limit_in_bytes (no swap),
-//     pids.max, cpu.cfs_quota_us over a 100 ms period.
+//     pids.max, cpu.cfs_quota_us over a 100 ms period. Nothing is delegated on v1, so
+//     this is for root.
 //   - rlimits (no writable cgroup, e.g. an unprivileged user without delegation): each
-//     command runs under prlimit with RLIMIT_AS for MemoryMB, the keeper sets
-//     RLIMIT_NPROC for Pids on itself between creating the outer user namespace and the
-//     sandbox's (so that it counts the sandbox's processes, not all of the host user's),
-//     and RLIMIT_FSIZE for DiskMB (a cap on each file, not on the total). A CPU limit cannot be enforced
-//     this way and is refused, and so is a Pids limit on a runtime running as root: the
-//     kernel does not apply RLIMIT_NPROC to (host) uid 0, which the sandbox's user is
-//     then (see pidsUnenforced).
+//     command runs under prlimit with RLIMIT_AS for MemoryMB (a cap on each process's
+//     address space, not on the sandbox's total), the keeper sets RLIMIT_NPROC for Pids
+//     on itself between creating the outer user namespace and the sandbox's (so that it
+//     counts the sandbox's processes, not all of the host user's), and RLIMIT_FSIZE for
+//     DiskMB (a cap on each file, not on the total). A CPU limit cannot be enforced this
+//     way. As rootless container engines do, the sandbox runs with the limits that can
+//     be enforced, and UnenforcedLimits says which are not, and why (the harness records
+//     it on the sandbox's event, the provider warns at plan time); with RequireLimits
+//     (SetRequireLimits) Create refuses instead. A Pids limit on a runtime running as
+//     root is always refused: the kernel does not apply RLIMIT_NPROC to (host) uid 0,
+//     which the sandbox's user is then (see pidsUnenforced).
+//
+// TRUEFORGE_LOCAL_LIMITS=rlimit (limitsModeEnv) forces the rlimit mode, as if no cgroup
+// were writable: a test and diagnostic override, so that the unenforced path can be
+// exercised on a host where the runtime has cgroups.
 //
 // Disk (DiskMB) as root: the sandbox's data/ (overlay upper directories and workspace) is
 // an ext4 image of that size, loop-mounted on the host, so a full disk is ENOSPC inside
@@ -55,22 +78,64 @@ const (
 	limitRlimit  = "rlimit"
 )
 
+// limitsModeEnv, set to "rlimit", makes the runtimes and ProbeLimits of this process use
+// the rlimit mode whatever the host offers. A test and diagnostic override only.
+const limitsModeEnv = "TRUEFORGE_LOCAL_LIMITS"
+
+// cgroupLeaf is the child of a delegated cgroup that its own processes are moved into.
+const cgroupLeaf = "trueforge-leaf"
+
 type limiter struct {
 	mode      string
 	parent    map[string]string // controller ("" for v2) -> directory holding sandbox cgroups
 	diskImage bool              // DiskMB is an ext4 image (root)
 	prlimit   string
 	root      bool // the runtime runs as root: the sandbox's user is host uid 0
+	uid       int  // the runtime's effective uid
+	// why says, in the rlimit mode, why no cgroup is used ("no writable cgroup: ...").
+	why string
+	// require refuses limits that would not be enforced (Runtime.SetRequireLimits).
+	require atomic.Bool
 }
 
 var cgroupV1Controllers = []string{"memory", "pids", "cpu"}
 
-// newLimiter picks how limits are enforced for a runtime on root.
+// cgroupHost is what picking a limit mode reads: the cgroup mount, this process's
+// cgroups and who it runs as. Tests point it at a fake tree.
+type cgroupHost struct {
+	base     string // where the cgroup file systems are mounted: /sys/fs/cgroup
+	self     string // this process's cgroups: the content of /proc/self/cgroup
+	euid     int
+	override string // limitsModeEnv's value
+	// writable reports whether this process may write path (access(2) with W_OK).
+	writable func(path string) bool
+}
+
+func thisHost() cgroupHost {
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	return cgroupHost{
+		base: "/sys/fs/cgroup", self: string(self), euid: os.Geteuid(), override: os.Getenv(limitsModeEnv),
+		writable: func(p string) bool { return syscall.Access(p, 2) == nil },
+	}
+}
+
+// newLimiter picks how limits are enforced for a runtime on root, and sets up the
+// cgroups that the mode needs before any sandbox (the parent with its controllers).
 func newLimiter(root string) *limiter {
+	return detectLimiter(thisHost(), runtimeCgroupName(root), true)
+}
+
+func runtimeCgroupName(root string) string {
 	sum := sha256.Sum256([]byte(root))
-	name := "trueforge-" + hex.EncodeToString(sum[:6])
-	asRoot := os.Geteuid() == 0
-	l := &limiter{mode: limitRlimit, diskImage: asRoot, root: asRoot}
+	return "trueforge-" + hex.EncodeToString(sum[:6])
+}
+
+// detectLimiter picks the limit mode on h. With setup, it also makes the cgroups the
+// mode needs (and moves this process into a leaf of a delegated cgroup); without, it
+// changes nothing and answers what a runtime would most likely get (ProbeLimits).
+func detectLimiter(h cgroupHost, name string, setup bool) *limiter {
+	asRoot := h.euid == 0
+	l := &limiter{mode: limitRlimit, diskImage: asRoot, root: asRoot, uid: h.euid}
 	if p, err := findTool("prlimit"); err == nil {
 		l.prlimit = p
 	}
@@ -81,29 +146,169 @@ func newLimiter(root string) *limiter {
 			}
 		}
 	}
-	const base = "/sys/fs/cgroup"
-	if _, err := os.Stat(filepath.Join(base, "cgroup.controllers")); err == nil {
-		dir := filepath.Join(base, name)
-		if enableV2(base, dir) == nil {
-			l.mode, l.parent = limitCgroup2, map[string]string{"": dir}
-		}
+	if h.override == limitRlimit {
+		l.why = "no writable cgroup: " + limitsModeEnv + "=rlimit turned cgroups off (a test and diagnostic override)"
 		return l
 	}
-	own := ownCgroups()
+	if _, err := os.Stat(filepath.Join(h.base, "cgroup.controllers")); err == nil {
+		l.useV2(h, name, setup)
+		return l
+	}
+	l.useV1(h, name)
+	return l
+}
+
+// useV1 uses the runtime's own cgroup in each v1 hierarchy when all are writable.
+func (l *limiter) useV1(h cgroupHost, name string) {
+	own := ownCgroups(h.self)
 	parents := map[string]string{}
 	for _, c := range cgroupV1Controllers {
-		mnt := filepath.Join(base, c)
+		mnt := filepath.Join(h.base, c)
 		if _, err := os.Stat(filepath.Join(mnt, "cgroup.procs")); err != nil {
-			return l
+			l.why = fmt.Sprintf("no writable cgroup: the %s hierarchy of cgroup v1 is not mounted at %s", c, mnt)
+			return
 		}
 		// Writable? (The directory itself is made when a limited sandbox needs it.)
-		if syscall.Access(filepath.Join(mnt, own[c]), 2) != nil {
-			return l
+		if !h.writable(filepath.Join(mnt, own[c])) {
+			if h.euid != 0 {
+				l.why = fmt.Sprintf("no writable cgroup: running as uid %d on a cgroup v1 host, whose hierarchies only root may write "+
+					"(cgroups are delegated to users on cgroup v2 only)", h.euid)
+			} else {
+				l.why = fmt.Sprintf("no writable cgroup: %s is not writable (a read-only cgroup mount, as in a container?)", filepath.Join(mnt, own[c]))
+			}
+			return
 		}
 		parents[c] = filepath.Join(mnt, own[c], name)
 	}
 	l.mode, l.parent = limitCgroup1, parents
-	return l
+}
+
+// useV2 uses, as root, the root of the v2 hierarchy, else this process's own cgroup
+// when it is delegated (writable, with the memory, pids and cpu controllers).
+func (l *limiter) useV2(h cgroupHost, name string, setup bool) {
+	var rootErr error
+	if h.euid == 0 {
+		dir := filepath.Join(h.base, name)
+		if setup {
+			rootErr = enableV2(h.base, dir)
+		} else if !h.writable(filepath.Join(h.base, "cgroup.subtree_control")) {
+			rootErr = errors.New("not writable")
+		}
+		if rootErr == nil {
+			l.mode, l.parent = limitCgroup2, map[string]string{"": dir}
+			return
+		}
+	}
+	own, ok := ownCgroupV2(h.self)
+	if !ok {
+		l.why = fmt.Sprintf("no writable cgroup: running as uid %d, and /proc/self/cgroup names no cgroup v2 path", h.euid)
+		return
+	}
+	dir := filepath.Join(h.base, own)
+	if filepath.Base(own) == cgroupLeaf {
+		// Moved into the leaf by an earlier runtime (or started by a process that was).
+		dir = filepath.Dir(dir)
+	}
+	if filepath.Clean(dir) == filepath.Clean(h.base) {
+		// The hierarchy's root (a cgroup namespace's, in a container): moving every
+		// process of it into a leaf is not this runtime's call to make.
+		l.why = fmt.Sprintf("no writable cgroup: running as uid %d in the root cgroup of the v2 hierarchy", h.euid)
+		if rootErr != nil {
+			l.why += fmt.Sprintf(", whose controllers could not be enabled for trueforge's cgroups (%v)", rootErr)
+		}
+		return
+	}
+	if err := checkDelegated(h, dir); err != nil {
+		l.why = fmt.Sprintf("no writable cgroup: running as uid %d without a delegated cgroup v2 subtree (%v)", h.euid, err)
+		return
+	}
+	parent := filepath.Join(dir, name)
+	if setup {
+		if err := delegate(dir, parent); err != nil {
+			l.why = fmt.Sprintf("no writable cgroup: running as uid %d, the delegated cgroup %s could not be set up for sandboxes (%v)", h.euid, dir, err)
+			return
+		}
+	}
+	l.mode, l.parent = limitCgroup2, map[string]string{"": parent}
+}
+
+// checkDelegated says why the v2 cgroup dir cannot hold sandbox cgroups, or nil.
+func checkDelegated(h cgroupHost, dir string) error {
+	for _, p := range []string{dir, filepath.Join(dir, "cgroup.procs"), filepath.Join(dir, "cgroup.subtree_control")} {
+		if !h.writable(p) {
+			return fmt.Errorf("its cgroup %s is not writable by it: not delegated", dir)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if err != nil {
+		return fmt.Errorf("its cgroup %s: %w", dir, err)
+	}
+	have := strings.Fields(string(data))
+	var missing []string
+	for _, c := range cgroupV1Controllers {
+		if !slices.Contains(have, c) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("its cgroup %s is delegated without the %s controller(s) (cgroup.controllers: %q); "+
+			"delegate them, for example with Delegate=memory pids cpu on the systemd unit", dir, strings.Join(missing, ", "), strings.TrimSpace(string(data)))
+	}
+	return nil
+}
+
+// delegate prepares the delegated cgroup dir to hold sandbox cgroups under parent: its
+// processes move into the leaf child (no internal processes: a cgroup that has some
+// cannot enable controllers for its children), then the memory, pids and cpu
+// controllers are enabled in dir and in parent.
+func delegate(dir, parent string) error {
+	const ctl = "+memory +pids +cpu"
+	leaf := filepath.Join(dir, cgroupLeaf)
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	var err error
+	// A process may fork into dir while the others move: move it too and try again.
+	for range 5 {
+		if err = moveProcs(dir, leaf); err != nil {
+			return err
+		}
+		if err = os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(ctl), 0); !errors.Is(err, syscall.EBUSY) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("enable controllers in %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte(ctl), 0)
+}
+
+// moveProcs moves every process of cgroup from into cgroup to.
+func moveProcs(from, to string) error {
+	data, err := os.ReadFile(filepath.Join(from, "cgroup.procs"))
+	if err != nil {
+		return err
+	}
+	for _, f := range strings.Fields(string(data)) {
+		err := os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(f), 0)
+		if err != nil && !errors.Is(err, syscall.ESRCH) { // ESRCH: it exited meanwhile
+			return fmt.Errorf("move process %s into %s: %w", f, to, err)
+		}
+	}
+	return nil
+}
+
+// ownCgroupV2 is this process's cgroup v2 path ("0::/user.slice/...").
+func ownCgroupV2(self string) (string, bool) {
+	for _, line := range strings.Split(self, "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok && strings.HasPrefix(rest, "/") {
+			return rest, true
+		}
+	}
+	return "", false
 }
 
 // removeParents removes the runtime's cgroup directories if no sandbox uses them.
@@ -126,11 +331,11 @@ func enableV2(base, dir string) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte(ctl), 0)
 }
 
-// ownCgroups maps each v1 controller to this process's cgroup path in it.
-func ownCgroups() map[string]string {
+// ownCgroups maps each v1 controller to this process's cgroup path in it, from the
+// content of /proc/self/cgroup.
+func ownCgroups(self string) map[string]string {
 	out := map[string]string{}
-	data, _ := os.ReadFile("/proc/self/cgroup")
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(self, "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 {
 			continue
@@ -142,7 +347,8 @@ func ownCgroups() map[string]string {
 	return out
 }
 
-// check refuses limits that are invalid or cannot be enforced here.
+// check refuses limits that are invalid, and, with require, limits that would not be
+// enforced here (UnenforcedLimits).
 func (l *limiter) check(lim sandbox.Limits) error {
 	for _, f := range []struct {
 		name string
@@ -161,15 +367,100 @@ func (l *limiter) check(lim sandbox.Limits) error {
 	if lim.DiskMB > 0 && lim.DiskMB < 8 && l.diskImage {
 		return fmt.Errorf("limits.disk_mb is %d: the smallest disk is 8 MiB", lim.DiskMB)
 	}
-	if l.mode == limitRlimit {
-		if lim.CPU > 0 {
-			return errors.New("limits.cpu cannot be enforced on this host: no writable cgroup (run as root, or leave cpu at 0)")
-		}
-		if (lim.MemoryMB > 0 || lim.Pids > 0 || lim.DiskMB > 0) && l.prlimit == "" {
-			return errors.New("limits cannot be enforced on this host: no writable cgroup and no prlimit (install util-linux, or leave memory_mb, pids and disk_mb at 0)")
+	if err := l.pidsUnenforced(lim); err != nil {
+		return err
+	}
+	if l.require.Load() {
+		if u := l.unenforced(lim); len(u) > 0 {
+			return &UnenforcedError{Limits: u}
 		}
 	}
-	return l.pidsUnenforced(lim)
+	return nil
+}
+
+// unenforced lists the limits of lim that this mode runs a sandbox without, or with
+// only in part, and why. pids on a root runtime in the rlimit mode is not among them:
+// check refuses it (pidsUnenforced).
+func (l *limiter) unenforced(lim sandbox.Limits) []sandbox.UnenforcedLimit {
+	var out []sandbox.UnenforcedLimit
+	add := func(name, reason string) {
+		out = append(out, sandbox.UnenforcedLimit{Limit: name, Reason: reason})
+	}
+	why := l.why
+	if why == "" {
+		why = "no writable cgroup"
+	}
+	noPrlimit := "; prlimit (util-linux), which sets the fallback rlimits, is not installed"
+	if l.mode == limitRlimit {
+		if lim.CPU > 0 {
+			add("cpu", why+"; no rlimit can share out CPU time, so the sandbox may use every CPU")
+		}
+		if lim.MemoryMB > 0 {
+			if l.prlimit != "" {
+				add("memory", fmt.Sprintf("%s; enforced per process only: each command runs under RLIMIT_AS of %d MiB, "+
+					"so the sandbox's processes together may use more", why, lim.MemoryMB))
+			} else {
+				add("memory", why+noPrlimit)
+			}
+		}
+		if lim.Pids > 0 && !l.root && l.prlimit == "" {
+			add("pids", why+noPrlimit)
+		}
+	}
+	if lim.DiskMB > 0 && !l.diskImage {
+		image := "the sandbox has no disk image of its own: only a root runtime makes one"
+		if l.root {
+			image = "the sandbox has no disk image of its own: mkfs.ext4 (e2fsprogs) or mount is not installed"
+		}
+		switch {
+		case l.mode != limitRlimit:
+			add("disk", image+", and RLIMIT_FSIZE, the fallback, is set only when no cgroup is used")
+		case l.prlimit == "":
+			add("disk", image+noPrlimit)
+		default:
+			add("disk", fmt.Sprintf("%s; enforced per file only: RLIMIT_FSIZE caps each file at %d MiB, not the sandbox's total", image, lim.DiskMB))
+		}
+	}
+	return out
+}
+
+// UnenforcedError is Create's refusal of limits that would not be enforced, under
+// RequireLimits.
+type UnenforcedError struct {
+	Limits []sandbox.UnenforcedLimit
+}
+
+func (e *UnenforcedError) Error() string {
+	var names, details []string
+	for _, u := range e.Limits {
+		names = append(names, u.Limit)
+		details = append(details, "limits."+u.Limit+": "+u.Reason)
+	}
+	return fmt.Sprintf("the sandbox's %s limit(s) cannot be enforced on this host, and limits are required (the sandbox provider's require_limits): %s. "+
+		"Run the runtime as root, or as a user with a delegated cgroup v2 subtree (for example under systemd-run --user --scope -p Delegate=yes), "+
+		"or set require_limits = false on the sandbox provider to run sandboxes with the limits that can be enforced",
+		strings.Join(names, ", "), strings.Join(details, "; "))
+}
+
+// SetRequireLimits makes Create refuse a sandbox whose limits would not all be enforced
+// (UnenforcedLimits), with an UnenforcedError naming them, instead of running it with
+// the limits that can be. Off by default; the harness sets it from the sandbox
+// provider's require_limits (RequireLimits).
+func (r *Runtime) SetRequireLimits(on bool) { r.limits.require.Store(on) }
+
+// UnenforcedLimits lists the limits of lim that a sandbox of this runtime would run
+// without, or with only in part (per process, per file), and why. It implements
+// sandbox.LimitReporter.
+func (r *Runtime) UnenforcedLimits(lim sandbox.Limits) []sandbox.UnenforcedLimit {
+	return r.limits.unenforced(lim)
+}
+
+// ProbeLimits answers UnenforcedLimits for a runtime this process would open, without
+// opening one or changing anything on the host: for plan-time checks. (A delegated
+// cgroup is judged by its files; setting it up may still fail, which the runtime then
+// reports.)
+func ProbeLimits(lim sandbox.Limits) []sandbox.UnenforcedLimit {
+	return detectLimiter(thisHost(), "", false).unenforced(lim)
 }
 
 // pidsUnenforced refuses a Pids limit that the rlimit mode would only pretend to

@@ -142,16 +142,21 @@ func TestAttackDiskFill(t *testing.T) {
 func TestLimitsCPU(t *testing.T) {
 	t.Parallel()
 	r, rel := newTestRuntime(t)
-	err := r.Create(context.Background(), sandbox.CreateRequest{ID: "cpu", SnapshotID: rel, Limits: sandbox.Limits{CPU: 1}})
 	if r.limits.mode == limitRlimit {
+		// Without cgroups a CPU limit is not enforced: the sandbox runs, and the runtime
+		// says so (TestLimitsUnenforced); with RequireLimits it is refused.
+		lim := sandbox.Limits{CPU: 1}
+		if u := r.UnenforcedLimits(lim); len(u) != 1 || u[0].Limit != "cpu" {
+			t.Fatalf("unenforced %v, want cpu", u)
+		}
+		r.SetRequireLimits(true)
+		err := r.Create(context.Background(), sandbox.CreateRequest{ID: "cpu", SnapshotID: rel, Limits: lim})
 		if err == nil || !strings.Contains(err.Error(), "limits.cpu") {
-			t.Fatalf("cpu limit without cgroups: %v, want a refusal naming limits.cpu", err)
+			t.Fatalf("cpu limit without cgroups, limits required: %v, want a refusal naming limits.cpu", err)
 		}
 		return
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	create(t, r, sandbox.CreateRequest{ID: "cpu", SnapshotID: rel, Limits: sandbox.Limits{CPU: 1}})
 	// Two busy loops for 1.5 s of wall time get at most about 1 CPU: measure the CPU time
 	// they used with the shell's times builtin.
 	out := mustSh(t, r, "cpu", `(while :; do :; done) & a=$!; (while :; do :; done) & b=$!; sleep 1.5; kill $a $b; wait; times`)
