@@ -199,6 +199,11 @@ UPDATE session_runs SET status = 'interrupted', detail = 'another run of the ses
 	WHERE status = 'running' AND id NOT IN (SELECT MAX(id) FROM session_runs WHERE status = 'running' GROUP BY session_id);
 CREATE UNIQUE INDEX session_runs_one_running ON session_runs(session_id) WHERE status = 'running';
 `,
+	// 5: the local backend's require_limits. NULL (unset, and every provider saved
+	// before) leaves the choice to each process: required when it runs as root.
+	`
+ALTER TABLE sandbox_providers ADD COLUMN require_limits BIGINT;
+`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

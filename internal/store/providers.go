@@ -19,6 +19,10 @@ type SandboxProvider struct {
 	ReleaseSnapshot string
 	Status          string
 	Owner           string
+	// RequireLimits is the local backend's require_limits: refuse sandboxes whose limits
+	// the host cannot enforce. Nil when unset: each process then decides by who it runs
+	// as (local.RequireLimitsFor).
+	RequireLimits *bool
 }
 
 // EnsureOwner records an owner the first time it is seen.
@@ -47,9 +51,9 @@ func (s *Store) CreateSandboxProvider(ctx context.Context, p SandboxProvider) er
 			return err
 		}
 		scopes, _ := json.Marshal(nonNil(p.Scopes))
-		_, err = tx.ExecContext(ctx, `INSERT INTO sandbox_providers(name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			p.Name, p.Type, p.APIURL, p.Target, p.APIKeyEnc, string(scopes), p.ReleaseSnapshot, p.Status, p.Owner, now, now)
+		_, err = tx.ExecContext(ctx, `INSERT INTO sandbox_providers(name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner, require_limits, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.Name, p.Type, p.APIURL, p.Target, p.APIKeyEnc, string(scopes), p.ReleaseSnapshot, p.Status, p.Owner, nullBool(p.RequireLimits), now, now)
 		return err
 	})
 }
@@ -57,8 +61,8 @@ func (s *Store) CreateSandboxProvider(ctx context.Context, p SandboxProvider) er
 // UpdateSandboxProvider replaces the mutable fields of provider p.Name.
 func (s *Store) UpdateSandboxProvider(ctx context.Context, p SandboxProvider) error {
 	scopes, _ := json.Marshal(nonNil(p.Scopes))
-	res, err := s.db.ExecContext(ctx, `UPDATE sandbox_providers SET api_url = ?, target = ?, api_key_enc = ?, scopes = ?, release_snapshot = ?, status = ?, updated_at = ? WHERE name = ?`,
-		p.APIURL, p.Target, p.APIKeyEnc, string(scopes), p.ReleaseSnapshot, p.Status, s.stamp(), p.Name)
+	res, err := s.db.ExecContext(ctx, `UPDATE sandbox_providers SET api_url = ?, target = ?, api_key_enc = ?, scopes = ?, release_snapshot = ?, status = ?, require_limits = ?, updated_at = ? WHERE name = ?`,
+		p.APIURL, p.Target, p.APIKeyEnc, string(scopes), p.ReleaseSnapshot, p.Status, nullBool(p.RequireLimits), s.stamp(), p.Name)
 	if err != nil {
 		return fmt.Errorf("updating sandbox provider %q: %w", p.Name, err)
 	}
@@ -78,12 +82,13 @@ func (s *Store) OnlySandboxProvider(ctx context.Context) (SandboxProvider, error
 	return s.scanProvider(s.db.QueryRowContext(ctx, providerSelect+` LIMIT 1`), "")
 }
 
-const providerSelect = `SELECT name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner FROM sandbox_providers`
+const providerSelect = `SELECT name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner, require_limits FROM sandbox_providers`
 
 func (s *Store) scanProvider(row *sql.Row, name string) (SandboxProvider, error) {
 	var p SandboxProvider
 	var scopes string
-	err := row.Scan(&p.Name, &p.Type, &p.APIURL, &p.Target, &p.APIKeyEnc, &scopes, &p.ReleaseSnapshot, &p.Status, &p.Owner)
+	var require sql.NullBool
+	err := row.Scan(&p.Name, &p.Type, &p.APIURL, &p.Target, &p.APIKeyEnc, &scopes, &p.ReleaseSnapshot, &p.Status, &p.Owner, &require)
 	if errors.Is(err, sql.ErrNoRows) {
 		if name == "" {
 			return p, fmt.Errorf("no sandbox provider is configured: %w", ErrNotFound)
@@ -94,7 +99,18 @@ func (s *Store) scanProvider(row *sql.Row, name string) (SandboxProvider, error)
 		return p, fmt.Errorf("reading sandbox provider %q: %w", name, err)
 	}
 	_ = json.Unmarshal([]byte(scopes), &p.Scopes)
+	if require.Valid {
+		p.RequireLimits = &require.Bool
+	}
 	return p, nil
+}
+
+// nullBool stores an optional setting: NULL when unset.
+func nullBool(b *bool) sql.NullBool {
+	if b == nil {
+		return sql.NullBool{}
+	}
+	return sql.NullBool{Bool: *b, Valid: true}
 }
 
 // DeleteSandboxProvider removes the provider with its reserved environment and snapshots.

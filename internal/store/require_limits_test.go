@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+)
+
+// require_limits is stored as set (true or false) or unset (NULL), and survives updates.
+func TestSandboxProviderRequireLimits(t *testing.T) {
+	ctx := context.Background()
+	yes, no := true, false
+	for _, want := range []*bool{nil, &yes, &no} {
+		st := openTest(t)
+		if err := st.CreateSandboxProvider(ctx, SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: "alice", RequireLimits: want}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := st.GetSandboxProvider(ctx, "local")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameBool(p.RequireLimits, want) {
+			t.Fatalf("stored %v, read back %v", show(want), show(p.RequireLimits))
+		}
+		p.RequireLimits = &yes
+		if err := st.UpdateSandboxProvider(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ = st.OnlySandboxProvider(ctx); !sameBool(p.RequireLimits, &yes) {
+			t.Fatalf("after update: %v, want true", show(p.RequireLimits))
+		}
+		p.RequireLimits = nil
+		if err := st.UpdateSandboxProvider(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ = st.OnlySandboxProvider(ctx); p.RequireLimits != nil {
+			t.Fatalf("after unsetting: %v, want unset", show(p.RequireLimits))
+		}
+	}
+}
+
+// A provider saved before migration 5 reads back with require_limits unset.
+func TestRequireLimitsMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cp.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range migrations[:4] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO schema_migrations VALUES (?, 0)`, i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO owners VALUES ('alice', 0); INSERT INTO sandbox_providers(name, type, status, owner, created_at, updated_at) VALUES ('local', 'local', 'Ready', 'alice', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, err := st.GetSandboxProvider(ctx, "local")
+	if err != nil || p.RequireLimits != nil {
+		t.Fatalf("old provider after the migration: %+v, %v; want require_limits unset", p, err)
+	}
+}
+
+func sameBool(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func show(b *bool) any {
+	if b == nil {
+		return "unset"
+	}
+	return *b
+}
