@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -129,9 +130,21 @@ func (p *printer) render(e store.Event, textShown bool) {
 	case runner.KindUsage:
 		step, _ := m["step"].(map[string]any)
 		fmt.Fprintf(w, "  · tokens: step %v in / %v out; this turn %d / %d\n", step["input_tokens"], step["output_tokens"], n("run_input_tokens"), n("run_output_tokens"))
-	case "sandbox_provisioned":
+	case lifecycle.EventSandboxProvisioned:
 		fmt.Fprintf(w, "  [sandbox] PROVISIONED %s (%s backend, provider %s) from environment %s, snapshot %s in %d ms — %s\n",
 			s("sandbox_id"), s("provider_type"), s("provider"), s("environment"), s("snapshot_id"), n("took_ms"), s("reason"))
+		var pv lifecycle.Provisioned
+		if json.Unmarshal(e.Payload, &pv) == nil && len(pv.UnenforcedLimits) > 0 {
+			var names []string
+			for _, u := range pv.UnenforcedLimits {
+				names = append(names, u.Limit)
+			}
+			fmt.Fprintf(w, "  [sandbox] WARNING: limits not enforced on this host: %s (the sandbox runs with the limits that can be; "+
+				"set require_limits = true on the sandbox provider to refuse instead)\n", strings.Join(names, ", "))
+			for _, u := range pv.UnenforcedLimits {
+				fmt.Fprintf(w, "            %s: %s\n", u.Limit, u.Reason)
+			}
+		}
 	case "sandbox_resumed":
 		fmt.Fprintf(w, "  [sandbox] RESUMED %s from %s, snapshot %s (recorded %s)\n", s("sandbox_id"), s("from"), s("snapshot_id"), s("recorded_snapshot_id"))
 	case "sandbox_lost":

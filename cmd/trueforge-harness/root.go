@@ -79,7 +79,7 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 	h.runtimes = &backend.Runtimes{Store: st, Registry: backend.Default()}
 	h.network = sandboxnet.New(netConfig(st, logger))
 	h.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: h.runtimes, Logger: logger,
-		UnenforcedLimits: backend.UnenforcedLimits(), Network: h.network})
+		Network: h.network})
 	return h, nil
 }
 

@@ -35,26 +35,32 @@ func Default() Registry {
 	return Registry{"local": OpenLocal, "daytona": fromstore.Runtime}
 }
 
-// UnenforcedLimits are the provider types whose runtime cannot enforce CPU, memory and
-// disk limits (it would refuse them rather than ignore them). Sandboxes of these types
-// are created without limits, and the harness records that in the sandbox_provisioned
-// event. None today: the local runtime enforces cpu, memory, pids and disk (cgroups or
-// rlimits; as root the disk is an ext4 image) or refuses the limit it cannot enforce (a
-// root runtime without a writable cgroup refuses cpu and pids: RLIMIT_NPROC does not
-// bind root), and Daytona gives a sandbox exactly its snapshot's resources, which are
-// the environment's.
-func UnenforcedLimits() map[string]bool { return map[string]bool{} }
-
 // LocalRoot is the local builder's root for a store.
 func LocalRoot(st *store.Store) string { return filepath.Join(st.Dir(), "local-backend") }
 
-// OpenLocal opens the embedded bubblewrap runtime on the builder the provider used.
-func OpenLocal(_ context.Context, st *store.Store, _ store.SandboxProvider) (sandbox.Runtime, error) {
+// OpenLocal opens the embedded bubblewrap runtime on the builder the provider used,
+// requiring limits as the provider's require_limits says (see configure).
+func OpenLocal(_ context.Context, st *store.Store, p store.SandboxProvider) (sandbox.Runtime, error) {
 	b, err := local.NewBuilder(LocalRoot(st))
 	if err != nil {
 		return nil, err
 	}
-	return local.NewRuntime(b, filepath.Join(b.Root(), "runtime"))
+	rt, err := local.NewRuntime(b, filepath.Join(b.Root(), "runtime"))
+	if err != nil {
+		return nil, err
+	}
+	configure(rt, p)
+	return rt, nil
+}
+
+// configure applies the provider's settings that a runtime takes after it is open:
+// the local backend's require_limits (unset: required when this process runs as root).
+// A runtime without limits of its own to refuse (Daytona) takes none. It runs at every
+// Runtimes.Runtime, so a cached runtime follows a setting applied since.
+func configure(rt sandbox.Runtime, p store.SandboxProvider) {
+	if r, ok := rt.(interface{ SetRequireLimits(bool) }); ok {
+		r.SetRequireLimits(local.RequireLimitsFor(p.RequireLimits))
+	}
 }
 
 // Runtimes opens runtimes on demand and keeps one per provider name.
@@ -71,6 +77,7 @@ func (r *Runtimes) Runtime(ctx context.Context, p store.SandboxProvider) (sandbo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rt, ok := r.cache[p.Name]; ok {
+		configure(rt, p)
 		return rt, nil
 	}
 	open, ok := r.Registry[p.Type]

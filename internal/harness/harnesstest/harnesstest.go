@@ -207,6 +207,14 @@ func (c *Counting) DeleteFile(ctx context.Context, id, p string) error {
 	return c.Runtime.DeleteFile(ctx, id, p)
 }
 
+// UnenforcedLimits passes sandbox.LimitReporter through to the wrapped runtime.
+func (c *Counting) UnenforcedLimits(lim sandbox.Limits) []sandbox.UnenforcedLimit {
+	if r, ok := c.Runtime.(sandbox.LimitReporter); ok {
+		return r.UnenforcedLimits(lim)
+	}
+	return nil
+}
+
 // Source adapts Counting to lifecycle.RuntimeSource.
 type Source struct{ C *Counting }
 

@@ -24,6 +24,13 @@
 // recreated on resume, and, when this process did not create it (a harness restart),
 // recreated and the Running sandbox restarted once to reach the new socket. Without a
 // Network a local sandbox gets no network at all, never the host's.
+//
+// Limits: a sandbox is created with its environment's cpu, memory and disk. A runtime
+// that cannot enforce some of them on this host (sandbox.LimitReporter: the local
+// runtime without a writable cgroup) runs the sandbox with the others, and the
+// sandbox_provisioned event (Provisioned) lists the ones it runs without, and why; with
+// the sandbox provider's require_limits the runtime refuses it instead, and the call
+// fails with that error. Daytona gives a sandbox exactly its snapshot's resources.
 package lifecycle
 
 import (
@@ -61,10 +68,6 @@ type Config struct {
 	Logger *slog.Logger
 	// ChangeWait bounds how long a call waits for a reaper's transition; 0 means 2 min.
 	ChangeWait time.Duration
-	// UnenforcedLimits names provider types whose runtime refuses resource limits
-	// because it cannot enforce them yet: their sandboxes are created without limits,
-	// and the sandbox_provisioned event says so (limits_enforced: false).
-	UnenforcedLimits map[string]bool
 	// Network runs the egress proxies of local sandboxes (sandboxnet.Proxies). Nil gives
 	// a local sandbox no network at all, whatever its environment says: a local sandbox
 	// never gets the host's network.
@@ -386,9 +389,12 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 			LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: sess.Owner, LabelEnvironment: env.Name,
 		},
 	}
-	limits := !m.cfg.UnenforcedLimits[a.Provider.Type]
-	if !limits {
-		req.Limits = sandbox.Limits{}
+	// Limits the backend cannot enforce on this host (a local runtime without a
+	// writable cgroup) are asked for all the same: the runtime enforces what it can and
+	// the event says what it does not, or, with require_limits, Create refuses them.
+	var unenforced []sandbox.UnenforcedLimit
+	if r, ok := rt.(sandbox.LimitReporter); ok {
+		unenforced = r.UnenforcedLimits(req.Limits)
 	}
 	began := time.Now()
 	network, err := m.network(ctx, sessionID, a, &req)
@@ -428,12 +434,15 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	if gen > 1 {
 		reason = "the previous sandbox was lost or deleted; workspace reset"
 	}
-	m.cfg.Record(ctx, sessionID, "sandbox_provisioned", map[string]any{
-		"sandbox_id": id, "provider": a.Provider.Name, "provider_type": a.Provider.Type, "environment": env.Name,
-		"snapshot_id": env.SnapshotID, "generation": gen, "reason": reason, "took_ms": time.Since(began).Milliseconds(),
-		"limits": req.Limits, "limits_enforced": limits, "network": network,
+	m.cfg.Record(ctx, sessionID, EventSandboxProvisioned, Provisioned{
+		SandboxID: id, Provider: a.Provider.Name, ProviderType: a.Provider.Type, Environment: env.Name,
+		SnapshotID: env.SnapshotID, Generation: gen, Reason: reason, TookMS: time.Since(began).Milliseconds(),
+		Limits: req.Limits, LimitsEnforced: len(unenforced) == 0, UnenforcedLimits: unenforced, Network: network,
 	})
 	m.cfg.Logger.Info("sandbox provisioned", "session", sessionID, "sandbox", id, "snapshot", env.SnapshotID)
+	if len(unenforced) > 0 {
+		m.cfg.Logger.Warn("sandbox runs without some of its limits", "session", sessionID, "sandbox", id, "unenforced", unenforced)
+	}
 	lease := &Lease{Record: rec, Runtime: rt, Provisioned: true, m: m}
 	if resetNote != "" {
 		lease.Notes = append(lease.Notes, fmt.Sprintf(resetNote, env.SnapshotID))
@@ -448,6 +457,32 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		return nil, fmt.Errorf("the new sandbox of session %s changed state before its first call", sessionID)
 	}
 	return lease, nil
+}
+
+// EventSandboxProvisioned is the kind of the event recorded when a session's sandbox is
+// created; its payload is a Provisioned.
+const EventSandboxProvisioned = "sandbox_provisioned"
+
+// Provisioned is the payload of a sandbox_provisioned event.
+type Provisioned struct {
+	SandboxID    string `json:"sandbox_id"`
+	Provider     string `json:"provider"`
+	ProviderType string `json:"provider_type"`
+	Environment  string `json:"environment"`
+	SnapshotID   string `json:"snapshot_id"`
+	Generation   int64  `json:"generation"`
+	Reason       string `json:"reason"`
+	TookMS       int64  `json:"took_ms"`
+	// Limits are the environment's, as asked of the backend.
+	Limits sandbox.Limits `json:"limits"`
+	// LimitsEnforced: the backend enforces every limit in Limits. When it does not (a
+	// local sandbox without a writable cgroup, and require_limits off), UnenforcedLimits
+	// says which limits the sandbox runs without, or with only in part, and why; this
+	// event is the one place that is recorded, once per sandbox.
+	LimitsEnforced   bool                      `json:"limits_enforced"`
+	UnenforcedLimits []sandbox.UnenforcedLimit `json:"unenforced_limits,omitempty"`
+	// Network summarises the network policy the sandbox got (see network).
+	Network map[string]any `json:"network"`
 }
 
 func sandboxID(sessionID string, gen int64) string {

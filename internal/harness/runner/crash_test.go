@@ -59,7 +59,7 @@ func runHelper() error {
 	if err != nil {
 		return err
 	}
-	cfg := lifecycle.Config{Store: st, Runtimes: &backend.Runtimes{Store: st, Registry: backend.Default()}, UnenforcedLimits: backend.UnenforcedLimits()}
+	cfg := lifecycle.Config{Store: st, Runtimes: &backend.Runtimes{Store: st, Registry: backend.Default()}}
 	if helper := os.Getenv("HELPER_NETD"); helper != "" {
 		// Egress as the CLI wires it, with the test's loopback upstream trusted.
 		caPEM, err := os.ReadFile(os.Getenv("HELPER_UPSTREAM_CA"))

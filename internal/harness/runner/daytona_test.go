@@ -89,8 +89,7 @@ func newDaytonaFixture(t *testing.T) *dtFixture {
 		return &daytona.Runtime{C: c, WorkDir: "/workspace", Labels: map[string]string{fromstore.LabelPlane: fromstore.PlaneLabel(st)}}, nil
 	}}
 	clock := newClock()
-	m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: &backend.Runtimes{Store: st, Registry: reg}, Now: clock.Now,
-		UnenforcedLimits: backend.UnenforcedLimits()})
+	m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: &backend.Runtimes{Store: st, Registry: reg}, Now: clock.Now})
 	t.Cleanup(func() {
 		recs, _ := st.ListSessionSandboxes(context.Background())
 		for _, r := range recs {

@@ -213,7 +213,7 @@ func (f *egressFixture) newHarness(t *testing.T, helper string) {
 	})
 	t.Cleanup(f.proxies.Close)
 	f.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: f.env.Runtime}, Logger: logger, Now: f.clock.Now,
-		UnenforcedLimits: backend.UnenforcedLimits(), Network: f.proxies})
+		Network: f.proxies})
 }
 
 func (f *egressFixture) putSecret(t *testing.T, name, value string, create bool) {

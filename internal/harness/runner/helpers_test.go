@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
@@ -48,7 +47,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	env := harnesstest.NewEnv(t)
 	clock := newClock()
-	m := lifecycle.New(lifecycle.Config{Store: env.Store, Runtimes: harnesstest.Source{C: env.Runtime}, Now: clock.Now, UnenforcedLimits: backend.UnenforcedLimits()})
+	m := lifecycle.New(lifecycle.Config{Store: env.Store, Runtimes: harnesstest.Source{C: env.Runtime}, Now: clock.Now})
 	return &fixture{env: env, clock: clock, manager: m}
 }
 

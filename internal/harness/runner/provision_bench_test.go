@@ -44,7 +44,7 @@ func benchProvision(b *testing.B, envFn func(*store.Environment), network bool) 
 	}
 	envFn(&e)
 	must(b, env.Store.UpdateEnvironment(ctx, e))
-	cfg := lifecycle.Config{Store: env.Store, Runtimes: harnesstest.Source{C: env.Runtime}, UnenforcedLimits: backend.UnenforcedLimits()}
+	cfg := lifecycle.Config{Store: env.Store, Runtimes: harnesstest.Source{C: env.Runtime}}
 	if network {
 		b.Setenv("TRUEFORGE_SECRET_KEY", "")
 		x := sandboxnet.New(sandboxnet.Config{Store: env.Store, Dir: filepath.Join(backend.LocalRoot(env.Store), "egress"),
