@@ -36,6 +36,9 @@ type controlPlane struct {
 
 	// daytonaOpts are added to every Daytona client (tests shorten polls and backoff).
 	daytonaOpts []daytona.Option
+
+	// limitsProbe, when set, replaces local.ProbeLimits (tests).
+	limitsProbe func(sandbox.Limits) []sandbox.UnenforcedLimit
 }
 
 func newControlPlane(st *store.Store, owner string) *controlPlane {

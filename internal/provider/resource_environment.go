@@ -274,6 +274,7 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	r.checkImage(ctx, &plan, resp)
 	r.checkDaytonaLimits(ctx, &plan, resp)
+	r.checkLocalLimits(ctx, &plan, state, resp)
 
 	if state == nil {
 		plan.Owner = types.StringValue(r.cp.owner)
@@ -345,6 +346,24 @@ func (r *environmentResource) checkImage(ctx context.Context, plan *environmentM
 		resp.Diagnostics.AddAttributeError(path.Root("image"), "Image Not Supported By Backend",
 			fmt.Sprintf("The local backend builds on the platform image only; got %q. Set image = \"platform\" and install what you need in build_script.", plan.Image.ValueString()))
 	}
+}
+
+// checkLocalLimits says, when an environment on a local sandbox provider is created or
+// resized, whether its sandboxes get their limits on this host (localLimitsDiags). A
+// provider created in the same apply says it for its default environment instead.
+func (r *environmentResource) checkLocalLimits(ctx context.Context, plan, state *environmentModel, resp *resource.ModifyPlanResponse) {
+	if plan.SandboxProvider.IsUnknown() || plan.CPU.IsUnknown() || plan.Memory.IsUnknown() || plan.Disk.IsUnknown() {
+		return
+	}
+	if state != nil && plan.CPU.Equal(state.CPU) && plan.Memory.Equal(state.Memory) && plan.Disk.Equal(state.Disk) {
+		return
+	}
+	p, err := r.cp.store.GetSandboxProvider(ctx, plan.SandboxProvider.ValueString())
+	if err != nil || p.Type != "local" {
+		return
+	}
+	resp.Diagnostics.Append(r.cp.localLimitsDiags(p.Name, p.RequireLimits, plan.Name.ValueString(),
+		plan.CPU.ValueInt64(), plan.Memory.ValueInt64(), plan.Disk.ValueInt64())...)
 }
 
 func addOwnerError(diags *diag.Diagnostics, env, owner, caller, verb string) {

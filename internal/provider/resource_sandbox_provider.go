@@ -60,6 +60,7 @@ type sandboxProviderModel struct {
 	ReleaseSnapshot    types.String   `tfsdk:"release_snapshot"`
 	DefaultEnvironment types.String   `tfsdk:"default_environment"`
 	Status             types.String   `tfsdk:"status"`
+	RequireLimits      types.Bool     `tfsdk:"require_limits"`
 	Timeouts           timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -122,6 +123,15 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 				Computed:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
+			"require_limits": schema.BoolAttribute{
+				MarkdownDescription: "`local` only: refuse to run a sandbox whose `cpu`, `memory` or `disk` this host cannot enforce, instead of " +
+					"running it with the limits that can be (as rootless container engines do: a user without a writable cgroup gets rlimits, " +
+					"which cannot limit CPU and limit memory per process and disk per file only). When unset, limits are required when the " +
+					"process that checks them runs as root (Terraform at plan time, `trueforge-harness` when it creates a sandbox) and not " +
+					"otherwise. Either way, plan warns (or, when required, fails) when the limits cannot be enforced, and each sandbox's " +
+					"`sandbox_provisioned` event records the limits it runs without.",
+				Optional: true,
+			},
 			"scopes": schema.ListAttribute{
 				MarkdownDescription: "Scopes the credentials grant, as reported by the backend.",
 				Computed:            true,
@@ -164,6 +174,11 @@ func (r *sandboxProviderResource) ValidateConfig(ctx context.Context, req resour
 		resp.Diagnostics.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available",
 			fmt.Sprintf("The catalog lists type %q, but this build of the provider has no backend for it yet. Use type = \"local\".", entry.Type))
 	}
+	if !m.RequireLimits.IsNull() && entry.Type != "local" {
+		resp.Diagnostics.AddAttributeError(path.Root("require_limits"), "Attribute Not Supported By Type",
+			fmt.Sprintf("require_limits configures the local backend, which enforces sandbox limits itself; type %q gives every sandbox "+
+				"exactly its snapshot's resources. Remove require_limits, or use type = \"local\".", entry.Type))
+	}
 	if entry.NeedsAPIKey && m.APIKey.IsNull() && m.APIKeyWO.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("api_key"), "Missing API Key",
 			fmt.Sprintf("Type %q needs an API key. Set api_key_wo (with api_key_wo_version) or api_key.", entry.Type))
@@ -172,8 +187,14 @@ func (r *sandboxProviderResource) ValidateConfig(ctx context.Context, req resour
 
 // ModifyPlan plans a repair when refresh found the provider degraded (its reserved
 // default environment was removed outside Terraform); Update recreates what is missing.
+// For a local provider being created, or whose require_limits changes, it says whether
+// sandboxes get their limits on this host (localLimitsDiags, for the default environment).
 func (r *sandboxProviderResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	r.checkLocalLimits(ctx, req, resp)
+	if req.State.Raw.IsNull() {
 		return
 	}
 	var status types.String
@@ -184,6 +205,28 @@ func (r *sandboxProviderResource) ModifyPlan(ctx context.Context, req resource.M
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
 	resp.Diagnostics.AddWarning("Sandbox Provider Will Be Repaired",
 		fmt.Sprintf("Sandbox provider status is %q: its reserved default environment is missing. Apply recreates it.", status.ValueString()))
+}
+
+// checkLocalLimits adds the plan's diagnostic about the limits of a local provider's
+// sandboxes when the provider is created or its require_limits changes.
+func (r *sandboxProviderResource) checkLocalLimits(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var typ, name types.String
+	var require types.Bool
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("type"), &typ)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("name"), &name)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("require_limits"), &require)...)
+	if resp.Diagnostics.HasError() || typ.ValueString() != "local" || require.IsUnknown() {
+		return
+	}
+	if !req.State.Raw.IsNull() {
+		var prior types.Bool
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("require_limits"), &prior)...)
+		if prior.Equal(require) {
+			return
+		}
+	}
+	resp.Diagnostics.Append(r.cp.localLimitsDiags(name.ValueString(), boolPointer(require), defaultEnvironmentName,
+		defaultSpec.CPU, defaultSpec.MemoryGB, defaultSpec.DiskGB)...)
 }
 
 func (r *sandboxProviderResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -210,7 +253,7 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 	}
 	p := store.SandboxProvider{
 		Name: name, Type: plan.Type.ValueString(), APIURL: plan.APIURL.ValueString(), Target: plan.Target.ValueString(),
-		Owner: r.cp.owner, Status: sandbox.StatusBuilding,
+		Owner: r.cp.owner, Status: sandbox.StatusBuilding, RequireLimits: boolPointer(plan.RequireLimits),
 	}
 	// Credentials are checked before anything is stored, so a key lacking a scope leaves
 	// nothing behind.
@@ -317,6 +360,7 @@ func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadReq
 	state.ReleaseSnapshot = types.StringValue(p.ReleaseSnapshot)
 	state.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
 	state.Status = types.StringValue(p.Status)
+	state.RequireLimits = optionalBool(p.RequireLimits)
 	if def, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
 		// The default environment is part of a configured provider; without it the
 		// provider needs repair, which an update performs.
@@ -353,6 +397,7 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 		return
 	}
 	p.APIURL, p.Target = plan.APIURL.ValueString(), plan.Target.ValueString()
+	p.RequireLimits = boolPointer(plan.RequireLimits)
 	keyChanged := !plan.APIKey.Equal(state.APIKey) || !plan.APIKeyWOVersion.Equal(state.APIKeyWOVersion) || !plan.APIURL.Equal(state.APIURL)
 	if keyChanged {
 		scopes, keyEnc, ok := r.validateCredentials(ctx, &p, req.Config, &plan, &resp.Diagnostics)
