@@ -144,7 +144,7 @@ func TestLimitsCPU(t *testing.T) {
 	r, rel := newTestRuntime(t)
 	if r.limits.mode == limitRlimit {
 		// Without cgroups a CPU limit is not enforced: the sandbox runs, and the runtime
-		// says so (TestLimitsUnenforced); with RequireLimits it is refused.
+		// says so (TestUnenforcedLimits); with RequireLimits it is refused.
 		lim := sandbox.Limits{CPU: 1}
 		if u := r.UnenforcedLimits(lim); len(u) != 1 || u[0].Limit != "cpu" {
 			t.Fatalf("unenforced %v, want cpu", u)
