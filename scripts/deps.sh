@@ -33,3 +33,8 @@ if ((${#need[@]})); then
 	apt-get update -qq >&2
 	apt-get install -y -qq "${need[@]}" >&2
 fi
+# As root the local backend maps sandboxes and builds to subordinate ids of a system
+# account, never to host root (internal/sandbox/local/subids.go): create them once.
+if [[ $(id -u) -eq 0 ]]; then
+	"$(dirname "$0")/setup-subids.sh"
+fi

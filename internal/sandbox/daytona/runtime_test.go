@@ -138,7 +138,9 @@ func TestRuntimeConfinement(t *testing.T) {
 	// Writes outside the workspace land in the sandbox's own overlay: the host and other
 	// sandboxes never see them, and host paths are not reachable at all.
 	marker := filepath.Join(t.TempDir(), "escaped")
-	pwned := "/usr/bin/trueforge-pwned-" + filepath.Base(filepath.Dir(marker))
+	// /var/tmp: the emulator's sandbox user may write there (as root, the system
+	// directories are the sandbox's root's, not its user's).
+	pwned := "/var/tmp/trueforge-pwned-" + filepath.Base(filepath.Dir(marker))
 	mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "echo pwned > " + marker + "; touch " + pwned})
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatalf("the sandbox wrote the host file %s", marker)
@@ -146,6 +148,9 @@ func TestRuntimeConfinement(t *testing.T) {
 	if _, err := os.Stat(pwned); err == nil {
 		_ = os.Remove(pwned)
 		t.Fatalf("the sandbox wrote the host's %s", pwned)
+	}
+	if res := mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "touch /usr/bin/trueforge-pwned 2>/dev/null && echo wrote"}); os.Geteuid() == 0 && strings.Contains(string(res.Stdout), "wrote") {
+		t.Fatal("the sandbox user wrote into /usr/bin")
 	}
 	if res := mustExec(t, rt, "jail", sandbox.ExecRequest{Shell: "test -e " + pwned + " && echo kept"}); strings.TrimSpace(string(res.Stdout)) != "kept" {
 		t.Fatalf("the sandbox's own write is gone: %q", res.Stdout)

@@ -75,7 +75,7 @@ func (r *Runtime) archiveSandbox(ctx context.Context, id string) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	err = packDir(ctx, tmp, r.dataDir(id))
+	err = packDir(ctx, tmp, r.dataDir(id), rec.IDs)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -88,10 +88,18 @@ func (r *Runtime) archiveSandbox(ctx context.Context, id string) error {
 	// The archive is complete: record it before freeing anything, so that a crash from
 	// here on leaves an Archived sandbox whose leftovers the next Start replaces.
 	rec.Status = sandbox.SandboxArchived
+	slot := rec.IDs
+	rec.IDs = nil // the archive holds the ids as seen inside; Start takes a slot anew
 	if err := writeRecord(r.dir(id), rec); err != nil {
 		return err
 	}
-	return r.freeData(id)
+	if err := r.freeData(id); err != nil {
+		return err
+	}
+	if slot != nil && r.b.ids != nil {
+		r.b.ids.release(*slot, r.dir(id))
+	}
+	return nil
 }
 
 // archiveBound is the most that the regular files of a sandbox may add up to (apparent
@@ -141,7 +149,7 @@ func (r *Runtime) checkArchiveSize(ctx context.Context, id string, rec record) e
 }
 
 // archived reports whether packDir keeps the entry rel of data/.
-func archived(rel string) bool { return rel != "work" && rel != "lost+found" }
+func archived(rel string) bool { return rel != "work" && rel != "lost+found" && rel != "tmp" }
 
 // apparentSize adds up the sizes of the regular files packDir would archive from dir,
 // each hard-linked file once.
@@ -205,8 +213,16 @@ func (r *Runtime) freeData(id string) error {
 }
 
 // restore unpacks an archived sandbox's data/ (onto a new disk image if it has a disk
-// limit). The caller holds the sandbox lock exclusively and records the new status.
-func (r *Runtime) restore(ctx context.Context, id string, rec record) error {
+// limit), into a new id slot on a root runtime (set in rec). The caller holds the
+// sandbox lock exclusively and records the new status.
+func (r *Runtime) restore(ctx context.Context, id string, rec *record) error {
+	if r.b.ids != nil && rec.IDs == nil {
+		slot, err := r.b.ids.claim(r.dir(id))
+		if err != nil {
+			return err
+		}
+		rec.IDs = &slot
+	}
 	f, err := os.Open(r.archivePath(id))
 	if err != nil {
 		return fmt.Errorf("open archive: %w", err)
@@ -221,19 +237,47 @@ func (r *Runtime) restore(ctx context.Context, id string, rec record) error {
 			return err
 		}
 	}
-	if err := unpackDir(ctx, f, r.dataDir(id)); err != nil {
+	if err := unpackDir(ctx, f, r.dataDir(id), rec.IDs); err != nil {
 		return fmt.Errorf("restore archive: %w", err)
+	}
+	if rec.IDs != nil {
+		// The overlays' roots are the slot's root's, whatever an old archive says.
+		for _, d := range []string{"upper", "upper/usr", "upper/rest"} {
+			if err := os.Lchown(filepath.Join(r.dataDir(id), d), int(rec.IDs.UID), int(rec.IDs.GID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
 	}
 	return os.MkdirAll(filepath.Join(r.dataDir(id), "work"), 0o700)
 }
 
-// packDir writes dir (without its work/ directory) as a gzip-compressed tar to w.
-func packDir(ctx context.Context, w io.Writer, dir string) error {
+// archiveIDsKey is a PAX record of the archive's first (global) header: "inner" when
+// owners are stored as seen inside the sandbox (its id slot's ids taken back to 0..), as
+// archives of a root runtime are since sandboxes have slots. An archive without it holds
+// host ids: those of an unprivileged runtime (not restored to their owners), or of a
+// root runtime from before slots, whose sandbox user was host root (restored with root's
+// files given to the sandbox user, as ensureSlot does).
+const archiveIDsKey = "TRUEFORGE.ids"
+
+// packDir writes dir (without its work/ and tmp/ directories) as a gzip-compressed tar
+// to w; owners in the slot ids (nil: none) are stored as seen inside.
+func packDir(ctx context.Context, w io.Writer, dir string, ids *idRange) error {
 	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	if err != nil {
 		return err
 	}
 	tw := tar.NewWriter(zw)
+	if ids != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeXGlobalHeader, Format: tar.FormatPAX,
+			PAXRecords: map[string]string{archiveIDsKey: "inner"}}); err != nil {
+			return err
+		}
+	}
+	inner := func(uid, gid uint32) (uint32, uint32) { return uid, gid }
+	if ids != nil {
+		f := fromSlot(*ids)
+		inner = func(uid, gid uint32) (uint32, uint32) { u, g, _ := f(uid, gid); return u, g }
+	}
 	links := map[[2]uint64]string{}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -255,8 +299,9 @@ func packDir(ctx context.Context, w io.Writer, dir string) error {
 			return err
 		}
 		st := fi.Sys().(*syscall.Stat_t)
+		uid, gid := inner(st.Uid, st.Gid)
 		hdr := &tar.Header{Name: rel, Mode: int64(fi.Mode().Perm() | fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)),
-			Uid: int(st.Uid), Gid: int(st.Gid), ModTime: fi.ModTime(), Format: tar.FormatPAX}
+			Uid: int(uid), Gid: int(gid), ModTime: fi.ModTime(), Format: tar.FormatPAX}
 		// tar mode bits for setuid/setgid/sticky
 		hdr.Mode = int64(st.Mode & 0o7777)
 		switch {
@@ -367,8 +412,9 @@ func userXattrs(p string) map[string]string {
 }
 
 // unpackDir extracts a packDir archive into the empty directory dir. Every path goes
-// through os.Root, so no entry lands outside dir whatever the archive holds.
-func unpackDir(ctx context.Context, r io.Reader, dir string) error {
+// through os.Root, so no entry lands outside dir whatever the archive holds. As root,
+// owners are restored: into the id slot ids when there is one (see archiveIDsKey).
+func unpackDir(ctx context.Context, r io.Reader, dir string, ids *idRange) error {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return err
@@ -385,6 +431,26 @@ func unpackDir(ctx context.Context, r io.Reader, dir string) error {
 	}
 	var dirs []dirTime
 	asRoot := os.Geteuid() == 0
+	innerIDs := false
+	owner := func(uid, gid int) (int, int, bool) {
+		if ids == nil {
+			return uid, gid, true
+		}
+		if uid < 0 || gid < 0 || uid >= idsPerSlot || gid >= idsPerSlot {
+			return 0, 0, false // not an id of the sandbox: left to root
+		}
+		if !innerIDs {
+			// Host ids of a runtime from before slots: root's files were the sandbox
+			// user's.
+			if uid == 0 {
+				uid = sandboxUIDn
+			}
+			if gid == 0 {
+				gid = sandboxUIDn
+			}
+		}
+		return int(ids.hostUID(uint32(uid))), int(ids.hostGID(uint32(gid))), true
+	}
 	buf := make([]byte, sparseBuf)
 	for {
 		hdr, err := tr.Next()
@@ -396,6 +462,10 @@ func unpackDir(ctx context.Context, r io.Reader, dir string) error {
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if hdr.Typeflag == tar.TypeXGlobalHeader {
+			innerIDs = hdr.PAXRecords[archiveIDsKey] == "inner"
+			continue
 		}
 		name := path.Clean(hdr.Name)
 		if name == "." || path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
@@ -449,8 +519,10 @@ func unpackDir(ctx context.Context, r io.Reader, dir string) error {
 			continue
 		}
 		if asRoot {
-			if err := root.Lchown(name, hdr.Uid, hdr.Gid); err != nil {
-				return err
+			if uid, gid, ok := owner(hdr.Uid, hdr.Gid); ok {
+				if err := root.Lchown(name, uid, gid); err != nil {
+					return err
+				}
 			}
 		}
 		if hdr.Typeflag == tar.TypeSymlink {

@@ -70,13 +70,25 @@ func (b *Builder) startBuild(ctx context.Context, req sandbox.BuildRequest) erro
 	for _, t := range []struct {
 		dst  *string
 		name string
-	}{{&plan.bwrap, "bwrap"}, {&plan.unshare, "unshare"}, {&plan.timeoutBin, "timeout"}, {&plan.mount, "mount"}} {
+	}{{&plan.bwrap, "bwrap"}, {&plan.unshare, "unshare"}, {&plan.timeoutBin, "timeout"}, {&plan.sleep, "sleep"}} {
 		if *t.dst, err = findTool(t.name); err != nil {
 			return err
 		}
 	}
+	plan.exe = b.exe
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	// The build's id slot is held by its processes (they inherit slotLock) for as long as
+	// the build runs, its unshift step included.
+	var slotLock *os.File
+	if b.ids != nil {
+		slot, f, err := b.ids.claimTransient()
+		if err != nil {
+			return err
+		}
+		plan.ids, slotLock = &slot, f
+		defer slotLock.Close()
 	}
 
 	stage, err := os.MkdirTemp(b.tmpDir(), req.ID+"-")
@@ -94,7 +106,7 @@ func (b *Builder) startBuild(ctx context.Context, req sandbox.BuildRequest) erro
 	if err := b.stageBuild(stage, plan, m); err != nil {
 		return err
 	}
-	cmd, err := startSupervisor(stage, plan)
+	cmd, err := startSupervisor(stage, plan, slotLock)
 	if err != nil {
 		return err
 	}
@@ -161,6 +173,16 @@ func (b *Builder) stageBuild(stage string, plan buildPlan, m meta) error {
 		if err := os.Chmod(filepath.Join(stage, "layer", top), info.Mode()&(fs.ModePerm|fs.ModeSticky|fs.ModeSetgid)); err != nil {
 			return err
 		}
+		if plan.ids != nil {
+			// Root of the merged directory is the slot's root during the build; the
+			// unshift step gives it back to 0.
+			if err := os.Lchown(filepath.Join(stage, "layer", top), int(plan.ids.UID), int(plan.ids.GID)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := writePlan(filepath.Join(stage, "setup.json"), plan.setupPlan()); err != nil {
+		return err
 	}
 	files := []struct {
 		name string
@@ -182,7 +204,7 @@ func (b *Builder) stageBuild(stage string, plan buildPlan, m meta) error {
 // startSupervisor starts the supervisor in a new session with stdin on /dev/null and its
 // output in build.log. Its script is passed with -c so that it does not depend on the
 // staging path, which is renamed under it.
-func startSupervisor(stage string, plan buildPlan) (*exec.Cmd, error) {
+func startSupervisor(stage string, plan buildPlan, slotLock *os.File) (*exec.Cmd, error) {
 	log, err := os.OpenFile(filepath.Join(stage, "build.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -194,6 +216,9 @@ func startSupervisor(stage string, plan buildPlan) (*exec.Cmd, error) {
 	// a build.
 	cmd.Env = []string{"PATH=" + sandboxPath, "LC_ALL=C"}
 	cmd.Stdout, cmd.Stderr = log, log
+	if slotLock != nil {
+		cmd.ExtraFiles = []*os.File{slotLock}
+	}
 	detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start build supervisor: %w", err)

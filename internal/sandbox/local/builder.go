@@ -55,6 +55,12 @@ type Builder struct {
 	hostEtc  string
 	hostUsr  string
 	hostRoot string
+
+	// ids hands out id slots when this process is root (nil otherwise): no sandbox or
+	// build process is ever host root (subids.go).
+	ids *idMapper
+	// exe is this program, which runs the setup step of builds (setup.go).
+	exe string
 }
 
 var _ sandbox.SnapshotBuilder = (*Builder)(nil)
@@ -67,9 +73,20 @@ func NewBuilder(root string) (*Builder, error) {
 		return nil, fmt.Errorf("local: builder root %q: %w", root, err)
 	}
 	b := &Builder{root: abs, hostEtc: "/etc", hostUsr: "/usr", hostRoot: "/"}
+	if b.ids, err = newIDMapper(); err != nil {
+		return nil, err
+	}
+	if b.exe, err = os.Executable(); err != nil {
+		return nil, fmt.Errorf("local: find this program (it runs the setup of builds): %w", err)
+	}
 	for _, d := range []string{b.root, b.snapshotsDir(), b.tmpDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("local: create builder directory %s: %w", d, err)
+		}
+	}
+	if b.ids != nil {
+		if err := b.ids.probeIDMap(b.hostUsr, b.root); err != nil {
+			return nil, err
 		}
 	}
 	b.sweepTmp()

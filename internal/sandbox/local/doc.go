@@ -1,7 +1,7 @@
 // Package local is the snapshot backend that runs on the trueforge host itself: builds run
-// in bubblewrap inside an unprivileged user and mount namespace ("unshare -Urm"), and
-// snapshots are overlayfs layers stacked on a sanitized copy of the host /etc and the
-// host /usr.
+// in bubblewrap as root of a user namespace that maps to an unprivileged host id range (an
+// id slot, as root) or to the runtime's own uid, and snapshots are overlayfs layers
+// stacked on a sanitized copy of the host /etc and the host /usr.
 //
 // On-disk layout under the builder root (created 0700):
 //
@@ -33,17 +33,59 @@
 // # Runtime
 //
 // Runtime (sandbox.Runtime) runs sandboxes on Ready snapshots. A Running sandbox has one
-// keeper: "unshare -Urm" mounts the two overlays of the sandbox (the snapshot's layers
-// under its own upper directories) once, then bwrap unshares every other namespace (pid,
-// ipc, uts, net, cgroup, and a user namespace of its own) and runs the sandbox init as
-// PID 1: this very program, bound read-only at /run/trueforge/init and recognised by this
-// package's init function. A sandbox with an Egress hook gets its network namespace from
-// that outer step instead ("unshare -Urmn"), where the keeper script, root of the
-// namespace's owner, runs this program once more in netprep mode (lo up,
-// net.ipv4.ip_unprivileged_port_start=53, so the helper may serve DNS on 127.0.0.1:53 as
-// the sandbox user); bwrap then shares that namespace (netns.go). Each Exec connects to the init's control socket (a host path
-// that is not visible inside) and hands it argv, env, cwd and the stdio pipes; the init
-// forks the command. Stop kills the keeper, and with PID 1 everything in the sandbox.
+// keeper: "unshare -m[n]" as root, "unshare -Urm[n]" otherwise, makes the outer
+// namespaces, where this very program's setup step (setup.go) stages what the sandbox
+// gets on a private tmpfs, mounts the two overlays of the sandbox (the snapshot's layers
+// under its own upper directories) once, prepares the network namespace of an egress
+// sandbox (netns.go), and execs bwrap, which unshares every other namespace (pid, ipc,
+// uts, cgroup, and net without egress) and runs the sandbox init as PID 1: this very
+// program again, bound read-only at /run/trueforge/init and recognised by this package's
+// init function. Each Exec connects to the init's control socket (a host path that is
+// not visible inside) and hands it argv, env, cwd and the stdio pipes; the init forks the
+// command. Stop kills the keeper, and with PID 1 everything in the sandbox.
+//
+// # Host root is never a sandbox's
+//
+// As root, every sandbox and every build runs in a user namespace of its own whose ids
+// 0..65535 are a slot of the subordinate ids of the system account "trueforge"
+// (/etc/subuid, /etc/subgid; scripts/setup-subids.sh makes them; subids.go): the sandbox
+// user is host uid <slot>+1000, a build's root host uid <slot>, and no process of theirs
+// is ever host uid 0. NewBuilder refuses to work as root without the account's ranges.
+// The snapshot layers and the host /usr stay owned by root on disk and are seen through
+// idmapped mounts (root's files are the slot's root's inside); a sandbox's own files (its
+// upper directories and workspace) belong to its slot on the host, and a build's layer
+// is given back to root when the build ends (shift.go). Unprivileged, the runtime's own
+// uid is the one id mapped: already unprivileged.
+//
+// What was checked for the same class of mistake (a guard that assumes an unprivileged
+// uid, or a capability check the kernel does not make), with a test that tries it:
+//
+//   - sysctl writes: checked by effective uid against the file mode, not by capability;
+//     host uid 0 could write core_pattern. Now no sandbox or build process is host uid 0
+//     (TestAttackHostUID, TestAttackHostUIDEgress, TestAttackBuildSysctls look from the
+//     host), and /proc/sys is read-only besides (TestAttackSysctls tries every writable
+//     sysctl with its own value, in sandboxes and builds).
+//   - /proc entries that act on or reveal the host: covered as OCI runtimes cover them
+//     (procmask.go); a build's root, which has every capability in its namespaces, runs
+//     in a nested user and mount namespace in which those mounts are locked (the build
+//     shim, setup.go), so it cannot unmount them either.
+//   - RLIMIT_NPROC: the kernel exempts host uid 0 from it, so the rlimit fallback could
+//     not bound a root runtime's sandboxes; it does now (TestLimitsRootRlimitPids).
+//   - files of host root: sandbox processes own nothing of the host but their slot's
+//     files; as the slot's root a build may chown only within the slot; the runtime's
+//     own operations on sandbox files (archive, restore, file transfers, shifting) go
+//     through os.Root or lchown and never follow a link out.
+//   - signals, ptrace and /proc/<pid>: the sandbox's processes see only their pid
+//     namespace; the init and the egress helper are not dumpable, so the commands (same
+//     uid) cannot reach their memory (TestAttackInit, TestAttackNetdTakeover against both
+//     helpers the harness may use).
+//   - capabilities inside: commands have none (bounding set empty); mknod of devices is
+//     refused in a user namespace by the kernel whatever the capabilities; raw sockets and
+//     privileged ports of the host network need capabilities in the host's user
+//     namespace, which no sandbox or build has.
+//   - not covered: a sandbox without an egress hook and without BlockNetwork shares the
+//     host's network namespace (the harness never creates one): it can reach services
+//     on the host's loopback that trust any local connection.
 //
 // Inside a sandbox:
 //
@@ -54,10 +96,12 @@
 //     not dumpable, and ignores every signal sent from inside.
 //   - root is a read-only tmpfs; /usr, /etc, /opt, /var, /srv, /home and /root are the
 //     overlays (writes persist in the sandbox's upper directories, never in the
-//     snapshot); /workspace is the sandbox's workspace; /tmp is a tmpfs (mode 1777,
-//     the disk cap's size but at most 1 GiB) that lasts until the sandbox stops; /proc
-//     is the sandbox's own; /dev is minimal and read-only, with /dev/shm a 64 MiB
-//     tmpfs. Both tmpfs hold host memory, charged to the memory limit when there is one.
+//     snapshot), root's as on any machine (as root; unprivileged, the one mapped id is
+//     everyone's); /workspace is the sandbox's workspace; /tmp (mode 1777) is on the
+//     sandbox's disk, emptied when a keeper starts; /proc is the sandbox's own, covered
+//     (procmask.go); /dev is minimal and read-only, with /dev/shm a tmpfs of 64 MiB, or a
+//     quarter of the memory limit when that is less (it holds host memory, charged to the
+//     memory limit when there is one).
 //     No host path is writable, and no host path is visible except /usr (read-only,
 //     under the overlay) and the egress hook's files and socket directory.
 //   - hostname "sandbox"; network: the host's when there is no policy, only lo with
@@ -65,7 +109,9 @@
 //   - with an Egress hook (egress.go): the directory of the harness's socket, read-only
 //     at /run/trueforge/egress (the socket is /run/trueforge/egress/egress.sock; the
 //     directory must hold it alone and be writable by the runtime's user only, checked
-//     at Create and every start; the socket may be missing at a start), so that a
+//     at Create and every start; the socket may be missing at a start; as root it and
+//     the hook's files are seen through a mapping that makes the sandbox user their
+//     owner, as it is unprivileged), so that a
 //     harness listening anew at the same path is reached without a restart; the helper
 //     at /run/trueforge/netd, Egress.Files read-only under /run/trueforge, and
 //     a file named resolv.conf among them also read-only at /etc/resolv.conf (a symlinked

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -160,24 +161,34 @@ func (r *Runtime) writeEgressFiles(id string, rec record) error {
 	return nil
 }
 
-// egressArgs are the bwrap arguments of the hook.
-func (r *Runtime) egressArgs(id string, rec record) []string {
+// egressArgs are the bwrap arguments of the hook, from what the setup step staged.
+func egressArgs(rec record) []string {
 	e := rec.Egress
 	if e == nil {
 		return nil
 	}
-	args := []string{"--ro-bind", filepath.Dir(e.Socket), sandbox.EgressSocketDir}
+	args := []string{"--ro-bind", stagePath("egress"), sandbox.EgressSocketDir}
 	if e.Helper != "" {
-		args = append(args, "--ro-bind", e.Helper, sandbox.EgressHelperPath)
+		args = append(args, "--ro-bind", stagePath("netd"), sandbox.EgressHelperPath)
 	}
-	for name := range e.Files {
-		args = append(args, "--ro-bind", filepath.Join(r.dir(id), "egress", name), filepath.Join("/run/trueforge", name))
+	for _, name := range sortedKeys(e.Files) {
+		args = append(args, "--ro-bind", stagePath(filepath.Join("files", name)), filepath.Join("/run/trueforge", name))
 	}
 	if hasResolvConf(e) {
 		// After /etc is bound (egressArgs come after the top directories).
-		args = append(args, "--ro-bind", filepath.Join(r.dir(id), "egress", egressResolvConf), "/etc/resolv.conf")
+		args = append(args, "--ro-bind", stagePath(filepath.Join("files", egressResolvConf)), "/etc/resolv.conf")
 	}
 	return args
+}
+
+// sortedKeys lists a map's keys in order, so that a plan is the same every time.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // hasResolvConf reports whether the hook brings a resolv.conf for /etc/resolv.conf.
@@ -187,14 +198,4 @@ func hasResolvConf(e *sandbox.Egress) bool {
 	}
 	_, ok := e.Files[egressResolvConf]
 	return ok
-}
-
-// resolvConfTarget is the keeper script's step that makes /etc/resolv.conf of the sandbox
-// (etc is the overlay's directory) a regular file that resolv.conf can be bound over: a
-// symlink (to systemd-resolved's stub file, say, which does not exist in the sandbox) or
-// a missing file is replaced by an empty file, in the sandbox's upper layer only. An etc
-// that is not a plain directory is left alone (bwrap then refuses to start).
-func resolvConfTarget(etc string) string {
-	f := shq(filepath.Join(etc, "resolv.conf"))
-	return fmt.Sprintf("if [ -d %[1]s ] && [ ! -L %[1]s ] && { [ -L %[2]s ] || [ ! -e %[2]s ]; }; then rm -f %[2]s; : > %[2]s; fi\n", shq(etc), f)
 }

@@ -81,8 +81,12 @@ func (r *Runtime) writeFile(_ context.Context, id, p string, src io.Reader, mode
 		return err
 	}
 	defer root.Close()
+	owner, err := r.workspaceOwner(id)
+	if err != nil {
+		return err
+	}
 	if dir := path.Dir(rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		if err := mkdirAllOwned(root, dir, owner); err != nil {
 			return err
 		}
 	}
@@ -100,6 +104,11 @@ func (r *Runtime) writeFile(_ context.Context, id, p string, src io.Reader, mode
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return errors.New("refusing to write to a file that is not regular")
 	}
+	if owner != nil {
+		if err := f.Chown(owner[0], owner[1]); err != nil {
+			return err
+		}
+	}
 	n, err := io.Copy(f, io.LimitReader(src, r.maxFile()+1))
 	if err == nil && n > r.maxFile() {
 		_ = f.Truncate(0)
@@ -109,6 +118,46 @@ func (r *Runtime) writeFile(_ context.Context, id, p string, src io.Reader, mode
 		err = cerr
 	}
 	return err
+}
+
+// workspaceOwner is the host uid and gid that files written into the workspace get: the
+// sandbox user's in the sandbox's id slot, or nil when this process's own ids are the
+// sandbox user's (unprivileged).
+func (r *Runtime) workspaceOwner(id string) (*[2]int, error) {
+	if r.b.ids == nil {
+		return nil, nil
+	}
+	rec, err := r.readRecord(id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.IDs == nil {
+		return nil, fmt.Errorf("sandbox %s has no id slot", id)
+	}
+	return &[2]int{int(rec.IDs.hostUID(sandboxUIDn)), int(rec.IDs.hostGID(sandboxUIDn))}, nil
+}
+
+// mkdirAllOwned is root.MkdirAll(dir, 0o755) that gives each directory it makes to owner
+// (nil: leaves them to this process).
+func mkdirAllOwned(root *os.Root, dir string, owner *[2]int) error {
+	if owner == nil {
+		return root.MkdirAll(dir, 0o755)
+	}
+	cur := ""
+	for _, part := range strings.Split(dir, "/") {
+		cur = path.Join(cur, part)
+		err := root.Mkdir(cur, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := root.Lchown(cur, owner[0], owner[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ReadFile returns a regular file of the workspace; ErrTooLarge if it holds more than max

@@ -156,3 +156,35 @@ func processesWith(marker string) []string {
 	}
 	return pids
 }
+
+// playgroundDir is a directory of the playground snapshot that the sandbox user owns,
+// with a file and two non-empty directories in its layer: what a sandbox changes there
+// (removing a layer's file or directory) needs whiteouts and opaque directories. As root
+// nothing else outside the workspace is the sandbox user's.
+const playgroundDir = "/opt/playground"
+
+// playground builds the playground snapshot on base and returns its id.
+func playground(t *testing.T, r *Runtime, base string) string {
+	t.Helper()
+	id := "playground-" + uniq
+	script := `
+mkdir -p ` + playgroundDir + `/one ` + playgroundDir + `/two
+echo h > ` + playgroundDir + `/hostname; echo 1 > ` + playgroundDir + `/one/a; echo 2 > ` + playgroundDir + `/two/b
+`
+	if r.b.ids != nil {
+		// Unprivileged, a build maps only one id: its files are the sandbox user's anyway.
+		script += "chown -R 1000:1000 " + playgroundDir + "\n"
+	}
+	startBuild(t, r.b, sandbox.BuildRequest{ID: id, Base: base, Spec: sandbox.SnapshotSpec{BuildScript: script}})
+	requireReady(t, waitDone(t, r.b, id, 60*time.Second))
+	return id
+}
+
+// etcOwner is how /etc/passwd's owner reads inside a sandbox: root's as root (the id
+// slot's root); unprivileged, the host user's files are the sandbox user's.
+func etcOwner(r *Runtime) string {
+	if r.b.ids != nil {
+		return "0 0"
+	}
+	return "1000 1000"
+}

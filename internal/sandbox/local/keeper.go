@@ -123,12 +123,11 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 	if err != nil {
 		return err
 	}
-	for _, d := range []string{"usr", "rest"} {
-		w := filepath.Join(r.dataDir(id), "work", d)
-		_ = removeAll(w)
-		if err := os.MkdirAll(w, 0o700); err != nil {
-			return err
-		}
+	if err := r.ensureSlot(ctx, id, &info); err != nil {
+		return err
+	}
+	if err := r.resetScratch(id, info); err != nil {
+		return err
 	}
 	if err := r.writeEgressFiles(id, info); err != nil {
 		return err
@@ -161,10 +160,19 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 	}
 	defer logf.Close()
 
-	script := r.keeperScript(id, layers, info)
-	flags := "-Urm"
+	if err := writePlan(r.planFile(id), r.keeperPlan(id, layers, info)); err != nil {
+		return err
+	}
+	script := r.keeperScript(id, info)
+	// Root makes only the mount (and network) namespace here: the setup step maps the
+	// sandbox into its id slot. Unprivileged, the outer user namespace is the one that
+	// lets the setup step mount (its root is this user).
+	flags := "-m"
+	if r.b.ids == nil {
+		flags = "-Urm"
+	}
 	if netPrepMode(info) != "" {
-		flags += "n" // the sandbox's own network namespace, prepared by the script
+		flags += "n" // the sandbox's own network namespace, prepared by the setup step
 	}
 	cmd := exec.Command(r.unshare, flags, "/bin/sh", "-c", script)
 	cmd.Dir = "/"
@@ -263,95 +271,153 @@ func (r *Runtime) stopKeeper(ctx context.Context, id string) error {
 	return errors.Join(errs...)
 }
 
-// keeperScript renders the script "unshare -Urm[n]" runs: wait for the go-ahead (the
-// cgroups are set up), mount the sandbox's two overlays, prepare the network namespace
-// (when unshare made one), then exec bwrap with the init.
-func (r *Runtime) keeperScript(id string, layers []string, info record) string {
+// keeperScript renders the script "unshare -m[n]" (root) or "unshare -Urm[n]" runs:
+// wait for the go-ahead (the cgroups are set up), then exec the setup step (setup.go),
+// which mounts what the plan says, sets the rlimits of the rlimit mode and execs bwrap
+// with the init.
+func (r *Runtime) keeperScript(id string, info record) string {
 	var sb strings.Builder
 	sb.WriteString("set -e\nread -r _ <&5\nexec 5<&-\n")
-	sb.WriteString(r.limits.scriptLimits(info.Limits))
-	fmt.Fprintf(&sb, "cd %s\n", shq(r.b.snapshotsDir()))
-	data := r.dataDir(id)
-	var usr, rest []string
-	for _, l := range layers {
-		// Relative to the snapshots directory, to keep the option short.
-		if rel, err := filepath.Rel(r.b.snapshotsDir(), l); err == nil && !strings.HasPrefix(rel, "..") {
-			l = rel
+	fmt.Fprintf(&sb, "%s=%s\nexport %s\nexec %s %s\n", setupEnv, shq(r.planFile(id)), setupEnv, shq(r.exe), setupArg)
+	return sb.String()
+}
+
+func (r *Runtime) planFile(id string) string { return filepath.Join(r.runDir(id), "setup.json") }
+
+// keeperPlan is what the setup step of the sandbox's keeper does: stage the snapshot's
+// layers, the host /usr, the workspace, /tmp, the init and the egress hook's files, mount
+// the two overlays, prepare the network, then exec bwrap. Everything bwrap binds comes
+// from the staging directory.
+func (r *Runtime) keeperPlan(id string, layers []string, info record) setupPlan {
+	ids := info.IDs
+	mapped := func(kind string) string {
+		if ids == nil {
+			return mapNone
 		}
-		usr = append(usr, l+"/usr")
-		rest = append(rest, l)
+		return kind
 	}
-	usr = append(usr, r.b.HostUsr())
-	for _, m := range []struct {
-		name   string
-		lowers []string
-	}{{"usr", usr}, {"rest", rest}} {
-		opts := fmt.Sprintf("userxattr,lowerdir=%s,upperdir=%s/upper/%s,workdir=%s/work/%s", strings.Join(m.lowers, ":"), data, m.name, data, m.name)
-		fmt.Fprintf(&sb, "%s -n -i -t overlay overlay -o %s %s\n", shq(r.mount), shq(opts), shq(filepath.Join(r.dir(id), "mnt", m.name)))
+	p := setupPlan{IDs: ids, SandboxUser: sandboxUIDn, Unshare: r.unshare, Sleep: r.sleep,
+		Rlimits: r.limits.setupRlimits(info.Limits)}
+	p.Binds = append(p.Binds,
+		stageBind{Src: r.b.snapshotsDir(), Dst: "L", Map: mapped(mapSlot)},
+		stageBind{Src: r.b.HostUsr(), Dst: "H", Map: mapped(mapSlot)},
+		stageBind{Src: r.wsDir(id), Dst: "ws"},
+		stageBind{Src: r.tmpScratch(id), Dst: "tmp"},
+		stageBind{Src: r.exe, Dst: "init"},
+	)
+	data := r.dataDir(id)
+	usr, rest := stagedLowers(r.b.snapshotsDir(), layers)
+	p.Overlays = []stageOverlay{
+		{Dst: "usr", Lowers: append(usr, "H"), Upper: filepath.Join(data, "upper", "usr"), Work: filepath.Join(data, "work", "usr")},
+		{Dst: "rest", Lowers: rest, Upper: filepath.Join(data, "upper", "rest"), Work: filepath.Join(data, "work", "rest")},
 	}
-	if mode := netPrepMode(info); mode != "" {
-		// The program itself brings lo up (and lets the helper bind port 53) as root of
-		// the namespace's owner; it must not hold the control socket or the lifeline.
-		fmt.Fprintf(&sb, "%s=%s %s %s 3<&- 4<&-\n", netPrepEnv, mode, shq(r.exe), netPrepArg)
+	p.NetPrep = netPrepMode(info) != ""
+	if e := info.Egress; e != nil {
+		p.Binds = append(p.Binds,
+			stageBind{Src: filepath.Dir(e.Socket), Dst: "egress", Map: mapped(mapUser)},
+			stageBind{Src: filepath.Join(r.dir(id), "egress"), Dst: "files", Map: mapped(mapUser)})
+		if e.Helper != "" {
+			p.Binds = append(p.Binds, stageBind{Src: e.Helper, Dst: "netd"})
+		}
+		if hasResolvConf(e) {
+			p.ResolvConf = "rest/etc"
+		}
 	}
-	if hasResolvConf(info.Egress) {
-		sb.WriteString(resolvConfTarget(filepath.Join(r.dir(id), "mnt", "rest", "etc")))
+	p.Argv = r.bwrapArgs(info)
+	return p
+}
+
+// stagedLowers turns layer directories (under snapshots) into the lowerdir entries of
+// the usr and rest overlays, relative to the staging directory, where the snapshots
+// directory is staged as "L".
+func stagedLowers(snapshots string, layers []string) (usr, rest []string) {
+	for _, l := range layers {
+		rel, err := filepath.Rel(snapshots, l)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			rel = l // not under snapshots: cannot happen with a Builder's layers
+		}
+		usr = append(usr, filepath.Join("L", rel, "usr"))
+		rest = append(rest, filepath.Join("L", rel))
 	}
-	// bwrap unshares everything but the network namespace of an egress sandbox (the one
-	// unshare made and the script prepared) or the host's network.
-	args := []string{r.bwrap, "--unshare-all"}
-	if !info.BlockNetwork || netPrepMode(info) != "" {
-		args = append(args, "--share-net")
+	return usr, rest
+}
+
+// stagePath is a path of the staging directory, as bwrap sees it.
+func stagePath(name string) string { return filepath.Join(stagingDir, name) }
+
+// bwrapArgs is the sandbox's bwrap command: every namespace unshared but the network
+// namespace of an egress sandbox (the one unshare made and the setup step prepared) or
+// the host's network; as the sandbox user (1000) of the id slot's user namespace as
+// root, of a user namespace of bwrap's own otherwise.
+func (r *Runtime) bwrapArgs(info record) []string {
+	args := []string{r.bwrap}
+	if info.IDs != nil {
+		args = append(args, "--userns", userNSArg)
+	} else {
+		args = append(args, "--unshare-user")
+	}
+	args = append(args, "--uid", sandboxUID, "--gid", sandboxUID,
+		"--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try")
+	if info.BlockNetwork && netPrepMode(info) == "" {
+		args = append(args, "--unshare-net")
 	}
 	args = append(args, "--die-with-parent", "--new-session", "--as-pid-1", "--hostname", "sandbox",
-		"--uid", sandboxUID, "--gid", sandboxUID, "--cap-drop", "ALL", "--tmpfs", "/")
+		"--cap-drop", "ALL", "--tmpfs", "/")
 	for _, top := range TopDirs() {
-		src := filepath.Join(r.dir(id), "mnt", "rest", top)
+		src := stagePath(filepath.Join("rest", top))
 		if top == "usr" {
-			src = filepath.Join(r.dir(id), "mnt", "usr")
+			src = stagePath("usr")
 		}
 		args = append(args, "--bind", src, "/"+top)
 	}
-	for _, l := range hostRootLinks(r.b.hostRoot) {
+	args = append(args, rootLinkArgs(hostRootLinks(r.b.hostRoot))...)
+	args = append(args, "--bind", stagePath("ws"), "/workspace", "--bind", stagePath("tmp"), "/tmp")
+	args = append(args, scratchMounts(shmSizeMB(info.Limits), 0)...)
+	args = append(args, procMaskArgs()...)
+	args = append(args, "--ro-bind", stagePath("init"), initPath)
+	args = append(args, egressArgs(info)...)
+	args = append(args, "--remount-ro", "/", "--clearenv", "--setenv", initEnv, "1")
+	if info.Egress != nil && info.Egress.Helper != "" {
+		args = append(args, "--setenv", egressEnv, "1")
+	}
+	return append(args, "--chdir", "/", "--", initPath)
+}
+
+// rootLinkArgs are the bwrap arguments of /bin, /lib, ...: the host's symlinks into usr,
+// or read-only binds of the host's directories.
+func rootLinkArgs(links []rootLink) []string {
+	var args []string
+	for _, l := range links {
 		if l.target != "" {
 			args = append(args, "--symlink", l.target, "/"+l.name)
 		} else {
 			args = append(args, "--ro-bind", "/"+l.name, "/"+l.name)
 		}
 	}
-	args = append(args, "--bind", r.wsDir(id), "/workspace")
-	args = append(args, scratchMounts(info.Limits.DiskMB)...)
-	args = append(args, "--ro-bind", r.exe, initPath)
-	args = append(args, r.egressArgs(id, info)...)
-	args = append(args, "--remount-ro", "/", "--clearenv", "--setenv", initEnv, "1")
-	if info.Egress != nil && info.Egress.Helper != "" {
-		args = append(args, "--setenv", egressEnv, "1")
-	}
-	args = append(args, "--chdir", "/", "--", initPath)
-	sb.WriteString("exec")
-	for _, a := range args {
-		sb.WriteString(" " + shq(a))
-	}
-	sb.WriteString("\n")
-	return sb.String()
+	return args
 }
 
-// The sandbox's tmpfs mounts hold their files in host memory: charged to the sandbox's
-// memory cgroup when it has a memory limit, to nothing otherwise (and not to RLIMIT_AS
-// either). So each has a size of its own, whatever the other limits:
+// Scratch space. A tmpfs holds its files in host memory, charged to the sandbox's memory
+// cgroup when it has a memory limit: a command that fills one can push the sandbox to
+// its memory limit, where the OOM killer may pick any process of the sandbox, the init
+// among them (a tmpfs's pages belong to no process, so they do not make the filler the
+// largest). So:
 //
-//   - /tmp: the sandbox's disk cap (limits.disk_mb) when it has one, but never more than
-//     tmpMaxMB (1 GiB): a disk cap is a budget of disk, not of memory, and a sandbox
-//     without one gets tmpMaxMB too. Bigger scratch files belong in /workspace, which is
-//     on the sandbox's disk.
-//   - /dev/shm: devShmMB (64 MiB, as Docker gives a container), for POSIX shared memory
-//     and semaphores (Python's multiprocessing, for one).
+//   - /tmp of a sandbox is on its disk: data/tmp, emptied whenever a keeper starts (so
+//     it lasts until the sandbox stops, as a tmpfs did), counted against the disk cap,
+//     never against memory. Filling it is ENOSPC (or EFBIG), the disk limit.
+//   - /dev/shm is a tmpfs of devShmMB (64 MiB, as Docker gives a container), for POSIX
+//     shared memory and semaphores (Python's multiprocessing, for one), but never more
+//     than a quarter of the sandbox's memory limit, so that filling it is ENOSPC well
+//     before the memory limit.
+//   - a build's /tmp stays a tmpfs (builds have no memory limit) of the build's disk
+//     limit, at most tmpMaxMB (1 GiB).
 const (
 	tmpMaxMB = 1024
 	devShmMB = 64
 )
 
-// tmpSizeMB is the size of /tmp, in MiB, for a disk cap of diskMB (0: none).
+// tmpSizeMB is the size of a build's /tmp, in MiB, for a disk cap of diskMB (0: none).
 func tmpSizeMB(diskMB int64) int64 {
 	if diskMB > 0 && diskMB < tmpMaxMB {
 		return diskMB
@@ -359,16 +425,98 @@ func tmpSizeMB(diskMB int64) int64 {
 	return tmpMaxMB
 }
 
-// scratchMounts are the bwrap arguments of /proc, /dev, /dev/shm and /tmp, the same for a
-// sandbox and a build. /dev is bwrap's minimal one, read-only once /dev/shm is mounted
-// in it, so that nothing can be created there (a file in its tmpfs would be host memory
-// outside every limit); the device nodes, /dev/pts and /dev/shm are mounts of their own
-// and stay writable. /tmp is world-writable and sticky as everywhere.
-func scratchMounts(diskMB int64) []string {
-	return []string{"--proc", "/proc", "--dev", "/dev",
-		"--size", strconv.FormatInt(devShmMB<<20, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
-		"--remount-ro", "/dev",
-		"--size", strconv.FormatInt(tmpSizeMB(diskMB)<<20, 10), "--perms", "1777", "--tmpfs", "/tmp"}
+// shmSizeMB is the size of /dev/shm, in MiB, under limits lim.
+func shmSizeMB(lim sandbox.Limits) int64 {
+	if lim.MemoryMB > 0 {
+		return max(1, min(devShmMB, lim.MemoryMB/4))
+	}
+	return devShmMB
+}
+
+// scratchMounts are the bwrap arguments of /proc, /dev, /dev/shm and, when tmpMB is not
+// 0, a tmpfs /tmp: the same for a sandbox and a build. /dev is bwrap's minimal one,
+// read-only once /dev/shm is mounted in it, so that nothing can be created there (a file
+// in its tmpfs would be host memory outside every limit); the device nodes, /dev/pts and
+// /dev/shm are mounts of their own and stay writable. /tmp is world-writable and sticky
+// as everywhere.
+func scratchMounts(shmMB, tmpMB int64) []string {
+	args := []string{"--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.FormatInt(shmMB<<20, 10), "--perms", "1777", "--tmpfs", "/dev/shm",
+		"--remount-ro", "/dev"}
+	if tmpMB > 0 {
+		args = append(args, "--size", strconv.FormatInt(tmpMB<<20, 10), "--perms", "1777", "--tmpfs", "/tmp")
+	}
+	return args
+}
+
+// ensureSlot gives a sandbox of a root runtime that has no id slot one (and records
+// it): a sandbox made by a version of trueforge that ran sandboxes as host root, whose
+// files all belong to host root then, since its sandbox user was host root. Those files
+// go to the slot's sandbox user, who owned them inside, and the overlays' roots to the
+// slot's root.
+func (r *Runtime) ensureSlot(ctx context.Context, id string, info *record) error {
+	if r.b.ids == nil || info.IDs != nil {
+		return nil
+	}
+	slot, err := r.b.ids.claim(r.dir(id))
+	if err != nil {
+		return err
+	}
+	user := func(uid, gid uint32) (uint32, uint32, bool) {
+		if uid != 0 && gid != 0 {
+			return uid, gid, false
+		}
+		nu, ng := uid, gid
+		if uid == 0 {
+			nu = slot.hostUID(sandboxUIDn)
+		}
+		if gid == 0 {
+			ng = slot.hostGID(sandboxUIDn)
+		}
+		return nu, ng, true
+	}
+	for _, d := range []string{"upper", "workspace"} {
+		if err == nil {
+			err = shiftTree(ctx, filepath.Join(r.dataDir(id), d), user)
+		}
+	}
+	for _, d := range []string{"upper", "upper/usr", "upper/rest"} {
+		if err == nil {
+			err = os.Lchown(filepath.Join(r.dataDir(id), d), int(slot.UID), int(slot.GID))
+		}
+	}
+	if err == nil {
+		info.IDs = &slot
+		err = writeRecord(r.dir(id), *info)
+	}
+	if err != nil {
+		r.b.ids.release(slot, r.dir(id))
+		return fmt.Errorf("give sandbox %s an id slot: %w", id, err)
+	}
+	return nil
+}
+
+// tmpScratch is the sandbox's /tmp on the host.
+func (r *Runtime) tmpScratch(id string) string { return filepath.Join(r.dataDir(id), "tmp") }
+
+// resetScratch empties what a keeper starts afresh: the overlay workdirs and /tmp
+// (data/tmp, mode 1777, owned by the slot's root).
+func (r *Runtime) resetScratch(id string, info record) error {
+	for _, d := range []string{filepath.Join("work", "usr"), filepath.Join("work", "rest"), "tmp"} {
+		p := filepath.Join(r.dataDir(id), d)
+		_ = removeAll(p)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return err
+		}
+	}
+	tmp := r.tmpScratch(id)
+	if err := os.Chmod(tmp, 0o777|os.ModeSticky); err != nil {
+		return err
+	}
+	if info.IDs != nil {
+		return os.Lchown(tmp, int(info.IDs.UID), int(info.IDs.GID))
+	}
+	return nil
 }
 
 // sortedEnv renders an environment map as KEY=VALUE lines, by key.

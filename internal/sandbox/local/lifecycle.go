@@ -68,7 +68,10 @@ func (r *Runtime) start(ctx context.Context, id string) error {
 		return err
 	}
 	if rec.Status == sandbox.SandboxArchived {
-		if err := r.restore(ctx, id, rec); err != nil {
+		if err := r.restore(ctx, id, &rec); err != nil {
+			if rec.IDs != nil && r.b.ids != nil {
+				r.b.ids.release(*rec.IDs, r.dir(id))
+			}
 			return err
 		}
 	}
@@ -210,12 +213,16 @@ func (r *Runtime) delete(ctx context.Context, id string) error {
 	if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return err
 	}
+	var slot *idRange
 	if unlock != nil {
 		defer unlock()
-		if rec, err := r.readRecord(id); err == nil && rec.Status == sandbox.SandboxRunning {
-			// Execs that start now see the sandbox stopped.
-			rec.Status = sandbox.SandboxStopped
-			_ = writeRecord(r.dir(id), rec)
+		if rec, err := r.readRecord(id); err == nil {
+			slot = rec.IDs
+			if rec.Status == sandbox.SandboxRunning {
+				// Execs that start now see the sandbox stopped.
+				rec.Status = sandbox.SandboxStopped
+				_ = writeRecord(r.dir(id), rec)
+			}
 		}
 	}
 	if err := r.stopKeeper(ctx, id); err != nil {
@@ -235,6 +242,9 @@ func (r *Runtime) delete(ctx context.Context, id string) error {
 	_ = os.Remove(r.archivePath(id))
 	if err := removeAll(trash); err != nil {
 		return fmt.Errorf("remove files: %w", err)
+	}
+	if slot != nil && r.b.ids != nil {
+		r.b.ids.release(*slot, r.dir(id))
 	}
 	return nil
 }

@@ -20,19 +20,20 @@ func TestArchiveRestore(t *testing.T) {
 	t.Parallel()
 	r, rel := newTestRuntime(t)
 	ctx := context.Background()
+	snap := playground(t, r, rel)
 	for _, lim := range []sandbox.Limits{{}, {DiskMB: 32}} {
 		id := "plain"
 		if lim.DiskMB > 0 {
 			id = "disk"
 		}
-		create(t, r, sandbox.CreateRequest{ID: id, SnapshotID: rel, Limits: lim, Labels: map[string]string{"session": "s1"}})
+		create(t, r, sandbox.CreateRequest{ID: id, SnapshotID: snap, Limits: lim, Labels: map[string]string{"session": "s1"}})
 		// A file, a hard link, a symlink, a removed snapshot file (a whiteout), a
 		// replaced directory (opaque), and modes.
 		mustSh(t, r, id, `set -e
 echo kept > /workspace/f; ln /workspace/f /workspace/hard; ln -s f /workspace/link; chmod 0751 /workspace/f
 mkdir -p /workspace/d/e; echo deep > /workspace/d/e/g
-echo etc > /etc/made; rm /etc/hostname
-d=$(for x in /etc/*/; do [ -n "$(ls -A $x)" ] && echo $x && break; done); echo $d > /workspace/which
+echo made > `+playgroundDir+`/made; rm `+playgroundDir+`/hostname
+d=$(for x in `+playgroundDir+`/*/; do [ -n "$(ls -A $x)" ] && echo $x && break; done); echo $d > /workspace/which
 rm -rf $d && mkdir $d && echo fresh > $d/only
 sleep 500.1`+uniq+` &`)
 		if err := r.Archive(ctx, id); err != nil {
@@ -64,11 +65,12 @@ sleep 500.1`+uniq+` &`)
 		if err := r.Start(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		got := mustSh(t, r, id, `d=$(cat /workspace/which); cat /workspace/f /workspace/hard /workspace/link /workspace/d/e/g /etc/made $d/only
+		got := mustSh(t, r, id, `d=$(cat /workspace/which); cat /workspace/f /workspace/hard /workspace/link /workspace/d/e/g `+playgroundDir+`/made $d/only
 stat -c %a /workspace/f; stat -c %h /workspace/f
-test -e /etc/hostname && echo hostname-back || echo hostname-gone
-ls $d | wc -l`)
-		want := "kept\nkept\nkept\ndeep\netc\nfresh\n751\n2\nhostname-gone\n1"
+test -e `+playgroundDir+`/hostname && echo hostname-back || echo hostname-gone
+ls $d | wc -l
+stat -c '%u %g' /workspace/f `+playgroundDir+`/made $d/only /etc/passwd`)
+		want := "kept\nkept\nkept\ndeep\nmade\nfresh\n751\n2\nhostname-gone\n1\n1000 1000\n1000 1000\n1000 1000\n" + etcOwner(r)
 		if got != want {
 			t.Fatalf("%s after restore:\n%s\nwant:\n%s", id, got, want)
 		}

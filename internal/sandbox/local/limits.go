@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
@@ -46,16 +48,16 @@ import (
 //     this is for root.
 //   - rlimits (no writable cgroup, e.g. an unprivileged user without delegation): each
 //     command runs under prlimit with RLIMIT_AS for MemoryMB (a cap on each process's
-//     address space, not on the sandbox's total), the keeper sets RLIMIT_NPROC for Pids
-//     on itself between creating the outer user namespace and the sandbox's (so that it
-//     counts the sandbox's processes, not all of the host user's), and RLIMIT_FSIZE for
-//     DiskMB (a cap on each file, not on the total). A CPU limit cannot be enforced this
-//     way. As rootless container engines do, the sandbox runs with the limits that can
-//     be enforced, and UnenforcedLimits says which are not, and why (the harness records
-//     it on the sandbox's event, the provider warns at plan time); with RequireLimits
-//     (SetRequireLimits) Create refuses instead. A Pids limit on a runtime running as
-//     root is always refused: the kernel does not apply RLIMIT_NPROC to (host) uid 0,
-//     which the sandbox's user is then (see pidsUnenforced).
+//     address space, not on the sandbox's total), the setup step sets RLIMIT_NPROC for
+//     Pids on itself between making the outer user namespaces and the sandbox's (so that
+//     it counts the sandbox's processes, not all of the host user's; setupRlimits), and
+//     RLIMIT_FSIZE for DiskMB (a cap on each file, not on the total). A CPU limit cannot
+//     be enforced this way. As rootless container engines do, the sandbox runs with the
+//     limits that can be enforced, and UnenforcedLimits says which are not, and why (the
+//     harness records it on the sandbox's event, the provider warns at plan time); with
+//     RequireLimits (SetRequireLimits) Create refuses instead. RLIMIT_NPROC binds a root
+//     runtime's sandboxes as well: their processes are an id slot's uids, not host uid 0
+//     (whom the kernel exempts).
 //
 // TRUEFORGE_LOCAL_LIMITS=rlimit (limitsModeEnv) forces the rlimit mode, as if no cgroup
 // were writable: a test and diagnostic override, so that the unenforced path can be
@@ -367,9 +369,6 @@ func (l *limiter) check(lim sandbox.Limits) error {
 	if lim.DiskMB > 0 && lim.DiskMB < 8 && l.diskImage {
 		return fmt.Errorf("limits.disk_mb is %d: the smallest disk is 8 MiB", lim.DiskMB)
 	}
-	if err := l.pidsUnenforced(lim); err != nil {
-		return err
-	}
 	if l.require.Load() {
 		if u := l.unenforced(lim); len(u) > 0 {
 			return &UnenforcedError{Limits: u}
@@ -379,8 +378,9 @@ func (l *limiter) check(lim sandbox.Limits) error {
 }
 
 // unenforced lists the limits of lim that this mode runs a sandbox without, or with
-// only in part, and why. pids on a root runtime in the rlimit mode is not among them:
-// check refuses it (pidsUnenforced).
+// only in part, and why. pids is never among them: the cgroup or RLIMIT_NPROC (set by
+// the setup step, which needs no other program) binds the sandbox's processes, a root
+// runtime's too, since they are an id slot's uids (subids.go).
 func (l *limiter) unenforced(lim sandbox.Limits) []sandbox.UnenforcedLimit {
 	var out []sandbox.UnenforcedLimit
 	add := func(name, reason string) {
@@ -403,23 +403,13 @@ func (l *limiter) unenforced(lim sandbox.Limits) []sandbox.UnenforcedLimit {
 				add("memory", why+noPrlimit)
 			}
 		}
-		if lim.Pids > 0 && !l.root && l.prlimit == "" {
-			add("pids", why+noPrlimit)
-		}
 	}
 	if lim.DiskMB > 0 && !l.diskImage {
 		image := "the sandbox has no disk image of its own: only a root runtime makes one"
 		if l.root {
 			image = "the sandbox has no disk image of its own: mkfs.ext4 (e2fsprogs) or mount is not installed"
 		}
-		switch {
-		case l.mode != limitRlimit:
-			add("disk", image+", and RLIMIT_FSIZE, the fallback, is set only when no cgroup is used")
-		case l.prlimit == "":
-			add("disk", image+noPrlimit)
-		default:
-			add("disk", fmt.Sprintf("%s; enforced per file only: RLIMIT_FSIZE caps each file at %d MiB, not the sandbox's total", image, lim.DiskMB))
-		}
+		add("disk", fmt.Sprintf("%s; enforced per file only: RLIMIT_FSIZE caps each file at %d MiB, not the sandbox's total", image, lim.DiskMB))
 	}
 	return out
 }
@@ -463,21 +453,6 @@ func ProbeLimits(lim sandbox.Limits) []sandbox.UnenforcedLimit {
 	return detectLimiter(thisHost(), "", false).unenforced(lim)
 }
 
-// pidsUnenforced refuses a Pids limit that the rlimit mode would only pretend to
-// enforce: RLIMIT_NPROC is not checked for processes of the host's uid 0 (fork allows
-// root past it), and a root runtime's sandbox user is host uid 0. It is checked at
-// Create and again at every keeper start, since a sandbox made while cgroups were
-// writable may start on a runtime that has lost them.
-func (l *limiter) pidsUnenforced(lim sandbox.Limits) error {
-	if l.mode != limitRlimit || !l.root || lim.Pids <= 0 {
-		return nil
-	}
-	return fmt.Errorf("limits.pids (%d) cannot be enforced on this host: the runtime runs as root and found no writable cgroup, "+
-		"and RLIMIT_NPROC, the fallback, does not apply to root (the sandbox's processes are host uid 0); "+
-		"give the runtime a writable cgroup (the cgroup v2 hierarchy, or the memory, pids and cpu hierarchies of cgroup v1), "+
-		"run it as a non-root user, or leave pids at 0", lim.Pids)
-}
-
 func cgroupLimited(lim sandbox.Limits) bool {
 	return lim.CPU > 0 || lim.MemoryMB > 0 || lim.Pids > 0
 }
@@ -491,14 +466,11 @@ type keeperLimits struct {
 // prepare creates (or resets) the sandbox's cgroups with its limits.
 func (l *limiter) prepare(id string, lim sandbox.Limits) (keeperLimits, error) {
 	none := keeperLimits{add: func(int) error { return nil }}
-	if err := l.pidsUnenforced(lim); err != nil {
-		return none, err
-	}
 	if l.mode == limitRlimit {
-		// Set by the keeper script (scriptLimits), not here: RLIMIT_NPROC is counted per
+		// Set by the setup step (setupRlimits), not here: RLIMIT_NPROC is counted per
 		// user namespace and checked against the limit each namespace's creator had, so
-		// it must be set after the outer namespace exists and before bwrap makes the
-		// sandbox's. Set before, it would count every process of the host user.
+		// it must be set after the outer namespaces exist and before bwrap makes or
+		// joins the sandbox's. Set before, it would count every process of the host user.
 		return none, nil
 	}
 	if !cgroupLimited(lim) {
@@ -700,23 +672,23 @@ func (l *limiter) hit(id string, before counters, stderr []byte, dataDir string,
 	return ""
 }
 
-// scriptLimits are the keeper script's lines that set rlimits on itself (and so on the
-// whole sandbox) in rlimit mode.
-func (l *limiter) scriptLimits(lim sandbox.Limits) string {
-	if l.mode != limitRlimit || l.prlimit == "" {
-		return ""
+// setupRlimits are the rlimits that the setup step (setup.go) sets on itself just before
+// it execs bwrap, and so on the whole sandbox: RLIMIT_NPROC for Pids in the rlimit mode,
+// and RLIMIT_FSIZE for DiskMB without a disk image, in every mode. RLIMIT_NPROC is counted per
+// user namespace and uid, and checked, level by level up the namespaces, against the
+// limit each namespace's creator had: so it is set after the user namespaces the setup
+// step makes (whose creator must not carry it: host root's or the user's processes would
+// count against it) and before bwrap makes or joins the sandbox's.
+func (l *limiter) setupRlimits(lim sandbox.Limits) []rlimitSetting {
+	var out []rlimitSetting
+	if lim.Pids > 0 && l.mode == limitRlimit {
+		out = append(out, rlimitSetting{Resource: unix.RLIMIT_NPROC, Value: uint64(lim.Pids)})
 	}
-	var opts []string
-	if lim.Pids > 0 {
-		opts = append(opts, "--nproc="+strconv.FormatInt(lim.Pids, 10))
-	}
+	// Without a disk image, each file is capped whatever enforces the other limits.
 	if lim.DiskMB > 0 && !l.diskImage {
-		opts = append(opts, "--fsize="+strconv.FormatInt(lim.DiskMB<<20, 10))
+		out = append(out, rlimitSetting{Resource: syscall.RLIMIT_FSIZE, Value: uint64(lim.DiskMB) << 20})
 	}
-	if len(opts) == 0 {
-		return ""
-	}
-	return shq(l.prlimit) + " --pid $$ " + strings.Join(opts, " ") + "\n"
+	return out
 }
 
 // wrap runs a command under the rlimits that cannot be set on the keeper.

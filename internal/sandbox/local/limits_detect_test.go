@@ -4,10 +4,13 @@ package local
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
@@ -197,8 +200,9 @@ func TestUnenforcedLimits(t *testing.T) {
 		}},
 		{"user, rlimits, pids enforced", &limiter{mode: limitRlimit, prlimit: "/usr/bin/prlimit", uid: 999, why: why},
 			sandbox.Limits{Pids: 64}, map[string][]string{}},
+		// pids and disk need no prlimit: the setup step sets their rlimits itself.
 		{"user, no prlimit", &limiter{mode: limitRlimit, uid: 999, why: why}, sandbox.Limits{CPU: 1, MemoryMB: 64, Pids: 64, DiskMB: 64}, map[string][]string{
-			"cpu": {why}, "memory": {"prlimit"}, "pids": {"prlimit"}, "disk": {"prlimit"},
+			"cpu": {why}, "memory": {"prlimit"}, "disk": {"per file only"},
 		}},
 		{"root, rlimits, disk image", &limiter{mode: limitRlimit, prlimit: "/usr/bin/prlimit", root: true, diskImage: true, why: why}, demo, map[string][]string{
 			"cpu": {why}, "memory": {"per process only"},
@@ -207,7 +211,7 @@ func TestUnenforcedLimits(t *testing.T) {
 			"disk": {"mkfs.ext4"},
 		}},
 		{"user, delegated cgroup v2", &limiter{mode: limitCgroup2, prlimit: "/usr/bin/prlimit", uid: 1000}, demo, map[string][]string{
-			"disk": {"only a root runtime"},
+			"disk": {"only a root runtime", "per file only"},
 		}},
 		{"root, cgroups, disk image", &limiter{mode: limitCgroup1, root: true, diskImage: true}, demo, map[string][]string{}},
 	} {
@@ -256,17 +260,39 @@ func TestUnenforcedLimits(t *testing.T) {
 	}
 }
 
-// pids of a root runtime on rlimits is pidsUnenforced's to judge (refused while the
-// sandbox's processes are host uid 0, whom RLIMIT_NPROC does not bind), never reported
-// as unenforced, and RequireLimits adds nothing to it.
+// pids is enforced in every mode, a root runtime's on rlimits too (its sandboxes are an
+// id slot's uids, which RLIMIT_NPROC binds): never reported as unenforced, and
+// RequireLimits accepts it.
 func TestUnenforcedLimitsRootPids(t *testing.T) {
-	l := &limiter{mode: limitRlimit, prlimit: "/usr/bin/prlimit", root: true}
+	l := &limiter{mode: limitRlimit, root: true}
 	if u := l.unenforced(sandbox.Limits{Pids: 64}); len(u) != 0 {
 		t.Fatalf("pids reported as unenforced: %v", u)
 	}
-	want := l.pidsUnenforced(sandbox.Limits{Pids: 64})
 	l.require.Store(true)
-	if err := l.check(sandbox.Limits{Pids: 64}); (err == nil) != (want == nil) || (err != nil && err.Error() != want.Error()) {
-		t.Fatalf("check with RequireLimits: %v, want pidsUnenforced's answer %v", err, want)
+	if err := l.check(sandbox.Limits{Pids: 64}); err != nil {
+		t.Fatalf("check with RequireLimits: %v", err)
+	}
+}
+
+// The setup step's rlimits: RLIMIT_NPROC only where no cgroup counts processes,
+// RLIMIT_FSIZE wherever there is no disk image, whatever enforces the rest.
+func TestSetupRlimits(t *testing.T) {
+	lim := sandbox.Limits{Pids: 64, DiskMB: 16}
+	for _, c := range []struct {
+		name string
+		l    *limiter
+		want map[int]uint64
+	}{
+		{"rlimits", &limiter{mode: limitRlimit}, map[int]uint64{unix.RLIMIT_NPROC: 64, unix.RLIMIT_FSIZE: 16 << 20}},
+		{"delegated cgroup v2", &limiter{mode: limitCgroup2}, map[int]uint64{unix.RLIMIT_FSIZE: 16 << 20}},
+		{"root, disk image", &limiter{mode: limitCgroup1, diskImage: true}, map[int]uint64{}},
+	} {
+		got := map[int]uint64{}
+		for _, r := range c.l.setupRlimits(lim) {
+			got[r.Resource] = r.Value
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

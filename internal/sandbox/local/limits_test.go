@@ -112,7 +112,7 @@ func TestAttackDiskFill(t *testing.T) {
 	r, rel := newTestRuntime(t)
 	create(t, r, sandbox.CreateRequest{ID: "fill", SnapshotID: rel, Limits: sandbox.Limits{DiskMB: 16}})
 	create(t, r, sandbox.CreateRequest{ID: "neighbour", SnapshotID: rel})
-	for _, target := range []string{"/workspace/big", "/etc/big"} {
+	for _, target := range []string{"/workspace/big", "/var/tmp/big", "/tmp/big"} {
 		res := sh(t, r, "fill", "head -c 100000000 /dev/zero > "+target)
 		if res.ExitCode == 0 {
 			t.Fatalf("wrote 100 MB to %s in a 16 MiB sandbox", target)

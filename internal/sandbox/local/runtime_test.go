@@ -129,12 +129,20 @@ func TestExecBasics(t *testing.T) {
 		t.Fatalf("capabilities inside: %q", got)
 	}
 	// The overlay: writes outside the workspace stay in the sandbox.
-	mustSh(t, r, "sb", "echo x > /etc/sandbox-made && echo y > /usr/local/sandbox-made")
-	if got := mustSh(t, r, "sb", "cat /etc/sandbox-made /usr/local/sandbox-made"); got != "x\ny" {
+	mustSh(t, r, "sb", "echo x > /var/tmp/sandbox-made-"+uniq)
+	if got := mustSh(t, r, "sb", "cat /var/tmp/sandbox-made-"+uniq); got != "x" {
 		t.Fatalf("overlay writes did not persist in the sandbox: %q", got)
 	}
-	if _, err := os.Stat("/usr/local/sandbox-made"); err == nil {
-		t.Fatal("a sandbox write reached the host /usr")
+	if _, err := os.Stat("/var/tmp/sandbox-made-" + uniq); err == nil {
+		t.Fatal("a sandbox write reached the host /var/tmp")
+	}
+	if os.Geteuid() == 0 {
+		// As root the system directories are root's (the id slot's), not the sandbox
+		// user's, as on any machine.
+		res, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo x > /etc/sandbox-made || echo x > /usr/local/sandbox-made"}})
+		if err != nil || res.ExitCode == 0 {
+			t.Fatalf("the sandbox user wrote into /etc or /usr/local: %v %+v", err, res)
+		}
 	}
 	if _, err := r.Exec(ctx, "missing", sandbox.ExecRequest{Argv: []string{"true"}}); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("exec in a missing sandbox: %v, want ErrNotFound", err)
@@ -334,9 +342,9 @@ func TestAttackOtherSandbox(t *testing.T) {
 	r, rel := newTestRuntime(t)
 	create(t, r, sandbox.CreateRequest{ID: "a", SnapshotID: rel})
 	create(t, r, sandbox.CreateRequest{ID: "b", SnapshotID: rel})
-	mustSh(t, r, "a", "echo a-private > /workspace/mine; echo a-etc > /etc/mine")
+	mustSh(t, r, "a", "echo a-private > /workspace/mine; echo a-etc > /var/tmp/mine")
 	wsA := r.wsDir("a")
-	res := sh(t, r, "b", "cat /workspace/mine /etc/mine "+wsA+"/mine "+r.dir("a")+"/upper/etc/mine; ls "+r.root+"; echo done")
+	res := sh(t, r, "b", "cat /workspace/mine /var/tmp/mine "+wsA+"/mine "+r.dataDir("a")+"/upper/rest/var/tmp/mine; ls "+r.root+"; echo done")
 	if strings.Contains(string(res.Stdout), "a-private") || strings.Contains(string(res.Stdout), "a-etc") || strings.Contains(string(res.Stdout), "sandboxes") {
 		t.Fatalf("sandbox b sees a's files: %s", res.Stdout)
 	}
@@ -502,7 +510,7 @@ func TestStopStart(t *testing.T) {
 	r, rel := newTestRuntime(t)
 	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
 	ctx := context.Background()
-	mustSh(t, r, "sb", "echo kept > /workspace/f; echo kept-too > /etc/g")
+	mustSh(t, r, "sb", "echo kept > /workspace/f; echo kept-too > /var/tmp/g")
 
 	// A running exec is killed by Stop, with everything it started.
 	done := make(chan sandbox.ExecResult, 1)
@@ -549,7 +557,7 @@ func TestStopStart(t *testing.T) {
 	if err := r2.Start(ctx, "sb"); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustSh(t, r, "sb", "cat /workspace/f /etc/g"); got != "kept\nkept-too" {
+	if got := mustSh(t, r, "sb", "cat /workspace/f /var/tmp/g"); got != "kept\nkept-too" {
 		t.Fatalf("files after stop/start: %q", got)
 	}
 	if err := r2.Delete(ctx, "sb"); err != nil {

@@ -59,7 +59,7 @@ type Runtime struct {
 	root    string
 	bwrap   string
 	unshare string
-	mount   string
+	sleep   string // the user namespaces' holder (setup.go)
 	exe     string // this program, run as each sandbox's init
 	limits  *limiter
 
@@ -71,13 +71,19 @@ type Runtime struct {
 type record struct {
 	sandbox.SandboxInfo
 	Egress *sandbox.Egress `json:"egress,omitempty"`
+	// IDs is the sandbox's id slot on a root runtime (subids.go): its files on the host
+	// belong to the slot's ids. Nil unprivileged, and while the sandbox is archived.
+	IDs *idRange `json:"ids,omitempty"`
 }
 
 // DefaultMaxFileSize is the file size cap of ReadFile and WriteFile.
 const DefaultMaxFileSize = 64 << 20
 
 // Sandbox user and group inside: unprivileged, owning /workspace.
-const sandboxUID = "1000"
+const (
+	sandboxUID  = "1000"
+	sandboxUIDn = 1000
+)
 
 var _ sandbox.Runtime = (*Runtime)(nil)
 
@@ -99,7 +105,7 @@ func NewRuntime(b *Builder, root string) (*Runtime, error) {
 	for _, t := range []struct {
 		dst  *string
 		name string
-	}{{&r.bwrap, "bwrap"}, {&r.unshare, "unshare"}, {&r.mount, "mount"}} {
+	}{{&r.bwrap, "bwrap"}, {&r.unshare, "unshare"}, {&r.sleep, "sleep"}} {
 		if *t.dst, err = findTool(t.name); err != nil {
 			return nil, err
 		}
@@ -207,10 +213,23 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 			return fmt.Errorf("limits.disk_mb: %w", err)
 		}
 	}
-	if err := initData(filepath.Join(stage, "data"), layers[0]); err != nil {
+	var ids *idRange
+	if r.b.ids != nil {
+		slot, err := r.b.ids.claim(r.dir(req.ID))
+		if err != nil {
+			return err
+		}
+		ids = &slot
+		defer func() {
+			if staged {
+				r.b.ids.release(slot, r.dir(req.ID))
+			}
+		}()
+	}
+	if err := initData(filepath.Join(stage, "data"), layers[0], ids); err != nil {
 		return err
 	}
-	rec := record{SandboxInfo: sandbox.SandboxInfo{
+	rec := record{IDs: ids, SandboxInfo: sandbox.SandboxInfo{
 		ID: req.ID, SnapshotID: req.SnapshotID, Status: sandbox.SandboxRunning,
 		BlockNetwork: req.BlockNetwork || req.Egress != nil, Env: req.Env, Labels: req.Labels,
 		Limits: req.Limits, Created: time.Now().UTC(),
@@ -260,13 +279,14 @@ func (r *Runtime) startAndPing(ctx context.Context, id string, rec record) error
 
 // initData makes the directories of a sandbox's data/: the overlay upper directories
 // (the merged root of an overlay takes its attributes from the upper directory, so
-// upper/usr copies the layer's) and the workspace.
-func initData(data, topLayer string) error {
+// upper/usr copies the layer's), owned by the slot's root, and the workspace, owned by
+// the sandbox user (ids nil: by this user, whom both map to).
+func initData(data, topLayer string, ids *idRange) error {
 	info, err := os.Stat(filepath.Join(topLayer, "usr"))
 	if err != nil {
 		return fmt.Errorf("snapshot layer: %w", err)
 	}
-	for _, d := range []string{"upper/usr", "upper/rest", "work"} {
+	for _, d := range []string{"upper/usr", "upper/rest", "work", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(data, d), 0o700); err != nil {
 			return err
 		}
@@ -277,7 +297,18 @@ func initData(data, topLayer string) error {
 	if err := os.Chmod(filepath.Join(data, "upper", "rest"), 0o755); err != nil {
 		return err
 	}
-	return os.MkdirAll(filepath.Join(data, "workspace"), 0o755)
+	if err := os.MkdirAll(filepath.Join(data, "workspace"), 0o755); err != nil {
+		return err
+	}
+	if ids == nil {
+		return nil
+	}
+	for _, d := range []string{"upper/usr", "upper/rest"} {
+		if err := os.Lchown(filepath.Join(data, d), int(ids.UID), int(ids.GID)); err != nil {
+			return err
+		}
+	}
+	return os.Lchown(filepath.Join(data, "workspace"), int(ids.hostUID(sandboxUIDn)), int(ids.hostGID(sandboxUIDn)))
 }
 
 func checkEnv(env map[string]string) error {

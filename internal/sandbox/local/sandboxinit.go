@@ -59,8 +59,14 @@ func init() {
 	if len(os.Args) > 0 && os.Args[0] == initPath && os.Getenv(initEnv) == "1" && os.Getpid() == 1 {
 		os.Exit(runInit())
 	}
-	if isNetPrep() {
-		os.Exit(runNetPrep(os.Getenv(netPrepEnv)))
+	if isBuildShim() {
+		os.Exit(runBuildShim())
+	}
+	if isSetup() {
+		os.Exit(runSetup())
+	}
+	if isUnshift() {
+		os.Exit(runUnshift())
 	}
 }
 
@@ -296,6 +302,7 @@ func (in *sandboxInit) serve(c *net.UnixConn) {
 	}
 	closeAll(files)
 	files = nil
+	raiseOOMScore(pid)
 	if err := writeFrame(c, initReply{Pid: pid}, nil); err != nil {
 		killGroupAndWait(pid)
 		<-ch
@@ -331,6 +338,21 @@ func (in *sandboxInit) serve(c *net.UnixConn) {
 		}
 	}
 	_ = writeFrame(c, rep, nil)
+}
+
+// commandOOMScore is the oom_score_adj of every command (its children inherit it): when
+// the sandbox is out of memory, the OOM killer takes a command before the init or the
+// egress helper (0), whatever their sizes, even where the memory is held by no process
+// (a tmpfs, an unmapped memfd). Nothing in the sandbox may lower a score below what its
+// parent had (that needs CAP_SYS_RESOURCE on the host), so the init can only raise the
+// commands', and a command may lower its own back to 0, the init's: that takes intent,
+// and costs the sandbox only its own init.
+const commandOOMScore = "500"
+
+// raiseOOMScore sets a command's oom_score_adj to commandOOMScore, at once after it
+// started (a command that forks in the first microseconds leaves those children at 0).
+func raiseOOMScore(pid int) {
+	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(commandOOMScore), 0)
 }
 
 // lookPath resolves argv[0] as execvp would, with the command's PATH; the code is the

@@ -175,6 +175,7 @@ func TestUnprivilegedRuntime(t *testing.T) {
 		for _, h := range []struct{ env, src, name string }{
 			{egressHelperEnv, buildEgressHelper(t), "egresshelper"},
 			{netdEnv, buildNetd(t), "trueforge-netd"},
+			{harnessHelperEnv, buildHarnessHelper(t), "trueforge-harness"},
 		} {
 			dst := filepath.Join(base, h.name)
 			data, err := os.ReadFile(h.src)
@@ -187,7 +188,8 @@ func TestUnprivilegedRuntime(t *testing.T) {
 			env = append(env, h.env+"="+dst)
 		}
 		mustPass = append(mustPass, "TestEgressHook", "TestEgressResolvConfSymlink", "TestEgressEndToEnd",
-			"TestEgressSurvivesANewListener", "TestEgressSocketDirChecked", "TestAttackEgressSocketDir", "TestAttackNetdTakeover")
+			"TestEgressSurvivesANewListener", "TestEgressSocketDirChecked", "TestAttackEgressSocketDir", "TestAttackNetdTakeover",
+			"TestAttackNetdTakeover/harness", "TestAttackNetdTakeover/trueforge-netd")
 	}
 	cmd := exec.Command(bin, "-test.run="+unprivilegedTests, "-test.count=1", "-test.v", "-test.timeout=5m")
 	cmd.Dir = base
