@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
 )
 
 // Pattern is one allow_domains entry or one secret host: an exact host name, or
@@ -85,33 +87,9 @@ func matchAny(ps []Pattern, host string) bool {
 }
 
 // NormalizeHost lower-cases a host name and strips one trailing dot, refusing anything
-// that is not a plain LDH name or an IP literal: no control characters, spaces, empty
-// labels or non-ASCII (clients send IDNA names as punycode "xn--" labels).
-func NormalizeHost(h string) (string, error) {
-	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")); err == nil {
-		return a.Unmap().String(), nil
-	}
-	h = strings.ToLower(strings.TrimSuffix(h, "."))
-	if h == "" || len(h) > 253 {
-		return "", fmt.Errorf("host name is empty or longer than 253 characters")
-	}
-	for _, l := range strings.Split(h, ".") {
-		if l == "" || len(l) > 63 {
-			return "", fmt.Errorf("host name %q has an empty or over-long label", h)
-		}
-		for i := 0; i < len(l); i++ {
-			c := l[i]
-			ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
-			if !ok {
-				return "", fmt.Errorf("host name %q has the character %q; only letters, digits, '-' and '_' are allowed (punycode for international names)", h, c)
-			}
-		}
-		if l[0] == '-' || l[len(l)-1] == '-' {
-			return "", fmt.Errorf("host name %q has a label starting or ending with '-'", h)
-		}
-	}
-	return h, nil
-}
+// that is not a plain LDH name or an IP literal. It is wire.NormalizeHost: netd applies
+// the same rules to the names the sandbox looks up.
+func NormalizeHost(h string) (string, error) { return wire.NormalizeHost(h) }
 
 func allDigitLabels(h string) bool {
 	return strings.Trim(h, "0123456789.") == ""

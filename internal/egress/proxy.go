@@ -15,14 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
-)
-
-// Ports netd listens on inside the sandbox, on 127.0.0.1.
-const (
-	HTTPProxyPort = 3128 // HTTP proxy: CONNECT and absolute-form http:// requests
-	SOCKSPort     = 1080 // SOCKS5 (CONNECT only; names sent as names, "socks5h")
-	DNSPort       = 53   // synthetic DNS, UDP and TCP
 )
 
 // Files the proxy asks the runtime to write under /run/trueforge (sandbox.Egress.Files).
@@ -198,8 +192,8 @@ func New(ctx context.Context, cfg Config) (*Proxy, error) {
 // Env is what the sandbox's environment needs: the proxy variables most tools read (in
 // both cases), the CA variables pointing at the bundle, and one placeholder per secret.
 func (p *Proxy) Env() map[string]string {
-	httpProxy := fmt.Sprintf("http://127.0.0.1:%d", HTTPProxyPort)
-	socks := fmt.Sprintf("socks5h://127.0.0.1:%d", SOCKSPort)
+	httpProxy := fmt.Sprintf("http://127.0.0.1:%d", wire.HTTPProxyPort)
+	socks := fmt.Sprintf("socks5h://127.0.0.1:%d", wire.SOCKSPort)
 	bundle := runDir + "/" + FileCABundle
 	env := map[string]string{
 		"NODE_USE_ENV_PROXY": "1", // Node 24+: built-in http and fetch honour the variables

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
 )
 
 // DNS answers, built here so no query ever leaves the sandbox: A queries get a synthetic
@@ -26,7 +26,7 @@ const (
 	rcodeNX     = 3
 	rcodeNotImp = 4
 	maxDNSMsg   = 4096
-	dnsPort     = egress.DNSPort
+	dnsPort     = wire.DNSPort
 )
 
 var errBadQuery = errors.New("malformed DNS query")
@@ -65,7 +65,7 @@ func (s *Server) answer(q []byte) []byte {
 	}
 	question := q[12 : end+4]
 	qtype, qclass := binary.BigEndian.Uint16(q[end:]), binary.BigEndian.Uint16(q[end+2:])
-	host, err := egress.NormalizeHost(name)
+	host, err := wire.NormalizeHost(name)
 	if err != nil {
 		return resp(rcodeNX, question)
 	}

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
@@ -43,9 +43,9 @@ func Main(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("trueforge-netd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	socket := fs.String("socket", sandbox.EgressSocketPath, "the harness's egress unix socket")
-	httpAddr := fs.String("http", fmt.Sprintf("127.0.0.1:%d", egress.HTTPProxyPort), "HTTP proxy listen address; empty disables")
-	socksAddr := fs.String("socks", fmt.Sprintf("127.0.0.1:%d", egress.SOCKSPort), "SOCKS5 listen address; empty disables")
-	dnsAddr := fs.String("dns", fmt.Sprintf("127.0.0.1:%d", egress.DNSPort), "DNS listen address (UDP and TCP); empty disables")
+	httpAddr := fs.String("http", fmt.Sprintf("127.0.0.1:%d", wire.HTTPProxyPort), "HTTP proxy listen address; empty disables")
+	socksAddr := fs.String("socks", fmt.Sprintf("127.0.0.1:%d", wire.SOCKSPort), "SOCKS5 listen address; empty disables")
+	dnsAddr := fs.String("dns", fmt.Sprintf("127.0.0.1:%d", wire.DNSPort), "DNS listen address (UDP and TCP); empty disables")
 	prepare := fs.Bool("prepare", false, "prepare the current network namespace and exit: bring lo up and let unprivileged users bind ports from 53 (run by the runtime as root of the namespace, before starting the sandbox in it)")
 	ready := fs.String("ready", "", "write this file once listening (for scripts and tests)")
 	if err := fs.Parse(args); err != nil {

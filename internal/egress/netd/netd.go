@@ -15,6 +15,12 @@
 // the sandbox simply has no network. It never sends a DNS query anywhere: names are
 // answered locally with synthetic addresses from 198.18.0.0/15 (see names.go), so a
 // lookup cannot carry data out of the sandbox.
+//
+// It runs inside the sandbox, so it imports nothing host-side: besides the standard
+// library only the contract it shares with the proxy (internal/egress/wire: its listen
+// ports, host-name normalisation) and the runtime's constants (internal/sandbox), never
+// internal/egress, which holds the CA, TLS termination, policy and secrets
+// (TestNoHostSideImports).
 package netd
 
 import (
