@@ -2,20 +2,19 @@ package provider
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/builds"
-	"github.com/trueforge/terraform-provider-trueforge/internal/catalog"
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
-	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -23,74 +22,74 @@ import (
 // backends, opened lazily because most plans never need them.
 type controlPlane struct {
 	store *store.Store
+	plane *controlplane.Plane
 	owner string
 
-	boxOnce sync.Once
-	box     *secretbox.Box
-	boxErr  error
+	// backends are this build's sandbox backends by type (tests put in their own).
+	backends backends.Registry
 
-	// builders caches one snapshot builder per provider type: a plan over hundreds of
-	// environments refreshes each of them, and a builder is not free to set up.
+	// builders caches one snapshot builder per provider setting: a plan over hundreds
+	// of environments refreshes each of them, and a builder is not free to set up.
 	mu       sync.Mutex
 	builders map[string]sandbox.SnapshotBuilder
-
-	// daytonaOpts are added to every Daytona client (tests shorten polls and backoff).
-	daytonaOpts []daytona.Option
-
-	// limitsProbe, when set, replaces local.ProbeLimits (tests).
-	limitsProbe func(sandbox.Limits) []sandbox.UnenforcedLimit
 }
 
 func newControlPlane(st *store.Store, owner string) *controlPlane {
-	return &controlPlane{store: st, owner: owner}
+	return &controlPlane{store: st, plane: controlplane.New(st), owner: owner, backends: backends.Default()}
 }
 
-// secretBox returns the key that seals secret values at rest.
-func (cp *controlPlane) secretBox() (*secretbox.Box, error) {
-	cp.boxOnce.Do(func() {
-		cp.box, cp.boxErr = secretbox.Load(os.Getenv(secretbox.KeyEnv), filepath.Join(cp.store.Dir(), "secret.key"))
-	})
-	return cp.box, cp.boxErr
+// backend returns the backend of a sandbox provider.
+func (cp *controlPlane) backend(p store.SandboxProvider) (sandbox.Backend, error) {
+	return cp.backends.Get(p.Type)
 }
 
-// builder returns the snapshot builder for a provider's type.
-func (cp *controlPlane) builder(p store.SandboxProvider) (sandbox.SnapshotBuilder, error) {
-	entry, ok := catalog.Lookup(p.Type)
-	if !ok || !entry.Available {
-		return nil, fmt.Errorf("sandbox provider type %q has no backend in this build", p.Type)
+// settings is p as its backend sees it, without the API key: enough for plan-time checks.
+func (cp *controlPlane) settings(p store.SandboxProvider) sandbox.ProviderConfig {
+	return sandbox.ProviderConfig{Name: p.Name, Type: p.Type, APIURL: p.APIURL, Target: p.Target,
+		RequireLimits: p.RequireLimits, DataDir: cp.plane.DataDir(), Plane: cp.plane.ID()}
+}
+
+// opened is p as its backend is opened with it: its API key opened.
+func (cp *controlPlane) opened(p store.SandboxProvider) (sandbox.Backend, sandbox.ProviderConfig, error) {
+	b, err := cp.backend(p)
+	if err != nil {
+		return nil, sandbox.ProviderConfig{}, err
 	}
-	// A remote backend's builder is tied to its endpoint and key, which an update of the
+	cfg, err := cp.plane.Provider(p)
+	return b, cfg, err
+}
+
+// builder returns the snapshot builder of a provider.
+func (cp *controlPlane) builder(ctx context.Context, p store.SandboxProvider) (sandbox.SnapshotBuilder, error) {
+	b, cfg, err := cp.opened(p)
+	if err != nil {
+		return nil, err
+	}
+	// A builder is tied to the provider's endpoint and key, which an update of the
 	// provider may change within one run.
-	cacheKey := p.Type
-	if p.Type == typeDaytona {
-		cacheKey = strings.Join([]string{p.Type, daytonaAPIURL(p), p.Target, string(p.APIKeyEnc)}, "\x00")
-	}
+	sum := sha256.Sum256([]byte(cfg.APIKey))
+	cacheKey := strings.Join([]string{cfg.Type, cfg.APIURL, cfg.Target, cfg.DataDir, string(sum[:])}, "\x00")
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	if b, ok := cp.builders[cacheKey]; ok {
-		return b, nil
+	if sb, ok := cp.builders[cacheKey]; ok {
+		return sb, nil
 	}
-	var b sandbox.SnapshotBuilder
-	var err error
-	switch p.Type {
-	case "local":
-		b, err = local.NewBuilder(filepath.Join(cp.store.Dir(), "local-backend"))
-	case typeDaytona:
-		var c *daytona.Client
-		if c, err = cp.daytonaClient(p); err == nil {
-			b = daytona.NewBuilder(c)
-		}
-	default:
-		err = fmt.Errorf("sandbox provider type %q has no backend in this build", p.Type)
-	}
+	sb, err := b.Builder(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	if cp.builders == nil {
 		cp.builders = map[string]sandbox.SnapshotBuilder{}
 	}
-	cp.builders[cacheKey] = b
-	return b, nil
+	cp.builders[cacheKey] = sb
+	return sb, nil
+}
+
+// remoteSnapshots reports whether p's snapshots live in a remote service
+// (sandbox.Capabilities.RemoteSnapshots).
+func (cp *controlPlane) remoteSnapshots(p store.SandboxProvider) bool {
+	b, err := cp.backend(p)
+	return err == nil && b.Info().Capabilities.RemoteSnapshots
 }
 
 // coordinator returns the build coordinator for the named sandbox provider.
@@ -99,11 +98,74 @@ func (cp *controlPlane) coordinator(ctx context.Context, providerName string) (*
 	if err != nil {
 		return nil, p, err
 	}
-	b, err := cp.builder(p)
+	b, err := cp.builder(ctx, p)
 	if err != nil {
 		return nil, p, err
 	}
 	return &builds.Coordinator{Store: cp.store, Builder: b, Provider: p.Name}, p, nil
+}
+
+// checkEnvironment adds what p's backend would refuse or not honour about env.
+func (cp *controlPlane) checkEnvironment(ctx context.Context, p store.SandboxProvider, env sandbox.EnvironmentSpec, diags *diag.Diagnostics) {
+	b, err := cp.backend(p)
+	if err != nil {
+		return // the provider's own type check reports it
+	}
+	addProblems(diags, b.CheckEnvironment(ctx, cp.settings(p), env))
+}
+
+// addProblems turns a backend's problems into diagnostics on their attributes.
+func addProblems(diags *diag.Diagnostics, problems []sandbox.Problem) {
+	for _, pr := range problems {
+		switch {
+		case pr.Attribute == "" && pr.Warning:
+			diags.AddWarning(pr.Summary, pr.Detail)
+		case pr.Attribute == "":
+			diags.AddError(pr.Summary, pr.Detail)
+		case pr.Warning:
+			diags.AddAttributeWarning(attributePath(pr.Attribute), pr.Summary, pr.Detail)
+		default:
+			diags.AddAttributeError(attributePath(pr.Attribute), pr.Summary, pr.Detail)
+		}
+	}
+}
+
+// attributePath is the path of a dotted attribute name ("network.allow_domains").
+func attributePath(dotted string) path.Path {
+	parts := strings.Split(dotted, ".")
+	p := path.Root(parts[0])
+	for _, name := range parts[1:] {
+		p = p.AtName(name)
+	}
+	return p
+}
+
+// environmentSecrets returns the backend secret store of an environment's sandbox
+// provider and the backend's title, or a nil store when that backend keeps none (or the
+// environment does not exist yet).
+func (cp *controlPlane) environmentSecrets(ctx context.Context, environment string) (sandbox.SecretStore, string, error) {
+	env, err := cp.store.GetEnvironment(ctx, environment)
+	if err != nil {
+		return nil, "", ignoreNotFound(err)
+	}
+	p, err := cp.store.GetSandboxProvider(ctx, env.Provider)
+	if err != nil {
+		return nil, "", err
+	}
+	b, cfg, err := cp.opened(p)
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := b.Secrets(ctx, cfg)
+	return s, b.Info().Title, err
+}
+
+// ignoreNotFound is err, or nil when it says that something does not exist.
+func ignoreNotFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // configureControlPlane is the shared body of every resource's and data source's

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
 )
@@ -41,9 +42,9 @@ type daytonaFixture struct {
 func newDaytonaFixture(t testing.TB, opts ...daytonatest.Option) *daytonaFixture {
 	t.Helper()
 	srv := daytonatest.NewServer(t, opts...)
-	p := &trueforgeProvider{version: "test", daytonaOpts: []daytona.Option{
-		daytona.WithPollInterval(10 * time.Millisecond), daytona.WithRetryPolicy(daytonaTestRetry),
-	}}
+	reg := backends.Default()
+	reg[daytona.Type] = daytona.NewBackend(daytona.WithPollInterval(10*time.Millisecond), daytona.WithRetryPolicy(daytonaTestRetry))
+	p := &trueforgeProvider{version: "test", backends: reg}
 	return &daytonaFixture{
 		controlPlaneFixture: newFixture(t),
 		srv:                 srv,
@@ -143,7 +144,7 @@ func TestAccDaytona_missingScopesStoresNothing(t *testing.T) {
 	f.key = "dtn_partial_scopes_key"
 	f.srv.AddKey(f.key, "write:sandboxes", "read:volumes")
 	// The emulator names keys "key-<first 4>…<last 4>" in GET /api-keys/current.
-	detail := missingScopesDetail("key-dtn_…_key", []string{"write:snapshots", "manage:secrets"})
+	detail := daytona.MissingScopesDetail("key-dtn_…_key", []string{"write:snapshots", "manage:secrets"})
 	want := regexp.MustCompile(`Error: Daytona API Key Missing Scopes[\s\S]*` + spaced(detail).String())
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: f.providers,
@@ -200,7 +201,7 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 	f := newDaytonaFixture(t)
 	const envAddrPy = "trueforge_environment.py"
 	snapshotStable := statecheck.CompareValue(compare.ValuesSame())
-	secretName := daytonaSecretName("py", "GITHUB_TOKEN")
+	secretName := daytona.SecretName("py", "GITHUB_TOKEN")
 	var snapName string
 	remember := func(*terraformState) error {
 		env, err := f.store().GetEnvironment(t.Context(), "py")
@@ -611,26 +612,4 @@ func TestAccDaytona_imageChangeBakesNewSnapshot(t *testing.T) {
 			},
 		},
 	})
-}
-
-// TestDaytonaSecretName pins the naming rule of Daytona secrets: Daytona's name pattern,
-// and unambiguous across environment and variable names.
-func TestDaytonaSecretName(t *testing.T) {
-	t.Parallel()
-	re := regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`)
-	seen := map[string]string{}
-	for _, c := range [][2]string{{"py", "GITHUB_TOKEN"}, {"a--b", "C"}, {"a", "b__C"}, {"py_github", "TOKEN"}, {"0env", "_X"}} {
-		n := daytonaSecretName(c[0], c[1])
-		if !re.MatchString(n) {
-			t.Errorf("%v -> %q does not match Daytona's secret name rule", c, n)
-		}
-		if prev, dup := seen[n]; dup {
-			t.Errorf("%v and %s both map to %q", c, prev, n)
-		}
-		seen[n] = fmt.Sprint(c)
-		i := strings.LastIndex(n, "--")
-		if n[len("trueforge-"):i] != c[0] || n[i+2:] != c[1] {
-			t.Errorf("%q does not split back into %v", n, c)
-		}
-	}
 }

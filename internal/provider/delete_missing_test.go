@@ -52,7 +52,7 @@ func seededControlPlane(t *testing.T, f *controlPlaneFixture, edit func(*store.E
 			t.Fatal(err)
 		}
 	}
-	box, err := cp.secretBox()
+	box, err := cp.plane.SecretBox()
 	if err != nil {
 		t.Fatal(err)
 	}

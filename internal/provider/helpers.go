@@ -61,3 +61,19 @@ func listFrom(ctx context.Context, l types.List) []string {
 	l.ElementsAs(ctx, &out, false)
 	return out
 }
+
+// boolPointer maps an optional bool attribute to the store's setting (nil when unset).
+func boolPointer(v types.Bool) *bool {
+	if v.IsNull() || v.IsUnknown() {
+		return nil
+	}
+	b := v.ValueBool()
+	return &b
+}
+
+func optionalBool(b *bool) types.Bool {
+	if b == nil {
+		return types.BoolNull()
+	}
+	return types.BoolValue(*b)
+}

@@ -8,7 +8,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 )
 
 // fakeProbe stands for a host where the user running Terraform has no writable cgroup.
@@ -33,9 +35,9 @@ func limitsDiag(t *testing.T, diags diag.Diagnostics) (string, string) {
 	n := 0
 	for _, d := range diags {
 		switch d.Summary() {
-		case summaryLimitsNotEnforced:
+		case "Sandbox Limits Not Enforced On This Host":
 			kind, detail = "warning", d.Detail()
-		case summaryLimitsRefused:
+		case "Sandbox Limits Cannot Be Enforced":
 			kind, detail = "error", d.Detail()
 		default:
 			if d.Severity() == diag.SeverityError {
@@ -49,6 +51,13 @@ func limitsDiag(t *testing.T, diags diag.Diagnostics) (string, string) {
 		t.Fatalf("%d diagnostics about sandbox limits; want at most one: %v", n, diags)
 	}
 	return kind, detail
+}
+
+// setLimitsProbe makes cp's local backend see the host through probe.
+func setLimitsProbe(cp *controlPlane, probe func(sandbox.Limits) []sandbox.UnenforcedLimit) {
+	reg := backends.Default()
+	reg[local.Type] = &local.Backend{Probe: probe}
+	cp.backends = reg
 }
 
 // rootDefault is what an unset require_limits means for this test process.
@@ -85,7 +94,7 @@ func TestEnvironmentPlanSaysWhichLimitsAreNotEnforced(t *testing.T) {
 			if c.require != nil {
 				f.exec(`UPDATE sandbox_providers SET require_limits = ?`, *c.require == "true")
 			}
-			cp.limitsProbe = c.probe
+			setLimitsProbe(cp, c.probe)
 			r := configured(t, &environmentResource{}, cp)
 			s := resourceSchema(t, r)
 			prior := pyEnvironment(t, s, cp, false, nil)
@@ -166,7 +175,7 @@ func TestSandboxProviderPlanSaysWhichLimitsAreNotEnforced(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t)
 			cp, _ := f.controlPlane()
-			cp.limitsProbe = c.probe
+			setLimitsProbe(cp, c.probe)
 			r := configured(t, &sandboxProviderResource{}, cp)
 			s := resourceSchema(t, r)
 			plan := localProviderPlan(t, c.plan)

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -28,9 +28,9 @@ var _ provider.Provider = (*trueforgeProvider)(nil)
 
 type trueforgeProvider struct {
 	version string
-	// daytonaOpts are passed to every Daytona API client; tests use them to poll and back
-	// off faster against the emulator. Empty in the released provider.
-	daytonaOpts []daytona.Option
+	// backends, when set, replaces backends.Default(): tests poll and back off faster
+	// against the Daytona emulator, or fake what the local backend finds on the host.
+	backends backends.Registry
 }
 
 type providerModel struct {
@@ -104,7 +104,9 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 		return
 	}
 	cp := newControlPlane(st, owner)
-	cp.daytonaOpts = p.daytonaOpts
+	if p.backends != nil {
+		cp.backends = p.backends
+	}
 	resp.ResourceData = cp
 	resp.DataSourceData = cp
 }

@@ -133,7 +133,7 @@ resource "trueforge_sandbox_provider" "dt" {
 }
 `,
 			PlanOnly:    true,
-			ExpectError: attrError("require_limits", "require_limits configures the local backend"),
+			ExpectError: attrError("require_limits", `require_limits configures the backends that enforce sandbox limits on this host \(local\)`),
 		}},
 	})
 }

@@ -272,9 +272,7 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if !plan.Name.IsUnknown() {
 		plan.ID = plan.Name
 	}
-	r.checkImage(ctx, &plan, resp)
-	r.checkDaytonaLimits(ctx, &plan, resp)
-	r.checkLocalLimits(ctx, &plan, state, resp)
+	r.checkBackend(ctx, &plan, state, resp)
 
 	if state == nil {
 		plan.Owner = types.StringValue(r.cp.owner)
@@ -333,37 +331,33 @@ func (r *environmentResource) unchanged(ctx context.Context, req resource.Modify
 	return status.ValueString() != sandbox.StatusFailed && snapshot.ValueString() != ""
 }
 
-// checkImage rejects images the environment's backend cannot use, at plan time.
-func (r *environmentResource) checkImage(ctx context.Context, plan *environmentModel, resp *resource.ModifyPlanResponse) {
-	if plan.Image.IsUnknown() || plan.SandboxProvider.IsUnknown() {
+// checkBackend adds, when an environment is created or its image, sizes or network
+// change, what its sandbox provider's backend would refuse or not honour about it
+// (sandbox.Backend.CheckEnvironment: the local backend's platform-only image and whether
+// limits are enforced on this host, Daytona's domain and size caps). A provider created
+// in the same apply is not known yet: Create checks again, and the provider's own plan
+// says it for its default environment.
+func (r *environmentResource) checkBackend(ctx context.Context, plan, state *environmentModel, resp *resource.ModifyPlanResponse) {
+	if plan.SandboxProvider.IsUnknown() || plan.Image.IsUnknown() || plan.CPU.IsUnknown() || plan.Memory.IsUnknown() ||
+		plan.Disk.IsUnknown() || plan.Network.IsUnknown() {
+		return
+	}
+	if state != nil && plan.Image.Equal(state.Image) && plan.CPU.Equal(state.CPU) && plan.Memory.Equal(state.Memory) &&
+		plan.Disk.Equal(state.Disk) && plan.Network.Equal(state.Network) {
 		return
 	}
 	p, err := r.cp.store.GetSandboxProvider(ctx, plan.SandboxProvider.ValueString())
 	if err != nil {
-		return // created in this apply; Create checks again
+		return
 	}
-	if p.Type == "local" && plan.Image.ValueString() != sandbox.PlatformImage {
-		resp.Diagnostics.AddAttributeError(path.Root("image"), "Image Not Supported By Backend",
-			fmt.Sprintf("The local backend builds on the platform image only; got %q. Set image = \"platform\" and install what you need in build_script.", plan.Image.ValueString()))
-	}
+	r.cp.checkEnvironment(ctx, p, plan.environmentSpec(ctx), &resp.Diagnostics)
 }
 
-// checkLocalLimits says, when an environment on a local sandbox provider is created or
-// resized, whether its sandboxes get their limits on this host (localLimitsDiags). A
-// provider created in the same apply says it for its default environment instead.
-func (r *environmentResource) checkLocalLimits(ctx context.Context, plan, state *environmentModel, resp *resource.ModifyPlanResponse) {
-	if plan.SandboxProvider.IsUnknown() || plan.CPU.IsUnknown() || plan.Memory.IsUnknown() || plan.Disk.IsUnknown() {
-		return
-	}
-	if state != nil && plan.CPU.Equal(state.CPU) && plan.Memory.Equal(state.Memory) && plan.Disk.Equal(state.Disk) {
-		return
-	}
-	p, err := r.cp.store.GetSandboxProvider(ctx, plan.SandboxProvider.ValueString())
-	if err != nil || p.Type != "local" {
-		return
-	}
-	resp.Diagnostics.Append(r.cp.localLimitsDiags(p.Name, p.RequireLimits, plan.Name.ValueString(),
-		plan.CPU.ValueInt64(), plan.Memory.ValueInt64(), plan.Disk.ValueInt64())...)
+// environmentSpec is what a backend checks of the environment (CheckEnvironment).
+func (m *environmentModel) environmentSpec(ctx context.Context) sandbox.EnvironmentSpec {
+	spec, _ := m.spec(ctx)
+	blockAll, allow := m.network(ctx)
+	return sandbox.EnvironmentSpec{Name: m.Name.ValueString(), Spec: spec, BlockAll: blockAll, AllowDomains: allow}
 }
 
 func addOwnerError(diags *diag.Diagnostics, env, owner, caller, verb string) {

@@ -54,18 +54,15 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	spec, _ := plan.spec(ctx)
-	if prov.Type == "local" && spec.Image != sandbox.PlatformImage {
-		resp.Diagnostics.AddAttributeError(path.Root("image"), "Image Not Supported By Backend",
-			fmt.Sprintf("The local backend builds on the platform image only; got %q.", spec.Image))
+	// Checked at plan time too, unless the provider was created in the same apply: what
+	// the backend refuses stops here, before anything is built or stored.
+	var checked diag.Diagnostics
+	r.cp.checkEnvironment(ctx, prov, plan.environmentSpec(ctx), &checked)
+	if checked.HasError() {
+		resp.Diagnostics.Append(checked.Errors()...)
 		return
 	}
 	blockAll, allow := plan.network(ctx)
-	if prov.Type == typeDaytona {
-		// Checked at plan time too, unless the provider was created in the same apply.
-		if resp.Diagnostics.Append(daytonaNetworkDiags(allow)...); resp.Diagnostics.HasError() {
-			return
-		}
-	}
 	snap, err := coord.Ensure(ctx, spec, prov.ReleaseSnapshot, blockAll)
 	if err != nil {
 		resp.Diagnostics.AddError("Error Starting Snapshot Build", fmt.Sprintf("Environment %q: %s", name, err))
@@ -137,10 +134,10 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 		switch {
 		case err == nil:
 			status = snap.Status
-		case prov.Type == typeDaytona:
+		case r.cp.remoteSnapshots(prov):
 			// A remote API that did not answer (after retries) says nothing about the
 			// snapshot: fail the refresh rather than plan a rebuild on a network blip.
-			resp.Diagnostics.AddError("Error Reading Environment Snapshot", daytonaReadError(env.Name, env.SnapshotID, err))
+			resp.Diagnostics.AddError("Error Reading Environment Snapshot", snapshotReadError(env.Name, env.SnapshotID, err))
 			return
 		}
 	}

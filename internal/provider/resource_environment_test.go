@@ -281,7 +281,7 @@ func TestAccEnvironment_drift(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					b, err := cp.builder(mustProvider(t, cp))
+					b, err := cp.builder(t.Context(), mustProvider(t, cp))
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -18,7 +19,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/catalog"
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -149,7 +151,7 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 				MarkdownDescription: "Backend type from the built-in catalog: `local` (embedded, this Linux machine) or `daytona`. Changing it replaces the provider.",
 				Required:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{stringvalidator.OneOf(catalog.Types()...)},
+				Validators:          []validator.String{stringvalidator.OneOf(backends.Default().Types()...)},
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true}),
 		},
@@ -166,34 +168,42 @@ func (r *sandboxProviderResource) ValidateConfig(ctx context.Context, req resour
 	if resp.Diagnostics.HasError() || m.Type.IsUnknown() || m.Type.IsNull() {
 		return
 	}
-	entry, ok := catalog.Lookup(m.Type.ValueString())
-	if !ok {
+	registry := backends.Default() // validation may come before Configure
+	if r.cp != nil {
+		registry = r.cp.backends
+	}
+	b, err := registry.Get(m.Type.ValueString())
+	if err != nil {
 		return // the OneOf validator reports it
 	}
-	if !entry.Available {
-		resp.Diagnostics.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available",
-			fmt.Sprintf("The catalog lists type %q, but this build of the provider has no backend for it yet. Use type = \"local\".", entry.Type))
-	}
-	if !m.RequireLimits.IsNull() && entry.Type != "local" {
+	info := b.Info()
+	if !m.RequireLimits.IsNull() && !info.Capabilities.HostLimits {
+		var local []string
+		for _, t := range registry.Types() {
+			if b, _ := registry.Get(t); b.Info().Capabilities.HostLimits {
+				local = append(local, t)
+			}
+		}
 		resp.Diagnostics.AddAttributeError(path.Root("require_limits"), "Attribute Not Supported By Type",
-			fmt.Sprintf("require_limits configures the local backend, which enforces sandbox limits itself; type %q gives every sandbox "+
-				"exactly its snapshot's resources. Remove require_limits, or use type = \"local\".", entry.Type))
+			fmt.Sprintf("require_limits configures the backends that enforce sandbox limits on this host (%s); type %q gives every "+
+				"sandbox exactly its snapshot's resources. Remove require_limits.", strings.Join(local, ", "), info.Type))
 	}
-	if entry.NeedsAPIKey && m.APIKey.IsNull() && m.APIKeyWO.IsNull() {
+	if info.NeedsAPIKey && m.APIKey.IsNull() && m.APIKeyWO.IsNull() {
 		resp.Diagnostics.AddAttributeError(path.Root("api_key"), "Missing API Key",
-			fmt.Sprintf("Type %q needs an API key. Set api_key_wo (with api_key_wo_version) or api_key.", entry.Type))
+			fmt.Sprintf("Type %q needs an API key. Set api_key_wo (with api_key_wo_version) or api_key.", info.Type))
 	}
 }
 
 // ModifyPlan plans a repair when refresh found the provider degraded (its reserved
 // default environment was removed outside Terraform); Update recreates what is missing.
-// For a local provider being created, or whose require_limits changes, it says whether
-// sandboxes get their limits on this host (localLimitsDiags, for the default environment).
+// For a provider being created, or whose require_limits changes, it says what its
+// backend would refuse or not honour about the default environment (CheckEnvironment:
+// on the local backend, whether sandboxes get their limits on this host).
 func (r *sandboxProviderResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return
 	}
-	r.checkLocalLimits(ctx, req, resp)
+	r.checkDefaultEnvironment(ctx, req, resp)
 	if req.State.Raw.IsNull() {
 		return
 	}
@@ -207,15 +217,18 @@ func (r *sandboxProviderResource) ModifyPlan(ctx context.Context, req resource.M
 		fmt.Sprintf("Sandbox provider status is %q: its reserved default environment is missing. Apply recreates it.", status.ValueString()))
 }
 
-// checkLocalLimits adds the plan's diagnostic about the limits of a local provider's
-// sandboxes when the provider is created or its require_limits changes.
-func (r *sandboxProviderResource) checkLocalLimits(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+// checkDefaultEnvironment adds the backend's findings about the default environment
+// when the provider is created or its require_limits changes.
+func (r *sandboxProviderResource) checkDefaultEnvironment(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.cp == nil {
+		return
+	}
 	var typ, name types.String
 	var require types.Bool
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("type"), &typ)...)
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("name"), &name)...)
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("require_limits"), &require)...)
-	if resp.Diagnostics.HasError() || typ.ValueString() != "local" || require.IsUnknown() {
+	if resp.Diagnostics.HasError() || typ.IsUnknown() || name.IsUnknown() || require.IsUnknown() {
 		return
 	}
 	if !req.State.Raw.IsNull() {
@@ -225,8 +238,8 @@ func (r *sandboxProviderResource) checkLocalLimits(ctx context.Context, req reso
 			return
 		}
 	}
-	resp.Diagnostics.Append(r.cp.localLimitsDiags(name.ValueString(), boolPointer(require), defaultEnvironmentName,
-		defaultSpec.CPU, defaultSpec.MemoryGB, defaultSpec.DiskGB)...)
+	p := store.SandboxProvider{Name: name.ValueString(), Type: typ.ValueString(), RequireLimits: boolPointer(require)}
+	r.cp.checkEnvironment(ctx, p, sandbox.EnvironmentSpec{Name: defaultEnvironmentName, Spec: defaultSpec}, &resp.Diagnostics)
 }
 
 func (r *sandboxProviderResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -262,7 +275,7 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 		return
 	}
 	p.Scopes, p.APIKeyEnc = scopes, keyEnc
-	builder, err := r.cp.builder(p)
+	builder, err := r.cp.builder(ctx, p)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available", err.Error())
 		return
@@ -365,8 +378,8 @@ func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadReq
 		// The default environment is part of a configured provider; without it the
 		// provider needs repair, which an update performs.
 		state.Status = types.StringValue(statusDegraded)
-	} else if err == nil && p.Type == typeDaytona && r.defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
-		// Its snapshot was deleted or deactivated in Daytona: repaired the same way.
+	} else if err == nil && r.cp.remoteSnapshots(p) && r.defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
+		// Its snapshot was deleted or deactivated in the backend: repaired the same way.
 		state.Status = types.StringValue(statusDegraded)
 	}
 	if resp.Diagnostics.HasError() {
@@ -411,7 +424,7 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 			addOperationError(&resp.Diagnostics, "Error Repairing Default Environment", fmt.Sprintf("sandbox provider %q, recreating its %q environment", p.Name, defaultEnvironmentName), err)
 			return
 		}
-	} else if err == nil && p.Type == typeDaytona && r.defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
+	} else if err == nil && r.cp.remoteSnapshots(p) && r.defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
 		if err := r.rebuildDefaultSnapshot(ctx, p); err != nil {
 			addOperationError(&resp.Diagnostics, "Error Repairing Default Environment", fmt.Sprintf("sandbox provider %q, rebuilding the snapshot of its %q environment", p.Name, defaultEnvironmentName), err)
 			return
@@ -481,36 +494,29 @@ func (r *sandboxProviderResource) validateCredentials(ctx context.Context, p *st
 		diags.Append(cfg.GetAttribute(ctx, path.Root("api_key_wo"), &wo)...)
 		key = wo.ValueString()
 	}
-	entry, _ := catalog.Lookup(p.Type)
-	if entry.NeedsAPIKey && key == "" {
+	b, err := r.cp.backend(*p)
+	if err != nil {
+		diags.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available", err.Error())
+		return nil, nil, false
+	}
+	if b.Info().NeedsAPIKey && key == "" {
 		diags.AddAttributeError(path.Root("api_key"), "Missing API Key",
 			fmt.Sprintf("Type %q needs an API key. Set api_key_wo (with api_key_wo_version) or api_key.", p.Type))
 		return nil, nil, false
 	}
-	var scopes []string
-	switch p.Type {
-	case "local":
-		// The embedded backend runs as the applying user and grants every capability.
-		scopes = append([]string(nil), catalog.DaytonaScopes...)
-	case typeDaytona:
-		var ok bool
-		if scopes, ok = r.cp.checkDaytonaKey(ctx, *p, key, diags); !ok {
-			return nil, nil, false
-		}
-	default:
-		diags.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available",
-			fmt.Sprintf("This build of the provider has no backend for type %q.", p.Type))
+	settings := r.cp.settings(*p)
+	settings.APIKey = key
+	scopes, problems := b.CheckCredentials(ctx, settings)
+	var checked diag.Diagnostics
+	addProblems(&checked, problems)
+	diags.Append(checked...)
+	if checked.HasError() {
 		return nil, nil, false
 	}
 	if key == "" {
 		return scopes, nil, true
 	}
-	box, err := r.cp.secretBox()
-	if err != nil {
-		diags.AddError("Secret Key Unavailable", "The API key cannot be sealed for storage.\n\nOriginal Error: "+err.Error())
-		return nil, nil, false
-	}
-	sealed, err := box.Seal([]byte(key), "sandbox_provider/"+p.Name)
+	sealed, err := r.cp.plane.Seal([]byte(key), controlplane.ProviderKeyLabel(p.Name))
 	if err != nil {
 		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("sandbox provider %q, sealing its API key", p.Name), err)
 		return nil, nil, false

@@ -18,7 +18,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -200,12 +201,7 @@ func secretValue(ctx context.Context, plan secretModel, cfg tfsdk.Config, diags 
 }
 
 func (r *secretResource) seal(id, value string, diags *diag.Diagnostics) []byte {
-	box, err := r.cp.secretBox()
-	if err != nil {
-		diags.AddError("Secret Key Unavailable", "The secret cannot be sealed for storage.\n\nOriginal Error: "+err.Error())
-		return nil
-	}
-	sealed, err := box.Seal([]byte(value), "secret/"+id)
+	sealed, err := r.cp.plane.Seal([]byte(value), controlplane.SecretLabel(id))
 	if err != nil {
 		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("secret %s, sealing its value", id), err)
 		return nil
@@ -243,24 +239,26 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	hosts := listFrom(ctx, plan.Hosts)
-	// On a Daytona provider the value lives in a Daytona secret too; it is created first so
-	// that a failure leaves nothing in the store.
-	dc, err := r.cp.environmentDaytona(ctx, envName)
+	// On a backend with secrets of its own the value lives there too; it is created first
+	// so that a failure leaves nothing in the store.
+	bs, title, err := r.cp.environmentSecrets(ctx, envName)
 	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Creating Secret", fmt.Sprintf("secret %s, opening the Daytona client of environment %q", id, envName), err)
+		addOperationError(&resp.Diagnostics, "Error Creating Secret", fmt.Sprintf("secret %s, opening the backend of environment %q", id, envName), err)
 		return
 	}
-	var remote *daytona.Secret
-	if dc != nil {
-		if remote, err = createDaytonaSecret(ctx, dc, envName, plan.EnvName.ValueString(), value, hosts); err != nil {
-			resp.Diagnostics.AddError("Error Creating Daytona Secret",
-				fmt.Sprintf("Secret %s could not be created in Daytona as %q; nothing was stored.\n\nOriginal Error: %s", id, daytonaSecretName(envName, plan.EnvName.ValueString()), err))
+	var remote *sandbox.RemoteSecret
+	if bs != nil {
+		rs, err := bs.Create(ctx, sandbox.SecretValue{Environment: envName, EnvName: plan.EnvName.ValueString(), Value: value, Hosts: hosts})
+		if err != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("Error Creating %s Secret", title),
+				fmt.Sprintf("Secret %s could not be created in %s as %q; nothing was stored.\n\nOriginal Error: %s", id, title, bs.Name(envName, plan.EnvName.ValueString()), err))
 			return
 		}
+		remote = &rs
 	}
 	err = r.cp.store.CreateSecret(ctx, store.Secret{ID: id, Environment: envName, EnvName: plan.EnvName.ValueString(), Hosts: hosts, ValueEnc: sealed})
 	if err != nil && remote != nil {
-		_ = dc.DeleteSecret(context.WithoutCancel(ctx), remote.ID)
+		_ = bs.Delete(context.WithoutCancel(ctx), *remote, envName, plan.EnvName.ValueString())
 	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		resp.Diagnostics.AddError("Secret Already Exists",
@@ -298,15 +296,15 @@ func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, res
 	state.Environment = types.StringValue(sec.Environment)
 	state.EnvName = types.StringValue(sec.EnvName)
 	state.Hosts = stringList(sec.Hosts)
-	valueDrift := r.readDaytona(ctx, sec, &state, req.Private, resp)
+	valueDrift := r.readRemote(ctx, sec, &state, req.Private, resp)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	// The control plane can open its own seal, so a value changed outside Terraform shows
 	// as drift of `value`. A write-only value is never in state and cannot drift-detect.
 	if !state.Value.IsNull() {
-		if box, err := r.cp.secretBox(); err == nil {
-			if pt, err := box.Open(sec.ValueEnc, "secret/"+sec.ID); err == nil && !valueDrift {
+		if _, err := r.cp.plane.SecretBox(); err == nil {
+			if pt, err := r.cp.plane.Open(sec.ValueEnc, controlplane.SecretLabel(sec.ID), "secret "+sec.ID); err == nil && !valueDrift {
 				state.Value = types.StringValue(string(pt))
 			} else {
 				state.Value = types.StringValue("") // unreadable: force a rotation to repair it
@@ -341,21 +339,22 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 		}
 	}
 	hosts := listFrom(ctx, plan.Hosts)
-	dc, err := r.cp.environmentDaytona(ctx, state.Environment.ValueString())
+	bs, title, err := r.cp.environmentSecrets(ctx, state.Environment.ValueString())
 	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Updating Secret", fmt.Sprintf("secret %s, opening the Daytona client of environment %q", id, state.Environment.ValueString()), err)
+		addOperationError(&resp.Diagnostics, "Error Updating Secret", fmt.Sprintf("secret %s, opening the backend of environment %q", id, state.Environment.ValueString()), err)
 		return
 	}
-	if dc != nil {
-		// One PATCH: a rotation is a new value, never a new secret or snapshot.
+	if bs != nil {
+		// One update: a rotation is a new value, never a new secret or snapshot.
 		value := secretValue(ctx, plan, req.Config, &resp.Diagnostics)
-		remote, err := updateDaytonaSecret(ctx, dc, loadRemoteSecret(ctx, req.Private), state.Environment.ValueString(), state.EnvName.ValueString(), value, rotate, hosts)
+		remote, err := bs.Update(ctx, loadRemoteSecret(ctx, req.Private),
+			sandbox.SecretValue{Environment: state.Environment.ValueString(), EnvName: state.EnvName.ValueString(), Value: value, Hosts: hosts}, rotate)
 		if err != nil {
-			resp.Diagnostics.AddError("Error Updating Daytona Secret",
-				fmt.Sprintf("Secret %s could not be updated in Daytona; the stored secret is unchanged. Apply again.\n\nOriginal Error: %s", id, err))
+			resp.Diagnostics.AddError(fmt.Sprintf("Error Updating %s Secret", title),
+				fmt.Sprintf("Secret %s could not be updated in %s; the stored secret is unchanged. Apply again.\n\nOriginal Error: %s", id, title, err))
 			return
 		}
-		saveRemoteSecret(ctx, resp.Private, remote, &resp.Diagnostics)
+		saveRemoteSecret(ctx, resp.Private, &remote, &resp.Diagnostics)
 	}
 	if err := r.cp.store.UpdateSecret(ctx, id, hosts, sealed); err != nil {
 		addOperationError(&resp.Diagnostics, "Error Updating Secret", fmt.Sprintf("secret %s, saving it", id), err)
@@ -379,15 +378,15 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 		addOwnerError(&resp.Diagnostics, env.Name, env.Owner, r.cp.owner, "changed (its secrets are part of it)")
 		return
 	}
-	dc, err := r.cp.environmentDaytona(ctx, state.Environment.ValueString())
+	bs, title, err := r.cp.environmentSecrets(ctx, state.Environment.ValueString())
 	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Deleting Secret", fmt.Sprintf("secret %s, opening the Daytona client of environment %q", state.ID.ValueString(), state.Environment.ValueString()), err)
+		addOperationError(&resp.Diagnostics, "Error Deleting Secret", fmt.Sprintf("secret %s, opening the backend of environment %q", state.ID.ValueString(), state.Environment.ValueString()), err)
 		return
 	}
-	if dc != nil {
-		if err := deleteDaytonaSecret(ctx, dc, loadRemoteSecret(ctx, req.Private), state.Environment.ValueString(), state.EnvName.ValueString()); err != nil {
-			resp.Diagnostics.AddError("Error Deleting Daytona Secret",
-				fmt.Sprintf("Secret %s could not be deleted in Daytona; it is kept in trueforge too. Apply again.\n\nOriginal Error: %s", state.ID.ValueString(), err))
+	if bs != nil {
+		if err := bs.Delete(ctx, loadRemoteSecret(ctx, req.Private), state.Environment.ValueString(), state.EnvName.ValueString()); err != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("Error Deleting %s Secret", title),
+				fmt.Sprintf("Secret %s could not be deleted in %s; it is kept in trueforge too. Apply again.\n\nOriginal Error: %s", state.ID.ValueString(), title, err))
 			return
 		}
 	}
@@ -396,42 +395,43 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	}
 }
 
-// readDaytona refreshes a secret of a Daytona environment against Daytona (one GET): a
-// secret deleted there reads as having no hosts, hosts changed there read as they are, so
-// the plan shows the drift and apply repairs it in place. It reports whether the value may
-// have been changed there (Daytona never returns values): a state `value` then reads as
-// "" so the plan rotates it; a write-only value gets a warning.
-func (r *secretResource) readDaytona(ctx context.Context, sec store.Secret, state *secretModel, priv privateGetter, resp *resource.ReadResponse) bool {
-	dc, err := r.cp.environmentDaytona(ctx, sec.Environment)
+// readRemote refreshes a secret against its backend's own secret store, if the backend
+// keeps one (one read): a secret deleted there reads as having no hosts, hosts changed
+// there read as they are, so the plan shows the drift and apply repairs it in place. It
+// reports whether the value may have been changed there (a backend never returns
+// values): a state `value` then reads as "" so the plan rotates it; a write-only value
+// gets a warning.
+func (r *secretResource) readRemote(ctx context.Context, sec store.Secret, state *secretModel, priv privateGetter, resp *resource.ReadResponse) bool {
+	bs, title, err := r.cp.environmentSecrets(ctx, sec.Environment)
 	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Secret", fmt.Sprintf("secret %s, opening the Daytona client of environment %q", sec.ID, sec.Environment), err)
+		addOperationError(&resp.Diagnostics, "Error Reading Secret", fmt.Sprintf("secret %s, opening the backend of environment %q", sec.ID, sec.Environment), err)
 		return false
 	}
-	if dc == nil {
+	if bs == nil {
 		return false
 	}
 	rs := loadRemoteSecret(ctx, priv)
-	name := daytonaSecretName(sec.Environment, sec.EnvName)
-	remote, err := getDaytonaSecret(ctx, dc, rs, name)
+	name := bs.Name(sec.Environment, sec.EnvName)
+	remote, err := bs.Get(ctx, rs, sec.Environment, sec.EnvName)
 	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Daytona Secret", fmt.Sprintf("Secret %s (Daytona secret %q): %s", sec.ID, name, err))
+		resp.Diagnostics.AddError(fmt.Sprintf("Error Reading %s Secret", title), fmt.Sprintf("Secret %s (%s secret %q): %s", sec.ID, title, name, err))
 		return false
 	}
 	if remote == nil {
-		resp.Diagnostics.AddWarning("Daytona Secret Deleted Outside Terraform",
-			fmt.Sprintf("Daytona secret %q of %s no longer exists. The plan shows it with no hosts; apply recreates it with the configured value and hosts.", name, sec.ID))
+		resp.Diagnostics.AddWarning(fmt.Sprintf("%s Secret Deleted Outside Terraform", title),
+			fmt.Sprintf("%s secret %q of %s no longer exists. The plan shows it with no hosts; apply recreates it with the configured value and hosts.", title, name, sec.ID))
 		state.Hosts = stringList(nil)
 		return false
 	}
-	hosts, valueChanged := daytonaSecretDrift(remote, rs)
+	hosts, valueChanged := remoteSecretDrift(remote, rs)
 	state.Hosts = stringList(hosts)
 	if rs.ID == "" {
 		// Imported or recovered: remember the secret from now on.
 		saveRemoteSecret(ctx, resp.Private, remote, &resp.Diagnostics)
 	}
 	if valueChanged && state.Value.IsNull() {
-		resp.Diagnostics.AddWarning("Daytona Secret Changed Outside Terraform",
-			fmt.Sprintf("Daytona secret %q of %s was updated outside Terraform, so its value may differ from value_wo. Increment value_wo_version to send the configured value again.", name, sec.ID))
+		resp.Diagnostics.AddWarning(fmt.Sprintf("%s Secret Changed Outside Terraform", title),
+			fmt.Sprintf("%s secret %q of %s was updated outside Terraform, so its value may differ from value_wo. Increment value_wo_version to send the configured value again.", title, name, sec.ID))
 	}
 	return valueChanged
 }

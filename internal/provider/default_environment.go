@@ -1,0 +1,60 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// The reserved default environment of a backend whose snapshots live remotely
+// (sandbox.Capabilities.RemoteSnapshots) can lose its snapshot outside Terraform: the
+// provider's refresh reads it, and the next apply repairs it.
+
+// defaultSnapshotFailed refreshes the default environment's snapshot (one read) of a
+// backend with remote snapshots and reports whether it is Failed: deleted, deactivated
+// or broken there. It adds an error diagnostic, as an environment's refresh does, when
+// the backend did not answer.
+func (r *sandboxProviderResource) defaultSnapshotFailed(ctx context.Context, p store.SandboxProvider, def store.Environment, diags *diag.Diagnostics) bool {
+	coord, _, err := r.cp.coordinator(ctx, p.Name)
+	if err != nil {
+		addOperationError(diags, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q, opening its backend", p.Name), err)
+		return false
+	}
+	snap, err := coord.Refresh(ctx, def.SnapshotID)
+	if err != nil {
+		diags.AddError("Error Reading Environment Snapshot", snapshotReadError(def.Name, def.SnapshotID, err))
+		return false
+	}
+	return snap.Status == sandbox.StatusFailed
+}
+
+// rebuildDefaultSnapshot brings the default environment's snapshot back (re-activating or
+// rebuilding it) and waits for it.
+func (r *sandboxProviderResource) rebuildDefaultSnapshot(ctx context.Context, p store.SandboxProvider) error {
+	coord, _, err := r.cp.coordinator(ctx, p.Name)
+	if err != nil {
+		return err
+	}
+	snap, err := coord.Ensure(ctx, defaultSpec, p.ReleaseSnapshot, false)
+	if err != nil {
+		return err
+	}
+	if snap, err = coord.Wait(ctx, snap.ID); err != nil {
+		return err
+	}
+	if snap.Status != sandbox.StatusReady {
+		return fmt.Errorf("the snapshot of the default environment failed: %s\n\nBuild log (tail):\n%s", snap.Reason, snap.LogTail)
+	}
+	return nil
+}
+
+// snapshotReadError is the detail of a refresh that could not reach a backend with remote
+// snapshots.
+func snapshotReadError(env, snapshot string, err error) string {
+	return fmt.Sprintf("Environment %q: the state of snapshot %s could not be read from its backend, so the plan cannot tell whether it needs a rebuild. "+
+		"Check the backend's status and the network, then plan again.\n\nOriginal Error: %s", env, snapshot, err)
+}
