@@ -18,12 +18,21 @@ import (
 	"syscall"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/netd"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	// First, before the netd dispatch: the local backend re-executes this binary as a
+	// sandbox's or build's setup step (root in a new mount namespace), as the sandbox
+	// init (PID 1), the build shim and the unshift step, and such a process must run
+	// that and exit. Their markers (an argument, an environment variable, the pid) are
+	// exact and no netd invocation carries them, whereas netdArgs goes by the name the
+	// binary runs under and its first argument, which must not decide what a privileged
+	// step runs. netd loses nothing: its NotDumpable comes a few getenv calls later.
+	local.ReexecMain()
 	if args, ok := netdArgs(os.Args); ok {
 		os.Exit(netd.Main(args, os.Stderr))
 	}

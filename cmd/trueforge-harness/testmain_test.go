@@ -7,11 +7,15 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 )
 
 // TestMain builds the harness static once, as the netd helper of the tests' local
-// sandboxes (the in-process CLI's own test binary is not static).
+// sandboxes (the in-process CLI's own test binary is not static). Before anything, it
+// lets this binary be what the local backend re-executes (setup step, build shim,
+// unshift step, init), as main does.
 func TestMain(m *testing.M) {
+	local.ReexecMain()
 	dir, err := os.MkdirTemp("", "tfh-netd-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

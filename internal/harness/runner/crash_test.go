@@ -20,6 +20,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -28,6 +29,7 @@ import (
 const helperEnv = "TRUEFORGE_HARNESS_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	local.ReexecMain() // the local backend re-executes this test binary as its helpers
 	if os.Getenv(helperEnv) != "" {
 		if err := runHelper(); err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)

@@ -39,10 +39,16 @@
 // under its own upper directories) once, prepares the network namespace of an egress
 // sandbox (netns.go), and execs bwrap, which unshares every other namespace (pid, ipc,
 // uts, cgroup, and net without egress) and runs the sandbox init as PID 1: this very
-// program again, bound read-only at /run/trueforge/init and recognised by this package's
-// init function. Each Exec connects to the init's control socket (a host path that is
-// not visible inside) and hands it argv, env, cwd and the stdio pipes; the init forks the
-// command. Stop kills the keeper, and with PID 1 everything in the sandbox.
+// program again, bound read-only at /run/trueforge/init and recognised by ReexecMain.
+// Each Exec connects to the init's control socket (a host path that is not visible
+// inside) and hands it argv, env, cwd and the stdio pipes; the init forks the command.
+// Stop kills the keeper, and with PID 1 everything in the sandbox.
+//
+// The setup step, the init, the build shim and the unshift step (shift.go) are the
+// program that uses this package (os.Executable: the provider, the harness, a test
+// binary) re-executed; the package has no init function, so that program must call
+// ReexecMain first thing in main (a test binary in TestMain), and importing the package
+// alone changes no process (TestImportDoesNotDispatch).
 //
 // # Host root is never a sandbox's
 //

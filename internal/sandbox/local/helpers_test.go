@@ -26,6 +26,15 @@ const helperEnv = "TRUEFORGE_LOCAL_TEST_HELPER"
 var uniq = strconv.Itoa(os.Getpid())
 
 func TestMain(m *testing.M) {
+	probe := os.Getenv(reexecProbeEnv) // TestImportDoesNotDispatch
+	if probe == "import" {
+		reportNotReexeced()
+	}
+	// The runtime and the builder re-execute this test binary as their helpers.
+	ReexecMain()
+	if probe != "" {
+		reportNotReexeced()
+	}
 	if os.Getenv(ownerEnv) != "" {
 		if err := runOwner(); err != nil {
 			fmt.Fprintln(os.Stderr, "owner:", err)

@@ -22,10 +22,10 @@ import (
 )
 
 // The sandbox init: PID 1 of every running sandbox. It is this very binary (whatever
-// program imports this package: the harness, the provider, a test binary), bound
-// read-only at initPath and started by bwrap as the sandbox user, with no capabilities
-// and no_new_privs. The package's init function below recognises it, before main runs,
-// by its path, its pid and an environment variable that only the keeper sets.
+// program uses this package's Runtime or Builder: the harness, the provider, a test
+// binary), bound read-only at initPath and started by bwrap as the sandbox user, with no
+// capabilities and no_new_privs. ReexecMain below recognises it, first thing in main, by
+// its path, its pid and an environment variable that only the keeper sets.
 //
 // It inherits from the keeper:
 //
@@ -55,19 +55,42 @@ const (
 	egressEnv = "TRUEFORGE_SANDBOX_EGRESS"
 )
 
-func init() {
-	if len(os.Args) > 0 && os.Args[0] == initPath && os.Getenv(initEnv) == "1" && os.Getpid() == 1 {
+// ReexecMain runs this process as the program the local backend started it as, and
+// exits; in any other process it does nothing and returns. The backend runs no binary of
+// its own: it re-executes the program that uses it (os.Executable) as four helpers,
+// recognised by their arguments, environment and, for the init, pid:
+//
+//   - the setup step (setup.go), as root (of the host, or of the user namespace
+//     unshare made) in the sandbox's or build's new mount namespace: it stages and
+//     mounts what the sandbox gets and execs bwrap;
+//   - the sandbox init (this file), PID 1 of a sandbox;
+//   - the build shim (setup.go), which starts a build script in nested namespaces;
+//   - the unshift step (shift.go), which gives a finished build's layer back to root.
+//
+// Every binary whose process creates local sandboxes or builds (the provider, the
+// harness, and the test binary of every package whose tests do) must call it first
+// thing in main (a test binary: first in TestMain), before it parses flags, reads
+// configuration, starts goroutines or opens anything: these processes run with the
+// privileges of their step and must run nothing of the host program's but the step.
+// Any other binary need not call it, and importing the package changes nothing: the
+// package has no init function, so the provider's and the harness's library code never
+// turns into one of these programs behind their back.
+func ReexecMain() {
+	switch {
+	case isInit():
 		os.Exit(runInit())
-	}
-	if isBuildShim() {
+	case isBuildShim():
 		os.Exit(runBuildShim())
-	}
-	if isSetup() {
+	case isSetup():
 		os.Exit(runSetup())
-	}
-	if isUnshift() {
+	case isUnshift():
 		os.Exit(runUnshift())
 	}
+}
+
+// isInit reports whether this process is the sandbox init.
+func isInit() bool {
+	return len(os.Args) > 0 && os.Args[0] == initPath && os.Getenv(initEnv) == "1" && os.Getpid() == 1
 }
 
 // sandboxInit is the state of the running init.
