@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
@@ -34,7 +33,7 @@ func checkOneRun(t *testing.T, st *store.Store, sid string) {
 	t.Helper()
 	users, perCall := 0, map[string]int{}
 	for _, k := range kinds(t, st, sid) {
-		if k == events.KindUserMessage {
+		if k == runner.KindUserMessage {
 			users++
 		}
 	}
@@ -134,7 +133,7 @@ func TestSecondRunInTheSameProcessIsBusy(t *testing.T) {
 	}
 	checkOneRun(t, st, sid)
 	for _, k := range kinds(t, st, sid) {
-		if k == events.KindRunInterrupted {
+		if k == runner.KindRunInterrupted {
 			t.Fatal("the live first run was marked interrupted")
 		}
 	}
