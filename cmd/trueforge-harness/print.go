@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -85,90 +85,97 @@ func (p *printer) event(e runner.Event) {
 	}
 	p.closeOpen()
 	p.render(store.Event{Seq: e.Seq, Kind: e.Kind, Payload: e.Payload}, p.streamed)
-	if e.Kind == runner.KindModelMessage {
+	if e.Kind == events.KindModelMessage {
 		p.streamed = false
 	}
 }
 
 // render prints one committed event; textShown says the model text was streamed already.
+// Events are read with events.Decode, so logs of earlier harnesses print too.
 func (p *printer) render(e store.Event, textShown bool) {
-	var m map[string]any
-	_ = json.Unmarshal(e.Payload, &m)
-	s := func(k string) string { v, _ := m[k].(string); return v }
-	n := func(k string) int64 { v, _ := m[k].(float64); return int64(v) }
 	w := p.w
-	switch e.Kind {
-	case runner.KindUserMessage:
-		fmt.Fprintf(w, "you: %s\n", s("text"))
-	case runner.KindModelMessage:
-		if !textShown && s("text") != "" {
+	ev, err := events.Decode(e.Kind, e.Payload)
+	if err != nil {
+		fmt.Fprintf(w, "  %s %s\n", e.Kind, string(e.Payload))
+		return
+	}
+	switch v := ev.(type) {
+	case events.UserMessage:
+		fmt.Fprintf(w, "you: %s\n", v.Text)
+	case events.ModelMessage:
+		if !textShown && v.Text != "" {
 			sp := "agent"
-			if r, _ := m["replay"].(bool); r {
+			if v.Replay {
 				sp = "agent [replay]"
 			}
-			fmt.Fprintf(w, "%s: %s\n", sp, s("text"))
+			fmt.Fprintf(w, "%s: %s\n", sp, v.Text)
 		}
-		calls, _ := m["tool_calls"].([]any)
-		for _, c := range calls {
-			cm, _ := c.(map[string]any)
-			fmt.Fprintf(w, "  -> %s %s\n", cm["name"], clip(plainJSON(cm["arguments"]), 200))
+		for _, c := range v.ToolCalls {
+			fmt.Fprintf(w, "  -> %s %s\n", c.Name, clip(plainJSON(c.Arguments), 200))
 		}
-	case runner.KindToolResult:
+	case events.ToolResult:
 		mark := "<-"
-		if b, _ := m["is_error"].(bool); b {
+		if v.IsError {
 			mark = "<- ERROR"
 		}
 		extra := ""
-		if b, _ := m["truncated"].(bool); b {
-			extra = fmt.Sprintf(" (cut for the model from %d bytes; full output: sessions show SESSION --output %s)", n("full_size"), s("id"))
+		if v.Truncated {
+			extra = fmt.Sprintf(" (cut for the model from %d bytes; full output: sessions show SESSION --output %s)", v.FullSize, v.ID)
 		}
-		fmt.Fprintf(w, "  %s %s%s\n%s\n", mark, s("name"), extra, indent(clipLines(s("text"), 12), "     "))
-		if a, ok := m["artifact"].(map[string]any); ok {
-			fmt.Fprintf(w, "  [download] %v: %v bytes, sha256 %v, %v, expires %v, snapshot %v\n",
-				a["Path"], a["Size"], a["SHA256"], a["Classification"], a["ExpiresAt"], a["SnapshotID"])
+		fmt.Fprintf(w, "  %s %s%s\n%s\n", mark, v.Name, extra, indent(clipLines(v.Text, 12), "     "))
+		if a := v.Artifact; a != nil {
+			fmt.Fprintf(w, "  [download] %s: %d bytes, sha256 %s, %s, expires %s, snapshot %s\n",
+				a.Path, a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID)
 		}
-	case runner.KindUsage:
-		step, _ := m["step"].(map[string]any)
-		fmt.Fprintf(w, "  · tokens: step %v in / %v out; this turn %d / %d\n", step["input_tokens"], step["output_tokens"], n("run_input_tokens"), n("run_output_tokens"))
-	case lifecycle.EventSandboxProvisioned:
+	case events.Usage:
+		fmt.Fprintf(w, "  · tokens: step %d in / %d out; this turn %d / %d\n", v.Step.InputTokens, v.Step.OutputTokens, v.RunInputTokens, v.RunOutputTokens)
+	case events.SandboxProvisioned:
 		fmt.Fprintf(w, "  [sandbox] PROVISIONED %s (%s backend, provider %s) from environment %s, snapshot %s in %d ms — %s\n",
-			s("sandbox_id"), s("provider_type"), s("provider"), s("environment"), s("snapshot_id"), n("took_ms"), s("reason"))
-		var pv lifecycle.Provisioned
-		if json.Unmarshal(e.Payload, &pv) == nil && len(pv.UnenforcedLimits) > 0 {
+			v.SandboxID, v.ProviderType, v.Provider, v.Environment, v.SnapshotID, v.TookMS, v.Reason)
+		if len(v.UnenforcedLimits) > 0 {
 			var names []string
-			for _, u := range pv.UnenforcedLimits {
+			for _, u := range v.UnenforcedLimits {
 				names = append(names, u.Limit)
 			}
 			fmt.Fprintf(w, "  [sandbox] WARNING: limits not enforced on this host: %s (the sandbox runs with the limits that can be; "+
 				"set require_limits = true on the sandbox provider to refuse instead)\n", strings.Join(names, ", "))
-			for _, u := range pv.UnenforcedLimits {
+			for _, u := range v.UnenforcedLimits {
 				fmt.Fprintf(w, "            %s: %s\n", u.Limit, u.Reason)
 			}
 		}
-	case "sandbox_resumed":
-		fmt.Fprintf(w, "  [sandbox] RESUMED %s from %s, snapshot %s (recorded %s)\n", s("sandbox_id"), s("from"), s("snapshot_id"), s("recorded_snapshot_id"))
-	case "sandbox_lost":
-		fmt.Fprintf(w, "  [sandbox] LOST %s (%s)\n", s("sandbox_id"), firstNonEmpty(s("status"), s("reason")))
-	case "sandbox_recovered":
-		fmt.Fprintf(w, "  [sandbox] RECOVERED %s\n", s("sandbox_id"))
-	case "sandbox_stopped", "sandbox_archived", "sandbox_deleted":
-		fmt.Fprintf(w, "  [sandbox] %s %s after %d idle minutes\n", strings.ToUpper(strings.TrimPrefix(e.Kind, "sandbox_")), s("sandbox_id"), n("idle_minutes"))
-	case "sandbox_network_reattached": // recorded by harnesses that restarted a sandbox to reconnect its egress socket
-		fmt.Fprintf(w, "  [sandbox] NETWORK REATTACHED %s (processes restarted, files kept): %s\n", s("sandbox_id"), s("reason"))
-	case sandboxnet.EventKind:
-		p.renderEgress(m)
-	case runner.KindToolCall:
+	case events.SandboxResumed:
+		fmt.Fprintf(w, "  [sandbox] RESUMED %s from %s, snapshot %s (recorded %s)\n", v.SandboxID, v.From, v.SnapshotID, v.RecordedSnapshotID)
+	case events.SandboxLost:
+		seen := "was " + v.State
+		if v.BackendStatus != "" {
+			seen += "; backend: " + v.BackendStatus
+		}
+		fmt.Fprintf(w, "  [sandbox] LOST %s (%s): %s\n", v.SandboxID, seen, clip(firstLine(v.Reason), 200))
+		if len(v.Uncertain) > 0 {
+			fmt.Fprintf(w, "            uncertain files: %s\n", strings.Join(v.Uncertain, ", "))
+		}
+	case events.SandboxRecovered:
+		fmt.Fprintf(w, "  [sandbox] RECOVERED %s\n", v.SandboxID)
+	case events.SandboxReclaimed:
+		fmt.Fprintf(w, "  [sandbox] RECLAIMED %s: %s\n", v.SandboxID, v.Reason)
+	case events.SandboxIdle:
+		fmt.Fprintf(w, "  [sandbox] %s %s after %d idle minutes\n", strings.ToUpper(v.State), v.SandboxID, v.IdleMinutes)
+	case events.SandboxNetworkReattached: // recorded by harnesses that restarted a sandbox to reconnect its egress socket
+		fmt.Fprintf(w, "  [sandbox] NETWORK REATTACHED %s (processes restarted, files kept): %s\n", v.SandboxID, v.Reason)
+	case events.Egress:
+		p.renderEgress(v)
+	case events.ToolCall:
 		// shown with the model message
-	case runner.KindLimit:
-		fmt.Fprintf(w, "  ! limit reached: %s (%d)\n", s("limit"), n("value"))
-	case runner.KindCancelled:
+	case events.Limit:
+		fmt.Fprintf(w, "  ! limit reached: %s (%d)\n", v.Limit, v.Value)
+	case events.Cancelled:
 		fmt.Fprintf(w, "  ! turn cancelled\n")
-	case runner.KindError:
-		fmt.Fprintf(w, "  ! error (%s): %s\n", s("where"), s("message"))
-	case runner.KindRunInterrupted:
-		fmt.Fprintf(w, "  ! run %s was interrupted: %s\n", s("run_id"), s("reason"))
-	case runner.KindRunFinished:
-		fmt.Fprintf(w, "  — turn %s: %d model steps, %d tokens in, %d out\n", s("status"), n("steps"), n("input_tokens"), n("output_tokens"))
+	case events.Error:
+		fmt.Fprintf(w, "  ! error (%s): %s\n", v.Where, v.Message)
+	case events.RunInterrupted:
+		fmt.Fprintf(w, "  ! run %s was interrupted: %s\n", v.RunID, v.Reason)
+	case events.RunFinished:
+		fmt.Fprintf(w, "  — turn %s: %d model steps, %d tokens in, %d out\n", v.Status, v.Steps, v.InputTokens, v.OutputTokens)
 	default:
 		fmt.Fprintf(w, "  %s %s\n", e.Kind, string(e.Payload))
 	}
@@ -176,29 +183,24 @@ func (p *printer) render(e store.Event, textShown bool) {
 
 // renderEgress prints one egress decision: what the sandbox tried to reach, whether it
 // was let through and why not, and which secrets were substituted (names only).
-func (p *printer) renderEgress(m map[string]any) {
-	s := func(k string) string { v, _ := m[k].(string); return v }
-	target := s("host")
-	if port := s("port"); port != "" {
-		target += ":" + port
+func (p *printer) renderEgress(d events.Egress) {
+	target := d.Host
+	if d.Port != "" {
+		target += ":" + d.Port
 	}
-	req := strings.TrimSpace(s("method") + " " + s("path"))
+	req := strings.TrimSpace(d.Method + " " + d.Path)
 	if req != "" {
 		req = " " + req
 	}
-	if ok, _ := m["allowed"].(bool); ok {
+	if d.Allowed {
 		extra := ""
-		if sec, _ := m["secrets"].([]any); len(sec) > 0 {
-			names := make([]string, 0, len(sec))
-			for _, n := range sec {
-				names = append(names, fmt.Sprint(n))
-			}
-			extra = " (secrets substituted: " + strings.Join(names, ", ") + ")"
+		if len(d.Secrets) > 0 {
+			extra = " (secrets substituted: " + strings.Join(d.Secrets, ", ") + ")"
 		}
-		fmt.Fprintf(p.w, "  [egress] allowed %s %s%s%s\n", s("mode"), target, req, extra)
+		fmt.Fprintf(p.w, "  [egress] allowed %s %s%s%s\n", d.Mode, target, req, extra)
 		return
 	}
-	fmt.Fprintf(p.w, "  [egress] DENIED %s %s%s: %s — %s\n", s("mode"), target, req, s("reason"), s("message"))
+	fmt.Fprintf(p.w, "  [egress] DENIED %s %s%s: %s — %s\n", d.Mode, target, req, d.Reason, d.Message)
 }
 
 // plainJSON renders v as JSON without escaping &, < and > (it is shown, not embedded).
@@ -211,13 +213,11 @@ func plainJSON(v any) string {
 }
 
 // shown reports whether render prints anything for an event kind.
-func shown(kind string) bool { return kind != runner.KindToolCall }
+func shown(kind string) bool { return kind != events.KindToolCall }
 
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+func firstLine(s string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return first
 }
 
 func indent(s, pre string) string {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -32,14 +32,14 @@ func TestPrintUnenforcedLimits(t *testing.T) {
 		{"all enforced", nil, []string{"[sandbox] PROVISIONED tf-s-1-1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			payload, err := json.Marshal(lifecycle.Provisioned{SandboxID: "tf-s-1-1", ProviderType: "local", Provider: "local",
+			payload, err := json.Marshal(events.SandboxProvisioned{SandboxID: "tf-s-1-1", ProviderType: "local", Provider: "local",
 				Environment: "default", SnapshotID: "snap-1", Generation: 1, Reason: "first call that needs a sandbox",
 				Limits: sandbox.Limits{CPU: 1, MemoryMB: 1024, DiskMB: 3072}, LimitsEnforced: len(c.unenforced) == 0, UnenforcedLimits: c.unenforced})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			newPrinter(&out, false, false).render(store.Event{Kind: lifecycle.EventSandboxProvisioned, Payload: payload}, false)
+			newPrinter(&out, false, false).render(store.Event{Kind: events.KindSandboxProvisioned, Payload: payload}, false)
 			for _, w := range c.want {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output %q lacks %q", out.String(), w)

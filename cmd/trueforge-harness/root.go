@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
@@ -88,12 +88,8 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 // sandboxnet.LocateHelper (this binary itself when it is static).
 func netConfig(st *store.Store, logger *slog.Logger) sandboxnet.Config {
 	cfg := sandboxnet.Config{Store: st, Dir: filepath.Join(backend.LocalRoot(st), "egress"), Logger: logger,
-		Record: func(ctx context.Context, sessionID, kind string, payload any) {
-			b, err := json.Marshal(payload)
-			if err == nil {
-				_, err = st.AppendEvent(ctx, sessionID, "", kind, b)
-			}
-			if err != nil {
+		Record: func(ctx context.Context, sessionID string, p events.Payload) {
+			if _, err := events.Append(ctx, st, sessionID, "", p); err != nil {
 				logger.Warn("recording an egress decision failed", "session", sessionID, "err", err)
 			}
 		}}

@@ -28,9 +28,10 @@
 // Limits: a sandbox is created with its environment's cpu, memory and disk. A runtime
 // that cannot enforce some of them on this host (sandbox.LimitReporter: the local
 // runtime without a writable cgroup) runs the sandbox with the others, and the
-// sandbox_provisioned event (Provisioned) lists the ones it runs without, and why; with
-// the sandbox provider's require_limits the runtime refuses it instead, and the call
-// fails with that error. Daytona gives a sandbox exactly its snapshot's resources.
+// sandbox_provisioned event (events.SandboxProvisioned) lists the ones it runs without,
+// and why; with the sandbox provider's require_limits the runtime refuses it instead,
+// and the call fails with that error. Daytona gives a sandbox exactly its snapshot's
+// resources.
 package lifecycle
 
 import (
@@ -43,6 +44,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -51,9 +53,6 @@ import (
 type RuntimeSource interface {
 	Runtime(ctx context.Context, p store.SandboxProvider) (sandbox.Runtime, error)
 }
-
-// Recorder appends an event to a session's log.
-type Recorder func(ctx context.Context, sessionID, kind string, payload any)
 
 // Config configures a Manager.
 type Config struct {
@@ -64,7 +63,7 @@ type Config struct {
 	// Owner identifies this process in busy marks; "" means this process (ProcessOwner).
 	Owner string
 	// Record receives lifecycle events; nil records straight into the store.
-	Record Recorder
+	Record events.Recorder
 	Logger *slog.Logger
 	// ChangeWait bounds how long a call waits for a reaper's transition; 0 means 2 min.
 	ChangeWait time.Duration
@@ -115,9 +114,9 @@ func New(cfg Config) *Manager {
 	return m
 }
 
-func (m *Manager) storeRecord(ctx context.Context, sessionID, kind string, payload any) {
-	if err := appendJSON(ctx, m.cfg.Store, sessionID, "", kind, payload); err != nil {
-		m.cfg.Logger.Warn("recording a sandbox event failed", "session", sessionID, "kind", kind, "err", err)
+func (m *Manager) storeRecord(ctx context.Context, sessionID string, p events.Payload) {
+	if _, err := events.Append(ctx, m.cfg.Store, sessionID, "", p); err != nil {
+		m.cfg.Logger.Warn("recording a sandbox event failed", "session", sessionID, "kind", p.Kind(), "err", err)
 	}
 }
 
@@ -227,7 +226,8 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 	if errors.Is(err, sandbox.ErrNotFound) {
 		// Gone underneath us (crash, out-of-band delete): the conversation goes on in a
 		// fresh workspace, and the model is told.
-		m.cfg.Record(ctx, sessionID, "sandbox_lost", map[string]any{"sandbox_id": rec.SandboxID, "state": rec.State, "reason": "the backend no longer has it"})
+		m.cfg.Record(ctx, sessionID, events.SandboxLost{SandboxID: rec.SandboxID, State: rec.State, BackendStatus: "gone",
+			Reason: "the backend no longer has it"})
 		l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
 			fmt.Sprintf("The previous sandbox (%s) was lost; this is a fresh workspace from snapshot %s: the workspace was reset and files from earlier turns are gone.", rec.SandboxID, "%s"))
 		return l, false, err
@@ -276,7 +276,8 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 				return nil, false, ctx.Err()
 			}
 			_ = rt.Delete(ctx, rec.SandboxID)
-			m.cfg.Record(ctx, sessionID, "sandbox_lost", map[string]any{"sandbox_id": rec.SandboxID, "state": rec.State, "reason": "it failed a health check after an earlier failure"})
+			m.cfg.Record(ctx, sessionID, events.SandboxLost{SandboxID: rec.SandboxID, State: rec.State, BackendStatus: info.Status,
+				Reason: "it failed a health check after an earlier failure"})
 			l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
 				fmt.Sprintf("The previous sandbox (%s) could not be recovered; this is a fresh workspace from snapshot %s: the workspace was reset and files from earlier turns are gone.", rec.SandboxID, "%s"))
 			// provision records the new sandbox over the claim; if it fails, the claim is
@@ -314,9 +315,8 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 		if !ok {
 			return nil, true, nil
 		}
-		ev := map[string]any{"sandbox_id": rec.SandboxID, "from": info.Status, "recorded_state": rec.State,
-			"snapshot_id": info.SnapshotID, "recorded_snapshot_id": rec.SnapshotID}
-		m.cfg.Record(ctx, sessionID, "sandbox_resumed", ev)
+		m.cfg.Record(ctx, sessionID, events.SandboxResumed{SandboxID: rec.SandboxID, From: info.Status, RecordedState: rec.State,
+			SnapshotID: info.SnapshotID, RecordedSnapshotID: rec.SnapshotID})
 		note := fmt.Sprintf("The sandbox (%s) was %s and has been resumed with its files, from snapshot %s.", rec.SandboxID, lower(info.Status), info.SnapshotID)
 		if info.SnapshotID != rec.SnapshotID {
 			note += fmt.Sprintf(" Warning: it reports snapshot %s but was recorded as created from %s.", info.SnapshotID, rec.SnapshotID)
@@ -340,7 +340,7 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 			return nil, true, nil
 		}
 		if lost {
-			m.cfg.Record(ctx, sessionID, "sandbox_recovered", map[string]any{"sandbox_id": rec.SandboxID, "uncertain": rec.Uncertain})
+			m.cfg.Record(ctx, sessionID, events.SandboxRecovered{SandboxID: rec.SandboxID, Uncertain: rec.Uncertain})
 			note := fmt.Sprintf("The sandbox (%s) failed during an earlier call and has been recovered with its files.", rec.SandboxID)
 			if len(rec.Uncertain) > 0 {
 				note += fmt.Sprintf(" These files were being written when it failed and may be incomplete: %v.", rec.Uncertain)
@@ -434,7 +434,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	if gen > 1 {
 		reason = "the previous sandbox was lost or deleted; workspace reset"
 	}
-	m.cfg.Record(ctx, sessionID, EventSandboxProvisioned, Provisioned{
+	m.cfg.Record(ctx, sessionID, events.SandboxProvisioned{
 		SandboxID: id, Provider: a.Provider.Name, ProviderType: a.Provider.Type, Environment: env.Name,
 		SnapshotID: env.SnapshotID, Generation: gen, Reason: reason, TookMS: time.Since(began).Milliseconds(),
 		Limits: req.Limits, LimitsEnforced: len(unenforced) == 0, UnenforcedLimits: unenforced, Network: network,
@@ -457,32 +457,6 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		return nil, fmt.Errorf("the new sandbox of session %s changed state before its first call", sessionID)
 	}
 	return lease, nil
-}
-
-// EventSandboxProvisioned is the kind of the event recorded when a session's sandbox is
-// created; its payload is a Provisioned.
-const EventSandboxProvisioned = "sandbox_provisioned"
-
-// Provisioned is the payload of a sandbox_provisioned event.
-type Provisioned struct {
-	SandboxID    string `json:"sandbox_id"`
-	Provider     string `json:"provider"`
-	ProviderType string `json:"provider_type"`
-	Environment  string `json:"environment"`
-	SnapshotID   string `json:"snapshot_id"`
-	Generation   int64  `json:"generation"`
-	Reason       string `json:"reason"`
-	TookMS       int64  `json:"took_ms"`
-	// Limits are the environment's, as asked of the backend.
-	Limits sandbox.Limits `json:"limits"`
-	// LimitsEnforced: the backend enforces every limit in Limits. When it does not (a
-	// local sandbox without a writable cgroup, and require_limits off), UnenforcedLimits
-	// says which limits the sandbox runs without, or with only in part, and why; this
-	// event is the one place that is recorded, once per sandbox.
-	LimitsEnforced   bool                      `json:"limits_enforced"`
-	UnenforcedLimits []sandbox.UnenforcedLimit `json:"unenforced_limits,omitempty"`
-	// Network summarises the network policy the sandbox got (see network).
-	Network map[string]any `json:"network"`
 }
 
 func sandboxID(sessionID string, gen int64) string {
@@ -526,9 +500,8 @@ func (m *Manager) CheckLost(ctx context.Context, l *Lease, uncertain []string, c
 	if len(uncertain) > 0 {
 		_ = m.cfg.Store.SetSandboxUncertain(ctx, l.Record.SessionID, uncertain)
 	}
-	m.cfg.Record(ctx, l.Record.SessionID, "sandbox_lost", map[string]any{
-		"sandbox_id": l.Record.SandboxID, "status": status, "cause": cause, "uncertain": uncertain,
-	})
+	m.cfg.Record(ctx, l.Record.SessionID, events.SandboxLost{SandboxID: l.Record.SandboxID, State: store.SandboxStateRunning,
+		BackendStatus: status, Reason: cause, Uncertain: uncertain})
 	m.cfg.Logger.Warn("sandbox lost", "session", l.Record.SessionID, "sandbox", l.Record.SandboxID, "status", status)
 	return true
 }
@@ -613,8 +586,7 @@ func (m *Manager) Reclaim(ctx context.Context, sessionID string) (bool, error) {
 	if err := st.ClearStaleSandboxUse(ctx, sessionID, rec.ExecOwner); err != nil {
 		return false, err
 	}
-	m.cfg.Record(ctx, sessionID, "sandbox_reclaimed", map[string]any{
-		"sandbox_id": rec.SandboxID, "dead_owner": rec.ExecOwner, "reason": "commands left running by a harness that died were stopped; files kept",
-	})
+	m.cfg.Record(ctx, sessionID, events.SandboxReclaimed{SandboxID: rec.SandboxID, DeadOwner: rec.ExecOwner,
+		Reason: "commands left running by a harness that died were stopped; files kept"})
 	return true, nil
 }

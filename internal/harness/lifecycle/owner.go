@@ -1,14 +1,10 @@
 package lifecycle
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 // ProcessOwner names this process as "host:pid:start", start being its start time in
@@ -60,13 +56,4 @@ func startTime(pid int) uint64 {
 	}
 	v, _ := strconv.ParseUint(fields[19], 10, 64)
 	return v
-}
-
-func appendJSON(ctx context.Context, st *store.Store, sessionID, runID, kind string, payload any) error {
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return err
-	}
-	_, err = st.AppendEvent(ctx, sessionID, runID, kind, b)
-	return err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -185,13 +186,8 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 			}
 			return false
 		}
-		ev := map[string]any{
-			"sandbox_id": rec.SandboxID, "from": state, "idle_minutes": int64(idle / time.Minute), "snapshot_id": rec.SnapshotID,
-		}
-		if seen != "" {
-			ev["backend_status"] = seen
-		}
-		m.cfg.Record(ctx, rec.SessionID, "sandbox_"+to, ev)
+		m.cfg.Record(ctx, rec.SessionID, events.SandboxIdle{State: to, SandboxID: rec.SandboxID, From: state,
+			IdleMinutes: int64(idle / time.Minute), SnapshotID: rec.SnapshotID, BackendStatus: seen})
 		state, status, seen, moved = to, to, "", true
 		return true
 	}
@@ -248,10 +244,8 @@ func (m *Manager) takeOverStaleChange(ctx context.Context, rec store.SessionSand
 	if !ok {
 		return cur, nil, false
 	}
-	m.cfg.Record(ctx, cur.SessionID, "sandbox_lost", map[string]any{
-		"sandbox_id": cur.SandboxID, "state": cur.State,
-		"reason": fmt.Sprintf("a lifecycle transition begun %s ago never finished", now.Sub(cur.StateAt).Round(time.Second)),
-	})
+	m.cfg.Record(ctx, cur.SessionID, events.SandboxLost{SandboxID: cur.SandboxID, State: cur.State,
+		Reason: fmt.Sprintf("a lifecycle transition begun %s ago never finished", now.Sub(cur.StateAt).Round(time.Second))})
 	m.cfg.Logger.Warn("stale sandbox transition taken over", "session", cur.SessionID, "sandbox", cur.SandboxID, "since", cur.StateAt)
 	tr := &Transition{SessionID: cur.SessionID, SandboxID: cur.SandboxID, From: cur.State, To: store.SandboxStateLost}
 	cur.State, cur.StateAt = store.SandboxStateLost, now

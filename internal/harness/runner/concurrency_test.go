@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
@@ -33,7 +34,7 @@ func checkOneRun(t *testing.T, st *store.Store, sid string) {
 	t.Helper()
 	users, perCall := 0, map[string]int{}
 	for _, k := range kinds(t, st, sid) {
-		if k == runner.KindUserMessage {
+		if k == events.KindUserMessage {
 			users++
 		}
 	}
@@ -133,7 +134,7 @@ func TestSecondRunInTheSameProcessIsBusy(t *testing.T) {
 	}
 	checkOneRun(t, st, sid)
 	for _, k := range kinds(t, st, sid) {
-		if k == runner.KindRunInterrupted {
+		if k == events.KindRunInterrupted {
 			t.Fatal("the live first run was marked interrupted")
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
@@ -71,8 +72,8 @@ func runHelper() error {
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(caPEM)
 		x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: filepath.Join(backend.LocalRoot(st), "egress"), Helper: helper,
-			Record: func(ctx context.Context, sessionID, kind string, payload any) {
-				_ = appendEvent(ctx, st, sessionID, kind, payload)
+			Record: func(ctx context.Context, sessionID string, p events.Payload) {
+				_, _ = events.Append(ctx, st, sessionID, "", p)
 			},
 			Resolver: loopbackResolver{}, AllowAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, RootCAs: pool, SystemRoots: caPEM})
 		defer x.Close()
@@ -138,7 +139,7 @@ func TestHarnessKilledMidTurnResumesSession(t *testing.T) {
 	if out.Text != "resumed fine" {
 		t.Fatalf("resumed turn answered %q", out.Text)
 	}
-	interrupted := payloads(t, f.env.Store, sid, runner.KindRunInterrupted)
+	interrupted := payloads(t, f.env.Store, sid, events.KindRunInterrupted)
 	if len(interrupted) != 1 {
 		t.Fatalf("%d run_interrupted events; want 1", len(interrupted))
 	}

@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io/fs"
@@ -29,6 +28,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
@@ -203,9 +203,9 @@ func (f *egressFixture) newHarness(t *testing.T, helper string) {
 	}
 	f.proxies = sandboxnet.New(sandboxnet.Config{
 		Store: st, Dir: filepath.Join(backend.LocalRoot(st), "egress"), Helper: helper, Logger: logger,
-		Record: func(ctx context.Context, sessionID, kind string, payload any) {
-			if err := appendEvent(ctx, st, sessionID, kind, payload); err != nil {
-				t.Errorf("recording %s: %v", kind, err)
+		Record: func(ctx context.Context, sessionID string, p events.Payload) {
+			if _, err := events.Append(ctx, st, sessionID, "", p); err != nil {
+				t.Errorf("recording %s: %v", p.Kind(), err)
 			}
 		},
 		Resolver: loopbackResolver{}, AllowAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
@@ -306,7 +306,7 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 	// The decisions are in the session log: the allowed request with the secret named
 	// (not its value), the refusals with their reason.
 	var allowed, refused int
-	for _, d := range payloads(t, f.env.Store, sid, sandboxnet.EventKind) {
+	for _, d := range payloads(t, f.env.Store, sid, events.KindEgress) {
 		switch {
 		case d["allowed"] == true && d["host"] == allowedHost:
 			if s, _ := d["secrets"].([]any); len(s) == 1 && s[0] == "API_TOKEN" {
@@ -427,16 +427,6 @@ func assertNowhere(t *testing.T, f *egressFixture, value string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// appendEvent writes a JSON event into a session's log, as the CLI's recorder does.
-func appendEvent(ctx context.Context, st *store.Store, sessionID, kind string, payload any) error {
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return err
-	}
-	_, err = st.AppendEvent(ctx, sessionID, "", kind, b)
-	return err
 }
 
 // A harness killed mid-command in a sandbox with egress: the next harness stops the

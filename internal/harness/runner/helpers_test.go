@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
@@ -77,7 +78,7 @@ func call(name string, args map[string]any) map[string]any {
 // results returns the tool_result payloads of a session, in order.
 func results(t testing.TB, st *store.Store, session string) []map[string]any {
 	t.Helper()
-	return payloads(t, st, session, runner.KindToolResult)
+	return payloads(t, st, session, events.KindToolResult)
 }
 
 func payloads(t testing.TB, st *store.Store, session, kind string) []map[string]any {

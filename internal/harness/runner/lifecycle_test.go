@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -318,7 +319,7 @@ func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 	if len(res) != 1 || res[0]["is_error"] != true {
 		t.Fatalf("cancelled call's result %v; want one error result", res)
 	}
-	if len(payloads(t, f.env.Store, sid, runner.KindCancelled)) != 1 {
+	if len(payloads(t, f.env.Store, sid, events.KindCancelled)) != 1 {
 		t.Fatal("no cancelled event")
 	}
 	out2 := mustRun(t, r, sid, "still there?")

@@ -2,10 +2,10 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -77,8 +77,8 @@ func repair(ctx context.Context, st *store.Store, sessionID, self string, staleA
 			return added, nil, err
 		}
 		if ok {
-			b, _ := json.Marshal(map[string]any{"run_id": run.ID, "owner": run.Owner, "reason": "its harness process stopped mid-run"})
-			if _, err := st.AppendEvent(ctx, sessionID, run.ID, KindRunInterrupted, b); err != nil {
+			if _, err := events.Append(ctx, st, sessionID, run.ID, events.RunInterrupted{RunID: run.ID, Owner: run.Owner,
+				Reason: "its harness process stopped mid-run"}); err != nil {
 				return added, nil, err
 			}
 			added++
@@ -89,9 +89,8 @@ func repair(ctx context.Context, st *store.Store, sessionID, self string, staleA
 		return added, nil, err
 	}
 	for _, d := range dangling(evs) {
-		b, _ := json.Marshal(map[string]any{"id": d.call.ID, "name": d.call.Name, "text": InterruptedResult, "is_error": true,
-			"full_size": len(InterruptedResult), "synthetic": true})
-		if _, err := st.AppendEvent(ctx, sessionID, d.runID, KindToolResult, b); err != nil {
+		if _, err := events.Append(ctx, st, sessionID, d.runID, events.ToolResult{ID: d.call.ID, Name: d.call.Name,
+			Text: InterruptedResult, IsError: true, FullSize: len(InterruptedResult), Synthetic: true}); err != nil {
 			return added, nil, err
 		}
 		added++
@@ -109,23 +108,12 @@ func dangling(evs []store.Event) []danglingCall {
 	var calls []danglingCall
 	done := map[string]bool{}
 	for _, e := range evs {
-		switch e.Kind {
-		case KindModelMessage:
-			var p struct {
-				ToolCalls []model.ToolCall `json:"tool_calls"`
+		if p, ok := events.As[events.ModelMessage](e.Kind, e.Payload); ok {
+			for _, tc := range p.ToolCalls {
+				calls = append(calls, danglingCall{tc, e.RunID})
 			}
-			if json.Unmarshal(e.Payload, &p) == nil {
-				for _, tc := range p.ToolCalls {
-					calls = append(calls, danglingCall{tc, e.RunID})
-				}
-			}
-		case KindToolResult:
-			var p struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(e.Payload, &p) == nil {
-				done[p.ID] = true
-			}
+		} else if p, ok := events.As[events.ToolResult](e.Kind, e.Payload); ok {
+			done[p.ID] = true
 		}
 	}
 	var out []danglingCall
@@ -144,35 +132,14 @@ func History(evs []store.Event) []model.Message {
 	var msgs []model.Message
 	results := map[string]model.Message{}
 	for _, e := range evs {
-		if e.Kind != KindToolResult {
-			continue
-		}
-		var p struct {
-			ID      string `json:"id"`
-			Text    string `json:"text"`
-			IsError bool   `json:"is_error"`
-		}
-		if json.Unmarshal(e.Payload, &p) == nil {
+		if p, ok := events.As[events.ToolResult](e.Kind, e.Payload); ok {
 			results[p.ID] = model.Message{Role: model.RoleTool, ToolCallID: p.ID, Text: p.Text, IsError: p.IsError}
 		}
 	}
 	for _, e := range evs {
-		switch e.Kind {
-		case KindUserMessage:
-			var p struct {
-				Text string `json:"text"`
-			}
-			if json.Unmarshal(e.Payload, &p) == nil {
-				msgs = append(msgs, model.Message{Role: model.RoleUser, Text: p.Text})
-			}
-		case KindModelMessage:
-			var p struct {
-				Text      string           `json:"text"`
-				ToolCalls []model.ToolCall `json:"tool_calls"`
-			}
-			if json.Unmarshal(e.Payload, &p) != nil {
-				continue
-			}
+		if p, ok := events.As[events.UserMessage](e.Kind, e.Payload); ok {
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: p.Text})
+		} else if p, ok := events.As[events.ModelMessage](e.Kind, e.Payload); ok {
 			msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: p.Text, ToolCalls: p.ToolCalls})
 			// Results follow their calls directly, whatever else was logged between.
 			for _, tc := range p.ToolCalls {

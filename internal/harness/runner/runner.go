@@ -24,24 +24,11 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
-)
-
-// Event kinds of the session log.
-const (
-	KindUserMessage    = "user_message"
-	KindModelMessage   = "model_message"
-	KindUsage          = "usage"
-	KindToolCall       = "tool_call"
-	KindToolResult     = "tool_result"
-	KindCancelled      = "cancelled"
-	KindError          = "error"
-	KindLimit          = "limit"
-	KindRunInterrupted = "run_interrupted"
-	KindRunFinished    = "run_finished"
 )
 
 // ErrBusy is returned when another live run (in another harness process or in this one)
@@ -55,8 +42,9 @@ var ErrBusy = errors.New("session is busy")
 // process-wide for the same reason the owner name is.
 var liveRuns sync.Map
 
-// Event is what a Run streams: committed log entries (Seq > 0) and partial deltas
-// (Partial: model text as it streams, command output), which are never stored.
+// Event is what a Run streams: committed log entries (Seq > 0; Kind and Payload as
+// stored, read with events.Decode) and partial deltas (Partial: model text as it
+// streams, command output), which are never stored.
 type Event struct {
 	Seq     int64
 	Kind    string
@@ -162,15 +150,9 @@ func (x *run) send(e Event) {
 	x.emit(e)
 }
 
-// ev is an event to commit.
-type ev struct {
-	kind    string
-	payload any
-}
-
 // commit writes b with evs in one transaction and streams them, after any events
 // others (the sandbox manager) appended since the last sync.
-func (x *run) commit(ctx context.Context, b store.Batch, evs ...ev) ([]int64, error) {
+func (x *run) commit(ctx context.Context, b store.Batch, evs ...events.Payload) ([]int64, error) {
 	ctx = context.WithoutCancel(ctx)
 	if x.dirty {
 		x.sync(ctx)
@@ -178,12 +160,12 @@ func (x *run) commit(ctx context.Context, b store.Batch, evs ...ev) ([]int64, er
 	b.SessionID, b.RunID = x.sessionID, x.runID
 	raws := make([][]byte, len(evs))
 	for i, e := range evs {
-		raw, err := json.Marshal(e.payload)
+		raw, err := events.Encode(e)
 		if err != nil {
 			return nil, err
 		}
 		raws[i] = raw
-		b.Events = append(b.Events, store.EventInput{Kind: e.kind, Payload: raw})
+		b.Events = append(b.Events, store.EventInput{Kind: e.Kind(), Payload: raw})
 	}
 	seqs, err := x.r.Store.Commit(ctx, b)
 	if err != nil {
@@ -191,7 +173,7 @@ func (x *run) commit(ctx context.Context, b store.Batch, evs ...ev) ([]int64, er
 	}
 	if len(seqs) > 0 && seqs[0] == x.lastSeq+1 {
 		for i, seq := range seqs {
-			x.send(Event{Seq: seq, Kind: evs[i].kind, Payload: raws[i]})
+			x.send(Event{Seq: seq, Kind: evs[i].Kind(), Payload: raws[i]})
 		}
 		x.lastSeq = seqs[len(seqs)-1]
 	} else if len(seqs) > 0 {
@@ -201,8 +183,8 @@ func (x *run) commit(ctx context.Context, b store.Batch, evs ...ev) ([]int64, er
 }
 
 // append commits one event.
-func (x *run) append(ctx context.Context, kind string, payload any) (int64, error) {
-	seqs, err := x.commit(ctx, store.Batch{}, ev{kind, payload})
+func (x *run) append(ctx context.Context, p events.Payload) (int64, error) {
+	seqs, err := x.commit(ctx, store.Batch{}, p)
 	if err != nil {
 		return 0, err
 	}
@@ -250,7 +232,7 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 	// this one) that got past repair at the same moment, one starts and the other is told
 	// the session is busy, having written nothing.
 	if _, err := x.commit(ctx, store.Batch{StartRun: &store.Run{ID: x.runID, Owner: r.owner()}},
-		ev{KindUserMessage, map[string]any{"text": prompt}}); err != nil {
+		events.UserMessage{Text: prompt}); err != nil {
 		if errors.Is(err, store.ErrRunning) {
 			return out, fmt.Errorf("%w: another run of session %s started at the same time; wait for it to finish, then send the message again", ErrBusy, sessionID)
 		}
@@ -267,8 +249,8 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 		status, detail = store.RunFailed, err.Error()
 	}
 	if _, e := x.commit(end, store.Batch{EndRun: &store.RunEnd{ID: x.runID, Status: status, Detail: detail}},
-		ev{KindRunFinished, map[string]any{"run_id": x.runID, "status": status, "detail": detail,
-			"input_tokens": out.InputTokens, "output_tokens": out.OutputTokens, "steps": out.Steps}}); e != nil && err == nil {
+		events.RunFinished{RunID: x.runID, Status: status, Detail: detail,
+			InputTokens: out.InputTokens, OutputTokens: out.OutputTokens, Steps: out.Steps}); e != nil && err == nil {
 		err = e
 	}
 	out.Status = status
@@ -315,7 +297,7 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 			return x.cancelled(ctx, nil)
 		}
 		if int64(out.Steps) >= maxTurns {
-			_, err := x.append(ctx, KindLimit, map[string]any{"limit": "max_turns", "value": maxTurns})
+			_, err := x.append(ctx, events.Limit{Limit: "max_turns", Value: maxTurns})
 			return store.RunCompleted, fmt.Sprintf("stopped at max turns (%d)", maxTurns), err
 		}
 		req := model.Request{System: r.System(), Messages: x.msgs, Tools: specs}
@@ -325,7 +307,7 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 				return x.cancelled(ctx, nil)
 			}
 			r.logger().Warn("model call failed", "session", x.sessionID, "model", r.Model.Name(), "err", err)
-			_, aerr := x.append(ctx, KindError, map[string]any{"message": err.Error(), "where": "model"})
+			_, aerr := x.append(ctx, events.Error{Message: err.Error(), Where: "model"})
 			return store.RunFailed, err.Error(), aerr
 		}
 		out.Steps++
@@ -335,10 +317,10 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 		x.msgs = append(x.msgs, model.Message{Role: model.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		end := context.WithoutCancel(ctx)
 		if _, err := x.commit(ctx, store.Batch{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens},
-			ev{KindModelMessage, map[string]any{"text": resp.Text, "tool_calls": resp.ToolCalls, "model": resp.Model,
-				"stop_reason": resp.StopReason, "replay": replay}},
-			ev{KindUsage, map[string]any{"step": resp.Usage, "run_input_tokens": out.InputTokens,
-				"run_output_tokens": out.OutputTokens, "budget": budget}}); err != nil {
+			events.ModelMessage{Text: resp.Text, ToolCalls: resp.ToolCalls, Model: resp.Model,
+				StopReason: resp.StopReason, Replay: replay},
+			events.Usage{Step: resp.Usage, RunInputTokens: out.InputTokens,
+				RunOutputTokens: out.OutputTokens, Budget: budget}); err != nil {
 			return "", "", err
 		}
 		if len(resp.ToolCalls) == 0 {
@@ -348,14 +330,14 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 			if err := x.skipCalls(ctx, resp.ToolCalls, "not run: the token budget of this turn is spent"); err != nil {
 				return "", "", err
 			}
-			_, err := x.append(ctx, KindLimit, map[string]any{"limit": "token_budget", "value": budget, "used": out.InputTokens + out.OutputTokens})
+			_, err := x.append(ctx, events.Limit{Limit: "token_budget", Value: budget, Used: out.InputTokens + out.OutputTokens})
 			return store.RunCompleted, fmt.Sprintf("stopped at the token budget (%d)", budget), err
 		}
 		for i, tc := range resp.ToolCalls {
 			if ctx.Err() != nil {
 				return x.cancelled(ctx, resp.ToolCalls[i:])
 			}
-			seq, err := x.append(ctx, KindToolCall, map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments})
+			seq, err := x.append(ctx, events.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 			if err != nil {
 				return "", "", err
 			}
@@ -379,15 +361,8 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 }
 
 func (x *run) result(ctx context.Context, tc model.ToolCall, res tools.Result) error {
-	payload := map[string]any{"id": tc.ID, "name": tc.Name, "text": res.Text, "is_error": res.IsError,
-		"truncated": res.Truncated, "full_size": res.FullSize}
-	if res.Provisioned {
-		payload["provisioned"] = true
-	}
-	if res.Artifact != nil {
-		payload["artifact"] = res.Artifact
-	}
-	if _, err := x.append(ctx, KindToolResult, payload); err != nil {
+	if _, err := x.append(ctx, events.ToolResult{ID: tc.ID, Name: tc.Name, Text: res.Text, IsError: res.IsError,
+		Truncated: res.Truncated, FullSize: res.FullSize, Provisioned: res.Provisioned, Artifact: events.ArtifactOf(res.Artifact)}); err != nil {
 		return err
 	}
 	x.msgs = append(x.msgs, model.Message{Role: model.RoleTool, ToolCallID: tc.ID, Text: res.Text, IsError: res.IsError})
@@ -412,11 +387,7 @@ func (x *run) cancelled(ctx context.Context, pending []model.ToolCall) (string, 
 	done := map[string]bool{}
 	evs, _ := x.r.Store.Events(end, x.sessionID, 0)
 	for _, e := range evs {
-		if e.Kind == KindToolResult {
-			var p struct {
-				ID string `json:"id"`
-			}
-			_ = json.Unmarshal(e.Payload, &p)
+		if p, ok := events.As[events.ToolResult](e.Kind, e.Payload); ok {
 			done[p.ID] = true
 		}
 	}
@@ -429,7 +400,7 @@ func (x *run) cancelled(ctx context.Context, pending []model.ToolCall) (string, 
 	if err := x.skipCalls(end, left, "cancelled by the user: the call was stopped or never started"); err != nil {
 		return "", "", err
 	}
-	_, err := x.append(end, KindCancelled, map[string]any{"run_id": x.runID, "reason": "cancelled by the caller"})
+	_, err := x.append(end, events.Cancelled{RunID: x.runID, Reason: "cancelled by the caller"})
 	return store.RunCancelled, "cancelled", err
 }
 
@@ -443,22 +414,17 @@ func (x *run) commands(ctx context.Context) []string {
 	last := "" // the exec command of the latest tool_call, which may be the one that provisioned
 	for _, e := range evs {
 		switch e.Kind {
-		case "sandbox_provisioned":
+		case events.KindSandboxProvisioned:
 			cmds = nil
 			if last != "" {
 				cmds = append(cmds, last)
 			}
-		case KindToolCall:
+		case events.KindToolCall:
 			last = ""
-			var p struct {
-				Name      string `json:"name"`
-				Arguments struct {
-					Command string `json:"command"`
-				} `json:"arguments"`
-			}
-			if json.Unmarshal(e.Payload, &p) == nil && p.Name == "exec" {
-				cmds = append(cmds, p.Arguments.Command)
-				last = p.Arguments.Command
+			var args tools.ExecArgs
+			if p, ok := events.As[events.ToolCall](e.Kind, e.Payload); ok && p.Name == tools.NameExec && json.Unmarshal(p.Arguments, &args) == nil {
+				cmds = append(cmds, args.Command)
+				last = args.Command
 			}
 		}
 	}

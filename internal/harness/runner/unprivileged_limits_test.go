@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 )
@@ -47,16 +47,16 @@ func limitNames(u []sandbox.UnenforcedLimit) []string {
 }
 
 // provisioned decodes the session's sandbox_provisioned events.
-func provisioned(t *testing.T, f *fixture, sid string) []lifecycle.Provisioned {
+func provisioned(t *testing.T, f *fixture, sid string) []events.SandboxProvisioned {
 	t.Helper()
 	evs, err := f.env.Store.Events(context.Background(), sid, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []lifecycle.Provisioned
+	var out []events.SandboxProvisioned
 	for _, e := range evs {
-		if e.Kind == lifecycle.EventSandboxProvisioned {
-			var p lifecycle.Provisioned
+		if e.Kind == events.KindSandboxProvisioned {
+			var p events.SandboxProvisioned
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
 				t.Fatal(err)
 			}

@@ -70,16 +70,11 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
-
-// EventKind is the session event kind of an egress decision.
-const EventKind = "egress"
-
-// Recorder appends an event to a session's log.
-type Recorder func(ctx context.Context, sessionID, kind string, payload any)
 
 // Config configures Proxies.
 type Config struct {
@@ -91,8 +86,8 @@ type Config struct {
 	Helper string
 	// HelperErr, when Helper is empty, says why (shown to the user).
 	HelperErr error
-	// Record receives each decision as an EventKind event; nil drops them.
-	Record Recorder
+	// Record receives each decision as an egress event (events.Egress); nil drops them.
+	Record events.Recorder
 	Logger *slog.Logger
 
 	// Upstream knobs handed to every proxy (egress.Config): for tests with loopback
@@ -301,7 +296,7 @@ func (x *Proxies) start(ctx context.Context, rec store.SandboxEgress, st *egress
 		cfg.Log = func(d egress.Decision) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			rec(ctx, sessionID, EventKind, d)
+			rec(ctx, sessionID, events.Egress(d))
 		}
 	}
 	p, err := egress.New(ctx, cfg)

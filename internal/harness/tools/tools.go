@@ -4,6 +4,12 @@
 // state, so building a prompt provisions nothing; the sandbox is acquired inside the
 // first call that needs one.
 //
+// Each built-in tool is one entry of a table (builtins): its name, its description, an
+// argument struct from whose json and jsonschema tags the schema the model sees is
+// derived, and a handler that gets the decoded arguments. Arguments that do not fit
+// (not an object, a required field missing, a value of the wrong type) are answered
+// with an error naming the field and what it must be, before any sandbox is acquired.
+//
 // Every result passes Truncate (DefaultLimit, head and tail) before it reaches the model
 // or the event log; the full text of a cut result is kept in the store (tool_outputs)
 // and read_output serves it.
@@ -24,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,52 +108,74 @@ type Result struct {
 	Artifact *store.Artifact
 }
 
-// Specs lists the tools offered to the agent's model. It depends on the spec only.
-func Specs(a *agents.Agent) []model.ToolSpec {
-	obj := func(props map[string]any, required ...string) map[string]any {
-		if required == nil {
-			required = []string{}
-		}
-		return map[string]any{"type": "object", "properties": props, "required": required}
+// Tool names.
+const (
+	NameReadOutput    = "read_output"
+	NameExec          = "exec"
+	NameReadFile      = "read_file"
+	NameWriteFile     = "write_file"
+	NameListFiles     = "list_files"
+	NameOfferArtifact = "offer_artifact"
+)
+
+// The argument types of the built-in tools: the JSON schema each tool's model sees is
+// derived from them (define): the json name is the property, the jsonschema tag its
+// description, and a field without omitempty is required.
+type (
+	ReadOutputArgs struct {
+		CallID string `json:"call_id" jsonschema:"The id of the tool call."`
+		Offset int    `json:"offset,omitempty" jsonschema:"Byte offset to start at."`
+		Length int    `json:"length,omitempty" jsonschema:"Bytes to read (at most 16384)."`
 	}
-	str := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
-	num := func(desc string) map[string]any { return map[string]any{"type": "integer", "description": desc} }
-	specs := []model.ToolSpec{{
-		Name:        "read_output",
-		Description: "Read part of the full output of an earlier tool call whose result was cut.",
-		Parameters:  obj(map[string]any{"call_id": str("The id of the tool call."), "offset": num("Byte offset to start at."), "length": num("Bytes to read (at most 16384).")}, "call_id"),
-	}}
-	if !a.Spec.Sandbox.Enabled {
-		return specs
+	ExecArgs struct {
+		Command        string `json:"command" jsonschema:"The shell command."`
+		TimeoutSeconds int64  `json:"timeout_seconds,omitempty" jsonschema:"Wall-clock limit, default 120, at most 1800."`
+		Cwd            string `json:"cwd,omitempty" jsonschema:"Working directory, default /workspace."`
 	}
-	specs = append(specs,
-		model.ToolSpec{Name: "exec", Description: "Run a shell command (/bin/sh -c) in this session's sandbox, in /workspace. Files persist across turns of the session.",
-			Parameters: obj(map[string]any{"command": str("The shell command."), "timeout_seconds": num("Wall-clock limit, default 120, at most 1800."), "cwd": str("Working directory, default /workspace.")}, "command")},
-		model.ToolSpec{Name: "read_file", Description: "Read a file of the sandbox workspace.",
-			Parameters: obj(map[string]any{"path": str("Path relative to /workspace."), "max_bytes": num("Largest size to read, default 262144.")}, "path")},
-		model.ToolSpec{Name: "write_file", Description: "Write a file in the sandbox workspace, creating directories.",
-			Parameters: obj(map[string]any{"path": str("Path relative to /workspace."), "content": str("The file's content.")}, "path", "content")},
-		model.ToolSpec{Name: "list_files", Description: "List a directory of the sandbox workspace.",
-			Parameters: obj(map[string]any{"dir": str("Directory relative to /workspace, default the workspace.")})},
-	)
-	if a.Spec.Sandbox.FileDownloads {
-		specs = append(specs, model.ToolSpec{Name: "offer_artifact", Description: "Offer a workspace file to the user for download.",
-			Parameters: obj(map[string]any{
-				"path":             str("Path relative to /workspace."),
-				"classification":   str("One of untrusted (default), internal, confidential, public."),
-				"expires_in_hours": num("How long the download is offered, default 168."),
-			}, "path")})
+	ReadFileArgs struct {
+		Path     string `json:"path" jsonschema:"Path relative to /workspace."`
+		MaxBytes int64  `json:"max_bytes,omitempty" jsonschema:"Largest size to read, default 262144."`
 	}
-	return specs
+	WriteFileArgs struct {
+		Path    string `json:"path" jsonschema:"Path relative to /workspace."`
+		Content string `json:"content" jsonschema:"The file's content."`
+	}
+	ListFilesArgs struct {
+		Dir string `json:"dir,omitempty" jsonschema:"Directory relative to /workspace, default the workspace."`
+	}
+	OfferArtifactArgs struct {
+		Path           string `json:"path" jsonschema:"Path relative to /workspace."`
+		Classification string `json:"classification,omitempty" jsonschema:"One of untrusted (default), internal, confidential, public."`
+		ExpiresInHours int64  `json:"expires_in_hours,omitempty" jsonschema:"How long the download is offered, default 168."`
+	}
+)
+
+// builtins is every built-in tool, in the order the model is offered them.
+var builtins = []tool{
+	define(NameReadOutput, "Read part of the full output of an earlier tool call whose result was cut.", always, readOutput),
+	define(NameExec, "Run a shell command (/bin/sh -c) in this session's sandbox, in /workspace. Files persist across turns of the session.",
+		withSandboxOn, execTool),
+	define(NameReadFile, "Read a file of the sandbox workspace.", withSandboxOn, readFile),
+	define(NameWriteFile, "Write a file in the sandbox workspace, creating directories.", withSandboxOn, writeFile),
+	define(NameListFiles, "List a directory of the sandbox workspace.", withSandboxOn, listFiles),
+	define(NameOfferArtifact, "Offer a workspace file to the user for download.", withDownloads, offerArtifact),
 }
 
-// SandboxTool reports whether a tool needs the sandbox.
-func SandboxTool(name string) bool {
-	switch name {
-	case "exec", "read_file", "write_file", "list_files", "offer_artifact":
-		return true
+func always(*agents.Agent) bool { return true }
+
+func withSandboxOn(a *agents.Agent) bool { return a != nil && a.Spec.Sandbox.Enabled }
+
+func withDownloads(a *agents.Agent) bool { return withSandboxOn(a) && a.Spec.Sandbox.FileDownloads }
+
+// Specs lists the tools offered to the agent's model. It depends on the spec only.
+func Specs(a *agents.Agent) []model.ToolSpec {
+	var specs []model.ToolSpec
+	for i := range builtins {
+		if builtins[i].offered(a) {
+			specs = append(specs, builtins[i].spec())
+		}
 	}
-	return false
+	return specs
 }
 
 func (x *Executor) now() time.Time {
@@ -159,224 +188,187 @@ func (x *Executor) now() time.Time {
 // Run executes one call and returns its (truncated) result. It never returns an error:
 // failures are results the model sees, so the session goes on.
 func (x *Executor) Run(ctx context.Context, c Call, tc model.ToolCall) Result {
-	text, isErr, extra := x.dispatch(ctx, c, tc)
-	full := text
+	res := x.dispatch(ctx, c, tc)
+	full := res.Text
 	out, cut := Truncate(full, x.Limit, tc.ID)
 	if cut {
 		if err := x.Store.PutToolOutput(context.WithoutCancel(ctx), c.SessionID, tc.ID, []byte(full)); err != nil {
 			out += "\n[the full output could not be kept: " + err.Error() + "]"
 		}
 	}
-	extra.Text, extra.IsError, extra.Truncated, extra.FullSize = out, isErr, cut, len(full)
-	return extra
+	res.Text, res.Truncated, res.FullSize = out, cut, len(full)
+	return res
 }
 
-func (x *Executor) dispatch(ctx context.Context, c Call, tc model.ToolCall) (string, bool, Result) {
-	var r Result
+func (x *Executor) dispatch(ctx context.Context, c Call, tc model.ToolCall) Result {
 	if x.MCP != nil && x.MCP.Has(tc.Name) {
 		text, isErr := x.MCP.Call(ctx, tc.Name, tc.Arguments)
-		return text, isErr, r
+		return Result{Text: text, IsError: isErr}
 	}
-	if tc.Name == "read_output" {
-		var args struct {
-			CallID string `json:"call_id"`
-			Offset int    `json:"offset"`
-			Length int    `json:"length"`
+	i := slices.IndexFunc(builtins, func(t tool) bool { return t.name == tc.Name })
+	if i < 0 || !builtins[i].offered(c.Agent) {
+		return failed(fmt.Sprintf("unknown tool %q", tc.Name))
+	}
+	// Arguments are checked before a sandbox is acquired (withSandbox): a malformed call
+	// provisions nothing.
+	return builtins[i].run(ctx, invocation{x: x, c: c}, tc.Arguments)
+}
+
+func readOutput(ctx context.Context, in invocation, args ReadOutputArgs) Result {
+	full, err := in.x.Store.GetToolOutput(ctx, in.c.SessionID, args.CallID)
+	if err != nil {
+		return failed(fmt.Sprintf("no kept output for call_id %q: only results that were cut are kept", args.CallID))
+	}
+	limit := in.x.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	if args.Length <= 0 || args.Length > limit-256 {
+		args.Length = limit - 256
+	}
+	if args.Offset < 0 || args.Offset > len(full) {
+		return failed(fmt.Sprintf("offset %d is outside the output (0..%d)", args.Offset, len(full)))
+	}
+	// A page never splits a character: both ends move back to a character start
+	// (runeBoundary), so the next page, asked from this one's end, starts where it
+	// ended; a page shorter than its one character is stretched to hold it.
+	offset := runeBoundary(full, args.Offset)
+	end := min(len(full), offset+args.Length)
+	if b := runeBoundary(full, end); b > offset {
+		end = b
+	} else {
+		for end < len(full) && runeBoundary(full, end) != end {
+			end++
 		}
-		if err := decode(tc.Arguments, &args); err != nil {
-			return err.Error(), true, r
+	}
+	return Result{Text: fmt.Sprintf("[bytes %d..%d of %d]\n%s", offset, end, len(full), full[offset:end])}
+}
+
+func execTool(ctx context.Context, in invocation, args ExecArgs) Result {
+	if strings.TrimSpace(args.Command) == "" {
+		return failed("exec: command is empty; give a shell command")
+	}
+	timeout := DefaultExecTimeout
+	if args.TimeoutSeconds > 0 {
+		timeout = min(time.Duration(args.TimeoutSeconds)*time.Second, MaxExecTimeout)
+	}
+	return in.withSandbox(ctx, []string{"(files written by: " + args.Command + ")"}, func(l *lifecycle.Lease, _ *Result) (string, bool, bool) {
+		req := sandbox.ExecRequest{Shell: args.Command, Cwd: args.Cwd, Timeout: timeout}
+		if in.c.Output != nil {
+			req.Stdout = streamWriter{"stdout", in.c.Output}
+			req.Stderr = streamWriter{"stderr", in.c.Output}
 		}
-		full, err := x.Store.GetToolOutput(ctx, c.SessionID, args.CallID)
+		res, err := l.Runtime.Exec(ctx, l.Record.SandboxID, req)
+		if ctx.Err() != nil {
+			return "cancelled: the command was stopped", true, false
+		}
 		if err != nil {
-			return fmt.Sprintf("no kept output for call_id %q: only results that were cut are kept", args.CallID), true, r
+			return "exec failed: " + err.Error(), true, true
 		}
-		limit := x.Limit
-		if limit <= 0 {
-			limit = DefaultLimit
+		if res.ExitCode == -1 && !res.TimedOut && res.Limit == "" {
+			return formatExec(res) + "\nthe command was killed", true, true
 		}
-		if args.Length <= 0 || args.Length > limit-256 {
-			args.Length = limit - 256
-		}
-		if args.Offset < 0 || args.Offset > len(full) {
-			return fmt.Sprintf("offset %d is outside the output (0..%d)", args.Offset, len(full)), true, r
-		}
-		// A page never splits a character: both ends move back to a character start
-		// (runeBoundary), so the next page, asked from this one's end, starts where it
-		// ended; a page shorter than its one character is stretched to hold it.
-		offset := runeBoundary(full, args.Offset)
-		end := min(len(full), offset+args.Length)
-		if b := runeBoundary(full, end); b > offset {
-			end = b
-		} else {
-			for end < len(full) && runeBoundary(full, end) != end {
-				end++
-			}
-		}
-		return fmt.Sprintf("[bytes %d..%d of %d]\n%s", offset, end, len(full), full[offset:end]), false, r
+		return formatExec(res), res.ExitCode != 0, false
+	})
+}
+
+func readFile(ctx context.Context, in invocation, args ReadFileArgs) Result {
+	if args.MaxBytes <= 0 {
+		args.MaxBytes = DefaultReadBytes
 	}
-	if !SandboxTool(tc.Name) || !c.Agent.Spec.Sandbox.Enabled || (tc.Name == "offer_artifact" && !c.Agent.Spec.Sandbox.FileDownloads) {
-		return fmt.Sprintf("unknown tool %q", tc.Name), true, r
+	args.MaxBytes = min(args.MaxBytes, MaxReadBytes)
+	return in.withSandbox(ctx, nil, func(l *lifecycle.Lease, _ *Result) (string, bool, bool) {
+		b, err := l.Runtime.ReadFile(ctx, l.Record.SandboxID, args.Path, args.MaxBytes)
+		if err != nil {
+			return "read_file: " + err.Error(), true, isLoss(err)
+		}
+		return string(b), false, false
+	})
+}
+
+func writeFile(ctx context.Context, in invocation, args WriteFileArgs) Result {
+	if args.Path == "" {
+		return failed("write_file: path is empty")
 	}
-	if x.Sandboxes == nil {
-		return "this harness has no sandbox manager", true, r
+	return in.withSandbox(ctx, []string{args.Path}, func(l *lifecycle.Lease, _ *Result) (string, bool, bool) {
+		if err := l.Runtime.WriteFile(ctx, l.Record.SandboxID, args.Path, strings.NewReader(args.Content), 0o644); err != nil {
+			return "write_file: " + err.Error(), true, isLoss(err)
+		}
+		return fmt.Sprintf("wrote %d bytes to %s", len(args.Content), args.Path), false, false
+	})
+}
+
+func listFiles(ctx context.Context, in invocation, args ListFilesArgs) Result {
+	return in.withSandbox(ctx, nil, func(l *lifecycle.Lease, _ *Result) (string, bool, bool) {
+		list, err := l.Runtime.ListFiles(ctx, l.Record.SandboxID, args.Dir)
+		if err != nil {
+			return "list_files: " + err.Error(), true, isLoss(err)
+		}
+		var b strings.Builder
+		for _, f := range list {
+			fmt.Fprintf(&b, "%s\t%d\t%s\n", f.Mode, f.Size, f.Path)
+		}
+		if b.Len() == 0 {
+			return "(empty)", false, false
+		}
+		return b.String(), false, false
+	})
+}
+
+func offerArtifact(ctx context.Context, in invocation, args OfferArtifactArgs) Result {
+	if args.Classification == "" {
+		args.Classification = DefaultClassfication
 	}
-	// Arguments are checked before a sandbox is acquired: a malformed call provisions nothing.
-	switch tc.Name {
-	case "exec":
-		var args struct {
-			Command        string `json:"command"`
-			TimeoutSeconds int64  `json:"timeout_seconds"`
-			Cwd            string `json:"cwd"`
-		}
-		if err := decode(tc.Arguments, &args); err != nil {
-			return err.Error(), true, r
-		}
-		if strings.TrimSpace(args.Command) == "" {
-			return "exec: command is empty; give a shell command", true, r
-		}
-		timeout := DefaultExecTimeout
-		if args.TimeoutSeconds > 0 {
-			timeout = min(time.Duration(args.TimeoutSeconds)*time.Second, MaxExecTimeout)
-		}
-		return x.withSandbox(ctx, c, &r, []string{"(files written by: " + args.Command + ")"}, func(l *lifecycle.Lease) (string, bool, bool) {
-			req := sandbox.ExecRequest{Shell: args.Command, Cwd: args.Cwd, Timeout: timeout}
-			if c.Output != nil {
-				req.Stdout = streamWriter{"stdout", c.Output}
-				req.Stderr = streamWriter{"stderr", c.Output}
-			}
-			res, err := l.Runtime.Exec(ctx, l.Record.SandboxID, req)
-			if ctx.Err() != nil {
-				return "cancelled: the command was stopped", true, false
-			}
-			if err != nil {
-				return "exec failed: " + err.Error(), true, true
-			}
-			if res.ExitCode == -1 && !res.TimedOut && res.Limit == "" {
-				return formatExec(res) + "\nthe command was killed", true, true
-			}
-			return formatExec(res), res.ExitCode != 0, false
-		})
-	case "read_file":
-		var args struct {
-			Path     string `json:"path"`
-			MaxBytes int64  `json:"max_bytes"`
-		}
-		if err := decode(tc.Arguments, &args); err != nil {
-			return err.Error(), true, r
-		}
-		if args.MaxBytes <= 0 {
-			args.MaxBytes = DefaultReadBytes
-		}
-		args.MaxBytes = min(args.MaxBytes, MaxReadBytes)
-		return x.withSandbox(ctx, c, &r, nil, func(l *lifecycle.Lease) (string, bool, bool) {
-			b, err := l.Runtime.ReadFile(ctx, l.Record.SandboxID, args.Path, args.MaxBytes)
-			if err != nil {
-				return "read_file: " + err.Error(), true, isLoss(err)
-			}
-			return string(b), false, false
-		})
-	case "write_file":
-		var args struct {
-			Path    string `json:"path"`
-			Content string `json:"content"`
-		}
-		if err := decode(tc.Arguments, &args); err != nil {
-			return err.Error(), true, r
-		}
-		if args.Path == "" {
-			return "write_file: path is empty", true, r
-		}
-		return x.withSandbox(ctx, c, &r, []string{args.Path}, func(l *lifecycle.Lease) (string, bool, bool) {
-			if err := l.Runtime.WriteFile(ctx, l.Record.SandboxID, args.Path, strings.NewReader(args.Content), 0o644); err != nil {
-				return "write_file: " + err.Error(), true, isLoss(err)
-			}
-			return fmt.Sprintf("wrote %d bytes to %s", len(args.Content), args.Path), false, false
-		})
-	case "list_files":
-		var args struct {
-			Dir string `json:"dir"`
-		}
-		if err := decode(tc.Arguments, &args); err != nil {
-			return err.Error(), true, r
-		}
-		return x.withSandbox(ctx, c, &r, nil, func(l *lifecycle.Lease) (string, bool, bool) {
-			list, err := l.Runtime.ListFiles(ctx, l.Record.SandboxID, args.Dir)
-			if err != nil {
-				return "list_files: " + err.Error(), true, isLoss(err)
-			}
-			var b strings.Builder
-			for _, f := range list {
-				fmt.Fprintf(&b, "%s\t%d\t%s\n", f.Mode, f.Size, f.Path)
-			}
-			if b.Len() == 0 {
-				return "(empty)", false, false
-			}
-			return b.String(), false, false
-		})
-	case "offer_artifact":
-		var args struct {
-			Path           string `json:"path"`
-			Classification string `json:"classification"`
-			ExpiresInHours int64  `json:"expires_in_hours"`
-		}
-		if err := decode(tc.Arguments, &args); err != nil {
-			return err.Error(), true, r
-		}
-		if args.Classification == "" {
-			args.Classification = DefaultClassfication
-		}
-		known := false
-		for _, cl := range Classifications {
-			known = known || cl == args.Classification
-		}
-		if !known {
-			return fmt.Sprintf("offer_artifact: classification %q is not one of %s", args.Classification, strings.Join(Classifications, ", ")), true, r
-		}
-		ttl := DefaultArtifactTTL
-		if args.ExpiresInHours > 0 {
-			ttl = time.Duration(args.ExpiresInHours) * time.Hour
-		}
-		return x.withSandbox(ctx, c, &r, nil, func(l *lifecycle.Lease) (string, bool, bool) {
-			b, err := l.Runtime.ReadFile(ctx, l.Record.SandboxID, args.Path, MaxArtifactBytes)
-			if err != nil {
-				return "offer_artifact: " + err.Error(), true, isLoss(err)
-			}
-			sum := sha256.Sum256(b)
-			now := x.now()
-			var cmds []string
-			if c.Commands != nil {
-				cmds = c.Commands()
-			}
-			a := store.Artifact{
-				ID: newID(), SessionID: c.SessionID, Path: CleanPath(args.Path), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
-				SourceEvent: c.Event, Classification: args.Classification, ExpiresAt: now.Add(ttl), SnapshotID: l.Record.SnapshotID,
-				SandboxID: l.Record.SandboxID, Commands: cmds, Content: b, CreatedAt: now,
-			}
-			if err := x.Store.PutArtifact(ctx, a); err != nil {
-				return "offer_artifact: " + err.Error(), true, false
-			}
-			a.Content = nil
-			r.Artifact = &a
-			return fmt.Sprintf("offered %s for download: %d bytes, sha256 %s, classified %s, until %s (snapshot %s)",
-				a.Path, a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID), false, false
-		})
+	if !slices.Contains(Classifications, args.Classification) {
+		return failed(fmt.Sprintf("offer_artifact: classification %q is not one of %s", args.Classification, strings.Join(Classifications, ", ")))
 	}
-	return fmt.Sprintf("unknown tool %q", tc.Name), true, r
+	ttl := DefaultArtifactTTL
+	if args.ExpiresInHours > 0 {
+		ttl = time.Duration(args.ExpiresInHours) * time.Hour
+	}
+	return in.withSandbox(ctx, nil, func(l *lifecycle.Lease, r *Result) (string, bool, bool) {
+		b, err := l.Runtime.ReadFile(ctx, l.Record.SandboxID, args.Path, MaxArtifactBytes)
+		if err != nil {
+			return "offer_artifact: " + err.Error(), true, isLoss(err)
+		}
+		sum := sha256.Sum256(b)
+		now := in.x.now()
+		var cmds []string
+		if in.c.Commands != nil {
+			cmds = in.c.Commands()
+		}
+		a := store.Artifact{
+			ID: newID(), SessionID: in.c.SessionID, Path: CleanPath(args.Path), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
+			SourceEvent: in.c.Event, Classification: args.Classification, ExpiresAt: now.Add(ttl), SnapshotID: l.Record.SnapshotID,
+			SandboxID: l.Record.SandboxID, Commands: cmds, Content: b, CreatedAt: now,
+		}
+		if err := in.x.Store.PutArtifact(ctx, a); err != nil {
+			return "offer_artifact: " + err.Error(), true, false
+		}
+		a.Content = nil
+		r.Artifact = &a
+		return fmt.Sprintf("offered %s for download: %d bytes, sha256 %s, classified %s, until %s (snapshot %s)",
+			a.Path, a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID), false, false
+	})
 }
 
 // withSandbox acquires the session's sandbox for fn, prefixes the lifecycle notes, and
 // turns a sandbox that died under fn into a model-visible error (the session goes on).
 // fn returns the text, whether it is an error, and whether the failure may be the
-// sandbox's own death.
-func (x *Executor) withSandbox(ctx context.Context, c Call, r *Result, writing []string, fn func(*lifecycle.Lease) (string, bool, bool)) (string, bool, Result) {
-	l, err := x.Sandboxes.Acquire(ctx, c.SessionID, c.Agent)
+// sandbox's own death; it may fill in the result's other fields.
+func (in invocation) withSandbox(ctx context.Context, writing []string, fn func(*lifecycle.Lease, *Result) (string, bool, bool)) Result {
+	m := in.x.Sandboxes
+	if m == nil {
+		return failed("this harness has no sandbox manager")
+	}
+	l, err := m.Acquire(ctx, in.c.SessionID, in.c.Agent)
 	if err != nil {
-		return "the sandbox is not available: " + err.Error(), true, *r
+		return failed("the sandbox is not available: " + err.Error())
 	}
 	defer l.Release(ctx)
-	r.Provisioned = l.Provisioned
-	text, isErr, maybeLost := fn(l)
-	if maybeLost && ctx.Err() == nil && x.Sandboxes.CheckLost(ctx, l, writing, text) {
+	r := Result{Provisioned: l.Provisioned}
+	text, isErr, maybeLost := fn(l, &r)
+	if maybeLost && ctx.Err() == nil && m.CheckLost(ctx, l, writing, text) {
 		text = "the sandbox died during this call (" + strings.TrimSpace(text) + "). The conversation is intact; the next sandbox call recovers the sandbox or, if it is gone, creates a fresh one (the workspace is then reset)."
 		if len(writing) > 0 {
 			text += fmt.Sprintf(" Files this call was writing are uncertain: %v.", writing)
@@ -386,7 +378,8 @@ func (x *Executor) withSandbox(ctx context.Context, c Call, r *Result, writing [
 	if len(l.Notes) > 0 {
 		text = "[sandbox] " + strings.Join(l.Notes, "\n[sandbox] ") + "\n" + text
 	}
-	return text, isErr, *r
+	r.Text, r.IsError = text, isErr
+	return r
 }
 
 func isLoss(err error) bool {
@@ -431,16 +424,6 @@ func (w streamWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = streamWriter{}
-
-func decode(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("the arguments are not a valid JSON object for this tool: %v", err)
-	}
-	return nil
-}
 
 // CleanPath is the workspace-relative, slash-separated form of a path a model or a user
 // gave ("./out.txt", "/workspace/out.txt" and "out.txt" are one file): artifacts are

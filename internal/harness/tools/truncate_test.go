@@ -124,14 +124,7 @@ func TestTruncateKeepsHeadSizeOnMultibyteAndBinary(t *testing.T) {
 // the same way.
 func TestReadOutputPagesOnCharacterBoundaries(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.CreateSession(ctx, store.Session{ID: "s-1", Agent: "a", Owner: "o"}); err != nil {
-		t.Fatal(err)
-	}
+	st := sessionStore(t)
 	rnd := rand.New(rand.NewPCG(3, 4))
 	random := make([]byte, 1000)
 	for i := range random {
@@ -189,4 +182,18 @@ func TestReadOutputPagesOnCharacterBoundaries(t *testing.T) {
 	if res.Text != "[bytes 3..9 of 54000]\n本語" {
 		t.Fatalf("read from inside a character: %q", res.Text)
 	}
+}
+
+// sessionStore opens a store in a test directory, with session s-1.
+func sessionStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.CreateSession(context.Background(), store.Session{ID: "s-1", Agent: "a", Owner: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events/eventstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// sessions show prints every payload shape existing logs hold, as stored by earlier
+// harnesses: both field sets of sandbox_lost, the artifact under its Go field names,
+// and sandbox_network_reattached, which nothing records any more.
+func TestPrintExistingLogs(t *testing.T) {
+	want := map[string][]string{
+		"user message":                    {"you: what is 2+2?"},
+		"model message":                   {"agent [replay]: Running it.", `  -> exec {"command":"python3 -V"}`},
+		"usage":                           {"· tokens: step 120 in / 8 out; this turn 120 / 8"},
+		"tool call":                       nil, // shown with its model message
+		"tool result":                     {"  <- exec (cut for the model from 40000 bytes; full output: sessions show SESSION --output replay-1-0)", "     Python 3.11.2"},
+		"tool result of a dead harness":   {"  <- ERROR exec", "interrupted: the harness stopped"},
+		"cancelled":                       {"! turn cancelled"},
+		"error":                           {"! error (model): model unavailable"},
+		"max turns":                       {"! limit reached: max_turns (50)"},
+		"token budget":                    {"! limit reached: token_budget (1000)"},
+		"run interrupted":                 {"! run r-0 was interrupted: its harness process stopped mid-run"},
+		"run finished":                    {"— turn completed: 2 model steps, 120 tokens in, 8 out"},
+		"resumed":                         {"[sandbox] RESUMED tf-s-1-1 from Stopped, snapshot snap-1 (recorded snap-1)"},
+		"stopped":                         {"[sandbox] STOPPED tf-s-1-1 after 15 idle minutes"},
+		"archived":                        {"[sandbox] ARCHIVED tf-s-1-1 after 1440 idle minutes"},
+		"deleted after a loss":            {"[sandbox] DELETED tf-s-1-1 after 10080 idle minutes"},
+		"recovered":                       {"[sandbox] RECOVERED tf-s-1-1"},
+		"reclaimed":                       {"[sandbox] RECLAIMED tf-s-1-1: commands left running by a harness that died were stopped; files kept"},
+		"egress denied":                   {"[egress] DENIED plain evil.test:80 GET /: not_allowed — evil.test is not in allow_domains"},
+		"egress allowed with a secret":    {"[egress] allowed terminate api.test:443 POST /v1 (secrets substituted: API_KEY)"},
+		"lost, found gone (state/reason)": {"[sandbox] LOST tf-s-1-1 (was stopped): the backend no longer has it"},
+		"lost, seen by a call (status/cause)": {
+			"[sandbox] LOST tf-s-1-1 (was running; backend: gone): exec failed: sandbox tf-s-1-1 is lost",
+			"uncertain files: (files written by: echo x > out.txt)",
+		},
+		"tool result with an artifact under Go field names": {
+			"[download] report.md: 17000000 bytes, sha256 ab12, untrusted, expires 2026-12-06T10:00:00Z, snapshot snap-1",
+		},
+		"provisioned, as a map (limits_enforced without unenforced_limits)": {
+			"[sandbox] PROVISIONED tf-s-1-1 (local backend, provider local) from environment default, snapshot snap-1 in 24 ms — first call that needs a sandbox",
+		},
+		"provisioned with unenforced limits": {
+			"[sandbox] PROVISIONED tf-s-1-2", "[sandbox] WARNING: limits not enforced on this host: cpu", "cpu: no writable cgroup",
+		},
+		"network reattached (no longer recorded)": {
+			"[sandbox] NETWORK REATTACHED tf-s-1-1 (processes restarted, files kept): the egress proxy was recreated",
+		},
+	}
+	for _, l := range eventstest.Logs {
+		lines, ok := want[l.Name]
+		if !ok {
+			t.Errorf("no expected output for %q", l.Name)
+			continue
+		}
+		var out bytes.Buffer
+		newPrinter(&out, false, false).render(store.Event{Seq: 1, Kind: l.Kind, Payload: []byte(l.JSON)}, false)
+		got := out.String()
+		for _, w := range lines {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: output %q lacks %q", l.Name, got, w)
+			}
+		}
+		// Printed by its own line, never as a raw dump of an unread kind.
+		if (got == "") != (l.Kind == events.KindToolCall) || strings.Contains(got, l.Kind+" {") {
+			t.Errorf("%s: printed as %q", l.Name, got)
+		}
+	}
+}
