@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +143,17 @@ func TestSandboxKilledMidTurnLeavesSessionUsable(t *testing.T) {
 	unc, _ := lost[0]["uncertain"].([]any)
 	if len(unc) == 0 || !strings.Contains(unc[0].(string), "out.txt") {
 		t.Fatalf("the dead call's files are not marked uncertain: %v", lost[0])
+	}
+	// One field set, whoever saw the loss: the call (lost[0]) or the next Acquire.
+	if st, _ := lost[0]["backend_status"].(string); lost[0]["state"] != store.SandboxStateRunning || st == "" || st == sandbox.SandboxRunning || lost[0]["reason"] == "" {
+		t.Fatalf("the call's sandbox_lost: %v; want state running, what the backend said and a reason", lost[0])
+	}
+	for _, l := range lost {
+		for k := range l {
+			if !slices.Contains([]string{"sandbox_id", "state", "backend_status", "reason", "uncertain"}, k) {
+				t.Fatalf("sandbox_lost with field %q: %v", k, l)
+			}
+		}
 	}
 	rec, _ := f.env.Store.GetSessionSandbox(context.Background(), sid)
 	if rec.Generation != 2 || rec.State != store.SandboxStateRunning {
