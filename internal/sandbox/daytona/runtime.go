@@ -1,7 +1,6 @@
 package daytona
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -274,18 +273,19 @@ func (r *Runtime) toolboxErr(ctx context.Context, id string, err error) error {
 // inWork maps a contract path (relative to the workspace, or /workspace/...) to the
 // sandbox's work directory; nothing outside it is reachable.
 func (r *Runtime) inWork(p string) (string, error) {
-	if strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("invalid path %q", p)
+	rel, err := sandbox.WorkspacePath(p)
+	if err != nil {
+		return "", err
 	}
-	if path.IsAbs(p) {
-		c := path.Clean(p)
-		if c != "/workspace" && !strings.HasPrefix(c, "/workspace/") {
-			return "", fmt.Errorf("path %q is outside /workspace", p)
-		}
-		p = strings.TrimPrefix(c, "/workspace")
-	}
-	rel := path.Clean("/" + p)
 	return path.Join(r.workDir(), rel), nil
+}
+
+// fromSandbox maps a path as commands see it to Daytona's: the workspace is WorkDir.
+func (r *Runtime) fromSandbox(p string) string {
+	if p == sandbox.WorkspaceDir || strings.HasPrefix(p, sandbox.WorkspaceDir+"/") {
+		return path.Join(r.workDir(), strings.TrimPrefix(p, sandbox.WorkspaceDir))
+	}
+	return p
 }
 
 // Exec runs a command through the toolbox. Stdin is uploaded to a temporary file in the
@@ -300,29 +300,23 @@ func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 
 func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	var res sandbox.ExecResult
-	var cmd string
-	switch {
-	case req.Shell != "" && len(req.Argv) > 0:
-		return res, errors.New("both argv and shell given")
-	case req.Shell != "":
-		cmd = req.Shell
-	case len(req.Argv) == 0 || req.Argv[0] == "":
-		return res, errors.New("no command given")
-	default:
-		q := make([]string, len(req.Argv))
-		for i, a := range req.Argv {
+	argv, err := req.Command()
+	if err != nil {
+		return res, err
+	}
+	cmd := req.Shell
+	if cmd == "" {
+		q := make([]string, len(argv))
+		for i, a := range argv {
 			q[i] = shellQuote(a)
 		}
 		cmd = strings.Join(q, " ")
 	}
-	cwd := r.workDir()
-	if req.Cwd != "" {
-		c, err := r.inWork(req.Cwd)
-		if err != nil {
-			return res, err
-		}
-		cwd = c
+	cwd, err := req.WorkingDir()
+	if err != nil {
+		return res, err
 	}
+	cwd = r.fromSandbox(cwd)
 	sb, err := r.sandbox(ctx, id)
 	if err != nil {
 		return res, err
@@ -358,24 +352,13 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 		return res, r.toolboxErr(ctx, id, err)
 	}
 	res.ExitCode = out.ExitCode
-	res.Stdout, res.Truncated = capOutput([]byte(out.Result), req.OutputCap)
+	buf := sandbox.NewOutputBuffer(req.OutputCap)
+	_, _ = buf.Write([]byte(out.Result))
+	res.Stdout, res.Truncated = buf.Bytes()
 	if req.Stdout != nil {
 		_, _ = req.Stdout.Write(res.Stdout)
 	}
 	return res, nil
-}
-
-// capOutput keeps the head and tail of b within cap bytes (sandbox.DefaultOutputCap).
-func capOutput(b []byte, limit int) ([]byte, bool) {
-	if limit <= 0 {
-		limit = sandbox.DefaultOutputCap
-	}
-	if len(b) <= limit {
-		return b, false
-	}
-	half := limit / 2
-	out := append(bytes.Clone(b[:half]), b[len(b)-(limit-half):]...)
-	return out, true
 }
 
 // Stop stops the sandbox and waits for `stopped`; its files stay.

@@ -34,6 +34,9 @@ func mustExec(t *testing.T, rt *daytona.Runtime, id string, req sandbox.ExecRequ
 	return res
 }
 
+// TestRuntimeExecAndFiles covers what is Daytona's own beyond the conformance suite
+// (TestConformance): the environment given at create, stdin through a temporary file
+// that does not stay behind, and the emulator running real sandboxes.
 func TestRuntimeExecAndFiles(t *testing.T) {
 	t.Parallel()
 	srv, _, rt, snap := newRuntime(t)
@@ -43,79 +46,14 @@ func TestRuntimeExecAndFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "sess-1") })
-
-	res := mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: `echo "$FOO"; pwd; echo err >&2; exit 3`})
-	if res.ExitCode != 3 || string(res.Stdout) != "bar baz\n/workspace\nerr\n" {
-		t.Fatalf("shell exec: %d %q", res.ExitCode, res.Stdout)
-	}
-	res = mustExec(t, rt, "sess-1", sandbox.ExecRequest{Argv: []string{"printf", "%s|", "a b", "it's", "$HOME"}})
-	if string(res.Stdout) != "a b|it's|$HOME|" {
-		t.Fatalf("argv quoting: %q", res.Stdout)
-	}
 	var streamed bytes.Buffer
-	res = mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: "tr a-z A-Z; echo done", Stdin: strings.NewReader("from stdin\n"), Stdout: &streamed})
-	if string(res.Stdout) != "FROM STDIN\ndone\n" || streamed.String() != string(res.Stdout) {
+	res := mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: `tr a-z A-Z; echo "$FOO"`, Stdin: strings.NewReader("from stdin\n"), Stdout: &streamed})
+	if string(res.Stdout) != "FROM STDIN\nbar baz\n" || streamed.String() != string(res.Stdout) {
 		t.Fatalf("stdin: %q (streamed %q)", res.Stdout, streamed.String())
 	}
 	if ls := mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: "ls -A"}); strings.Contains(string(ls.Stdout), "trueforge-stdin") {
 		t.Fatalf("stdin file left behind: %q", ls.Stdout)
 	}
-	res = mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: "sleep 10", Timeout: 1e9})
-	if !res.TimedOut || res.ExitCode != 124 || res.Limit != sandbox.LimitTimeout {
-		t.Fatalf("timeout: %+v", res)
-	}
-	res = mustExec(t, rt, "sess-1", sandbox.ExecRequest{Shell: "head -c 5000 /dev/zero | tr '\\0' x", OutputCap: 100})
-	if len(res.Stdout) != 100 || !res.Truncated {
-		t.Fatalf("output cap: %d bytes, truncated %v", len(res.Stdout), res.Truncated)
-	}
-
-	// Files: round trip, mode, listing, limits, no way out of the workspace.
-	if err := rt.WriteFile(ctx, "sess-1", "/workspace/src/run.sh", strings.NewReader("#!/bin/sh\necho ran\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if res := mustExec(t, rt, "sess-1", sandbox.ExecRequest{Argv: []string{"./run.sh"}, Cwd: "src"}); string(res.Stdout) != "ran\n" {
-		t.Fatalf("written script: %d %q", res.ExitCode, res.Stdout)
-	}
-	if err := rt.WriteFile(ctx, "sess-1", "notes.txt", strings.NewReader("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := rt.ReadFile(ctx, "sess-1", "notes.txt", 0); err != nil || string(b) != "hello" {
-		t.Fatalf("read: %q %v", b, err)
-	}
-	if _, err := rt.ReadFile(ctx, "sess-1", "notes.txt", 3); !errors.Is(err, sandbox.ErrTooLarge) {
-		t.Fatalf("read past max: %v", err)
-	}
-	fi, err := rt.StatFile(ctx, "sess-1", "/workspace/src/run.sh")
-	if err != nil || fi.Path != "src/run.sh" || fi.Size != 19 || fi.Mode.Perm() != 0o755 {
-		t.Fatalf("stat: %+v %v", fi, err)
-	}
-	list, err := rt.ListFiles(ctx, "sess-1", ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for _, f := range list {
-		paths = append(paths, f.Path)
-	}
-	if strings.Join(paths, ",") != "notes.txt,src" || !list[1].Mode.IsDir() {
-		t.Fatalf("list: %+v", list)
-	}
-	if _, err := rt.ReadFile(ctx, "sess-1", "/etc/passwd", 0); err == nil || !strings.Contains(err.Error(), "outside /workspace") {
-		t.Fatalf("absolute path outside the workspace: %v", err)
-	}
-	if _, err := rt.ReadFile(ctx, "sess-1", "../../etc/passwd", 0); !errors.Is(err, sandbox.ErrNotFound) {
-		t.Fatalf("dot-dot stays inside the workspace: %v", err)
-	}
-	if err := rt.DeleteFile(ctx, "sess-1", "src"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rt.StatFile(ctx, "sess-1", "src/run.sh"); !errors.Is(err, sandbox.ErrNotFound) {
-		t.Fatalf("after delete: %v", err)
-	}
-	if err := rt.DeleteFile(ctx, "sess-1", "/workspace"); err == nil {
-		t.Fatal("deleting the workspace was allowed")
-	}
-
 	if !srv.LocalSandboxes() {
 		t.Fatal("the emulator ran host processes although bubblewrap is installed; this test needs real sandboxes (make deps)")
 	}

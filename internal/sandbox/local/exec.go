@@ -3,15 +3,11 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -41,33 +37,16 @@ func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 
 func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	var res sandbox.ExecResult
-	argv := req.Argv
-	switch {
-	case req.Shell != "" && len(argv) > 0:
-		return res, errors.New("both argv and shell given")
-	case req.Shell != "":
-		argv = []string{"/bin/sh", "-c", req.Shell}
-	case len(argv) == 0 || argv[0] == "":
-		return res, errors.New("no command given")
+	argv, err := req.Command()
+	if err != nil {
+		return res, err
 	}
-	for _, a := range argv {
-		if strings.ContainsRune(a, 0) {
-			return res, errors.New("argv contains a NUL byte")
-		}
-	}
-	cwd := req.Cwd
-	if cwd == "" {
-		cwd = "/workspace"
-	}
-	if !path.IsAbs(cwd) || strings.ContainsRune(cwd, 0) {
-		return res, fmt.Errorf("working directory %q is not absolute", cwd)
+	cwd, err := req.WorkingDir()
+	if err != nil {
+		return res, err
 	}
 	if err := checkEnv(req.Env); err != nil {
 		return res, err
-	}
-	capacity := req.OutputCap
-	if capacity <= 0 {
-		capacity = sandbox.DefaultOutputCap
 	}
 
 	unlock, err := r.lockSandbox(id, syscall.LOCK_SH)
@@ -119,7 +98,7 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 	before := r.limits.events(id)
 
 	// The command's stdio: pipes whose far ends go to the init with the request.
-	stdout, stderr := newCapBuffer(capacity), newCapBuffer(capacity)
+	stdout, stderr := sandbox.NewOutputBuffer(req.OutputCap), sandbox.NewOutputBuffer(req.OutputCap)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return res, err
@@ -282,7 +261,7 @@ func (r *Runtime) lostOr(id string, err error) error {
 
 // pump copies a command's stream into its retained buffer and, if set, the caller's
 // writer. A failing writer stops getting data; the buffer still does.
-func pump(src io.Reader, buf *capBuffer, w io.Writer) {
+func pump(src io.Reader, buf *sandbox.OutputBuffer, w io.Writer) {
 	b := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(b)
@@ -298,61 +277,4 @@ func pump(src io.Reader, buf *capBuffer, w io.Writer) {
 			return
 		}
 	}
-}
-
-// capBuffer keeps the first half and the last half of a stream up to its capacity and
-// counts what it dropped in between.
-type capBuffer struct {
-	mu      sync.Mutex
-	headCap int
-	tailCap int
-	head    []byte
-	tail    []byte // the last tailCap bytes are the tail
-	total   int64
-}
-
-func newCapBuffer(capacity int) *capBuffer {
-	return &capBuffer{headCap: capacity / 2, tailCap: capacity - capacity/2}
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := len(p)
-	c.total += int64(n)
-	if room := c.headCap - len(c.head); room > 0 {
-		k := min(room, len(p))
-		c.head = append(c.head, p[:k]...)
-		p = p[k:]
-	}
-	if len(p) == 0 {
-		return n, nil
-	}
-	if len(p) >= c.tailCap {
-		c.tail = append(c.tail[:0], p[len(p)-c.tailCap:]...)
-		return n, nil
-	}
-	c.tail = append(c.tail, p...)
-	if len(c.tail) > 2*c.tailCap {
-		c.tail = append(c.tail[:0], c.tail[len(c.tail)-c.tailCap:]...)
-	}
-	return n, nil
-}
-
-// Bytes returns the retained output, with a marker where bytes were dropped.
-func (c *capBuffer) Bytes() ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	tail := c.tail
-	if len(tail) > c.tailCap {
-		tail = tail[len(tail)-c.tailCap:]
-	}
-	dropped := c.total - int64(len(c.head)) - int64(len(tail))
-	var out bytes.Buffer
-	out.Write(c.head)
-	if dropped > 0 {
-		out.WriteString("\n[... " + strconv.FormatInt(dropped, 10) + " bytes truncated ...]\n")
-	}
-	out.Write(tail)
-	return out.Bytes(), dropped > 0
 }

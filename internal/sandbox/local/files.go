@@ -24,26 +24,6 @@ import (
 // regular files are read or written (a FIFO or device planted by the sandbox is refused,
 // never opened in a way that could block).
 
-// wsPath turns a path given as relative to the workspace or as /workspace/... into a
-// clean relative one ("." for the workspace itself).
-func wsPath(p string) (string, error) {
-	if strings.ContainsRune(p, 0) {
-		return "", fmt.Errorf("invalid path %q", p)
-	}
-	if path.IsAbs(p) {
-		c := path.Clean(p)
-		if c != "/workspace" && !strings.HasPrefix(c, "/workspace/") {
-			return "", fmt.Errorf("path %q is outside /workspace", p)
-		}
-		p = strings.TrimPrefix(strings.TrimPrefix(c, "/workspace"), "/")
-	}
-	p = path.Clean("/" + p)[1:] // also resolves leading ".."s lexically to the root
-	if p == "" {
-		p = "."
-	}
-	return p, nil
-}
-
 func (r *Runtime) openWorkspace(id string) (*os.Root, error) {
 	rec, err := r.readRecord(id)
 	if err != nil {
@@ -55,7 +35,12 @@ func (r *Runtime) openWorkspace(id string) (*os.Root, error) {
 	return os.OpenRoot(r.wsDir(id))
 }
 
+// fileErr wraps a file operation's error; a missing file is sandbox.ErrNotFound too, as
+// every runtime reports it.
 func fileErr(op, id, p string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, sandbox.ErrNotFound) {
+		return fmt.Errorf("local: %s %q in sandbox %s: %w (%w)", op, p, id, sandbox.ErrNotFound, err)
+	}
 	return fmt.Errorf("local: %s %q in sandbox %s: %w", op, p, id, err)
 }
 
@@ -69,7 +54,7 @@ func (r *Runtime) WriteFile(ctx context.Context, id, p string, src io.Reader, mo
 }
 
 func (r *Runtime) writeFile(_ context.Context, id, p string, src io.Reader, mode fs.FileMode) error {
-	rel, err := wsPath(p)
+	rel, err := sandbox.WorkspacePath(p)
 	if err != nil {
 		return err
 	}
@@ -174,7 +159,7 @@ func (r *Runtime) readFile(_ context.Context, id, p string, max int64) ([]byte, 
 	if max <= 0 {
 		max = r.maxFile()
 	}
-	rel, err := wsPath(p)
+	rel, err := sandbox.WorkspacePath(p)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +222,7 @@ func fileInfo(rel string, fi fs.FileInfo) sandbox.FileInfo {
 
 // StatFile describes one entry of the workspace without following a final symlink.
 func (r *Runtime) StatFile(_ context.Context, id, p string) (sandbox.FileInfo, error) {
-	rel, err := wsPath(p)
+	rel, err := sandbox.WorkspacePath(p)
 	if err != nil {
 		return sandbox.FileInfo{}, fileErr("stat", id, p, err)
 	}
@@ -255,7 +240,7 @@ func (r *Runtime) StatFile(_ context.Context, id, p string) (sandbox.FileInfo, e
 
 // ListFiles lists a workspace directory (not recursively), by name.
 func (r *Runtime) ListFiles(_ context.Context, id, dir string) ([]sandbox.FileInfo, error) {
-	rel, err := wsPath(dir)
+	rel, err := sandbox.WorkspacePath(dir)
 	if err != nil {
 		return nil, fileErr("list", id, dir, err)
 	}
@@ -292,7 +277,7 @@ func (r *Runtime) ListFiles(_ context.Context, id, dir string) ([]sandbox.FileIn
 
 // DeleteFile removes a file, symlink (not its target) or directory tree of the workspace.
 func (r *Runtime) DeleteFile(_ context.Context, id, p string) error {
-	rel, err := wsPath(p)
+	rel, err := sandbox.WorkspacePath(p)
 	if err != nil {
 		return fileErr("delete", id, p, err)
 	}

@@ -622,7 +622,7 @@ func TestStopDuringStart(t *testing.T) {
 }
 
 func TestCapBuffer(t *testing.T) {
-	c := newCapBuffer(10)
+	c := sandbox.NewOutputBuffer(10)
 	for _, s := range []string{"abc", "defgh", "ijklmnop", "qrstuvwxyz"} {
 		c.Write([]byte(s))
 	}
@@ -630,7 +630,7 @@ func TestCapBuffer(t *testing.T) {
 	if string(got) != "abcde\n[... 16 bytes truncated ...]\nvwxyz" || !tr {
 		t.Fatalf("%q %v", got, tr)
 	}
-	c = newCapBuffer(10)
+	c = sandbox.NewOutputBuffer(10)
 	c.Write([]byte("0123456789"))
 	if got, tr := c.Bytes(); string(got) != "0123456789" || tr {
 		t.Fatalf("%q %v", got, tr)

@@ -1,0 +1,27 @@
+package daytona_test
+
+import (
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
+)
+
+// TestConformance runs the runtime conformance suite against the Daytona runtime on the
+// emulator, whose sandboxes are real local bubblewrap sandboxes.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	sandboxtest.RunRuntimeTests(t, func(t *testing.T) sandboxtest.Fixture {
+		_, c, rt, snap := newRuntime(t)
+		return sandboxtest.Fixture{Runtime: rt, Snapshot: snap, Capabilities: daytona.NewBackend().Info().Capabilities,
+			// The toolbox's /process/execute returns one combined stream.
+			CombinedOutput: true,
+			Secret: func(t *testing.T, environment, envName, value string) string {
+				name := daytona.SecretName(environment, envName)
+				if _, err := c.CreateSecret(testCtx(t), daytona.CreateSecretRequest{Name: name, Value: value, Hosts: []string{"api.example.com"}}); err != nil {
+					t.Fatal(err)
+				}
+				return name
+			}}
+	})
+}
