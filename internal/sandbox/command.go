@@ -46,7 +46,7 @@ func (r ExecRequest) WorkingDir() (string, error) {
 	if path.IsAbs(r.Cwd) {
 		return path.Clean(r.Cwd), nil
 	}
-	return path.Join(WorkspaceDir, path.Clean("/" + r.Cwd)), nil
+	return path.Join(WorkspaceDir, path.Clean("/"+r.Cwd)), nil
 }
 
 // WorkspacePath turns a file path given relative to the workspace or as /workspace/...
