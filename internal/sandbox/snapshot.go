@@ -1,6 +1,7 @@
-// Package sandbox defines what trueforge needs from a sandbox backend: snapshot builds,
-// secrets and (later) sandboxes. Backends live in subpackages; the provider and the harness
-// pick one from the catalog by the sandbox provider's type.
+// Package sandbox defines what trueforge needs from a sandbox backend (Backend): snapshot
+// builds, sandboxes (Runtime), secrets and plan-time checks, and the parts of the contract
+// every runtime shares (command.go). Backends live in subpackages; the provider and the
+// harness reach them only through internal/backends, by the sandbox provider's type.
 package sandbox
 
 import (

@@ -107,16 +107,6 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// AddSessionUsage adds a model step's tokens to the session's totals.
-func (s *Store) AddSessionUsage(ctx context.Context, id string, in, out int64) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ? WHERE id = ?`,
-		in, out, s.stamp(), id)
-	if err != nil {
-		return fmt.Errorf("recording usage of session %q: %w", id, err)
-	}
-	return nil
-}
-
 // AppendEvent adds an event at the end of a session's log and returns its sequence
 // number. Events are never changed or removed, except with their session.
 func (s *Store) AppendEvent(ctx context.Context, sessionID, runID, kind string, payload []byte) (int64, error) {

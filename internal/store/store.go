@@ -1,8 +1,7 @@
 // Package store is the control-plane database: what `terraform apply` publishes (sandbox
-// providers, environments, snapshots, secrets, agents) and, later, the harness's runtime
-// state. SQLite (pure Go, WAL) is the default; the SQL is kept to the subset PostgreSQL
-// shares, with placeholders rewritten per dialect, so a PostgreSQL driver fits without a
-// rewrite.
+// providers, environments, snapshots, secrets, agents) and the harness's runtime state
+// (sessions, their event logs, runs, sandboxes). SQLite (pure Go, WAL) is the only
+// database today; the SQL is kept to the subset PostgreSQL shares.
 package store
 
 import (

@@ -181,13 +181,10 @@ func (s *Server) sandboxBox() (box, error) {
 	if s.bx != nil || s.bxErr != nil {
 		return s.bx, s.bxErr
 	}
-	if !s.cfg.hostProcesses {
-		bx, ok, err := newLocalBox(s.root)
-		if ok {
-			s.bx, s.bxErr = bx, err
-			s.local = err == nil
-			return s.bx, s.bxErr
-		}
+	if bx, ok, err := newLocalBox(s.root); ok {
+		s.bx, s.bxErr = bx, err
+		s.local = err == nil
+		return s.bx, s.bxErr
 	}
 	s.bx = hostBox{root: s.root}
 	return s.bx, nil

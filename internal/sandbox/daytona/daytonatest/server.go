@@ -83,12 +83,15 @@ func (s *Server) LocalSandboxes() bool {
 }
 
 type config struct {
-	buildDelay, idle, lifecycle, removal, execMax time.Duration
-	retryAfter                                    time.Duration
-	marker                                        string
-	defaultKey                                    bool
-	hostProcesses                                 bool
+	buildDelay, idle, lifecycle, removal time.Duration
 }
+
+// Fixed behaviour of the emulator: injected 429s ask for a 1 s wait (Retry-After), a
+// toolbox command runs at most 30 s, and DefaultKey is registered.
+const (
+	faultRetryAfter = time.Second
+	execLimit       = 30 * time.Second
+)
 
 // Option configures a Server.
 type Option func(*config)
@@ -107,36 +110,16 @@ func WithLifecycleDelay(d time.Duration) Option { return func(c *config) { c.lif
 // WithRemovalDelay sets how long a deleted snapshot stays `removing`. Default 0.
 func WithRemovalDelay(d time.Duration) Option { return func(c *config) { c.removal = d } }
 
-// WithFailMarker sets the Dockerfile marker that makes a build fail (default DefaultFailMarker).
-func WithFailMarker(m string) Option { return func(c *config) { c.marker = m } }
-
-// WithRetryAfter sets the Retry-After of injected 429s (rounded up to whole seconds, at least
-// 1; default 1 s).
-func WithRetryAfter(d time.Duration) Option { return func(c *config) { c.retryAfter = d } }
-
-// WithExecLimit caps every toolbox command (default 30 s).
-func WithExecLimit(d time.Duration) Option { return func(c *config) { c.execMax = d } }
-
-// WithHostProcesses runs toolbox commands as plain host processes even when bubblewrap
-// is installed (the fallback otherwise used only without it).
-func WithHostProcesses() Option { return func(c *config) { c.hostProcesses = true } }
-
-// WithoutDefaultKey skips registering DefaultKey.
-func WithoutDefaultKey() Option { return func(c *config) { c.defaultKey = false } }
-
 // NewServer starts an emulator that is closed when the test ends.
 func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	cfg := config{buildDelay: 20 * time.Millisecond, retryAfter: time.Second, execMax: 30 * time.Second,
-		marker: DefaultFailMarker, defaultKey: true}
+	cfg := config{buildDelay: 20 * time.Millisecond}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	s := &Server{root: t.TempDir(), cfg: cfg, keys: map[string][]string{},
 		counts: map[string]int{}, faults: map[string][]fault{}}
-	if cfg.defaultKey {
-		s.keys[DefaultKey] = slices.Clone(AllPermissions)
-	}
+	s.keys[DefaultKey] = slices.Clone(AllPermissions)
 	mux := http.NewServeMux()
 	s.routes(mux)
 	s.ts = httptest.NewServer(mux)
@@ -198,7 +181,7 @@ func (s *Server) InjectFaults(route string, n, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for range n {
-		s.faults[route] = append(s.faults[route], fault{status: status, retryAfter: s.cfg.retryAfter})
+		s.faults[route] = append(s.faults[route], fault{status: status, retryAfter: faultRetryAfter})
 	}
 }
 

@@ -265,8 +265,8 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.failNext != nil {
 		sn.fail, s.failNext = s.failNext, nil
-	} else if hasMarker(sn.Dockerfile, s.cfg.marker) {
-		sn.fail = &failure{reason: "Build failed: the build script exited with code 1", log: "+ " + s.cfg.marker + "\nexit status 1"}
+	} else if hasMarker(sn.Dockerfile, DefaultFailMarker) {
+		sn.fail = &failure{reason: "Build failed: the build script exited with code 1", log: "+ " + DefaultFailMarker + "\nexit status 1"}
 	}
 	sn.delay, s.delayNext = s.delayNext, 0
 	s.snaps = append(s.snaps, sn)

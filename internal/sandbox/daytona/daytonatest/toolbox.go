@@ -73,7 +73,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 400, "command is required")
 		return
 	}
-	limit := s.cfg.execMax
+	limit := execLimit
 	if b.Timeout > 0 && time.Duration(b.Timeout)*time.Second < limit {
 		limit = time.Duration(b.Timeout) * time.Second
 	}
