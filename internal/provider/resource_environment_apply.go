@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/builds"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -68,6 +69,7 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		resp.Diagnostics.AddError("Error Starting Snapshot Build", fmt.Sprintf("Environment %q: %s", name, err))
 		return
 	}
+	tflog.Debug(ctx, "environment: snapshot", map[string]any{"environment": name, "snapshot_id": snap.ID, "status": snap.Status, "build_hash": snap.BuildHash})
 	env := store.Environment{
 		ID: newID("env"), Name: name, Provider: prov.Name, Owner: r.cp.owner,
 		Image: spec.Image, BuildScript: spec.BuildScript, CPU: spec.CPU, MemoryGB: spec.MemoryGB, DiskGB: spec.DiskGB,
@@ -94,6 +96,7 @@ func (r *environmentResource) finishBuild(ctx context.Context, coord *builds.Coo
 	if !plan.WaitForReady.ValueBool() || snap.Status == sandbox.StatusReady {
 		return
 	}
+	tflog.Debug(ctx, "environment: waiting for the snapshot", map[string]any{"environment": plan.Name.ValueString(), "snapshot_id": snap.ID})
 	snap, err := coord.Wait(ctx, snap.ID)
 	plan.Status = types.StringValue(snap.Status)
 	diags.Append(state.Set(ctx, plan)...)

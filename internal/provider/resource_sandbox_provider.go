@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
@@ -275,6 +276,7 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 		return
 	}
 	p.Scopes, p.APIKeyEnc = scopes, keyEnc
+	tflog.Debug(ctx, "sandbox provider: credentials checked", map[string]any{"name": name, "type": p.Type, "scopes": scopes})
 	builder, err := r.cp.builder(ctx, p)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available", err.Error())
@@ -287,6 +289,7 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 		return
 	}
 	p.ReleaseSnapshot = release
+	tflog.Debug(ctx, "sandbox provider: release snapshot ready", map[string]any{"name": name, "release_snapshot": release})
 	if err := r.cp.store.CreateSandboxProvider(ctx, p); err != nil {
 		resp.Diagnostics.AddError("Error Saving Sandbox Provider", fmt.Sprintf("Sandbox provider %q could not be stored.\n\nOriginal Error: %s", name, err))
 		return
@@ -328,6 +331,7 @@ func (r *sandboxProviderResource) createDefaultEnvironment(ctx context.Context, 
 	if err != nil {
 		return err
 	}
+	tflog.Debug(ctx, "sandbox provider: default environment's snapshot", map[string]any{"snapshot_id": snap.ID, "status": snap.Status})
 	env := store.Environment{
 		ID: newID("env"), Name: defaultEnvironmentName, Provider: p.Name, Owner: p.Owner, Reserved: true,
 		Image: defaultSpec.Image, CPU: defaultSpec.CPU, MemoryGB: defaultSpec.MemoryGB, DiskGB: defaultSpec.DiskGB,
@@ -472,6 +476,7 @@ func (r *sandboxProviderResource) Delete(ctx context.Context, req resource.Delet
 		addOperationError(&resp.Diagnostics, "Error Deleting Sandbox Provider", fmt.Sprintf("sandbox provider %q", name), err)
 		return
 	}
+	tflog.Debug(ctx, "sandbox provider: deleted", map[string]any{"name": name, "snapshots": len(snapshots)})
 	if cerr == nil {
 		// The rows are gone, so every snapshot of the provider is unreferenced now.
 		if err := coord.RemoveFiles(ctx, snapshots); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -255,6 +256,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 			return
 		}
 		remote = &rs
+		tflog.Debug(ctx, "secret: created in the backend", map[string]any{"secret": id, "backend": title, "remote_id": rs.ID})
 	}
 	err = r.cp.store.CreateSecret(ctx, store.Secret{ID: id, Environment: envName, EnvName: plan.EnvName.ValueString(), Hosts: hosts, ValueEnc: sealed})
 	if err != nil && remote != nil {
@@ -355,6 +357,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 			return
 		}
 		saveRemoteSecret(ctx, resp.Private, &remote, &resp.Diagnostics)
+		tflog.Debug(ctx, "secret: updated in the backend", map[string]any{"secret": id, "backend": title, "rotated": rotate})
 	}
 	if err := r.cp.store.UpdateSecret(ctx, id, hosts, sealed); err != nil {
 		addOperationError(&resp.Diagnostics, "Error Updating Secret", fmt.Sprintf("secret %s, saving it", id), err)
