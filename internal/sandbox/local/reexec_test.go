@@ -5,8 +5,13 @@ package local
 import (
 	"bytes"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,4 +97,84 @@ func TestImportDoesNotDispatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEveryBinaryCallsReexecMain finds the module's commands that link this package and
+// checks that each one's main calls ReexecMain as its first statement: a command that
+// forgot it would, re-executed as a setup step or a sandbox init, run its own main
+// instead (the provider would serve, the harness print its usage) and every sandbox and
+// build it starts would fail.
+func TestEveryBinaryCallsReexecMain(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("skipping: no go command on PATH")
+	}
+	const mod = "github.com/trueforge/terraform-provider-trueforge"
+	const self = mod + "/internal/sandbox/local"
+	cmd := exec.Command(goTool, "list", "-f",
+		`{{if eq .Name "main"}}{{range .Deps}}{{if eq . "`+self+`"}}{{$.Dir}}{{range $.GoFiles}} {{.}}{{end}}{{"\n"}}{{end}}{{end}}{{end}}`, mod+"/...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		n++
+		if !firstCallsReexecMain(t, f[0], f[1:]) {
+			t.Errorf("%s: func main must call local.ReexecMain() as its first statement", f[0])
+		}
+	}
+	if n < 2 { // the provider and the harness at least
+		t.Fatalf("go list found %d commands that link package local:\n%s", n, out)
+	}
+}
+
+// firstCallsReexecMain reports whether the main function among files in dir starts with
+// a call of ReexecMain through this package's import.
+func firstCallsReexecMain(t *testing.T, dir string, files []string) bool {
+	t.Helper()
+	fset := token.NewFileSet()
+	for _, name := range files {
+		file, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkgName := ""
+		for _, imp := range file.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); strings.HasSuffix(path, "/internal/sandbox/local") {
+				pkgName = "local"
+				if imp.Name != nil {
+					pkgName = imp.Name.Name
+				}
+			}
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || fn.Name.Name != "main" {
+				continue
+			}
+			if fn.Body == nil || len(fn.Body.List) == 0 {
+				return false
+			}
+			es, ok := fn.Body.List[0].(*ast.ExprStmt)
+			if !ok {
+				return false
+			}
+			call, ok := es.X.(*ast.CallExpr)
+			if !ok {
+				return false
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return false
+			}
+			x, ok := sel.X.(*ast.Ident)
+			return ok && pkgName != "" && x.Name == pkgName && sel.Sel.Name == "ReexecMain"
+		}
+	}
+	return false
 }
