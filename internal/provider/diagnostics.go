@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -20,12 +20,12 @@ func addOperationError(diags *diag.Diagnostics, summary, object string, err erro
 
 // nextStep says what a user can do about err.
 func nextStep(err error) string {
-	var api *daytona.APIError
+	var api sandbox.APIError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "It was removed outside Terraform while this command ran. Run terraform plan again: the refresh shows what is left, and apply recreates what is missing."
 	case errors.As(err, &api):
-		return "Daytona's API refused or failed the request (its answer is above). Check the sandbox provider's api_key, api_url and target, and Daytona's status, then run terraform apply again."
+		return api.Backend() + "'s API refused or failed the request (its answer is above). Check the sandbox provider's api_key, api_url and target, and " + api.Backend() + "'s status, then run terraform apply again."
 	case strings.Contains(err.Error(), "database is locked") || strings.Contains(err.Error(), "SQLITE_BUSY"):
 		return "Another process held the control-plane database for longer than the busy timeout. Wait for it to finish (or stop it), then run the command again."
 	default:

@@ -143,3 +143,12 @@ type RemoteSecret struct {
 	Updated time.Time `json:"updated"`
 	Hosts   []string  `json:"-"`
 }
+
+// APIError is implemented by errors that a backend's remote API returned (its refusal or
+// failure of a request), so that callers can say what to check without knowing the
+// backend.
+type APIError interface {
+	error
+	// Backend names the backend whose API answered ("Daytona").
+	Backend() string
+}

@@ -1,6 +1,7 @@
 package daytona_test
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -141,5 +142,15 @@ func TestSecretStore(t *testing.T) {
 	}
 	if err := ss.Delete(ctx, sandbox.RemoteSecret{}, "py", "TOKEN"); err != nil {
 		t.Fatalf("delete of a missing secret: %v", err)
+	}
+}
+
+// Daytona's API errors are sandbox.APIErrors: callers say what to check by the backend's
+// name without knowing the backend.
+func TestAPIErrorIsBackendError(t *testing.T) {
+	var err error = &daytona.APIError{Status: 403}
+	var api sandbox.APIError
+	if !errors.As(err, &api) || api.Backend() != "Daytona" {
+		t.Fatalf("%T is not a sandbox.APIError naming Daytona", err)
 	}
 }

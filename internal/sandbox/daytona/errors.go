@@ -42,6 +42,9 @@ func (e *APIError) Error() string {
 }
 
 // Is makes errors.Is(err, sandbox.ErrNotFound) hold for 404s.
+// Backend names Daytona as the API that answered (sandbox.APIError).
+func (e *APIError) Backend() string { return "Daytona" }
+
 func (e *APIError) Is(target error) bool {
 	return target == sandbox.ErrNotFound && e.Status == http.StatusNotFound
 }
