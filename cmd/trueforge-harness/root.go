@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
@@ -76,7 +76,7 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 		return nil, fmt.Errorf("opening the control-plane database: %w", err)
 	}
 	h := &harness{g: g, store: st, logger: logger}
-	h.runtimes = &backend.Runtimes{Store: st, Registry: backend.Default()}
+	h.runtimes = backend.New(controlplane.New(st))
 	h.network = sandboxnet.New(netConfig(st, logger))
 	h.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: h.runtimes, Logger: logger,
 		Network: h.network})
@@ -87,7 +87,7 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 // backend's directory, decisions into the session log, and the netd helper found by
 // sandboxnet.LocateHelper (this binary itself when it is static).
 func netConfig(st *store.Store, logger *slog.Logger) sandboxnet.Config {
-	cfg := sandboxnet.Config{Store: st, Dir: filepath.Join(backend.LocalRoot(st), "egress"), Logger: logger,
+	cfg := sandboxnet.Config{Store: st, Dir: controlplane.New(st).EgressDir(), Logger: logger,
 		Record: func(ctx context.Context, sessionID string, p events.Payload) {
 			if _, err := events.Append(ctx, st, sessionID, "", p); err != nil {
 				logger.Warn("recording an egress decision failed", "session", sessionID, "err", err)

@@ -90,6 +90,11 @@ func (p *Plane) Open(sealed []byte, label, what string) ([]byte, error) {
 // DataDir is where backends of this plane keep their files: beside the database.
 func (p *Plane) DataDir() string { return p.Store.Dir() }
 
+// EgressDir is where the harness's egress proxies keep their sockets: local-backend/egress
+// under the data directory, where harnesses have always put them. Running sandboxes bind
+// their socket's directory, so it never moves.
+func (p *Plane) EgressDir() string { return filepath.Join(p.DataDir(), "local-backend", "egress") }
+
 // ID is a short, stable identifier of this control plane (a hash of the database's
 // absolute path): remote objects are labelled with it, so that two control planes that
 // share one backend account never list or sweep each other's. Moving the database

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
@@ -16,7 +17,7 @@ import (
 func TestLocalRuntimeFollowsRequireLimits(t *testing.T) {
 	harnesstest.RequireSandboxTools(t)
 	st := harnesstest.NewStore(t)
-	r := &backend.Runtimes{Store: st, Registry: backend.Default()}
+	r := backend.New(controlplane.New(st))
 	yes, no := true, false
 	for _, c := range []struct {
 		setting *bool

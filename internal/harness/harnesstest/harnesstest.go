@@ -19,9 +19,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -64,7 +64,16 @@ func NewEnv(tb testing.TB) *Env {
 	RequireSandboxTools(tb)
 	st := NewStore(tb)
 	ctx := context.Background()
-	b, err := local.NewBuilder(backend.LocalRoot(st))
+	prov := store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: Owner}
+	be, err := backends.Default().Get(prov.Type)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := controlplane.New(st).Provider(prov)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b, err := be.Builder(ctx, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -72,12 +81,13 @@ func NewEnv(tb testing.TB) *Env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	must(tb, st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: Owner, ReleaseSnapshot: rel}))
+	prov.ReleaseSnapshot = rel
+	must(tb, st.CreateSandboxProvider(ctx, prov))
 	must(tb, st.RegisterReleaseSnapshot(ctx, "local", rel))
 	must(tb, st.CreateEnvironment(ctx, store.Environment{ID: "env-default", Name: "default", Provider: "local", Owner: Owner, Reserved: true,
 		Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "release", SnapshotID: rel,
 		Env: map[string]string{"GREETING": "hello"}}))
-	rt, err := backend.OpenLocal(ctx, st, store.SandboxProvider{})
+	rt, err := be.Runtime(ctx, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -221,6 +231,20 @@ type Source struct{ C *Counting }
 // Runtime returns the counted runtime for any provider.
 func (s Source) Runtime(ctx context.Context, p store.SandboxProvider) (sandbox.Runtime, error) {
 	return s.C, nil
+}
+
+// Info describes the counted runtime's backend: the real one of the type.
+func (s Source) Info(providerType string) (sandbox.Info, error) {
+	b, err := backends.Default().Get(providerType)
+	if err != nil {
+		return sandbox.Info{}, err
+	}
+	return b.Info(), nil
+}
+
+// Secrets: the local backend keeps none.
+func (s Source) Secrets(context.Context, store.SandboxProvider) (sandbox.SecretStore, error) {
+	return nil, nil
 }
 
 // BuildStaticHarness builds trueforge-harness with CGO_ENABLED=0 into dir and returns

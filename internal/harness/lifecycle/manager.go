@@ -49,9 +49,14 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-// RuntimeSource returns the runtime of a sandbox provider (backend.Runtimes).
+// RuntimeSource opens sandbox providers' backends (backend.Runtimes).
 type RuntimeSource interface {
+	// Runtime returns the runtime of a sandbox provider.
 	Runtime(ctx context.Context, p store.SandboxProvider) (sandbox.Runtime, error)
+	// Info describes the backend of a provider type (what it enforces itself).
+	Info(providerType string) (sandbox.Info, error)
+	// Secrets returns a provider's backend secret store (nil when it keeps none).
+	Secrets(ctx context.Context, p store.SandboxProvider) (sandbox.SecretStore, error)
 }
 
 // Config configures a Manager.
@@ -573,7 +578,7 @@ func (m *Manager) Reclaim(ctx context.Context, sessionID string) (bool, error) {
 	if err := rt.Stop(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return false, fmt.Errorf("stopping the orphaned commands of sandbox %s: %w", rec.SandboxID, err)
 	}
-	if rec.ProviderType == "local" && m.cfg.Network != nil {
+	if m.proxied(rec.ProviderType) {
 		// The dead harness's proxy died with it: serve a new one before the sandbox
 		// starts again and binds its socket directory.
 		if _, err := m.cfg.Network.Ensure(ctx, sessionID, rec.SandboxID); err != nil {

@@ -7,12 +7,12 @@ import (
 	"net/netip"
 	"os"
 	osexec "os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
@@ -62,7 +62,7 @@ func runHelper() error {
 	if err != nil {
 		return err
 	}
-	cfg := lifecycle.Config{Store: st, Runtimes: &backend.Runtimes{Store: st, Registry: backend.Default()}}
+	cfg := lifecycle.Config{Store: st, Runtimes: backend.New(controlplane.New(st))}
 	if helper := os.Getenv("HELPER_NETD"); helper != "" {
 		// Egress as the CLI wires it, with the test's loopback upstream trusted.
 		caPEM, err := os.ReadFile(os.Getenv("HELPER_UPSTREAM_CA"))
@@ -71,7 +71,7 @@ func runHelper() error {
 		}
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(caPEM)
-		x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: filepath.Join(backend.LocalRoot(st), "egress"), Helper: helper,
+		x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: controlplane.New(st).EgressDir(), Helper: helper,
 			Record: func(ctx context.Context, sessionID string, p events.Payload) {
 				_, _ = events.Append(ctx, st, sessionID, "", p)
 			},

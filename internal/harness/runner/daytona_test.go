@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
@@ -16,7 +17,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/fromstore"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -52,10 +52,7 @@ func newDaytonaFixture(t *testing.T) *dtFixture {
 	}
 	p := store.SandboxProvider{Name: "dt", Type: "daytona", APIURL: srv.URL(), APIKeyEnc: sealed, Owner: harnesstest.Owner, Status: "Ready"}
 	must(t, st.CreateSandboxProvider(ctx, p))
-	c, err := fromstore.Client(st, p, daytona.WithPollInterval(5*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := daytona.New(srv.URL(), daytonatest.DefaultKey, daytona.WithPollInterval(5*time.Millisecond))
 	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3}
 	snap := sandbox.SnapshotID(spec.BuildHash())
 	must(t, daytona.NewBuilder(c).StartBuild(ctx, sandbox.BuildRequest{ID: snap, Spec: spec}))
@@ -79,17 +76,12 @@ func newDaytonaFixture(t *testing.T) *dtFixture {
 		t.Fatal(err)
 	}
 
-	// The default registry's daytona entry with two test settings: a fast poll, and the
+	// The default registry's daytona backend with two test settings: a fast poll, and the
 	// emulator's work directory (its local sandboxes serve /workspace).
-	reg := backend.Registry{"daytona": func(ctx context.Context, st *store.Store, p store.SandboxProvider) (sandbox.Runtime, error) {
-		c, err := fromstore.Client(st, p, daytona.WithPollInterval(5*time.Millisecond))
-		if err != nil {
-			return nil, err
-		}
-		return &daytona.Runtime{C: c, WorkDir: "/workspace", Labels: map[string]string{fromstore.LabelPlane: fromstore.PlaneLabel(st)}}, nil
-	}}
+	rts := backend.New(controlplane.New(st))
+	rts.Backends[daytona.Type] = &daytona.Backend{Options: []daytona.Option{daytona.WithPollInterval(5 * time.Millisecond)}, WorkDir: "/workspace"}
 	clock := newClock()
-	m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: &backend.Runtimes{Store: st, Registry: reg}, Now: clock.Now})
+	m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: rts, Now: clock.Now})
 	t.Cleanup(func() {
 		recs, _ := st.ListSessionSandboxes(context.Background())
 		for _, r := range recs {

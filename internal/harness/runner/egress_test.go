@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
@@ -202,7 +202,7 @@ func (f *egressFixture) newHarness(t *testing.T, helper string) {
 		f.proxies.Close()
 	}
 	f.proxies = sandboxnet.New(sandboxnet.Config{
-		Store: st, Dir: filepath.Join(backend.LocalRoot(st), "egress"), Helper: helper, Logger: logger,
+		Store: st, Dir: controlplane.New(st).EgressDir(), Helper: helper, Logger: logger,
 		Record: func(ctx context.Context, sessionID string, p events.Payload) {
 			if _, err := events.Append(ctx, st, sessionID, "", p); err != nil {
 				t.Errorf("recording %s: %v", p.Kind(), err)

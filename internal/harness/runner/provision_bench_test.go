@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"testing"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
@@ -47,7 +46,7 @@ func benchProvision(b *testing.B, envFn func(*store.Environment), network bool) 
 	cfg := lifecycle.Config{Store: env.Store, Runtimes: harnesstest.Source{C: env.Runtime}}
 	if network {
 		b.Setenv("TRUEFORGE_SECRET_KEY", "")
-		x := sandboxnet.New(sandboxnet.Config{Store: env.Store, Dir: filepath.Join(backend.LocalRoot(env.Store), "egress"),
+		x := sandboxnet.New(sandboxnet.Config{Store: env.Store, Dir: controlplane.New(env.Store).EgressDir(),
 			Helper: netdHelper(b), Logger: slog.New(slog.DiscardHandler)})
 		b.Cleanup(x.Close)
 		cfg.Network = x

@@ -250,8 +250,11 @@ func (r failingGet) Get(ctx context.Context, id string) (sandbox.SandboxInfo, er
 	return r.Runtime.Get(ctx, id)
 }
 
-// oneRuntime serves rt for every sandbox provider.
-type oneRuntime struct{ rt sandbox.Runtime }
+// oneRuntime serves rt for every sandbox provider (and the real backends' Info).
+type oneRuntime struct {
+	harnesstest.Source
+	rt sandbox.Runtime
+}
 
 func (s oneRuntime) Runtime(context.Context, store.SandboxProvider) (sandbox.Runtime, error) {
 	return s.rt, nil
@@ -268,7 +271,7 @@ func TestReapLeavesLostSandboxWhenBackendCannotTell(t *testing.T) {
 	f.clock.Advance(30 * 24 * time.Hour)
 
 	flaky := lifecycle.New(lifecycle.Config{Store: f.env.Store, Now: f.clock.Now,
-		Runtimes: oneRuntime{failingGet{Runtime: f.env.Runtime, id: rec.SandboxID}}})
+		Runtimes: oneRuntime{rt: failingGet{Runtime: f.env.Runtime, id: rec.SandboxID}}})
 	trs, err := flaky.Reap(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +328,7 @@ func TestReaperLeavesALostSandboxBeingRecovered(t *testing.T) {
 		}
 		during = append(during, trs...)
 	}}
-	caller := lifecycle.New(lifecycle.Config{Store: f.env.Store, Runtimes: oneRuntime{hook}, Now: f.clock.Now})
+	caller := lifecycle.New(lifecycle.Config{Store: f.env.Store, Runtimes: oneRuntime{rt: hook}, Now: f.clock.Now})
 	l, err := caller.Acquire(ctx, sid, a)
 	if err != nil {
 		t.Fatal(err)

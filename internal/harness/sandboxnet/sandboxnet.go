@@ -69,6 +69,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -133,12 +134,7 @@ func New(cfg Config) *Proxies {
 }
 
 func (x *Proxies) secretBox() (*secretbox.Box, error) {
-	x.boxOnce.Do(func() {
-		x.box, x.boxErr = secretbox.Load(os.Getenv(secretbox.KeyEnv), filepath.Join(x.cfg.Store.Dir(), "secret.key"))
-		if x.boxErr != nil {
-			x.boxErr = fmt.Errorf("opening the secret box (TRUEFORGE_SECRET_KEY or %s): %w", filepath.Join(x.cfg.Store.Dir(), "secret.key"), x.boxErr)
-		}
-	})
+	x.boxOnce.Do(func() { x.box, x.boxErr = controlplane.New(x.cfg.Store).SecretBox() })
 	return x.box, x.boxErr
 }
 
@@ -224,7 +220,7 @@ func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env s
 	}
 	st := r.proxy.State()
 	raw, _ := json.Marshal(st)
-	if rec.StateEnc, err = box.Seal(raw, "sandbox_egress/"+sandboxID); err != nil {
+	if rec.StateEnc, err = box.Seal(raw, controlplane.EgressStateLabel(sandboxID)); err != nil {
 		x.closeLocked(sandboxID, r)
 		return nil, nil, fmt.Errorf("sealing the egress state of sandbox %s: %w", sandboxID, err)
 	}
@@ -266,7 +262,7 @@ func (x *Proxies) Ensure(ctx context.Context, sessionID, sandboxID string) (bool
 	if err != nil {
 		return false, err
 	}
-	raw, err := box.Open(rec.StateEnc, "sandbox_egress/"+sandboxID)
+	raw, err := box.Open(rec.StateEnc, controlplane.EgressStateLabel(sandboxID))
 	if err != nil {
 		return false, fmt.Errorf("the egress state of sandbox %s cannot be opened with this control plane's secret key: %w", sandboxID, err)
 	}
@@ -347,7 +343,7 @@ func (x *Proxies) secretSource(environment string) egress.SecretSource {
 		}
 		out := make([]egress.Secret, 0, len(list))
 		for _, s := range list {
-			v, err := box.Open(s.ValueEnc, "secret/"+s.ID)
+			v, err := box.Open(s.ValueEnc, controlplane.SecretLabel(s.ID))
 			if err != nil {
 				return nil, fmt.Errorf("secret %s cannot be opened with this control plane's secret key: %w", s.ID, err)
 			}

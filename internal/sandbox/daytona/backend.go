@@ -44,6 +44,9 @@ const (
 type Backend struct {
 	// Options are added to every client (tests shorten polling and backoff).
 	Options []Option
+	// WorkDir, when set, replaces DefaultWorkDir as the sandboxes' workspace (the
+	// emulator's sandboxes serve /workspace).
+	WorkDir string
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -176,7 +179,7 @@ func (b *Backend) Runtime(_ context.Context, p sandbox.ProviderConfig) (sandbox.
 	if err != nil {
 		return nil, err
 	}
-	return &Runtime{C: c, Labels: map[string]string{LabelPlane: p.Plane}}, nil
+	return &Runtime{C: c, WorkDir: b.WorkDir, Labels: map[string]string{LabelPlane: p.Plane}}, nil
 }
 
 // Secrets returns the organization's secret store.

@@ -135,8 +135,14 @@ func (b *Backend) Runtime(_ context.Context, p sandbox.ProviderConfig) (sandbox.
 	if err != nil {
 		return nil, err
 	}
-	rt.SetRequireLimits(RequireLimitsFor(p.RequireLimits))
+	rt.Reconfigure(p)
 	return rt, nil
+}
+
+// Reconfigure applies a provider's settings that a runtime takes after it is open: its
+// require_limits, so that a long-lived runtime follows a setting applied since.
+func (r *Runtime) Reconfigure(p sandbox.ProviderConfig) {
+	r.SetRequireLimits(RequireLimitsFor(p.RequireLimits))
 }
 
 // Secrets: none; the harness's egress proxy puts secrets into requests.
