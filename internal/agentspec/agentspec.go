@@ -1,0 +1,179 @@
+// Package agentspec is the agent document that `terraform apply` stores in the agents
+// table and trueforge-harness runs: one JSON type, its defaults and the limits the
+// provider enforces, shared by the provider (which writes and reads it back), the
+// harness (which reads it) and the harness's test fixtures (which write it).
+//
+// The JSON format is the one the provider has always written; specs already stored in a
+// control plane decode with the same values (see Decode for what older providers left
+// out).
+package agentspec
+
+import (
+	"encoding/json"
+)
+
+// Model providers an agent can run on.
+const (
+	ModelOpenAI    = "openai"
+	ModelAnthropic = "anthropic"
+	ModelScripted  = "scripted" // replays Model.Script: no key, no network
+)
+
+// ModelProviders lists the model providers, sorted.
+var ModelProviders = []string{ModelAnthropic, ModelOpenAI, ModelScripted}
+
+// Defaults: what an agent gets for what its configuration leaves out. The provider's
+// schema applies them, the harness reads a spec with them (Decode), and the test
+// fixtures write them (Default).
+const (
+	// DefaultMaxTurns is the model steps allowed for one user message (a step is one
+	// model reply with the tool calls it makes).
+	DefaultMaxTurns = 50
+	// DefaultTokenBudget is the tokens (input plus output, summed over the steps) one
+	// user message may use.
+	DefaultTokenBudget = 1_000_000
+	// DefaultEnvironment is the environment sandboxes are cloned from: the one every
+	// sandbox provider creates. It is used only when the sandbox is enabled.
+	DefaultEnvironment = "default"
+	// DefaultFileDownloads lets users download files the agent produces.
+	DefaultFileDownloads = true
+	// Sandbox lifecycle, in minutes of inactivity: stopped after a quarter of an hour,
+	// archived after a day, deleted after a week.
+	DefaultIdleStopMinutes     = 15
+	DefaultArchiveAfterMinutes = 1440
+	DefaultDeleteAfterMinutes  = 10080
+)
+
+// Bounds of the run limits, enforced by the provider.
+const (
+	MaxMaxTurns    = 1000
+	MinTokenBudget = 1000
+	MaxTokenBudget = 100_000_000
+)
+
+// Spec is the stored agent document. Its field names are the HCL attributes'. Optional
+// strings are pointers and lists keep nil apart from empty, so the provider reads back
+// exactly what the configuration said (an omitted description is absent, `""` is
+// stored as ""); readers that do not care use Text.
+type Spec struct {
+	Name         string      `json:"name"`
+	Description  *string     `json:"description,omitempty"`
+	Instructions *string     `json:"instructions,omitempty"`
+	Model        Model       `json:"model"`
+	MCPServers   []MCPServer `json:"mcp_servers"`
+	Skills       []Skill     `json:"skills"`
+	CodeMode     bool        `json:"code_mode"`
+	Sandbox      Sandbox     `json:"sandbox"`
+	MaxTurns     int64       `json:"max_turns"`
+	TokenBudget  int64       `json:"token_budget"`
+}
+
+// Model names the model and the harness variable that holds its key.
+type Model struct {
+	Provider  string  `json:"provider"` // one of ModelProviders
+	Name      *string `json:"name,omitempty"`
+	BaseURL   *string `json:"base_url,omitempty"`
+	APIKeyEnv *string `json:"api_key_env,omitempty"`
+	Script    *string `json:"script,omitempty"`
+}
+
+// MCPServer is an MCP server the agent may call; its credential stays in the harness.
+// AllowedTools nil means every tool the server offers.
+type MCPServer struct {
+	Name          string   `json:"name"`
+	URL           string   `json:"url"`
+	CredentialEnv *string  `json:"credential_env,omitempty"`
+	AllowedTools  []string `json:"allowed_tools"`
+}
+
+// Skill is a skill the agent declares: a name and the path its module gave.
+type Skill struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// Sandbox holds the sandbox settings and lifecycle timings (minutes). Environment is
+// kept as configured even when the sandbox is off, but only an enabled sandbox uses or
+// references it (see EnvironmentRef).
+type Sandbox struct {
+	Enabled             bool   `json:"enabled"`
+	Environment         string `json:"environment"`
+	FileDownloads       bool   `json:"file_downloads"`
+	IdleStopMinutes     int64  `json:"idle_stop_minutes"`
+	ArchiveAfterMinutes int64  `json:"archive_after_minutes"`
+	DeleteAfterMinutes  int64  `json:"delete_after_minutes"`
+}
+
+// DefaultSandbox is the sandbox block of an agent that has none: off.
+func DefaultSandbox() Sandbox {
+	return Sandbox{
+		Enabled:             false,
+		Environment:         DefaultEnvironment,
+		FileDownloads:       DefaultFileDownloads,
+		IdleStopMinutes:     DefaultIdleStopMinutes,
+		ArchiveAfterMinutes: DefaultArchiveAfterMinutes,
+		DeleteAfterMinutes:  DefaultDeleteAfterMinutes,
+	}
+}
+
+// Default is the spec of an agent named name whose configuration sets nothing else (the
+// model is left for the caller): every default applied.
+func Default(name string) Spec {
+	return Spec{Name: name, Sandbox: DefaultSandbox(), MaxTurns: DefaultMaxTurns, TokenBudget: DefaultTokenBudget}
+}
+
+// Decode reads a stored spec. What a spec leaves out reads as its default, and so does
+// a limit or timing that is not positive (max_turns and token_budget are absent from
+// specs written before they existed; the harness never ran a zero limit or timing). A
+// field this package does not know is ignored, so an older harness reads a newer spec.
+func Decode(raw []byte) (Spec, error) {
+	s := Default("")
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return Spec{}, err
+	}
+	s.fillZeros()
+	return s, nil
+}
+
+// fillZeros replaces limits and timings that are not positive with their defaults.
+func (s *Spec) fillZeros() {
+	orDefault := func(v *int64, def int64) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	orDefault(&s.MaxTurns, DefaultMaxTurns)
+	orDefault(&s.TokenBudget, DefaultTokenBudget)
+	orDefault(&s.Sandbox.IdleStopMinutes, DefaultIdleStopMinutes)
+	orDefault(&s.Sandbox.ArchiveAfterMinutes, DefaultArchiveAfterMinutes)
+	orDefault(&s.Sandbox.DeleteAfterMinutes, DefaultDeleteAfterMinutes)
+}
+
+// Encode is the stored form of s.
+func (s Spec) Encode() []byte {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		// Only strings, numbers, bools and slices of them: Marshal cannot fail.
+		panic("agentspec: encoding a spec: " + err.Error())
+	}
+	return raw
+}
+
+// EnvironmentRef is the environment the agent references, which the agents table
+// enforces: the sandbox's environment when the sandbox is enabled, and none ("") when
+// it is off, so an agent without a sandbox needs no environment or sandbox provider to
+// exist, and never keeps one from being deleted.
+func (s Spec) EnvironmentRef() string {
+	if !s.Sandbox.Enabled {
+		return ""
+	}
+	return s.Sandbox.Environment
+}
+
+// Text is an optional string's value, "" when it is absent.
+func Text(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
