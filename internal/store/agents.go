@@ -9,6 +9,8 @@ import (
 
 // Agent is a published agent. Spec is the JSON document the harness runs (model, tools,
 // sandbox settings); Environment is pulled out so the database enforces the reference.
+// An agent whose sandbox is off references no environment: Environment is "" (NULL in
+// the table).
 type Agent struct {
 	ID          string
 	Name        string
@@ -24,7 +26,7 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) error {
 		if err := ensureOwner(ctx, tx, a.Owner, now); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO agents(id, name, owner, environment, spec, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO agents(id, name, owner, environment, spec, created_at, updated_at) VALUES (?, ?, ?, NULLIF(?, ''), ?, ?, ?)`,
 			a.ID, a.Name, a.Owner, a.Environment, string(a.Spec), now, now)
 		switch {
 		case isUnique(err):
@@ -40,7 +42,7 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) error {
 
 // UpdateAgent replaces an agent's environment and spec.
 func (s *Store) UpdateAgent(ctx context.Context, a Agent) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE agents SET environment = ?, spec = ?, updated_at = ? WHERE name = ?`, a.Environment, string(a.Spec), s.stamp(), a.Name)
+	res, err := s.db.ExecContext(ctx, `UPDATE agents SET environment = NULLIF(?, ''), spec = ?, updated_at = ? WHERE name = ?`, a.Environment, string(a.Spec), s.stamp(), a.Name)
 	switch {
 	case isForeignKey(err):
 		return fmt.Errorf("environment %q: %w", a.Environment, ErrNotFound)
@@ -57,7 +59,7 @@ func (s *Store) UpdateAgent(ctx context.Context, a Agent) error {
 func (s *Store) GetAgent(ctx context.Context, name string) (Agent, error) {
 	var a Agent
 	var spec string
-	err := s.db.QueryRowContext(ctx, `SELECT id, name, owner, environment, spec FROM agents WHERE name = ?`, name).Scan(&a.ID, &a.Name, &a.Owner, &a.Environment, &spec)
+	err := s.db.QueryRowContext(ctx, `SELECT id, name, owner, COALESCE(environment, ''), spec FROM agents WHERE name = ?`, name).Scan(&a.ID, &a.Name, &a.Owner, &a.Environment, &spec)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, fmt.Errorf("agent %q: %w", name, ErrNotFound)
 	}

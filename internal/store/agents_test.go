@@ -61,3 +61,71 @@ func TestAgentLifecycle(t *testing.T) {
 		t.Fatalf("DeleteEnvironment after the agent is gone: %v", err)
 	}
 }
+
+// An agent whose sandbox is off references no environment: it is stored on a control
+// plane with no sandbox provider, reads back with Environment "", may start and stop
+// referencing one, and never keeps an environment from being deleted.
+func TestAgentWithoutEnvironment(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.CreateAgent(ctx, Agent{ID: "agent-qa", Name: "qa", Owner: "bob", Spec: []byte(`{"name":"qa"}`)}); err != nil {
+		t.Fatalf("agent without environment on an empty control plane: %v", err)
+	}
+	if got, err := st.GetAgent(ctx, "qa"); err != nil || got.Environment != "" {
+		t.Fatalf("GetAgent = %+v, %v; want no environment", got, err)
+	}
+	var null bool
+	if err := st.DB().QueryRow(`SELECT environment IS NULL FROM agents WHERE name = 'qa'`).Scan(&null); err != nil || !null {
+		t.Fatalf("environment column is NULL: %v, %v", null, err)
+	}
+	seed(t, st)
+	if err := st.UpdateAgent(ctx, Agent{Name: "qa", Environment: "py", Spec: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if users, err := st.AgentsUsing(ctx, "py"); err != nil || len(users) != 1 {
+		t.Fatalf("AgentsUsing(py) = %v, %v; want qa", users, err)
+	}
+	if err := st.UpdateAgent(ctx, Agent{Name: "qa", Environment: "", Spec: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if users, err := st.AgentsUsing(ctx, "py"); err != nil || len(users) != 0 {
+		t.Fatalf("AgentsUsing(py) = %v, %v; want none", users, err)
+	}
+	if err := st.DeleteEnvironment(ctx, "py"); err != nil {
+		t.Fatalf("deleting an environment no agent references: %v", err)
+	}
+}
+
+// Migration 6 drops the environment reference of agents saved with the sandbox off
+// (which the harness never used) and keeps every other row as it was.
+func TestAgentEnvironmentMigration(t *testing.T) {
+	ctx := context.Background()
+	st := upgraded(t, 5, `
+INSERT INTO owners VALUES ('alice', 0);
+INSERT INTO sandbox_providers(name, type, status, owner, created_at, updated_at) VALUES ('local', 'local', 'Ready', 'alice', 0, 0);
+INSERT INTO snapshots(id, provider, build_hash, spec, status, created_at, updated_at) VALUES ('snap-1', 'local', 'h', '{}', 'Ready', 0, 0);
+INSERT INTO environments(name, id, provider, owner, reserved, image, cpu, memory, disk, build_hash, snapshot_id, created_at, updated_at)
+	VALUES ('default', 'e0', 'local', 'alice', 1, 'platform', 1, 1, 3, 'h', 'snap-1', 0, 0),
+	       ('py', 'e1', 'local', 'alice', 0, 'platform', 1, 1, 3, 'h', 'snap-1', 0, 0);
+INSERT INTO agents(name, id, owner, environment, spec, created_at, updated_at) VALUES
+	('qa', 'a1', 'alice', 'default', '{"name":"qa","sandbox":{"enabled":false,"environment":"default"}}', 1, 2),
+	('bare', 'a2', 'alice', 'py', '{"name":"bare"}', 1, 2),
+	('coder', 'a3', 'alice', 'py', '{"name":"coder","sandbox":{"enabled":true,"environment":"py"}}', 1, 2),
+	('broken', 'a4', 'alice', 'py', 'not json', 1, 2);
+`)
+	for name, want := range map[string]string{"qa": "", "bare": "", "coder": "py", "broken": "py"} {
+		a, err := st.GetAgent(ctx, name)
+		if err != nil || a.Environment != want {
+			t.Errorf("agent %s after the migration: environment %q, %v; want %q", name, a.Environment, err, want)
+		}
+	}
+	if a, _ := st.GetAgent(ctx, "coder"); a.ID != "a3" || a.Owner != "alice" || string(a.Spec) != `{"name":"coder","sandbox":{"enabled":true,"environment":"py"}}` {
+		t.Errorf("agent coder changed: %+v", a)
+	}
+	if err := st.DeleteEnvironment(ctx, "py"); !errors.Is(err, ErrInUse) {
+		t.Errorf("deleting py, still referenced by coder: %v; want ErrInUse", err)
+	}
+	if _, err := st.DB().Exec(`DELETE FROM environments WHERE name = 'default'`); err != nil {
+		t.Errorf("the default environment, referenced only by agents without a sandbox before: %v", err)
+	}
+}

@@ -204,6 +204,30 @@ CREATE UNIQUE INDEX session_runs_one_running ON session_runs(session_id) WHERE s
 	`
 ALTER TABLE sandbox_providers ADD COLUMN require_limits BIGINT;
 `,
+	// 6: an agent whose sandbox is off references no environment (NULL), so it needs no
+	// sandbox provider and never keeps an environment from being deleted. SQLite cannot
+	// drop a NOT NULL constraint, so the table is rebuilt; agents saved before with the
+	// sandbox off lose the reference their spec never used.
+	`
+CREATE TABLE agents_new (
+	name        TEXT PRIMARY KEY,
+	id          TEXT NOT NULL UNIQUE,
+	owner       TEXT NOT NULL REFERENCES owners(name),
+	-- RESTRICT: an environment referenced by a saved agent cannot be deleted.
+	environment TEXT REFERENCES environments(name) ON DELETE RESTRICT ON UPDATE RESTRICT,
+	spec        TEXT NOT NULL,
+	created_at  BIGINT NOT NULL,
+	updated_at  BIGINT NOT NULL
+);
+INSERT INTO agents_new(name, id, owner, environment, spec, created_at, updated_at)
+	SELECT name, id, owner,
+		CASE WHEN json_valid(spec) AND COALESCE(json_extract(spec, '$.sandbox.enabled'), 0) = 0 THEN NULL ELSE environment END,
+		spec, created_at, updated_at
+	FROM agents;
+DROP TABLE agents;
+ALTER TABLE agents_new RENAME TO agents;
+CREATE INDEX agents_environment ON agents(environment);
+`,
 }
 
 func (s *Store) migrate(ctx context.Context) error {

@@ -42,16 +42,27 @@ func TestSandboxProviderRequireLimits(t *testing.T) {
 
 // A provider saved before migration 5 reads back with require_limits unset.
 func TestRequireLimitsMigration(t *testing.T) {
-	ctx := context.Background()
+	st := upgraded(t, 4, `INSERT INTO owners VALUES ('alice', 0); INSERT INTO sandbox_providers(name, type, status, owner, created_at, updated_at) VALUES ('local', 'local', 'Ready', 'alice', 0, 0)`)
+	p, err := st.GetSandboxProvider(context.Background(), "local")
+	if err != nil || p.RequireLimits != nil {
+		t.Fatalf("old provider after the migration: %+v, %v; want require_limits unset", p, err)
+	}
+}
+
+// upgraded creates a database as an older release left it (only the first n migrations
+// applied), runs seed in it, and opens it with this release, which applies the rest.
+func upgraded(t *testing.T, n int, seed string) *Store {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "cp.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer db.Close()
 	if _, err := db.Exec(`CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	for i, m := range migrations[:4] {
+	for i, m := range migrations[:n] {
 		if _, err := db.Exec(m); err != nil {
 			t.Fatal(err)
 		}
@@ -59,19 +70,22 @@ func TestRequireLimitsMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Exec(`INSERT INTO owners VALUES ('alice', 0); INSERT INTO sandbox_providers(name, type, status, owner, created_at, updated_at) VALUES ('local', 'local', 'Ready', 'alice', 0, 0)`); err != nil {
+	if _, err := db.Exec(seed); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	st, err := Open(ctx, path)
+	return openAt(t, path)
+}
+
+// openAt opens the database at path, closed at the end of the test.
+func openAt(t *testing.T, path string) *Store {
+	t.Helper()
+	st, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	p, err := st.GetSandboxProvider(ctx, "local")
-	if err != nil || p.RequireLimits != nil {
-		t.Fatalf("old provider after the migration: %+v, %v; want require_limits unset", p, err)
-	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 func sameBool(a, b *bool) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
