@@ -2,20 +2,19 @@
 // environment and that environment's snapshot and sandbox provider) from the store, and
 // builds the agent's model client. The harness never reads HCL.
 //
-// Defaults the spec does not (yet) carry: MaxTurns 50 model steps per user message and
-// TokenBudget 1,000,000 tokens (input + output) per user message. A spec field
-// max_turns / token_budget, when the provider publishes one, wins; the CLI flags
-// --max-turns and --token-budget override both.
+// The stored spec is internal/agentspec's, decoded there with its defaults (50 model
+// steps and 1,000,000 tokens per user message, the sandbox off); the CLI flags
+// --max-turns and --token-budget override the agent's limits.
 package agents
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model/anthropic"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model/openaicompat"
@@ -24,48 +23,70 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-// Defaults for limits the spec leaves out.
-const (
-	DefaultMaxTurns    = 50
-	DefaultTokenBudget = 1_000_000
-)
-
-// Spec is the agent document the provider stores (internal/provider/agent_spec.go),
-// decoded with plain values: an absent string reads as "".
+// Spec is an agent's stored spec (agentspec.Spec) as the harness runs it: decoded with
+// every default applied (SpecOf), and with optional strings read as "" since the
+// harness treats an omitted value and an empty one alike.
 type Spec struct {
-	Name         string      `json:"name"`
-	Description  string      `json:"description"`
-	Instructions string      `json:"instructions"`
-	Model        ModelSpec   `json:"model"`
-	MCPServers   []MCPServer `json:"mcp_servers"`
-	Skills       []Skill     `json:"skills"`
-	CodeMode     bool        `json:"code_mode"`
-	Sandbox      SandboxSpec `json:"sandbox"`
-	MaxTurns     int64       `json:"max_turns"`
-	TokenBudget  int64       `json:"token_budget"`
+	Name         string
+	Description  string
+	Instructions string
+	Model        ModelSpec
+	MCPServers   []MCPServer
+	Skills       []Skill
+	CodeMode     bool
+	Sandbox      SandboxSpec
+	MaxTurns     int64
+	TokenBudget  int64
 }
 
 // ModelSpec names the model and where its key comes from.
 type ModelSpec struct {
-	Provider  string `json:"provider"` // openai, anthropic, scripted
-	Name      string `json:"name"`
-	BaseURL   string `json:"base_url"`
-	APIKeyEnv string `json:"api_key_env"`
-	Script    string `json:"script"`
+	Provider  string // agentspec.ModelOpenAI, ModelAnthropic or ModelScripted
+	Name      string
+	BaseURL   string
+	APIKeyEnv string
+	Script    string
 }
 
 // MCPServer is an MCP server the agent may call; its credential stays in the harness.
 type MCPServer struct {
-	Name          string   `json:"name"`
-	URL           string   `json:"url"`
-	CredentialEnv string   `json:"credential_env"`
-	AllowedTools  []string `json:"allowed_tools"`
+	Name          string
+	URL           string
+	CredentialEnv string
+	AllowedTools  []string // nil: every tool (allowed_tools omitted or empty)
 }
 
 // Skill is a skill the agent declares: a name and the path its module gave.
-type Skill struct {
-	Name string `json:"name"`
-	Path string `json:"path"`
+type Skill = agentspec.Skill
+
+// SandboxSpec holds the sandbox settings and lifecycle timings (minutes).
+type SandboxSpec = agentspec.Sandbox
+
+// SpecOf is the harness's reading of a stored spec.
+func SpecOf(s agentspec.Spec) Spec {
+	out := Spec{
+		Name:         s.Name,
+		Description:  agentspec.Text(s.Description),
+		Instructions: agentspec.Text(s.Instructions),
+		Model: ModelSpec{
+			Provider: s.Model.Provider, Name: agentspec.Text(s.Model.Name), BaseURL: agentspec.Text(s.Model.BaseURL),
+			APIKeyEnv: agentspec.Text(s.Model.APIKeyEnv), Script: agentspec.Text(s.Model.Script),
+		},
+		Skills:      s.Skills,
+		CodeMode:    s.CodeMode,
+		Sandbox:     s.Sandbox,
+		MaxTurns:    s.MaxTurns,
+		TokenBudget: s.TokenBudget,
+	}
+	for _, m := range s.MCPServers {
+		srv := MCPServer{Name: m.Name, URL: m.URL, CredentialEnv: agentspec.Text(m.CredentialEnv)}
+		if len(m.AllowedTools) > 0 {
+			// The provider documents an empty list as every tool, as an omitted one is.
+			srv.AllowedTools = m.AllowedTools
+		}
+		out.MCPServers = append(out.MCPServers, srv)
+	}
+	return out
 }
 
 // NotRun names what the spec asks for that this harness does not run yet (Code Mode,
@@ -85,22 +106,13 @@ func (s Spec) NotRun() []string {
 	return out
 }
 
-// SandboxSpec holds the sandbox settings and lifecycle timings (minutes).
-type SandboxSpec struct {
-	Enabled             bool   `json:"enabled"`
-	Environment         string `json:"environment"`
-	FileDownloads       bool   `json:"file_downloads"`
-	IdleStopMinutes     int64  `json:"idle_stop_minutes"`
-	ArchiveAfterMinutes int64  `json:"archive_after_minutes"`
-	DeleteAfterMinutes  int64  `json:"delete_after_minutes"`
-}
-
 // Agent is everything the harness needs to run an agent.
 type Agent struct {
 	Name  string
 	Owner string
 	Spec  Spec
-	// Environment, Provider and Snapshot are set when the sandbox is enabled.
+	// Environment, Provider and Snapshot are set when the sandbox is enabled; an agent
+	// whose sandbox is off needs none of them, nor any sandbox provider at all.
 	Environment store.Environment
 	Provider    store.SandboxProvider
 	Snapshot    store.Snapshot
@@ -125,11 +137,13 @@ func Load(ctx context.Context, st *store.Store, name string) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{Name: row.Name, Owner: row.Owner}
-	if err := json.Unmarshal(row.Spec, &a.Spec); err != nil {
+	spec, err := agentspec.Decode(row.Spec)
+	if err != nil {
 		return nil, fmt.Errorf("agent %q: the stored spec is not valid JSON (apply the configuration again to rewrite it): %w", name, err)
 	}
-	if !a.Spec.Sandbox.Enabled {
+	a := &Agent{Name: row.Name, Owner: row.Owner, Spec: SpecOf(spec)}
+	if !spec.Sandbox.Enabled {
+		// A Q&A agent: no environment, snapshot or sandbox provider is read.
 		return a, nil
 	}
 	envName := row.Environment
@@ -160,23 +174,23 @@ func Load(ctx context.Context, st *store.Store, name string) (*Agent, error) {
 }
 
 // MaxTurns is the model steps allowed per user message.
-func (a *Agent) MaxTurns() int64 {
-	if a.Spec.MaxTurns > 0 {
-		return a.Spec.MaxTurns
-	}
-	return DefaultMaxTurns
-}
+func (a *Agent) MaxTurns() int64 { return positiveOr(a.Spec.MaxTurns, agentspec.DefaultMaxTurns) }
 
 // TokenBudget is the tokens allowed per user message.
 func (a *Agent) TokenBudget() int64 {
-	if a.Spec.TokenBudget > 0 {
-		return a.Spec.TokenBudget
+	return positiveOr(a.Spec.TokenBudget, agentspec.DefaultTokenBudget)
+}
+
+// positiveOr is v, or def for an Agent built without Load (whose spec has no defaults).
+func positiveOr(v, def int64) int64 {
+	if v > 0 {
+		return v
 	}
-	return DefaultTokenBudget
+	return def
 }
 
 // IsReplay reports whether the agent's model is a scripted replay.
-func (a *Agent) IsReplay() bool { return a.Spec.Model.Provider == "scripted" }
+func (a *Agent) IsReplay() bool { return a.Spec.Model.Provider == agentspec.ModelScripted }
 
 // ModelOptions are harness-side settings for building a model client.
 type ModelOptions struct {
@@ -192,16 +206,16 @@ func (a *Agent) NewModel(o ModelOptions) (model.Model, error) {
 	}
 	o.HTTPClient = sameHostRedirects(o.HTTPClient)
 	switch m.Provider {
-	case "openai":
+	case agentspec.ModelOpenAI:
 		return openaicompat.New(openaicompat.Config{Model: m.Name, BaseURL: m.BaseURL, KeyEnv: m.APIKeyEnv, HTTPClient: o.HTTPClient, Getenv: o.Getenv})
-	case "anthropic":
+	case agentspec.ModelAnthropic:
 		return anthropic.New(anthropic.Config{Model: m.Name, BaseURL: m.BaseURL, KeyEnv: m.APIKeyEnv, HTTPClient: o.HTTPClient, Getenv: o.Getenv})
-	case "scripted":
+	case agentspec.ModelScripted:
 		s, err := scripted.Parse([]byte(m.Script))
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", a.Name, err)
 		}
 		return scripted.New(s), nil
 	}
-	return nil, fmt.Errorf("agent %q: model.provider %q is not one of openai, anthropic, scripted", a.Name, m.Provider)
+	return nil, fmt.Errorf("agent %q: model.provider %q is not one of %s", a.Name, m.Provider, strings.Join(agentspec.ModelProviders, ", "))
 }

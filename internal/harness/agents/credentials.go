@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model/anthropic"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model/openaicompat"
 )
@@ -87,11 +88,11 @@ func IsLoopbackHost(host string) bool {
 func (m ModelSpec) CheckCredential() error {
 	env := m.APIKeyEnv
 	switch m.Provider {
-	case "openai":
+	case agentspec.ModelOpenAI:
 		if env == "" {
 			env = openaicompat.DefaultKeyEnv
 		}
-	case "anthropic":
+	case agentspec.ModelAnthropic:
 		if env == "" {
 			env = anthropic.DefaultKeyEnv
 		}

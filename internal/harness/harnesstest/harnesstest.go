@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,6 +20,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -103,10 +105,34 @@ func NewEnv(tb testing.TB) *Env {
 	return &Env{Store: st, Snapshot: rel, Runtime: c, Dir: st.Dir()}
 }
 
-// AgentSpec is what tests put in an agent's spec.
+// AddEnvironment adds environment name on sandbox provider "local" (created, without a
+// release snapshot, when missing), with its snapshot "snap-<name>" in status (Building,
+// Ready or Failed). Nothing is built: for tests that read the control plane only.
+func AddEnvironment(tb testing.TB, st *store.Store, name, status string) {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := st.GetSandboxProvider(ctx, "local"); errors.Is(err, store.ErrNotFound) {
+		must(tb, st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: Owner}))
+	}
+	snap := "snap-" + name
+	_, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: snap, Provider: "local", BuildHash: "h-" + name, Spec: "{}"}, sandbox.StatusBuilding, sandbox.StatusFailed)
+	must(tb, err)
+	if status != sandbox.StatusBuilding {
+		must(tb, st.SetSnapshotState(ctx, snap, status, "", ""))
+	}
+	must(tb, st.CreateEnvironment(ctx, store.Environment{ID: "env-" + name, Name: name, Provider: "local", Owner: Owner,
+		Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h-" + name, SnapshotID: snap}))
+}
+
+// AgentSpec is what a test puts in an agent's spec: fields of agentspec.Spec by their
+// JSON names, as a map so that a test names only what it sets.
 type AgentSpec map[string]any
 
-// AddAgent stores an agent; sandbox settings go under "sandbox".
+// AddAgent stores agent name as the provider does (StoreSpec): spec over the defaults
+// the provider writes for what a configuration leaves out, failing the test on a field
+// agentspec.Spec does not have. environment is the sandbox's environment when spec's
+// "sandbox" names none; like the provider's, the row references it only when the
+// sandbox is enabled.
 func AddAgent(tb testing.TB, st *store.Store, name, environment string, spec AgentSpec) {
 	tb.Helper()
 	spec["name"] = name
@@ -114,7 +140,25 @@ func AddAgent(tb testing.TB, st *store.Store, name, environment string, spec Age
 	if err != nil {
 		tb.Fatal(err)
 	}
-	must(tb, st.CreateAgent(context.Background(), store.Agent{ID: "agent-" + name, Name: name, Owner: Owner, Environment: environment, Spec: raw}))
+	s := agentspec.Default(name)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		tb.Fatalf("agent %q: spec %s is not an agentspec.Spec: %v", name, raw, err)
+	}
+	if sb, _ := spec["sandbox"].(map[string]any); sb["environment"] == nil && environment != "" {
+		s.Sandbox.Environment = environment
+	} else if environment != "" && s.Sandbox.Environment != environment {
+		tb.Fatalf("agent %q: environment %q, but its sandbox names %q", name, environment, s.Sandbox.Environment)
+	}
+	StoreSpec(tb, st, s)
+}
+
+// StoreSpec stores an agent with spec s, owned by Owner, as the provider stores one: the
+// spec encoded by agentspec, and the environment column set only for an enabled sandbox.
+func StoreSpec(tb testing.TB, st *store.Store, s agentspec.Spec) {
+	tb.Helper()
+	must(tb, st.CreateAgent(context.Background(), store.Agent{ID: "agent-" + s.Name, Name: s.Name, Owner: Owner, Environment: s.EnvironmentRef(), Spec: s.Encode()}))
 }
 
 // Script returns a scripted model spec replaying turns.
@@ -123,7 +167,7 @@ func Script(turns ...map[string]any) map[string]any {
 	return map[string]any{"provider": "scripted", "script": string(b)}
 }
 
-// Sandbox returns sandbox settings with the given timings (minutes).
+// Sandbox returns the settings of an enabled sandbox with the given timings (minutes).
 func Sandbox(env string, idle, archive, del int64) map[string]any {
 	return map[string]any{"enabled": true, "environment": env, "file_downloads": true,
 		"idle_stop_minutes": idle, "archive_after_minutes": archive, "delete_after_minutes": del}
