@@ -2,89 +2,44 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-// agentSpec is the JSON document stored in agents.spec, which the harness runs. Its field
-// names mirror the HCL attributes. Optional strings are pointers and lists keep nil apart
-// from empty, so Read reproduces exactly what the configuration said; the harness may
-// decode into plain strings and slices, where an absent or null value reads as empty.
-type agentSpec struct {
-	Name         string               `json:"name"`
-	Description  *string              `json:"description,omitempty"`
-	Instructions *string              `json:"instructions,omitempty"`
-	Model        agentSpecModel       `json:"model"`
-	MCPServers   []agentSpecMCPServer `json:"mcp_servers"`
-	Skills       []agentSpecSkill     `json:"skills"`
-	CodeMode     bool                 `json:"code_mode"`
-	Sandbox      agentSpecSandbox     `json:"sandbox"`
-	MaxTurns     int64                `json:"max_turns"`
-	TokenBudget  int64                `json:"token_budget"`
-}
-
-type agentSpecModel struct {
-	Provider  string  `json:"provider"`
-	Name      *string `json:"name,omitempty"`
-	BaseURL   *string `json:"base_url,omitempty"`
-	APIKeyEnv *string `json:"api_key_env,omitempty"`
-	Script    *string `json:"script,omitempty"`
-}
-
-type agentSpecMCPServer struct {
-	Name          string   `json:"name"`
-	URL           string   `json:"url"`
-	CredentialEnv *string  `json:"credential_env,omitempty"`
-	AllowedTools  []string `json:"allowed_tools"`
-}
-
-type agentSpecSkill struct {
-	Name string `json:"name"`
-	Path string `json:"path"`
-}
-
-type agentSpecSandbox struct {
-	Enabled             bool   `json:"enabled"`
-	Environment         string `json:"environment"`
-	FileDownloads       bool   `json:"file_downloads"`
-	IdleStopMinutes     int64  `json:"idle_stop_minutes"`
-	ArchiveAfterMinutes int64  `json:"archive_after_minutes"`
-	DeleteAfterMinutes  int64  `json:"delete_after_minutes"`
-}
-
-// spec returns the stored document of a fully known plan, and its JSON.
-func (m *agentModel) spec(ctx context.Context) (agentSpec, []byte) {
+// spec returns the stored document of a fully known plan (agentspec's JSON type, which
+// the harness runs), and its JSON.
+func (m *agentModel) spec(ctx context.Context) (agentspec.Spec, []byte) {
 	var mm modelSettingsModel
 	m.Model.As(ctx, &mm, asObject)
 	sb, _ := m.sandboxSettings(ctx)
-	s := agentSpec{
+	s := agentspec.Spec{
 		Name:         m.Name.ValueString(),
 		Description:  stringPtr(m.Description),
 		Instructions: stringPtr(m.Instructions),
-		Model: agentSpecModel{
+		Model: agentspec.Model{
 			Provider: mm.Provider.ValueString(), Name: stringPtr(mm.Name), BaseURL: stringPtr(mm.BaseURL),
 			APIKeyEnv: stringPtr(mm.APIKeyEnv), Script: stringPtr(mm.Script),
 		},
 		CodeMode:    m.CodeMode.ValueBool(),
 		MaxTurns:    m.MaxTurns.ValueInt64(),
 		TokenBudget: m.TokenBudget.ValueInt64(),
-		Sandbox: agentSpecSandbox{
+		Sandbox: agentspec.Sandbox{
 			Enabled: sb.Enabled.ValueBool(), Environment: sb.Environment.ValueString(), FileDownloads: sb.FileDownloads.ValueBool(),
 			IdleStopMinutes: sb.IdleStopMinutes.ValueInt64(), ArchiveAfterMinutes: sb.ArchiveAfterMinutes.ValueInt64(), DeleteAfterMinutes: sb.DeleteAfterMinutes.ValueInt64(),
 		},
 	}
 	if !m.MCPServers.IsNull() {
-		s.MCPServers = []agentSpecMCPServer{}
+		s.MCPServers = []agentspec.MCPServer{}
 		servers := knownObjects[mcpServerModel](ctx, m.MCPServers)
 		for i := range len(m.MCPServers.Elements()) {
 			v := servers[i]
-			srv := agentSpecMCPServer{Name: v.Name.ValueString(), URL: v.URL.ValueString(), CredentialEnv: stringPtr(v.CredentialEnv)}
+			srv := agentspec.MCPServer{Name: v.Name.ValueString(), URL: v.URL.ValueString(), CredentialEnv: stringPtr(v.CredentialEnv)}
 			if !v.AllowedTools.IsNull() {
 				srv.AllowedTools = append([]string{}, listFrom(ctx, v.AllowedTools)...)
 			}
@@ -92,23 +47,23 @@ func (m *agentModel) spec(ctx context.Context) (agentSpec, []byte) {
 		}
 	}
 	if !m.Skills.IsNull() {
-		s.Skills = []agentSpecSkill{}
+		s.Skills = []agentspec.Skill{}
 		skills := knownObjects[skillModel](ctx, m.Skills)
 		for i := range len(m.Skills.Elements()) {
-			s.Skills = append(s.Skills, agentSpecSkill{Name: skills[i].Name.ValueString(), Path: skills[i].Path.ValueString()})
+			s.Skills = append(s.Skills, agentspec.Skill{Name: skills[i].Name.ValueString(), Path: skills[i].Path.ValueString()})
 		}
 	}
-	raw, _ := json.Marshal(s)
-	return s, raw
+	return s, s.Encode()
 }
 
 // fromStore sets every attribute from the stored agent, so an out-of-band change to the
 // row shows as drift. The spec keeps null apart from empty, so what the configuration
-// wrote (an omitted list or `[]`, an omitted string or "") reads back unchanged.
+// wrote (an omitted list or `[]`, an omitted string or "") reads back unchanged; what a
+// spec leaves out reads as the default the harness runs with (agentspec.Decode).
 func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnostics {
 	var diags diag.Diagnostics
-	var s agentSpec
-	if err := json.Unmarshal(a.Spec, &s); err != nil {
+	s, err := agentspec.Decode(a.Spec)
+	if err != nil {
 		diags.AddError("Invalid Agent Spec",
 			fmt.Sprintf("The stored spec of agent %q is not valid JSON, so the agent cannot be read. Apply the configuration again to rewrite it, or fix the row in the control-plane database.\n\nOriginal Error: %s", a.Name, err))
 		return diags
@@ -119,9 +74,8 @@ func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnost
 	m.Description = ptrString(s.Description)
 	m.Instructions = ptrString(s.Instructions)
 	m.CodeMode = types.BoolValue(s.CodeMode)
-	// Specs written before these limits existed read as the defaults they ran with.
-	m.MaxTurns = types.Int64Value(orDefault(s.MaxTurns, defaultMaxTurns))
-	m.TokenBudget = types.Int64Value(orDefault(s.TokenBudget, defaultTokenBudget))
+	m.MaxTurns = types.Int64Value(s.MaxTurns)
+	m.TokenBudget = types.Int64Value(s.TokenBudget)
 
 	var d diag.Diagnostics
 	m.Model, d = types.ObjectValue(modelSettingsAttrTypes, map[string]attr.Value{
@@ -133,17 +87,14 @@ func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnost
 	})
 	diags.Append(d...)
 
-	// The environment column is the reference the database enforces, so it wins over a
-	// copy in the spec.
-	m.Sandbox, d = types.ObjectValue(agentSandboxAttrTypes, map[string]attr.Value{
-		"archive_after_minutes": types.Int64Value(s.Sandbox.ArchiveAfterMinutes),
-		"delete_after_minutes":  types.Int64Value(s.Sandbox.DeleteAfterMinutes),
-		"enabled":               types.BoolValue(s.Sandbox.Enabled),
-		"environment":           types.StringValue(a.Environment),
-		"file_downloads":        types.BoolValue(s.Sandbox.FileDownloads),
-		"idle_stop_minutes":     types.Int64Value(s.Sandbox.IdleStopMinutes),
-	})
-	diags.Append(d...)
+	// The environment column, set while the sandbox is enabled, is the reference the
+	// database enforces, so it wins over the copy in the spec. An agent whose sandbox is
+	// off references none and keeps the name its configuration gave in the spec.
+	sb := s.Sandbox
+	if a.Environment != "" {
+		sb.Environment = a.Environment
+	}
+	m.Sandbox = sandboxObject(sb)
 
 	serverType := types.ObjectType{AttrTypes: mcpServerAttrTypes}
 	if s.MCPServers == nil {
@@ -203,9 +154,14 @@ func ptrString(s *string) types.String {
 	return types.StringValue(*s)
 }
 
-func orDefault(v, def int64) int64 {
-	if v == 0 {
-		return def
-	}
-	return v
+// sandboxObject is the sandbox attribute of sb.
+func sandboxObject(sb agentspec.Sandbox) types.Object {
+	return types.ObjectValueMust(agentSandboxAttrTypes, map[string]attr.Value{
+		"archive_after_minutes": types.Int64Value(sb.ArchiveAfterMinutes),
+		"delete_after_minutes":  types.Int64Value(sb.DeleteAfterMinutes),
+		"enabled":               types.BoolValue(sb.Enabled),
+		"environment":           types.StringValue(sb.Environment),
+		"file_downloads":        types.BoolValue(sb.FileDownloads),
+		"idle_stop_minutes":     types.Int64Value(sb.IdleStopMinutes),
+	})
 }

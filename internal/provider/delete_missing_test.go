@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -149,12 +150,12 @@ func missingAgent(name string) agentModel {
 	return agentModel{
 		ID: types.StringValue(name), Name: types.StringValue(name), Owner: types.StringValue("alice"),
 		CodeMode: types.BoolValue(false), Description: types.StringNull(), Instructions: types.StringValue("Be brief."),
-		MaxTurns: types.Int64Value(defaultMaxTurns), TokenBudget: types.Int64Value(defaultTokenBudget),
+		MaxTurns: types.Int64Value(agentspec.DefaultMaxTurns), TokenBudget: types.Int64Value(agentspec.DefaultTokenBudget),
 		MCPServers: types.ListNull(types.ObjectType{AttrTypes: mcpServerAttrTypes}),
 		Skills:     types.ListNull(types.ObjectType{AttrTypes: skillAttrTypes}),
 		Model: types.ObjectValueMust(modelSettingsAttrTypes, map[string]attr.Value{
 			"api_key_env": types.StringNull(), "base_url": types.StringNull(), "name": types.StringNull(),
-			"provider": types.StringValue(modelProviderScripted), "script": types.StringValue("[]"),
+			"provider": types.StringValue(agentspec.ModelScripted), "script": types.StringValue("[]"),
 		}),
 		Sandbox: defaultAgentSandbox(),
 	}

@@ -22,35 +22,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
-)
-
-// Model providers an agent can run on.
-const (
-	modelProviderOpenAI    = "openai"
-	modelProviderAnthropic = "anthropic"
-	modelProviderScripted  = "scripted"
-)
-
-var modelProviders = []string{modelProviderAnthropic, modelProviderOpenAI, modelProviderScripted}
-
-// Sandbox lifecycle defaults of an agent, in minutes: stop after 15 idle minutes, archive
-// after a day, delete after a week.
-const (
-	defaultIdleStopMinutes     = 15
-	defaultArchiveAfterMinutes = 1440
-	defaultDeleteAfterMinutes  = 10080
-)
-
-// Limits of one user message's run in the harness: model steps (each model reply, with
-// the tool calls it makes, is one) and tokens (input plus output, summed over the steps).
-const (
-	defaultMaxTurns    = 50
-	maxMaxTurns        = 1000
-	defaultTokenBudget = 1_000_000
-	minTokenBudget     = 1000
-	maxTokenBudget     = 100_000_000
 )
 
 var (
@@ -146,16 +120,8 @@ func (r *agentResource) Metadata(_ context.Context, req resource.MetadataRequest
 	resp.TypeName = req.ProviderTypeName + "_agent"
 }
 
-func defaultAgentSandbox() types.Object {
-	return types.ObjectValueMust(agentSandboxAttrTypes, map[string]attr.Value{
-		"archive_after_minutes": types.Int64Value(defaultArchiveAfterMinutes),
-		"delete_after_minutes":  types.Int64Value(defaultDeleteAfterMinutes),
-		"enabled":               types.BoolValue(false),
-		"environment":           types.StringValue(defaultEnvironmentName),
-		"file_downloads":        types.BoolValue(true),
-		"idle_stop_minutes":     types.Int64Value(defaultIdleStopMinutes),
-	})
-}
+// defaultAgentSandbox is the sandbox attribute of an agent that sets none: off.
+func defaultAgentSandbox() types.Object { return sandboxObject(agentspec.DefaultSandbox()) }
 
 func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	inPlace := " Changing it updates the agent in place."
@@ -163,7 +129,8 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 		MarkdownDescription: "An agent the harness runs: its model, instructions, MCP servers, skills and sandbox settings. The sandbox is a " +
 			"*tool*, off by default: with `sandbox.enabled`, a sandbox is provisioned from the selected environment only when a turn needs " +
 			"one, stopped when idle, then archived, then deleted. Skills and Code Mode require the sandbox. Only Ready environments can be " +
-			"selected, and an environment referenced by an agent cannot be deleted. Editing an agent never changes a sandbox that already exists. " +
+			"selected, and an environment referenced by an agent with its sandbox enabled cannot be deleted. An agent whose sandbox is off " +
+			"references no environment and needs no sandbox provider. Editing an agent never changes a sandbox that already exists. " +
 			"Model and MCP credentials stay in the harness's environment: the agent only names the variables.",
 		Attributes: map[string]schema.Attribute{
 			"code_mode": schema.BoolAttribute{
@@ -175,19 +142,19 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 			},
 			"max_turns": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("How many model steps the harness allows for one user message (a step is one model reply with the tool calls it makes); "+
-					"the run stops with a clear message past it. %d to %d, defaults to %d.", 1, maxMaxTurns, defaultMaxTurns) + inPlace,
+					"the run stops with a clear message past it. %d to %d, defaults to %d.", 1, agentspec.MaxMaxTurns, agentspec.DefaultMaxTurns) + inPlace,
 				Optional:   true,
 				Computed:   true,
-				Default:    int64default.StaticInt64(defaultMaxTurns),
-				Validators: []validator.Int64{int64validator.Between(1, maxMaxTurns)},
+				Default:    int64default.StaticInt64(agentspec.DefaultMaxTurns),
+				Validators: []validator.Int64{int64validator.Between(1, agentspec.MaxMaxTurns)},
 			},
 			"token_budget": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("How many tokens (input plus output, summed over the steps) one user message may use before the harness stops the run. "+
-					"%d to %d, defaults to %d.", minTokenBudget, maxTokenBudget, defaultTokenBudget) + inPlace,
+					"%d to %d, defaults to %d.", agentspec.MinTokenBudget, agentspec.MaxTokenBudget, agentspec.DefaultTokenBudget) + inPlace,
 				Optional:   true,
 				Computed:   true,
-				Default:    int64default.StaticInt64(defaultTokenBudget),
-				Validators: []validator.Int64{int64validator.Between(minTokenBudget, maxTokenBudget)},
+				Default:    int64default.StaticInt64(agentspec.DefaultTokenBudget),
+				Validators: []validator.Int64{int64validator.Between(agentspec.MinTokenBudget, agentspec.MaxTokenBudget)},
 			},
 			"description": schema.StringAttribute{
 				MarkdownDescription: "What the agent is for, shown to users." + inPlace,
@@ -256,7 +223,7 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 					"provider": schema.StringAttribute{
 						MarkdownDescription: "`openai` (any OpenAI-compatible API), `anthropic`, or `scripted` (replays `script`, for tests and demos).",
 						Required:            true,
-						Validators:          []validator.String{stringvalidator.OneOf(modelProviders...)},
+						Validators:          []validator.String{stringvalidator.OneOf(agentspec.ModelProviders...)},
 					},
 					"script": schema.StringAttribute{
 						MarkdownDescription: "The replay script of a `scripted` model (for example `file(\"replay.json\")`). Required for `scripted`.",
@@ -284,44 +251,45 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Default:  objectdefault.StaticValue(defaultAgentSandbox()),
 				Attributes: map[string]schema.Attribute{
 					"archive_after_minutes": schema.Int64Attribute{
-						MarkdownDescription: fmt.Sprintf("Minutes of inactivity after which a stopped sandbox is archived; at least `idle_stop_minutes`. Defaults to %d (a day).", defaultArchiveAfterMinutes),
+						MarkdownDescription: fmt.Sprintf("Minutes of inactivity after which a stopped sandbox is archived; at least `idle_stop_minutes`. Defaults to %d (a day).", agentspec.DefaultArchiveAfterMinutes),
 						Optional:            true,
 						Computed:            true,
-						Default:             int64default.StaticInt64(defaultArchiveAfterMinutes),
+						Default:             int64default.StaticInt64(agentspec.DefaultArchiveAfterMinutes),
 						Validators:          []validator.Int64{int64validator.AtLeast(1)},
 					},
 					"delete_after_minutes": schema.Int64Attribute{
-						MarkdownDescription: fmt.Sprintf("Minutes of inactivity after which an archived sandbox is deleted; at least `archive_after_minutes`. Defaults to %d (a week).", defaultDeleteAfterMinutes),
+						MarkdownDescription: fmt.Sprintf("Minutes of inactivity after which an archived sandbox is deleted; at least `archive_after_minutes`. Defaults to %d (a week).", agentspec.DefaultDeleteAfterMinutes),
 						Optional:            true,
 						Computed:            true,
-						Default:             int64default.StaticInt64(defaultDeleteAfterMinutes),
+						Default:             int64default.StaticInt64(agentspec.DefaultDeleteAfterMinutes),
 						Validators:          []validator.Int64{int64validator.AtLeast(1)},
 					},
 					"enabled": schema.BoolAttribute{
 						MarkdownDescription: "Give the agent a sandbox. Required for `skills` and `code_mode`. Defaults to false.",
 						Optional:            true,
 						Computed:            true,
-						Default:             booldefault.StaticBool(false),
+						Default:             booldefault.StaticBool(agentspec.DefaultSandbox().Enabled),
 					},
 					"environment": schema.StringAttribute{
 						MarkdownDescription: "The environment sandboxes are cloned from; it must be Ready when selected. Reference `trueforge_environment.<name>.name` " +
-							"so Terraform creates it first. Defaults to `default`. An environment that rebuilds later does not block edits of an agent already using it.",
+							"so Terraform creates it first. Defaults to `default`. An environment that rebuilds later does not block edits of an agent already using it. " +
+							"Used only with `enabled = true`: while the sandbox is off, the environment is not checked or referenced, and need not exist.",
 						Optional:   true,
 						Computed:   true,
-						Default:    stringdefault.StaticString(defaultEnvironmentName),
+						Default:    stringdefault.StaticString(agentspec.DefaultEnvironment),
 						Validators: []validator.String{validName()},
 					},
 					"file_downloads": schema.BoolAttribute{
 						MarkdownDescription: "Let users download files the agent produces. Defaults to true.",
 						Optional:            true,
 						Computed:            true,
-						Default:             booldefault.StaticBool(true),
+						Default:             booldefault.StaticBool(agentspec.DefaultFileDownloads),
 					},
 					"idle_stop_minutes": schema.Int64Attribute{
-						MarkdownDescription: fmt.Sprintf("Minutes without a tool call after which the sandbox is stopped (files kept). Defaults to %d.", defaultIdleStopMinutes),
+						MarkdownDescription: fmt.Sprintf("Minutes without a tool call after which the sandbox is stopped (files kept). Defaults to %d.", agentspec.DefaultIdleStopMinutes),
 						Optional:            true,
 						Computed:            true,
-						Default:             int64default.StaticInt64(defaultIdleStopMinutes),
+						Default:             int64default.StaticInt64(agentspec.DefaultIdleStopMinutes),
 						Validators:          []validator.Int64{int64validator.AtLeast(1)},
 					},
 				},
@@ -387,7 +355,7 @@ func (r *agentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	}
 	sb, ok := plan.sandboxSettings(ctx)
-	if !ok || sb.Environment.IsUnknown() || !selectsEnvironment(ctx, state, sb.Environment.ValueString()) {
+	if !ok || sb.Enabled.IsUnknown() || sb.Environment.IsUnknown() || !selectsEnvironment(ctx, state, sb.Enabled.ValueBool(), sb.Environment.ValueString()) {
 		return
 	}
 	// An environment that does not exist yet may be created by this same apply; Create
@@ -402,15 +370,19 @@ func (r *agentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	}
 }
 
-// selectsEnvironment reports whether a plan selects environment env anew: on create, or
-// when it differs from the one in state. An environment that rebuilds after it was
-// selected does not block other edits of the agent.
-func selectsEnvironment(ctx context.Context, state *agentModel, env string) bool {
+// selectsEnvironment reports whether a plan whose sandbox is enabled (or not) selects
+// environment env anew: an enabled sandbox on create, or when state's sandbox was off or
+// on another environment. A sandbox that is off selects none, and an environment that
+// rebuilds after it was selected does not block other edits of the agent.
+func selectsEnvironment(ctx context.Context, state *agentModel, enabled bool, env string) bool {
+	if !enabled {
+		return false
+	}
 	if state == nil {
 		return true
 	}
 	prior, ok := state.sandboxSettings(ctx)
-	return !ok || prior.Environment.ValueString() != env
+	return !ok || !prior.Enabled.ValueBool() || prior.Environment.ValueString() != env
 }
 
 // environmentStatus returns environment name and the refreshed status of its snapshot,

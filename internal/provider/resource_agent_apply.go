@@ -28,11 +28,12 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 	spec, raw := plan.spec(ctx)
-	if !r.checkEnvironment(ctx, spec.Name, spec.Sandbox.Environment, &resp.Diagnostics) {
+	env := spec.EnvironmentRef() // none while the sandbox is off
+	if env != "" && !r.checkEnvironment(ctx, spec.Name, env, &resp.Diagnostics) {
 		return
 	}
 	err := r.cp.store.CreateAgent(ctx, store.Agent{
-		ID: newID("agent"), Name: spec.Name, Owner: r.cp.owner, Environment: spec.Sandbox.Environment, Spec: raw,
+		ID: newID("agent"), Name: spec.Name, Owner: r.cp.owner, Environment: env, Spec: raw,
 	})
 	switch {
 	case errors.Is(err, store.ErrAlreadyExists):
@@ -41,7 +42,7 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	case errors.Is(err, store.ErrNotFound):
 		// The environment went away between the check and the insert.
-		addEnvironmentNotFound(&resp.Diagnostics, spec.Name, spec.Sandbox.Environment)
+		addEnvironmentNotFound(&resp.Diagnostics, spec.Name, env)
 		return
 	case err != nil:
 		resp.Diagnostics.AddError("Error Creating Agent", fmt.Sprintf("Agent %q could not be stored.\n\nOriginal Error: %s", spec.Name, err))
@@ -96,14 +97,17 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 	spec, raw := plan.spec(ctx)
-	if selectsEnvironment(ctx, &state, spec.Sandbox.Environment) && !r.checkEnvironment(ctx, spec.Name, spec.Sandbox.Environment, &resp.Diagnostics) {
+	env := spec.EnvironmentRef() // none while the sandbox is off
+	if selectsEnvironment(ctx, &state, spec.Sandbox.Enabled, env) && !r.checkEnvironment(ctx, spec.Name, env, &resp.Diagnostics) {
 		return
 	}
-	err := r.cp.store.UpdateAgent(ctx, store.Agent{Name: spec.Name, Environment: spec.Sandbox.Environment, Spec: raw})
+	err := r.cp.store.UpdateAgent(ctx, store.Agent{Name: spec.Name, Environment: env, Spec: raw})
 	if err != nil {
-		if _, gerr := r.cp.store.GetEnvironment(ctx, spec.Sandbox.Environment); errors.Is(gerr, store.ErrNotFound) {
-			addEnvironmentNotFound(&resp.Diagnostics, spec.Name, spec.Sandbox.Environment)
-			return
+		if errors.Is(err, store.ErrNotFound) && env != "" {
+			if _, gerr := r.cp.store.GetEnvironment(ctx, env); errors.Is(gerr, store.ErrNotFound) {
+				addEnvironmentNotFound(&resp.Diagnostics, spec.Name, env)
+				return
+			}
 		}
 		resp.Diagnostics.AddError("Error Updating Agent",
 			fmt.Sprintf("Agent %q could not be updated. If it was deleted outside Terraform, run terraform apply again to recreate it.\n\nOriginal Error: %s", spec.Name, err))

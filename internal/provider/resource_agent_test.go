@@ -1,8 +1,9 @@
 package provider
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,6 +16,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 const agentAddr = "trueforge_agent.a"
@@ -56,17 +61,46 @@ resource "trueforge_environment" %[1]q {
 // that creates it.
 const afterProvider = `  depends_on = [trueforge_sandbox_provider.local]`
 
-func storedAgentSpec(t *testing.T, f *controlPlaneFixture, name string) (agentSpec, string, error) {
+// storedAgentSpec returns agent name's stored spec and the environment its row
+// references ("" for none).
+func storedAgentSpec(t *testing.T, f *controlPlaneFixture, name string) (agentspec.Spec, string, error) {
 	t.Helper()
 	a, err := f.store().GetAgent(t.Context(), name)
 	if err != nil {
-		return agentSpec{}, "", err
+		return agentspec.Spec{}, "", err
 	}
-	var s agentSpec
-	if err := json.Unmarshal(a.Spec, &s); err != nil {
+	s, err := agentspec.Decode(a.Spec)
+	if err != nil {
 		return s, "", fmt.Errorf("stored spec %s: %w", a.Spec, err)
 	}
 	return s, a.Environment, nil
+}
+
+// harnessRuns checks that trueforge-harness loads agent name from the fixture's control
+// plane with spec want (and, when its sandbox is on, the environment want names): what
+// the provider stored is what the harness runs.
+func harnessRuns(t *testing.T, f *controlPlaneFixture, name string, want agents.Spec) error {
+	t.Helper()
+	a, err := agents.Load(t.Context(), f.store(), name)
+	if err != nil {
+		return fmt.Errorf("the harness cannot load agent %q: %w", name, err)
+	}
+	if !reflect.DeepEqual(a.Spec, want) {
+		return fmt.Errorf("the harness runs agent %q as\n%+v\nwant\n%+v", name, a.Spec, want)
+	}
+	if env := a.Environment.Name; want.Sandbox.Enabled && env != want.Sandbox.Environment || !want.Sandbox.Enabled && env != "" {
+		return fmt.Errorf("the harness loaded agent %q with environment %q", name, env)
+	}
+	return nil
+}
+
+// defaultAgentRun is how the harness runs agent name configured with only the scripted
+// model: the documented defaults, written out rather than taken from agentspec.
+func defaultAgentRun(name string) agents.Spec {
+	return agents.Spec{
+		Name: name, Model: agents.ModelSpec{Provider: "scripted", Script: "[]"}, MaxTurns: 50, TokenBudget: 1_000_000,
+		Sandbox: agents.SandboxSpec{Enabled: false, Environment: "default", FileDownloads: true, IdleStopMinutes: 15, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
+	}
 }
 
 func agentCount(t *testing.T, f *controlPlaneFixture) int {
@@ -134,6 +168,20 @@ const fullAgentBody = `
   }
 `
 
+// fullAgentRun is how the harness runs fullAgentBody's agent "helper".
+var fullAgentRun = agents.Spec{
+	Name: "helper", Description: "Answers questions about the repo", Instructions: "Be brief.",
+	Model: agents.ModelSpec{Provider: "openai", Name: "gpt-4.1", BaseURL: "https://llm.internal.example.com/v1", APIKeyEnv: "OPENAI_API_KEY"},
+	MCPServers: []agents.MCPServer{
+		{Name: "github", URL: "https://api.githubcopilot.com/mcp/", CredentialEnv: "GITHUB_MCP_TOKEN", AllowedTools: []string{"get_issue", "list_pull_requests"}},
+		{Name: "docs", URL: "http://docs.internal:8080/mcp"}, // allowed_tools = []: every tool, as documented
+	},
+	Skills:   []agents.Skill{{Name: "pdf", Path: "/srv/skills/pdf"}},
+	CodeMode: true,
+	Sandbox:  agents.SandboxSpec{Enabled: true, Environment: "py", FileDownloads: false, IdleStopMinutes: 30, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
+	MaxTurns: 12, TokenBudget: 200000,
+}
+
 func TestAccAgent_basic(t *testing.T) {
 	f := newFixture(t)
 	py := agentEnvHCL("py", "mkdir -p /opt/py", true)
@@ -148,8 +196,8 @@ func TestAccAgent_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper")),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("owner"), knownvalue.StringExact("alice")),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(false)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(defaultMaxTurns)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(defaultTokenBudget)),
+					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(50)),
+					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(1_000_000)),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("description"), knownvalue.Null()),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers"), knownvalue.Null()),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.Null()),
@@ -167,12 +215,12 @@ func TestAccAgent_basic(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					want := agentSpecSandbox{Environment: "default", FileDownloads: true, IdleStopMinutes: 15, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080}
-					if env != "default" || s.Sandbox != want || s.Model.Provider != "scripted" || s.MCPServers != nil ||
-						s.MaxTurns != defaultMaxTurns || s.TokenBudget != defaultTokenBudget {
+					// The sandbox is off, so the row references no environment.
+					if env != "" || s.Sandbox != agentspec.DefaultSandbox() || s.Model.Provider != "scripted" || s.MCPServers != nil ||
+						s.MaxTurns != agentspec.DefaultMaxTurns || s.TokenBudget != agentspec.DefaultTokenBudget {
 						return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
 					}
-					return nil
+					return harnessRuns(t, f, "helper", defaultAgentRun("helper"))
 				},
 			},
 			{
@@ -212,7 +260,7 @@ func TestAccAgent_basic(t *testing.T) {
 						s.MaxTurns != 12 || s.TokenBudget != 200000 {
 						return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
 					}
-					return nil
+					return harnessRuns(t, f, "helper", fullAgentRun)
 				},
 			},
 			{
@@ -416,11 +464,11 @@ func TestAccAgent_environmentMustBeReady(t *testing.T) {
 			{
 				// A literal name of an environment that does not exist passes the plan (it could be
 				// created in the same apply) and fails at apply, for an update and for a create.
-				Config: f.config(slow + agentHCL("a", `  sandbox = { environment = "ghost" }`) + `
+				Config: f.config(slow + agentHCL("a", `  sandbox = { enabled = true, environment = "ghost" }`) + `
 resource "trueforge_agent" "b" {
   name    = "b"
   model   = { provider = "scripted", script = "[]" }
-  sandbox = { environment = "ghost" }
+  sandbox = { enabled = true, environment = "ghost" }
 }
 `),
 				ExpectError: expectError(`Environment Not Found.*"ghost".*trueforge_environment.<name>.name`),
@@ -436,17 +484,18 @@ resource "trueforge_agent" "b" {
 resource "trueforge_agent" "b" {
   name    = "b"
   model   = { provider = "scripted", script = "[]" }
-  sandbox = { environment = trueforge_environment.slow.name }
+  sandbox = { enabled = true, environment = trueforge_environment.slow.name }
 }
 `),
 				ExpectError: expectError(`Environment Not Ready.*"slow" is Building`),
 			},
 			{
-				// Nothing was written: agent "a" still uses the default environment.
+				// Nothing was written: agent "a" still has its sandbox off and references no
+				// environment.
 				PreConfig: func() {
 					expectAgents(t, f, 1)()
-					if _, env, err := storedAgentSpec(t, f, "a"); err != nil || env != "default" {
-						t.Fatalf("agent a: environment %q, %v; want default", env, err)
+					if s, env, err := storedAgentSpec(t, f, "a"); err != nil || env != "" || s.Sandbox != agentspec.DefaultSandbox() {
+						t.Fatalf("agent a: environment %q, sandbox %+v, %v; want none and the default sandbox", env, s.Sandbox, err)
 					}
 				},
 				Config:   base,
@@ -456,10 +505,10 @@ resource "trueforge_agent" "b" {
 				// An agent already on an environment is not blocked while it rebuilds: only a
 				// new selection must be Ready. (The agent is moved onto "slow" out of band.)
 				PreConfig: func() {
-					f.exec(`UPDATE agents SET environment = 'slow', spec = json_set(spec, '$.sandbox.environment', 'slow') WHERE name = ?`, "a")
+					f.exec(`UPDATE agents SET environment = 'slow', spec = json_set(spec, '$.sandbox.enabled', json('true'), '$.sandbox.environment', 'slow') WHERE name = ?`, "a")
 				},
 				Config: f.config(slow + agentHCL("a", `  instructions = "Edited while slow builds."
-  sandbox      = { environment = trueforge_environment.slow.name }`)),
+  sandbox      = { enabled = true, environment = trueforge_environment.slow.name }`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
 				}},
@@ -505,23 +554,6 @@ func TestAccAgent_environmentInUse(t *testing.T) {
 			},
 		},
 	})
-}
-
-func TestAgentSpecJSONKeepsNullApartFromEmpty(t *testing.T) {
-	empty := ""
-	s := agentSpec{Name: "a", Description: &empty, MCPServers: []agentSpecMCPServer{}, Model: agentSpecModel{Provider: "scripted"}}
-	raw, err := json.Marshal(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`"description":""`, `"mcp_servers":[]`, `"skills":null`, `"sandbox":{"enabled":false`} {
-		if !strings.Contains(string(raw), want) {
-			t.Errorf("spec %s lacks %s", raw, want)
-		}
-	}
-	if strings.Contains(string(raw), `"instructions"`) {
-		t.Errorf("spec %s has instructions, which were null", raw)
-	}
 }
 
 // TestAgentValidateAtApply covers the apply-time check, which repeats the attribute
@@ -670,6 +702,121 @@ func TestAccAgent_failedEnvironmentCannotBeSelected(t *testing.T) {
 				// Nothing was written; removing the environment cleans up.
 				PreConfig: expectAgents(t, f, 0),
 				Config:    f.config(""),
+			},
+		},
+	})
+}
+
+// qaAgentsHCL renders two agents without a sandbox: "qa" sets no sandbox block, and "off"
+// sets enabled = false with an environment that does not exist, which is never checked.
+const qaAgentsHCL = `
+resource "trueforge_agent" "qa" {
+  name  = "qa"
+  model = { provider = "scripted", script = "[]" }
+}
+
+resource "trueforge_agent" "off" {
+  name    = "off"
+  model   = { provider = "scripted", script = "[]" }
+  sandbox = { enabled = false, environment = "ghost" }
+}
+`
+
+// qaAgentsState checks the state of agents "qa" and "off": the sandbox as configured.
+func qaAgentsState() []statecheck.StateCheck {
+	return []statecheck.StateCheck{
+		statecheck.ExpectKnownValue("trueforge_agent.qa", tfjsonpath.New("sandbox"), defaultSandboxValue(false, "default")),
+		statecheck.ExpectKnownValue("trueforge_agent.off", tfjsonpath.New("sandbox").AtMapKey("environment"), knownvalue.StringExact("ghost")),
+	}
+}
+
+// checkQAAgents checks that agents "qa" and "off" are stored referencing no environment
+// and that the harness runs them without one.
+func checkQAAgents(t *testing.T, f *controlPlaneFixture) func(*terraformState) error {
+	return func(*terraformState) error {
+		off := defaultAgentRun("off")
+		off.Sandbox.Environment = "ghost"
+		for name, want := range map[string]agents.Spec{"qa": defaultAgentRun("qa"), "off": off} {
+			if _, env, err := storedAgentSpec(t, f, name); err != nil || env != "" {
+				return fmt.Errorf("agent %s: references environment %q, %v; want none", name, env, err)
+			}
+			if err := harnessRuns(t, f, name, want); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// TestAccAgent_withoutSandboxBesideANewProvider: agents whose sandbox is off are created
+// in the same apply as the control plane's first sandbox provider even when Terraform
+// creates them first (forced here: the provider depends on them), since they resolve no
+// environment; and the provider can then be destroyed while they stay.
+func TestAccAgent_withoutSandboxBesideANewProvider(t *testing.T) {
+	f := newFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config: f.providerBlock(f.owner) + qaAgentsHCL + `
+resource "trueforge_sandbox_provider" "local" {
+  name       = "local"
+  type       = "local"
+  depends_on = [trueforge_agent.qa, trueforge_agent.off]
+}
+`,
+				ConfigStateChecks: append(qaAgentsState(),
+					statecheck.ExpectKnownValue("trueforge_sandbox_provider.local", tfjsonpath.New("status"), knownvalue.StringExact("Ready"))),
+				Check: checkQAAgents(t, f),
+			},
+			{
+				// Nothing references the provider's default environment, so it goes.
+				Config: f.providerBlock(f.owner) + qaAgentsHCL,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("trueforge_sandbox_provider.local", plancheck.ResourceActionDestroy),
+					plancheck.ExpectResourceAction("trueforge_agent.qa", plancheck.ResourceActionNoop),
+				}},
+				Check: func(s *terraformState) error {
+					if p, err := f.store().OnlySandboxProvider(t.Context()); !errors.Is(err, store.ErrNotFound) {
+						return fmt.Errorf("sandbox provider %+v, %v; want none", p, err)
+					}
+					return checkQAAgents(t, f)(s)
+				},
+			},
+		},
+	})
+}
+
+// TestAccAgent_withoutSandboxAlone: agents whose sandbox is off exist on a control plane
+// that has no sandbox provider at all, read back and import unchanged; turning one's
+// sandbox on checks its environment again.
+func TestAccAgent_withoutSandboxAlone(t *testing.T) {
+	f := newFixture(t)
+	alone := f.providerBlock(f.owner) + qaAgentsHCL
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config:            alone,
+				ConfigStateChecks: qaAgentsState(),
+				Check:             checkQAAgents(t, f),
+			},
+			{ResourceName: "trueforge_agent.off", ImportState: true, ImportStateId: "off", ImportStateVerify: true},
+			{
+				Config:      f.providerBlock(f.owner) + strings.Replace(qaAgentsHCL, "enabled = false", "enabled = true", 1),
+				ExpectError: expectError(`Environment Not Found.*"ghost"`),
+			},
+			{
+				// Nothing was written.
+				PreConfig: func() {
+					if err := checkQAAgents(t, f)(nil); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:   alone,
+				PlanOnly: true,
 			},
 		},
 	})

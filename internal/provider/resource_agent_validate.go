@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 )
 
 func validHTTPURL() stringCheck {
@@ -36,23 +38,24 @@ func (m *agentModel) sandboxSettings(ctx context.Context) (agentSandboxModel, bo
 	if !m.Sandbox.IsNull() {
 		m.Sandbox.As(ctx, &s, asObject)
 	}
+	def := agentspec.DefaultSandbox()
 	if s.Enabled.IsNull() {
-		s.Enabled = types.BoolValue(false)
+		s.Enabled = types.BoolValue(def.Enabled)
 	}
 	if s.Environment.IsNull() {
-		s.Environment = types.StringValue(defaultEnvironmentName)
+		s.Environment = types.StringValue(def.Environment)
 	}
 	if s.FileDownloads.IsNull() {
-		s.FileDownloads = types.BoolValue(true)
+		s.FileDownloads = types.BoolValue(def.FileDownloads)
 	}
 	if s.IdleStopMinutes.IsNull() {
-		s.IdleStopMinutes = types.Int64Value(defaultIdleStopMinutes)
+		s.IdleStopMinutes = types.Int64Value(def.IdleStopMinutes)
 	}
 	if s.ArchiveAfterMinutes.IsNull() {
-		s.ArchiveAfterMinutes = types.Int64Value(defaultArchiveAfterMinutes)
+		s.ArchiveAfterMinutes = types.Int64Value(def.ArchiveAfterMinutes)
 	}
 	if s.DeleteAfterMinutes.IsNull() {
-		s.DeleteAfterMinutes = types.Int64Value(defaultDeleteAfterMinutes)
+		s.DeleteAfterMinutes = types.Int64Value(def.DeleteAfterMinutes)
 	}
 	return s, true
 }
@@ -109,7 +112,7 @@ func (m *agentModel) validate(ctx context.Context, atApply bool, diags *diag.Dia
 		m.Model.As(ctx, &mm, asObject)
 		mp := path.Root("model")
 		checkString(mp.AtName("provider"), mm.Provider, func(s string) string {
-			for _, p := range modelProviders {
+			for _, p := range agentspec.ModelProviders {
 				if s == p {
 					return ""
 				}
@@ -120,13 +123,13 @@ func (m *agentModel) validate(ctx context.Context, atApply bool, diags *diag.Dia
 		checkString(mp.AtName("api_key_env"), mm.APIKeyEnv, validCredentialEnv().check)
 		if !mm.Provider.IsUnknown() {
 			switch provider := mm.Provider.ValueString(); provider {
-			case modelProviderScripted:
+			case agentspec.ModelScripted:
 				if mm.Script.IsNull() {
 					diags.AddAttributeError(mp.AtName("script"), "Missing Model Script",
 						"model.provider = \"scripted\" replays model.script instead of calling a model API, and no script is set. "+
 							"Set model.script (for example script = file(\"${path.module}/replay.json\")), or choose provider openai or anthropic with a model name.")
 				}
-			case modelProviderOpenAI, modelProviderAnthropic:
+			case agentspec.ModelOpenAI, agentspec.ModelAnthropic:
 				if mm.Name.IsNull() || (!mm.Name.IsUnknown() && mm.Name.ValueString() == "") {
 					diags.AddAttributeError(mp.AtName("name"), "Missing Model Name",
 						fmt.Sprintf("model.provider = %q needs the model to call. Set model.name (for example %q).", provider, exampleModel(provider)))
@@ -209,7 +212,7 @@ func (m *agentModel) validateTimings(sb agentSandboxModel, atApply bool, diags *
 }
 
 func exampleModel(provider string) string {
-	if provider == modelProviderAnthropic {
+	if provider == agentspec.ModelAnthropic {
 		return "claude-sonnet-4-5"
 	}
 	return "gpt-4.1"
