@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
@@ -166,8 +167,8 @@ type runFlags struct {
 }
 
 func (f *runFlags) add(cmd *cobra.Command) {
-	cmd.Flags().Int64Var(&f.maxTurns, "max-turns", 0, "model steps allowed per message (default: the agent's, else 50)")
-	cmd.Flags().Int64Var(&f.tokenBudget, "token-budget", 0, "tokens allowed per message (default: the agent's, else 1000000)")
+	cmd.Flags().Int64Var(&f.maxTurns, "max-turns", 0, fmt.Sprintf("model steps allowed per message (default: the agent's, else %d)", agentspec.DefaultMaxTurns))
+	cmd.Flags().Int64Var(&f.tokenBudget, "token-budget", 0, fmt.Sprintf("tokens allowed per message (default: the agent's, else %d)", agentspec.DefaultTokenBudget))
 	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print events as JSON lines instead of text")
 }
 

@@ -20,14 +20,16 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-// defaultEnvironmentName is the reserved environment every provider creates.
-const defaultEnvironmentName = "default"
+// defaultEnvironmentName is the reserved environment every provider creates, the one an
+// agent's sandbox is cloned from unless it names another.
+const defaultEnvironmentName = agentspec.DefaultEnvironment
 
 // defaultSpec is the reserved environment's blueprint: platform image, 1 CPU, 1 GB, 3 GB.
 var defaultSpec = sandbox.SnapshotSpec{Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3}

@@ -6,17 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
-)
-
-// Timings used when a session's agent is gone from the store: the provider's defaults.
-const (
-	DefaultIdleStopMinutes     = 15
-	DefaultArchiveAfterMinutes = 1440
-	DefaultDeleteAfterMinutes  = 10080
 )
 
 // Timings are an agent's lifecycle timings.
@@ -24,7 +18,8 @@ type Timings struct {
 	IdleStop, Archive, Delete time.Duration
 }
 
-// TimingsOf returns the timings of an agent spec, defaults for zero values.
+// TimingsOf returns the timings of an agent spec, the spec's defaults (agentspec) for
+// zero values: what a session whose agent is gone from the store gets.
 func TimingsOf(s agents.SandboxSpec) Timings {
 	pick := func(v, d int64) time.Duration {
 		if v <= 0 {
@@ -33,9 +28,9 @@ func TimingsOf(s agents.SandboxSpec) Timings {
 		return time.Duration(v) * time.Minute
 	}
 	return Timings{
-		IdleStop: pick(s.IdleStopMinutes, DefaultIdleStopMinutes),
-		Archive:  pick(s.ArchiveAfterMinutes, DefaultArchiveAfterMinutes),
-		Delete:   pick(s.DeleteAfterMinutes, DefaultDeleteAfterMinutes),
+		IdleStop: pick(s.IdleStopMinutes, agentspec.DefaultIdleStopMinutes),
+		Archive:  pick(s.ArchiveAfterMinutes, agentspec.DefaultArchiveAfterMinutes),
+		Delete:   pick(s.DeleteAfterMinutes, agentspec.DefaultDeleteAfterMinutes),
 	}
 }
 
