@@ -8,8 +8,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/provider"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 )
 
 // version is set by the release build (-ldflags "-X main.version=...").
@@ -19,7 +19,7 @@ func main() {
 	// First: local snapshot builds re-execute this binary as their setup step (root in
 	// a new mount namespace), build shim and unshift step, and local sandboxes as their
 	// init (PID 1); such a process must run that and exit, nothing of the provider.
-	local.ReexecMain()
+	backends.ReexecMain()
 
 	var debug bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")

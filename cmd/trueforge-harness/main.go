@@ -17,8 +17,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/netd"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -32,7 +32,7 @@ func main() {
 	// exact and no netd invocation carries them, whereas netdArgs goes by the name the
 	// binary runs under and its first argument, which must not decide what a privileged
 	// step runs. netd loses nothing: its NotDumpable comes a few getenv calls later.
-	local.ReexecMain()
+	backends.ReexecMain()
 	if args, ok := netdArgs(os.Args); ok {
 		os.Exit(netd.Main(args, os.Stderr))
 	}

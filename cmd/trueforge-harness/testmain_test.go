@@ -5,9 +5,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 )
 
 // TestMain builds the harness static once, as the netd helper of the tests' local
@@ -15,7 +15,7 @@ import (
 // lets this binary be what the local backend re-executes (setup step, build shim,
 // unshift step, init), as main does.
 func TestMain(m *testing.M) {
-	local.ReexecMain()
+	backends.ReexecMain()
 	dir, err := os.MkdirTemp("", "tfh-netd-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

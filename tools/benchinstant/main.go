@@ -15,8 +15,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/provider"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 )
 
 // instant answers the no-op plan's RPCs itself and hands every other call to the real
@@ -46,7 +46,7 @@ func main() {
 	// Every other call reaches the real provider, whose local builds and sandboxes
 	// re-execute this binary as their setup step, build shim, unshift step and init, as
 	// the provider's own main does.
-	local.ReexecMain()
+	backends.ReexecMain()
 	// Same process settings as the real provider (quiet SDK logs, GC target), so the only
 	// difference measured is the work the three RPCs above skip.
 	provider.TuneProcess()

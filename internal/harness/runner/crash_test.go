@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
@@ -21,7 +22,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -30,7 +30,7 @@ import (
 const helperEnv = "TRUEFORGE_HARNESS_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	local.ReexecMain() // the local backend re-executes this test binary as its helpers
+	backends.ReexecMain() // the local backend re-executes this test binary as its helpers
 	if os.Getenv(helperEnv) != "" {
 		if err := runHelper(); err != nil {
 			fmt.Fprintln(os.Stderr, "helper:", err)

@@ -47,9 +47,10 @@
 // The setup step, the init, the build shim and the unshift step (shift.go) are the
 // program that uses this package (os.Executable: the provider, the harness, a test
 // binary) re-executed; the package has no init function, so that program must call
-// ReexecMain first thing in main (a test binary in TestMain; every command of the module
-// that links the package does, TestEveryBinaryCallsReexecMain), and importing the
-// package alone changes no process (TestImportDoesNotDispatch).
+// ReexecMain (backends.ReexecMain outside the backend packages) first thing in main (a
+// test binary in TestMain; every command of the module that links the package does,
+// TestEveryBinaryCallsReexecMain), and importing the package alone changes no process
+// (TestImportDoesNotDispatch).
 //
 // # Host root is never a sandbox's
 //

@@ -24,6 +24,8 @@ const reexecProbeEnv = "TRUEFORGE_LOCAL_TEST_REEXEC_PROBE"
 
 const notReexeced = "trueforge-test: not re-executed"
 
+const modulePath = "github.com/trueforge/terraform-provider-trueforge"
+
 // reportNotReexeced says that this process is still the test binary and exits.
 func reportNotReexeced() {
 	fmt.Println(notReexeced)
@@ -100,7 +102,9 @@ func TestImportDoesNotDispatch(t *testing.T) {
 }
 
 // TestEveryBinaryCallsReexecMain finds the module's commands that link this package and
-// checks that each one's main calls ReexecMain as its first statement: a command that
+// checks that each one's main calls ReexecMain, directly or through the backend registry
+// (backends.ReexecMain, how code outside the backends reaches it), as its first
+// statement: a command that
 // forgot it would, re-executed as a setup step or a sandbox init, run its own main
 // instead (the provider would serve, the harness print its usage) and every sandbox and
 // build it starts would fail.
@@ -109,10 +113,9 @@ func TestEveryBinaryCallsReexecMain(t *testing.T) {
 	if err != nil {
 		t.Skip("skipping: no go command on PATH")
 	}
-	const mod = "github.com/trueforge/terraform-provider-trueforge"
-	const self = mod + "/internal/sandbox/local"
+	const self = modulePath + "/internal/sandbox/local"
 	cmd := exec.Command(goTool, "list", "-f",
-		`{{if eq .Name "main"}}{{range .Deps}}{{if eq . "`+self+`"}}{{$.Dir}}{{range $.GoFiles}} {{.}}{{end}}{{"\n"}}{{end}}{{end}}{{end}}`, mod+"/...")
+		`{{if eq .Name "main"}}{{range .Deps}}{{if eq . "`+self+`"}}{{$.Dir}}{{range $.GoFiles}} {{.}}{{end}}{{"\n"}}{{end}}{{end}}{{end}}`, modulePath+"/...")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -125,7 +128,7 @@ func TestEveryBinaryCallsReexecMain(t *testing.T) {
 		}
 		n++
 		if !firstCallsReexecMain(t, f[0], f[1:]) {
-			t.Errorf("%s: func main must call local.ReexecMain() as its first statement", f[0])
+			t.Errorf("%s: func main must call backends.ReexecMain() as its first statement", f[0])
 		}
 	}
 	if n < 2 { // the provider and the harness at least
@@ -134,7 +137,7 @@ func TestEveryBinaryCallsReexecMain(t *testing.T) {
 }
 
 // firstCallsReexecMain reports whether the main function among files in dir starts with
-// a call of ReexecMain through this package's import.
+// a call of ReexecMain of this package or of the registry, internal/backends.
 func firstCallsReexecMain(t *testing.T, dir string, files []string) bool {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -143,13 +146,17 @@ func firstCallsReexecMain(t *testing.T, dir string, files []string) bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pkgName := ""
+		pkgNames := map[string]bool{}
 		for _, imp := range file.Imports {
-			if path, _ := strconv.Unquote(imp.Path.Value); strings.HasSuffix(path, "/internal/sandbox/local") {
-				pkgName = "local"
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if name, ok := map[string]string{
+				modulePath + "/internal/sandbox/local": "local",
+				modulePath + "/internal/backends":      "backends",
+			}[path]; ok {
 				if imp.Name != nil {
-					pkgName = imp.Name.Name
+					name = imp.Name.Name
 				}
+				pkgNames[name] = true
 			}
 		}
 		for _, d := range file.Decls {
@@ -173,7 +180,7 @@ func firstCallsReexecMain(t *testing.T, dir string, files []string) bool {
 				return false
 			}
 			x, ok := sel.X.(*ast.Ident)
-			return ok && pkgName != "" && x.Name == pkgName && sel.Sel.Name == "ReexecMain"
+			return ok && pkgNames[x.Name] && sel.Sel.Name == "ReexecMain"
 		}
 	}
 	return false

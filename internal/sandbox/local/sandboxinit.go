@@ -68,10 +68,11 @@ const (
 //   - the unshift step (shift.go), which gives a finished build's layer back to root.
 //
 // Every binary whose process creates local sandboxes or builds (the provider, the
-// harness, and the test binary of every package whose tests do) must call it first
-// thing in main (a test binary: first in TestMain), before it parses flags, reads
-// configuration, starts goroutines or opens anything: these processes run with the
-// privileges of their step and must run nothing of the host program's but the step.
+// harness, and the test binary of every package whose tests do) must call it, through
+// backends.ReexecMain outside the backend packages, first thing in main (a test binary:
+// first in TestMain), before it parses flags, reads configuration, starts goroutines or
+// opens anything: these processes run with the privileges of their step and must run
+// nothing of the host program's but the step.
 // Any other binary need not call it, and importing the package changes nothing: the
 // package has no init function, so the provider's and the harness's library code never
 // turns into one of these programs behind their back.
