@@ -17,13 +17,15 @@
 // is injected (Config.Now) so tests step through minutes without sleeping.
 //
 // Network (network.go) is read from the environment when a sandbox is created and kept
-// until it is replaced. Daytona enforces it itself (networkBlockAll, domainAllowList,
-// the environment's secrets as Daytona secrets). A local sandbox that is not block_all
-// goes through a per-sandbox egress proxy (Config.Network, package sandboxnet) that
-// lives while the sandbox runs in this process: closed on stop, archive and delete,
-// recreated on resume, and, when this process did not create it (a harness restart),
-// recreated and the Running sandbox restarted once to reach the new socket. Without a
-// Network a local sandbox gets no network at all, never the host's.
+// until it is replaced. A backend that enforces it itself (sandbox.Capabilities
+// NetworkByBackend: Daytona) gets the policy and the environment's secrets by their
+// names in its secret store. Any other sandbox that is not block_all goes through a
+// per-sandbox egress proxy (Config.Network, package sandboxnet) that lives while the
+// sandbox runs in this process: closed on stop, archive and delete, recreated on
+// resume, and, when this process did not create it (a harness restart), recreated at the
+// same socket path, which the Running sandbox reaches as it is (its socket directory is
+// bound, not the socket). Without a Network such a sandbox gets no network at all, never
+// the host's.
 //
 // Limits: a sandbox is created with its environment's cpu, memory and disk. A runtime
 // that cannot enforce some of them on this host (sandbox.LimitReporter: the local
