@@ -189,3 +189,26 @@ func notConfigured(diags *diag.Diagnostics) {
 		"The trueforge provider was not configured with known values, so the control-plane database is not open. "+
 			"Make database_url and owner known at plan time.")
 }
+
+// decode is how every CRUD step starts: it reads the plan, state or config (get is its
+// Get method) into a model, and reports false, with the reason in diags, when the
+// provider is not configured or the data does not decode.
+func decode[T any](ctx context.Context, cp *controlPlane, get func(context.Context, any) diag.Diagnostics, diags *diag.Diagnostics) (T, bool) {
+	var m T
+	if cp == nil {
+		notConfigured(diags)
+		return m, false
+	}
+	diags.Append(get(ctx, &m)...)
+	return m, !diags.HasError()
+}
+
+// decodeChange is decode for an update, which reads both the plan and the prior state.
+func decodeChange[T any](ctx context.Context, cp *controlPlane, plan, state func(context.Context, any) diag.Diagnostics, diags *diag.Diagnostics) (T, T, bool) {
+	p, ok := decode[T](ctx, cp, plan, diags)
+	if !ok {
+		return p, p, false
+	}
+	s, ok := decode[T](ctx, cp, state, diags)
+	return p, s, ok
+}

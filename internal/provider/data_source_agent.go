@@ -173,13 +173,8 @@ func (d *agentDataSource) Configure(_ context.Context, req datasource.ConfigureR
 }
 
 func (d *agentDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	if d.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var m agentModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := decode[agentModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	name := m.Name.ValueString()

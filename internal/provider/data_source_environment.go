@@ -134,13 +134,8 @@ func (d *environmentDataSource) Configure(_ context.Context, req datasource.Conf
 }
 
 func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	if d.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var m environmentDataSourceModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
+	m, ok := decode[environmentDataSourceModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	name := m.Name.ValueString()

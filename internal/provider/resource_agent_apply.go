@@ -14,13 +14,8 @@ import (
 )
 
 func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var plan agentModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := decode[agentModel](ctx, r.cp, req.Plan.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	plan.validate(ctx, true, &resp.Diagnostics)
@@ -54,13 +49,8 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 }
 
 func (r *agentResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var state agentModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := decode[agentModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	a, err := r.cp.store.GetAgent(ctx, state.ID.ValueString())
@@ -82,14 +72,8 @@ func (r *agentResource) Read(ctx context.Context, req resource.ReadRequest, resp
 }
 
 func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var plan, state agentModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	plan, state, ok := decodeChange[agentModel](ctx, r.cp, req.Plan.Get, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	plan.validate(ctx, true, &resp.Diagnostics)
@@ -118,13 +102,8 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 }
 
 func (r *agentResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var state agentModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := decode[agentModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	err := r.cp.store.DeleteAgent(ctx, state.ID.ValueString())

@@ -20,13 +20,8 @@ import (
 )
 
 func (r *environmentResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var plan environmentModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := decode[environmentModel](ctx, r.cp, req.Plan.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	timeout, d := plan.Timeouts.Create(ctx, defaultBuildTimeout)
@@ -113,13 +108,8 @@ func (r *environmentResource) finishBuild(ctx context.Context, coord *builds.Coo
 }
 
 func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var state environmentModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := decode[environmentModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	env, err := r.cp.store.GetEnvironment(ctx, state.ID.ValueString())
@@ -207,14 +197,8 @@ func keepEmptyMap(prior types.Map, m map[string]string) types.Map {
 }
 
 func (r *environmentResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var plan, state environmentModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	plan, state, ok := decodeChange[environmentModel](ctx, r.cp, req.Plan.Get, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
@@ -275,13 +259,8 @@ func (r *environmentResource) collect(ctx context.Context, coord *builds.Coordin
 }
 
 func (r *environmentResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var state environmentModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := decode[environmentModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	name := state.ID.ValueString()

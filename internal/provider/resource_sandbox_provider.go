@@ -76,6 +76,16 @@ func (r *sandboxProviderResource) Metadata(_ context.Context, req resource.Metad
 	resp.TypeName = req.ProviderTypeName + "_sandbox_provider"
 }
 
+// apiKeyCredential is the backend's API key: api_key, or api_key_wo with api_key_wo_version.
+var apiKeyCredential = credential{
+	name: "api_key",
+	plainDoc: "API key of the backend (stored sealed with AES-GCM, never in plaintext). Prefer `api_key_wo`, which keeps " +
+		"the key out of state. Changing it re-validates the key.",
+	woDoc:           "Write-only API key (Terraform 1.11 or later): never stored in state or plan. Increment `api_key_wo_version` to send a new key.",
+	versionDoc:      "Version of `api_key_wo`; change it to rotate the key.",
+	plainValidators: []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("api_key_wo"))},
+}
+
 func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The sandbox backend of this control plane (one per control plane). Creating it validates the " +
@@ -83,26 +93,6 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 			"`default` environment (platform image, 1 CPU, 1 GB memory, 3 GB disk). For `daytona`, the API key must carry " +
 			"the `write:sandboxes`, `write:snapshots` and `manage:secrets` scopes, or saving fails and nothing is stored.",
 		Attributes: map[string]schema.Attribute{
-			"api_key": schema.StringAttribute{
-				MarkdownDescription: "API key of the backend (stored sealed with AES-GCM, never in plaintext). Prefer `api_key_wo`, which keeps the key out of state. Changing it re-validates the key.",
-				Optional:            true,
-				Sensitive:           true,
-				Validators: []validator.String{
-					stringvalidator.ConflictsWith(path.MatchRoot("api_key_wo")),
-					stringvalidator.PreferWriteOnlyAttribute(path.MatchRoot("api_key_wo")),
-				},
-			},
-			"api_key_wo": schema.StringAttribute{
-				MarkdownDescription: "Write-only API key (Terraform 1.11 or later): never stored in state or plan. Increment `api_key_wo_version` to send a new key.",
-				Optional:            true,
-				Sensitive:           true,
-				WriteOnly:           true,
-				Validators:          []validator.String{stringvalidator.AlsoRequires(path.MatchRoot("api_key_wo_version"))},
-			},
-			"api_key_wo_version": schema.Int64Attribute{
-				MarkdownDescription: "Version of `api_key_wo`; change it to rotate the key.",
-				Optional:            true,
-			},
 			"api_url": schema.StringAttribute{
 				MarkdownDescription: "API endpoint of the backend. Defaults to the catalog's URL for the type; not used by `local`.",
 				Optional:            true,
@@ -159,6 +149,7 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true}),
 		},
 	}
+	apiKeyCredential.addAttributes(resp.Schema.Attributes)
 }
 
 func (r *sandboxProviderResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -246,13 +237,8 @@ func (r *sandboxProviderResource) checkDefaultEnvironment(ctx context.Context, r
 }
 
 func (r *sandboxProviderResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var plan sandboxProviderModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := decode[sandboxProviderModel](ctx, r.cp, req.Plan.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	timeout, d := plan.Timeouts.Create(ctx, defaultBuildTimeout)
@@ -353,13 +339,8 @@ func (r *sandboxProviderResource) createDefaultEnvironment(ctx context.Context, 
 }
 
 func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var state sandboxProviderModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := decode[sandboxProviderModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	p, err := r.cp.store.GetSandboxProvider(ctx, state.ID.ValueString())
@@ -395,14 +376,8 @@ func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadReq
 }
 
 func (r *sandboxProviderResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var plan, state sandboxProviderModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	plan, state, ok := decodeChange[sandboxProviderModel](ctx, r.cp, req.Plan.Get, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
@@ -417,7 +392,7 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 	}
 	p.APIURL, p.Target = plan.APIURL.ValueString(), plan.Target.ValueString()
 	p.RequireLimits = boolPointer(plan.RequireLimits)
-	keyChanged := !plan.APIKey.Equal(state.APIKey) || !plan.APIKeyWOVersion.Equal(state.APIKeyWOVersion) || !plan.APIURL.Equal(state.APIURL)
+	keyChanged := credentialChanged(plan.APIKey, state.APIKey, plan.APIKeyWOVersion, state.APIKeyWOVersion) || !plan.APIURL.Equal(state.APIURL)
 	if keyChanged {
 		scopes, keyEnc, ok := r.validateCredentials(ctx, &p, req.Config, &plan, &resp.Diagnostics)
 		if !ok {
@@ -454,13 +429,8 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 }
 
 func (r *sandboxProviderResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var state sandboxProviderModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := decode[sandboxProviderModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	name := state.ID.ValueString()
@@ -495,12 +465,7 @@ func (r *sandboxProviderResource) ImportState(ctx context.Context, req resource.
 // validateCredentials checks the key against the backend and returns the scopes it grants
 // and the sealed key to store. Nothing is written when it fails.
 func (r *sandboxProviderResource) validateCredentials(ctx context.Context, p *store.SandboxProvider, cfg tfsdk.Config, plan *sandboxProviderModel, diags *diag.Diagnostics) ([]string, []byte, bool) {
-	key := plan.APIKey.ValueString()
-	if plan.APIKey.IsNull() {
-		var wo types.String
-		diags.Append(cfg.GetAttribute(ctx, path.Root("api_key_wo"), &wo)...)
-		key = wo.ValueString()
-	}
+	key := apiKeyCredential.value(ctx, plan.APIKey, cfg, diags)
 	b, err := r.cp.backend(*p)
 	if err != nil {
 		diags.AddAttributeError(path.Root("type"), "Sandbox Provider Type Not Available", err.Error())

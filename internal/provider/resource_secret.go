@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -53,6 +52,15 @@ func (r *secretResource) Metadata(_ context.Context, req resource.MetadataReques
 	resp.TypeName = req.ProviderTypeName + "_secret"
 }
 
+// secretCredential is the secret's value: value, or value_wo with value_wo_version.
+var secretCredential = credential{
+	name:       "value",
+	plainDoc:   "The credential (sensitive; kept in state). Prefer `value_wo`. Changing it rotates the secret in place.",
+	woDoc:      "Write-only credential (Terraform 1.11 or later): never stored in plan or state. Increment `value_wo_version` to rotate.",
+	versionDoc: "Version of `value_wo`; change it to send a new value (a rotation, in place).",
+	validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+}
+
 func (r *secretResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A network-scoped credential of an environment, for the sandbox's own outbound calls (not model or MCP " +
@@ -85,31 +93,9 @@ func (r *secretResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 				Computed:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
-			"value": schema.StringAttribute{
-				MarkdownDescription: "The credential (sensitive; kept in state). Prefer `value_wo`. Changing it rotates the secret in place.",
-				Optional:            true,
-				Sensitive:           true,
-				Validators: []validator.String{
-					stringvalidator.LengthAtLeast(1),
-					stringvalidator.PreferWriteOnlyAttribute(path.MatchRoot("value_wo")),
-				},
-			},
-			"value_wo": schema.StringAttribute{
-				MarkdownDescription: "Write-only credential (Terraform 1.11 or later): never stored in plan or state. Increment `value_wo_version` to rotate.",
-				Optional:            true,
-				Sensitive:           true,
-				WriteOnly:           true,
-				Validators: []validator.String{
-					stringvalidator.LengthAtLeast(1),
-					stringvalidator.AlsoRequires(path.MatchRoot("value_wo_version")),
-				},
-			},
-			"value_wo_version": schema.Int64Attribute{
-				MarkdownDescription: "Version of `value_wo`; change it to send a new value (a rotation, in place).",
-				Optional:            true,
-			},
 		},
 	}
+	secretCredential.addAttributes(resp.Schema.Attributes)
 }
 
 func (r *secretResource) ConfigValidators(context.Context) []resource.ConfigValidator {
@@ -191,16 +177,6 @@ func (r *secretResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-// value returns the plaintext to store: value, or value_wo from the configuration.
-func secretValue(ctx context.Context, plan secretModel, cfg tfsdk.Config, diags *diag.Diagnostics) string {
-	if !plan.Value.IsNull() {
-		return plan.Value.ValueString()
-	}
-	var wo types.String
-	diags.Append(cfg.GetAttribute(ctx, path.Root("value_wo"), &wo)...)
-	return wo.ValueString()
-}
-
 func (r *secretResource) seal(id, value string, diags *diag.Diagnostics) []byte {
 	sealed, err := r.cp.plane.Seal([]byte(value), controlplane.SecretLabel(id))
 	if err != nil {
@@ -211,13 +187,8 @@ func (r *secretResource) seal(id, value string, diags *diag.Diagnostics) []byte 
 }
 
 func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var plan secretModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
+	plan, ok := decode[secretModel](ctx, r.cp, req.Plan.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	envName := plan.Environment.ValueString()
@@ -229,7 +200,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	id := store.SecretID(envName, plan.EnvName.ValueString())
-	value := secretValue(ctx, plan, req.Config, &resp.Diagnostics)
+	value := secretCredential.value(ctx, plan.Value, req.Config, &resp.Diagnostics)
 	sealed := r.seal(id, value, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -277,13 +248,8 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 }
 
 func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var state secretModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := decode[secretModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	sec, err := r.cp.store.GetSecret(ctx, state.ID.ValueString())
@@ -317,14 +283,8 @@ func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, res
 }
 
 func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var plan, state secretModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	plan, state, ok := decodeChange[secretModel](ctx, r.cp, req.Plan.Get, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	r.checkEnvironment(ctx, state.Environment.ValueString(), false, false, &resp.Diagnostics)
@@ -333,9 +293,9 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 	}
 	id := state.ID.ValueString()
 	var sealed []byte
-	rotate := !plan.Value.Equal(state.Value) || !plan.ValueWOVersion.Equal(state.ValueWOVersion)
+	rotate := credentialChanged(plan.Value, state.Value, plan.ValueWOVersion, state.ValueWOVersion)
 	if rotate {
-		sealed = r.seal(id, secretValue(ctx, plan, req.Config, &resp.Diagnostics), &resp.Diagnostics)
+		sealed = r.seal(id, secretCredential.value(ctx, plan.Value, req.Config, &resp.Diagnostics), &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
 		}
@@ -348,7 +308,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 	}
 	if bs != nil {
 		// One update: a rotation is a new value, never a new secret or snapshot.
-		value := secretValue(ctx, plan, req.Config, &resp.Diagnostics)
+		value := secretCredential.value(ctx, plan.Value, req.Config, &resp.Diagnostics)
 		remote, err := bs.Update(ctx, loadRemoteSecret(ctx, req.Private),
 			sandbox.SecretValue{Environment: state.Environment.ValueString(), EnvName: state.EnvName.ValueString(), Value: value, Hosts: hosts}, rotate)
 		if err != nil {
@@ -368,13 +328,8 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 }
 
 func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	if r.cp == nil {
-		notConfigured(&resp.Diagnostics)
-		return
-	}
-	var state secretModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
+	state, ok := decode[secretModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if env, err := r.cp.store.GetEnvironment(ctx, state.Environment.ValueString()); err == nil && env.Owner != r.cp.owner {
