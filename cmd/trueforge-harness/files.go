@@ -1,17 +1,18 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -21,13 +22,7 @@ func newFilesCmd(g *globals) *cobra.Command {
 		Use:   "list SESSION",
 		Short: "List the files offered for download, and the sandbox workspace when it still has one (nothing is provisioned or resumed)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			h, s, err := g.openSession(ctx, cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer h.close()
+		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
 			out := cmd.OutOrStdout()
 			arts, err := h.store.ListArtifacts(ctx, s.ID)
 			if err != nil {
@@ -66,20 +61,14 @@ func newFilesCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(out, "  %s\t%d\t%s\n", f.Mode, f.Size, f.Path)
 			}
 			return nil
-		},
+		}),
 	}
 	var dest string
 	get := &cobra.Command{
 		Use:   "get SESSION PATH",
 		Short: "Download an offered file (digest re-checked), else read it from the session's sandbox",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			h, s, err := g.openSession(ctx, cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer h.close()
+		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
 			var data []byte
 			// Offers are recorded under the cleaned path: look it up the same way, or
 			// "./out.txt" would miss the offer (and its digest and expiry checks) and
@@ -121,7 +110,7 @@ func newFilesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return os.WriteFile(dest, data, 0o644)
-		},
+		}),
 	}
 	get.Flags().StringVarP(&dest, "output", "o", "", "write to this file instead of stdout")
 	cmd.AddCommand(list, get)

@@ -197,3 +197,30 @@ func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*r
 		MaxTurns: f.maxTurns, TokenBudget: f.tokenBudget,
 	}, nil
 }
+
+// withHarness is a command body that runs with the harness open (and closed after).
+func (g *globals) withHarness(fn func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		h, err := g.open(ctx, cmd.ErrOrStderr())
+		if err != nil {
+			return err
+		}
+		defer h.close()
+		return fn(ctx, cmd, h, args)
+	}
+}
+
+// withSession is a command body on the session named by its first argument, which the
+// caller must own; the harness is open while it runs.
+func (g *globals) withSession(fn func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		h, s, err := g.openSession(ctx, cmd, args[0])
+		if err != nil {
+			return err
+		}
+		defer h.close()
+		return fn(ctx, cmd, h, s, args)
+	}
+}

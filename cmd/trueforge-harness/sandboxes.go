@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -19,13 +20,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List your sessions' sandboxes with their recorded state, and your backend sandboxes no session points at",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			h, err := g.open(ctx, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer h.close()
+		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
 			recs, err := h.store.ListOwnedSessionSandboxes(ctx, g.me())
 			if err != nil {
 				return err
@@ -44,7 +39,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s (orphan)\t%s\t\t\t\t\n", o.info.ID, o.info.Labels[lifecycle.LabelSession], o.info.Status, o.info.SnapshotID)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	var minAge time.Duration
 	gc := &cobra.Command{
@@ -54,13 +49,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 			"(session deleted, or a harness died between creating a sandbox and recording it). Only sandboxes older than " +
 			"--min-age are touched: a harness records a sandbox just after creating it, so a younger one may be in use.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			h, err := g.open(ctx, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer h.close()
+		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
 			orphans, err := findOrphans(cmd, h, g.me(), minAge)
 			if err != nil {
 				return err
@@ -73,7 +62,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d orphan sandbox(es) deleted\n", len(orphans))
 			return nil
-		},
+		}),
 	}
 	gc.Flags().DurationVar(&minAge, "min-age", 10*time.Minute, "only delete orphans created at least this long ago")
 	cmd.AddCommand(list, gc)

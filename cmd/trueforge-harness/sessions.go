@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,13 +22,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List sessions, newest first",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			h, err := g.open(ctx, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer h.close()
+		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
 			ss, err := h.store.ListSessions(ctx, g.me(), agent)
 			if err != nil {
 				return err
@@ -46,7 +41,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.ID, s.Agent, m, s.CreatedAt.UTC().Format(time.RFC3339), s.InputTokens, s.OutputTokens, sb)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	list.Flags().StringVar(&agent, "agent", "", "only this agent's sessions")
 
@@ -56,13 +51,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Use:   "show SESSION",
 		Short: "Show a session's event log (or, with --output, the full output of a cut tool result)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			h, s, err := g.openSession(ctx, cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer h.close()
+		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
 			out := cmd.OutOrStdout()
 			if output != "" {
 				b, err := h.store.GetToolOutput(ctx, s.ID, output)
@@ -111,7 +100,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				p.render(e, false)
 			}
 			return nil
-		},
+		}),
 	}
 	show.Flags().BoolVar(&jsonOut, "json", false, "print the raw events as JSON lines")
 	show.Flags().StringVar(&output, "output", "", "print the full kept output of this tool call id")
@@ -120,13 +109,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Use:   "delete SESSION",
 		Short: "Delete a session, its sandbox, its artifacts and its log",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			h, s, err := g.openSession(ctx, cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer h.close()
+		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
 			// Not under a live run: its harness would go on writing to a session whose
 			// rows and sandbox are gone. Runs of dead harnesses are ended first.
 			if _, err := runner.Repair(ctx, h.store, s.ID, lifecycle.ProcessOwner(), 0); err != nil {
@@ -143,7 +126,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted session %s\n", s.ID)
 			return nil
-		},
+		}),
 	}
 	cmd.AddCommand(list, show, del)
 	return cmd
