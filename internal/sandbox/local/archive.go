@@ -36,32 +36,14 @@ import (
 // intact. Restore writes blocks of zeros as holes, so a sparse file comes back sparse
 // (and fits the disk it fitted before).
 func (r *Runtime) Archive(ctx context.Context, id string) error {
-	if err := r.archiveSandbox(ctx, id); err != nil {
-		return fmt.Errorf("local: archive sandbox %s: %w", id, err)
-	}
-	return nil
+	return r.lifecycleStep(id, "archive", func(rec record) error { return r.archive(ctx, id, rec) })
 }
 
-func (r *Runtime) archiveSandbox(ctx context.Context, id string) error {
-	unlock, err := r.lockSandbox(id, syscall.LOCK_EX)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	rec, err := r.readRecord(id)
-	if err != nil {
-		return err
-	}
+func (r *Runtime) archive(ctx context.Context, id string, rec record) error {
 	if rec.Status == sandbox.SandboxArchived {
 		return nil
 	}
-	if rec.Status == sandbox.SandboxRunning {
-		rec.Status = sandbox.SandboxStopped
-		if err := writeRecord(r.dir(id), rec); err != nil {
-			return err
-		}
-	}
-	if err := r.stopKeeper(ctx, id); err != nil {
+	if err := r.halt(ctx, id, &rec); err != nil {
 		return err
 	}
 	if err := r.ensureData(ctx, id, rec); err != nil {

@@ -21,52 +21,54 @@ import (
 // until they are gone; its files stay. Execs running at the time end with exit code -1;
 // later ones fail with ErrStopped until Start.
 func (r *Runtime) Stop(ctx context.Context, id string) error {
-	if err := r.stop(ctx, id); err != nil {
-		return fmt.Errorf("local: stop sandbox %s: %w", id, err)
-	}
-	return nil
-}
-
-func (r *Runtime) stop(ctx context.Context, id string) error {
-	unlock, err := r.lockSandbox(id, syscall.LOCK_EX)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	rec, err := r.readRecord(id)
-	if err != nil {
-		return err
-	}
-	if rec.Status == sandbox.SandboxRunning {
-		rec.Status = sandbox.SandboxStopped
-		if err := writeRecord(r.dir(id), rec); err != nil {
-			return err
-		}
-	}
-	// Every exec that got past its status check holds, or held, the shared lock and has
-	// handed its command to the init by now; later ones see the new status.
-	return r.stopKeeper(ctx, id)
+	return r.lifecycleStep(id, "stop", func(rec record) error {
+		// Every exec that got past its status check holds, or held, the shared lock and
+		// has handed its command to the init by now; later ones see the new status.
+		return r.halt(ctx, id, &rec)
+	})
 }
 
 // Start makes a Stopped or Archived sandbox Running again (restoring an archive first)
 // and starts its keeper.
 func (r *Runtime) Start(ctx context.Context, id string) error {
-	if err := r.start(ctx, id); err != nil {
-		return fmt.Errorf("local: start sandbox %s: %w", id, err)
+	return r.lifecycleStep(id, "start", func(rec record) error { return r.start(ctx, id, rec) })
+}
+
+// lifecycleStep runs one lifecycle operation on sandbox id (op names it in the error)
+// with its record read, under the sandbox's exclusive lock: no exec starts, and no other
+// step runs, until it returns.
+func (r *Runtime) lifecycleStep(id, op string, fn func(rec record) error) error {
+	err := func() error {
+		unlock, err := r.lockSandbox(id, syscall.LOCK_EX)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		rec, err := r.readRecord(id)
+		if err != nil {
+			return err
+		}
+		return fn(rec)
+	}()
+	if err != nil {
+		return fmt.Errorf("local: %s sandbox %s: %w", op, id, err)
 	}
 	return nil
 }
 
-func (r *Runtime) start(ctx context.Context, id string) error {
-	unlock, err := r.lockSandbox(id, syscall.LOCK_EX)
-	if err != nil {
-		return err
+// halt records a Running sandbox as Stopped, then stops its keeper and every process
+// in it.
+func (r *Runtime) halt(ctx context.Context, id string, rec *record) error {
+	if rec.Status == sandbox.SandboxRunning {
+		rec.Status = sandbox.SandboxStopped
+		if err := writeRecord(r.dir(id), *rec); err != nil {
+			return err
+		}
 	}
-	defer unlock()
-	rec, err := r.readRecord(id)
-	if err != nil {
-		return err
-	}
+	return r.stopKeeper(ctx, id)
+}
+
+func (r *Runtime) start(ctx context.Context, id string, rec record) error {
 	if rec.Status == sandbox.SandboxArchived {
 		if err := r.restore(ctx, id, &rec); err != nil {
 			if rec.IDs != nil && r.b.ids != nil {
