@@ -16,26 +16,31 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-// startTalk opens the harness and the runner of agent, resolves the session (a new one
-// when sessionID is "", else one the caller owns) and prints its header: what run and
-// chat do before the first turn. The caller closes h.
-func (g *globals) startTalk(cmd *cobra.Command, agent, sessionID string, f *runFlags) (*harness, *runner.Runner, string, *printer, error) {
-	ctx := cmd.Context()
-	h, err := g.open(ctx, cmd.ErrOrStderr())
-	if err != nil {
-		return nil, nil, "", nil, err
-	}
-	r, err := h.runner(ctx, agent, f)
-	if err == nil {
-		sessionID, err = h.session(ctx, r, sessionID)
-	}
-	if err != nil {
-		h.close()
-		return nil, nil, "", nil, err
-	}
-	p := newPrinter(cmd.OutOrStdout(), f.jsonOut, r.Agent.IsReplay())
-	p.header(sessionID, r)
-	return h, r, sessionID, p, nil
+// talk is what run and chat hold while they talk to an agent.
+type talk struct {
+	runner    *runner.Runner
+	sessionID string
+	printer   *printer
+}
+
+// talkCmd is the command body of run and chat. Before calling fn it opens the harness
+// and the runner of the agent named by the first argument, resolves the session (a new
+// one when *sessionID is "", else one the caller owns) and prints its header; it closes
+// the harness after.
+func (g *globals) talkCmd(sessionID *string, f *runFlags, fn func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error) func(*cobra.Command, []string) error {
+	return g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error {
+		r, err := h.runner(ctx, args[0], f)
+		if err != nil {
+			return err
+		}
+		id, err := h.session(ctx, r, *sessionID)
+		if err != nil {
+			return err
+		}
+		p := newPrinter(cmd.OutOrStdout(), f.jsonOut, r.Agent.IsReplay())
+		p.header(id, r)
+		return fn(ctx, cmd, talk{runner: r, sessionID: id, printer: p}, args)
+	})
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -45,17 +50,11 @@ func newRunCmd(g *globals) *cobra.Command {
 		Use:   "run AGENT PROMPT",
 		Short: "Send one message to an agent and stream the turn (Ctrl-C cancels it)",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			h, r, sessionID, p, err := g.startTalk(cmd, args[0], sessionID, &f)
-			if err != nil {
-				return err
-			}
-			defer h.close()
+		RunE: g.talkCmd(&sessionID, &f, func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error {
 			turnCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
 			defer stop()
-			res, err := r.Run(turnCtx, sessionID, args[1], p.event)
-			p.finish()
+			res, err := t.runner.Run(turnCtx, t.sessionID, args[1], t.printer.event)
+			t.printer.finish()
 			if err != nil {
 				return err
 			}
@@ -66,7 +65,7 @@ func newRunCmd(g *globals) *cobra.Command {
 				return exitCode(1)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
 	f.add(cmd)
@@ -80,27 +79,21 @@ func newChatCmd(g *globals) *cobra.Command {
 		Use:   "chat AGENT",
 		Short: "Talk to an agent interactively; Ctrl-C cancels the running turn, not the session (Ctrl-D ends)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			h, r, sessionID, p, err := g.startTalk(cmd, args[0], sessionID, &f)
-			if err != nil {
-				return err
-			}
-			defer h.close()
+		RunE: g.talkCmd(&sessionID, &f, func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error {
 			out := cmd.OutOrStdout()
 			sigs := make(chan os.Signal, 1)
 			signal.Notify(sigs, os.Interrupt)
 			defer signal.Stop(sigs)
 			return chatLoop(ctx, cmd.InOrStdin(), out, sigs, func(turnCtx context.Context, line string) error {
-				_, err := r.Run(turnCtx, sessionID, line, p.event)
-				p.finish()
+				_, err := t.runner.Run(turnCtx, t.sessionID, line, t.printer.event)
+				t.printer.finish()
 				if errors.Is(err, runner.ErrBusy) {
 					fmt.Fprintln(out, "!", err)
 					return nil
 				}
 				return err
 			})
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
 	f.add(cmd)
