@@ -205,11 +205,12 @@ func (a *Agent) NewModel(o ModelOptions) (model.Model, error) {
 		return nil, fmt.Errorf("agent %q: %w", a.Name, err)
 	}
 	o.HTTPClient = sameHostRedirects(o.HTTPClient)
+	endpoint := model.Endpoint{Model: m.Name, BaseURL: m.BaseURL, KeyEnv: m.APIKeyEnv, HTTPClient: o.HTTPClient, Getenv: o.Getenv}
 	switch m.Provider {
 	case agentspec.ModelOpenAI:
-		return openaicompat.New(openaicompat.Config{Model: m.Name, BaseURL: m.BaseURL, KeyEnv: m.APIKeyEnv, HTTPClient: o.HTTPClient, Getenv: o.Getenv})
+		return openaicompat.New(endpoint)
 	case agentspec.ModelAnthropic:
-		return anthropic.New(anthropic.Config{Model: m.Name, BaseURL: m.BaseURL, KeyEnv: m.APIKeyEnv, HTTPClient: o.HTTPClient, Getenv: o.Getenv})
+		return anthropic.New(endpoint)
 	case agentspec.ModelScripted:
 		s, err := scripted.Parse([]byte(m.Script))
 		if err != nil {

@@ -11,8 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -27,28 +25,14 @@ const DefaultKeyEnv = "ANTHROPIC_API_KEY"
 // DefaultMaxTokens is sent when a request sets no MaxTokens (the API requires one).
 const DefaultMaxTokens = 8192
 
-// Config configures a Model.
-type Config struct {
-	Model      string // required
-	BaseURL    string // "" means the public API
-	KeyEnv     string // "" means DefaultKeyEnv
-	HTTPClient *http.Client
-	Getenv     func(string) string // nil means os.Getenv
-}
-
 // Model is an Anthropic Messages model.
-type Model struct{ cfg Config }
+type Model struct{ cfg model.Endpoint }
 
 // New returns a Model; the key is read at each call, not here.
-func New(cfg Config) (*Model, error) {
-	if cfg.Model == "" {
-		return nil, fmt.Errorf("anthropic model: model.name is empty; set it, for example claude-sonnet-4-5")
-	}
-	if cfg.KeyEnv == "" {
-		cfg.KeyEnv = DefaultKeyEnv
-	}
-	if cfg.Getenv == nil {
-		cfg.Getenv = os.Getenv
+func New(e model.Endpoint) (*Model, error) {
+	cfg, err := e.Complete("anthropic", "claude-sonnet-4-5", DefaultKeyEnv)
+	if err != nil {
+		return nil, err
 	}
 	return &Model{cfg: cfg}, nil
 }
@@ -57,9 +41,9 @@ func New(cfg Config) (*Model, error) {
 func (m *Model) Name() string { return "anthropic:" + m.cfg.Model }
 
 func (m *Model) client() (sdk.Client, error) {
-	key := m.cfg.Getenv(m.cfg.KeyEnv)
-	if key == "" {
-		return sdk.Client{}, fmt.Errorf("%w: export %s in the harness's environment (the agent's model.api_key_env)", model.ErrNoKey, m.cfg.KeyEnv)
+	key, err := m.cfg.Key()
+	if err != nil {
+		return sdk.Client{}, err
 	}
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithAPIKey(key),
 		option.WithMaxRetries(2), option.WithRequestTimeout(10 * time.Minute)}

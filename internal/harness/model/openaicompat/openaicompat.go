@@ -11,8 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -25,30 +23,14 @@ import (
 // DefaultKeyEnv is read when the agent names no key variable.
 const DefaultKeyEnv = "OPENAI_API_KEY"
 
-// Config configures a Model.
-type Config struct {
-	Model   string // required
-	BaseURL string // "" means the SDK default
-	KeyEnv  string // "" means DefaultKeyEnv
-	// HTTPClient, when set, carries every request (tests pass an httptest client).
-	HTTPClient *http.Client
-	// Getenv reads the key variable; nil means os.Getenv.
-	Getenv func(string) string
-}
-
 // Model is an OpenAI-compatible chat model.
-type Model struct{ cfg Config }
+type Model struct{ cfg model.Endpoint }
 
 // New returns a Model; the key is read at each call, not here.
-func New(cfg Config) (*Model, error) {
-	if cfg.Model == "" {
-		return nil, fmt.Errorf("openai model: model.name is empty; set it to the served model, for example gpt-4.1")
-	}
-	if cfg.KeyEnv == "" {
-		cfg.KeyEnv = DefaultKeyEnv
-	}
-	if cfg.Getenv == nil {
-		cfg.Getenv = os.Getenv
+func New(e model.Endpoint) (*Model, error) {
+	cfg, err := e.Complete("openai", "gpt-4.1", DefaultKeyEnv)
+	if err != nil {
+		return nil, err
 	}
 	return &Model{cfg: cfg}, nil
 }
@@ -57,9 +39,9 @@ func New(cfg Config) (*Model, error) {
 func (m *Model) Name() string { return "openai:" + m.cfg.Model }
 
 func (m *Model) client() (openai.Client, error) {
-	key := m.cfg.Getenv(m.cfg.KeyEnv)
-	if key == "" {
-		return openai.Client{}, fmt.Errorf("%w: export %s in the harness's environment (the agent's model.api_key_env)", model.ErrNoKey, m.cfg.KeyEnv)
+	key, err := m.cfg.Key()
+	if err != nil {
+		return openai.Client{}, err
 	}
 	// Explicit options are applied after the SDK's OPENAI_* environment defaults, so
 	// they win: the agent's variable, never OPENAI_API_KEY by accident.
