@@ -89,92 +89,83 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+// onFile serves a files call: it resolves the started sandbox, reads the path query
+// parameter (required unless optional) and answers an error of fn the way the daemon
+// does.
+func (s *Server) onFile(w http.ResponseWriter, r *http.Request, optional bool, fn func(bx box, id, p string) error) {
 	bx, id, _, ok := s.toolboxTarget(w, r)
 	if !ok {
 		return
 	}
 	p := r.URL.Query().Get("path")
-	if p == "" {
+	if p == "" && !optional {
 		writeErr(w, r, 400, "path is required")
 		return
 	}
-	var data io.Reader = r.Body
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); strings.HasPrefix(mt, "multipart/") {
-		f, _, err := r.FormFile("file")
-		if err != nil {
-			writeErr(w, r, 400, "multipart field file is required")
-			return
-		}
-		defer f.Close()
-		data = f
-	}
-	if err := bx.write(id, p, data); err != nil {
+	if err := fn(bx, id, p); err != nil {
 		fileErr(w, r, err)
-		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"name": path.Base(p), "path": p, "type": "file"})
+}
+
+func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
+	s.onFile(w, r, false, func(bx box, id, p string) error {
+		var data io.Reader = r.Body
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); strings.HasPrefix(mt, "multipart/") {
+			f, _, err := r.FormFile("file")
+			if err != nil {
+				return errors.New("multipart field file is required")
+			}
+			defer f.Close()
+			data = f
+		}
+		if err := bx.write(id, p, data); err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "application/json")
+		return json.NewEncoder(w).Encode(map[string]string{"name": path.Base(p), "path": p, "type": "file"})
+	})
 }
 
 func (s *Server) download(w http.ResponseWriter, r *http.Request) {
-	bx, id, _, ok := s.toolboxTarget(w, r)
-	if !ok {
-		return
-	}
-	b, err := bx.read(id, r.URL.Query().Get("path"))
-	if err != nil {
-		fileErr(w, r, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	_, _ = w.Write(b)
+	s.onFile(w, r, true, func(bx box, id, p string) error {
+		b, err := bx.read(id, p)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		_, _ = w.Write(b)
+		return nil
+	})
 }
 
 func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
-	bx, id, _, ok := s.toolboxTarget(w, r)
-	if !ok {
-		return
-	}
-	out, err := bx.list(id, r.URL.Query().Get("path"))
-	if err != nil {
-		fileErr(w, r, err)
-		return
-	}
-	writeJSON(w, 200, out)
+	s.onFile(w, r, true, func(bx box, id, p string) error {
+		out, err := bx.list(id, p)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, 200, out)
+		return nil
+	})
 }
 
 func (s *Server) fileInfo(w http.ResponseWriter, r *http.Request) {
-	bx, id, _, ok := s.toolboxTarget(w, r)
-	if !ok {
-		return
-	}
-	p := r.URL.Query().Get("path")
-	if p == "" {
-		writeErr(w, r, 400, "path is required")
-		return
-	}
-	fi, err := bx.stat(id, p)
-	if err != nil {
-		fileErr(w, r, err)
-		return
-	}
-	writeJSON(w, 200, fi)
+	s.onFile(w, r, false, func(bx box, id, p string) error {
+		fi, err := bx.stat(id, p)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, 200, fi)
+		return nil
+	})
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
-	bx, id, _, ok := s.toolboxTarget(w, r)
-	if !ok {
-		return
-	}
-	p := r.URL.Query().Get("path")
-	if p == "" {
-		writeErr(w, r, 400, "path is required")
-		return
-	}
-	if err := bx.del(id, p, r.URL.Query().Get("recursive") == "true"); err != nil {
-		fileErr(w, r, err)
-		return
-	}
-	w.WriteHeader(204)
+	s.onFile(w, r, false, func(bx box, id, p string) error {
+		if err := bx.del(id, p, r.URL.Query().Get("recursive") == "true"); err != nil {
+			return err
+		}
+		w.WriteHeader(204)
+		return nil
+	})
 }
