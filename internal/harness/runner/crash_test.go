@@ -91,15 +91,10 @@ func runHelper() error {
 func TestHarnessKilledMidTurnResumesSession(t *testing.T) {
 	f := newFixture(t)
 	marker := "tfcrash" + time.Now().Format("150405.000000")
-	harnesstest.AddAgent(t, f.env.Store, "crashy", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "crashy", harnesstest.AgentSpec{
 		"model":   harnesstest.Script(exec("echo before > mark.txt; sleep 300 # "+marker), exec("cat mark.txt"), text("resumed fine")),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
-	r := f.runner(t, "crashy")
-	sid, err := r.NewSession(context.Background(), harnesstest.Owner)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,15 @@ func newFixture(t testing.TB) *fixture {
 }
 
 func (f *fixture) runner(t testing.TB, agent string) *runner.Runner {
+	return f.runnerWith(t, agent, &tools.Executor{Store: f.env.Store, Sandboxes: f.manager, Now: f.clock.Now})
+}
+
+// runnerNoSandbox is a runner whose tools have no sandbox manager at all.
+func (f *fixture) runnerNoSandbox(t testing.TB, agent string) *runner.Runner {
+	return f.runnerWith(t, agent, &tools.Executor{Store: f.env.Store})
+}
+
+func (f *fixture) runnerWith(t testing.TB, agent string, ex *tools.Executor) *runner.Runner {
 	t.Helper()
 	a, err := agents.Load(context.Background(), f.env.Store, agent)
 	if err != nil {
@@ -62,7 +71,20 @@ func (f *fixture) runner(t testing.TB, agent string) *runner.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &runner.Runner{Store: f.env.Store, Agent: a, Model: m, Tools: &tools.Executor{Store: f.env.Store, Sandboxes: f.manager, Now: f.clock.Now}}
+	return &runner.Runner{Store: f.env.Store, Agent: a, Model: m, Tools: ex}
+}
+
+// session adds an agent on the default environment, and returns its runner and a new
+// session of the test owner.
+func (f *fixture) session(t testing.TB, agent string, spec harnesstest.AgentSpec) (*runner.Runner, string) {
+	t.Helper()
+	harnesstest.AddAgent(t, f.env.Store, agent, "default", spec)
+	r := f.runner(t, agent)
+	sid, err := r.NewSession(context.Background(), harnesstest.Owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, sid
 }
 
 func exec(cmd string) map[string]any {
@@ -162,17 +184,4 @@ func seedNoSandbox(t testing.TB, st *store.Store) {
 	if err := st.CreateEnvironment(ctx, store.Environment{ID: "e", Name: "default", Provider: "local", Owner: harnesstest.Owner, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h", SnapshotID: "snap-x"}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func (f *fixture) runnerNoSandbox(t testing.TB, agent string) *runner.Runner {
-	t.Helper()
-	a, err := agents.Load(context.Background(), f.env.Store, agent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := a.NewModel(agents.ModelOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &runner.Runner{Store: f.env.Store, Agent: a, Model: m, Tools: &tools.Executor{Store: f.env.Store}}
 }

@@ -19,14 +19,9 @@ import (
 // real local runtime sees no call at all, and no sandbox record exists.
 func TestQAPromptProvisionsNoSandbox(t *testing.T) {
 	f := newFixture(t)
-	harnesstest.AddAgent(t, f.env.Store, "qa", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "qa", harnesstest.AgentSpec{
 		"model": harnesstest.Script(text("Four.")), "sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
-	r := f.runner(t, "qa")
-	sid, err := r.NewSession(context.Background(), harnesstest.Owner)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := mustRun(t, r, sid, "What is 2+2?")
 	if out.Text != "Four." {
 		t.Fatalf("answer %q", out.Text)
@@ -47,12 +42,10 @@ func TestQAPromptProvisionsNoSandbox(t *testing.T) {
 // its files.
 func TestSandboxProvisionedOnFirstCallAndReused(t *testing.T) {
 	f := newFixture(t)
-	harnesstest.AddAgent(t, f.env.Store, "code", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "code", harnesstest.AgentSpec{
 		"model":   harnesstest.Script(text("Hi."), exec("echo $GREETING > note.txt"), text("written"), exec("cat note.txt"), text("read")),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
-	r := f.runner(t, "code")
-	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	mustRun(t, r, sid, "hello")
 	if f.env.Runtime.Total() != 0 {
 		t.Fatal("sandbox touched before any sandbox tool call")
@@ -81,7 +74,7 @@ func TestSandboxProvisionedOnFirstCallAndReused(t *testing.T) {
 func TestSandboxKilledMidTurnLeavesSessionUsable(t *testing.T) {
 	f := newFixture(t)
 	marker := "tfkill" + time.Now().Format("150405.000000")
-	harnesstest.AddAgent(t, f.env.Store, "crash", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "crash", harnesstest.AgentSpec{
 		"model": harnesstest.Script(
 			exec("echo partial > out.txt; sleep 60 # "+marker),
 			// The model takes 3 s to answer: the out-of-band delete is over by then.
@@ -90,8 +83,6 @@ func TestSandboxKilledMidTurnLeavesSessionUsable(t *testing.T) {
 		),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
-	r := f.runner(t, "crash")
-	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	killed := make(chan error, 1)
 	go func() {
 		// Out of band, as a crash or an operator would: the raw runtime on the same root,
@@ -165,12 +156,10 @@ func TestSandboxKilledMidTurnLeavesSessionUsable(t *testing.T) {
 // clock), the next call resumes it with its files and records the snapshot it came from.
 func TestSessionReusedAfterIdleStopKeepsFilesAndSnapshot(t *testing.T) {
 	f := newFixture(t)
-	harnesstest.AddAgent(t, f.env.Store, "idle", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "idle", harnesstest.AgentSpec{
 		"model":   harnesstest.Script(exec("echo kept > keep.txt"), text("ok"), exec("cat keep.txt"), text("ok")),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
-	r := f.runner(t, "idle")
-	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx := context.Background()
 	mustRun(t, r, sid, "write")
 
@@ -203,16 +192,14 @@ func TestSessionReusedAfterIdleStopKeepsFilesAndSnapshot(t *testing.T) {
 	}
 }
 
-// Reused after archive. The local runtime's Archive lands with the runtime branch; until
-// then it returns errors.ErrUnsupported and this test skips (it is not counted as done).
+// Reused after archive: the reaper stops, then archives the sandbox; the next call
+// restores it with its files.
 func TestSessionReusedAfterArchiveKeepsFilesAndSnapshot(t *testing.T) {
 	f := newFixture(t)
-	harnesstest.AddAgent(t, f.env.Store, "arch", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "arch", harnesstest.AgentSpec{
 		"model":   harnesstest.Script(exec("echo kept > keep.txt"), text("ok"), exec("cat keep.txt"), text("ok")),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
-	r := f.runner(t, "arch")
-	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx := context.Background()
 	mustRun(t, r, sid, "write")
 	f.clock.Advance(61 * time.Minute)
@@ -238,12 +225,10 @@ func TestSessionReusedAfterArchiveKeepsFilesAndSnapshot(t *testing.T) {
 // is told the workspace was reset.
 func TestDeletedSandboxIsRecreatedWithResetNote(t *testing.T) {
 	f := newFixture(t)
-	harnesstest.AddAgent(t, f.env.Store, "del", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "del", harnesstest.AgentSpec{
 		"model":   harnesstest.Script(exec("echo kept > keep.txt"), text("ok"), exec("ls"), text("ok")),
 		"sandbox": harnesstest.Sandbox("default", 1, 2, 3),
 	})
-	r := f.runner(t, "del")
-	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx := context.Background()
 	mustRun(t, r, sid, "write")
 	f.clock.Advance(4 * time.Minute)
@@ -269,12 +254,10 @@ func TestDeletedSandboxIsRecreatedWithResetNote(t *testing.T) {
 func TestBusySandboxIsNotStopped(t *testing.T) {
 	f := newFixture(t)
 	marker := "tfbusy" + time.Now().Format("150405.000000")
-	harnesstest.AddAgent(t, f.env.Store, "busy", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "busy", harnesstest.AgentSpec{
 		"model":   harnesstest.Script(exec("sleep 60 # "+marker), text("ok")),
 		"sandbox": harnesstest.Sandbox("default", 1, 2, 3),
 	})
-	r := f.runner(t, "busy")
-	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan runner.Outcome, 1)
@@ -298,12 +281,10 @@ func TestBusySandboxIsNotStopped(t *testing.T) {
 func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 	f := newFixture(t)
 	marker := "tfcancel" + time.Now().Format("150405.000000")
-	harnesstest.AddAgent(t, f.env.Store, "cancel", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "cancel", harnesstest.AgentSpec{
 		"model":   harnesstest.Script(exec("echo started; sleep 300 # "+marker), text("after cancel")),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
-	r := f.runner(t, "cancel")
-	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan runner.Outcome, 1)
 	go func() {
@@ -344,12 +325,10 @@ func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 // in a harness without an egress proxy, no network at all (never the host's).
 func TestLocalSandboxHasLimitsAndNoHostNetwork(t *testing.T) {
 	f := newFixture(t)
-	harnesstest.AddAgent(t, f.env.Store, "lim", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "lim", harnesstest.AgentSpec{
 		"model":   harnesstest.Script(exec("cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"), text("ok")),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
-	r := f.runner(t, "lim")
-	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	mustRun(t, r, sid, "go")
 	rec, _ := f.env.Store.GetSessionSandbox(context.Background(), sid)
 	info, err := f.env.Runtime.Runtime.Get(context.Background(), rec.SandboxID)

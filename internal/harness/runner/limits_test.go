@@ -13,7 +13,7 @@ import (
 // as head + marker + tail, the full text is kept, and read_output pages through it.
 func TestLongOutputIsCutAndFetchable(t *testing.T) {
 	f := newFixture(t)
-	harnesstest.AddAgent(t, f.env.Store, "long", "default", harnesstest.AgentSpec{
+	r, sid := f.session(t, "long", harnesstest.AgentSpec{
 		"model": harnesstest.Script(
 			exec("echo FIRST; seq 1 40000; echo LAST"),
 			call("read_output", map[string]any{"call_id": "replay-0-0", "offset": 100000, "length": 50}),
@@ -21,8 +21,6 @@ func TestLongOutputIsCutAndFetchable(t *testing.T) {
 		),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
-	r := f.runner(t, "long")
-	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	mustRun(t, r, sid, "go")
 	res := results(t, f.env.Store, sid)
 	first := res[0]["text"].(string)
