@@ -3,16 +3,12 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
-	osexec "os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/asuser"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -181,37 +177,9 @@ func TestUnprivilegedDemoSandboxPath(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: not root, so TestDemoSandboxPath already ran unprivileged")
 	}
-	uid := uint32(65534)
-	if v, err := strconv.ParseUint(os.Getenv("TRUEFORGE_TEST_UID"), 10, 32); err == nil && v != 0 {
-		uid = uint32(v)
-	}
-	cred := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
-	probe := osexec.Command("unshare", "-Urm", "true")
-	probe.SysProcAttr = cred
-	if out, err := probe.CombinedOutput(); err != nil {
-		t.Skipf("skipping: unprivileged user namespaces are not available (unshare -Urm as uid %d: %v: %s)", uid, err, out)
-	}
-	// Everything that user needs must be reachable by it: not under t.TempDir, whose
-	// parents are private to root.
-	base, err := os.MkdirTemp("", "trueforge-unpriv-demo-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	tmp := filepath.Join(base, "tmp")
-	for _, step := range []error{os.Chmod(base, 0o755), os.Mkdir(tmp, 0o700), os.Chown(tmp, int(uid), int(uid))} {
-		if step != nil {
-			t.Fatal(step)
-		}
-	}
-	bin := filepath.Join(base, "runner.test")
-	if err := copySelf(bin); err != nil {
-		t.Fatal(err)
-	}
-	cmd := osexec.Command(bin, "-test.run=^TestDemoSandboxPath$", "-test.count=1", "-test.v", "-test.timeout=5m")
-	cmd.Dir = base
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TMPDIR=" + tmp, "HOME=" + tmp}
-	cmd.SysProcAttr = cred
+	run := asuser.Prepare(t, "runner.test")
+	uid := run.UID
+	cmd := run.Command("/usr/local/bin:/usr/bin:/bin", nil, "-test.run=^TestDemoSandboxPath$", "-test.count=1", "-test.v", "-test.timeout=5m")
 	out, err := cmd.CombinedOutput()
 	t.Logf("as uid %d:\n%s", uid, out)
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestDemoSandboxPath ") {
@@ -222,28 +190,4 @@ func TestUnprivilegedDemoSandboxPath(t *testing.T) {
 		// and must have been reported.
 		t.Fatalf("on this cgroup v1 host the unprivileged run did not report cpu as unenforced")
 	}
-}
-
-func copySelf(dst string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	in, err := os.Open(self)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, 0o755)
 }

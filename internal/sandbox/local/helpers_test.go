@@ -73,8 +73,13 @@ func runHelper() error {
 
 func helperCmd(bin, root, id, script string) *exec.Cmd {
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = []string{helperEnv + "=1", "PATH=" + sandboxPath, "HELPER_ROOT=" + root, "HELPER_ID=" + id, "HELPER_SCRIPT=" + script}
+	cmd.Env = append([]string{"PATH=" + sandboxPath}, helperEnvOf(root, id, script)...)
 	return cmd
+}
+
+// helperEnvOf is the environment that makes the test binary a build helper.
+func helperEnvOf(root, id, script string) []string {
+	return []string{helperEnv + "=1", "HELPER_ROOT=" + root, "HELPER_ID=" + id, "HELPER_SCRIPT=" + script}
 }
 
 func requireTools(t *testing.T) {

@@ -4,31 +4,21 @@ package local
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/asuser"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // unprivUID is the unprivileged user the sandbox tests run as again when they run as
-// root: the account scripts/test.sh creates (trueforge-test, passed in
-// TRUEFORGE_TEST_UID), else nobody (65534). A uid needs no passwd entry to be used
-// through SysProcAttr.Credential, so a plain `go test` works too.
-var unprivUID = testUID()
-
-func testUID() uint32 {
-	if v, err := strconv.ParseUint(os.Getenv("TRUEFORGE_TEST_UID"), 10, 32); err == nil && v != 0 {
-		return uint32(v)
-	}
-	return 65534
-}
+// root (see asuser).
+var unprivUID = asuser.UID()
 
 const unprivilegedScript = `
 echo hi > /usr/local/bin/hello
@@ -50,32 +40,9 @@ func TestUnprivilegedBuild(t *testing.T) {
 		checkUnprivilegedLayer(t, b)
 		return
 	}
-	probe := exec.Command("unshare", "-Urm", "true")
-	probe.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivUID, Gid: unprivUID}}
-	if out, err := probe.CombinedOutput(); err != nil {
-		t.Skipf("skipping: unprivileged user namespaces are not available on this host (unshare -Urm as uid %d: %v: %s)", unprivUID, err, out)
-	}
-
-	// Everything that user needs must be reachable by it, so this does not use t.TempDir,
-	// whose parents are private to root.
-	base, err := os.MkdirTemp("", "trueforge-unpriv-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = removeAll(base) })
-	home := filepath.Join(base, "home")
-	for _, step := range []error{os.Chmod(base, 0o755), os.Mkdir(home, 0o700), os.Chown(home, int(unprivUID), int(unprivUID))} {
-		if step != nil {
-			t.Fatal(step)
-		}
-	}
-	bin := filepath.Join(base, "local.test")
-	if err := copyExecutable(bin); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(home, "local-backend")
-	cmd := helperCmd(bin, root, "snap-unpriv", unprivilegedScript)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivUID, Gid: unprivUID}}
+	run := asuser.Prepare(t, "local.test")
+	root := filepath.Join(run.Home, "local-backend")
+	cmd := run.Command(sandboxPath, helperEnvOf(root, "snap-unpriv", unprivilegedScript), "-test.run=^$")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("helper as uid %d: %v\n%s", unprivUID, err, out)
 	}
@@ -109,29 +76,6 @@ func checkUnprivilegedLayer(t *testing.T, b *Builder) {
 	}
 }
 
-func copyExecutable(dst string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	in, err := os.Open(self)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Chmod(dst, 0o755) // whatever the umask
-}
 
 // unprivilegedTests are the runtime tests TestUnprivilegedRuntime runs again as the unprivileged user:
 // the attacks, the limits (enforced through rlimits there), lifecycle and egress.
@@ -146,27 +90,8 @@ func TestUnprivilegedRuntime(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: not root, so every runtime test of this run is already unprivileged")
 	}
-	probe := exec.Command("unshare", "-Urm", "true")
-	probe.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivUID, Gid: unprivUID}}
-	if out, err := probe.CombinedOutput(); err != nil {
-		t.Skipf("skipping: unprivileged user namespaces are not available on this host (unshare -Urm as uid %d: %v: %s)", unprivUID, err, out)
-	}
-	base, err := os.MkdirTemp("", "trueforge-unpriv-rt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = removeAll(base) })
-	tmp := filepath.Join(base, "tmp")
-	for _, step := range []error{os.Chmod(base, 0o755), os.Mkdir(tmp, 0o700), os.Chown(tmp, int(unprivUID), int(unprivUID))} {
-		if step != nil {
-			t.Fatal(step)
-		}
-	}
-	bin := filepath.Join(base, "local.test")
-	if err := copyExecutable(bin); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"PATH=" + sandboxPath, "TMPDIR=" + tmp, "HOME=" + tmp}
+	run := asuser.Prepare(t, "local.test")
+	var env []string
 	mustPass := []string{"TestAttackHostFiles", "TestAttackHostProcesses", "TestAttackNetworkBlocked", "TestAttackOtherSandbox",
 		"TestAttackSymlinkDownload", "TestAttackForkBomb", "TestAttackMemoryHog", "TestAttackDiskFill", "TestAttackInit",
 		"TestAttackDeleteLeavesNothing", "TestEndlessOutputCapped", "TestEndlessLoopTimeout", "TestStopStart", "TestOwnerCrash"}
@@ -177,12 +102,8 @@ func TestUnprivilegedRuntime(t *testing.T) {
 			{netdEnv, buildNetd(t), "trueforge-netd"},
 			{harnessHelperEnv, buildHarnessHelper(t), "trueforge-harness"},
 		} {
-			dst := filepath.Join(base, h.name)
-			data, err := os.ReadFile(h.src)
-			if err == nil {
-				err = os.WriteFile(dst, data, 0o755)
-			}
-			if err != nil {
+			dst := filepath.Join(run.Base, h.name)
+			if err := asuser.Install(h.src, dst); err != nil {
 				t.Fatal(err)
 			}
 			env = append(env, h.env+"="+dst)
@@ -191,10 +112,7 @@ func TestUnprivilegedRuntime(t *testing.T) {
 			"TestEgressSurvivesANewListener", "TestEgressSocketDirChecked", "TestAttackEgressSocketDir", "TestAttackNetdTakeover",
 			"TestAttackNetdTakeover/harness", "TestAttackNetdTakeover/trueforge-netd")
 	}
-	cmd := exec.Command(bin, "-test.run="+unprivilegedTests, "-test.count=1", "-test.v", "-test.timeout=5m")
-	cmd.Dir = base
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivUID, Gid: unprivUID}}
+	cmd := run.Command(sandboxPath, env, "-test.run="+unprivilegedTests, "-test.count=1", "-test.v", "-test.timeout=5m")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("runtime tests as uid %d: %v\n%s", unprivUID, err, out)
