@@ -209,6 +209,12 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 	r.mu.Unlock()
 	go func() {
 		_ = cmd.Wait()
+		// Said in the log, so that a keeper that died without a word (a signal, say)
+		// still explains itself to keeperLogTail.
+		if f, err := os.OpenFile(r.keeperLog(id), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			fmt.Fprintf(f, "%s %s\n", keeperExitedPrefix, cmd.ProcessState)
+			f.Close()
+		}
 		r.mu.Lock()
 		if r.lifelines[id] == lifeW {
 			delete(r.lifelines, id)
@@ -228,9 +234,23 @@ func (r *Runtime) dropLifeline(id string) {
 	r.mu.Unlock()
 }
 
-// keeperLogTail describes why a keeper failed, from what it printed.
+// keeperExitedPrefix starts the line the runtime adds to a keeper's log when it ends.
+const keeperExitedPrefix = "[trueforge] keeper ended:"
+
+// keeperLogTail describes why a keeper failed, from what it printed and how it ended.
+// The caller has just seen it fail, so when this runtime started it, it waits a
+// little for its end to be recorded.
 func (r *Runtime) keeperLogTail(id string) string {
-	data, _ := os.ReadFile(r.keeperLog(id))
+	r.mu.Lock()
+	_, ours := r.lifelines[id]
+	r.mu.Unlock()
+	var data []byte
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		data, _ = os.ReadFile(r.keeperLog(id))
+		if !ours || strings.Contains(string(data), keeperExitedPrefix) || time.Now().After(deadline) {
+			break
+		}
+	}
 	s := strings.TrimSpace(string(data))
 	if len(s) > 2000 {
 		s = s[len(s)-2000:]
