@@ -2,9 +2,11 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -32,9 +34,10 @@ func (r *sandboxProviderResource) defaultSnapshotFailed(ctx context.Context, p s
 	return snap.Status == sandbox.StatusFailed
 }
 
-// rebuildDefaultSnapshot brings the default environment's snapshot back (re-activating or
-// rebuilding it) and waits for it.
-func (r *sandboxProviderResource) rebuildDefaultSnapshot(ctx context.Context, p store.SandboxProvider) error {
+// ensureDefaultEnvironment brings the reserved `default` environment's snapshot to Ready
+// (building, re-activating or rebuilding it) and waits for it; with create it first
+// stores the environment, pointing at that snapshot.
+func (r *sandboxProviderResource) ensureDefaultEnvironment(ctx context.Context, p store.SandboxProvider, create bool) error {
 	coord, _, err := r.cp.coordinator(ctx, p.Name)
 	if err != nil {
 		return err
@@ -42,6 +45,17 @@ func (r *sandboxProviderResource) rebuildDefaultSnapshot(ctx context.Context, p 
 	snap, err := coord.Ensure(ctx, defaultSpec, p.ReleaseSnapshot, false)
 	if err != nil {
 		return err
+	}
+	tflog.Debug(ctx, "sandbox provider: default environment's snapshot", map[string]any{"snapshot_id": snap.ID, "status": snap.Status})
+	if create {
+		env := store.Environment{
+			ID: newID("env"), Name: defaultEnvironmentName, Provider: p.Name, Owner: p.Owner, Reserved: true,
+			Image: defaultSpec.Image, CPU: defaultSpec.CPU, MemoryGB: defaultSpec.MemoryGB, DiskGB: defaultSpec.DiskGB,
+			BuildHash: snap.BuildHash, SnapshotID: snap.ID,
+		}
+		if err := r.cp.store.CreateEnvironment(ctx, env); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+			return err
+		}
 	}
 	if snap, err = coord.Wait(ctx, snap.ID); err != nil {
 		return err

@@ -296,7 +296,7 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 	plan.APIKeyWO = types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 
-	if err := r.createDefaultEnvironment(ctx, p); err != nil {
+	if err := r.ensureDefaultEnvironment(ctx, p, true); err != nil {
 		addOperationError(&resp.Diagnostics, "Error Building Default Environment", fmt.Sprintf("sandbox provider %q, building its %q environment", p.Name, defaultEnvironmentName), err)
 		return
 	}
@@ -307,35 +307,6 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 	}
 	plan.Status = types.StringValue(sandbox.StatusReady)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// createDefaultEnvironment builds and stores the reserved `default` environment.
-func (r *sandboxProviderResource) createDefaultEnvironment(ctx context.Context, p store.SandboxProvider) error {
-	coord, _, err := r.cp.coordinator(ctx, p.Name)
-	if err != nil {
-		return err
-	}
-	snap, err := coord.Ensure(ctx, defaultSpec, p.ReleaseSnapshot, false)
-	if err != nil {
-		return err
-	}
-	tflog.Debug(ctx, "sandbox provider: default environment's snapshot", map[string]any{"snapshot_id": snap.ID, "status": snap.Status})
-	env := store.Environment{
-		ID: newID("env"), Name: defaultEnvironmentName, Provider: p.Name, Owner: p.Owner, Reserved: true,
-		Image: defaultSpec.Image, CPU: defaultSpec.CPU, MemoryGB: defaultSpec.MemoryGB, DiskGB: defaultSpec.DiskGB,
-		BuildHash: snap.BuildHash, SnapshotID: snap.ID,
-	}
-	if err := r.cp.store.CreateEnvironment(ctx, env); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
-		return err
-	}
-	snap, err = coord.Wait(ctx, snap.ID)
-	if err != nil {
-		return err
-	}
-	if snap.Status != sandbox.StatusReady {
-		return fmt.Errorf("the snapshot of the default environment failed: %s\n\nBuild log (tail):\n%s", snap.Reason, snap.LogTail)
-	}
-	return nil
 }
 
 func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -401,12 +372,12 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 		p.Scopes, p.APIKeyEnc = scopes, keyEnc
 	}
 	if def, err := r.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
-		if err := r.createDefaultEnvironment(ctx, p); err != nil {
+		if err := r.ensureDefaultEnvironment(ctx, p, true); err != nil {
 			addOperationError(&resp.Diagnostics, "Error Repairing Default Environment", fmt.Sprintf("sandbox provider %q, recreating its %q environment", p.Name, defaultEnvironmentName), err)
 			return
 		}
 	} else if err == nil && r.cp.remoteSnapshots(p) && r.defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
-		if err := r.rebuildDefaultSnapshot(ctx, p); err != nil {
+		if err := r.ensureDefaultEnvironment(ctx, p, false); err != nil {
 			addOperationError(&resp.Diagnostics, "Error Repairing Default Environment", fmt.Sprintf("sandbox provider %q, rebuilding the snapshot of its %q environment", p.Name, defaultEnvironmentName), err)
 			return
 		}
