@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need on a fresh Debian machine: bubblewrap for the
 # local backend, util-linux's unshare and prlimit (present on Debian), and a
-# Terraform-compatible CLI. Safe to run again: it installs only what is missing.
+# Terraform-compatible CLI; with --tests (scripts/test.sh), PostgreSQL's server binaries
+# too, for the tests of a shared control plane. Safe to run again: it installs only what
+# is missing.
 # Run as an ordinary user, it installs nothing: it names what is missing and exits 1.
 set -euo pipefail
 # have TOOL: TOOL is on PATH or in a system directory. Debian keeps tools such as
@@ -23,6 +25,16 @@ if [[ $(id -u) -eq 0 ]]; then
 fi
 have curl || need+=(curl)       # egress tests: real clients inside the test namespaces
 have python3 || need+=(python3) # egress tests (urllib client); make bench statistics
+# PostgreSQL's server binaries (the shared control plane's tests start throwaway clusters
+# with them; internal/pgtest). Debian keeps them in /usr/lib/postgresql/<version>/bin.
+have_postgres() {
+	have initdb && return 0
+	compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
+}
+pg_needed=0
+if [[ ${1:-} == --tests ]]; then
+	have_postgres || { need+=(postgresql); pg_needed=1; }
+fi
 if ((${#need[@]})); then
 	if [[ $(id -u) -ne 0 ]]; then
 		echo "deps: missing ${need[*]}; install them with: sudo apt-get install -y ${need[*]}" >&2
@@ -30,6 +42,11 @@ if ((${#need[@]})); then
 	fi
 	echo "deps: installing ${need[*]}" >&2
 	export DEBIAN_FRONTEND=noninteractive
+	if ((pg_needed)); then
+		# Only the binaries are wanted: no system cluster created and started on install.
+		mkdir -p /etc/postgresql-common/createcluster.d
+		echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/trueforge.conf
+	fi
 	apt-get update -qq >&2
 	apt-get install -y -qq "${need[@]}" >&2
 fi

@@ -4,7 +4,7 @@
 # always under OpenTofu. Tests that need a Daytona account run only with DAYTONA_API_KEY.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --tests
 tofu="$(scripts/ensure-tofu.sh)"
 
 work="$(mktemp -d)"
@@ -24,6 +24,10 @@ if [[ $(id -u) -eq 0 ]] && command -v useradd >/dev/null 2>&1; then
 	TRUEFORGE_TEST_UID="$(id -u trueforge-test)"
 	export TRUEFORGE_TEST_UID
 fi
+
+# The tests of a shared control plane start throwaway PostgreSQL clusters (internal/pgtest);
+# deps.sh installed PostgreSQL, so here they must run, never skip.
+export TRUEFORGE_REQUIRE_POSTGRES=1
 
 go vet ./...
 

@@ -21,7 +21,7 @@ type Agent struct {
 
 // CreateAgent stores a new agent.
 func (s *Store) CreateAgent(ctx context.Context, a Agent) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *txn) error {
 		now := s.stamp()
 		if err := ensureOwner(ctx, tx, a.Owner, now); err != nil {
 			return err

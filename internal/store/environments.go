@@ -71,7 +71,7 @@ func b2i(b bool) int64 {
 
 // CreateEnvironment stores a new environment. Its snapshot row must exist (ClaimSnapshot).
 func (s *Store) CreateEnvironment(ctx context.Context, e Environment) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *txn) error {
 		now := s.stamp()
 		if err := ensureOwner(ctx, tx, e.Owner, now); err != nil {
 			return err
@@ -93,7 +93,7 @@ func (s *Store) CreateEnvironment(ctx context.Context, e Environment) error {
 	})
 }
 
-func recordHistory(ctx context.Context, tx *sql.Tx, env, snapshot string, now int64) error {
+func recordHistory(ctx context.Context, tx *txn, env, snapshot string, now int64) error {
 	var last sql.NullString
 	err := tx.QueryRowContext(ctx, `SELECT snapshot_id FROM environment_snapshots WHERE environment = ? ORDER BY created_at DESC LIMIT 1`, env).Scan(&last)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -108,7 +108,7 @@ func recordHistory(ctx context.Context, tx *sql.Tx, env, snapshot string, now in
 
 // UpdateEnvironment replaces every mutable field of environment e.Name.
 func (s *Store) UpdateEnvironment(ctx context.Context, e Environment) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *txn) error {
 		now := s.stamp()
 		t, v, a := envArgs(e)
 		res, err := tx.ExecContext(ctx, `UPDATE environments SET image = ?, build_script = ?, cpu = ?, memory = ?, disk = ?, triggers = ?, env = ?, block_all = ?, allow_domains = ?, build_hash = ?, snapshot_id = ?, updated_at = ? WHERE name = ?`,
@@ -189,7 +189,7 @@ func (s *Store) AgentsUsing(ctx context.Context, env string) ([]string, error) {
 // naming the agents, while saved agents reference it; the foreign key enforces the same
 // rule for any other writer of the database.
 func (s *Store) DeleteEnvironment(ctx context.Context, name string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *txn) error {
 		rows, err := tx.QueryContext(ctx, `SELECT name FROM agents WHERE environment = ? ORDER BY name`, name)
 		if err != nil {
 			return err

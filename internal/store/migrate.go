@@ -4,13 +4,43 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 )
+
+// migration is one step of the schema's history, the same history on both databases.
+// Its SQL is written for SQLite; PostgreSQL runs the same text with its own names for
+// what differs (pgTypes), or postgres when a step needs other statements there. A step
+// one database does not need is an empty string for it, and is still recorded, so
+// that a version number means one schema everywhere.
+type migration struct {
+	sql      string
+	postgres string
+}
+
+// text is the migration's SQL for d.
+func (m migration) text(d dialect) string {
+	if d != postgres {
+		return m.sql
+	}
+	if m.postgres != "" {
+		return m.postgres
+	}
+	return pgTypes(m.sql)
+}
+
+// pgTypes renames SQLite's column types that PostgreSQL spells otherwise.
+func pgTypes(sql string) string {
+	return strings.ReplaceAll(sql, " BLOB", " BYTEA")
+}
+
+// onlyPostgres marks a step that SQLite records without running.
+const onlyPostgres = "-- nothing to do on SQLite"
 
 // migrations are applied in order, each once, recorded in schema_migrations. Never edit
 // a released migration: append a new one.
-var migrations = []string{
+var migrations = []migration{
 	// 1: the published configuration.
-	`
+	{sql: `
 CREATE TABLE owners (
 	name       TEXT PRIMARY KEY,
 	created_at BIGINT NOT NULL
@@ -98,12 +128,12 @@ CREATE TABLE counters (
 	value BIGINT NOT NULL
 );
 CREATE INDEX environments_snapshot ON environments(snapshot_id);
-`,
+`},
 	// 2: the harness's runtime state. Sessions own an append-only event log, runs (one
 	// per user message, with a heartbeat so a killed harness is noticed), at most one
 	// sandbox record (a reattachable pointer, never the source of truth), artifacts
 	// offered for download, and the full text of tool outputs cut for the model.
-	`
+	{sql: `
 CREATE TABLE sessions (
 	id            TEXT PRIMARY KEY,
 	agent         TEXT NOT NULL,
@@ -174,12 +204,12 @@ CREATE TABLE tool_outputs (
 	created_at BIGINT NOT NULL,
 	PRIMARY KEY (session_id, call_id)
 );
-`,
+`},
 	// 3: what the harness must keep to recreate a local sandbox's egress proxy (after a
 	// stop, an archive or its own restart): the network policy read when the sandbox was
 	// created, and the proxy's state (its CA key and the placeholders in the sandbox's
 	// environment), sealed with the secret box.
-	`
+	{sql: `
 CREATE TABLE sandbox_egress (
 	sandbox_id    TEXT PRIMARY KEY,
 	session_id    TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -190,25 +220,25 @@ CREATE TABLE sandbox_egress (
 	created_at    BIGINT NOT NULL
 );
 CREATE INDEX sandbox_egress_session ON sandbox_egress(session_id);
-`,
+`},
 	// 4: at most one running run per session, in the database itself, so two harness
 	// processes cannot both start one (a check-then-insert raced). Runs left running in
 	// the same session by that race are ended first, keeping one.
-	`
+	{sql: `
 UPDATE session_runs SET status = 'interrupted', detail = 'another run of the session was running at the same time', ended_at = heartbeat_at
 	WHERE status = 'running' AND id NOT IN (SELECT MAX(id) FROM session_runs WHERE status = 'running' GROUP BY session_id);
 CREATE UNIQUE INDEX session_runs_one_running ON session_runs(session_id) WHERE status = 'running';
-`,
+`},
 	// 5: the local backend's require_limits. NULL (unset, and every provider saved
 	// before) leaves the choice to each process: required when it runs as root.
-	`
+	{sql: `
 ALTER TABLE sandbox_providers ADD COLUMN require_limits BIGINT;
-`,
+`},
 	// 6: an agent whose sandbox is off references no environment (NULL), so it needs no
 	// sandbox provider and never keeps an environment from being deleted. SQLite cannot
 	// drop a NOT NULL constraint, so the table is rebuilt; agents saved before with the
 	// sandbox off lose the reference their spec never used.
-	`
+	{sql: `
 CREATE TABLE agents_new (
 	name        TEXT PRIMARY KEY,
 	id          TEXT NOT NULL UNIQUE,
@@ -227,39 +257,171 @@ INSERT INTO agents_new(name, id, owner, environment, spec, created_at, updated_a
 DROP TABLE agents;
 ALTER TABLE agents_new RENAME TO agents;
 CREATE INDEX agents_environment ON agents(environment);
-`,
+`, postgres: `
+-- No PostgreSQL control plane predates this migration, so no row needs rewriting.
+ALTER TABLE agents ALTER COLUMN environment DROP NOT NULL;
+`},
+	// 7: what a control plane shared between machines needs: its settings (the secret
+	// key's check value, the plane's id), the machine that holds each snapshot a backend
+	// keeps in local files, and leases, by which one harness replica at a time acts on
+	// something (the reaper on a sandbox).
+	{sql: `
+CREATE TABLE control_plane (
+	name  TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+ALTER TABLE snapshots ADD COLUMN host TEXT NOT NULL DEFAULT '';
+CREATE TABLE leases (
+	name       TEXT PRIMARY KEY,
+	holder     TEXT NOT NULL,
+	expires_at BIGINT NOT NULL
+);
+`},
+	// 8: ownership in the database itself (PostgreSQL; an SQLite file has one operator).
+	// Every role that plans reads the published configuration, but writes only its own
+	// rows: the owner column is the role that wrote the row (current_user), and a
+	// secret belongs to its environment's owner. Secrets are read only by that owner and
+	// by harness roles (members of trueforge_harness), which run the agents. Snapshots
+	// and their history are shared: identical build inputs build once, for every team.
+	// Which tables each kind of role may touch at all is granted by roles.go.
+	{sql: onlyPostgres, postgres: `
+ALTER TABLE owners ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owners_read ON owners FOR SELECT USING (true);
+CREATE POLICY owners_insert ON owners FOR INSERT WITH CHECK (name = current_user);
+
+ALTER TABLE sandbox_providers ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sandbox_providers_read ON sandbox_providers FOR SELECT USING (true);
+CREATE POLICY sandbox_providers_insert ON sandbox_providers FOR INSERT WITH CHECK (owner = current_user);
+CREATE POLICY sandbox_providers_update ON sandbox_providers FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY sandbox_providers_delete ON sandbox_providers FOR DELETE USING (owner = current_user);
+
+ALTER TABLE environments ENABLE ROW LEVEL SECURITY;
+CREATE POLICY environments_read ON environments FOR SELECT USING (true);
+CREATE POLICY environments_insert ON environments FOR INSERT WITH CHECK (owner = current_user);
+CREATE POLICY environments_update ON environments FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY environments_delete ON environments FOR DELETE USING (owner = current_user);
+
+ALTER TABLE agents ENABLE ROW LEVEL SECURITY;
+CREATE POLICY agents_read ON agents FOR SELECT USING (true);
+CREATE POLICY agents_insert ON agents FOR INSERT WITH CHECK (owner = current_user);
+CREATE POLICY agents_update ON agents FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY agents_delete ON agents FOR DELETE USING (owner = current_user);
+
+ALTER TABLE secrets ENABLE ROW LEVEL SECURITY;
+CREATE POLICY secrets_read ON secrets FOR SELECT USING (
+	EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user)
+	OR EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = 'trueforge_harness' AND pg_has_role(current_user, r.oid, 'MEMBER')));
+CREATE POLICY secrets_insert ON secrets FOR INSERT WITH CHECK (
+	EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user));
+CREATE POLICY secrets_update ON secrets FOR UPDATE
+	USING (EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user))
+	WITH CHECK (EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user));
+CREATE POLICY secrets_delete ON secrets FOR DELETE
+	USING (EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user));
+`},
 }
 
+// migrationLock is the PostgreSQL advisory lock that migrations take, so that two
+// processes opening an old database at once migrate it once (SQLite's BEGIN IMMEDIATE
+// serializes them the same way). Its value is arbitrary and fixed: "tfschema" in ASCII.
+const migrationLock = 0x7466736368656d61
+
+// migrate brings the schema to the latest version. A database at the latest version
+// costs one query. One newer than this binary knows is refused, naming both versions.
+// Each pending migration runs in its own transaction, under the migration lock, after
+// checking again that nobody applied it meanwhile.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return fmt.Errorf("creating schema_migrations: %w", err)
+	cur, applied, err := s.schemaState(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the schema version of the control-plane database: %w", err)
+	}
+	if cur > len(migrations) {
+		return fmt.Errorf("the control-plane database's schema is at version %d, newer than this release of trueforge knows (version %d): "+
+			"another machine upgraded it; upgrade this provider or harness to the same release", cur, len(migrations))
+	}
+	if cur == len(migrations) && applied == cur {
+		return nil
 	}
 	for i, m := range migrations {
 		version := i + 1
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
-				return err
+		if err := s.applyMigration(ctx, version, m.text(s.db.dialect)); err != nil {
+			if isPermission(err) {
+				return fmt.Errorf("the control-plane database's schema is at version %d and this release needs version %d, but role %q may not change the schema (%w). "+
+					"Have the database's owner run `trueforge-harness db migrate` with this release, or connect once as a role that may create tables in the database",
+					cur, len(migrations), s.role, err)
 			}
-			if n > 0 {
-				return nil
-			}
-			if _, err := tx.ExecContext(ctx, m); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`, version, s.stamp())
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("applying migration %d to %s: %w", version, s.path, err)
+			return fmt.Errorf("applying migration %d to the %s control-plane database%s: %w", version, s.db.dialect, s.where(), err)
 		}
+	}
+	if err := s.regrant(ctx); err != nil {
+		return fmt.Errorf("granting the trueforge roles the migrated tables: %w", err)
 	}
 	return nil
 }
 
-// SchemaVersion is the latest applied migration.
-func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
-	var v sql.NullInt64
-	err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v)
-	return int(v.Int64), err
+// applyMigration applies one migration unless it is recorded already. It runs at READ
+// COMMITTED on PostgreSQL, not in inTx's SERIALIZABLE: the version is read after the
+// lock is granted, so it must see what the lock's previous holder committed.
+func (s *Store) applyMigration(ctx context.Context, version int, text string) error {
+	s.db.queries.Add(1)
+	sqlTx, err := s.db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	tx := &txn{tx: sqlTx, d: s.db}
+	defer sqlTx.Rollback()
+	if s.db.dialect == postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(migrationLock)); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if text != onlyPostgres {
+		if _, err := tx.ExecContext(ctx, text); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`, version, s.stamp()); err != nil {
+		return err
+	}
+	s.db.queries.Add(1)
+	return sqlTx.Commit()
 }
+
+// where names the SQLite file, for errors; a PostgreSQL URL is not repeated (it may hold
+// a password).
+func (s *Store) where() string {
+	if s.path != "" {
+		return " " + s.path
+	}
+	return ""
+}
+
+// SchemaVersion is the latest applied migration (0 for an empty database).
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	v, _, err := s.schemaState(ctx)
+	return v, err
+}
+
+// schemaState reads the latest applied migration and how many are applied (fewer than
+// the latest only when one was taken back by hand, which migrate then applies again).
+func (s *Store) schemaState(ctx context.Context) (latest, applied int, err error) {
+	var v sql.NullInt64
+	err = s.db.QueryRowContext(ctx, `SELECT MAX(version), COUNT(*) FROM schema_migrations`).Scan(&v, &applied)
+	if isUndefinedTable(err) {
+		return 0, 0, nil
+	}
+	return int(v.Int64), applied, err
+}
+
+// LatestSchemaVersion is the schema version this release migrates to.
+func LatestSchemaVersion() int { return len(migrations) }

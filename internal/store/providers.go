@@ -26,7 +26,7 @@ type SandboxProvider struct {
 }
 
 // EnsureOwner records an owner the first time it is seen.
-func ensureOwner(ctx context.Context, tx *sql.Tx, owner string, now int64) error {
+func ensureOwner(ctx context.Context, tx *txn, owner string, now int64) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO owners(name, created_at) VALUES (?, ?) ON CONFLICT(name) DO NOTHING`, owner, now)
 	if err != nil {
 		return fmt.Errorf("recording owner %q: %w", owner, err)
@@ -37,7 +37,7 @@ func ensureOwner(ctx context.Context, tx *sql.Tx, owner string, now int64) error
 // CreateSandboxProvider stores p. It fails with ErrAlreadyExists when any provider exists,
 // since a control plane has one.
 func (s *Store) CreateSandboxProvider(ctx context.Context, p SandboxProvider) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *txn) error {
 		var existing string
 		err := tx.QueryRowContext(ctx, `SELECT name FROM sandbox_providers LIMIT 1`).Scan(&existing)
 		if err == nil {
@@ -87,7 +87,7 @@ const providerSelect = `SELECT name, type, api_url, target, api_key_enc, scopes,
 func (s *Store) scanProvider(row *sql.Row, name string) (SandboxProvider, error) {
 	var p SandboxProvider
 	var scopes string
-	var require sql.NullBool
+	var require sql.NullInt64
 	err := row.Scan(&p.Name, &p.Type, &p.APIURL, &p.Target, &p.APIKeyEnc, &scopes, &p.ReleaseSnapshot, &p.Status, &p.Owner, &require)
 	if errors.Is(err, sql.ErrNoRows) {
 		if name == "" {
@@ -100,23 +100,25 @@ func (s *Store) scanProvider(row *sql.Row, name string) (SandboxProvider, error)
 	}
 	_ = json.Unmarshal([]byte(scopes), &p.Scopes)
 	if require.Valid {
-		p.RequireLimits = &require.Bool
+		v := require.Int64 != 0
+		p.RequireLimits = &v
 	}
 	return p, nil
 }
 
-// nullBool stores an optional setting: NULL when unset.
-func nullBool(b *bool) sql.NullBool {
+// nullBool stores an optional setting: NULL when unset, else 0 or 1 (the column is a
+// BIGINT on both databases).
+func nullBool(b *bool) sql.NullInt64 {
 	if b == nil {
-		return sql.NullBool{}
+		return sql.NullInt64{}
 	}
-	return sql.NullBool{Bool: *b, Valid: true}
+	return sql.NullInt64{Int64: b2i(*b), Valid: true}
 }
 
 // DeleteSandboxProvider removes the provider with its reserved environment and snapshots.
 // It fails with ErrInUse while user environments or agents remain.
 func (s *Store) DeleteSandboxProvider(ctx context.Context, name string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx *txn) error {
 		var users []string
 		rows, err := tx.QueryContext(ctx, `SELECT name FROM environments WHERE provider = ? AND reserved = 0 ORDER BY name`, name)
 		if err != nil {

@@ -148,8 +148,10 @@ func (s *Store) BeginSandboxUse(ctx context.Context, sessionID, owner string, at
 
 // EndSandboxUse ends a call begun with BeginSandboxUse; the end of a call is activity too.
 func (s *Store) EndSandboxUse(ctx context.Context, sessionID string, at time.Time) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE session_sandboxes SET active_execs = MAX(active_execs - 1, 0), last_used_at = MAX(last_used_at, ?)
-		WHERE session_id = ?`, at.UnixMilli(), sessionID)
+	ms := at.UnixMilli()
+	_, err := s.db.ExecContext(ctx, `UPDATE session_sandboxes SET active_execs = CASE WHEN active_execs > 0 THEN active_execs - 1 ELSE 0 END,
+		last_used_at = CASE WHEN last_used_at > ? THEN last_used_at ELSE ? END
+		WHERE session_id = ?`, ms, ms, sessionID)
 	if err != nil {
 		return fmt.Errorf("marking the sandbox of session %q idle: %w", sessionID, err)
 	}

@@ -111,7 +111,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 // number. Events are never changed or removed, except with their session.
 func (s *Store) AppendEvent(ctx context.Context, sessionID, runID, kind string, payload []byte) (int64, error) {
 	var seq int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM session_events WHERE session_id = ?`, sessionID).Scan(&seq); err != nil {
 			return err
 		}
@@ -202,7 +202,7 @@ type Batch struct {
 // Commit applies a Batch and returns the sequence numbers of its events.
 func (s *Store) Commit(ctx context.Context, b Batch) ([]int64, error) {
 	var seqs []int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		seqs = seqs[:0]
 		now := s.stamp()
 		if r := b.StartRun; r != nil {

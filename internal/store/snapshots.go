@@ -27,7 +27,7 @@ type Snapshot struct {
 // failed. Otherwise it returns the current row, which another apply may still be building:
 // identical build inputs are built once.
 func (s *Store) ClaimSnapshot(ctx context.Context, snap Snapshot, building string, failed string) (claimed bool, cur Snapshot, err error) {
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *txn) error {
 		now := s.stamp()
 		res, err := tx.ExecContext(ctx, `INSERT INTO snapshots(id, provider, build_hash, base, spec, status, builds, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT(id) DO NOTHING`,
@@ -79,12 +79,7 @@ func (s *Store) GetSnapshot(ctx context.Context, id string) (Snapshot, error) {
 	return getSnapshot(ctx, s.db, id)
 }
 
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func getSnapshot(ctx context.Context, q queryer, id string) (Snapshot, error) {
+func getSnapshot(ctx context.Context, q querier, id string) (Snapshot, error) {
 	var sn Snapshot
 	var updated int64
 	err := q.QueryRowContext(ctx, `SELECT id, provider, build_hash, base, spec, status, reason, log_tail, builds, updated_at FROM snapshots WHERE id = ?`, id).

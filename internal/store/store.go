@@ -1,7 +1,12 @@
 // Package store is the control-plane database: what `terraform apply` publishes (sandbox
 // providers, environments, snapshots, secrets, agents) and the harness's runtime state
-// (sessions, their event logs, runs, sandboxes). SQLite (pure Go, WAL) is the only
-// database today; the SQL is kept to the subset PostgreSQL shares.
+// (sessions, their event logs, runs, sandboxes).
+//
+// Two databases serve it with one schema and one migration history: SQLite (pure Go,
+// WAL), a file on the machine that applies, for one operator; and PostgreSQL (pgx), for a
+// control plane shared by CI runners, teams and harness replicas. On PostgreSQL the owner
+// of what a connection writes is the role it authenticates as, and row-level security
+// keeps each role to its own rows (see migrate.go and roles.go).
 package store
 
 import (
@@ -15,7 +20,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
 )
 
 // Errors callers branch on. They are wrapped with context, so use errors.Is.
@@ -26,13 +32,26 @@ var (
 	ErrInUse = errors.New("in use")
 	// ErrRunning means a session already has a running run: a second one may not start.
 	ErrRunning = errors.New("a run of the session is already running")
+	// ErrForbidden means the database refused the connection's role: a table its kind of
+	// role may not touch, or a row that belongs to another role (PostgreSQL's row-level
+	// security). Updates and deletes of other roles' rows do not fail this way: those
+	// rows are invisible to them, so they report ErrNotFound.
+	ErrForbidden = errors.New("not permitted for this database role")
 )
 
 // Store is a handle on the control-plane database.
 type Store struct {
-	db   *sql.DB
-	path string // the SQLite file, empty for other databases
-	now  func() time.Time
+	db   *db
+	path string // the SQLite file, empty on PostgreSQL
+	// role is the PostgreSQL role the connection authenticates as: the owner of what
+	// it writes. Empty on SQLite, where the owner is what the caller claims.
+	role string
+	// dataDir is where this machine keeps the files of a control plane on PostgreSQL
+	// (local snapshots and sandboxes, egress sockets): see DataDir.
+	dataDir string
+	// source is the URL or path the store was opened with (tests reopen it).
+	source string
+	now    func() time.Time
 }
 
 // DefaultPath is the SQLite file used when no database URL is configured:
@@ -55,8 +74,8 @@ func SQLitePath(databaseURL string) (string, error) {
 	switch {
 	case databaseURL == "":
 		return DefaultPath()
-	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
-		return "", fmt.Errorf("database URL %q: PostgreSQL is not supported by this build yet; use an SQLite path or sqlite:// URL", redactURL(databaseURL))
+	case IsPostgres(databaseURL):
+		return "", fmt.Errorf("database URL %q is a PostgreSQL URL, not an SQLite file", redactURL(databaseURL))
 	case strings.HasPrefix(databaseURL, "sqlite://"):
 		return strings.TrimPrefix(databaseURL, "sqlite://"), nil
 	case strings.HasPrefix(databaseURL, "file:"):
@@ -66,7 +85,7 @@ func SQLitePath(databaseURL string) (string, error) {
 		}
 		return p, nil
 	case strings.Contains(databaseURL, "://"):
-		return "", fmt.Errorf("database URL %q: unknown scheme; use an SQLite path or sqlite:// URL", redactURL(databaseURL))
+		return "", fmt.Errorf("database URL %q: unknown scheme; use postgres:// (or postgresql://) for PostgreSQL, or an SQLite path or sqlite:// URL", redactURL(databaseURL))
 	}
 	return databaseURL, nil
 }
@@ -79,9 +98,17 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-// Open opens (creating if needed) the database named by databaseURL and migrates it to
-// the latest schema.
+// IsPostgres reports whether databaseURL names a PostgreSQL database.
+func IsPostgres(databaseURL string) bool {
+	return strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://")
+}
+
+// Open opens the database named by databaseURL (a postgres:// or postgresql:// URL, else
+// an SQLite file, created if needed) and migrates it to the latest schema.
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	if IsPostgres(databaseURL) {
+		return openPostgres(ctx, databaseURL)
+	}
 	path, err := SQLitePath(databaseURL)
 	if err != nil {
 		return nil, err
@@ -92,54 +119,101 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	// WAL lets readers (the harness) run beside a writer (apply); busy_timeout makes
 	// concurrent writers wait instead of failing; foreign keys carry referential rules.
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	sdb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(4)
-	s := &Store{db: db, path: path, now: time.Now}
+	sdb.SetMaxOpenConns(4)
+	s := &Store{db: &db{sql: sdb, dialect: sqlite}, path: path, source: databaseURL, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		sdb.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Path is the SQLite file of this store.
+// openPostgres connects to a PostgreSQL control plane as the URL's role and migrates it
+// when its schema is behind (which needs a role that may create tables: see migrate).
+func openPostgres(ctx context.Context, databaseURL string) (*Store, error) {
+	sdb, err := sql.Open("pgx", databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("opening database %s: %w", redactURL(databaseURL), err)
+	}
+	sdb.SetMaxOpenConns(8)
+	sdb.SetConnMaxIdleTime(5 * time.Minute)
+	s := &Store{db: &db{sql: sdb, dialect: postgres}, source: databaseURL, now: time.Now}
+	fail := func(err error) (*Store, error) {
+		sdb.Close()
+		return nil, err
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT current_user`).Scan(&s.role); err != nil {
+		return fail(fmt.Errorf("connecting to database %s: %w", redactURL(databaseURL), err))
+	}
+	if s.dataDir, err = DefaultDataDir(); err != nil {
+		return fail(err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// DataDirEnv names the directory where a machine keeps the files of a control plane whose
+// database is on PostgreSQL; unset, it is DefaultDataDir.
+const DataDirEnv = "TRUEFORGE_DATA_DIR"
+
+// DefaultDataDir is TRUEFORGE_DATA_DIR, else $XDG_DATA_HOME/trueforge, else
+// ~/.local/share/trueforge: where DefaultPath keeps its SQLite file too.
+func DefaultDataDir() (string, error) {
+	if d := os.Getenv(DataDirEnv); d != "" {
+		return filepath.Abs(d)
+	}
+	p, err := DefaultPath()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(p), nil
+}
+
+// Path is the SQLite file of this store ("" on PostgreSQL).
 func (s *Store) Path() string { return s.path }
 
-// Dir is the directory that holds the database; backends keep their data beside it.
-func (s *Store) Dir() string { return filepath.Dir(s.path) }
+// Dir is the directory where this machine keeps the control plane's files: beside the
+// SQLite file, or DefaultDataDir for a database on PostgreSQL.
+func (s *Store) Dir() string {
+	if s.db.dialect == postgres {
+		return s.dataDir
+	}
+	return filepath.Dir(s.path)
+}
+
+// Shared reports whether the database is a server that other machines may use too
+// (PostgreSQL): then nothing about the control plane may live only in local files.
+func (s *Store) Shared() bool { return s.db.dialect == postgres }
+
+// Dialect names the database: "SQLite" or "PostgreSQL".
+func (s *Store) Dialect() string { return s.db.dialect.String() }
+
+// Role is the PostgreSQL role this store authenticates as, the owner of what it writes;
+// "" on SQLite, where owners are what callers claim.
+func (s *Store) Role() string { return s.role }
 
 // Close releases the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.db.sql.Close() }
 
-// DB exposes the handle for tests that change rows out of band (drift tests).
-func (s *Store) DB() *sql.DB { return s.db }
+// DB exposes the handle for tests that change rows out of band (drift tests). Its
+// queries use the database's own placeholders; Exec takes the store's.
+func (s *Store) DB() *sql.DB { return s.db.sql }
+
+// Exec runs one statement written with ? placeholders, on either database: for tests and
+// tools that change rows out of band.
+func (s *Store) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.db.ExecContext(ctx, query, args...)
+}
+
+// QueryRow runs one query written with ? placeholders, on either database.
+func (s *Store) QueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.db.QueryRowContext(ctx, query, args...)
+}
 
 func (s *Store) stamp() int64 { return s.now().UnixMilli() }
-
-// inTx runs fn in a transaction and commits when it returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("beginning transaction: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("committing: %w", err)
-	}
-	return nil
-}
-
-// isConstraint reports whether err is a unique or foreign key violation.
-func isUnique(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
-}
-
-func isForeignKey(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
-}

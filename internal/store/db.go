@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// db is the store's handle on its database: every query goes through it, so that it is
+// written once for both dialects (rebind) and counted (Queries, which the plan-cost
+// benchmark and tests read).
+type db struct {
+	sql     *sql.DB
+	dialect dialect
+	queries atomic.Int64
+}
+
+// querier is what store code queries through: the database, or one transaction.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (d *db) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	d.queries.Add(1)
+	res, err := d.sql.ExecContext(ctx, d.dialect.rebind(q), args...)
+	return res, forbidden(err)
+}
+
+func (d *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	d.queries.Add(1)
+	rows, err := d.sql.QueryContext(ctx, d.dialect.rebind(q), args...)
+	return rows, forbidden(err)
+}
+
+func (d *db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	d.queries.Add(1)
+	return d.sql.QueryRowContext(ctx, d.dialect.rebind(q), args...)
+}
+
+// txn is one transaction, queried like the database.
+type txn struct {
+	tx *sql.Tx
+	d  *db
+}
+
+func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	t.d.queries.Add(1)
+	res, err := t.tx.ExecContext(ctx, t.d.dialect.rebind(q), args...)
+	return res, forbidden(err)
+}
+
+func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	t.d.queries.Add(1)
+	rows, err := t.tx.QueryContext(ctx, t.d.dialect.rebind(q), args...)
+	return rows, forbidden(err)
+}
+
+// forbidden marks a refusal of the role (see ErrForbidden) so callers can tell it apart;
+// the database's own message stays in the chain.
+func forbidden(err error) error {
+	if isPermission(err) {
+		return fmt.Errorf("%w: %w", ErrForbidden, err)
+	}
+	return err
+}
+
+func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	t.d.queries.Add(1)
+	return t.tx.QueryRowContext(ctx, t.d.dialect.rebind(q), args...)
+}
+
+// txAttempts bounds how often inTx runs a transaction that lost a race to another.
+const txAttempts = 20
+
+// inTx runs fn in a transaction and commits when it returns nil.
+//
+// SQLite runs one writer at a time (BEGIN IMMEDIATE), so a transaction never sees another
+// half done. PostgreSQL runs them at once: there each transaction is SERIALIZABLE, so
+// one that read what another changed meanwhile fails instead of losing that change, and
+// is run again here (as is one PostgreSQL broke out of a deadlock), after a short random
+// pause, up to txAttempts times. fn may therefore run more than once: it must set its
+// results afresh each time, never append to what a previous run left.
+func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) error {
+	var opts *sql.TxOptions
+	if s.db.dialect == postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelSerializable}
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.tryTx(ctx, opts, fn)
+		if err == nil || !isRetryable(err) || attempt == txAttempts {
+			return err
+		}
+		pause := time.Duration(rand.Int64N(int64(attempt) * int64(5*time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+func (s *Store) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *txn) error) error {
+	s.db.queries.Add(1)
+	tx, err := s.db.sql.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	if err := fn(&txn{tx: tx, d: s.db}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	s.db.queries.Add(1)
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing: %w", err)
+	}
+	return nil
+}
+
+// Queries is how many statements (and transaction begins and commits) this store has
+// sent to its database: what a plan costs in round trips.
+func (s *Store) Queries() int64 { return s.db.queries.Load() }
