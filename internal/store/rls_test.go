@@ -216,4 +216,3 @@ func TestRolesSQLNames(t *testing.T) {
 		t.Fatalf("RolesSQL: %v\n%s", err, q)
 	}
 }
-

@@ -76,7 +76,6 @@ func checkUnprivilegedLayer(t *testing.T, b *Builder) {
 	}
 }
 
-
 // unprivilegedTests are the runtime tests TestUnprivilegedRuntime runs again as the unprivileged user:
 // the attacks, the limits (enforced through rlimits there), lifecycle and egress.
 const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestArchiveRestoreSparse|TestEgressHook|TestEgressResolvConfSymlink|TestEgressEndToEnd|TestEgressSurvivesANewListener|TestEgressSocketDirChecked|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes)$"
