@@ -40,6 +40,10 @@ func EgressStateLabel(sandboxID string) string { return "sandbox_egress/" + sand
 // loaded once on first use.
 type Plane struct {
 	Store *store.Store
+	// Getenv reads the settings this process takes from its environment (the secret key;
+	// on a shared database, the data directory); nil is os.Getenv. Tests give each of
+	// their control planes its own, as separate machines would have.
+	Getenv func(string) string
 
 	boxOnce sync.Once
 	box     *secretbox.Box
@@ -56,7 +60,7 @@ func (p *Plane) KeyFile() string { return filepath.Join(p.Store.Dir(), KeyFileNa
 // TRUEFORGE_SECRET_KEY when it is set, else from the key file.
 func (p *Plane) SecretBox() (*secretbox.Box, error) {
 	p.boxOnce.Do(func() {
-		p.box, p.boxErr = secretbox.Load(os.Getenv(secretbox.KeyEnv), p.KeyFile())
+		p.box, p.boxErr = secretbox.Load(p.getenv(secretbox.KeyEnv), p.KeyFile())
 		if p.boxErr != nil {
 			p.boxErr = fmt.Errorf("the control plane's secret key (%s, else %s): %w", secretbox.KeyEnv, p.KeyFile(), p.boxErr)
 		}
@@ -87,8 +91,28 @@ func (p *Plane) Open(sealed []byte, label, what string) ([]byte, error) {
 	return v, nil
 }
 
-// DataDir is where backends of this plane keep their files: beside the database.
-func (p *Plane) DataDir() string { return p.Store.Dir() }
+// getenv reads a setting from the process's environment (Getenv).
+func (p *Plane) getenv(name string) string {
+	if p.Getenv != nil {
+		return p.Getenv(name)
+	}
+	return os.Getenv(name)
+}
+
+// DataDir is where backends of this plane keep their files on this machine: beside an
+// SQLite database; for a shared one, store.DataDirEnv (TRUEFORGE_DATA_DIR) as Getenv
+// reads it, else the store's default (Store.Dir).
+func (p *Plane) DataDir() string {
+	if p.Store.Shared() {
+		if d := p.getenv(store.DataDirEnv); d != "" {
+			if abs, err := filepath.Abs(d); err == nil {
+				return abs
+			}
+			return d
+		}
+	}
+	return p.Store.Dir()
+}
 
 // EgressDir is where the harness's egress proxies keep their sockets: local-backend/egress
 // under the data directory, where harnesses have always put them. Running sandboxes bind

@@ -4,10 +4,12 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/user"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -31,6 +33,9 @@ type trueforgeProvider struct {
 	// backends, when set, replaces backends.Default(): tests poll and back off faster
 	// against the Daytona emulator, or fake what the local backend finds on the host.
 	backends backends.Registry
+	// getenv, when set, replaces os.Getenv for every setting the provider reads from its
+	// environment: tests that run in parallel give each control plane its own key.
+	getenv func(string) string
 }
 
 type providerModel struct {
@@ -81,34 +86,65 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 	}
 	dbURL := cfg.DatabaseURL.ValueString()
 	if dbURL == "" {
-		dbURL = os.Getenv(envDatabaseURL)
-	}
-	owner := cfg.Owner.ValueString()
-	if owner == "" {
-		owner = os.Getenv(envOwner)
-	}
-	if owner == "" {
-		if u, err := user.Current(); err == nil {
-			owner = u.Username
-		}
-	}
-	if owner == "" {
-		resp.Diagnostics.AddAttributeError(path.Root("owner"), "Missing Owner",
-			"The provider could not tell who is applying. Set owner in the provider block or the "+envOwner+" environment variable.")
-		return
+		dbURL = p.env(envDatabaseURL)
 	}
 	st, err := store.Open(ctx, dbURL)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("database_url"), "Unable To Open Control-Plane Database",
-			"The trueforge provider could not open its database.\n\nSet database_url (or "+envDatabaseURL+") to a writable SQLite path.\n\nOriginal Error: "+err.Error())
+			"The trueforge provider could not open its database.\n\nSet database_url (or "+envDatabaseURL+") to a writable SQLite path, "+
+				"or to a postgres:// URL of a PostgreSQL database and a role that may use it (see the PostgreSQL guide).\n\nOriginal Error: "+err.Error())
+		return
+	}
+	owner, ok := p.owner(cfg, st, &resp.Diagnostics)
+	if !ok {
+		st.Close()
 		return
 	}
 	cp := newControlPlane(st, owner)
+	cp.plane.Getenv = p.env
 	if p.backends != nil {
 		cp.backends = p.backends
 	}
 	resp.ResourceData = cp
 	resp.DataSourceData = cp
+}
+
+// owner is who applies. On PostgreSQL it is the role the connection authenticates as
+// (the database enforces it with row-level security), and a stated owner that differs
+// is refused rather than ignored: it would say one name and write another. On SQLite it
+// is the stated owner (the owner attribute, else TRUEFORGE_OWNER), else the OS user.
+func (p *trueforgeProvider) owner(cfg providerModel, st *store.Store, diags *diag.Diagnostics) (string, bool) {
+	claimed, from := cfg.Owner.ValueString(), "owner"
+	if claimed == "" {
+		claimed, from = p.env(envOwner), envOwner
+	}
+	if st.Shared() {
+		if claimed != "" && claimed != st.Role() {
+			diags.AddAttributeError(path.Root("owner"), "Owner Differs From Database Role",
+				fmt.Sprintf("%s is %q, but this control plane is on PostgreSQL, where the owner is the database role the connection "+
+					"authenticates as: %q. Remove owner from the provider block (and unset %s) to apply as %q, "+
+					"or set database_url to connect as role %q.", from, claimed, st.Role(), envOwner, st.Role(), claimed))
+			return "", false
+		}
+		return st.Role(), true
+	}
+	if claimed != "" {
+		return claimed, true
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username, true
+	}
+	diags.AddAttributeError(path.Root("owner"), "Missing Owner",
+		"The provider could not tell who is applying. Set owner in the provider block or the "+envOwner+" environment variable.")
+	return "", false
+}
+
+// env reads a setting from the provider's environment.
+func (p *trueforgeProvider) env(name string) string {
+	if p.getenv != nil {
+		return p.getenv(name)
+	}
+	return os.Getenv(name)
 }
 
 func (p *trueforgeProvider) Resources(context.Context) []func() resource.Resource {
