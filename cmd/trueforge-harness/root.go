@@ -77,8 +77,9 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 		return nil, fmt.Errorf("opening the control-plane database: %w", err)
 	}
 	h := &harness{g: g, store: st, logger: logger}
-	h.runtimes = backend.New(controlplane.New(st))
-	h.network = sandboxnet.New(netConfig(st, logger))
+	plane := controlplane.New(st)
+	h.runtimes = backend.New(plane)
+	h.network = sandboxnet.New(netConfig(plane, logger))
 	h.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: h.runtimes, Logger: logger,
 		Network: h.network})
 	return h, nil
@@ -87,8 +88,9 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 // netConfig configures the egress proxies of local sandboxes: sockets under the local
 // backend's directory, decisions into the session log, and the netd helper found by
 // sandboxnet.LocateHelper (this binary itself when it is static).
-func netConfig(st *store.Store, logger *slog.Logger) sandboxnet.Config {
-	cfg := sandboxnet.Config{Store: st, Dir: controlplane.New(st).EgressDir(), Logger: logger,
+func netConfig(plane *controlplane.Plane, logger *slog.Logger) sandboxnet.Config {
+	st := plane.Store
+	cfg := sandboxnet.Config{Store: st, Plane: plane, Dir: plane.EgressDir(), Logger: logger,
 		Record: func(ctx context.Context, sessionID string, p events.Payload) {
 			if _, err := events.Append(ctx, st, sessionID, "", p); err != nil {
 				logger.Warn("recording an egress decision failed", "session", sessionID, "err", err)

@@ -6,6 +6,8 @@
 package controlplane
 
 import (
+	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -17,11 +19,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
-
-// KeyFileName is the secret key's file beside the database, used when the key variable
-// (secretbox.KeyEnv, TRUEFORGE_SECRET_KEY) is not set. It is created with a random key,
-// mode 0600, on first use; one readable by group or others is refused.
-const KeyFileName = "secret.key"
 
 // Seal labels: every sealed value is bound to what it belongs to (the AEAD's additional
 // data), so a value copied to another row does not open there.
@@ -36,8 +33,8 @@ func SecretLabel(secretID string) string { return "secret/" + secretID }
 // placeholders), by the sandbox's id.
 func EgressStateLabel(sandboxID string) string { return "sandbox_egress/" + sandboxID }
 
-// Plane is one control plane as a process uses it: its store, and its secret key,
-// loaded once on first use.
+// Plane is one control plane as a process uses it: its store; its secret key, loaded
+// and checked against the plane on first use; its settings, read once.
 type Plane struct {
 	Store *store.Store
 	// Getenv reads the settings this process takes from its environment (the secret key;
@@ -45,49 +42,33 @@ type Plane struct {
 	// their control planes its own, as separate machines would have.
 	Getenv func(string) string
 
-	boxOnce sync.Once
-	box     *secretbox.Box
-	boxErr  error
+	mu       sync.Mutex
+	settings map[string]string // the store's settings, read once; nil until then
+	box      *secretbox.Box    // the checked secret box; nil until then
 }
 
 // New returns the plane of st.
 func New(st *store.Store) *Plane { return &Plane{Store: st} }
 
-// KeyFile is the secret key's file of the plane.
-func (p *Plane) KeyFile() string { return filepath.Join(p.Store.Dir(), KeyFileName) }
-
-// SecretBox returns the box that seals the plane's secrets: keyed from
-// TRUEFORGE_SECRET_KEY when it is set, else from the key file.
-func (p *Plane) SecretBox() (*secretbox.Box, error) {
-	p.boxOnce.Do(func() {
-		p.box, p.boxErr = secretbox.Load(p.getenv(secretbox.KeyEnv), p.KeyFile())
-		if p.boxErr != nil {
-			p.boxErr = fmt.Errorf("the control plane's secret key (%s, else %s): %w", secretbox.KeyEnv, p.KeyFile(), p.boxErr)
+// setting reads one of the plane's settings, reading them all on first use, and stores
+// value when it has none (value "" stores nothing). It returns the stored value. The
+// caller holds p.mu.
+func (p *Plane) setting(ctx context.Context, name, value string) (string, error) {
+	if p.settings == nil {
+		all, err := p.Store.Settings(ctx)
+		if err != nil {
+			return "", err
 		}
-	})
-	return p.box, p.boxErr
-}
-
-// Seal seals value under label.
-func (p *Plane) Seal(value []byte, label string) ([]byte, error) {
-	box, err := p.SecretBox()
-	if err != nil {
-		return nil, err
+		p.settings = all
 	}
-	return box.Seal(value, label)
-}
-
-// Open opens a value sealed under label; what says what it is, for the error.
-func (p *Plane) Open(sealed []byte, label, what string) ([]byte, error) {
-	box, err := p.SecretBox()
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", what, err)
+	if v, ok := p.settings[name]; ok || value == "" {
+		return v, nil
 	}
-	v, err := box.Open(sealed, label)
+	v, err := p.Store.InitSetting(ctx, name, value)
 	if err != nil {
-		return nil, fmt.Errorf("%s cannot be opened with this control plane's secret key (%s, else %s; was it changed?): %w",
-			what, secretbox.KeyEnv, p.KeyFile(), err)
+		return "", err
 	}
+	p.settings[name] = v
 	return v, nil
 }
 
@@ -119,28 +100,49 @@ func (p *Plane) DataDir() string {
 // their socket's directory, so it never moves.
 func (p *Plane) EgressDir() string { return filepath.Join(p.DataDir(), "local-backend", "egress") }
 
-// ID is a short, stable identifier of this control plane (a hash of the database's
-// absolute path): remote objects are labelled with it, so that two control planes that
-// share one backend account never list or sweep each other's. Moving the database
-// changes it.
-func (p *Plane) ID() string {
-	abs, err := filepath.Abs(p.Store.Path())
-	if err != nil {
-		abs = p.Store.Path()
+// settingPlaneID names the plane's id among its settings (shared databases only).
+const settingPlaneID = "plane_id"
+
+// ID is a short, stable identifier of this control plane: remote objects are labelled
+// with it, so that two control planes that share one backend account never list or sweep
+// each other's. On SQLite it is a hash of the database's absolute path (moving the
+// database changes it); on a shared database it is 16 random hex digits stored with the
+// plane by the first process that needs it, so every machine agrees.
+func (p *Plane) ID(ctx context.Context) (string, error) {
+	if !p.Store.Shared() {
+		abs, err := filepath.Abs(p.Store.Path())
+		if err != nil {
+			abs = p.Store.Path()
+		}
+		sum := sha256.Sum256([]byte(abs))
+		return hex.EncodeToString(sum[:])[:16], nil
 	}
-	sum := sha256.Sum256([]byte(abs))
-	return hex.EncodeToString(sum[:])[:16]
+	fresh := make([]byte, 8)
+	if _, err := rand.Read(fresh); err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id, err := p.setting(ctx, settingPlaneID, hex.EncodeToString(fresh))
+	if err != nil {
+		return "", fmt.Errorf("the control plane's id: %w", err)
+	}
+	return id, nil
 }
 
 // Provider is a sandbox provider's record as its backend is opened with it: its settings,
 // its API key opened (in memory only, never logged), the plane's data directory and id.
-func (p *Plane) Provider(rec store.SandboxProvider) (sandbox.ProviderConfig, error) {
+func (p *Plane) Provider(ctx context.Context, rec store.SandboxProvider) (sandbox.ProviderConfig, error) {
+	id, err := p.ID(ctx)
+	if err != nil {
+		return sandbox.ProviderConfig{}, err
+	}
 	cfg := sandbox.ProviderConfig{
 		Name: rec.Name, Type: rec.Type, APIURL: rec.APIURL, Target: rec.Target,
-		RequireLimits: rec.RequireLimits, DataDir: p.DataDir(), Plane: p.ID(),
+		RequireLimits: rec.RequireLimits, DataDir: p.DataDir(), Plane: id,
 	}
 	if len(rec.APIKeyEnc) > 0 {
-		key, err := p.Open(rec.APIKeyEnc, ProviderKeyLabel(rec.Name), fmt.Sprintf("the API key of sandbox provider %q", rec.Name))
+		key, err := p.Open(ctx, rec.APIKeyEnc, ProviderKeyLabel(rec.Name), fmt.Sprintf("the API key of sandbox provider %q", rec.Name))
 		if err != nil {
 			return cfg, err
 		}

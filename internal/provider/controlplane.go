@@ -44,24 +44,25 @@ func (cp *controlPlane) backend(p store.SandboxProvider) (sandbox.Backend, error
 }
 
 // settings is p as its backend sees it, without the API key: enough for plan-time checks.
-func (cp *controlPlane) settings(p store.SandboxProvider) sandbox.ProviderConfig {
+func (cp *controlPlane) settings(ctx context.Context, p store.SandboxProvider) (sandbox.ProviderConfig, error) {
+	id, err := cp.plane.ID(ctx)
 	return sandbox.ProviderConfig{Name: p.Name, Type: p.Type, APIURL: p.APIURL, Target: p.Target,
-		RequireLimits: p.RequireLimits, DataDir: cp.plane.DataDir(), Plane: cp.plane.ID()}
+		RequireLimits: p.RequireLimits, DataDir: cp.plane.DataDir(), Plane: id}, err
 }
 
 // opened is p as its backend is opened with it: its API key opened.
-func (cp *controlPlane) opened(p store.SandboxProvider) (sandbox.Backend, sandbox.ProviderConfig, error) {
+func (cp *controlPlane) opened(ctx context.Context, p store.SandboxProvider) (sandbox.Backend, sandbox.ProviderConfig, error) {
 	b, err := cp.backend(p)
 	if err != nil {
 		return nil, sandbox.ProviderConfig{}, err
 	}
-	cfg, err := cp.plane.Provider(p)
+	cfg, err := cp.plane.Provider(ctx, p)
 	return b, cfg, err
 }
 
 // builder returns the snapshot builder of a provider.
 func (cp *controlPlane) builder(ctx context.Context, p store.SandboxProvider) (sandbox.SnapshotBuilder, error) {
-	b, cfg, err := cp.opened(p)
+	b, cfg, err := cp.opened(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +112,12 @@ func (cp *controlPlane) checkEnvironment(ctx context.Context, p store.SandboxPro
 	if err != nil {
 		return // the provider's own type check reports it
 	}
-	addProblems(diags, b.CheckEnvironment(ctx, cp.settings(p), env))
+	settings, err := cp.settings(ctx, p)
+	if err != nil {
+		addOperationError(diags, "Control Plane Unavailable", fmt.Sprintf("environment %q", env.Name), err)
+		return
+	}
+	addProblems(diags, b.CheckEnvironment(ctx, settings, env))
 }
 
 // addProblems turns a backend's problems into diagnostics on their attributes.
@@ -152,7 +158,7 @@ func (cp *controlPlane) environmentSecrets(ctx context.Context, environment stri
 	if err != nil {
 		return nil, "", err
 	}
-	b, cfg, err := cp.opened(p)
+	b, cfg, err := cp.opened(ctx, p)
 	if err != nil {
 		return nil, "", err
 	}

@@ -53,7 +53,7 @@ func seededControlPlane(t *testing.T, f *controlPlaneFixture, edit func(*store.E
 			t.Fatal(err)
 		}
 	}
-	box, err := cp.plane.SecretBox()
+	box, err := cp.plane.SecretBox(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -447,7 +447,11 @@ func (r *sandboxProviderResource) validateCredentials(ctx context.Context, p *st
 			fmt.Sprintf("Type %q needs an API key. Set api_key_wo (with api_key_wo_version) or api_key.", p.Type))
 		return nil, nil, false
 	}
-	settings := r.cp.settings(*p)
+	settings, err := r.cp.settings(ctx, *p)
+	if err != nil {
+		addOperationError(diags, "Control Plane Unavailable", fmt.Sprintf("sandbox provider %q", p.Name), err)
+		return nil, nil, false
+	}
 	settings.APIKey = key
 	scopes, problems := b.CheckCredentials(ctx, settings)
 	var checked diag.Diagnostics
@@ -459,7 +463,7 @@ func (r *sandboxProviderResource) validateCredentials(ctx context.Context, p *st
 	if key == "" {
 		return scopes, nil, true
 	}
-	sealed, err := r.cp.plane.Seal([]byte(key), controlplane.ProviderKeyLabel(p.Name))
+	sealed, err := r.cp.plane.Seal(ctx, []byte(key), controlplane.ProviderKeyLabel(p.Name))
 	if err != nil {
 		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("sandbox provider %q, sealing its API key", p.Name), err)
 		return nil, nil, false

@@ -206,7 +206,7 @@ func storedAPIKey(t *testing.T, f *controlPlaneFixture) (key string, sealed []by
 	t.Helper()
 	cp, _ := f.controlPlane()
 	p := mustProvider(t, cp)
-	box, err := cp.plane.SecretBox()
+	box, err := cp.plane.SecretBox(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

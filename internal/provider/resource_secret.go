@@ -177,8 +177,8 @@ func (r *secretResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-func (r *secretResource) seal(id, value string, diags *diag.Diagnostics) []byte {
-	sealed, err := r.cp.plane.Seal([]byte(value), controlplane.SecretLabel(id))
+func (r *secretResource) seal(ctx context.Context, id, value string, diags *diag.Diagnostics) []byte {
+	sealed, err := r.cp.plane.Seal(ctx, []byte(value), controlplane.SecretLabel(id))
 	if err != nil {
 		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("secret %s, sealing its value", id), err)
 		return nil
@@ -201,7 +201,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 	}
 	id := store.SecretID(envName, plan.EnvName.ValueString())
 	value := secretCredential.value(ctx, plan.Value, req.Config, &resp.Diagnostics)
-	sealed := r.seal(id, value, &resp.Diagnostics)
+	sealed := r.seal(ctx, id, value, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -271,8 +271,8 @@ func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, res
 	// The control plane can open its own seal, so a value changed outside Terraform shows
 	// as drift of `value`. A write-only value is never in state and cannot drift-detect.
 	if !state.Value.IsNull() {
-		if _, err := r.cp.plane.SecretBox(); err == nil {
-			if pt, err := r.cp.plane.Open(sec.ValueEnc, controlplane.SecretLabel(sec.ID), "secret "+sec.ID); err == nil && !valueDrift {
+		if _, err := r.cp.plane.SecretBox(ctx); err == nil {
+			if pt, err := r.cp.plane.Open(ctx, sec.ValueEnc, controlplane.SecretLabel(sec.ID), "secret "+sec.ID); err == nil && !valueDrift {
 				state.Value = types.StringValue(string(pt))
 			} else {
 				state.Value = types.StringValue("") // unreadable: force a rotation to repair it
@@ -295,7 +295,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 	var sealed []byte
 	rotate := credentialChanged(plan.Value, state.Value, plan.ValueWOVersion, state.ValueWOVersion)
 	if rotate {
-		sealed = r.seal(id, secretCredential.value(ctx, plan.Value, req.Config, &resp.Diagnostics), &resp.Diagnostics)
+		sealed = r.seal(ctx, id, secretCredential.value(ctx, plan.Value, req.Config, &resp.Diagnostics), &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
 		}

@@ -41,7 +41,7 @@ func (f *controlPlaneFixture) secretOpensTo(want string) error {
 	if bytes.Contains(sec.ValueEnc, []byte(want)) {
 		return fmt.Errorf("the secret is stored in plaintext")
 	}
-	box, err := cp.plane.SecretBox()
+	box, err := cp.plane.SecretBox(f.t.Context())
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func TestAccSecret_rotationAndHosts(t *testing.T) {
 				// A value re-sealed outside Terraform is drift too.
 				PreConfig: func() {
 					cp, _ := f.controlPlane()
-					box, err := cp.plane.SecretBox()
+					box, err := cp.plane.SecretBox(f.t.Context())
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -5,7 +5,9 @@ package secretbox
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -22,9 +24,14 @@ const KeyEnv = "TRUEFORGE_SECRET_KEY"
 // version prefixes every sealed value so the format can change later.
 const version byte = 1
 
+// checkLabel is what a key's check value is computed over. Changing it changes every
+// stored check value: never do.
+const checkLabel = "trueforge secret key check v1"
+
 // Box seals and opens values.
 type Box struct {
-	aead cipher.AEAD
+	aead  cipher.AEAD
+	check string
 }
 
 // New returns a box for a 32-byte key.
@@ -40,8 +47,16 @@ func New(key []byte) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Box{aead: aead}, nil
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(checkLabel))
+	return &Box{aead: aead, check: hex.EncodeToString(mac.Sum(nil))}, nil
 }
+
+// CheckValue identifies the box's key without revealing it: HMAC-SHA256 of a fixed label
+// under the key, hex encoded. Stored with a control plane's database, it tells a process
+// holding another key that its key is not the one the stored values were sealed with,
+// before it seals anything.
+func (b *Box) CheckValue() string { return b.check }
 
 // Load returns a box keyed from envValue (the value of TRUEFORGE_SECRET_KEY) when it is
 // set, else from keyFile, creating that file with a random key (mode 0600) if missing. A

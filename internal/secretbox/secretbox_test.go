@@ -2,6 +2,8 @@ package secretbox
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,5 +69,35 @@ func TestEnvKey(t *testing.T) {
 	}
 	if _, err := b.Open(s[:5], "a"); err == nil {
 		t.Fatal("truncated value opened")
+	}
+}
+
+// The check value is a function of the key alone: the same key gives the same value
+// wherever it is loaded from, another key another value, and the value does not contain
+// the key in any encoding.
+func TestCheckValueIdentifiesTheKey(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	a, err := New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(base64.StdEncoding.EncodeToString(key), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.CheckValue() != b.CheckValue() || len(a.CheckValue()) != 64 {
+		t.Fatalf("check values of one key: %q, %q", a.CheckValue(), b.CheckValue())
+	}
+	other, err := New(bytes.Repeat([]byte{8}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.CheckValue() == a.CheckValue() {
+		t.Fatal("two keys have the same check value")
+	}
+	for _, enc := range []string{hex.EncodeToString(key), base64.StdEncoding.EncodeToString(key)} {
+		if strings.Contains(a.CheckValue(), enc[:16]) {
+			t.Fatalf("the check value %q contains the key", a.CheckValue())
+		}
 	}
 }

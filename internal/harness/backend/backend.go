@@ -62,7 +62,7 @@ func (r *Runtimes) Runtime(ctx context.Context, p store.SandboxProvider) (sandbo
 	if err != nil {
 		return nil, fmt.Errorf("sandbox provider %q: %w", p.Name, err)
 	}
-	cfg, err := r.Plane.Provider(p)
+	cfg, err := r.Plane.Provider(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (r *Runtimes) Secrets(ctx context.Context, p store.SandboxProvider) (sandbo
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := r.Plane.Provider(p)
+	cfg, err := r.Plane.Provider(ctx, p)
 	if err != nil {
 		return nil, err
 	}

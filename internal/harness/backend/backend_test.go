@@ -30,7 +30,7 @@ func TestDefaultOpensDaytona(t *testing.T) {
 	st := harnesstest.NewStore(t)
 	t.Setenv(secretbox.KeyEnv, "")
 	plane := controlplane.New(st)
-	sealed, err := plane.Seal([]byte(daytonatest.DefaultKey), controlplane.ProviderKeyLabel("dt"))
+	sealed, err := plane.Seal(t.Context(), []byte(daytonatest.DefaultKey), controlplane.ProviderKeyLabel("dt"))
 	if err != nil {
 		t.Fatal(err)
 	}

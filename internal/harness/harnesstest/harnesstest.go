@@ -71,7 +71,7 @@ func NewEnv(tb testing.TB) *Env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg, err := controlplane.New(st).Provider(prov)
+	cfg, err := controlplane.New(st).Provider(ctx, prov)
 	if err != nil {
 		tb.Fatal(err)
 	}

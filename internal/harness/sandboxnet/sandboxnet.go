@@ -80,6 +80,9 @@ import (
 // Config configures Proxies.
 type Config struct {
 	Store *store.Store
+	// Plane is the control plane of Store, whose secret key seals the proxies' state and
+	// opens secrets; nil is controlplane.New(Store).
+	Plane *controlplane.Plane
 	// Dir holds the sandboxes' socket directories; created 0700.
 	Dir string
 	// Helper is the static netd executable bound into each sandbox. Empty refuses to
@@ -104,10 +107,6 @@ type Config struct {
 type Proxies struct {
 	cfg Config
 
-	boxOnce sync.Once
-	box     *secretbox.Box
-	boxErr  error
-
 	mu   sync.Mutex
 	live map[string]*running
 }
@@ -130,12 +129,15 @@ func New(cfg Config) *Proxies {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Plane == nil {
+		cfg.Plane = controlplane.New(cfg.Store)
+	}
 	return &Proxies{cfg: cfg, live: map[string]*running{}}
 }
 
-func (x *Proxies) secretBox() (*secretbox.Box, error) {
-	x.boxOnce.Do(func() { x.box, x.boxErr = controlplane.New(x.cfg.Store).SecretBox() })
-	return x.box, x.boxErr
+// secretBox is the plane's secret box (loaded and checked once, by the plane).
+func (x *Proxies) secretBox(ctx context.Context) (*secretbox.Box, error) {
+	return x.cfg.Plane.SecretBox(ctx)
 }
 
 // maxSocketPath is the longest unix socket path Linux takes (sun_path less its NUL).
@@ -203,7 +205,7 @@ func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env s
 		}
 		return nil, nil, fmt.Errorf("environment %q lets sandboxes reach the network, which on the local backend goes through the harness's egress proxy and its static netd helper: %w", env.Name, why)
 	}
-	box, err := x.secretBox()
+	box, err := x.secretBox(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -258,7 +260,7 @@ func (x *Proxies) Ensure(ctx context.Context, sessionID, sandboxID string) (bool
 	if x.cfg.Helper == "" {
 		return false, fmt.Errorf("sandbox %s needs its egress proxy and the netd helper: %w", sandboxID, x.cfg.HelperErr)
 	}
-	box, err := x.secretBox()
+	box, err := x.secretBox(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -333,7 +335,7 @@ func (x *Proxies) start(ctx context.Context, rec store.SandboxEgress, st *egress
 // secretSource reads environment's secrets at each call, opened with the secret box.
 func (x *Proxies) secretSource(environment string) egress.SecretSource {
 	return func(ctx context.Context) ([]egress.Secret, error) {
-		box, err := x.secretBox()
+		box, err := x.secretBox(ctx)
 		if err != nil {
 			return nil, err
 		}
