@@ -81,3 +81,25 @@ func (s *Store) Runs(ctx context.Context, sessionID string) ([]Run, error) {
 	}
 	return out, rows.Err()
 }
+
+// RunningRuns lists every run still marked running, in every session, oldest heartbeat
+// first: what a harness replica looks through for runs whose harness died (the partial
+// index session_runs_one_running serves it).
+func (s *Store) RunningRuns(ctx context.Context) ([]Run, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, session_id, owner, heartbeat_at, started_at FROM session_runs WHERE status = 'running' ORDER BY heartbeat_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing running runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r := Run{Status: RunRunning}
+		var hb, st int64
+		if err := rows.Scan(&r.ID, &r.SessionID, &r.Owner, &hb, &st); err != nil {
+			return nil, err
+		}
+		r.HeartbeatAt, r.StartedAt = time.UnixMilli(hb), time.UnixMilli(st)
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
