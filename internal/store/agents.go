@@ -57,14 +57,28 @@ func (s *Store) UpdateAgent(ctx context.Context, a Agent) error {
 
 // GetAgent reads an agent by name.
 func (s *Store) GetAgent(ctx context.Context, name string) (Agent, error) {
-	var a Agent
-	var spec string
-	err := s.db.QueryRowContext(ctx, `SELECT id, name, owner, COALESCE(environment, ''), spec FROM agents WHERE name = ?`, name).Scan(&a.ID, &a.Name, &a.Owner, &a.Environment, &spec)
+	if c := s.config(ctx); c != nil {
+		return c.agent(name)
+	}
+	a, err := scanAgent(s.db.QueryRowContext(ctx, agentSelect+` WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, fmt.Errorf("agent %q: %w", name, ErrNotFound)
+		return a, agentNotFound(name)
 	}
 	if err != nil {
 		return a, fmt.Errorf("reading agent %q: %w", name, err)
+	}
+	return a, nil
+}
+
+func agentNotFound(name string) error { return fmt.Errorf("agent %q: %w", name, ErrNotFound) }
+
+const agentSelect = `SELECT id, name, owner, COALESCE(environment, ''), spec FROM agents`
+
+func scanAgent(sc interface{ Scan(...any) error }) (Agent, error) {
+	var a Agent
+	var spec string
+	if err := sc.Scan(&a.ID, &a.Name, &a.Owner, &a.Environment, &spec); err != nil {
+		return a, err
 	}
 	a.Spec = []byte(spec)
 	return a, nil

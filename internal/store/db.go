@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -17,6 +18,24 @@ type db struct {
 	sql     *sql.DB
 	dialect dialect
 	queries atomic.Int64
+	// writes is bumped before and after every statement that may change rows and after
+	// every commit: the config cache (config_cache.go) is valid only while it is unchanged.
+	writes atomic.Uint64
+}
+
+// writing brackets a statement that may change rows: call it before, and call the
+// function it returns after.
+func (d *db) writing() func() {
+	d.writes.Add(1)
+	return func() { d.writes.Add(1) }
+}
+
+// mayWrite reports whether q can change rows. Only a statement that starts with SELECT
+// is taken for a read; anything else (INSERT ... RETURNING through QueryRow, a WITH that
+// updates) counts as a write.
+func mayWrite(q string) bool {
+	q = strings.TrimLeft(q, " \t\r\n")
+	return len(q) < 6 || !strings.EqualFold(q[:6], "SELECT")
 }
 
 // querier is what store code queries through: the database, or one transaction.
@@ -28,18 +47,25 @@ type querier interface {
 
 func (d *db) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	d.queries.Add(1)
+	defer d.writing()()
 	res, err := d.sql.ExecContext(ctx, d.dialect.rebind(q), args...)
 	return res, forbidden(err)
 }
 
 func (d *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	d.queries.Add(1)
+	if mayWrite(q) {
+		defer d.writing()()
+	}
 	rows, err := d.sql.QueryContext(ctx, d.dialect.rebind(q), args...)
 	return rows, forbidden(err)
 }
 
 func (d *db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	d.queries.Add(1)
+	if mayWrite(q) {
+		defer d.writing()()
+	}
 	return d.sql.QueryRowContext(ctx, d.dialect.rebind(q), args...)
 }
 
@@ -51,12 +77,16 @@ type txn struct {
 
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	t.d.queries.Add(1)
+	defer t.d.writing()()
 	res, err := t.tx.ExecContext(ctx, t.d.dialect.rebind(q), args...)
 	return res, forbidden(err)
 }
 
 func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	t.d.queries.Add(1)
+	if mayWrite(q) {
+		defer t.d.writing()()
+	}
 	rows, err := t.tx.QueryContext(ctx, t.d.dialect.rebind(q), args...)
 	return rows, forbidden(err)
 }
@@ -72,6 +102,9 @@ func forbidden(err error) error {
 
 func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
 	t.d.queries.Add(1)
+	if mayWrite(q) {
+		defer t.d.writing()()
+	}
 	return t.tx.QueryRowContext(ctx, t.d.dialect.rebind(q), args...)
 }
 
@@ -116,6 +149,9 @@ func (s *Store) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *txn)
 		return err
 	}
 	s.db.queries.Add(1)
+	// What the transaction wrote becomes visible now: a config cache loaded meanwhile
+	// may have missed it.
+	defer s.db.writing()()
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("committing: %w", err)
 	}

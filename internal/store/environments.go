@@ -125,9 +125,12 @@ func (s *Store) UpdateEnvironment(ctx context.Context, e Environment) error {
 
 // GetEnvironment reads an environment by name.
 func (s *Store) GetEnvironment(ctx context.Context, name string) (Environment, error) {
+	if c := s.config(ctx); c != nil {
+		return c.environment(name)
+	}
 	e, err := scanEnv(s.db.QueryRowContext(ctx, envSelect+` WHERE e.name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return e, fmt.Errorf("environment %q: %w", name, ErrNotFound)
+		return e, envNotFound(name)
 	}
 	if err != nil {
 		return e, fmt.Errorf("reading environment %q: %w", name, err)
@@ -135,9 +138,18 @@ func (s *Store) GetEnvironment(ctx context.Context, name string) (Environment, e
 	return e, nil
 }
 
+func envNotFound(name string) error { return fmt.Errorf("environment %q: %w", name, ErrNotFound) }
+
 // ListEnvironments returns all environments ordered by name.
 func (s *Store) ListEnvironments(ctx context.Context) ([]Environment, error) {
-	rows, err := s.db.QueryContext(ctx, envSelect+` ORDER BY e.name`)
+	if c := s.config(ctx); c != nil {
+		return c.environments(), nil
+	}
+	return listEnvironments(ctx, s.db)
+}
+
+func listEnvironments(ctx context.Context, q querier) ([]Environment, error) {
+	rows, err := q.QueryContext(ctx, envSelect+` ORDER BY e.name`)
 	if err != nil {
 		return nil, fmt.Errorf("listing environments: %w", err)
 	}
@@ -171,6 +183,9 @@ func (s *Store) SnapshotHistory(ctx context.Context, env string) ([]string, erro
 
 // AgentsUsing lists the agents that reference an environment.
 func (s *Store) AgentsUsing(ctx context.Context, env string) ([]string, error) {
+	if c := s.config(ctx); c != nil {
+		return c.agentsUsing(env), nil
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT name FROM agents WHERE environment = ? ORDER BY name`, env)
 	if err != nil {
 		return nil, err

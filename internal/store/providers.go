@@ -74,29 +74,47 @@ func (s *Store) UpdateSandboxProvider(ctx context.Context, p SandboxProvider) er
 
 // GetSandboxProvider reads a provider by name.
 func (s *Store) GetSandboxProvider(ctx context.Context, name string) (SandboxProvider, error) {
-	return s.scanProvider(s.db.QueryRowContext(ctx, providerSelect+` WHERE name = ?`, name), name)
+	if c := s.config(ctx); c != nil {
+		return c.provider(name)
+	}
+	return readProvider(s.db.QueryRowContext(ctx, providerSelect+` WHERE name = ?`, name), name)
 }
 
 // OnlySandboxProvider returns the control plane's provider, or ErrNotFound.
 func (s *Store) OnlySandboxProvider(ctx context.Context) (SandboxProvider, error) {
-	return s.scanProvider(s.db.QueryRowContext(ctx, providerSelect+` LIMIT 1`), "")
+	if c := s.config(ctx); c != nil {
+		return c.provider("")
+	}
+	return readProvider(s.db.QueryRowContext(ctx, providerSelect+` LIMIT 1`), "")
 }
 
 const providerSelect = `SELECT name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner, require_limits FROM sandbox_providers`
 
-func (s *Store) scanProvider(row *sql.Row, name string) (SandboxProvider, error) {
-	var p SandboxProvider
-	var scopes string
-	var require sql.NullInt64
-	err := row.Scan(&p.Name, &p.Type, &p.APIURL, &p.Target, &p.APIKeyEnc, &scopes, &p.ReleaseSnapshot, &p.Status, &p.Owner, &require)
+// readProvider scans the provider the query for name ("" for any) returned.
+func readProvider(row *sql.Row, name string) (SandboxProvider, error) {
+	p, err := scanProvider(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		if name == "" {
-			return p, fmt.Errorf("no sandbox provider is configured: %w", ErrNotFound)
-		}
-		return p, fmt.Errorf("sandbox provider %q: %w", name, ErrNotFound)
+		return p, providerNotFound(name)
 	}
 	if err != nil {
 		return p, fmt.Errorf("reading sandbox provider %q: %w", name, err)
+	}
+	return p, nil
+}
+
+func providerNotFound(name string) error {
+	if name == "" {
+		return fmt.Errorf("no sandbox provider is configured: %w", ErrNotFound)
+	}
+	return fmt.Errorf("sandbox provider %q: %w", name, ErrNotFound)
+}
+
+func scanProvider(sc interface{ Scan(...any) error }) (SandboxProvider, error) {
+	var p SandboxProvider
+	var scopes string
+	var require sql.NullInt64
+	if err := sc.Scan(&p.Name, &p.Type, &p.APIURL, &p.Target, &p.APIKeyEnc, &scopes, &p.ReleaseSnapshot, &p.Status, &p.Owner, &require); err != nil {
+		return p, err
 	}
 	_ = json.Unmarshal([]byte(scopes), &p.Scopes)
 	if require.Valid {

@@ -72,9 +72,12 @@ func scanSecret(sc interface{ Scan(...any) error }) (Secret, error) {
 
 // GetSecret reads a secret by id.
 func (s *Store) GetSecret(ctx context.Context, id string) (Secret, error) {
+	if c := s.config(ctx); c != nil {
+		return c.secret(id)
+	}
 	sec, err := scanSecret(s.db.QueryRowContext(ctx, secretSelect+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return sec, fmt.Errorf("secret %s: %w", id, ErrNotFound)
+		return sec, secretNotFound(id)
 	}
 	if err != nil {
 		return sec, fmt.Errorf("reading secret %s: %w", id, err)
@@ -82,8 +85,13 @@ func (s *Store) GetSecret(ctx context.Context, id string) (Secret, error) {
 	return sec, nil
 }
 
+func secretNotFound(id string) error { return fmt.Errorf("secret %s: %w", id, ErrNotFound) }
+
 // ListSecrets returns an environment's secrets ordered by variable name.
 func (s *Store) ListSecrets(ctx context.Context, environment string) ([]Secret, error) {
+	if c := s.config(ctx); c != nil {
+		return c.secretsOf(environment), nil
+	}
 	rows, err := s.db.QueryContext(ctx, secretSelect+` WHERE environment = ? ORDER BY env_name`, environment)
 	if err != nil {
 		return nil, fmt.Errorf("listing secrets of environment %q: %w", environment, err)

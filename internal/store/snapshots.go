@@ -76,19 +76,32 @@ func (s *Store) SetSnapshotState(ctx context.Context, id, status, reason, logTai
 
 // GetSnapshot reads one snapshot.
 func (s *Store) GetSnapshot(ctx context.Context, id string) (Snapshot, error) {
+	if c := s.config(ctx); c != nil {
+		if sn, ok := c.snapshot(id); ok {
+			return sn, nil
+		}
+	}
 	return getSnapshot(ctx, s.db, id)
 }
 
 func getSnapshot(ctx context.Context, q querier, id string) (Snapshot, error) {
-	var sn Snapshot
-	var updated int64
-	err := q.QueryRowContext(ctx, `SELECT id, provider, build_hash, base, spec, status, reason, log_tail, builds, updated_at FROM snapshots WHERE id = ?`, id).
-		Scan(&sn.ID, &sn.Provider, &sn.BuildHash, &sn.Base, &sn.Spec, &sn.Status, &sn.Reason, &sn.LogTail, &sn.Builds, &updated)
+	sn, err := scanSnapshot(q.QueryRowContext(ctx, snapshotSelect+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return sn, fmt.Errorf("snapshot %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
 		return sn, fmt.Errorf("reading snapshot %s: %w", id, err)
+	}
+	return sn, nil
+}
+
+const snapshotSelect = `SELECT id, provider, build_hash, base, spec, status, reason, log_tail, builds, updated_at FROM snapshots`
+
+func scanSnapshot(sc interface{ Scan(...any) error }) (Snapshot, error) {
+	var sn Snapshot
+	var updated int64
+	if err := sc.Scan(&sn.ID, &sn.Provider, &sn.BuildHash, &sn.Base, &sn.Spec, &sn.Status, &sn.Reason, &sn.LogTail, &sn.Builds, &updated); err != nil {
+		return sn, err
 	}
 	sn.UpdatedAt = time.UnixMilli(updated)
 	return sn, nil

@@ -52,6 +52,9 @@ type Store struct {
 	// source is the URL or path the store was opened with (tests reopen it).
 	source string
 	now    func() time.Time
+	// cache, when set (EnableConfigCache), serves reads of the configuration from one
+	// consistent read until the next write (config_cache.go).
+	cache *configCache
 }
 
 // DefaultPath is the SQLite file used when no database URL is configured:
