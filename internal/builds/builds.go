@@ -110,7 +110,17 @@ func (c *Coordinator) Refresh(ctx context.Context, id string) (store.Snapshot, e
 
 // Wait polls snapshot id until it is Ready or Failed, or ctx ends. The build goes on
 // after a timeout; the returned error says so.
+//
+// The build it waits for may be another process's, which records the outcome in the
+// store (a failure to start it has no trace in the backend at all): every poll reads the
+// database, past the provider's config cache (store.Fresh).
 func (c *Coordinator) Wait(ctx context.Context, id string) (store.Snapshot, error) {
+	fresh := *c
+	fresh.Store = c.Store.Fresh()
+	return fresh.wait(ctx, id)
+}
+
+func (c *Coordinator) wait(ctx context.Context, id string) (store.Snapshot, error) {
 	poll := c.Poll
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
