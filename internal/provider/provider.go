@@ -100,6 +100,7 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 		st.Close()
 		return
 	}
+	st.EnableConfigCache() // a plan reads the configuration once, not per resource (store/config_cache.go)
 	cp := newControlPlane(st, owner)
 	cp.plane.Getenv = p.env
 	if p.backends != nil {
