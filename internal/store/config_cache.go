@@ -128,7 +128,7 @@ func (s *Store) loadConfig(ctx context.Context, gen uint64) (*configSnapshot, er
 	if s.db.dialect == postgres {
 		opts.Isolation = sql.LevelRepeatableRead
 	}
-	s.db.queries.Add(1)
+	s.db.count()
 	sqlTx, err := s.db.sql.BeginTx(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("beginning the read of the configuration: %w", err)
@@ -153,7 +153,7 @@ func (s *Store) loadConfig(ctx context.Context, gen uint64) (*configSnapshot, er
 	if snap.agents, err = selectAll(ctx, tx, agentSelect+` ORDER BY name`, scanAgent); err != nil {
 		return nil, err
 	}
-	s.db.queries.Add(1)
+	s.db.count()
 	if err := sqlTx.Commit(); err != nil {
 		return nil, fmt.Errorf("ending the read of the configuration: %w", err)
 	}

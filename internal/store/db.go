@@ -21,6 +21,8 @@ type db struct {
 	// writes is bumped before and after every statement that may change rows and after
 	// every commit: the config cache (config_cache.go) is valid only while it is unchanged.
 	writes atomic.Uint64
+	// log, when the process asks for it (QueryLogEnv), records the running count.
+	log *queryLog
 }
 
 // writing brackets a statement that may change rows: call it before, and call the
@@ -46,14 +48,14 @@ type querier interface {
 }
 
 func (d *db) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	d.queries.Add(1)
+	d.count()
 	defer d.writing()()
 	res, err := d.sql.ExecContext(ctx, d.dialect.rebind(q), args...)
 	return res, forbidden(err)
 }
 
 func (d *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	d.queries.Add(1)
+	d.count()
 	if mayWrite(q) {
 		defer d.writing()()
 	}
@@ -62,7 +64,7 @@ func (d *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 }
 
 func (d *db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	d.queries.Add(1)
+	d.count()
 	if mayWrite(q) {
 		defer d.writing()()
 	}
@@ -76,14 +78,14 @@ type txn struct {
 }
 
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	t.d.queries.Add(1)
+	t.d.count()
 	defer t.d.writing()()
 	res, err := t.tx.ExecContext(ctx, t.d.dialect.rebind(q), args...)
 	return res, forbidden(err)
 }
 
 func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	t.d.queries.Add(1)
+	t.d.count()
 	if mayWrite(q) {
 		defer t.d.writing()()
 	}
@@ -101,7 +103,7 @@ func forbidden(err error) error {
 }
 
 func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	t.d.queries.Add(1)
+	t.d.count()
 	if mayWrite(q) {
 		defer t.d.writing()()
 	}
@@ -139,7 +141,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) error {
 }
 
 func (s *Store) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *txn) error) error {
-	s.db.queries.Add(1)
+	s.db.count()
 	tx, err := s.db.sql.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
@@ -148,7 +150,7 @@ func (s *Store) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *txn)
 		tx.Rollback()
 		return err
 	}
-	s.db.queries.Add(1)
+	s.db.count()
 	// What the transaction wrote becomes visible now: a config cache loaded meanwhile
 	// may have missed it.
 	defer s.db.writing()()

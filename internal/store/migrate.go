@@ -363,7 +363,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // COMMITTED on PostgreSQL, not in inTx's SERIALIZABLE: the version is read after the
 // lock is granted, so it must see what the lock's previous holder committed.
 func (s *Store) applyMigration(ctx context.Context, version int, text string) error {
-	s.db.queries.Add(1)
+	s.db.count()
 	sqlTx, err := s.db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -393,7 +393,7 @@ func (s *Store) applyMigration(ctx context.Context, version int, text string) er
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`, version, s.stamp()); err != nil {
 		return err
 	}
-	s.db.queries.Add(1)
+	s.db.count()
 	return sqlTx.Commit()
 }
 

@@ -127,7 +127,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
 	sdb.SetMaxOpenConns(4)
-	s := &Store{db: &db{sql: sdb, dialect: sqlite}, path: path, source: databaseURL, now: time.Now}
+	s := &Store{db: &db{sql: sdb, dialect: sqlite, log: openQueryLog()}, path: path, source: databaseURL, now: time.Now}
 	if err := s.migrate(ctx); err != nil {
 		sdb.Close()
 		return nil, err
@@ -144,7 +144,7 @@ func openPostgres(ctx context.Context, databaseURL string) (*Store, error) {
 	}
 	sdb.SetMaxOpenConns(8)
 	sdb.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{db: &db{sql: sdb, dialect: postgres}, source: databaseURL, now: time.Now}
+	s := &Store{db: &db{sql: sdb, dialect: postgres, log: openQueryLog()}, source: databaseURL, now: time.Now}
 	fail := func(err error) (*Store, error) {
 		sdb.Close()
 		return nil, err
