@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/builds"
@@ -164,6 +165,50 @@ func (cp *controlPlane) environmentSecrets(ctx context.Context, environment stri
 	}
 	s, err := b.Secrets(ctx, cfg)
 	return s, b.Info().Title, err
+}
+
+// addOwnerError reports that the caller would change or delete an object of kind that
+// owner owns, and what the caller can do: on PostgreSQL the owner is a database role.
+func (cp *controlPlane) addOwnerError(diags *diag.Diagnostics, kind, name, owner, verb string) {
+	next := fmt.Sprintf("Ask its owner, or apply with owner = %q if you are acting for them.", owner)
+	if cp.store.Shared() {
+		next = fmt.Sprintf("On this PostgreSQL control plane each role changes only what it created, and the database enforces it. "+
+			"Ask its owner, or apply as role %q (in database_url) if you are acting for them.", owner)
+	}
+	diags.AddError(kind+" Owned By Another User",
+		fmt.Sprintf("%s %q is owned by %q and cannot be %s by %q. %s", kind, name, owner, verb, cp.owner, next))
+}
+
+// refuseOthers adds an error at plan time when req would change or delete an object of
+// kind that another role owns, on a database that enforces ownership: on PostgreSQL,
+// row-level security would refuse the write at apply, or hide the row so that the write
+// changed nothing and looked like success. owner is the object's owner ("" when
+// unknown). Environments and their secrets are checked on every database by their own
+// ModifyPlan; this covers what only the database enforces (agents, the sandbox provider).
+func (cp *controlPlane) refuseOthers(req resource.ModifyPlanRequest, kind, name, owner string, diags *diag.Diagnostics) bool {
+	if !cp.store.Shared() || owner == "" || owner == cp.owner || req.State.Raw.IsNull() || req.Plan.Raw.Equal(req.State.Raw) {
+		return false
+	}
+	verb := "changed"
+	if req.Plan.Raw.IsNull() {
+		verb = "deleted"
+	}
+	cp.addOwnerError(diags, kind, name, owner, verb)
+	return true
+}
+
+// othersSecret reports whether a secret of environment that this role cannot find may
+// simply be hidden from it: on PostgreSQL only an environment's owner (and harness
+// roles) may read its secrets, so another team planning a shared configuration cannot
+// see them. Its plan keeps such a secret as its state says, rather than planning to
+// create one that exists; changing it is refused at plan as for any secret of another's
+// environment.
+func (cp *controlPlane) othersSecret(ctx context.Context, environment string) bool {
+	if !cp.store.Shared() {
+		return false
+	}
+	env, err := cp.store.GetEnvironment(ctx, environment)
+	return err == nil && env.Owner != cp.owner
 }
 
 // ignoreNotFound is err, or nil when it says that something does not exist.

@@ -22,6 +22,10 @@ func addOperationError(diags *diag.Diagnostics, summary, object string, err erro
 func nextStep(err error) string {
 	var api sandbox.APIError
 	switch {
+	case errors.Is(err, store.ErrForbidden):
+		return "The PostgreSQL control plane refused this database role (its answer is above): each role may change only what it created, " +
+			"and team roles may not touch the harness's tables. Apply as the role that owns the object, or, if the role lacks the trueforge grants, " +
+			"have the database's owner run `trueforge-harness db roles --team <role> --apply`."
 	case errors.Is(err, store.ErrNotFound):
 		return "It was removed outside Terraform while this command ran. Run terraform plan again: the refresh shows what is left, and apply recreates what is missing."
 	case errors.As(err, &api):

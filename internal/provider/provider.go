@@ -4,6 +4,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -17,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -103,6 +105,13 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 	st.EnableConfigCache() // a plan reads the configuration once, not per resource (store/config_cache.go)
 	cp := newControlPlane(st, owner)
 	cp.plane.Getenv = p.env
+	// The key is checked against the control plane before any resource runs, so that a
+	// machine with the wrong key (or none, on PostgreSQL) writes nothing at all.
+	if _, err := cp.plane.SecretBox(ctx); err != nil {
+		addKeyError(&resp.Diagnostics, err)
+		st.Close()
+		return
+	}
 	if p.backends != nil {
 		cp.backends = p.backends
 	}
@@ -138,6 +147,19 @@ func (p *trueforgeProvider) owner(cfg providerModel, st *store.Store, diags *dia
 	diags.AddAttributeError(path.Root("owner"), "Missing Owner",
 		"The provider could not tell who is applying. Set owner in the provider block or the "+envOwner+" environment variable.")
 	return "", false
+}
+
+// addKeyError reports a secret key the control plane cannot use.
+func addKeyError(diags *diag.Diagnostics, err error) {
+	switch {
+	case errors.Is(err, controlplane.ErrKeyRequired):
+		diags.AddError("Missing Secret Key", err.Error()+".")
+	case errors.Is(err, controlplane.ErrWrongKey):
+		diags.AddError("Wrong Secret Key", err.Error()+".")
+	default:
+		diags.AddError("Secret Key Unavailable", "The control plane's secret key could not be loaded or checked: "+err.Error()+
+			"\n\nFix the key (TRUEFORGE_SECRET_KEY, or the key file named above) or the database connection, then run the command again.")
+	}
 }
 
 // env reads a setting from the provider's environment.

@@ -329,7 +329,22 @@ func (r *agentResource) ValidateConfig(ctx context.Context, req resource.Validat
 	m.validate(ctx, false, &resp.Diagnostics)
 }
 
+// refuseOthers refuses to plan a change or deletion of another role's agent where the
+// database enforces ownership (controlPlane.refuseOthers).
+func (r *agentResource) refuseOthers(ctx context.Context, req resource.ModifyPlanRequest, diags *diag.Diagnostics) bool {
+	if !r.cp.store.Shared() || req.State.Raw.IsNull() || req.Plan.Raw.Equal(req.State.Raw) {
+		return false // nothing to check: decode nothing
+	}
+	var name, owner types.String
+	diags.Append(req.State.GetAttribute(ctx, path.Root("name"), &name)...)
+	diags.Append(req.State.GetAttribute(ctx, path.Root("owner"), &owner)...)
+	return r.cp.refuseOthers(req, "Agent", name.ValueString(), owner.ValueString(), diags)
+}
+
 func (r *agentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.cp != nil && r.refuseOthers(ctx, req, &resp.Diagnostics) {
+		return
+	}
 	if req.Plan.Raw.IsNull() || r.cp == nil || req.Plan.Raw.Equal(req.State.Raw) {
 		// Destroy, or no change at all: nothing selects an environment anew.
 		return

@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -243,7 +242,7 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 		var state environmentModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		if !state.Owner.IsNull() && state.Owner.ValueString() != r.cp.owner {
-			addOwnerError(&resp.Diagnostics, state.Name.ValueString(), state.Owner.ValueString(), r.cp.owner, "deleted")
+			r.cp.addOwnerError(&resp.Diagnostics, "Environment", state.Name.ValueString(), state.Owner.ValueString(), "deleted")
 		}
 		return
 	}
@@ -282,7 +281,7 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	plan.Owner = state.Owner
 	if state.Owner.ValueString() != r.cp.owner {
-		addOwnerError(&resp.Diagnostics, state.Name.ValueString(), state.Owner.ValueString(), r.cp.owner, "changed")
+		r.cp.addOwnerError(&resp.Diagnostics, "Environment", state.Name.ValueString(), state.Owner.ValueString(), "changed")
 		return
 	}
 	rebuild := !known || plan.BuildHash.ValueString() != state.BuildHash.ValueString() ||
@@ -360,7 +359,3 @@ func (m *environmentModel) environmentSpec(ctx context.Context) sandbox.Environm
 	return sandbox.EnvironmentSpec{Name: m.Name.ValueString(), Spec: spec, BlockAll: blockAll, AllowDomains: allow}
 }
 
-func addOwnerError(diags *diag.Diagnostics, env, owner, caller, verb string) {
-	diags.AddError("Environment Owned By Another User",
-		fmt.Sprintf("Environment %q is owned by %q and cannot be %s by %q. Ask its owner, or apply with owner = %q if you are acting for them.", env, owner, verb, caller, owner))
-}

@@ -213,7 +213,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 		return
 	}
 	if env.Owner != r.cp.owner {
-		addOwnerError(&resp.Diagnostics, name, env.Owner, r.cp.owner, "changed")
+		r.cp.addOwnerError(&resp.Diagnostics, "Environment", name, env.Owner, "changed")
 		return
 	}
 	coord, prov, err := r.cp.coordinator(ctx, env.Provider)
@@ -277,7 +277,7 @@ func (r *environmentResource) Delete(ctx context.Context, req resource.DeleteReq
 		return
 	}
 	if env.Owner != r.cp.owner {
-		addOwnerError(&resp.Diagnostics, name, env.Owner, r.cp.owner, "deleted")
+		r.cp.addOwnerError(&resp.Diagnostics, "Environment", name, env.Owner, "deleted")
 		return
 	}
 	err = r.cp.store.DeleteEnvironment(ctx, name)

@@ -194,7 +194,7 @@ func (r *sandboxProviderResource) ValidateConfig(ctx context.Context, req resour
 // backend would refuse or not honour about the default environment (CheckEnvironment:
 // on the local backend, whether sandboxes get their limits on this host).
 func (r *sandboxProviderResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
+	if r.refuseOthers(ctx, req, &resp.Diagnostics) || req.Plan.Raw.IsNull() {
 		return
 	}
 	r.checkDefaultEnvironment(ctx, req, resp)
@@ -209,6 +209,22 @@ func (r *sandboxProviderResource) ModifyPlan(ctx context.Context, req resource.M
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
 	resp.Diagnostics.AddWarning("Sandbox Provider Will Be Repaired",
 		fmt.Sprintf("Sandbox provider status is %q: its reserved default environment is missing. Apply recreates it.", status.ValueString()))
+}
+
+// refuseOthers refuses to plan a change or deletion of another role's sandbox provider
+// where the database enforces ownership (controlPlane.refuseOthers). The provider's
+// owner is not an attribute: it is read from the store, only there.
+func (r *sandboxProviderResource) refuseOthers(ctx context.Context, req resource.ModifyPlanRequest, diags *diag.Diagnostics) bool {
+	if r.cp == nil || !r.cp.store.Shared() || req.State.Raw.IsNull() || req.Plan.Raw.Equal(req.State.Raw) {
+		return false
+	}
+	var name types.String
+	diags.Append(req.State.GetAttribute(ctx, path.Root("name"), &name)...)
+	p, err := r.cp.store.GetSandboxProvider(ctx, name.ValueString())
+	if err != nil {
+		return false // gone: Read plans it away; anything else surfaces where it is used
+	}
+	return r.cp.refuseOthers(req, "Sandbox Provider", p.Name, p.Owner, diags)
 }
 
 // checkDefaultEnvironment adds the backend's findings about the default environment

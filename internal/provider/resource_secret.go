@@ -147,7 +147,7 @@ func (r *secretResource) checkEnvironment(ctx context.Context, name string, addi
 		return true
 	}
 	if env.Owner != r.cp.owner {
-		addOwnerError(diags, name, env.Owner, r.cp.owner, "changed (its secrets are part of it)")
+		r.cp.addOwnerError(diags, "Environment", name, env.Owner, "changed (its secrets are part of it)")
 		return true
 	}
 	if adding && env.BlockAll && planning {
@@ -254,6 +254,9 @@ func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, res
 	}
 	sec, err := r.cp.store.GetSecret(ctx, state.ID.ValueString())
 	if errors.Is(err, store.ErrNotFound) {
+		if r.cp.othersSecret(ctx, state.Environment.ValueString()) {
+			return // not this role's to see: the state stays as it is
+		}
 		resp.State.RemoveResource(ctx)
 		return
 	}
@@ -333,7 +336,7 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 		return
 	}
 	if env, err := r.cp.store.GetEnvironment(ctx, state.Environment.ValueString()); err == nil && env.Owner != r.cp.owner {
-		addOwnerError(&resp.Diagnostics, env.Name, env.Owner, r.cp.owner, "changed (its secrets are part of it)")
+		r.cp.addOwnerError(&resp.Diagnostics, "Environment", env.Name, env.Owner, "changed (its secrets are part of it)")
 		return
 	}
 	bs, title, err := r.cp.environmentSecrets(ctx, state.Environment.ValueString())
