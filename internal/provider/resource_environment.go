@@ -358,4 +358,3 @@ func (m *environmentModel) environmentSpec(ctx context.Context) sandbox.Environm
 	blockAll, allow := m.network(ctx)
 	return sandbox.EnvironmentSpec{Name: m.Name.ValueString(), Spec: spec, BlockAll: blockAll, AllowDomains: allow}
 }
-
