@@ -42,10 +42,11 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.databaseURL, "database-url", os.Getenv("TRUEFORGE_DATABASE_URL"),
-		"control-plane database (default $TRUEFORGE_DATABASE_URL, else ~/.local/share/trueforge/trueforge.db)")
+		"control-plane database: an SQLite file, or a postgres:// URL (default $TRUEFORGE_DATABASE_URL, else ~/.local/share/trueforge/trueforge.db)")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TRUEFORGE_LOG_LEVEL", "warn"), "harness log level on stderr: debug, info, warn, error")
-	root.PersistentFlags().StringVar(&g.owner, "owner", os.Getenv("TRUEFORGE_OWNER"), "who you are, checked against a session's owner (default $TRUEFORGE_OWNER, else the OS user)")
-	root.AddCommand(newRunCmd(g), newChatCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newServeCmd(g), newVersionCmd())
+	root.PersistentFlags().StringVar(&g.owner, "owner", os.Getenv("TRUEFORGE_OWNER"),
+		"who you are, checked against a session's owner (default $TRUEFORGE_OWNER, else the OS user); on PostgreSQL you are the database role, and a different --owner is refused")
+	root.AddCommand(newRunCmd(g), newChatCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newServeCmd(g), newDBCmd(g), newVersionCmd())
 	return root
 }
 
@@ -58,7 +59,10 @@ func envOr(k, d string) string {
 
 // harness is what a command works with.
 type harness struct {
-	g        *globals
+	g *globals
+	// me is the caller: the owner of the sessions it starts and the only one who may
+	// touch them (see identity).
+	me       string
 	store    *store.Store
 	runtimes *backend.Runtimes
 	manager  *lifecycle.Manager
@@ -76,7 +80,12 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 	if err != nil {
 		return nil, fmt.Errorf("opening the control-plane database: %w", err)
 	}
-	h := &harness{g: g, store: st, logger: logger}
+	me, err := g.identity(st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	h := &harness{g: g, me: me, store: st, logger: logger}
 	plane := controlplane.New(st)
 	h.runtimes = backend.New(plane)
 	h.network = sandboxnet.New(netConfig(plane, logger))
@@ -109,15 +118,26 @@ func (h *harness) close() {
 	h.store.Close()
 }
 
-// me is the caller's owner name.
-func (g *globals) me() string {
+// identity is who the caller is. On PostgreSQL it is the database role the connection
+// authenticates as, never a claim: the database keeps each role to its own sessions, so
+// an --owner (or TRUEFORGE_OWNER) naming anyone else is refused rather than ignored. On
+// SQLite it is --owner, else the OS user.
+func (g *globals) identity(st *store.Store) (string, error) {
+	if st.Shared() {
+		if g.owner != "" && g.owner != st.Role() {
+			return "", fmt.Errorf("--owner (or TRUEFORGE_OWNER) is %q, but this control plane is on PostgreSQL, where you are the database role "+
+				"this harness connects as: %q. Drop --owner and unset TRUEFORGE_OWNER to act as %q, or connect as role %q in --database-url",
+				g.owner, st.Role(), st.Role(), g.owner)
+		}
+		return st.Role(), nil
+	}
 	if g.owner != "" {
-		return g.owner
+		return g.owner, nil
 	}
 	if u, err := user.Current(); err == nil {
-		return u.Username
+		return u.Username, nil
 	}
-	return ""
+	return "", nil
 }
 
 // openSession opens the harness for a command on session id, which the caller must own.
@@ -142,7 +162,7 @@ func (g *globals) openSession(ctx context.Context, cmd *cobra.Command, id string
 // is "", else id, which the caller must own.
 func (h *harness) session(ctx context.Context, r *runner.Runner, id string) (string, error) {
 	if id == "" {
-		return r.NewSession(ctx, h.g.me())
+		return r.NewSession(ctx, h.me)
 	}
 	s, err := h.store.GetSession(ctx, id)
 	if err != nil {
@@ -156,8 +176,12 @@ func (h *harness) session(ctx context.Context, r *runner.Runner, id string) (str
 
 // checkOwner refuses to touch another owner's session: a session id is not authorization.
 func (h *harness) checkOwner(s store.Session) error {
-	if me := h.g.me(); s.Owner != me {
-		return fmt.Errorf("session %s belongs to %q, not to you (%q); run as its owner (--owner or TRUEFORGE_OWNER)", s.ID, s.Owner, me)
+	if s.Owner != h.me {
+		how := "--owner or TRUEFORGE_OWNER"
+		if h.store.Shared() {
+			how = "connect as its role in --database-url"
+		}
+		return fmt.Errorf("session %s belongs to %q, not to you (%q); run as its owner (%s)", s.ID, s.Owner, h.me, how)
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 		Short: "List your sessions' sandboxes with their recorded state, and your backend sandboxes no session points at",
 		Args:  cobra.NoArgs,
 		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
-			recs, err := h.store.ListOwnedSessionSandboxes(ctx, g.me())
+			recs, err := h.store.ListOwnedSessionSandboxes(ctx, h.me)
 			if err != nil {
 				return err
 			}
@@ -31,7 +31,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.SandboxID, r.SessionID, r.State, r.SnapshotID, r.Environment, r.Provider,
 					r.LastUsedAt.UTC().Format(time.RFC3339), r.ActiveExecs)
 			}
-			orphans, err := findOrphans(cmd, h, g.me(), 0)
+			orphans, err := findOrphans(cmd, h, h.me, 0)
 			if err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 			"--min-age are touched: a harness records a sandbox just after creating it, so a younger one may be in use.",
 		Args: cobra.NoArgs,
 		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
-			orphans, err := findOrphans(cmd, h, g.me(), minAge)
+			orphans, err := findOrphans(cmd, h, h.me, minAge)
 			if err != nil {
 				return err
 			}

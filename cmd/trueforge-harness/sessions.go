@@ -23,7 +23,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Short: "List sessions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
-			ss, err := h.store.ListSessions(ctx, g.me(), agent)
+			ss, err := h.store.ListSessions(ctx, h.me, agent)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
+	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 )
 
 // TestMain builds the harness static once, as the netd helper of the tests' local
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv(sandboxnet.HelperEnv, bin)
 	code := m.Run()
+	pgtest.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
