@@ -21,6 +21,12 @@ const Type = "local"
 type Backend struct {
 	// Probe, when set, replaces ProbeLimits (tests).
 	Probe func(sandbox.Limits) []sandbox.UnenforcedLimit
+	// SharedDir, when set, holds the snapshots instead of DataDir/local-backend: a
+	// directory every machine of the control plane mounts at this path (SharedDirEnv).
+	SharedDir string
+	// Machine is the machine this backend runs on; zero means ThisMachine(). A test sets
+	// another to stand for a second machine.
+	Machine Machine
 
 	mu       sync.Mutex
 	builders map[string]*Builder // by root: a Builder sweeps and probes when it is made
@@ -28,8 +34,9 @@ type Backend struct {
 
 var _ sandbox.Backend = (*Backend)(nil)
 
-// NewBackend returns the local backend.
-func NewBackend() *Backend { return &Backend{} }
+// NewBackend returns the local backend, keeping its snapshots in the shared directory
+// named by SharedDirEnv when that is set.
+func NewBackend() *Backend { return &Backend{SharedDir: os.Getenv(SharedDirEnv)} }
 
 // Info describes the backend.
 func (b *Backend) Info() sandbox.Info {
@@ -107,7 +114,10 @@ func (b *Backend) Builder(_ context.Context, p sandbox.ProviderConfig) (sandbox.
 }
 
 func (b *Backend) builder(p sandbox.ProviderConfig) (*Builder, error) {
-	root := Root(p.DataDir)
+	root, err := b.snapshotRoot(p.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if bl, ok := b.builders[root]; ok {
@@ -117,6 +127,7 @@ func (b *Backend) builder(p sandbox.ProviderConfig) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
+	bl.place = b.place(bl.root)
 	if b.builders == nil {
 		b.builders = map[string]*Builder{}
 	}

@@ -61,6 +61,9 @@ type Builder struct {
 	ids *idMapper
 	// exe is this program, which runs the setup step of builds (setup.go).
 	exe string
+	// place is where the backend that made this builder says its snapshots are
+	// (place.go); zero for a builder made by NewBuilder alone: root, on this machine.
+	place sandbox.Place
 }
 
 var _ sandbox.SnapshotBuilder = (*Builder)(nil)
