@@ -50,9 +50,10 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 	}
 	if !claimed {
 		// Someone else built or is building it. If the row says Ready but the backend lost
-		// the snapshot (deleted out of band), take it over and build again.
+		// the snapshot (deleted out of band), take it over and build again; unless its
+		// files are on another machine, where this builder cannot see them.
 		if cur.Status == sandbox.StatusReady {
-			if _, err := c.Builder.BuildState(ctx, id); errors.Is(err, sandbox.ErrNotFound) {
+			if _, err := c.Builder.BuildState(ctx, id); errors.Is(err, sandbox.ErrNotFound) && !c.elsewhere(ctx, id) {
 				if err := c.Store.SetSnapshotState(ctx, id, sandbox.StatusFailed, "snapshot was deleted outside trueforge", ""); err != nil {
 					return cur, err
 				}
@@ -60,6 +61,9 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 			}
 		}
 		return cur, nil
+	}
+	if err := c.recordPlace(ctx, id); err != nil {
+		return cur, err
 	}
 	// A failed build's leftovers must go before the new attempt, unless the backend's
 	// StartBuild sorts out what it holds under the id itself (reuse, re-activate, replace).
@@ -89,6 +93,10 @@ func (c *Coordinator) Refresh(ctx context.Context, id string) (store.Snapshot, e
 	switch {
 	case errors.Is(err, sandbox.ErrNotFound) && snap.Status == sandbox.StatusBuilding && time.Since(snap.UpdatedAt) < startGrace:
 		// Claimed a moment ago by another apply that is about to start the build.
+		return snap, nil
+	case errors.Is(err, sandbox.ErrNotFound) && c.elsewhere(ctx, id):
+		// Built, or building, on another machine: this builder cannot see it, and the row
+		// is the best word on it (the harness there refuses it if it is gone).
 		return snap, nil
 	case errors.Is(err, sandbox.ErrNotFound):
 		reason := "snapshot was deleted outside trueforge"
@@ -174,4 +182,33 @@ func (c *Coordinator) RemoveFiles(ctx context.Context, ids []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// recordPlace records where this builder puts the files of snapshot id, when its
+// snapshots are files on a machine (sandbox.Placed: the local backend, whose
+// Capabilities.RemoteSnapshots is false), so that a harness on another machine refuses
+// the snapshot with a message naming it and its host. It runs when a build is claimed:
+// the claimer is the one that builds.
+func (c *Coordinator) recordPlace(ctx context.Context, id string) error {
+	pl, ok := c.Builder.(sandbox.Placed)
+	if !ok {
+		return nil
+	}
+	return c.Store.SetSnapshotHost(ctx, id, pl.SnapshotPlace().Encode())
+}
+
+// elsewhere reports whether snapshot id's files are recorded at a place this builder does
+// not reach (another machine, or another directory): its "not found" then says nothing
+// about the snapshot. It reads the store only on that rare path.
+func (c *Coordinator) elsewhere(ctx context.Context, id string) bool {
+	pl, ok := c.Builder.(sandbox.Placed)
+	if !ok {
+		return false
+	}
+	recorded, err := c.Store.SnapshotHost(ctx, id)
+	if err != nil {
+		return false
+	}
+	p, ok := sandbox.ParsePlace(recorded)
+	return ok && !pl.SnapshotPlace().Reaches(p)
 }
