@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -78,6 +79,9 @@ type Config struct {
 	// a local sandbox no network at all, whatever its environment says: a local sandbox
 	// never gets the host's network.
 	Network Network
+	// LeaseTTL is how long the reaper's lease on a sandbox lasts unless renewed
+	// (replicas.go); 0 means DefaultLeaseTTL.
+	LeaseTTL time.Duration
 }
 
 // Network is the harness side of local sandboxes' egress (sandboxnet.Proxies).
@@ -375,6 +379,9 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		return nil, err
 	}
 	env := a.Environment
+	if err := m.checkPlace(ctx, rt, env.Name, env.SnapshotID); err != nil {
+		return nil, err
+	}
 	id := sandboxID(sessionID, gen)
 	// The sandbox is labelled with the session's owner, who talks to the agent, not the
 	// agent's publisher: that is whose files it holds.
@@ -554,8 +561,10 @@ func lower(s string) string {
 // Reclaim ends what a dead harness left running in a session's sandbox: when the
 // sandbox is marked busy by a process that no longer exists, its commands are orphans,
 // so the sandbox is stopped (killing them; files kept) and started again, and the mark
-// is cleared. It reports whether it did anything.
-func (m *Manager) Reclaim(ctx context.Context, sessionID string) (bool, error) {
+// is cleared. dead names owners the caller knows are dead although OwnerAlive cannot
+// tell (in another pid space: their runs' heartbeats lapsed). It reports whether it did
+// anything.
+func (m *Manager) Reclaim(ctx context.Context, sessionID string, dead ...string) (bool, error) {
 	unlock := m.lock(sessionID)
 	defer unlock()
 	st := m.cfg.Store
@@ -566,7 +575,8 @@ func (m *Manager) Reclaim(ctx context.Context, sessionID string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if rec.ActiveExecs == 0 || rec.ExecOwner == m.cfg.Owner || OwnerAlive(rec.ExecOwner) || rec.State != store.SandboxStateRunning {
+	if rec.ActiveExecs == 0 || rec.ExecOwner == m.cfg.Owner || rec.State != store.SandboxStateRunning ||
+		(OwnerAlive(rec.ExecOwner) && !slices.Contains(dead, rec.ExecOwner)) {
 		return false, nil
 	}
 	p, err := st.GetSandboxProvider(ctx, rec.Provider)

@@ -49,18 +49,22 @@ type Transition struct {
 // timings; gone or broken, deleted on the delete timing. A changing record whose
 // transition is older than StaleChange (its reaper or harness died midway) is taken over
 // as a call does (acquireOnce): moved to lost, then reaped as such.
+//
+// With replicas (replicas.go), a sandbox with a step due is reaped under its lease
+// (SandboxLeaseName), from its record read again once the lease is held; one whose
+// lease another replica holds is left to that replica. A sandbox of a backend whose
+// snapshots are files on a machine, made from a snapshot on another machine, runs
+// there, and is left to the harness on that machine (place.go).
 func (m *Manager) Reap(ctx context.Context) ([]Transition, error) {
 	recs, err := m.cfg.Store.ListSessionSandboxes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	timings := map[string]Timings{}
+	places := map[string]error{}
 	var out []Transition
 	for _, rec := range recs {
-		switch rec.State {
-		case store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived,
-			store.SandboxStateLost, store.SandboxStateChanging:
-		default:
+		if !reapable(rec.State) {
 			continue
 		}
 		t, err := m.timingsFor(ctx, rec.SessionID, timings)
@@ -68,16 +72,74 @@ func (m *Manager) Reap(ctx context.Context) ([]Transition, error) {
 			out = append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err})
 			continue
 		}
-		if rec.ActiveExecs > 0 {
-			if OwnerAlive(rec.ExecOwner) {
-				continue
-			}
-			// Its harness died mid-command: the mark is stale.
-			_ = m.cfg.Store.ClearStaleSandboxUse(ctx, rec.SessionID, rec.ExecOwner)
+		if !m.due(rec, t) {
+			continue // nothing to do: no lease taken, no backend asked
 		}
-		out = append(out, m.reapOne(ctx, rec, t)...)
+		release, held, err := HoldLease(ctx, m.cfg.Store, SandboxLeaseName(rec.SessionID), m.cfg.Owner, m.cfg.LeaseTTL, m.cfg.Logger)
+		if err != nil {
+			out = append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err})
+			continue
+		}
+		if !held {
+			continue // another replica is reaping it
+		}
+		out = append(out, m.reapHeld(ctx, rec.SessionID, t, places)...)
+		release()
 	}
 	return out, nil
+}
+
+func reapable(state string) bool {
+	switch state {
+	case store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived,
+		store.SandboxStateLost, store.SandboxStateChanging:
+		return true
+	}
+	return false
+}
+
+// due reports whether a step may be due for rec: its first timing has passed, or it has
+// been changing for longer than StaleChange. A busy sandbox is due when its busy mark
+// may be stale (reapHeld checks the owner).
+func (m *Manager) due(rec store.SessionSandbox, t Timings) bool {
+	now := m.cfg.Now()
+	idle := now.Sub(rec.LastUsedAt)
+	switch rec.State {
+	case store.SandboxStateChanging:
+		return now.Sub(rec.StateAt) > StaleChange
+	case store.SandboxStateRunning:
+		return idle >= t.IdleStop
+	case store.SandboxStateStopped:
+		return idle >= min(t.Archive, t.Delete)
+	case store.SandboxStateArchived:
+		return idle >= t.Delete
+	case store.SandboxStateLost:
+		return idle >= min(t.IdleStop, t.Archive, t.Delete)
+	}
+	return false
+}
+
+// reapHeld reaps the sandbox of a session whose lease this process holds, from its
+// record as it is now: another replica may have moved it since the list was read.
+func (m *Manager) reapHeld(ctx context.Context, sessionID string, t Timings, places map[string]error) []Transition {
+	rec, err := m.cfg.Store.GetSessionSandbox(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return []Transition{{SessionID: sessionID, Err: err}}
+	}
+	if !reapable(rec.State) || !m.due(rec, t) {
+		return nil
+	}
+	if rec.ActiveExecs > 0 {
+		if OwnerAlive(rec.ExecOwner) {
+			return nil
+		}
+		// Its harness died mid-command: the mark is stale.
+		_ = m.cfg.Store.ClearStaleSandboxUse(ctx, rec.SessionID, rec.ExecOwner)
+	}
+	return m.reapOne(ctx, rec, t, places)
 }
 
 func (m *Manager) timingsFor(ctx context.Context, sessionID string, cache map[string]Timings) (Timings, error) {
@@ -100,7 +162,7 @@ func (m *Manager) timingsFor(ctx context.Context, sessionID string, cache map[st
 // broken (sandbox.ErrLost) or in a status it does not name: only deleting it is safe.
 const statusBroken = "broken"
 
-func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timings) []Transition {
+func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timings, places map[string]error) []Transition {
 	unlock := m.lock(rec.SessionID)
 	defer unlock()
 	now := m.cfg.Now()
@@ -127,6 +189,14 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
 	if err != nil {
 		return append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err})
+	}
+	if _, ok := places[rec.SnapshotID]; !ok {
+		places[rec.SnapshotID] = m.checkPlace(ctx, rt, rec.Environment, rec.SnapshotID)
+	}
+	if places[rec.SnapshotID] != nil {
+		// Made from a snapshot whose files are on another machine, so it runs there:
+		// this runtime would find no such sandbox and take it for gone.
+		return out
 	}
 	// state is the record's state, what each compare-and-swap moves from; status is what
 	// the box is, in the record's terms. They differ only for a lost record.
