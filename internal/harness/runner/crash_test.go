@@ -22,6 +22,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -42,11 +43,14 @@ func TestMain(m *testing.M) {
 	if helperDir != "" {
 		os.RemoveAll(helperDir)
 	}
+	pgtest.Stop()
 	os.Exit(code)
 }
 
 // runHelper runs HELPER_PROMPT in session HELPER_SESSION of agent HELPER_AGENT against
-// the store at HELPER_DB, with the real backend, as the CLI would.
+// the store at HELPER_DB, with the real backend, as the CLI would. HELPER_OWNER, when
+// set, is the process's owner name (one in another pid space stands for a harness on
+// another machine), and HELPER_HEARTBEAT its heartbeat interval.
 func runHelper() error {
 	ctx := context.Background()
 	st, err := store.Open(ctx, os.Getenv("HELPER_DB"))
@@ -62,7 +66,9 @@ func runHelper() error {
 	if err != nil {
 		return err
 	}
-	cfg := lifecycle.Config{Store: st, Runtimes: backend.New(controlplane.New(st))}
+	owner := os.Getenv("HELPER_OWNER")
+	heartbeat, _ := time.ParseDuration(os.Getenv("HELPER_HEARTBEAT"))
+	cfg := lifecycle.Config{Store: st, Runtimes: backend.New(controlplane.New(st)), Owner: owner}
 	if helper := os.Getenv("HELPER_NETD"); helper != "" {
 		// Egress as the CLI wires it, with the test's loopback upstream trusted.
 		caPEM, err := os.ReadFile(os.Getenv("HELPER_UPSTREAM_CA"))
@@ -80,7 +86,7 @@ func runHelper() error {
 		cfg.Network = x
 	}
 	mgr := lifecycle.New(cfg)
-	r := &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, Sandboxes: mgr}}
+	r := &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, Sandboxes: mgr}, Owner: owner, HeartbeatEvery: heartbeat}
 	_, err = r.Run(ctx, os.Getenv("HELPER_SESSION"), os.Getenv("HELPER_PROMPT"), nil)
 	return err
 }

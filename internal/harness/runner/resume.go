@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
@@ -13,6 +14,29 @@ import (
 
 // InterruptedResult is the synthetic result of a tool call whose harness died.
 const InterruptedResult = "interrupted: the harness stopped before this call finished; its effect is unknown, retry it if still needed"
+
+// Heartbeats: a running run's row is stamped every HeartbeatEvery by the process
+// running it. Another process takes the run for dead, and repairs its session, when
+// that process is gone (OwnerAlive, for a process in its own pid space) or, for one it
+// cannot check (another machine or container), when the last heartbeat is older than
+// the heartbeat timeout. Heartbeats are stamped and judged with each process's own
+// clock, so replicas' clocks must agree to well within the timeout (NTP does).
+const (
+	// DefaultHeartbeatEvery is how often a run's process stamps its heartbeat.
+	DefaultHeartbeatEvery = 10 * time.Second
+	// DefaultHeartbeatTimeout is how long a run may go without a heartbeat before any
+	// other harness marks it interrupted: twelve missed heartbeats.
+	DefaultHeartbeatTimeout = 2 * time.Minute
+)
+
+// repairWait bounds how long a repair waits for another process that is repairing the
+// same session (a repair takes milliseconds, plus a sandbox stop and start when it
+// reclaims one).
+const repairWait = 10 * time.Second
+
+// sessionLeaseName is the lease a harness holds while it repairs a session, so that of
+// two replicas that find the same dead run, one repairs it.
+func sessionLeaseName(sessionID string) string { return "session/" + sessionID }
 
 // Repair makes a session safe to continue: runs whose harness is gone are marked
 // interrupted, and tool calls without a result get an error result. It returns how many
@@ -29,73 +53,172 @@ func (r *Runner) repair(ctx context.Context, sessionID string) ([]store.Event, e
 }
 
 func (r *Runner) repairEvents(ctx context.Context, sessionID string) (int, []store.Event, error) {
-	n, evs, err := repair(ctx, r.Store, sessionID, r.owner(), r.StaleAfter)
-	if err != nil {
-		return n, nil, err
-	}
+	var reclaim reclaimer
 	if r.Tools != nil && r.Tools.Sandboxes != nil {
-		// Commands a dead harness left running are stopped before the session goes on.
-		if _, err := r.Tools.Sandboxes.Reclaim(ctx, sessionID); err != nil {
-			r.logger().Warn("reclaiming the sandbox of an interrupted run", "session", sessionID, "err", err)
-		}
+		reclaim = r.Tools.Sandboxes.Reclaim
 	}
-	if n > 0 {
-		evs, err = r.Store.Events(ctx, sessionID, 0)
-	}
-	return n, evs, err
+	return repair(ctx, r.Store, sessionID, r.owner(), r.StaleAfter, reclaim, r.logger())
 }
 
+// reclaimer stops what dead harnesses left running in a session's sandbox
+// (lifecycle.Manager.Reclaim).
+type reclaimer func(ctx context.Context, sessionID string, dead ...string) (bool, error)
+
 // Repair is Runner.Repair for callers without a Runner (sessions show). self is this
-// process's owner name; staleAfter <= 0 means 2 min.
+// process's owner name; staleAfter <= 0 means DefaultHeartbeatTimeout.
 func Repair(ctx context.Context, st *store.Store, sessionID, self string, staleAfter time.Duration) (int, error) {
-	n, _, err := repair(ctx, st, sessionID, self, staleAfter)
+	n, _, err := repair(ctx, st, sessionID, self, staleAfter, nil, nil)
 	return n, err
 }
 
-// repair returns what Repair does and the events it read (before its own additions).
-func repair(ctx context.Context, st *store.Store, sessionID, self string, staleAfter time.Duration) (int, []store.Event, error) {
+// stale reports whether a running run's harness is gone, as seen from process self: the
+// run is this process's but no Run here executes it, its owner is dead, or its last
+// heartbeat is older than staleAfter.
+func stale(run store.Run, self string, staleAfter time.Duration) bool {
+	_, here := liveRuns.Load(run.ID)
+	return (run.Owner == self && !here) || !lifecycle.OwnerAlive(run.Owner) || time.Since(run.HeartbeatAt) > staleAfter
+}
+
+// repair returns what Repair does and the session's events afterwards. The common case,
+// nothing to repair, costs two reads; a repair runs under the session's lease, from the
+// runs and events as they are once it is held. Commands a dead harness left running in
+// the session's sandbox are stopped (reclaim, when given) before the session goes on;
+// the owners of the session's interrupted runs count as dead for that, since their
+// runs were ended for them.
+func repair(ctx context.Context, st *store.Store, sessionID, self string, staleAfter time.Duration, reclaim reclaimer, logger *slog.Logger) (int, []store.Event, error) {
 	if staleAfter <= 0 {
-		staleAfter = 2 * time.Minute
+		staleAfter = DefaultHeartbeatTimeout
 	}
-	runs, err := st.Runs(ctx, sessionID)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	runs, evs, work, err := repairState(ctx, st, sessionID, self, staleAfter)
 	if err != nil {
 		return 0, nil, err
 	}
+	added := 0
+	if work {
+		release, err := waitSessionLease(ctx, st, sessionID, self)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer release()
+		if runs, evs, work, err = repairState(ctx, st, sessionID, self, staleAfter); err != nil {
+			return 0, nil, err
+		}
+		if work {
+			if added, err = repairRuns(ctx, st, sessionID, self, staleAfter, runs, evs); err != nil {
+				return added, nil, err
+			}
+		}
+	}
+	if reclaim != nil {
+		if _, err := reclaim(ctx, sessionID, interruptedOwners(runs)...); err != nil {
+			logger.Warn("reclaiming the sandbox of an interrupted run", "session", sessionID, "err", err)
+		}
+	}
+	if added > 0 {
+		if evs, err = st.Events(ctx, sessionID, 0); err != nil {
+			return added, nil, err
+		}
+	}
+	return added, evs, nil
+}
+
+// repairState reads a session's runs and events and says whether there is anything to
+// repair: a running run whose harness is gone, or a tool call without a result. A live
+// running run is ErrBusy.
+func repairState(ctx context.Context, st *store.Store, sessionID, self string, staleAfter time.Duration) ([]store.Run, []store.Event, bool, error) {
+	runs, err := st.Runs(ctx, sessionID)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	work := false
+	for _, run := range runs {
+		if run.Status != store.RunRunning {
+			continue
+		}
+		if !stale(run, self, staleAfter) {
+			return nil, nil, false, fmt.Errorf("%w: run %s of session %s is running in harness process %s (last heartbeat %s ago); wait for it or cancel it there",
+				ErrBusy, run.ID, sessionID, run.Owner, time.Since(run.HeartbeatAt).Round(time.Second))
+		}
+		work = true
+	}
+	evs, err := st.Events(ctx, sessionID, 0)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return runs, evs, work || len(dangling(evs)) > 0, nil
+}
+
+// repairRuns marks the stale running runs interrupted and gives dangling calls their
+// interrupted result, returning how many entries it added.
+func repairRuns(ctx context.Context, st *store.Store, sessionID, self string, staleAfter time.Duration, runs []store.Run, evs []store.Event) (int, error) {
 	added := 0
 	for _, run := range runs {
 		if run.Status != store.RunRunning {
 			continue
 		}
-		_, here := liveRuns.Load(run.ID)
-		stale := (run.Owner == self && !here) || !lifecycle.OwnerAlive(run.Owner) || time.Since(run.HeartbeatAt) > staleAfter
-		if !stale {
-			return added, nil, fmt.Errorf("%w: run %s of session %s is running in harness process %s (last heartbeat %s ago); wait for it or cancel it there",
-				ErrBusy, run.ID, sessionID, run.Owner, time.Since(run.HeartbeatAt).Round(time.Second))
-		}
 		ok, err := st.EndRun(ctx, run.ID, store.RunInterrupted, "its harness process stopped mid-run")
 		if err != nil {
-			return added, nil, err
+			return added, err
 		}
 		if ok {
-			if _, err := events.Append(ctx, st, sessionID, run.ID, events.RunInterrupted{RunID: run.ID, Owner: run.Owner,
-				Reason: "its harness process stopped mid-run"}); err != nil {
-				return added, nil, err
+			reason := "its harness process stopped mid-run"
+			if lifecycle.OwnerAlive(run.Owner) && run.Owner != self {
+				reason = fmt.Sprintf("its harness process sent no heartbeat for %s (timeout %s)", time.Since(run.HeartbeatAt).Round(time.Second), staleAfter)
+			}
+			if _, err := events.Append(ctx, st, sessionID, run.ID, events.RunInterrupted{RunID: run.ID, Owner: run.Owner, Reason: reason}); err != nil {
+				return added, err
 			}
 			added++
 		}
 	}
-	evs, err := st.Events(ctx, sessionID, 0)
-	if err != nil {
-		return added, nil, err
-	}
 	for _, d := range dangling(evs) {
 		if _, err := events.Append(ctx, st, sessionID, d.runID, events.ToolResult{ID: d.call.ID, Name: d.call.Name,
 			Text: InterruptedResult, IsError: true, FullSize: len(InterruptedResult), Synthetic: true}); err != nil {
-			return added, nil, err
+			return added, err
 		}
 		added++
 	}
-	return added, evs, nil
+	return added, nil
+}
+
+// interruptedOwners are the owners of a session's interrupted runs (after repairRuns,
+// the runs it ended count too: their rows were read before, as running).
+func interruptedOwners(runs []store.Run) []string {
+	var out []string
+	for _, run := range runs {
+		if run.Status == store.RunInterrupted || run.Status == store.RunRunning {
+			out = append(out, run.Owner)
+		}
+	}
+	return out
+}
+
+// waitSessionLease takes the session's repair lease for a holder unique to this call,
+// waiting up to repairWait for another repair of the session to finish.
+func waitSessionLease(ctx context.Context, st *store.Store, sessionID, self string) (func(), error) {
+	name, holder := sessionLeaseName(sessionID), self+"/repair-"+randHex(4)
+	deadline := time.Now().Add(repairWait)
+	for {
+		release, ok, err := lifecycle.HoldLease(ctx, st, name, holder, lifecycle.DefaultLeaseTTL, nil)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return release, nil
+		}
+		if time.Now().After(deadline) {
+			l, _ := st.GetLease(ctx, name)
+			return nil, fmt.Errorf("%w: harness process %s has been repairing session %s for over %s; try again", ErrBusy, l.Holder, sessionID, repairWait)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 type danglingCall struct {

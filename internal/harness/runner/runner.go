@@ -5,11 +5,13 @@
 // Everything said is committed to the session's append-only event log before the loop
 // moves on (the user message before the first model call, each tool result before the
 // next step); partial text and command output are streamed to the caller only. A run
-// row with the process as owner and a heartbeat (every 10 s) marks the session busy; on
-// the next run, a run whose owner died (or whose heartbeat is older than StaleAfter,
-// 2 min, for an owner on another host) is marked interrupted and every tool call left
-// without a result gets an error result, so a killed harness loses nothing already said
-// and the history stays valid for every model API.
+// row with the process as owner and a heartbeat (DefaultHeartbeatEvery, 10 s) marks the
+// session busy; on the next run, or on a `serve` replica's next pass (RepairStale), a
+// run whose owner died (or whose heartbeat is older than StaleAfter,
+// DefaultHeartbeatTimeout, 2 min, for an owner in another pid space: another machine or
+// container) is marked interrupted and every tool call left without a result gets an
+// error result, so a killed harness loses nothing already said and the history stays
+// valid for every model API.
 package runner
 
 import (
@@ -76,7 +78,8 @@ type Runner struct {
 	// MaxTurns and TokenBudget override the agent's when > 0.
 	MaxTurns    int64
 	TokenBudget int64
-	// HeartbeatEvery defaults to 10 s, StaleAfter to 2 min.
+	// HeartbeatEvery defaults to DefaultHeartbeatEvery, StaleAfter (the heartbeat
+	// timeout) to DefaultHeartbeatTimeout.
 	HeartbeatEvery time.Duration
 	StaleAfter     time.Duration
 
@@ -260,7 +263,7 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 func (r *Runner) heartbeat(ctx context.Context, runID string) {
 	every := r.HeartbeatEvery
 	if every <= 0 {
-		every = 10 * time.Second
+		every = DefaultHeartbeatEvery
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
