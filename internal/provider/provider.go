@@ -62,14 +62,21 @@ func (p *trueforgeProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 			"which `trueforge-harness` reads to run the agents.",
 		Attributes: map[string]schema.Attribute{
 			"database_url": schema.StringAttribute{
-				MarkdownDescription: "The control-plane database: an SQLite file path or `sqlite://` URL. Defaults to `$" + envDatabaseURL +
-					"`, else `trueforge/trueforge.db` under the user's data directory (`$XDG_DATA_HOME`, else `~/.local/share`). " +
-					"The local backend keeps its snapshots and the secret key file beside the database.",
+				MarkdownDescription: "The control-plane database: an SQLite file path (or `sqlite://` / `file:` URL), or a PostgreSQL URL " +
+					"(`postgres://` or `postgresql://`) for a control plane that teams, CI runners and harnesses share (see the PostgreSQL guide). " +
+					"Defaults to `$" + envDatabaseURL + "`, else `trueforge/trueforge.db` under the user's data directory " +
+					"(`$XDG_DATA_HOME`, else `~/.local/share`). With SQLite, the local backend keeps its snapshots and the secret key file " +
+					"beside the database. With PostgreSQL, `$TRUEFORGE_SECRET_KEY` is required (the same key on every machine), and local " +
+					"files go to `$TRUEFORGE_DATA_DIR` (default: that same data directory). Put a password in `$" + envDatabaseURL + "`, " +
+					"`PGPASSWORD` or `~/.pgpass` rather than in configuration.",
 				Optional: true,
 			},
 			"owner": schema.StringAttribute{
-				MarkdownDescription: "Who is applying: environments are owned by their creator and only the owner may change or delete them. Defaults to `$" + envOwner + "`, else the OS user.",
-				Optional:            true,
+				MarkdownDescription: "Who is applying: environments are owned by their creator, and only the owner may change or delete them " +
+					"or their secrets. On SQLite it defaults to `$" + envOwner + "`, else the OS user. On PostgreSQL the owner is the database " +
+					"role `database_url` authenticates as, enforced by the database's row-level security (there agents and the sandbox " +
+					"provider are owned too): leave `owner` unset; a value, or `$" + envOwner + "`, that differs from the role is an error.",
+				Optional: true,
 			},
 		},
 	}
