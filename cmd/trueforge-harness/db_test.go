@@ -36,15 +36,19 @@ func roleExists(t *testing.T, st *store.Store, name string) bool {
 	return n == 1
 }
 
-// The owner's setup of a PostgreSQL control plane, as the guide gives it: db migrate
-// brings a fresh database to the latest schema; db roles prints the SQL of a team and a
-// harness role without running it, and --apply runs it; the roles then do what their
-// kind may, and no more.
+// The setup of a PostgreSQL control plane as docs/guides/postgres.md gives it: an owner
+// role with CREATEROLE (not a superuser) owns the database; db migrate, as that owner,
+// brings it to the latest schema; db roles prints the SQL of a team and a harness role
+// without running it, and --apply runs it; the roles then do what their kind may, and
+// no more.
 func TestDBMigrateAndRoles(t *testing.T) {
 	c := pgtest.Get(t)
-	admin := c.Database(t)
+	cpOwner := c.Role(t, "cp_owner") // before the database: dropped after it
+	db := pgtest.Name(c.Database(t))
+	c.Exec(t, db, `ALTER ROLE `+cpOwner+` CREATEROLE; ALTER DATABASE `+db+` OWNER TO `+cpOwner)
+	admin := c.URL(db, cpOwner)
 	out, err := cli("db", "migrate", "--database-url", admin)
-	want := fmt.Sprintf("(PostgreSQL, as role %s) is at schema version %d", pgtest.Superuser, store.LatestSchemaVersion())
+	want := fmt.Sprintf("(PostgreSQL, as role %s) is at schema version %d", cpOwner, store.LatestSchemaVersion())
 	if err != nil || !strings.Contains(out, want) {
 		t.Fatalf("db migrate: %v\n%s\nwant %q", err, out, want)
 	}
