@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
+	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// syncBuffer is a process's output, read while the process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harnessProcess starts the real trueforge-harness binary (the static build TestMain
+// makes) with args, as its own process, and stops it when the test ends.
+func harnessProcess(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(os.Getenv(sandboxnet.HelperEnv), args...)
+	cmd.Env = append(os.Environ(), "TRUEFORGE_OWNER=")
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, out, errOut
+}
+
+// pgControlPlane seeds a control plane on a fresh PostgreSQL database as an operator
+// would (the superuser standing for the teams that applied): provider "local" with its
+// release snapshot prepared in this machine's data directory, and environment
+// "isolated" (block_all) on it. It returns the seeding store and the URL of a harness
+// role (trueforge_harness), which the replicas connect as.
+func pgControlPlane(t *testing.T) (*store.Store, string) {
+	t.Helper()
+	harnesstest.RequireSandboxTools(t)
+	t.Setenv(store.DataDirEnv, t.TempDir())
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv(secretbox.KeyEnv, base64.StdEncoding.EncodeToString(key))
+	c := pgtest.Get(t)
+	role := c.Role(t, "harness") // before the database, so it is dropped after it
+	admin := c.Database(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.ApplyRoles(ctx, store.HarnessRole, role); err != nil {
+		t.Fatal(err)
+	}
+	be, err := backends.Default().Get("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sandbox.ProviderConfig{Name: "local", Type: "local", DataDir: st.Dir()}
+	b, err := be.Builder(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := b.PrepareRelease(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner, ReleaseSnapshot: rel}))
+	must(st.RegisterReleaseSnapshot(ctx, "local", rel))
+	must(st.CreateEnvironment(ctx, store.Environment{ID: "env-isolated", Name: "isolated", Provider: "local", Owner: harnesstest.Owner,
+		Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "release", SnapshotID: rel, BlockAll: true}))
+	rt, err := be.Runtime(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		list, _ := rt.List(context.Background())
+		for _, s := range list {
+			if err := rt.Delete(context.Background(), s.ID); err != nil {
+				t.Errorf("cleanup: deleting sandbox %s: %v", s.ID, err)
+			}
+		}
+	})
+	return st, c.URL(pgtest.Name(admin), role)
+}
+
+// processesWith lists pids whose command line contains marker.
+func processesWith(marker string) []string {
+	var pids []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err == nil && strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), marker) {
+			pids = append(pids, filepath.Base(d))
+		}
+	}
+	return pids
+}
+
+func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Two `serve` replicas and a `run` process, each the real binary connected as the
+// harness role to one PostgreSQL database. The run process is killed (SIGKILL) while
+// its command runs in the sandbox: one replica (not both) marks the run interrupted and
+// stops the orphaned command, the other finds nothing left to do, and the next turn, from
+// another process, continues the session with everything said and the files intact.
+// While the run process lived, the replicas left its run alone.
+func TestServeReplicasRepairAKilledTurn(t *testing.T) {
+	st, url := pgControlPlane(t)
+	ctx := context.Background()
+	marker := "tfserve" + time.Now().Format("150405.000000")
+	harnesstest.AddAgent(t, st, "crashy", "isolated", harnesstest.AgentSpec{
+		"model": harnesstest.Script(
+			map[string]any{"tool_calls": []any{map[string]any{"name": "exec", "arguments": map[string]any{"command": "echo before > mark.txt; sleep 300 # " + marker}}}},
+			map[string]any{"tool_calls": []any{map[string]any{"name": "exec", "arguments": map[string]any{"command": "cat mark.txt"}}}},
+			map[string]any{"text": "resumed fine"}),
+		"sandbox": harnesstest.Sandbox("isolated", 15, 60, 120),
+	})
+	replicas := make([]*exec.Cmd, 2)
+	outs := make([]*syncBuffer, 2)
+	for i := range replicas {
+		replicas[i], outs[i], _ = harnessProcess(t, "--database-url", url, "serve", "--interval", "200ms")
+	}
+	turn, _, turnErr := harnessProcess(t, "--database-url", url, "run", "crashy", "start the long job")
+
+	var sid string
+	waitFor(t, "the turn's command in the sandbox", 60*time.Second, func() bool {
+		ss, _ := st.ListSessions(ctx, "", "crashy")
+		if len(ss) != 1 {
+			return false
+		}
+		sid = ss[0].ID
+		_, err := st.GetSessionSandbox(ctx, sid)
+		return err == nil && len(processesWith(marker)) > 0
+	})
+	time.Sleep(time.Second) // several passes of both replicas while the turn runs
+	runs, _ := st.Runs(ctx, sid)
+	if len(runs) != 1 || runs[0].Status != store.RunRunning {
+		t.Fatalf("runs %+v while the turn runs; the replicas must leave it alone (stderr: %s)", runs, turnErr)
+	}
+
+	if err := turn.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = turn.Wait()
+	waitFor(t, "a replica to repair the killed turn", 20*time.Second, func() bool {
+		runs, _ := st.Runs(ctx, sid)
+		return len(runs) == 1 && runs[0].Status == store.RunInterrupted && len(processesWith(marker)) == 0
+	})
+	time.Sleep(600 * time.Millisecond) // more passes: nobody repairs it again
+	count := func(kind string) []map[string]any {
+		evs, err := st.Events(ctx, sid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []map[string]any
+		for _, e := range evs {
+			if e.Kind == kind {
+				var m map[string]any
+				_ = json.Unmarshal(e.Payload, &m)
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	if n := len(count(events.KindRunInterrupted)); n != 1 {
+		t.Fatalf("%d run_interrupted events; want 1", n)
+	}
+	if n := len(count(events.KindSandboxReclaimed)); n != 1 {
+		t.Fatalf("%d sandbox_reclaimed events; want 1", n)
+	}
+	reported := 0
+	for _, o := range outs {
+		reported += strings.Count(o.String(), fmt.Sprintf("run %s of harness process", runs[0].ID))
+	}
+	if reported != 1 {
+		t.Fatalf("the replicas reported the repair %d times; want once:\n%s\n---\n%s", reported, outs[0], outs[1])
+	}
+
+	next, out, nextErr := harnessProcess(t, "--database-url", url, "run", "--session", sid, "crashy", "are you still there?")
+	if err := next.Wait(); err != nil {
+		t.Fatalf("the next turn: %v\n%s\n%s", err, out, nextErr)
+	}
+	if !strings.Contains(out.String(), "resumed fine") {
+		t.Fatalf("the next turn printed:\n%s", out)
+	}
+	res := count(events.KindToolResult)
+	if len(res) != 2 || res[0]["synthetic"] != true || !strings.Contains(res[1]["text"].(string), "before") {
+		t.Fatalf("tool results %v; want the killed call's interrupted result, then the file written before the kill", res)
+	}
+
+	for i, r := range replicas {
+		_ = r.Process.Signal(os.Interrupt)
+		if err := r.Wait(); err != nil {
+			t.Fatalf("replica %d did not stop cleanly on an interrupt: %v", i+1, err)
+		}
+	}
+}
