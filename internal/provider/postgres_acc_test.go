@@ -3,6 +3,9 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -70,7 +73,16 @@ func TestAccPostgres_lifecycle(t *testing.T) {
 					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 					statecheck.ExpectKnownValue("trueforge_agent.helper", tfjsonpath.New("owner"), knownvalue.StringExact(f.alice)),
 				},
-				Check: func(*terraformState) error { return f.harnessRunsHelper(t, "v1", "Be brief.") },
+				Check: func(*terraformState) error {
+					// The local backend's files are in the data directory; the key is not.
+					if _, err := os.Stat(filepath.Join(f.dataDir, "local-backend")); err != nil {
+						return fmt.Errorf("the local backend's files are not under TRUEFORGE_DATA_DIR: %w", err)
+					}
+					if _, err := os.Stat(filepath.Join(f.dataDir, controlplane.KeyFileName)); !errors.Is(err, fs.ErrNotExist) {
+						return fmt.Errorf("a key file was created beside a PostgreSQL control plane: %v", err)
+					}
+					return f.harnessRunsHelper(t, "v1", "Be brief.")
+				},
 			},
 			{
 				Config: f.config(pgTeamHCL("b", "v2", `"api.example.com", "uploads.example.com"`, "Be thorough.")),
