@@ -68,10 +68,11 @@ func (f *controlPlaneFixture) store() *store.Store {
 	return st
 }
 
-// exec runs SQL against the fixture's database (a change made outside Terraform).
+// exec runs SQL written with ? placeholders against the fixture's database (a change made
+// outside Terraform), on SQLite or PostgreSQL.
 func (f *controlPlaneFixture) exec(query string, args ...any) {
 	f.t.Helper()
-	if _, err := f.store().DB().Exec(query, args...); err != nil {
+	if _, err := f.store().Exec(f.t.Context(), query, args...); err != nil {
 		f.t.Fatalf("out-of-band change %q: %v", query, err)
 	}
 }
