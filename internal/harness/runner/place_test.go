@@ -205,3 +205,21 @@ func TestSharedSnapshotDirectoryServesEveryMachine(t *testing.T) {
 		t.Fatalf("a relative shared directory: %v", err)
 	}
 }
+
+// On one machine, a snapshot built under one data directory (Terraform applying as one
+// user) is refused by a harness with another (a harness user with its own
+// TRUEFORGE_DATA_DIR), naming both directories.
+func TestLocalSnapshotInAnotherDataDirectoryIsRefused(t *testing.T) {
+	f, url := pgReplicas(t)
+	onA := &local.Backend{Machine: machineA}
+	snap := buildOn(t, f, onA, "py", "built-here")
+	applied := f.env.Store.Dir()
+	t.Setenv(store.DataDirEnv, t.TempDir()) // the harness's user keeps its files elsewhere
+	other := openPG(t, url)
+	if other.Dir() == applied {
+		t.Fatalf("the second store uses the same data directory %s", applied)
+	}
+	g := &fixture{env: &harnesstest.Env{Store: other}, clock: f.clock}
+	sid, _, err := provisionOn(t, g, harnessOn(g, onA), "py")
+	refused(t, g, sid, err, snap.ID, local.Root(applied), "host build-a", "on the same machine", local.Root(other.Dir()), "TRUEFORGE_DATA_DIR")
+}
