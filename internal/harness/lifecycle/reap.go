@@ -166,6 +166,23 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 	unlock := m.lock(rec.SessionID)
 	defer unlock()
 	now := m.cfg.Now()
+	p, err := m.cfg.Store.GetSandboxProvider(ctx, rec.Provider)
+	if err != nil {
+		return []Transition{{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err}}
+	}
+	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
+	if err != nil {
+		return []Transition{{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err}}
+	}
+	if _, ok := places[rec.SnapshotID]; !ok {
+		places[rec.SnapshotID] = m.checkPlace(ctx, rt, rec.Environment, rec.SnapshotID)
+	}
+	if places[rec.SnapshotID] != nil {
+		// Made from a snapshot whose files are on another machine, so it runs there and
+		// is that machine's harness's to reap: this runtime would find no such sandbox
+		// and take it for gone.
+		return nil
+	}
 	var out []Transition
 	if rec.State == store.SandboxStateChanging {
 		cur, tr, ok := m.takeOverStaleChange(ctx, rec, now)
@@ -180,22 +197,6 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 	idle := now.Sub(rec.LastUsedAt)
 	if rec.State == store.SandboxStateLost && idle < min(t.IdleStop, t.Archive, t.Delete) {
 		// No timing is due whatever the box is: do not ask the backend.
-		return out
-	}
-	p, err := m.cfg.Store.GetSandboxProvider(ctx, rec.Provider)
-	if err != nil {
-		return append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err})
-	}
-	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
-	if err != nil {
-		return append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, Err: err})
-	}
-	if _, ok := places[rec.SnapshotID]; !ok {
-		places[rec.SnapshotID] = m.checkPlace(ctx, rt, rec.Environment, rec.SnapshotID)
-	}
-	if places[rec.SnapshotID] != nil {
-		// Made from a snapshot whose files are on another machine, so it runs there:
-		// this runtime would find no such sandbox and take it for gone.
 		return out
 	}
 	// state is the record's state, what each compare-and-swap moves from; status is what
