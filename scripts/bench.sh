@@ -16,18 +16,33 @@
 #              trueforge provider with its plan-time work taken out (it echoes Terraform's
 #              state and proposed state at once): what Terraform itself spends on these
 #              schemas, the least any provider serving this contract can cost
+#   framework: the same, through tools/benchinstant's framework mode: every RPC through
+#              the plugin framework with trueforge's schemas, the resources doing nothing
+#              (Read keeps the state, no ModifyPlan, no validation): what the framework
+#              costs, the least any framework provider serving this contract can cost;
+#              trueforge against it is the provider's own work (target:
+#              BENCH_TARGET_FRAMEWORK_RATIO, 1.1)
+#   trueforge-pg: the trueforge configuration again, its control plane on PostgreSQL (a
+#              throwaway cluster that tools/benchpg starts as internal/pgtest does, on a
+#              unix socket, planned as a team role under row-level security); with it,
+#              the statements each provider process sends in one no-op plan
+#              (store.QueryLogEnv), on PostgreSQL (target: BENCH_TARGET_QUERIES, 10) and
+#              SQLite, and the plan time on PostgreSQL against SQLite (target:
+#              BENCH_TARGET_PG_RATIO, 1.2)
 #
 # Both are applied once, then planned BENCH_RUNS (5) times each, interleaved. Reports the
-# median wall seconds of each and their ratio (target: BENCH_TARGET_RATIO, 1.5), the median
+# median wall seconds of each and their ratio (target: BENCH_TARGET_RATIO, 1.5), trueforge
+# against the instant row (target: BENCH_TARGET_INSTANT_RATIO, 1.2), the median
 # CPU seconds (Terraform plus the provider; steadier than wall time on a busy machine), and
 # the snapshot builds started (expected: 2, the default environment plus the one build the
 # identical environments share). Writes the figures to .tmp/bench/results.txt, then runs
 # the module's Go benchmarks, if any.
 #
 # Offline: the provider is built into a temp plugin dir and used through dev_overrides, so
-# nothing is installed and no init runs. BENCH_KEEP=1 skips the final destroy. Exits
-# non-zero when a step fails or the build count is wrong, and, with BENCH_STRICT=1, when
-# the ratio misses the target.
+# nothing is installed and no init runs. BENCH_KEEP=1 skips the final destroy;
+# BENCH_PLAN_ONLY=1 stops after the plan benchmark (no Go benchmarks). Exits non-zero
+# when a step fails, the build count is wrong or a plan costs more queries than the
+# target, and, with BENCH_STRICT=1, when a ratio misses its target.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -35,6 +50,10 @@ cd "$root"
 runs="${BENCH_RUNS:-5}"
 size="${BENCH_SIZE:-200}"
 target="${BENCH_TARGET_RATIO:-1.5}"
+target_pg="${BENCH_TARGET_PG_RATIO:-1.2}"
+target_instant="${BENCH_TARGET_INSTANT_RATIO:-1.2}"
+target_framework="${BENCH_TARGET_FRAMEWORK_RATIO:-1.1}"
+target_queries="${BENCH_TARGET_QUERIES:-10}"
 # TF_CLI picks the CLI (for example the OpenTofu binary from scripts/ensure-tofu.sh).
 tf="${TF_CLI:-$(scripts/tf-cli.sh)}"
 tfname="$(basename "$tf")"
@@ -45,12 +64,13 @@ command -v python3 >/dev/null 2>&1 || {
 
 out="$root/.tmp/bench"
 rm -rf "$out"
-mkdir -p "$out/plugins" "$out/trueforge" "$out/baseline"
+mkdir -p "$out/plugins" "$out/trueforge" "$out/trueforge-pg" "$out/baseline"
 
 echo "== building the provider (and tools/benchfloor, the reference framework provider)"
 go build -trimpath -o "$out/plugins/terraform-provider-trueforge" .
 mkdir -p "$out/instant-plugin"
 go build -trimpath -o "$out/instant-plugin/terraform-provider-trueforge" ./tools/benchinstant
+go build -trimpath -o "$out/benchpg" ./tools/benchpg
 floor="${BENCH_FLOOR:-1}"
 if [[ $floor == 1 ]]; then
 	(cd tools/benchfloor && go build -trimpath -o "$out/plugins/terraform-provider-floor" .)
@@ -72,7 +92,38 @@ export TF_CLI_CONFIG_FILE="$out/tfrc" CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
 export TRUEFORGE_DATABASE_URL="$out/trueforge.db"
 TRUEFORGE_SECRET_KEY="$(python3 -c 'import base64, os; print(base64.b64encode(os.urandom(32)).decode())')"
 export TRUEFORGE_SECRET_KEY
-unset TF_CLI_ARGS TF_CLI_ARGS_plan TF_CLI_ARGS_apply TF_LOG
+# Kept for BENCH_KEEP=1: the applied control planes open only with this key.
+(umask 077 && echo "$TRUEFORGE_SECRET_KEY" >"$out/secret-key")
+unset TF_CLI_ARGS TF_CLI_ARGS_plan TF_CLI_ARGS_apply TF_LOG TRUEFORGE_QUERY_LOG
+
+# The PostgreSQL control plane of trueforge-pg, for the whole run.
+echo "== starting a throwaway PostgreSQL (tools/benchpg)"
+"$out/benchpg" >"$out/pg-url" 2>"$out/benchpg.log" &
+pgpid=$!
+trap 'kill "$pgpid" 2>/dev/null; wait "$pgpid" 2>/dev/null || true' EXIT
+for ((i = 0; i < 600; i++)); do
+	[[ -s "$out/pg-url" ]] && break
+	kill -0 "$pgpid" 2>/dev/null || break
+	sleep 0.1
+done
+pgurl="$(cat "$out/pg-url")"
+if [[ -z $pgurl ]]; then
+	echo "bench: PostgreSQL did not start (is the postgresql package installed? scripts/deps.sh):" >&2
+	cat "$out/benchpg.log" >&2
+	exit 1
+fi
+
+# venv VARIANT: sets ve to the environment a variant plans with (VAR=value arguments for
+# env): the PostgreSQL URL and a data directory of its own for trueforge-pg, the instant
+# plugin for the instant row.
+venv() {
+	case $1 in
+	trueforge-pg) ve=(TRUEFORGE_DATABASE_URL="$pgurl" TRUEFORGE_DATA_DIR="$out/pg-data") ;;
+	*-instant) ve=(TF_CLI_CONFIG_FILE="$out/tfrc-instant") ;;
+	*-framework) ve=(TF_CLI_CONFIG_FILE="$out/tfrc-instant" BENCHINSTANT_MODE=framework) ;;
+	*) ve=() ;;
+	esac
+}
 
 cat >"$out/trueforge/main.tf" <<EOF
 terraform {
@@ -118,6 +169,7 @@ resource "trueforge_agent" "agent" {
   }
 }
 EOF
+cp "$out/trueforge/main.tf" "$out/trueforge-pg/main.tf"
 
 # Same graph shape as the trueforge configuration: the second half references the first
 # by index, as each agent references its environment. OpenTofu evaluates such a reference
@@ -202,7 +254,7 @@ resource "floor_item" "agent" {
 EOF
 fi
 
-configs=(trueforge baseline)
+configs=(trueforge trueforge-pg baseline)
 [[ $floor == 1 ]] && configs+=(floor floorwide)
 
 # now: wall-clock seconds with sub-second precision.
@@ -215,14 +267,15 @@ for cfg in "${configs[@]}"; do
 		# No init: dev_overrides serves the trueforge provider (init would look it up in
 		# the registry), and terraform_data is built into the CLI.
 		t0=$(now)
-		"$tf" apply -auto-approve -input=false -no-color >"$out/$cfg-apply.log" 2>&1 || {
+		venv "$cfg"
+		env "${ve[@]}" "$tf" apply -auto-approve -input=false -no-color >"$out/$cfg-apply.log" 2>&1 || {
 			tail -50 "$out/$cfg-apply.log" >&2
 			exit 1
 		}
 		echo "   applied in $(python3 -c "print(f'{$(now) - $t0:.1f}')")s ($(grep -c '' <("$tf" state list)) resources)"
 		# The applied state must plan empty, or the timings below would include changes.
 		rc=0
-		"$tf" plan -detailed-exitcode -input=false -no-color >"$out/$cfg-plan0.log" 2>&1 || rc=$?
+		env "${ve[@]}" "$tf" plan -detailed-exitcode -input=false -no-color >"$out/$cfg-plan0.log" 2>&1 || rc=$?
 		if [[ $rc -ne 0 ]]; then
 			echo "bench: $cfg plan after apply exited $rc (expected 0, no changes):" >&2
 			tail -40 "$out/$cfg-plan0.log" >&2
@@ -238,9 +291,10 @@ print(row[0] if row else 0)
 EOF
 )"
 
-# Variants timed: the configurations, and trueforge-instant: the applied trueforge directory
-# planned through tools/benchinstant (the same schemas and state, no provider work).
-variants=("${configs[@]}" trueforge-instant)
+# Variants timed: the configurations, trueforge-instant: the applied trueforge directory
+# planned through tools/benchinstant (the same schemas and state, no provider work), and
+# trueforge-framework: the same through its framework mode (no work of trueforge's own).
+variants=("${configs[@]}" trueforge-instant trueforge-framework)
 # timeit.py FILE CMD...: runs CMD, appends "<wall s> <CPU s>" to FILE (CPU: user+sys of
 # CMD and everything it waited for, the provider plugin included; less sensitive than wall
 # time to other load on the machine), and exits with CMD's status.
@@ -259,23 +313,46 @@ for v in "${variants[@]}"; do : >"$out/times-$v.txt"; done
 for ((i = 1; i <= runs; i++)); do
 	for v in "${variants[@]}"; do
 		cfg="${v%-instant}"
-		envs=()
-		[[ $v == *-instant ]] && envs=(TF_CLI_CONFIG_FILE="$out/tfrc-instant")
-		(cd "$out/$cfg" && env "${envs[@]}" python3 "$out/timeit.py" "$out/times-$v.txt" \
+		cfg="${cfg%-framework}"
+		venv "$v"
+		(cd "$out/$cfg" && env "${ve[@]}" python3 "$out/timeit.py" "$out/times-$v.txt" \
 			"$tf" plan -input=false -no-color -detailed-exitcode >"$out/$v-plan.log" 2>&1) || {
 			echo "bench: $v plan run $i failed or was not empty:" >&2
 			tail -40 "$out/$v-plan.log" >&2
 			exit 1
 		}
 		read -r wall cpu <<<"$(tail -1 "$out/times-$v.txt")"
-		printf '   run %d %-15s %6ss wall %6ss CPU\n' "$i" "$v" "$wall" "$cpu"
+		printf '   run %d %-19s %6ss wall %6ss CPU\n' "$i" "$v" "$wall" "$cpu"
 	done
 done
 
-python3 - "$out" "$size" "$runs" "$builds" "$target" "$tfname $("$tf" version | head -1 | awk '{print $2}')" "${variants[@]}" <<'EOF' | tee "$out/results.txt"
+# Queries per no-op plan: one more plan of each trueforge configuration, untimed, with
+# every store appending its running count to a file (store.QueryLogEnv); a store's last
+# line is what its provider process sent in all.
+for cfg in trueforge trueforge-pg; do
+	venv "$cfg"
+	rm -f "$out/queries-$cfg.log"
+	(cd "$out/$cfg" && env "${ve[@]}" TRUEFORGE_QUERY_LOG="$out/queries-$cfg.log" \
+		"$tf" plan -input=false -no-color -detailed-exitcode >"$out/$cfg-plan-queries.log" 2>&1) || {
+		echo "bench: the counted $cfg plan failed or was not empty:" >&2
+		tail -40 "$out/$cfg-plan-queries.log" >&2
+		exit 1
+	}
+done
+
+python3 - "$out" "$size" "$runs" "$builds" "$target" "$tfname $("$tf" version | head -1 | awk '{print $2}')" \
+	"$target_pg" "$target_instant" "$target_queries" "$target_framework" "${variants[@]}" <<'EOF' | tee "$out/results.txt"
 import os, statistics, sys
 out, size, runs, builds, target, cli = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
-variants = sys.argv[7:]
+target_pg, target_instant, target_queries, target_framework = float(sys.argv[7]), float(sys.argv[8]), int(sys.argv[9]), float(sys.argv[10])
+variants = sys.argv[11:]
+def queries(cfg):
+    """Statements per provider process of the counted plan: each store's last count."""
+    last = {}
+    for line in open(os.path.join(out, f"queries-{cfg}.log")):
+        store, n = line.split()
+        last[store] = max(last.get(store, 0), int(n))
+    return sorted(last.values())
 rows_ = {v: [l.split() for l in open(os.path.join(out, f"times-{v}.txt"))] for v in variants}
 t = {v: [float(r[0]) for r in x] for v, x in rows_.items()}
 c = {v: [float(r[1]) for r in x] for v, x in rows_.items()}
@@ -290,6 +367,8 @@ except OSError:
 rows = {"trueforge": f"trueforge: 1 provider + {size} environments + {size} agents",
         "baseline": f"baseline: {2*size} terraform_data, {size} referencing {size}",
         "trueforge-instant": "trueforge's schemas, provider answering at once",
+        "trueforge-pg": f"trueforge on PostgreSQL (team role, unix socket)",
+        "trueforge-framework": "trueforge's schemas through the framework, no work",
         "floor": f"floor: {2*size} no-op framework resources, same shape",
         "floorwide": f"floor, environment-sized schema, same shape"}
 print(f"trueforge plan benchmark ({cli}, {os.cpu_count()} CPUs, load {load}, {runs} runs, refresh included)")
@@ -312,12 +391,29 @@ if "floorwide" in med:
 print(f"ratio instant/baseline (median wall):   {med['trueforge-instant']/med['baseline']:.2f}  "
       f"(Terraform's own cost for these schemas: no provider serving this contract can plan faster)")
 print(f"ratio trueforge/instant (median wall):  {med['trueforge']/med['trueforge-instant']:.2f}  (what the provider's work adds: framework, refresh, validation)")
+pg_ratio = med["trueforge-pg"] / med["trueforge"]
+inst_ratio = med["trueforge"] / med["trueforge-instant"]
+q_pg, q_sqlite = queries("trueforge-pg"), queries("trueforge")
+print(f"ratio trueforge-pg/trueforge (median wall): {pg_ratio:.2f}  (PostgreSQL against SQLite; target <= {target_pg}: {'met' if pg_ratio <= target_pg else 'MISSED'})")
+print(f"ratio trueforge-pg/trueforge (median CPU):  {cmed['trueforge-pg']/cmed['trueforge']:.2f}")
+fw_ratio = med["trueforge"] / med["trueforge-framework"]
+print(f"ratio trueforge/instant, target <= {target_instant}: {inst_ratio:.2f} ({'met' if inst_ratio <= target_instant else 'MISSED'}); "
+      f"CPU {cmed['trueforge']/cmed['trueforge-instant']:.2f}")
+print(f"ratio framework/instant (median wall):  {med['trueforge-framework']/med['trueforge-instant']:.2f}  "
+      f"(the plugin framework's own cost on these schemas, CPU {cmed['trueforge-framework']/cmed['trueforge-instant']:.2f}: "
+      f"no framework provider can plan faster)")
+print(f"ratio trueforge/framework (median wall): {fw_ratio:.2f}  (trueforge's own work: refresh, ModifyPlan, validation; "
+      f"CPU {cmed['trueforge']/cmed['trueforge-framework']:.2f}; target <= {target_framework}: {'met' if fw_ratio <= target_framework else 'MISSED'})")
+print(f"queries per no-op plan of {2*size+1} resources, per provider process: PostgreSQL {q_pg}, SQLite {q_sqlite} "
+      f"(target <= {target_queries}: {'met' if max(q_pg) <= target_queries else 'MISSED'})")
 print(f"snapshot builds started:  {builds} (expected 2: the default environment + 1 shared by {size} identical environments)")
 for v in variants:
     print(f"runs {v}: wall {t[v]} s, CPU {c[v]} s")
 extra = f" median_floor={med['floor']:.3f}" if "floor" in med else ""
 extra += f" median_floorwide={med['floorwide']:.3f}" if "floorwide" in med else ""
-extra += f" median_instant={med['trueforge-instant']:.3f}"
+extra += f" median_instant={med['trueforge-instant']:.3f} instant_ratio={inst_ratio:.3f}"
+extra += f" median_framework={med['trueforge-framework']:.3f} framework_ratio={fw_ratio:.3f}"
+extra += f" median_pg={med['trueforge-pg']:.3f} pg_ratio={pg_ratio:.3f} queries_pg={max(q_pg)} queries_sqlite={max(q_sqlite)}"
 print(f"RESULT median_trueforge={med['trueforge']:.3f} median_baseline={med['baseline']:.3f} ratio={ratio:.3f} "
       f"cpu_trueforge={cmed['trueforge']:.3f} cpu_baseline={cmed['baseline']:.3f} cpu_ratio={cratio:.3f} builds_started={builds}{extra}")
 EOF
@@ -327,25 +423,42 @@ if [[ $builds -ne 2 ]]; then
 	echo "bench: $builds snapshot builds started; expected 2 (identical environments must build once)" >&2
 	status=1
 fi
-ratio="$(sed -n 's/^RESULT .* ratio=\([0-9.]*\) .*/\1/p' "$out/results.txt")"
-if ! python3 -c "import sys; sys.exit(0 if $ratio <= $target else 1)"; then
-	echo "bench: plan ratio $ratio misses the target $target" >&2
-	[[ "${BENCH_STRICT:-0}" == 1 ]] && status=1
+# result NAME: the value of NAME= on the plan benchmark's RESULT line.
+result() { sed -n "s/^RESULT .* $1=\([0-9.]*\).*/\1/p" "$out/results.txt"; }
+for check in "ratio $target plan ratio" "pg_ratio $target_pg PostgreSQL/SQLite plan ratio" \
+	"instant_ratio $target_instant trueforge/instant plan ratio" "framework_ratio $target_framework trueforge/framework plan ratio"; do
+	read -r name limit what <<<"$check"
+	value="$(result "$name")"
+	if ! python3 -c "import sys; sys.exit(0 if $value <= $limit else 1)"; then
+		echo "bench: $what $value misses the target $limit" >&2
+		[[ "${BENCH_STRICT:-0}" == 1 ]] && status=1
+	fi
+done
+if (($(result queries_pg) > target_queries)); then
+	echo "bench: a no-op plan on PostgreSQL sent $(result queries_pg) queries; the target is $target_queries" >&2
+	status=1
 fi
 
 if [[ "${BENCH_KEEP:-0}" == 1 ]]; then
-	echo "== BENCH_KEEP=1: keeping both applied configurations in $out (TF_CLI_CONFIG_FILE=$out/tfrc)"
+	echo "== BENCH_KEEP=1: keeping the applied configurations in $out (TF_CLI_CONFIG_FILE=$out/tfrc, TRUEFORGE_DATABASE_URL=$TRUEFORGE_DATABASE_URL, TRUEFORGE_SECRET_KEY in $out/secret-key; trueforge-pg's database goes with the bench's PostgreSQL)"
 else
 	echo "== destroying"
 fi
 for cfg in "${configs[@]}"; do
 	[[ "${BENCH_KEEP:-0}" == 1 ]] && break
-	(cd "$out/$cfg" && "$tf" destroy -auto-approve -input=false -no-color >"$out/$cfg-destroy.log" 2>&1) || {
+	venv "$cfg"
+	(cd "$out/$cfg" && env "${ve[@]}" "$tf" destroy -auto-approve -input=false -no-color >"$out/$cfg-destroy.log" 2>&1) || {
 		echo "bench: destroying $cfg failed:" >&2
 		tail -40 "$out/$cfg-destroy.log" >&2
 		status=1
 	}
 done
+
+if [[ "${BENCH_PLAN_ONLY:-0}" == 1 ]]; then
+	echo "== BENCH_PLAN_ONLY=1: skipping the Go benchmarks"
+	echo "results: $out/results.txt"
+	exit $status
+fi
 
 # Daytona backend: API requests per `plan` over N environments on the emulator (no writes,
 # at most one read per resource) and the client's retries under injected 429s and 503s.

@@ -84,24 +84,41 @@ func Stop() {
 	if shared == nil {
 		return
 	}
-	shared.db.Close()
-	if shared.proc != nil {
+	shared.Close()
+	shared = nil
+}
+
+// Start starts a cluster of the caller's own, outside any test: for tools that need a
+// throwaway PostgreSQL (tools/benchpg, which scripts/bench.sh runs). Close stops it.
+func Start() (*Cluster, error) { return start() }
+
+// Close stops the cluster, if it is one that was started here, and removes its files.
+func (c *Cluster) Close() {
+	c.db.Close()
+	if c.proc != nil {
 		// SIGINT is PostgreSQL's fast shutdown: connections are ended, nothing is
 		// kept for a restart that will not come.
-		_ = shared.proc.Process.Signal(syscall.SIGINT)
+		_ = c.proc.Process.Signal(syscall.SIGINT)
 		done := make(chan struct{})
-		go func() { _ = shared.proc.Wait(); close(done) }()
+		go func() { _ = c.proc.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
-			_ = shared.proc.Process.Kill()
+			_ = c.proc.Process.Kill()
 			<-done
 		}
 	}
-	if shared.dir != "" {
-		_ = os.RemoveAll(shared.dir)
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
 	}
-	shared = nil
+}
+
+// CreateDatabase creates database name and returns the superuser's URL for it.
+func (c *Cluster) CreateDatabase(name string) (string, error) {
+	if _, err := c.db.Exec(`CREATE DATABASE ` + name); err != nil {
+		return "", fmt.Errorf("creating database %s: %w", name, err)
+	}
+	return c.URL(name, Superuser), nil
 }
 
 // Database creates a fresh, empty database for tb, dropped when tb ends, and returns the

@@ -5,11 +5,16 @@
 // configuration with it as a diagnostic row: the plan time that remains is what Terraform
 // itself spends on 400 resources of these schemas, the least that any provider serving this
 // contract can cost. It is a measuring tool only; it never refreshes and never validates.
+//
+// With BENCHINSTANT_MODE=framework it serves frameworkOnly instead (framework.go): every
+// RPC through the plugin framework, with trueforge's schemas and none of its resources'
+// work, for the row between the two.
 package main
 
 import (
 	"context"
 	"log"
+	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -42,6 +47,9 @@ func (s instant) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanReso
 	return &tfprotov6.PlanResourceChangeResponse{PlannedState: req.ProposedNewState, PlannedPrivate: req.PriorPrivate}, nil
 }
 
+// modeEnv selects what the plugin serves: "framework" for frameworkOnly, else instant.
+const modeEnv = "BENCHINSTANT_MODE"
+
 func main() {
 	// Every other call reaches the real provider, whose local builds and sandboxes
 	// re-execute this binary as their setup step, build shim, unshift step and init, as
@@ -50,10 +58,14 @@ func main() {
 	// Same process settings as the real provider (quiet SDK logs, GC target), so the only
 	// difference measured is the work the three RPCs above skip.
 	provider.TuneProcess()
-	serve := providerserver.NewProtocol6(provider.New("bench")())
-	err := tf6server.Serve("registry.terraform.io/trueforge/trueforge", func() tfprotov6.ProviderServer {
-		return instant{serve()}
-	})
+	var server func() tfprotov6.ProviderServer
+	if os.Getenv(modeEnv) == "framework" {
+		server = providerserver.NewProtocol6(frameworkOnly{provider.New("bench")()})
+	} else {
+		serve := providerserver.NewProtocol6(provider.New("bench")())
+		server = func() tfprotov6.ProviderServer { return instant{serve()} }
+	}
+	err := tf6server.Serve("registry.terraform.io/trueforge/trueforge", server)
 	if err != nil {
 		log.Fatal(err)
 	}
