@@ -110,3 +110,8 @@ func isPermission(err error) bool {
 func isUndefinedTable(err error) bool {
 	return err != nil && (sqlState(err) == "42P01" || strings.Contains(err.Error(), "no such table"))
 }
+
+// isBusy reports whether SQLite refused err because another connection held a lock.
+func isBusy(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+}

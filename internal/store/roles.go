@@ -123,7 +123,7 @@ func (s *Store) ApplyRoles(ctx context.Context, kind RoleKind, name string) erro
 	if err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, q); err != nil {
+	if err := s.lockedDDL(ctx, q); err != nil {
 		return fmt.Errorf("setting up %s role %s as %s: %w", kind, name, s.role, err)
 	}
 	return nil
@@ -147,8 +147,29 @@ func (s *Store) regrant(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, grantsSQL(schema))
-	return err
+	return s.lockedDDL(ctx, grantsSQL(schema))
+}
+
+// lockedDDL runs statements that change the schema's objects or privileges under the
+// migration lock: PostgreSQL refuses two concurrent GRANTs on one table ("tuple
+// concurrently updated"), which processes opening a database at once would otherwise
+// send.
+func (s *Store) lockedDDL(ctx context.Context, statements string) error {
+	s.db.queries.Add(1)
+	sqlTx, err := s.db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer sqlTx.Rollback()
+	tx := &txn{tx: sqlTx, d: s.db}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(migrationLock)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, statements); err != nil {
+		return err
+	}
+	s.db.queries.Add(1)
+	return sqlTx.Commit()
 }
 
 // quoteIdent quotes a PostgreSQL identifier.

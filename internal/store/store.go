@@ -128,7 +128,14 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	}
 	sdb.SetMaxOpenConns(4)
 	s := &Store{db: &db{sql: sdb, dialect: sqlite, log: openQueryLog()}, path: path, source: databaseURL, now: time.Now}
-	if err := s.migrate(ctx); err != nil {
+	// A new file's first connections switch it to WAL, which SQLite may refuse with
+	// SQLITE_BUSY without waiting (busy_timeout does not cover it) while another process
+	// does the same: processes that open a new file at once retry for a while.
+	err = s.migrate(ctx)
+	for deadline := time.Now().Add(10 * time.Second); isBusy(err) && time.Now().Before(deadline); err = s.migrate(ctx) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
 		sdb.Close()
 		return nil, err
 	}
