@@ -21,6 +21,14 @@ import (
 // the read after that loads again. A load is configLoadQueries statements, whatever the
 // number of rows.
 //
+// The cache stays on only while it saves queries. When writes drop copies that served
+// fewer reads than a load costs, twice in a row (cacheStrikes), the store's work is mostly
+// writes: an apply creating resources, each read followed by a write, where reloading the
+// whole configuration after every write would cost more than it saves, and more as the
+// control plane grows. The cache then turns itself off, and every later read queries the
+// database, as without it. A plan's reads are hundreds to one load; a write among them (a
+// refresh that records a build's outcome) costs one more load.
+//
 // What is cached is exactly what the uncached reads return to this connection's role:
 // the load runs the same selects, so row-level security hides the same rows (another
 // team's secrets) and a row it hides is ErrNotFound either way. Callers get copies: what
@@ -36,22 +44,31 @@ import (
 // commit.
 const configLoadQueries = 7
 
+// cacheStrikes is how many copies in a row may be dropped before they served
+// configLoadQueries reads until the cache turns itself off.
+const cacheStrikes = 2
+
 type configCache struct {
 	// mu serialises loads: reads that find no valid copy wait for one load rather than
 	// each running their own (Terraform calls the provider concurrently).
 	mu  sync.Mutex
 	cur atomic.Pointer[configSnapshot]
-	// off is set when a load was refused for the role (ErrForbidden): reads then go to
-	// the database, which refuses or answers each as it would without the cache.
+	// off is set when a load was refused for the role (ErrForbidden), or when writes
+	// came faster than reads (see above): reads then go to the database, which answers
+	// (or refuses) each as it would without the cache.
 	off   atomic.Bool
 	loads atomic.Int64
+	// strikes counts the copies in a row dropped before they paid for their load.
+	strikes int // guarded by mu
 }
 
 // configSnapshot is one consistent read of the configuration tables.
 type configSnapshot struct {
 	// gen is the store's write count when the load began: the copy is valid while the
 	// count is unchanged.
-	gen         uint64
+	gen uint64
+	// reads counts the reads the copy served.
+	reads       atomic.Int64
 	providers   []SandboxProvider // in the database's order
 	envs        []Environment     // ordered by name, as ListEnvironments
 	envByName   map[string]int
@@ -99,13 +116,26 @@ func (s *Store) config(ctx context.Context) *configSnapshot {
 		return nil
 	}
 	if cur := c.cur.Load(); cur != nil && cur.gen == s.db.writes.Load() {
+		cur.reads.Add(1)
 		return cur
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gen := s.db.writes.Load()
-	if cur := c.cur.Load(); cur != nil && cur.gen == gen {
+	cur := c.cur.Load()
+	if cur != nil && cur.gen == gen {
+		cur.reads.Add(1)
 		return cur
+	}
+	if cur != nil {
+		if cur.reads.Load() >= configLoadQueries {
+			c.strikes = 0
+		} else if c.strikes++; c.strikes >= cacheStrikes {
+			// Writes outpace reads: see above.
+			c.off.Store(true)
+			c.cur.Store(nil)
+			return nil
+		}
 	}
 	snap, err := s.loadConfig(ctx, gen)
 	if err != nil {
@@ -115,6 +145,7 @@ func (s *Store) config(ctx context.Context) *configSnapshot {
 		return nil
 	}
 	c.loads.Add(1)
+	snap.reads.Add(1)
 	c.cur.Store(snap)
 	// Even when a write ran meanwhile (so the copy is stale for later reads), it is a
 	// consistent read that began after every write that finished before this one: this

@@ -171,10 +171,14 @@ func TestConfigCacheDroppedOnWrite(t *testing.T) {
 		envs, secrets, agents, _ := seedPlane(t, st, "alice", 2)
 		st.EnableConfigCache()
 		ctx := context.Background()
+		// load reads as a plan does, enough for the copy to pay for itself (the cache
+		// stays on while it does: see the next test).
 		load := func() {
 			t.Helper()
-			if _, err := st.GetEnvironment(ctx, envs[0]); err != nil {
-				t.Fatal(err)
+			for range configLoadQueries {
+				if _, err := st.GetEnvironment(ctx, envs[0]); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		steps := []struct {
@@ -283,6 +287,63 @@ func TestConfigCacheDroppedOnWrite(t *testing.T) {
 			if st.ConfigLoads() == loads {
 				t.Fatalf("after %s: no new load", step.what)
 			}
+		}
+	})
+}
+
+// Where writes outpace reads, as in an apply that creates resources (a read or two, then
+// a write, for each), reloading after every write would cost more than the cache saves:
+// after cacheStrikes copies dropped before they paid for their load, the cache turns
+// itself off, and reads query the database, fresh. A plan with one write among its reads
+// (a refresh recording a build's outcome) keeps it.
+func TestConfigCacheTurnsOffWhenWritesOutpaceReads(t *testing.T) {
+	eachDB(t, func(t *testing.T, st *Store) {
+		envs, _, _, _ := seedPlane(t, st, "alice", 4)
+		ctx := context.Background()
+
+		plan := reopen(t, st)
+		plan.EnableConfigCache()
+		for i := range 3 {
+			plan.GetEnvironment(ctx, envs[i%len(envs)])
+		}
+		must(t, plan.SetSnapshotState(ctx, "snap-1", "Failed", "gone", ""))
+		before := plan.Queries()
+		for i := range 100 {
+			plan.GetEnvironment(ctx, envs[i%len(envs)])
+		}
+		if n := plan.Queries() - before; plan.ConfigLoads() != 2 || n != configLoadQueries {
+			t.Fatalf("a plan with one early write: %d loads, %d queries for 100 reads; want 2 loads (one after the write), %d queries",
+				plan.ConfigLoads(), n, configLoadQueries)
+		}
+
+		apply := reopen(t, st)
+		apply.EnableConfigCache()
+		const resources = 40
+		before = apply.Queries()
+		for i := range resources {
+			e, err := apply.GetEnvironment(ctx, envs[i%len(envs)])
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Image = fmt.Sprint("image-", i)
+			must(t, apply.UpdateEnvironment(ctx, e))
+			if got, _ := apply.GetEnvironment(ctx, e.Name); got.Image != e.Image {
+				t.Fatalf("write %d: read %q after writing %q", i, got.Image, e.Image)
+			}
+		}
+		if apply.ConfigLoads() != cacheStrikes {
+			t.Fatalf("%d loads for %d read-write-read steps; want %d, then none", apply.ConfigLoads(), resources, cacheStrikes)
+		}
+		uncached := reopen(t, st)
+		before2 := uncached.Queries()
+		for i := range resources {
+			e, _ := uncached.GetEnvironment(ctx, envs[i%len(envs)])
+			must(t, uncached.UpdateEnvironment(ctx, e))
+			uncached.GetEnvironment(ctx, e.Name)
+		}
+		cached, plain := apply.Queries()-before, uncached.Queries()-before2
+		if cached > plain+cacheStrikes*configLoadQueries {
+			t.Fatalf("the apply cost %d queries with the cache, %d without: more than the %d loads it tried", cached, plain, cacheStrikes)
 		}
 	})
 }
