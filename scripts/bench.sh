@@ -453,6 +453,8 @@ for cfg in "${configs[@]}"; do
 		status=1
 	}
 done
+# The PostgreSQL control plane is done with (the trap would stop it at the end anyway).
+kill "$pgpid" 2>/dev/null && wait "$pgpid" 2>/dev/null || true
 
 if [[ "${BENCH_PLAN_ONLY:-0}" == 1 ]]; then
 	echo "== BENCH_PLAN_ONLY=1: skipping the Go benchmarks"
