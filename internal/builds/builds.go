@@ -48,13 +48,23 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 	if err != nil {
 		return cur, err
 	}
+	if !claimed && cur.Status == store.SnapshotCollecting {
+		// Garbage collection is removing it: once it is gone, claim it again (and so
+		// build it anew).
+		if err := c.awaitCollection(ctx, cur); err != nil {
+			return cur, err
+		}
+		return c.Ensure(ctx, spec, base, blockNetwork)
+	}
 	if !claimed {
 		// Someone else built or is building it. If the row says Ready but the backend lost
 		// the snapshot (deleted out of band), take it over and build again; unless its
 		// files are on another machine, where this builder cannot see them.
 		if cur.Status == sandbox.StatusReady {
 			if _, err := c.Builder.BuildState(ctx, id); errors.Is(err, sandbox.ErrNotFound) && !c.elsewhere(ctx, id) {
-				if err := c.Store.SetSnapshotState(ctx, id, sandbox.StatusFailed, "snapshot was deleted outside trueforge", ""); err != nil {
+				// ErrNotFound: garbage collection took it meanwhile; Ensure again waits
+				// for that.
+				if err := c.Store.SetSnapshotState(ctx, id, sandbox.StatusFailed, "snapshot was deleted outside trueforge", ""); err != nil && !errors.Is(err, store.ErrNotFound) {
 					return cur, err
 				}
 				return c.Ensure(ctx, spec, base, blockNetwork)
@@ -77,6 +87,72 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 		return cur, fmt.Errorf("starting the build of snapshot %s: %w", id, err)
 	}
 	return cur, nil
+}
+
+// collectedRetries bounds how often Use claims a snapshot again because garbage
+// collection took it between the claim and the save: each time needs another apply to
+// have left the same build inputs at that very moment.
+const collectedRetries = 5
+
+// Use makes sure a snapshot for spec exists or is being built, as Ensure, and saves the
+// environment that references it with save, which points the environment at the
+// snapshot in the store. When the snapshot was collected between the claim and the save
+// (store.ErrSnapshotCollected: an apply that left these inputs collected it just then),
+// it claims it again, which builds it anew, and saves again. It returns the snapshot
+// and, apart, what save returned, so that callers can tell a failed build start from a
+// failed save.
+func (c *Coordinator) Use(ctx context.Context, spec sandbox.SnapshotSpec, base string, blockNetwork bool, save func(store.Snapshot) error) (snap store.Snapshot, saveErr, err error) {
+	for attempt := 1; ; attempt++ {
+		snap, err = c.Ensure(ctx, spec, base, blockNetwork)
+		if err != nil {
+			return snap, nil, err
+		}
+		saveErr = save(snap)
+		if !errors.Is(saveErr, store.ErrSnapshotCollected) || attempt == collectedRetries {
+			return snap, saveErr, nil
+		}
+	}
+}
+
+// awaitCollection waits until the snapshot that garbage collection is removing is gone.
+// A collection that has not finished within startGrace of its start has lost its
+// collector (the apply died between marking and removing): the snapshot is turned to
+// Failed, which the next claim rebuilds.
+func (c *Coordinator) awaitCollection(ctx context.Context, snap store.Snapshot) error {
+	poll := c.pollInterval()
+	for {
+		if time.Since(snap.UpdatedAt) >= startGrace {
+			_, err := c.Store.ReclaimStaleCollection(ctx, snap.ID, time.Now().Add(-startGrace), sandbox.StatusFailed)
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("snapshot %s was still being collected when the wait ended: %w", snap.ID, context.Cause(ctx))
+		case <-time.After(poll):
+		}
+		if poll < time.Second {
+			poll *= 2
+		}
+		// Another process removes it: read the database, past the config cache.
+		cur, err := c.Store.Fresh().GetSnapshot(ctx, snap.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cur.Status != store.SnapshotCollecting {
+			return nil
+		}
+		snap = cur
+	}
+}
+
+func (c *Coordinator) pollInterval() time.Duration {
+	if c.Poll <= 0 {
+		return 50 * time.Millisecond
+	}
+	return c.Poll
 }
 
 // Refresh brings the stored state of snapshot id up to date with the backend and returns
@@ -129,10 +205,7 @@ func (c *Coordinator) Wait(ctx context.Context, id string) (store.Snapshot, erro
 }
 
 func (c *Coordinator) wait(ctx context.Context, id string) (store.Snapshot, error) {
-	poll := c.Poll
-	if poll <= 0 {
-		poll = 50 * time.Millisecond
-	}
+	poll := c.pollInterval()
 	for {
 		snap, err := c.Refresh(ctx, id)
 		if err != nil {
@@ -153,7 +226,10 @@ func (c *Coordinator) wait(ctx context.Context, id string) (store.Snapshot, erro
 }
 
 // Collect removes snapshots that no environment, provider or other snapshot refers to.
-// It returns the ids it removed.
+// It returns the ids it removed. Each is first marked Collecting, in a transaction that
+// checks again that nothing refers to it (another apply may have just claimed it for an
+// environment: then it stays), so that no apply reuses it while its files go (see
+// store.MarkSnapshotCollecting).
 func (c *Coordinator) Collect(ctx context.Context) ([]string, error) {
 	ids, err := c.Store.UnreferencedSnapshots(ctx, c.Provider)
 	if err != nil {
@@ -161,10 +237,19 @@ func (c *Coordinator) Collect(ctx context.Context) ([]string, error) {
 	}
 	var removed []string
 	for _, id := range ids {
+		marked, err := c.Store.MarkSnapshotCollecting(ctx, id)
+		if err != nil {
+			return removed, err
+		}
+		if !marked {
+			continue
+		}
 		if err := c.Builder.DeleteSnapshot(ctx, id); err != nil {
+			// Failed, it is rebuilt when claimed, and collected by a later apply.
+			_ = c.Store.AbandonCollection(context.WithoutCancel(ctx), id, sandbox.StatusFailed, "removing it as unreferenced failed: "+err.Error())
 			return removed, fmt.Errorf("removing unreferenced snapshot %s: %w", id, err)
 		}
-		if err := c.Store.DeleteSnapshot(ctx, id); err != nil {
+		if err := c.Store.DeleteCollectedSnapshot(ctx, id); err != nil {
 			return removed, err
 		}
 		removed = append(removed, id)

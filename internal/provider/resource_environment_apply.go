@@ -59,20 +59,22 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	blockAll, allow := plan.network(ctx)
-	snap, err := coord.Ensure(ctx, spec, prov.ReleaseSnapshot, blockAll)
+	env := store.Environment{
+		ID: newID("env"), Name: name, Provider: prov.Name, Owner: r.cp.owner,
+		Image: spec.Image, BuildScript: spec.BuildScript, CPU: spec.CPU, MemoryGB: spec.MemoryGB, DiskGB: spec.DiskGB,
+		Triggers: spec.Triggers, Env: mapFrom(ctx, plan.Env), BlockAll: blockAll, AllowDomains: allow,
+	}
+	snap, saveErr, err := coord.Use(ctx, spec, prov.ReleaseSnapshot, blockAll, func(snap store.Snapshot) error {
+		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
+		return r.cp.store.CreateEnvironment(ctx, env)
+	})
 	if err != nil {
 		resp.Diagnostics.AddError("Error Starting Snapshot Build", fmt.Sprintf("Environment %q: %s", name, err))
 		return
 	}
 	tflog.Debug(ctx, "environment: snapshot", map[string]any{"environment": name, "snapshot_id": snap.ID, "status": snap.Status, "build_hash": snap.BuildHash})
-	env := store.Environment{
-		ID: newID("env"), Name: name, Provider: prov.Name, Owner: r.cp.owner,
-		Image: spec.Image, BuildScript: spec.BuildScript, CPU: spec.CPU, MemoryGB: spec.MemoryGB, DiskGB: spec.DiskGB,
-		Triggers: spec.Triggers, Env: mapFrom(ctx, plan.Env), BlockAll: blockAll, AllowDomains: allow,
-		BuildHash: snap.BuildHash, SnapshotID: snap.ID,
-	}
-	if err := r.cp.store.CreateEnvironment(ctx, env); err != nil {
-		addOperationError(&resp.Diagnostics, "Error Creating Environment", fmt.Sprintf("environment %q, saving it", name), err)
+	if saveErr != nil {
+		addOperationError(&resp.Diagnostics, "Error Creating Environment", fmt.Sprintf("environment %q, saving it", name), saveErr)
 		return
 	}
 	plan.ID = types.StringValue(name)
@@ -235,15 +237,17 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
-	snap, err := coord.Ensure(ctx, spec, prov.ReleaseSnapshot, blockAll)
+	env.Image, env.BuildScript, env.CPU, env.MemoryGB, env.DiskGB, env.Triggers = spec.Image, spec.BuildScript, spec.CPU, spec.MemoryGB, spec.DiskGB, spec.Triggers
+	snap, saveErr, err := coord.Use(ctx, spec, prov.ReleaseSnapshot, blockAll, func(snap store.Snapshot) error {
+		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
+		return r.cp.store.UpdateEnvironment(ctx, env)
+	})
 	if err != nil {
 		resp.Diagnostics.AddError("Error Starting Snapshot Build", fmt.Sprintf("Environment %q: %s", name, err))
 		return
 	}
-	env.Image, env.BuildScript, env.CPU, env.MemoryGB, env.DiskGB, env.Triggers = spec.Image, spec.BuildScript, spec.CPU, spec.MemoryGB, spec.DiskGB, spec.Triggers
-	env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
-	if err := r.cp.store.UpdateEnvironment(ctx, env); err != nil {
-		addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q, saving its new snapshot %s", name, snap.ID), err)
+	if saveErr != nil {
+		addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q, saving its new snapshot %s", name, snap.ID), saveErr)
 		return
 	}
 	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)

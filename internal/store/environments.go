@@ -69,12 +69,16 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-// CreateEnvironment stores a new environment. Its snapshot row must exist (ClaimSnapshot).
+// CreateEnvironment stores a new environment. Its snapshot row must exist (ClaimSnapshot)
+// and not be collected meanwhile (ErrSnapshotCollected: claim it again).
 func (s *Store) CreateEnvironment(ctx context.Context, e Environment) error {
 	return s.inTx(ctx, func(tx *txn) error {
 		now := s.stamp()
 		if err := ensureOwner(ctx, tx, e.Owner, now); err != nil {
 			return err
+		}
+		if err := snapshotUsable(ctx, tx, e.SnapshotID); err != nil {
+			return fmt.Errorf("environment %q: %w", e.Name, err)
 		}
 		t, v, a := envArgs(e)
 		_, err := tx.ExecContext(ctx, `INSERT INTO environments(id, name, provider, owner, reserved, image, build_script, cpu, memory, disk, triggers, env, block_all, allow_domains, build_hash, snapshot_id, created_at, updated_at)
@@ -106,10 +110,14 @@ func recordHistory(ctx context.Context, tx *txn, env, snapshot string, now int64
 	return err
 }
 
-// UpdateEnvironment replaces every mutable field of environment e.Name.
+// UpdateEnvironment replaces every mutable field of environment e.Name. Its snapshot must
+// not be collected meanwhile (ErrSnapshotCollected: claim it again).
 func (s *Store) UpdateEnvironment(ctx context.Context, e Environment) error {
 	return s.inTx(ctx, func(tx *txn) error {
 		now := s.stamp()
+		if err := snapshotUsable(ctx, tx, e.SnapshotID); err != nil {
+			return fmt.Errorf("environment %q: %w", e.Name, err)
+		}
 		t, v, a := envArgs(e)
 		res, err := tx.ExecContext(ctx, `UPDATE environments SET image = ?, build_script = ?, cpu = ?, memory = ?, disk = ?, triggers = ?, env = ?, block_all = ?, allow_domains = ?, build_hash = ?, snapshot_id = ?, updated_at = ? WHERE name = ?`,
 			e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, now, e.Name)

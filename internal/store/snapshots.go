@@ -61,10 +61,11 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snap Snapshot, building strin
 	return claimed, cur, nil
 }
 
-// SetSnapshotState records the outcome (or progress) of a build.
+// SetSnapshotState records the outcome (or progress) of a build. A snapshot that garbage
+// collection is removing (SnapshotCollecting) is not changed: ErrNotFound.
 func (s *Store) SetSnapshotState(ctx context.Context, id, status, reason, logTail string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE snapshots SET status = ?, reason = ?, log_tail = ?, updated_at = ? WHERE id = ?`,
-		status, reason, logTail, s.stamp(), id)
+	res, err := s.db.ExecContext(ctx, `UPDATE snapshots SET status = ?, reason = ?, log_tail = ?, updated_at = ? WHERE id = ? AND status <> ?`,
+		status, reason, logTail, s.stamp(), id, SnapshotCollecting)
 	if err != nil {
 		return fmt.Errorf("recording the state of snapshot %s: %w", id, err)
 	}
