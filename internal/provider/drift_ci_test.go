@@ -111,9 +111,9 @@ func expectDrift(t *testing.T, providers providerFactories, config, state string
 }
 
 // testDriftFromFreshRunner runs the drift check against the control plane that
-// providerBlock names, with providers served; st is a connection to it for the
-// out-of-band change.
-func testDriftFromFreshRunner(t *testing.T, providers providerFactories, providerBlock string, st *store.Store) {
+// providerBlock names: the applier and the colleague are served providers, the fresh
+// runners fresh; st is a connection to it for the out-of-band change.
+func testDriftFromFreshRunner(t *testing.T, providers, fresh providerFactories, providerBlock string, st *store.Store) {
 	testAccPreCheck(t)
 	config := ciConfig(providerBlock, "Answer support questions.")
 
@@ -124,13 +124,13 @@ func testDriftFromFreshRunner(t *testing.T, providers providerFactories, provide
 	state := applier.read("terraform.tfstate")
 
 	t.Log("a fresh runner plans empty after the apply")
-	expectNoDrift(t, providers, config, state)
+	expectNoDrift(t, fresh, config, state)
 
 	t.Log("a row changed with SQL is drift")
 	if _, err := st.Exec(t.Context(), `UPDATE environments SET env = ? WHERE name = ?`, `{"MODE":"hotfix"}`, "py"); err != nil {
 		t.Fatal(err)
 	}
-	expectDrift(t, providers, config, state,
+	expectDrift(t, fresh, config, state,
 		[]*regexp.Regexp{
 			regexp.MustCompile(`(?s)# trueforge_environment\.py will be updated in-place.*~ "MODE"\s+= "hotfix" -> "ci"`),
 		},
@@ -142,7 +142,7 @@ func testDriftFromFreshRunner(t *testing.T, providers providerFactories, provide
 	t.Log("the applier puts it back; a fresh runner plans empty again")
 	applier.apply()
 	state = applier.read("terraform.tfstate")
-	expectNoDrift(t, providers, config, state)
+	expectNoDrift(t, fresh, config, state)
 
 	t.Log("a colleague imports the agent into another configuration and changes it")
 	colleague := newCLIRunner(t, providers)
@@ -157,7 +157,7 @@ resource "trueforge_agent" "copy" {
 	colleague.init()
 	colleague.must("import", "-input=false", "-no-color", "trueforge_agent.copy", "support")
 	colleague.apply()
-	expectDrift(t, providers, config, state,
+	expectDrift(t, fresh, config, state,
 		[]*regexp.Regexp{
 			regexp.MustCompile(`(?s)# trueforge_agent\.support will be updated in-place.*~ instructions\s+= "Colleague's instructions\." -> "Answer support questions\."`),
 		},
@@ -175,17 +175,20 @@ func TestAccDriftFromFreshRunner_sqlite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	testDriftFromFreshRunner(t, freshProviders, fmt.Sprintf("provider \"trueforge\" {\n  database_url = %q\n}\n", dbPath), st)
+	testDriftFromFreshRunner(t, freshProviders, freshProviders, fmt.Sprintf("provider \"trueforge\" {\n  database_url = %q\n}\n", dbPath), st)
 }
 
 // On PostgreSQL the runners connect as the team role alice (the owner of what they
 // apply), as docs/guides/ci.md sets a pipeline up: the configuration has no provider
 // block at all, and the database URL and the secret key are the runner's
-// TRUEFORGE_DATABASE_URL and TRUEFORGE_SECRET_KEY (the provider's environment). The SQL
-// change is made as the database's superuser, past row-level security.
+// TRUEFORGE_DATABASE_URL and TRUEFORGE_SECRET_KEY (the provider's environment). A fresh
+// runner's data directory is its own and empty, as under a new HOME: the local
+// backend's snapshot files are where the applier built them, which the database records.
+// The SQL change is made as the database's superuser, past row-level security.
 func TestAccDriftFromFreshRunner_postgres(t *testing.T) {
 	t.Parallel()
 	f := newPGFixture(t)
 	providers := f.providersWith(map[string]string{envDatabaseURL: f.url(f.alice)})
-	testDriftFromFreshRunner(t, providers, "", f.store())
+	fresh := f.providersWith(map[string]string{envDatabaseURL: f.url(f.alice), store.DataDirEnv: t.TempDir()})
+	testDriftFromFreshRunner(t, providers, fresh, "", f.store())
 }
