@@ -165,6 +165,17 @@ resource "trueforge_agent" "copy" {
 			"trueforge_agent.support: changed outside Terraform (instructions)",
 			"trueforge_agent.support: plan: update (instructions)",
 		})
+
+	t.Log("a row deleted with SQL is drift too: the plan creates it again")
+	if _, err := st.Exec(t.Context(), `DELETE FROM agents WHERE name = ?`, "support"); err != nil {
+		t.Fatal(err)
+	}
+	expectDrift(t, fresh, config, state,
+		[]*regexp.Regexp{regexp.MustCompile(`# trueforge_agent\.support will be created`)},
+		[]string{
+			"trueforge_agent.support: changed outside Terraform (gone)",
+			"trueforge_agent.support: plan: create (missing)",
+		})
 }
 
 func TestAccDriftFromFreshRunner_sqlite(t *testing.T) {
