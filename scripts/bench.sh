@@ -20,7 +20,8 @@
 #              the plugin framework with trueforge's schemas, the resources doing nothing
 #              (Read keeps the state, no ModifyPlan, no validation): what the framework
 #              costs, the least any framework provider serving this contract can cost;
-#              trueforge against it is the provider's own work (target:
+#              trueforge against it is the provider's own work (target, on CPU, the
+#              measure of work that other load on the machine disturbs least:
 #              BENCH_TARGET_FRAMEWORK_RATIO, 1.1)
 #   trueforge-pg: the trueforge configuration again, its control plane on PostgreSQL (a
 #              throwaway cluster that tools/benchpg starts as internal/pgtest does, on a
@@ -100,7 +101,8 @@ unset TF_CLI_ARGS TF_CLI_ARGS_plan TF_CLI_ARGS_apply TF_LOG TRUEFORGE_QUERY_LOG
 echo "== starting a throwaway PostgreSQL (tools/benchpg)"
 "$out/benchpg" >"$out/pg-url" 2>"$out/benchpg.log" &
 pgpid=$!
-trap 'kill "$pgpid" 2>/dev/null; wait "$pgpid" 2>/dev/null || true' EXIT
+# (|| true: under set -e a failing command in the trap would become the script's status)
+trap 'kill "$pgpid" 2>/dev/null || true; wait "$pgpid" 2>/dev/null || true' EXIT
 for ((i = 0; i < 600; i++)); do
 	[[ -s "$out/pg-url" ]] && break
 	kill -0 "$pgpid" 2>/dev/null || break
@@ -397,13 +399,14 @@ q_pg, q_sqlite = queries("trueforge-pg"), queries("trueforge")
 print(f"ratio trueforge-pg/trueforge (median wall): {pg_ratio:.2f}  (PostgreSQL against SQLite; target <= {target_pg}: {'met' if pg_ratio <= target_pg else 'MISSED'})")
 print(f"ratio trueforge-pg/trueforge (median CPU):  {cmed['trueforge-pg']/cmed['trueforge']:.2f}")
 fw_ratio = med["trueforge"] / med["trueforge-framework"]
+fw_cpu_ratio = cmed["trueforge"] / cmed["trueforge-framework"]
 print(f"ratio trueforge/instant, target <= {target_instant}: {inst_ratio:.2f} ({'met' if inst_ratio <= target_instant else 'MISSED'}); "
       f"CPU {cmed['trueforge']/cmed['trueforge-instant']:.2f}")
 print(f"ratio framework/instant (median wall):  {med['trueforge-framework']/med['trueforge-instant']:.2f}  "
       f"(the plugin framework's own cost on these schemas, CPU {cmed['trueforge-framework']/cmed['trueforge-instant']:.2f}: "
       f"no framework provider can plan faster)")
-print(f"ratio trueforge/framework (median wall): {fw_ratio:.2f}  (trueforge's own work: refresh, ModifyPlan, validation; "
-      f"CPU {cmed['trueforge']/cmed['trueforge-framework']:.2f}; target <= {target_framework}: {'met' if fw_ratio <= target_framework else 'MISSED'})")
+print(f"ratio trueforge/framework (median CPU): {fw_cpu_ratio:.2f}  (trueforge's own work: refresh, ModifyPlan, validation; "
+      f"target <= {target_framework}: {'met' if fw_cpu_ratio <= target_framework else 'MISSED'}; wall {fw_ratio:.2f})")
 print(f"queries per no-op plan of {2*size+1} resources, per provider process: PostgreSQL {q_pg}, SQLite {q_sqlite} "
       f"(target <= {target_queries}: {'met' if max(q_pg) <= target_queries else 'MISSED'})")
 print(f"snapshot builds started:  {builds} (expected 2: the default environment + 1 shared by {size} identical environments)")
@@ -412,7 +415,7 @@ for v in variants:
 extra = f" median_floor={med['floor']:.3f}" if "floor" in med else ""
 extra += f" median_floorwide={med['floorwide']:.3f}" if "floorwide" in med else ""
 extra += f" median_instant={med['trueforge-instant']:.3f} instant_ratio={inst_ratio:.3f}"
-extra += f" median_framework={med['trueforge-framework']:.3f} framework_ratio={fw_ratio:.3f}"
+extra += f" median_framework={med['trueforge-framework']:.3f} framework_ratio={fw_ratio:.3f} framework_cpu_ratio={fw_cpu_ratio:.3f}"
 extra += f" median_pg={med['trueforge-pg']:.3f} pg_ratio={pg_ratio:.3f} queries_pg={max(q_pg)} queries_sqlite={max(q_sqlite)}"
 print(f"RESULT median_trueforge={med['trueforge']:.3f} median_baseline={med['baseline']:.3f} ratio={ratio:.3f} "
       f"cpu_trueforge={cmed['trueforge']:.3f} cpu_baseline={cmed['baseline']:.3f} cpu_ratio={cratio:.3f} builds_started={builds}{extra}")
@@ -426,7 +429,7 @@ fi
 # result NAME: the value of NAME= on the plan benchmark's RESULT line.
 result() { sed -n "s/^RESULT .* $1=\([0-9.]*\).*/\1/p" "$out/results.txt"; }
 for check in "ratio $target plan ratio" "pg_ratio $target_pg PostgreSQL/SQLite plan ratio" \
-	"instant_ratio $target_instant trueforge/instant plan ratio" "framework_ratio $target_framework trueforge/framework plan ratio"; do
+	"instant_ratio $target_instant trueforge/instant plan ratio" "framework_cpu_ratio $target_framework trueforge/framework plan CPU ratio"; do
 	read -r name limit what <<<"$check"
 	value="$(result "$name")"
 	if ! python3 -c "import sys; sys.exit(0 if $value <= $limit else 1)"; then
