@@ -89,8 +89,8 @@ func (s *Store) EnableConfigCache() {
 	}
 }
 
-// ConfigLoads is how many times the config cache loaded the configuration (0 when it is
-// off): for tests and the plan-cost benchmark.
+// ConfigLoads is how many times the config cache loaded the configuration (0 when it was
+// never turned on): for tests and measurements.
 func (s *Store) ConfigLoads() int64 {
 	if s.cache == nil {
 		return 0
