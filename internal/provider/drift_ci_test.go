@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -8,6 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -202,4 +209,38 @@ func TestAccDriftFromFreshRunner_postgres(t *testing.T) {
 	providers := f.providersWith(map[string]string{envDatabaseURL: f.url(f.alice)})
 	fresh := f.providersWith(map[string]string{envDatabaseURL: f.url(f.alice), store.DataDirEnv: t.TempDir()})
 	testDriftFromFreshRunner(t, providers, fresh, "", f.store())
+}
+
+// builderUnavailable is a backend whose snapshot builder cannot be opened on this
+// machine, as the local backend cannot on a runner as root without subordinate ids.
+type builderUnavailable struct{ sandbox.Backend }
+
+func (builderUnavailable) Builder(context.Context, sandbox.ProviderConfig) (sandbox.SnapshotBuilder, error) {
+	return nil, errors.New("local: this process runs as root and has no subordinate ids (simulated)")
+}
+
+// A runner that cannot open the sandbox backend cannot tell whether a snapshot needs a
+// rebuild: its plan fails, naming the environment and why, instead of reporting drift
+// (a rebuild) that is not there.
+func TestAccDriftFromFreshRunner_backendUnavailable(t *testing.T) {
+	t.Parallel()
+	testAccPreCheck(t)
+	dbPath := filepath.Join(t.TempDir(), "trueforge.db")
+	config := ciConfig(fmt.Sprintf("provider \"trueforge\" {\n  database_url = %q\n}\n", dbPath), "Answer support questions.")
+	applier := newCLIRunner(t, freshProviders)
+	applier.write("main.tf", config)
+	applier.init()
+	applier.apply()
+
+	reg := backends.Default()
+	reg[local.Type] = builderUnavailable{reg[local.Type]}
+	broken := providerFactories{"trueforge": providerserver.NewProtocol6WithError(&trueforgeProvider{version: "test", backends: reg})}
+	r := freshRunner(t, broken, config, applier.read("terraform.tfstate"))
+	res := r.plan()
+	if res.code != 1 || !expectError(`Error Reading Environment Snapshot .* Environment "py": its sandbox provider "local" could not be opened on this machine, so the plan cannot tell .* has no subordinate ids`).MatchString(res.stderr) {
+		t.Fatalf("a runner that cannot open the backend must fail the plan, saying why:\n%s", res)
+	}
+	if res := r.runProgram(driftScript(t)); res.code != 1 || !strings.Contains(res.stderr, "drift: the plan failed") {
+		t.Fatalf("ci-drift.sh must fail (exit 1), not report drift:\n%s", res)
+	}
 }

@@ -124,7 +124,9 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	status := sandbox.StatusFailed
-	if coord, prov, err := r.cp.coordinator(ctx, env.Provider); err == nil {
+	coord, prov, err := r.cp.coordinator(ctx, env.Provider)
+	switch {
+	case err == nil:
 		snap, err := coord.Refresh(ctx, env.SnapshotID)
 		switch {
 		case err == nil:
@@ -135,6 +137,15 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 			resp.Diagnostics.AddError("Error Reading Environment Snapshot", snapshotReadError(env.Name, env.SnapshotID, err))
 			return
 		}
+	case !errors.Is(err, store.ErrNotFound):
+		// The backend cannot be opened here (a CI runner where the local backend cannot
+		// run, say): that says nothing about the snapshot either, so fail the refresh
+		// with the reason rather than plan a rebuild that is not needed.
+		resp.Diagnostics.AddError("Error Reading Environment Snapshot", fmt.Sprintf(
+			"Environment %q: its sandbox provider %q could not be opened on this machine, so the plan cannot tell whether snapshot %s needs a rebuild. "+
+				"Plan where that backend can run (for the local backend as root: with the subordinate ids of scripts/setup-subids.sh, or as an ordinary user).\n\nOriginal Error: %s",
+			env.Name, env.Provider, env.SnapshotID, err))
+		return
 	}
 	before := state
 	resp.Diagnostics.Append(state.fromStore(ctx, env, status)...)
