@@ -44,6 +44,29 @@ const (
 	DefaultDeleteAfterMinutes  = 10080
 )
 
+// Code Mode defaults: what one script (a run of the code tool) may do. A script past
+// one of them is stopped (or, for a call timeout, gets an error from that call) and the
+// model is told which limit and which attribute raises it.
+const (
+	// DefaultCodeCallTimeoutSeconds bounds one MCP call a script makes.
+	DefaultCodeCallTimeoutSeconds = 30
+	// DefaultCodeRunTimeoutSeconds bounds a script's wall-clock time, calls included.
+	DefaultCodeRunTimeoutSeconds = 300
+	// DefaultCodeMaxCalls is how many MCP calls one script may make.
+	DefaultCodeMaxCalls = 100
+	// DefaultCodeMaxResultBytes is how many bytes of MCP results (as JSON) one script
+	// may receive, all calls together; each result is minimized first.
+	DefaultCodeMaxResultBytes = 1 << 20
+)
+
+// Bounds of the Code Mode limits, enforced by the provider.
+const (
+	MaxCodeCallTimeoutSeconds = 600
+	MaxCodeRunTimeoutSeconds  = 3600
+	MaxCodeMaxCalls           = 10_000
+	MaxCodeMaxResultBytes     = 64 << 20
+)
+
 // Bounds of the run limits, enforced by the provider.
 const (
 	MaxMaxTurns    = 1000
@@ -63,9 +86,12 @@ type Spec struct {
 	MCPServers   []MCPServer `json:"mcp_servers"`
 	Skills       []Skill     `json:"skills"`
 	CodeMode     bool        `json:"code_mode"`
-	Sandbox      Sandbox     `json:"sandbox"`
-	MaxTurns     int64       `json:"max_turns"`
-	TokenBudget  int64       `json:"token_budget"`
+	// CodeModeLimits bound each Code Mode script; absent from specs written before they
+	// existed (CodeLimits reads the defaults then), so those specs encode as they were stored.
+	CodeModeLimits *CodeModeLimits `json:"code_mode_limits,omitempty"`
+	Sandbox        Sandbox         `json:"sandbox"`
+	MaxTurns       int64           `json:"max_turns"`
+	TokenBudget    int64           `json:"token_budget"`
 }
 
 // Model names the model and the harness variable that holds its key.
@@ -102,6 +128,25 @@ type Sandbox struct {
 	IdleStopMinutes     int64  `json:"idle_stop_minutes"`
 	ArchiveAfterMinutes int64  `json:"archive_after_minutes"`
 	DeleteAfterMinutes  int64  `json:"delete_after_minutes"`
+}
+
+// CodeModeLimits are the agent's code_mode_limits: per-call and per-script timeouts, and
+// caps on the calls and the result bytes of one script.
+type CodeModeLimits struct {
+	CallTimeoutSeconds int64 `json:"call_timeout_seconds"`
+	RunTimeoutSeconds  int64 `json:"run_timeout_seconds"`
+	MaxCalls           int64 `json:"max_calls"`
+	MaxResultBytes     int64 `json:"max_result_bytes"`
+}
+
+// DefaultCodeModeLimits are the limits of an agent that sets none.
+func DefaultCodeModeLimits() CodeModeLimits {
+	return CodeModeLimits{
+		CallTimeoutSeconds: DefaultCodeCallTimeoutSeconds,
+		RunTimeoutSeconds:  DefaultCodeRunTimeoutSeconds,
+		MaxCalls:           DefaultCodeMaxCalls,
+		MaxResultBytes:     DefaultCodeMaxResultBytes,
+	}
 }
 
 // DefaultSandbox is the sandbox block of an agent that has none: off.
@@ -147,6 +192,23 @@ func (s *Spec) fillZeros() {
 	orDefault(&s.Sandbox.IdleStopMinutes, DefaultIdleStopMinutes)
 	orDefault(&s.Sandbox.ArchiveAfterMinutes, DefaultArchiveAfterMinutes)
 	orDefault(&s.Sandbox.DeleteAfterMinutes, DefaultDeleteAfterMinutes)
+}
+
+// CodeLimits are the spec's Code Mode limits, each one it leaves out (or that is not
+// positive) at its default.
+func (s Spec) CodeLimits() CodeModeLimits {
+	l := DefaultCodeModeLimits()
+	if c := s.CodeModeLimits; c != nil {
+		for _, f := range []struct{ v, dst *int64 }{
+			{&c.CallTimeoutSeconds, &l.CallTimeoutSeconds}, {&c.RunTimeoutSeconds, &l.RunTimeoutSeconds},
+			{&c.MaxCalls, &l.MaxCalls}, {&c.MaxResultBytes, &l.MaxResultBytes},
+		} {
+			if *f.v > 0 {
+				*f.dst = *f.v
+			}
+		}
+	}
+	return l
 }
 
 // Encode is the stored form of s.
