@@ -128,17 +128,17 @@ func TestEnvironmentRef(t *testing.T) {
 }
 
 func TestCodeLimitsDefaultWhatIsLeftOut(t *testing.T) {
-	s, err := Decode([]byte(`{"name":"a","code_mode_limits":{"max_calls":7,"run_timeout_seconds":-1}}`))
+	s, err := agentspec.Decode([]byte(`{"name":"a","code_mode_limits":{"max_calls":7,"run_timeout_seconds":-1}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := s.CodeLimits()
-	want := DefaultCodeModeLimits()
+	want := agentspec.DefaultCodeModeLimits()
 	want.MaxCalls = 7
 	if got != want {
 		t.Fatalf("CodeLimits = %+v, want %+v", got, want)
 	}
-	if got := Default("b").CodeLimits(); got != DefaultCodeModeLimits() {
+	if got := agentspec.Default("b").CodeLimits(); got != agentspec.DefaultCodeModeLimits() {
 		t.Fatalf("an agent without code_mode_limits: %+v, want the defaults", got)
 	}
 }
