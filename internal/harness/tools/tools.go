@@ -61,7 +61,10 @@ type Executor struct {
 	Sandboxes *lifecycle.Manager // nil when no agent of this harness has a sandbox
 	// MCP, when set, serves the agent's MCP tools (mcptools.Toolset); their results pass
 	// the same truncation point, and they never touch the sandbox.
-	MCP   MCPTools
+	MCP MCPTools
+	// Code, when set, is Code Mode's tool (codemode): the model reaches the agent's MCP
+	// tools through the scripts it runs in the sandbox, so they are not offered directly.
+	Code  CodeTool
 	Limit int              // bytes of a result shown to the model; 0 means DefaultLimit
 	Now   func() time.Time // nil means time.Now
 }
@@ -73,11 +76,21 @@ type MCPTools interface {
 	Call(ctx context.Context, name string, args json.RawMessage) (string, bool)
 }
 
-// AllSpecs is the tool list of a run: the agent's built-in tools and its MCP tools.
-// Neither depends on sandbox state.
+// CodeTool is what the executor needs from Code Mode: one tool, whose description
+// carries the script API (listing it provisions nothing), run in the call's sandbox.
+type CodeTool interface {
+	Spec(ctx context.Context) model.ToolSpec
+	Run(ctx context.Context, x *Executor, c Call, args json.RawMessage) Result
+}
+
+// AllSpecs is the tool list of a run: the agent's built-in tools and its MCP tools
+// (through Code Mode's tool when it is on). None depends on sandbox state.
 func (x *Executor) AllSpecs(ctx context.Context, a *agents.Agent) []model.ToolSpec {
 	specs := Specs(a)
-	if x.MCP != nil {
+	switch {
+	case x.Code != nil:
+		specs = append(specs, x.Code.Spec(ctx))
+	case x.MCP != nil:
 		specs = append(specs, x.MCP.Specs(ctx)...)
 	}
 	return specs
@@ -201,7 +214,10 @@ func (x *Executor) Run(ctx context.Context, c Call, tc model.ToolCall) Result {
 }
 
 func (x *Executor) dispatch(ctx context.Context, c Call, tc model.ToolCall) Result {
-	if x.MCP != nil && x.MCP.Has(tc.Name) {
+	if x.Code != nil && tc.Name == x.Code.Spec(ctx).Name {
+		return x.Code.Run(ctx, x, c, tc.Arguments)
+	}
+	if x.Code == nil && x.MCP != nil && x.MCP.Has(tc.Name) {
 		text, isErr := x.MCP.Call(ctx, tc.Name, tc.Arguments)
 		return Result{Text: text, IsError: isErr}
 	}
