@@ -97,6 +97,10 @@ func isInit() bool {
 // sandboxInit is the state of the running init.
 type sandboxInit struct {
 	devNull *os.File
+	// oomScore is the init's own /proc/self/oom_score_adj, opened before the init made
+	// itself not dumpable (after that its /proc files belong to the namespace's root and
+	// it could not open them); close-on-exec, so no command inherits it.
+	oomScore *os.File
 	// mu serialises starting a process with reaping, so that a child cannot be reaped
 	// before it is registered in waiters.
 	mu      sync.Mutex
@@ -117,6 +121,8 @@ func runInit() int {
 		return 1
 	}
 	in.devNull = devNull
+	// Before lockDown: see oomScore. Without it commands keep the init's score (0).
+	in.oomScore, _ = os.OpenFile("/proc/self/oom_score_adj", os.O_WRONLY, 0)
 	// Descriptors the owner inherited from its own parent without close-on-exec reach us
 	// through unshare and bwrap: none of them may reach a command.
 	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
@@ -242,6 +248,12 @@ func (in *sandboxInit) startEgressHelper() error {
 func (in *sandboxInit) spawn(path string, argv, env []string, dir string, files []uintptr, ch chan syscall.WaitStatus) (int, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if ch != nil {
+		// A command: it inherits commandOOMScore from the init, which holds it only
+		// while forking (under mu, so the egress helper never inherits it).
+		in.setOwnOOMScore(commandOOMScore)
+		defer in.setOwnOOMScore("0")
+	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Dir: dir, Env: env, Files: files, Sys: &syscall.SysProcAttr{Setsid: true},
 	})
@@ -326,7 +338,6 @@ func (in *sandboxInit) serve(c *net.UnixConn) {
 	}
 	closeAll(files)
 	files = nil
-	raiseOOMScore(pid)
 	if err := writeFrame(c, initReply{Pid: pid}, nil); err != nil {
 		killGroupAndWait(pid)
 		<-ch
@@ -373,10 +384,18 @@ func (in *sandboxInit) serve(c *net.UnixConn) {
 // and costs the sandbox only its own init.
 const commandOOMScore = "500"
 
-// raiseOOMScore sets a command's oom_score_adj to commandOOMScore, at once after it
-// started (a command that forks in the first microseconds leaves those children at 0).
-func raiseOOMScore(pid int) {
-	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(commandOOMScore), 0)
+// setOwnOOMScore sets the init's own oom_score_adj, so that a command forked meanwhile
+// starts with it before it runs a single instruction. Setting a command's score from
+// outside after it started loses a race: a command that forks at once (sh -c running
+// its command) leaves its children at 0, and until its execve finishes the command
+// still has the init's non-dumpable mm, whose /proc files the init may not write. The
+// init's own file it writes through a descriptor it opened while still dumpable.
+// Lowering the score back to 0 needs no privilege: 0 is the floor the init inherited
+// (oom_score_adj_min), which only CAP_SYS_RESOURCE on the host could move.
+func (in *sandboxInit) setOwnOOMScore(v string) {
+	if in.oomScore != nil {
+		_, _ = in.oomScore.WriteAt([]byte(v), 0)
+	}
 }
 
 // lookPath resolves argv[0] as execvp would, with the command's PATH; the code is the
