@@ -142,6 +142,16 @@ type ExecRequest struct {
 	// Stdout and Stderr, when set, receive the streams as they are produced (in
 	// addition to the retained copy in ExecResult). They must not block for long.
 	Stdout, Stderr io.Writer
+	// Interactive is for a caller that talks to the command while it runs (Code Mode
+	// answering a script's requests): Stdin is read while the command runs (it may be a
+	// live pipe that reaches EOF only when the caller closes it) and each chunk read
+	// reaches the command as it arrives, without waiting for more; Stdout and Stderr get
+	// output as it is produced, each within a bounded latency that the backend documents;
+	// cancelling ctx stops the command's processes in the sandbox before Exec returns
+	// (ExitCode -1 and ctx's error). Once the command has ended, Exec closes Stdin if it
+	// is an io.Closer, so a writer blocked on an io.Pipe gets io.ErrClosedPipe instead of
+	// waiting forever. A backend may deliver output in lines (Daytona: see its package).
+	Interactive bool
 }
 
 // ExecResult is what a finished command left.
