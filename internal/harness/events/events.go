@@ -334,6 +334,7 @@ var decoders = map[string]func(json.RawMessage) (Payload, error){
 	KindSandboxReclaimed:         plain[SandboxReclaimed],
 	KindSandboxNetworkReattached: plain[SandboxNetworkReattached],
 	KindEgress:                   plain[Egress],
+	KindMCPCall:                  plain[MCPCall],
 }
 
 func plain[T Payload](raw json.RawMessage) (Payload, error) {

@@ -97,4 +97,14 @@ var Logs = []Log{
 		`{"time":"2026-11-29T10:00:00Z","sandbox":"tf-s-1-1","allowed":true,"mode":"terminate","host":"api.test","port":"443","method":"POST","path":"/v1","addr":"127.0.0.1:443","secrets":["API_KEY"]}`,
 		events.Egress{Time: created, Sandbox: "tf-s-1-1", Allowed: true, Mode: "terminate", Host: "api.test", Port: "443", Method: "POST", Path: "/v1",
 			Addr: "127.0.0.1:443", Secrets: []string{"API_KEY"}}},
+	{"mcp call from a script, allowed by a policy rule", events.KindMCPCall,
+		`{"tool_call_id":"c1","call":2,"user":"alice","agent":"helper","tool":"weather__forecast","args_sha256":"ab12","outcome":"completed","rule":-1,"result_bytes":120,"duration_ms":4}`,
+		events.MCPCall{ToolCallID: "c1", Call: 2, User: "alice", Agent: "helper", Tool: "weather__forecast", ArgsSHA256: "ab12",
+			Outcome: events.OutcomeCompleted, Rule: ptr(-1), ResultBytes: 120, DurationMS: 4}},
+	{"mcp call that ended after its script was cancelled", events.KindMCPCall,
+		`{"tool_call_id":"c1","call":1,"user":"bob","agent":"helper","tool":"db__slow","args_sha256":"cd34","outcome":"failed","error":"connection reset","result_bytes":0,"duration_ms":900,"late":true}`,
+		events.MCPCall{ToolCallID: "c1", Call: 1, User: "bob", Agent: "helper", Tool: "db__slow", ArgsSHA256: "cd34",
+			Outcome: events.OutcomeFailed, Error: "connection reset", DurationMS: 900, Late: true}},
 }
+
+func ptr[T any](v T) *T { return &v }
