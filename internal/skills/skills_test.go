@@ -106,7 +106,9 @@ func TestDigestCoversPathModeContent(t *testing.T) {
 		t.Fatalf("same paths, executable bits and contents: %s vs %s", got, base)
 	}
 	for name, change := range map[string]func(dir string) error{
-		"content":        func(d string) error { return os.WriteFile(filepath.Join(d, "reference/forms.md"), []byte("Forms"), 0o644) },
+		"content": func(d string) error {
+			return os.WriteFile(filepath.Join(d, "reference/forms.md"), []byte("Forms"), 0o644)
+		},
 		"executable bit": func(d string) error { return os.Chmod(filepath.Join(d, "reference/forms.md"), 0o755) },
 		"path":           func(d string) error { return os.Rename(filepath.Join(d, "reference"), filepath.Join(d, "refs")) },
 		"new file":       func(d string) error { return os.WriteFile(filepath.Join(d, "x"), nil, 0o644) },
@@ -140,7 +142,9 @@ func TestReadRefusesBadFolders(t *testing.T) {
 		{"no name", func(t *testing.T) string {
 			return writeSkill(t, map[string]string{"SKILL.md": "---\ndescription: d\n---\n"})
 		}, "Invalid SKILL.md", "SKILL.md", "has no name"},
-		{"no description", func(t *testing.T) string { return writeSkill(t, map[string]string{"SKILL.md": "---\nname: pdf\n---\n"}) }, "Invalid SKILL.md", "SKILL.md", "has no description"},
+		{"no description", func(t *testing.T) string {
+			return writeSkill(t, map[string]string{"SKILL.md": "---\nname: pdf\n---\n"})
+		}, "Invalid SKILL.md", "SKILL.md", "has no description"},
 		{"bad name", func(t *testing.T) string {
 			return writeSkill(t, map[string]string{"SKILL.md": "---\nname: PDF Tools\ndescription: d\n---\n"})
 		}, "Invalid SKILL.md", "SKILL.md", `"PDF Tools", which is not a valid skill name`},
@@ -162,7 +166,9 @@ func TestReadRefusesBadFolders(t *testing.T) {
 			must(t, syscall.Mkfifo(filepath.Join(d, "pipe"), 0o644))
 			return d
 		}, "Special File In Skill Folder", "pipe", "not a regular file"},
-		{"too large", func(t *testing.T) string { return writeSkill(t, map[string]string{"SKILL.md": skillMD, "data.bin": big}) }, "Skill Folder Too Large", "data.bin", "larger than 1048576 bytes"},
+		{"too large", func(t *testing.T) string {
+			return writeSkill(t, map[string]string{"SKILL.md": skillMD, "data.bin": big})
+		}, "Skill Folder Too Large", "data.bin", "larger than 1048576 bytes"},
 		{"SKILL.md too large", func(t *testing.T) string {
 			return writeSkill(t, map[string]string{"SKILL.md": skillMD + strings.Repeat("x", MaxSkillMDBytes)})
 		}, "Skill Folder Too Large", "SKILL.md", "the limit is 65536 bytes"},
@@ -176,7 +182,9 @@ func TestReadRefusesBadFolders(t *testing.T) {
 		{"too deep", func(t *testing.T) string {
 			return writeSkill(t, map[string]string{"SKILL.md": skillMD, "a/b/c/d/e/f/g/h/i.txt": ""})
 		}, "Invalid File Name In Skill Folder", "a/b/c/d/e/f/g/h/i.txt", "levels deep"},
-		{"control character", func(t *testing.T) string { return writeSkill(t, map[string]string{"SKILL.md": skillMD, "bad\x1bname": ""}) },
+		{"control character", func(t *testing.T) string {
+			return writeSkill(t, map[string]string{"SKILL.md": skillMD, "bad\x1bname": ""})
+		},
 			"Invalid File Name In Skill Folder", "bad\x1bname", "control character"},
 		{"backslash", func(t *testing.T) string { return writeSkill(t, map[string]string{"SKILL.md": skillMD, `a\b`: ""}) },
 			"Invalid File Name In Skill Folder", `a\b`, "backslash"},
