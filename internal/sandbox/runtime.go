@@ -148,9 +148,10 @@ type ExecRequest struct {
 	// reaches the command as it arrives, without waiting for more; Stdout and Stderr get
 	// output as it is produced, each within a bounded latency that the backend documents;
 	// cancelling ctx stops the command's processes in the sandbox before Exec returns
-	// (ExitCode -1 and ctx's error). Once the command has ended, Exec closes Stdin if it
-	// is an io.Closer, so a writer blocked on an io.Pipe gets io.ErrClosedPipe instead of
-	// waiting forever. A backend may deliver output in lines (Daytona: see its package).
+	// (ExitCode -1 and ctx's error). Before returning, Exec closes Stdin if it is an
+	// io.Closer, so a writer blocked on an io.Pipe after the command ended gets
+	// io.ErrClosedPipe instead of waiting forever. A backend may deliver output in whole
+	// lines (Daytona: see its package).
 	Interactive bool
 }
 

@@ -27,7 +27,17 @@ const maxArgs = 1 << 20
 // process group is killed and Exec returns the output so far with TimedOut (timeout,
 // exit code 124) or ctx's error. Processes that left the group (setsid, daemons) keep
 // running in the sandbox until Stop, as on any machine.
+//
+// Every command is interactive in the sense of ExecRequest.Interactive: Stdin is copied
+// into the command's stdin pipe chunk by chunk as it is read, and Stdout and Stderr get
+// each read of the command's pipes at once (no latency beyond the pipe's). Interactive
+// adds only that Exec closes Stdin (if an io.Closer) before it returns.
 func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	if c, ok := req.Stdin.(io.Closer); ok && req.Interactive {
+		// The copying goroutine may be blocked reading it; closing releases it and
+		// the caller's writer.
+		defer c.Close()
+	}
 	res, err := r.exec(ctx, id, req)
 	if err != nil {
 		return res, fmt.Errorf("local: exec in sandbox %s: %w", id, err)
