@@ -112,10 +112,17 @@ type MCPServer struct {
 	AllowedTools  []string `json:"allowed_tools"`
 }
 
-// Skill is a skill the agent declares: a name and the path its module gave.
+// Skill is a skill the agent declares: its name, the path of its folder in the
+// configuration that published it (for display: the harness never reads it), and what
+// apply read there. Digest is the SHA-256 of the folder's canonical encoding (package
+// skills), by which its content is stored in the control plane (skill_blobs); it and
+// Description are absent from specs written before skills were published, whose skills
+// the harness cannot load until they are applied again.
 type Skill struct {
-	Name string `json:"name"`
-	Path string `json:"path"`
+	Name        string `json:"name"`
+	Path        string `json:"path"`
+	Description string `json:"description,omitempty"`
+	Digest      string `json:"digest,omitempty"`
 }
 
 // Sandbox holds the sandbox settings and lifecycle timings (minutes). Environment is

@@ -142,3 +142,18 @@ func TestCodeLimitsDefaultWhatIsLeftOut(t *testing.T) {
 		t.Fatalf("an agent without code_mode_limits: %+v, want the defaults", got)
 	}
 }
+
+// A published skill carries its description and digest; specs stored before skills were
+// published have neither, and encode as they were stored (TestStoredSpecsStillLoad).
+func TestSkillDigestRoundTrips(t *testing.T) {
+	s := agentspec.Default("a")
+	s.Skills = []agentspec.Skill{{Name: "pdf", Path: "./skills/pdf", Description: "Reads PDFs.", Digest: "sha256:" + strings.Repeat("0", 64)}}
+	raw := string(s.Encode())
+	if !strings.Contains(raw, `"skills":[{"name":"pdf","path":"./skills/pdf","description":"Reads PDFs.","digest":"sha256:000`) {
+		t.Fatalf("encoded %s", raw)
+	}
+	back, err := agentspec.Decode([]byte(raw))
+	if err != nil || !reflect.DeepEqual(back.Skills, s.Skills) {
+		t.Fatalf("decoded %+v, %v", back.Skills, err)
+	}
+}
