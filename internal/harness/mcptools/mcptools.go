@@ -43,6 +43,27 @@ type Options struct {
 	Getenv     func(string) string // nil means os.Getenv
 	Logger     *slog.Logger
 	Version    string
+	// User and Agent say on whose behalf the harness calls: every request to a server
+	// carries them (UserHeader, AgentHeader), so the server can act for that subject,
+	// and the Policy decides each call by them.
+	User, Agent string
+	// Policy is the operator's rules for MCP calls (nil allows what allowed_tools does).
+	Policy Decider
+}
+
+// Headers that name the subject of a call to an MCP server: the user the harness acts
+// for (a session's owner) and the agent. Sent only to the server's own origin, like the
+// credential.
+const (
+	UserHeader  = "X-Trueforge-User"
+	AgentHeader = "X-Trueforge-Agent"
+)
+
+// Decider is the operator's policy, as the toolset asks it (policy.Policy).
+type Decider interface {
+	// Allow decides a call; reason says why it was refused, rule which rule decided
+	// (-1: the default).
+	Allow(user, agent, tool string, args map[string]any) (ok bool, rule int, reason string)
 }
 
 // Toolset is the MCP tools of one agent.
@@ -54,10 +75,14 @@ type Toolset struct {
 	sessions map[string]*mcp.ClientSession
 	routes   map[string]route
 	specs    []model.ToolSpec
+	descs    []Descriptor
 	listed   bool
 }
 
-type route struct{ server, tool string }
+type route struct {
+	server, tool string
+	output       map[string]any // the tool's output schema, nil when it declares none
+}
 
 // New returns the toolset of an agent's MCP servers; nothing is connected yet.
 func New(servers []agents.MCPServer, opts Options) *Toolset {
@@ -82,9 +107,20 @@ type bearer struct {
 	origin agents.Origin
 	env    string
 	getenv func(string) string
+	// subject is added to requests for the origin (UserHeader, AgentHeader).
+	user, agent string
 }
 
 func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if agents.OriginOf(req.URL) == b.origin && (b.user != "" || b.agent != "") {
+		req = req.Clone(req.Context())
+		setHeader(req.Header, UserHeader, b.user)
+		setHeader(req.Header, AgentHeader, b.agent)
+	} else if req.Header.Get(UserHeader) != "" || req.Header.Get(AgentHeader) != "" {
+		req = req.Clone(req.Context())
+		req.Header.Del(UserHeader)
+		req.Header.Del(AgentHeader)
+	}
 	if b.env == "" {
 		return b.base.RoundTrip(req)
 	}
@@ -103,6 +139,14 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set("Authorization", "Bearer "+v)
 	return b.base.RoundTrip(req)
+}
+
+func setHeader(h http.Header, name, v string) {
+	if v == "" {
+		h.Del(name)
+		return
+	}
+	h.Set(name, v)
 }
 
 // connect opens the session of s, the i-th of the agent's mcp_servers. The credential
@@ -124,7 +168,7 @@ func (t *Toolset) connect(ctx context.Context, i int, s agents.MCPServer) (*mcp.
 		base = http.DefaultTransport
 	}
 	hc := *t.opts.HTTPClient
-	hc.Transport = bearer{base: base, origin: want, env: s.CredentialEnv, getenv: t.opts.Getenv}
+	hc.Transport = bearer{base: base, origin: want, env: s.CredentialEnv, getenv: t.opts.Getenv, user: t.opts.User, agent: t.opts.Agent}
 	hc.CheckRedirect = agents.SameOriginRedirects(fmt.Sprintf("MCP server %q", s.Name), "if the server has moved, set its url to the new address", t.opts.HTTPClient.CheckRedirect)
 	client := mcp.NewClient(&mcp.Implementation{Name: "trueforge-harness", Version: t.opts.Version}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &hc, MaxRetries: 1, DisableStandaloneSSE: true}, nil)
@@ -165,12 +209,13 @@ func (t *Toolset) Specs(ctx context.Context) []model.ToolSpec {
 						continue
 					}
 					name := s.Name + Separator + tool.Name
-					params, _ := json.Marshal(tool.InputSchema)
-					var schema map[string]any
-					if json.Unmarshal(params, &schema) != nil || schema == nil {
+					schema := asObject(tool.InputSchema)
+					if schema == nil {
 						schema = map[string]any{"type": "object", "properties": map[string]any{}}
 					}
-					t.routes[name] = route{s.Name, tool.Name}
+					t.routes[name] = route{s.Name, tool.Name, asObject(tool.OutputSchema)}
+					t.descs = append(t.descs, Descriptor{Name: name, Server: s.Name, Tool: tool.Name, Description: tool.Description,
+						Input: schema, Output: asObject(tool.OutputSchema)})
 					t.specs = append(t.specs, model.ToolSpec{Name: name, Description: fmt.Sprintf("[MCP %s] %s", s.Name, tool.Description), Parameters: schema})
 				}
 			}
@@ -211,12 +256,15 @@ func (t *Toolset) Call(ctx context.Context, name string, args json.RawMessage) (
 			return "the arguments are not a JSON object: " + err.Error(), true
 		}
 	}
+	if ok, _, reason := t.allow(name, a); !ok {
+		return reason, true
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: r.tool, Arguments: a})
 	if err != nil {
 		if errors.Is(err, mcp.ErrConnectionClosed) {
 			t.mu.Lock()
 			delete(t.sessions, r.server)
-			t.listed, t.specs, t.routes = false, nil, map[string]route{}
+			t.listed, t.specs, t.descs, t.routes = false, nil, nil, map[string]route{}
 			t.mu.Unlock()
 		}
 		return fmt.Sprintf("MCP server %s: %v", r.server, err), true
