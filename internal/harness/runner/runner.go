@@ -135,6 +135,7 @@ type run struct {
 	r         *Runner
 	sessionID string
 	runID     string
+	user      string // the session's owner
 	emit      func(Event)
 	lastSeq   int64
 	msgs      []model.Message
@@ -222,7 +223,7 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 	if err != nil {
 		return out, err
 	}
-	x := &run{r: r, sessionID: sessionID, runID: "r-" + randHex(8), emit: emit}
+	x := &run{r: r, sessionID: sessionID, runID: "r-" + randHex(8), user: ss.Owner, emit: emit}
 	out.RunID = x.runID
 	x.msgs = History(evs)
 	if len(evs) > 0 {
@@ -345,7 +346,7 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 				return "", "", err
 			}
 			res := r.Tools.Run(ctx, tools.Call{
-				SessionID: x.sessionID, Agent: r.Agent, Event: seq,
+				SessionID: x.sessionID, RunID: x.runID, User: x.user, Agent: r.Agent, Event: seq,
 				Commands: func() []string { return x.commands(end) },
 				Output:   func(stream string, p []byte) { x.send(Event{Partial: true, Stream: stream, Delta: string(p)}) },
 			}, tc)

@@ -99,7 +99,11 @@ func (x *Executor) AllSpecs(ctx context.Context, a *agents.Agent) []model.ToolSp
 // Call is one tool call in its session.
 type Call struct {
 	SessionID string
-	Agent     *agents.Agent
+	// RunID is the run making the call; User the session's owner, on whose behalf
+	// the harness calls MCP servers.
+	RunID string
+	User  string
+	Agent *agents.Agent
 	// Event is the seq of the tool_call event: an artifact's source event.
 	Event int64
 	// Commands returns the exec commands run in the session's current sandbox, for
