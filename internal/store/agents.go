@@ -17,6 +17,11 @@ type Agent struct {
 	Owner       string
 	Environment string
 	Spec        []byte
+	// Skills is the content of the skills Spec references. CreateAgent and UpdateAgent
+	// store it with the spec and make it the agent's references, deleting content the
+	// agent no longer references that no other agent does (skill_blobs.go); reads leave
+	// it empty.
+	Skills []SkillBlob
 }
 
 // CreateAgent stores a new agent.
@@ -36,23 +41,26 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) error {
 		case err != nil:
 			return fmt.Errorf("creating agent %q: %w", a.Name, err)
 		}
-		return nil
+		return setAgentSkills(ctx, tx, a.Name, a.Skills, now)
 	})
 }
 
-// UpdateAgent replaces an agent's environment and spec.
+// UpdateAgent replaces an agent's environment, spec and skills.
 func (s *Store) UpdateAgent(ctx context.Context, a Agent) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE agents SET environment = NULLIF(?, ''), spec = ?, updated_at = ? WHERE name = ?`, a.Environment, string(a.Spec), s.stamp(), a.Name)
-	switch {
-	case isForeignKey(err):
-		return fmt.Errorf("environment %q: %w", a.Environment, ErrNotFound)
-	case err != nil:
-		return fmt.Errorf("updating agent %q: %w", a.Name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("agent %q: %w", a.Name, ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *txn) error {
+		now := s.stamp()
+		res, err := tx.ExecContext(ctx, `UPDATE agents SET environment = NULLIF(?, ''), spec = ?, updated_at = ? WHERE name = ?`, a.Environment, string(a.Spec), now, a.Name)
+		switch {
+		case isForeignKey(err):
+			return fmt.Errorf("environment %q: %w", a.Environment, ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("updating agent %q: %w", a.Name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("agent %q: %w", a.Name, ErrNotFound)
+		}
+		return setAgentSkills(ctx, tx, a.Name, a.Skills, now)
+	})
 }
 
 // GetAgent reads an agent by name.
@@ -84,14 +92,26 @@ func scanAgent(sc interface{ Scan(...any) error }) (Agent, error) {
 	return a, nil
 }
 
-// DeleteAgent removes an agent; a missing one is ErrNotFound.
+// DeleteAgent removes an agent, and the skill content only it referenced; a missing
+// agent is ErrNotFound.
 func (s *Store) DeleteAgent(ctx context.Context, name string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM agents WHERE name = ?`, name)
-	if err != nil {
-		return fmt.Errorf("deleting agent %q: %w", name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("agent %q: %w", name, ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx *txn) error {
+		skills, err := agentSkillDigests(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM agents WHERE name = ?`, name)
+		if err != nil {
+			return fmt.Errorf("deleting agent %q: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("agent %q: %w", name, ErrNotFound)
+		}
+		for _, d := range skills {
+			if err := collectSkillBlob(ctx, tx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

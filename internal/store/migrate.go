@@ -319,6 +319,49 @@ CREATE POLICY secrets_update ON secrets FOR UPDATE
 CREATE POLICY secrets_delete ON secrets FOR DELETE
 	USING (EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user));
 `},
+	// 9: skills, published by apply (skill_blobs.go). A skill's content is stored once
+	// per digest, the SHA-256 of its canonical encoding, and shared like snapshots:
+	// identical folders in two agents, or two teams' agents, are one row. agent_skills
+	// says which agent's spec references which blob; its foreign key keeps a referenced
+	// blob from being deleted (garbage collection removes the others when an agent
+	// drops them), and it goes with its agent. On PostgreSQL the content must hash to
+	// its digest, so nobody can store other content under a digest (teams may insert and
+	// delete blobs, never update them: roles.go), and only an agent's owner writes its
+	// references.
+	{sql: `
+CREATE TABLE skill_blobs (
+	digest     TEXT PRIMARY KEY,
+	content    BLOB NOT NULL,
+	size       BIGINT NOT NULL,
+	created_at BIGINT NOT NULL
+);
+CREATE TABLE agent_skills (
+	agent  TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+	digest TEXT NOT NULL REFERENCES skill_blobs(digest) ON DELETE RESTRICT,
+	PRIMARY KEY (agent, digest)
+);
+CREATE INDEX agent_skills_digest ON agent_skills(digest);
+`, postgres: `
+CREATE TABLE skill_blobs (
+	digest     TEXT PRIMARY KEY,
+	content    BYTEA NOT NULL,
+	size       BIGINT NOT NULL,
+	created_at BIGINT NOT NULL,
+	CHECK (digest = 'sha256:' || encode(sha256(content), 'hex') AND size = octet_length(content))
+);
+CREATE TABLE agent_skills (
+	agent  TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+	digest TEXT NOT NULL REFERENCES skill_blobs(digest) ON DELETE RESTRICT,
+	PRIMARY KEY (agent, digest)
+);
+CREATE INDEX agent_skills_digest ON agent_skills(digest);
+ALTER TABLE agent_skills ENABLE ROW LEVEL SECURITY;
+CREATE POLICY agent_skills_read ON agent_skills FOR SELECT USING (true);
+CREATE POLICY agent_skills_insert ON agent_skills FOR INSERT WITH CHECK (
+	EXISTS (SELECT 1 FROM agents a WHERE a.name = agent_skills.agent AND a.owner = current_user));
+CREATE POLICY agent_skills_delete ON agent_skills FOR DELETE USING (
+	EXISTS (SELECT 1 FROM agents a WHERE a.name = agent_skills.agent AND a.owner = current_user));
+`},
 }
 
 // migrationLock is the PostgreSQL advisory lock that migrations take, so that two

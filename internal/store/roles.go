@@ -38,6 +38,11 @@ var (
 	// sharedTables are read and written by both kinds: the plane's settings (the
 	// secret key's check value is stored by whoever seals first).
 	sharedTables = []string{"control_plane"}
+	// contentTables are content-addressed rows that apply writes and harnesses read:
+	// skills' content and which agent references it. Teams insert and delete (the
+	// foreign key keeps referenced content, row-level security others' references)
+	// but never update: content stays what its digest says.
+	contentTables = []string{"skill_blobs", "agent_skills"}
 )
 
 // grantsSQL grants the group roles what their kind needs on the tables of schema. It
@@ -57,6 +62,8 @@ func grantsSQL(schema string) string {
 	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", tableList(q, configTables), HarnessGroup)
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s;\n", tableList(q, runtimeTables), HarnessGroup)
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT ON %s TO %s, %s;\n", tableList(q, sharedTables), TeamGroup, HarnessGroup)
+	fmt.Fprintf(&b, "GRANT SELECT, INSERT, DELETE ON %s TO %s;\n", tableList(q, contentTables), TeamGroup)
+	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", tableList(q, contentTables), HarnessGroup)
 	return b.String()
 }
 
