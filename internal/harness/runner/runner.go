@@ -346,7 +346,7 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 				return "", "", err
 			}
 			res := r.Tools.Run(ctx, tools.Call{
-				SessionID: x.sessionID, RunID: x.runID, User: x.user, Agent: r.Agent, Event: seq,
+				SessionID: x.sessionID, RunID: x.runID, User: x.user, ToolCallID: tc.ID, Agent: r.Agent, Event: seq,
 				Commands: func() []string { return x.commands(end) },
 				Output:   func(stream string, p []byte) { x.send(Event{Partial: true, Stream: stream, Delta: string(p)}) },
 			}, tc)

@@ -103,7 +103,9 @@ type Call struct {
 	// the harness calls MCP servers.
 	RunID string
 	User  string
-	Agent *agents.Agent
+	// ToolCallID is the model's id of this call.
+	ToolCallID string
+	Agent      *agents.Agent
 	// Event is the seq of the tool_call event: an artifact's source event.
 	Event int64
 	// Commands returns the exec commands run in the session's current sandbox, for
