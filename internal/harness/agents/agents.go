@@ -34,9 +34,11 @@ type Spec struct {
 	MCPServers   []MCPServer
 	Skills       []Skill
 	CodeMode     bool
-	Sandbox      SandboxSpec
-	MaxTurns     int64
-	TokenBudget  int64
+	// CodeLimits are the Code Mode limits, every one set (defaults applied).
+	CodeLimits  agentspec.CodeModeLimits
+	Sandbox     SandboxSpec
+	MaxTurns    int64
+	TokenBudget int64
 }
 
 // ModelSpec names the model and where its key comes from.
@@ -74,6 +76,7 @@ func SpecOf(s agentspec.Spec) Spec {
 		},
 		Skills:      s.Skills,
 		CodeMode:    s.CodeMode,
+		CodeLimits:  s.CodeLimits(),
 		Sandbox:     s.Sandbox,
 		MaxTurns:    s.MaxTurns,
 		TokenBudget: s.TokenBudget,
