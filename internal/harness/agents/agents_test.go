@@ -110,6 +110,7 @@ func TestOldStoredSpecsLoad(t *testing.T) {
 		"qa": {Name: "qa", Model: agents.ModelSpec{Provider: "scripted", Script: "[]"}, Sandbox: agentspec.DefaultSandbox(), MaxTurns: 50, TokenBudget: 1_000_000},
 	}
 	for name, w := range want {
+		w.CodeLimits = agentspec.DefaultCodeModeLimits() // specs older than code_mode_limits get the defaults
 		a, err := agents.Load(ctx, env, name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
