@@ -104,20 +104,34 @@ func NewAPI(tools []Tool) *API {
 		module.claim(s)
 	}
 	var cur *server
-	var names scope // tool names within cur
 	for _, t := range ts {
 		if cur == nil || cur.name != t.Server {
-			cur = &server{name: t.Server, ident: module.claim(identifier(t.Server, moduleReserved))}
+			cur = &server{name: t.Server}
 			a.servers = append(a.servers, cur)
-			names = newScope(memberReserved)
 		}
-		f := &function{tool: t, server: cur, ident: names.claim(identifier(t.Tool, memberReserved))}
+		f := &function{tool: t, server: cur}
 		f.params, f.open = parameters(t.Input)
 		if t.Output != nil {
 			f.output = parseSchema(t.Output)
 		}
 		cur.funcs = append(cur.funcs, f)
 		a.byName[t.Name] = f
+	}
+	servers := make([]string, len(a.servers))
+	for i, s := range a.servers {
+		servers[i] = s.name
+	}
+	for i, id := range module.claimAll(servers, moduleReserved) {
+		a.servers[i].ident = id
+	}
+	for _, s := range a.servers {
+		tools := make([]string, len(s.funcs))
+		for i, f := range s.funcs {
+			tools[i] = f.tool.Tool
+		}
+		for i, id := range newScope(memberReserved).claimAll(tools, memberReserved) {
+			s.funcs[i].ident = id
+		}
 	}
 
 	// Module-level Python names come after every namespace has its name, so that a
@@ -167,8 +181,12 @@ func parameters(input map[string]any) ([]*property, bool) {
 	sort.SliceStable(params, func(i, j int) bool { return params[i].required && !params[j].required })
 	locals := newScope(paramReserved)
 	locals.claim("_tf_args")
-	for _, p := range params {
-		p.ident = locals.claim(p.ident)
+	names := make([]string, len(params))
+	for i, p := range params {
+		names[i] = p.name
+	}
+	for i, id := range locals.claimAll(names, paramReserved) {
+		params[i].ident = id
 	}
 	return params, false
 }
@@ -642,6 +660,20 @@ func (s scope) claim(name string) string {
 	}
 	s[n] = true
 	return n
+}
+
+// claimAll gives each of names an identifier in s, those that are identifiers already
+// first, so that "a_b" keeps its name and "a-b" becomes "a_b_2" whatever their order.
+func (s scope) claimAll(names []string, reserved map[string]bool) []string {
+	out := make([]string, len(names))
+	for _, exact := range []bool{true, false} {
+		for i, n := range names {
+			if id := identifier(n, reserved); (id == n) == exact {
+				out[i] = s.claim(id)
+			}
+		}
+	}
+	return out
 }
 
 func words(lists ...string) map[string]bool {
@@ -1282,36 +1314,43 @@ func (a *API) Describe(limit int) string {
 			return header + "\n" + strings.Join(lines, "\n")
 		}
 	}
-	// Names alone do not fit: as many as do, then the count of the rest, under the
-	// header if there is room for it.
-	for _, h := range []string{header, ""} {
-		best, size := -1, len(h)
-		for n := 0; n <= len(funcs); n++ {
-			total := size
-			if n < len(funcs) {
-				total = joined(total, more(len(funcs)-n))
-			}
-			if total <= limit {
-				best = n
-			}
-			if n < len(funcs) {
-				size = joined(size, lines[n])
-			}
-		}
-		if best < 0 {
-			continue
-		}
-		var out []string
-		if h != "" {
-			out = append(out, h)
-		}
-		out = append(out, lines[:best]...)
-		if best < len(funcs) {
-			out = append(out, more(len(funcs)-best))
-		}
-		return strings.Join(out, "\n")
+	// Names alone do not fit: as many as do, then the count of the rest; under the
+	// header unless leaving it out shows more tools.
+	best, withHeader := fitting(lines, 0, limit), false
+	if n := fitting(lines, len(header), limit); n >= 0 && n >= best {
+		best, withHeader = n, true
 	}
-	return ""
+	if best < 0 {
+		return ""
+	}
+	var out []string
+	if withHeader {
+		out = append(out, header)
+	}
+	out = append(out, lines[:best]...)
+	if best < len(lines) {
+		out = append(out, more(len(lines)-best))
+	}
+	return strings.Join(out, "\n")
+}
+
+// fitting is how many of lines fit in limit bytes after size bytes of text, followed
+// by the count of the others when some are left out; -1 when not even the count fits.
+func fitting(lines []string, size, limit int) int {
+	best := -1
+	for n := 0; n <= len(lines); n++ {
+		total := size
+		if n < len(lines) {
+			total = joined(total, more(len(lines)-n))
+		}
+		if total <= limit {
+			best = n
+		}
+		if n < len(lines) {
+			size = joined(size, lines[n])
+		}
+	}
+	return best
 }
 
 // joined is the length of text of size bytes with line appended on a line of its own.
