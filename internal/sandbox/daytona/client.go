@@ -32,6 +32,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // DefaultBaseURL is Daytona's public API base URL; every API path is relative to it.
@@ -118,6 +120,10 @@ type request struct {
 	timeout time.Duration
 }
 
+// maxResponse caps a response body; a larger one is an error wrapping
+// sandbox.ErrTooLarge rather than a silently cut body.
+const maxResponse = 64 << 20
+
 // DefaultRequestTimeout bounds one attempt of an API or toolbox call that does not say
 // otherwise. It is a per-request deadline, not the HTTP client's, because a command may
 // legitimately run for up to its own timeout (30 minutes in the harness) before the
@@ -202,9 +208,12 @@ func (c *Client) once(ctx context.Context, method, u string, payload []byte, cty
 		return nil, fmt.Errorf("daytona: %s %s: %w", method, redact(u), err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if err != nil {
 		return nil, fmt.Errorf("daytona: %s %s: read body: %w", method, redact(u), err)
+	}
+	if len(body) > maxResponse {
+		return nil, fmt.Errorf("daytona: %s %s: response over %d bytes: %w", method, redact(u), maxResponse, sandbox.ErrTooLarge)
 	}
 	if resp.StatusCode/100 != 2 {
 		return nil, newAPIError(method, redact(u), resp, body)

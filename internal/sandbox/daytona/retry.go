@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // RetryPolicy says how failed calls are retried.
@@ -51,7 +53,7 @@ func (p RetryPolicy) decide(attempt int, elapsed time.Duration, idempotent bool,
 	}
 	switch {
 	case !isAPI:
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || !idempotent {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sandbox.ErrTooLarge) || !idempotent {
 			return 0, false
 		}
 	case e.Status == http.StatusTooManyRequests:
