@@ -23,6 +23,9 @@ type box interface {
 	start(id string) error
 	remove(id string) error
 	exec(ctx context.Context, id, command, cwd string, env map[string]string, limit time.Duration) (execResult, error)
+	// run runs a session command: a shell line with its streams connected as they flow.
+	// The end of ctx kills the command's process group; code is then -1.
+	run(ctx context.Context, id string, p proc) (code int, err error)
 	write(id, path string, r io.Reader) error
 	read(id, path string) ([]byte, error)
 	stat(id, path string) (fileInfo, error)
@@ -35,6 +38,15 @@ type execResult struct {
 	code     int
 	out      string
 	timedOut bool
+}
+
+// proc is a session command for box.run.
+type proc struct {
+	command string
+	env     map[string]string
+	stdin   *os.File // read end of the command's input pipe
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // fileInfo is the toolbox's FileInfo.
@@ -106,6 +118,30 @@ func (h hostBox) exec(ctx context.Context, id, command, cwd string, env map[stri
 		return execResult{}, err
 	}
 	return execResult{out: out.String()}, nil
+}
+
+func (h hostBox) run(ctx context.Context, id string, p proc) (int, error) {
+	dir := h.dir(id)
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", p.command)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	for k, v := range p.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.stdin, p.stdout, p.stderr
+	// A background process still holding the output pipes cannot keep the command
+	// running past its end for long.
+	cmd.WaitDelay = time.Second
+	killGroup(cmd)
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return -1, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return 0, err
 }
 
 func (h hostBox) write(id, p string, r io.Reader) error {

@@ -98,6 +98,20 @@ func (l *localBox) exec(ctx context.Context, id, command, cwd string, env map[st
 	return execResult{code: res.ExitCode, out: out, timedOut: res.TimedOut}, nil
 }
 
+func (l *localBox) run(ctx context.Context, id string, p proc) (int, error) {
+	// Interactive: stdin is a live pipe, and the retained copy is not needed (the
+	// writers get everything), hence the smallest cap.
+	res, err := l.rt.Exec(ctx, id, sandbox.ExecRequest{Shell: p.command, Env: p.env, Stdin: p.stdin,
+		Stdout: p.stdout, Stderr: p.stderr, Interactive: true, OutputCap: 1})
+	if ctx.Err() != nil {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return res.ExitCode, nil
+}
+
 func (l *localBox) write(id, p string, r io.Reader) error {
 	c, err := wsPath(p)
 	if err != nil {

@@ -280,6 +280,10 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[stri
 		writeErr(w, r, 400, badMsg)
 		return
 	}
+	if sb.State == "started" {
+		// The daemon does not outlive a stop: its sessions and their commands end.
+		s.endSessions(sb.ID, false)
+	}
 	if act != nil && s.bx != nil {
 		if err := act(s.bx, sb.ID); err != nil {
 			writeErr(w, r, 500, "daytonatest: "+err.Error())
@@ -313,6 +317,7 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 409, "Sandbox state change in progress")
 		return
 	}
+	s.endSessions(sb.ID, false)
 	if s.bx != nil {
 		if err := s.bx.remove(sb.ID); err != nil {
 			writeErr(w, r, 500, "daytonatest: "+err.Error())

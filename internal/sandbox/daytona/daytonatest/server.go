@@ -4,7 +4,8 @@
 // counters.
 //
 // The API is served under URL() (like https://app.daytona.io/api); each sandbox's toolbox
-// under {server}/toolbox/{sandboxId}. When bubblewrap is installed, every sandbox is a real
+// under {server}/toolbox/{sandboxId}, with session commands (/process/session, see
+// sessions.go) as the v0.190 daemon runs them. When bubblewrap is installed, every sandbox is a real
 // local sandbox (internal/sandbox/local, on a release snapshot of the host prepared on the
 // first sandbox): toolbox commands run confined in it, networkBlockAll gives it no network,
 // and file calls work on its /workspace (other absolute paths get 400). Without
@@ -14,7 +15,7 @@
 // /process/execute returns stdout followed by stderr.
 //
 // State changes are computed lazily from elapsed time on every request, so there are no
-// background goroutines.
+// background goroutines but those running session commands.
 package daytonatest
 
 import (
@@ -72,6 +73,11 @@ type Server struct {
 	bx    box // chosen on the first sandbox (sandboxBox)
 	bxErr error
 	local bool
+
+	// smu guards sessions (toolbox /process/session, sessions.go), keyed by sandbox id
+	// and session id; taken after mu when both are held.
+	smu      sync.Mutex
+	sessions map[string]*tbSession
 }
 
 // LocalSandboxes reports whether sandboxes run as local bubblewrap sandboxes (known once
@@ -118,14 +124,16 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		o(&cfg)
 	}
 	s := &Server{root: t.TempDir(), cfg: cfg, keys: map[string][]string{},
-		counts: map[string]int{}, faults: map[string][]fault{}}
+		counts: map[string]int{}, faults: map[string][]fault{}, sessions: map[string]*tbSession{}}
 	s.keys[DefaultKey] = slices.Clone(AllPermissions)
 	mux := http.NewServeMux()
 	s.routes(mux)
 	s.ts = httptest.NewServer(mux)
 	t.Cleanup(s.ts.Close)
-	// Runs before the server closes: stop and remove every sandbox and the release.
+	// Runs before the server closes: end every session, stop and remove every sandbox
+	// and the release.
 	t.Cleanup(func() {
+		s.endSessions("", true)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.bx != nil {
@@ -173,15 +181,22 @@ func (s *Server) ResetCounts() {
 type fault struct {
 	status     int
 	retryAfter time.Duration
+	message    string
 }
 
 // InjectFaults makes the next n requests to route answer status (429s carry Retry-After,
 // Retry-After-authenticated and X-RateLimit-Reset-authenticated).
 func (s *Server) InjectFaults(route string, n, status int) {
+	s.InjectFaultsMessage(route, n, status, "injected fault")
+}
+
+// InjectFaultsMessage is InjectFaults with the error body's message, for answers a
+// client tells apart by it (the toolbox's 500 "failed to open input pipe").
+func (s *Server) InjectFaultsMessage(route string, n, status int, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for range n {
-		s.faults[route] = append(s.faults[route], fault{status: status, retryAfter: faultRetryAfter})
+		s.faults[route] = append(s.faults[route], fault{status: status, retryAfter: faultRetryAfter, message: message})
 	}
 }
 
@@ -216,7 +231,7 @@ func (s *Server) handle(mux *http.ServeMux, prefix, route, perm string, fn func(
 				w.Header().Set("X-RateLimit-Reset-authenticated", secs)
 				w.Header().Set("X-RateLimit-Remaining-authenticated", "0")
 			}
-			writeErr(w, r, f.status, "injected fault")
+			writeErr(w, r, f.status, f.message)
 			return
 		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -275,6 +290,14 @@ func (s *Server) routes(mux *http.ServeMux) {
 	tb("GET /files", s.listFiles)
 	tb("GET /files/info", s.fileInfo)
 	tb("DELETE /files", s.deleteFile)
+	tb("POST /process/session", s.createSession)
+	tb("GET /process/session", s.listSessions)
+	tb("GET /process/session/{sessionId}", s.getSession)
+	tb("DELETE /process/session/{sessionId}", s.deleteSession)
+	tb("POST /process/session/{sessionId}/exec", s.sessionExec)
+	tb("GET /process/session/{sessionId}/command/{commandId}", s.sessionCommand)
+	tb("GET /process/session/{sessionId}/command/{commandId}/logs", s.sessionLogs)
+	tb("POST /process/session/{sessionId}/command/{commandId}/input", s.sessionInput)
 }
 
 func (s *Server) currentKey(w http.ResponseWriter, r *http.Request) {
