@@ -289,8 +289,13 @@ func (r *Runtime) fromSandbox(p string) string {
 }
 
 // Exec runs a command through the toolbox. Stdin is uploaded to a temporary file in the
-// work directory and redirected, since /process/execute has no stdin.
+// work directory and redirected, since /process/execute has no stdin; the output reaches
+// Stdout when the command has ended. With Interactive the command runs as a session
+// command instead, with stdin and output streamed and cancel honoured (interactive.go).
 func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	if c, ok := req.Stdin.(io.Closer); ok && req.Interactive {
+		defer c.Close() // releases the stdin forwarder and the caller's writer
+	}
 	res, err := r.exec(ctx, id, req)
 	if err != nil {
 		return res, fmt.Errorf("daytona: exec in sandbox %s: %w", id, err)
@@ -320,6 +325,9 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 	sb, err := r.sandbox(ctx, id)
 	if err != nil {
 		return res, err
+	}
+	if req.Interactive {
+		return r.execInteractive(ctx, id, sb, req, argv, cwd)
 	}
 	if req.Stdin != nil {
 		data, err := io.ReadAll(io.LimitReader(req.Stdin, r.maxFile()+1))

@@ -1,0 +1,408 @@
+package daytona
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// Interactive commands (sandbox.ExecRequest.Interactive) run as session commands, since
+// /process/execute has no stdin, no streaming and cannot be stopped:
+//
+//  1. POST /process/session with a random id, then .../exec {runAsync, suppressInputEcho}
+//     with one shell line, interactiveScript under /bin/sh, given the working
+//     directory, the environment and the argv as quoted arguments.
+//  2. Each chunk read from Stdin is sent at once as one POST .../input line; the script
+//     decodes it (escapeInput) into the command's stdin, so bytes arrive exactly,
+//     partial lines included, and EOF of Stdin becomes EOF of the command's stdin,
+//     which the daemon alone never gives a session command.
+//  3. GET .../logs is polled (JSON, streams apart) and the bytes new since the last
+//     poll go to Stdout and Stderr; every pollMin while output flows and right after
+//     input was sent, doubling to pollMax while the command is quiet, and never more
+//     often than a poll takes. On a quiet poll GET .../command/{id} is read for the
+//     exit code; the logs read after it appears are complete.
+//  4. At the end, on cancel and on timeout, DELETE of the session kills what the
+//     command left (the daemon signals the session shell's process group and every
+//     descendant: SIGTERM, then SIGKILL after up to 5 s) and answers once they are gone.
+//
+// Limits, from the daemon: output reaches the log, and so the writers, a whole line at a
+// time (a partial line shows once its newline is written or the command ends); a last
+// line without a newline gets one; NUL bytes are dropped and invalid UTF-8 is replaced
+// (the logs are JSON text). Each poll reads the whole log, three copies of the output
+// in one JSON answer, so an answer over 64 MiB (about 21 MiB of output) stops the
+// command with an error wrapping sandbox.ErrTooLarge. Stdin costs the script about
+// 5 MB/s (the shell reads its input a byte at a time). The argv and environment go
+// through the kernel's exec: 128 KiB per string, 1 MiB in all (as on the local
+// backend). The command text (with the environment's values) can be read through
+// GET /process/session until the session is deleted, so secrets belong in the
+// sandbox's Daytona secrets, never in ExecRequest.Env.
+const (
+	pollMin = 2 * time.Millisecond
+	pollMax = 50 * time.Millisecond
+	// inputChunk is the most read from Stdin for one input request.
+	inputChunk = 32 << 10
+	// inputOpenWait bounds resending input the daemon could not deliver because the
+	// command's input pipe did not exist yet (a command that has not started).
+	inputOpenWait = 30 * time.Second
+	// finalLogsWait bounds reading the logs of a command that timed out, before it is
+	// killed.
+	finalLogsWait = 5 * time.Second
+	// maxArg and maxArgs are what one exec may carry: Linux's MAX_ARG_STRLEN, and the
+	// local backend's total.
+	maxArg  = 128 << 10
+	maxArgs = 1 << 20
+)
+
+// interactiveScript runs a command for Runtime.Exec with Interactive, as
+// `/bin/sh -c interactiveScript sh DIR NAME=VALUE... -- ARGV...`. With stdin it makes a
+// FIFO for the command's stdin and a relay that reads the daemon's input pipe a line at
+// a time: ":" and escaped bytes (escapeInput) are written to the FIFO as they come, any
+// other line ends the relay so the command reads EOF. The relay is killed when the
+// command ends (it would wait for input forever), and the traps remove the FIFO when
+// the session is deleted.
+const interactiveScript = `d=$(mktemp -d) || exit 125
+r=
+trap 'kill $r 2>/dev/null; rm -rf "$d"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+mkfifo "$d/i" || exit 125
+exec 3<&0
+while IFS= read -r l <&3; do case $l in :*) printf %b "${l#:}";; *) break;; esac; done >"$d/i" 2>/dev/null &
+r=$!
+exec 3<&- </dev/null
+cd "$1" || exit
+shift
+while [ "$1" != -- ]; do export "$1"; shift; done
+shift
+"$@" <"$d/i"`
+
+// noStdinScript is interactiveScript for a command without Stdin: stdin is /dev/null.
+const noStdinScript = `cd "$1" || exit
+shift
+while [ "$1" != -- ]; do export "$1"; shift; done
+shift
+exec "$@" </dev/null`
+
+// inputEOF is the line that ends the relay.
+const inputEOF = "EOF\n"
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// interactiveCommand is the session command line for argv in dir with env.
+func interactiveCommand(dir string, env map[string]string, argv []string, stdin bool) (string, error) {
+	script := noStdinScript
+	if stdin {
+		script = interactiveScript
+	}
+	args := []string{dir}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if !envNameRE.MatchString(k) {
+			return "", fmt.Errorf("environment variable name %q is not a shell name", k)
+		}
+		args = append(args, k+"="+env[k])
+	}
+	args = append(args, "--")
+	args = append(args, argv...)
+	total := len(script)
+	var b strings.Builder
+	b.WriteString("/bin/sh -c " + shellQuote(script) + " sh")
+	for _, a := range args {
+		if len(a) >= maxArg {
+			return "", fmt.Errorf("an argument or environment value of %d bytes: one exec takes at most %d", len(a), maxArg-1)
+		}
+		total += len(a) + 1
+		b.WriteString(" " + shellQuote(a))
+	}
+	if total > maxArgs {
+		return "", fmt.Errorf("argv and environment total %d bytes, over the %d allowed", total, maxArgs)
+	}
+	return b.String(), nil
+}
+
+// escapeInput encodes bytes for the relay's printf %b: valid UTF-8 other than control
+// characters and backslash as it is, everything else as \0NNN. The line is JSON text
+// (so it must be valid UTF-8) and must hold no newline.
+func escapeInput(p []byte) string {
+	var b strings.Builder
+	b.Grow(len(p) + 2)
+	for len(p) > 0 {
+		r, n := utf8.DecodeRune(p)
+		if (r == utf8.RuneError && n <= 1) || r < 0x20 || r == 0x7f || r == '\\' {
+			fmt.Fprintf(&b, `\0%03o`, p[0])
+			p = p[1:]
+			continue
+		}
+		b.Write(p[:n])
+		p = p[n:]
+	}
+	return b.String()
+}
+
+// logStream delivers one stream of a command's log: the bytes past those delivered, in
+// whole lines while the command runs.
+type logStream struct {
+	seen, sent int
+	buf        *sandbox.OutputBuffer
+	w          io.Writer // the caller's; nil once it failed
+}
+
+// update takes the stream's text so far and delivers what is new (all of it with all,
+// else up to its last newline). grew reports a longer text than last time.
+func (s *logStream) update(text string, all bool) (grew bool) {
+	if len(text) > s.seen {
+		grew, s.seen = true, len(text)
+	}
+	if len(text) <= s.sent {
+		return grew
+	}
+	next := text[s.sent:]
+	if !all {
+		i := strings.LastIndexByte(next, '\n')
+		if i < 0 {
+			return grew
+		}
+		next = next[:i+1]
+	}
+	s.sent += len(next)
+	s.buf.Write([]byte(next))
+	if s.w != nil {
+		if _, err := io.WriteString(s.w, next); err != nil {
+			s.w = nil
+		}
+	}
+	return grew
+}
+
+// session is one interactive command's session.
+type session struct {
+	r       *Runtime
+	sb      *Sandbox
+	sid     string
+	cmdID   string
+	kick    chan struct{} // input was sent: poll soon
+	stdinEr chan error    // input could not be sent
+}
+
+func (r *Runtime) execInteractive(ctx context.Context, id string, sb *Sandbox, req sandbox.ExecRequest, argv []string, cwd string) (sandbox.ExecResult, error) {
+	res := sandbox.ExecResult{ExitCode: -1}
+	line, err := interactiveCommand(cwd, req.Env, argv, req.Stdin != nil)
+	if err != nil {
+		return res, err
+	}
+	s := &session{r: r, sb: sb, sid: "trueforge-" + randHex(), kick: make(chan struct{}, 1), stdinEr: make(chan error, 1)}
+	if err := r.C.CreateSession(ctx, sb, s.sid); err != nil {
+		return res, r.toolboxErr(ctx, id, err)
+	}
+	deleted := false
+	deleteSession := func() error {
+		if deleted {
+			return nil
+		}
+		deleted = true
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionTimeout)
+		defer cancel()
+		if err := r.C.DeleteSession(dctx, sb, s.sid); err != nil && !IsNotFound(err) {
+			return fmt.Errorf("deleting session %s: %w", s.sid, err)
+		}
+		return nil
+	}
+	// Whatever happens below, the session goes and takes what the command left.
+	defer func() { _ = deleteSession() }()
+
+	start := time.Now()
+	ex, err := r.C.SessionExec(ctx, sb, s.sid, SessionExecuteRequest{Command: line, RunAsync: true, SuppressInputEcho: true})
+	if err != nil {
+		return res, r.toolboxErr(ctx, id, err)
+	}
+	s.cmdID = ex.CmdID
+
+	runCtx := ctx
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	if req.Stdin != nil {
+		// The forwarder may be blocked reading Stdin when Exec returns; fwdCtx keeps it
+		// from sending anything after that, and closing Stdin (Exec does, for an
+		// io.Closer) releases it.
+		fwdCtx, stopFwd := context.WithCancel(runCtx)
+		defer stopFwd()
+		go s.forward(fwdCtx, req.Stdin)
+	}
+
+	out := &logStream{buf: sandbox.NewOutputBuffer(req.OutputCap), w: req.Stdout}
+	errOut := &logStream{buf: sandbox.NewOutputBuffer(req.OutputCap), w: req.Stderr}
+	finish := func() {
+		res.Duration = time.Since(start)
+		var t bool
+		res.Stdout, res.Truncated = out.buf.Bytes()
+		res.Stderr, t = errOut.buf.Bytes()
+		res.Truncated = res.Truncated || t
+	}
+	code, perr := s.poll(runCtx, out, errOut)
+	switch {
+	case perr == nil:
+		res.ExitCode = code
+		finish()
+		return res, nil
+	case ctx.Err() != nil:
+		// Cancelled: stop the command first; output it printed since the last poll
+		// is not fetched.
+		derr := deleteSession()
+		finish()
+		return res, errors.Join(ctx.Err(), derr)
+	case runCtx.Err() != nil:
+		// Timed out: what it printed until now, then kill it.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalLogsWait)
+		if logs, err := r.C.SessionCommandLogs(lctx, sb, s.sid, s.cmdID); err == nil {
+			out.update(logs.Stdout, true)
+			errOut.update(logs.Stderr, true)
+		}
+		cancel()
+		derr := deleteSession()
+		finish()
+		res.ExitCode, res.TimedOut, res.Limit = 124, true, sandbox.LimitTimeout
+		return res, derr
+	}
+	derr := deleteSession()
+	finish()
+	perr = r.toolboxErr(ctx, id, perr)
+	if errors.Is(perr, sandbox.ErrStopped) {
+		// Stopped underneath: the command ended with the sandbox, as on the local
+		// backend (exit code -1, no error).
+		return res, nil
+	}
+	return res, errors.Join(perr, derr)
+}
+
+// poll delivers the command's output until it exits and returns its exit code; an error
+// when ctx ends, input could not be sent, or the toolbox failed.
+func (s *session) poll(ctx context.Context, out, errOut *logStream) (int, error) {
+	c := s.r.C
+	interval := pollMin
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case err := <-s.stdinEr:
+			return 0, fmt.Errorf("sending stdin: %w", err)
+		case <-s.kick:
+			interval = pollMin
+		case <-timer.C:
+		}
+		began := time.Now()
+		logs, err := c.SessionCommandLogs(ctx, s.sb, s.sid, s.cmdID)
+		if err != nil {
+			return 0, err
+		}
+		grew := out.update(logs.Stdout, false)
+		grew = errOut.update(logs.Stderr, false) || grew
+		if grew {
+			interval = pollMin
+		} else {
+			cmd, err := c.SessionCommand(ctx, s.sb, s.sid, s.cmdID)
+			if err != nil {
+				return 0, err
+			}
+			if cmd.ExitCode != nil {
+				// The daemon records the exit code after the output: this read is
+				// complete.
+				logs, err := c.SessionCommandLogs(ctx, s.sb, s.sid, s.cmdID)
+				if err != nil {
+					return 0, err
+				}
+				out.update(logs.Stdout, true)
+				errOut.update(logs.Stderr, true)
+				return *cmd.ExitCode, nil
+			}
+			interval = min(interval*2, pollMax)
+		}
+		// Never poll more often than a poll takes: a large log costs its transfer.
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(max(interval, time.Since(began)))
+	}
+}
+
+// forward sends what is read from stdin to the command, a chunk per request, then EOF.
+func (s *session) forward(ctx context.Context, stdin io.Reader) {
+	buf := make([]byte, inputChunk)
+	for {
+		n, rerr := stdin.Read(buf)
+		if n > 0 {
+			if err := s.send(ctx, ":"+escapeInput(buf[:n])+"\n"); err != nil {
+				s.fail(ctx, err)
+				return
+			}
+		}
+		if rerr != nil {
+			// EOF, or a failing reader: either way the command reads EOF, as with a
+			// local pipe.
+			if err := s.send(ctx, inputEOF); err != nil {
+				s.fail(ctx, err)
+			}
+			return
+		}
+	}
+}
+
+// errEnded: the command ended before its input could be sent; nothing to report.
+var errEnded = errors.New("command ended")
+
+// send posts one input line, resending while the daemon says the command's input pipe
+// does not exist yet (nothing was written then).
+func (s *session) send(ctx context.Context, data string) error {
+	wait := pollMin
+	deadline := time.Now().Add(inputOpenWait)
+	for {
+		if ctx.Err() != nil {
+			return errEnded
+		}
+		err := s.r.C.SessionInput(ctx, s.sb, s.sid, s.cmdID, data)
+		switch {
+		case err == nil:
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
+			return nil
+		case IsGone(err), ctx.Err() != nil:
+			return errEnded
+		case IsInputNotOpen(err) && time.Now().Before(deadline):
+			if sleep(ctx, wait) != nil {
+				return errEnded
+			}
+			wait = min(wait*2, 100*time.Millisecond)
+		default:
+			return err
+		}
+	}
+}
+
+// fail reports an input error to the poll loop, unless the command has ended anyway.
+func (s *session) fail(ctx context.Context, err error) {
+	if errors.Is(err, errEnded) || ctx.Err() != nil {
+		return
+	}
+	select {
+	case s.stdinEr <- err:
+	default:
+	}
+}
