@@ -1,5 +1,6 @@
 // Package sandboxtest is the conformance suite every sandbox.Runtime passes: create,
-// exec (exit codes, streams, timeouts, output caps), files (paths, symlinks, sizes),
+// exec (exit codes, streams, timeouts, output caps), interactive commands (stdin and
+// output while they run, cancel), files (paths, symlinks, sizes),
 // stop, start and archive with files kept, lost sandboxes, and network policy and
 // secrets. Each backend runs it from its own tests (RunRuntimeTests); differences that
 // are real are declared by the backend (sandbox.Capabilities and Fixture), never worked
@@ -46,6 +47,7 @@ func RunRuntimeTests(t *testing.T, newFixture Factory) {
 	}{
 		{"Lifecycle", testLifecycle},
 		{"Exec", testExec},
+		{"Interactive", testInteractive},
 		{"Timeouts", testTimeouts},
 		{"Files", testFiles},
 		{"Lost", testLost},
