@@ -2,11 +2,15 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	osexec "os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 // cityIn is the input of the test MCP server's tools.
@@ -178,5 +183,275 @@ console.log("combined:", f.city, f.temp_c, Math.floor(Number(p) / 1000), Object.
 				t.Fatalf("the MCP server saw users %q; want the session owner on each call", got)
 			}
 		})
+	}
+}
+
+// The MCP token never reaches the sandbox: a script that dumps what it can see while
+// its bridge is in use (its environment, every process's command line and environment,
+// the files of the workspace and /tmp, its own stubs and the answers the bridge
+// brought) finds no trace of it. Checked on the dump the script wrote into the
+// workspace, read from the host side.
+func TestCodeModeTokenNeverInSandbox(t *testing.T) {
+	f := newFixture(t)
+	const token = "kb-CANARY-3f9a2c"
+	t.Setenv("TF_TEST_KB_TOKEN", token)
+	kb := newKB(t, token)
+	code := `import os, glob, sys, tools
+parts = []
+parts.append("ENV " + repr(dict(os.environ)))
+answer = repr(kb.forecast(city="Oslo")) + repr(kb.population(city="Oslo"))
+parts.append("ANSWER " + answer)
+open("/workspace/answer.txt", "w").write(answer)
+for d in glob.glob("/proc/[0-9]*"):
+    for name in ("cmdline", "environ"):
+        try:
+            parts.append(d + "/" + name + " " + open(d + "/" + name, "rb").read().decode("latin-1"))
+        except OSError as e:
+            parts.append(d + "/" + name + " unreadable " + str(e))
+for root in ("/workspace", "/tmp"):
+    for dirpath, dirs, files in os.walk(root):
+        for n in files:
+            p = os.path.join(dirpath, n)
+            try:
+                parts.append("FILE " + p + " " + open(p, "rb").read().decode("latin-1"))
+            except OSError as e:
+                parts.append("FILE " + p + " unreadable " + str(e))
+parts.append("STUBS " + tools.__source__ + repr(vars(tools)))
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        parts.append("FD " + fd + " -> " + os.readlink("/proc/self/fd/" + fd))
+    except OSError:
+        pass
+open("/workspace/dump.txt", "w").write("\n".join(parts))
+print("dumped", len(parts))`
+	r, _ := f.codeAgent(t, "coder", kb, nil, harnesstest.Owner, nil, runCode(codemode.Python, code), text("done"))
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
+	mustRun(t, r, sid, "dump")
+	res := results(t, f.env.Store, sid)
+	if len(res) != 1 || !strings.Contains(res[0]["text"].(string), "dumped") {
+		t.Fatalf("the dump script did not run: %v", res)
+	}
+	rec, err := f.env.Store.GetSessionSandbox(context.Background(), sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump, err := f.env.Runtime.ReadFile(context.Background(), rec.SandboxID, "dump.txt", 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ENV ", "python3", "ANSWER {'city': 'Oslo'", "FILE /workspace/answer.txt {'city'", "STUBS ", `__trueforge_call__("kb__forecast"`} {
+		if !strings.Contains(string(dump), want) {
+			t.Fatalf("the dump lacks %q: it did not see what it should have (%d bytes)", want, len(dump))
+		}
+	}
+	if strings.Contains(string(dump), token) || strings.Contains(string(dump), "TF_TEST_KB_TOKEN") {
+		t.Fatalf("the sandbox saw the MCP token or its variable")
+	}
+}
+
+// Two users run the same agent: each call reaches the server with its own user's
+// identity, and an operator policy that denies one user a tool denies only them (the
+// refusal is recorded, nothing is sent).
+func TestCodeModeCallsActForTheSessionOwner(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("TF_TEST_KB_TOKEN", "tok")
+	kb := newKB(t, "tok")
+	pol := denyFor{user: "bob", tool: "kb__forecast"}
+	code := `try:
+    print("forecast", kb.forecast(city="Rome")["temp_c"])
+except ToolError as e:
+    print("refused:", e)
+print("population", kb.population(city="Rome"))`
+	alice, _ := f.codeAgent(t, "coder", kb, nil, "alice", pol, runCode(codemode.Python, code), text("done"))
+	bob, _ := f.codeRunner(t, "coder", "bob", pol)
+	outs := map[string]string{}
+	for user, r := range map[string]*runner.Runner{"alice": alice, "bob": bob} {
+		sid, _ := r.NewSession(context.Background(), user)
+		mustRun(t, r, sid, "weather?")
+		outs[user] = results(t, f.env.Store, sid)[0]["text"].(string)
+		calls := payloads(t, f.env.Store, sid, events.KindMCPCall)
+		if len(calls) != 2 || calls[0]["user"] != user || calls[1]["user"] != user {
+			t.Fatalf("%s's records %v", user, calls)
+		}
+		want := events.OutcomeCompleted
+		if user == "bob" {
+			want = events.OutcomeDenied
+		}
+		if calls[0]["outcome"] != want || calls[1]["outcome"] != events.OutcomeCompleted {
+			t.Fatalf("%s's forecast %v, population %v; want %s and completed", user, calls[0]["outcome"], calls[1]["outcome"], want)
+		}
+	}
+	if !strings.Contains(outs["alice"], "forecast 21.5") || !strings.Contains(outs["bob"], "refused:") || !strings.Contains(outs["bob"], "bob is not allowed") ||
+		!strings.Contains(outs["bob"], "population 2100000") {
+		t.Fatalf("outputs %q", outs)
+	}
+	// The server saw alice twice and bob once (his forecast was never sent).
+	seen := strings.Join(kb.seenUsers(), ",")
+	if strings.Count(seen, "alice") != 2 || strings.Count(seen, "bob") != 1 {
+		t.Fatalf("the server saw users %q; want alice twice and bob once", seen)
+	}
+}
+
+// denyFor denies one user one tool.
+type denyFor struct{ user, tool string }
+
+func (d denyFor) Allow(user, agent, tool string, args map[string]any) (bool, int, string) {
+	if user == d.user && tool == d.tool {
+		return false, 0, d.user + " is not allowed " + d.tool
+	}
+	return true, -1, ""
+}
+
+// Cancel while a script waits in a slow MCP call: the run ends at once, the script and
+// the processes it started are gone (seen from the host), the call is recorded as
+// unknown and, once the server answers, as completed (late); the next turn's history
+// carries both, and the session goes on.
+func TestCodeModeCancelInsideAnMCPCall(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("TF_TEST_KB_TOKEN", "tok")
+	kb := newKB(t, "tok")
+	marker := "600.7" + randMarker()
+	code := `import subprocess
+subprocess.Popen(["sleep", "` + marker + `"])
+print(kb.slow(city="Lima"))`
+	r, cm := f.codeAgent(t, "coder", kb, nil, harnesstest.Owner, nil, runCode(codemode.Python, code), text("next turn"))
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan runner.Outcome, 1)
+	go func() {
+		out, _ := r.Run(ctx, sid, "go slow", nil)
+		done <- out
+	}()
+	<-kb.slowEnter
+	waitFor(t, "the script's child", 10*time.Second, func() bool { return len(processesWith(marker)) > 0 })
+	cancelled := time.Now()
+	cancel()
+	select {
+	case out := <-done:
+		if out.Status != store.RunCancelled {
+			t.Fatalf("run status %s; want cancelled", out.Status)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not end within 10s of the cancel")
+	}
+	t.Logf("cancel to run end: %s", time.Since(cancelled))
+	waitFor(t, "the script's processes to go", 5*time.Second, func() bool { return len(processesWith(marker)) == 0 })
+	calls := payloads(t, f.env.Store, sid, events.KindMCPCall)
+	if len(calls) != 1 || calls[0]["outcome"] != events.OutcomeUnknown {
+		t.Fatalf("records right after the cancel %v; want the slow call as unknown", calls)
+	}
+	close(kb.slow)
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := cm.Wait(wctx); err != nil {
+		t.Fatal("the slow call's outcome was never recorded:", err)
+	}
+	calls = payloads(t, f.env.Store, sid, events.KindMCPCall)
+	if len(calls) != 2 || calls[1]["outcome"] != events.OutcomeCompleted || calls[1]["late"] != true {
+		t.Fatalf("records after the server answered %v; want a late completed record", calls)
+	}
+	evs, err := f.env.Store.Events(context.Background(), sid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := runner.History(evs)
+	var seen string
+	for _, m := range hist {
+		seen += m.Text + "\n"
+	}
+	if !strings.Contains(seen, "outcome unknown") || !strings.Contains(seen, "ended after its script did: completed") {
+		t.Fatalf("the history does not carry the call's records:\n%s", seen)
+	}
+	mustRun(t, r, sid, "and now?")
+}
+
+func randMarker() string { return strconv.FormatInt(time.Now().UnixNano()%1e9, 10) }
+
+// Each limit stops the script with the attribute that raises it named, and the
+// session goes on; a call timeout is an error the script can catch.
+func TestCodeModeLimits(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("TF_TEST_KB_TOKEN", "tok")
+	kb := newKB(t, "tok")
+	cases := []struct {
+		name, code string
+		limits     map[string]any
+		want       []string
+		calls      int
+	}{
+		{"max_calls", "for i in range(10):\n    kb.population(city=str(i))\nprint('never')",
+			map[string]any{"max_calls": 3}, []string{"stopped:", "more than 3 MCP calls", "code_mode_limits.max_calls"}, 4},
+		{"call_timeout", "try:\n    kb.slow(city='x')\nexcept ToolError as e:\n    print('caught:', e)",
+			map[string]any{"call_timeout_seconds": 1}, []string{"exit code 0", "caught:", "code_mode_limits.call_timeout_seconds"}, 1},
+		{"run_timeout", "import time\ntime.sleep(30)\nprint('never')",
+			map[string]any{"run_timeout_seconds": 1}, []string{"stopped:", "code_mode_limits.run_timeout_seconds"}, 0},
+		{"max_result_bytes", "for i in range(10):\n    kb.population(city=str(i))\nprint('never')",
+			map[string]any{"max_result_bytes": 25}, []string{"stopped:", "passed 25 bytes", "code_mode_limits.max_result_bytes"}, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, _ := f.codeAgent(t, "lim-"+strings.ReplaceAll(c.name, "_", "-"), kb, c.limits, harnesstest.Owner, nil,
+				runCode(codemode.Python, c.code), text("after"))
+			sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
+			mustRun(t, r, sid, "go")
+			out := results(t, f.env.Store, sid)[0]["text"].(string)
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Fatalf("result %q lacks %q", out, w)
+				}
+			}
+			if strings.Contains(out, "never") {
+				t.Fatalf("the script went on past its limit: %q", out)
+			}
+			if got := len(payloads(t, f.env.Store, sid, events.KindMCPCall)); got != c.calls {
+				t.Fatalf("%d mcp_call records; want %d", got, c.calls)
+			}
+			if msgs := payloads(t, f.env.Store, sid, events.KindModelMessage); msgs[len(msgs)-1]["text"] != "after" {
+				t.Fatalf("the session did not go on: %v", msgs)
+			}
+		})
+	}
+}
+
+// Listing Code Mode's tool and answering without code provision nothing.
+func TestCodeModeQuestionProvisionsNoSandbox(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("TF_TEST_KB_TOKEN", "tok")
+	kb := newKB(t, "tok")
+	r, _ := f.codeAgent(t, "coder", kb, nil, harnesstest.Owner, nil, text("42"))
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
+	mustRun(t, r, sid, "what is six times seven?")
+	if n := f.env.Runtime.Total(); n != 0 {
+		t.Fatalf("a turn without code made %d sandbox backend calls; want 0", n)
+	}
+}
+
+// TypeScript runs where Node.js strips types (22.6 and newer); elsewhere the model is
+// told clearly what is missing and what to do instead.
+func TestCodeModeTypeScript(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("TF_TEST_KB_TOKEN", "tok")
+	kb := newKB(t, "tok")
+	code := `const f: {city: string; temp_c: number} = await kb.forecast({city: "Kyiv"});
+console.log("ts:", f.city);`
+	r, _ := f.codeAgent(t, "coder", kb, nil, harnesstest.Owner, nil, runCode(codemode.TypeScript, code), text("done"))
+	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
+	mustRun(t, r, sid, "ts")
+	out := results(t, f.env.Store, sid)[0]["text"].(string)
+	v, err := osexec.Command("node", "-p", "process.versions.node").Output()
+	if err != nil {
+		t.Fatalf("node is needed by this test (the sandbox's platform image is the host's /usr): %v", err)
+	}
+	var major, minor int
+	fmt.Sscanf(strings.TrimSpace(string(v)), "%d.%d", &major, &minor)
+	if major > 22 || (major == 22 && minor >= 6) {
+		if !strings.Contains(out, "ts: Kyiv") {
+			t.Fatalf("node %s strips types, yet: %q", v, out)
+		}
+		return
+	}
+	if !strings.Contains(out, "needs Node.js 22.6 or newer") || !strings.Contains(out, "Write the script in JavaScript") ||
+		!strings.Contains(out, "exit code 127") && !strings.Contains(out, "did not run") {
+		t.Fatalf("node %s: the result does not say what is missing: %q", strings.TrimSpace(string(v)), out)
 	}
 }

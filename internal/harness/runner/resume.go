@@ -259,6 +259,16 @@ func History(evs []store.Event) []model.Message {
 			results[p.ID] = model.Message{Role: model.RoleTool, ToolCallID: p.ID, Text: p.Text, IsError: p.IsError}
 		}
 	}
+	// What the MCP calls of a stopped script did after it, whenever it was recorded,
+	// follows that script's result: the next turn knows what happened outside.
+	for _, e := range evs {
+		if p, ok := events.As[events.MCPCall](e.Kind, e.Payload); ok && (p.Late || p.Outcome == events.OutcomeUnknown) {
+			if res, ok := results[p.ToolCallID]; ok {
+				res.Text += "\n" + afterScriptNote(p)
+				results[p.ToolCallID] = res
+			}
+		}
+	}
 	for _, e := range evs {
 		if p, ok := events.As[events.UserMessage](e.Kind, e.Payload); ok {
 			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: p.Text})
@@ -275,4 +285,18 @@ func History(evs []store.Event) []model.Message {
 		}
 	}
 	return msgs
+}
+
+// afterScriptNote is how History reports an MCP call whose end its script did not see.
+func afterScriptNote(p events.MCPCall) string {
+	if !p.Late {
+		return fmt.Sprintf("[harness: MCP call %d (%s) had no answer when the script ended; outcome unknown for now: %s]", p.Call, p.Tool, p.Error)
+	}
+	s := fmt.Sprintf("[harness: MCP call %d (%s) ended after its script did: %s", p.Call, p.Tool, p.Outcome)
+	if p.Error != "" {
+		s += " (" + p.Error + ")"
+	} else if p.ResultBytes > 0 {
+		s += fmt.Sprintf(", %d bytes of result the script never received", p.ResultBytes)
+	}
+	return s + "]"
 }

@@ -8,7 +8,7 @@
 # The bridge descriptors are duplicates the script's children do not inherit (Python
 # creates them close-on-exec), and they die with this process: no token, no reusable
 # capability.
-import builtins, json, os, sys, threading, types
+import builtins, json, linecache, os, sys, threading, types
 
 _bridge_in = os.fdopen(os.dup(0), "rb")
 _bridge_out = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -79,7 +79,10 @@ builtins.__trueforge_call__ = __trueforge_call__
 builtins.ToolError = ToolError
 _api = types.ModuleType("tools")
 _api.ToolError = ToolError
-exec(compile(_first.get("api", ""), "<tools>", "exec"), _api.__dict__)
+# The stubs' source: tools.__source__, and lines in tracebacks through them.
+_api.__source__ = _first.get("api", "")
+linecache.cache["<tools>"] = (len(_api.__source__), None, _api.__source__.splitlines(True), "<tools>")
+exec(compile(_api.__source__, "<tools>", "exec"), _api.__dict__)
 sys.modules["tools"] = _api
 _globals = {"__name__": "__main__", "__builtins__": builtins}
 _globals.update({k: v for k, v in _api.__dict__.items() if not k.startswith("_")})
