@@ -67,7 +67,7 @@ type function struct {
 	ident   string      // the function's name in its namespace
 	private string      // the module-level Python function behind it
 	params  []*property // the input's properties: required first, then by name
-	open    bool        // the input lists no properties: any named argument passes
+	open    bool        // the input allows other properties and types none: any named argument passes
 	output  *schemaType // nil when the tool declares no output schema
 	objects []*schemaType
 }
