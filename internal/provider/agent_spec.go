@@ -50,7 +50,8 @@ func (m *agentModel) spec(ctx context.Context) (agentspec.Spec, []byte) {
 		s.Skills = []agentspec.Skill{}
 		skills := knownObjects[skillModel](ctx, m.Skills)
 		for i := range len(m.Skills.Elements()) {
-			s.Skills = append(s.Skills, agentspec.Skill{Name: skills[i].Name.ValueString(), Path: skills[i].Path.ValueString()})
+			k := skills[i]
+			s.Skills = append(s.Skills, agentspec.Skill{Name: k.Name.ValueString(), Path: k.Path.ValueString(), Description: k.Description.ValueString(), Digest: k.Digest.ValueString()})
 		}
 	}
 	return s, s.Encode()
@@ -125,9 +126,13 @@ func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnost
 	} else {
 		vals := make([]attr.Value, 0, len(s.Skills))
 		for _, sk := range s.Skills {
+			// A spec stored before skills were published has no description or digest:
+			// null, so the next plan reads the folder and publishes it.
 			obj, d := types.ObjectValue(skillAttrTypes, map[string]attr.Value{
-				"name": types.StringValue(sk.Name),
-				"path": types.StringValue(sk.Path),
+				"description": optionalString(sk.Description),
+				"digest":      optionalString(sk.Digest),
+				"name":        types.StringValue(sk.Name),
+				"path":        types.StringValue(sk.Path),
 			})
 			diags.Append(d...)
 			vals = append(vals, obj)

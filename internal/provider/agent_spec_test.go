@@ -47,14 +47,15 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 	full.Description, full.Instructions = str("Answers questions"), str("Be brief.")
 	full.Model = model(str("openai"), str("gpt-4.1"), str("https://llm.example.com/v1"), str("OPENAI_API_KEY"), str(`{"turns":[]}`))
 	full.MCPServers = servers(server("github", "https://api.githubcopilot.com/mcp/", str("GITHUB_MCP_TOKEN"), stringList([]string{"get_issue"})))
-	full.Skills = skills(types.ObjectValueMust(skillAttrTypes, map[string]attr.Value{"name": str("pdf"), "path": str("/srv/skills/pdf")}))
+	full.Skills = skills(types.ObjectValueMust(skillAttrTypes, map[string]attr.Value{"name": str("pdf"), "path": str("./skills/pdf"),
+		"description": str("Reads PDFs."), "digest": str("sha256:0123")}))
 	full.CodeMode, full.MaxTurns, full.TokenBudget = types.BoolValue(true), types.Int64Value(12), types.Int64Value(200000)
 	full.Sandbox = sandboxObject(agentspec.Sandbox{Enabled: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120})
 	fullRun := agents.Spec{
 		Name: "full", Description: "Answers questions", Instructions: "Be brief.",
 		Model:      agents.ModelSpec{Provider: "openai", Name: "gpt-4.1", BaseURL: "https://llm.example.com/v1", APIKeyEnv: "OPENAI_API_KEY", Script: `{"turns":[]}`},
 		MCPServers: []agents.MCPServer{{Name: "github", URL: "https://api.githubcopilot.com/mcp/", CredentialEnv: "GITHUB_MCP_TOKEN", AllowedTools: []string{"get_issue"}}},
-		Skills:     []agents.Skill{{Name: "pdf", Path: "/srv/skills/pdf"}}, CodeMode: true,
+		Skills:     []agents.Skill{{Name: "pdf", Path: "./skills/pdf", Description: "Reads PDFs.", Digest: "sha256:0123"}}, CodeMode: true,
 		Sandbox:  agents.SandboxSpec{Enabled: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120},
 		MaxTurns: 12, TokenBudget: 200000,
 	}

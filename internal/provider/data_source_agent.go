@@ -153,12 +153,20 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{
 					Attributes: map[string]schema.Attribute{
+						"description": schema.StringAttribute{
+							MarkdownDescription: "The skill's description, from its `SKILL.md`.",
+							Computed:            true,
+						},
+						"digest": schema.StringAttribute{
+							MarkdownDescription: "SHA-256 of the skill's files as published (`sha256:<hex>`).",
+							Computed:            true,
+						},
 						"name": schema.StringAttribute{
 							MarkdownDescription: "Name of the skill.",
 							Computed:            true,
 						},
 						"path": schema.StringAttribute{
-							MarkdownDescription: "Path of the skill's folder on the harness host.",
+							MarkdownDescription: "The skill's folder in the configuration that published it.",
 							Computed:            true,
 						},
 					},

@@ -80,6 +80,7 @@ data "trueforge_environment" "ghost" {
 
 func TestAccDataSourceAgent(t *testing.T) {
 	f := newFixture(t)
+	pdf := skillDir(t, "pdf", nil)
 	cfg := f.config(`
 resource "trueforge_environment" "py" {
   name             = "py"
@@ -90,7 +91,7 @@ resource "trueforge_environment" "py" {
   description  = "Reads"
   instructions = "Be brief."
   mcp_servers  = [{ name = "github", url = "https://api.githubcopilot.com/mcp/", credential_env = "GITHUB_MCP_TOKEN" }]
-  skills       = [{ name = "pdf", path = "/srv/skills/pdf" }]
+  skills       = [{ name = "pdf", path = "` + pdf + `" }]
   code_mode    = true
   sandbox      = { enabled = true, environment = trueforge_environment.py.name, delete_after_minutes = 20000 }
 `) + `

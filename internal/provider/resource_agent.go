@@ -24,6 +24,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/skills"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -71,8 +72,10 @@ type mcpServerModel struct {
 }
 
 type skillModel struct {
-	Name types.String `tfsdk:"name"`
-	Path types.String `tfsdk:"path"`
+	Description types.String `tfsdk:"description"`
+	Digest      types.String `tfsdk:"digest"`
+	Name        types.String `tfsdk:"name"`
+	Path        types.String `tfsdk:"path"`
 }
 
 type agentSandboxModel struct {
@@ -100,8 +103,10 @@ var mcpServerAttrTypes = map[string]attr.Type{
 }
 
 var skillAttrTypes = map[string]attr.Type{
-	"name": types.StringType,
-	"path": types.StringType,
+	"description": types.StringType,
+	"digest":      types.StringType,
+	"name":        types.StringType,
+	"path":        types.StringType,
 }
 
 var agentSandboxAttrTypes = map[string]attr.Type{
@@ -129,7 +134,8 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 		MarkdownDescription: "An agent the harness runs: its model, instructions, MCP servers, skills and sandbox settings. The sandbox is a " +
 			"*tool*, off by default: with `sandbox.enabled`, a sandbox is provisioned from the selected environment only when a turn needs " +
 			"one, stopped when idle, then archived, then deleted. Skills and Code Mode require the sandbox. Only Ready environments can be " +
-			"selected, and an environment referenced by an agent with its sandbox enabled cannot be deleted. An agent whose sandbox is off " +
+			"selected, and an environment referenced by an agent with its sandbox enabled cannot be deleted. Skills are folders in the configuration: " +
+			"plan reads and hashes them, so a file changed on disk plans an in-place update. An agent whose sandbox is off " +
 			"references no environment and needs no sandbox provider. Editing an agent never changes a sandbox that already exists. " +
 			"Model and MCP credentials stay in the harness's environment: the agent only names the variables.",
 		Attributes: map[string]schema.Attribute{
@@ -295,19 +301,34 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				},
 			},
 			"skills": schema.ListNestedAttribute{
-				MarkdownDescription: "Skills (folders of instructions and scripts) the agent can load into its sandbox. Requires `sandbox.enabled = true`." + inPlace,
+				MarkdownDescription: skillsDescription + inPlace,
 				Optional:            true,
+				Validators:          []validator.List{listvalidator.SizeAtMost(skills.MaxPerAgent)},
 				NestedObject: schema.NestedAttributeObject{
 					Attributes: map[string]schema.Attribute{
+						"description": schema.StringAttribute{
+							MarkdownDescription: "The skill's description, from `SKILL.md`: what the model sees of the skill until it loads it.",
+							Computed:            true,
+						},
+						"digest": schema.StringAttribute{
+							MarkdownDescription: "SHA-256 of the folder's files (their paths relative to the folder, executable bits and contents; " +
+								"not times or owners), `sha256:<hex>`. The skill's content is stored in the control plane under it. A file changed on disk " +
+								"changes it, and plan shows that as an in-place update of the agent.",
+							Computed: true,
+						},
 						"name": schema.StringAttribute{
-							MarkdownDescription: "Name of the skill, unique within the agent.",
-							Required:            true,
-							Validators:          []validator.String{validName()},
+							MarkdownDescription: "Name of the skill, unique within the agent: the `name` in its `SKILL.md`, which it must match when set. " +
+								"Defaults to that name.",
+							Optional:   true,
+							Computed:   true,
+							Validators: []validator.String{validName()},
 						},
 						"path": schema.StringAttribute{
-							MarkdownDescription: "Path of the skill's folder (with its `SKILL.md`) on the harness host.",
-							Required:            true,
-							Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+							MarkdownDescription: "The skill's folder in the Terraform configuration, relative to the working directory: for example " +
+								"`\"${path.module}/skills/pdf\"`. Plan and apply read it from the machine that runs Terraform (never from the harness's host); " +
+								"the harness gets the content from the control plane.",
+							Required:   true,
+							Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 						},
 					},
 				},
@@ -342,6 +363,15 @@ func (r *agentResource) refuseOthers(ctx context.Context, req resource.ModifyPla
 }
 
 func (r *agentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !req.Plan.Raw.IsNull() {
+		// Skill folders are read on every plan, changed or not: a file changed on disk
+		// is a change of the agent its configuration cannot show.
+		planSkills(ctx, &resp.Plan, &resp.Diagnostics)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		req.Plan = resp.Plan
+	}
 	if r.cp != nil && r.refuseOthers(ctx, req, &resp.Diagnostics) {
 		return
 	}

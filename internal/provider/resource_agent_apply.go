@@ -18,6 +18,10 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if !ok {
 		return
 	}
+	blobs := plan.publishSkills(ctx, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	plan.validate(ctx, true, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -28,7 +32,7 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 	err := r.cp.store.CreateAgent(ctx, store.Agent{
-		ID: newID("agent"), Name: spec.Name, Owner: r.cp.owner, Environment: env, Spec: raw,
+		ID: newID("agent"), Name: spec.Name, Owner: r.cp.owner, Environment: env, Spec: raw, Skills: blobs,
 	})
 	switch {
 	case errors.Is(err, store.ErrAlreadyExists):
@@ -76,6 +80,10 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if !ok {
 		return
 	}
+	blobs := plan.publishSkills(ctx, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	plan.validate(ctx, true, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -85,7 +93,7 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if selectsEnvironment(ctx, &state, spec.Sandbox.Enabled, env) && !r.checkEnvironment(ctx, spec.Name, env, &resp.Diagnostics) {
 		return
 	}
-	err := r.cp.store.UpdateAgent(ctx, store.Agent{Name: spec.Name, Environment: env, Spec: raw})
+	err := r.cp.store.UpdateAgent(ctx, store.Agent{Name: spec.Name, Environment: env, Spec: raw, Skills: blobs})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) && env != "" {
 			if _, gerr := r.cp.store.GetEnvironment(ctx, env); errors.Is(gerr, store.ErrNotFound) {

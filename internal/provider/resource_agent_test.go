@@ -99,7 +99,8 @@ func harnessRuns(t *testing.T, f *controlPlaneFixture, name string, want agents.
 func defaultAgentRun(name string) agents.Spec {
 	return agents.Spec{
 		Name: name, Model: agents.ModelSpec{Provider: "scripted", Script: "[]"}, MaxTurns: 50, TokenBudget: 1_000_000,
-		Sandbox: agents.SandboxSpec{Enabled: false, Environment: "default", FileDownloads: true, IdleStopMinutes: 15, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
+		CodeLimits: agentspec.DefaultCodeModeLimits(), // no agent sets them yet
+		Sandbox:    agents.SandboxSpec{Enabled: false, Environment: "default", FileDownloads: true, IdleStopMinutes: 15, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
 	}
 }
 
@@ -176,15 +177,20 @@ var fullAgentRun = agents.Spec{
 		{Name: "github", URL: "https://api.githubcopilot.com/mcp/", CredentialEnv: "GITHUB_MCP_TOKEN", AllowedTools: []string{"get_issue", "list_pull_requests"}},
 		{Name: "docs", URL: "http://docs.internal:8080/mcp"}, // allowed_tools = []: every tool, as documented
 	},
-	Skills:   []agents.Skill{{Name: "pdf", Path: "/srv/skills/pdf"}},
-	CodeMode: true,
-	Sandbox:  agents.SandboxSpec{Enabled: true, Environment: "py", FileDownloads: false, IdleStopMinutes: 30, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
-	MaxTurns: 12, TokenBudget: 200000,
+	Skills:     []agents.Skill{{Name: "pdf", Path: "/srv/skills/pdf", Description: "Does pdf things."}}, // and the folder's digest
+	CodeMode:   true,
+	CodeLimits: agentspec.DefaultCodeModeLimits(),
+	Sandbox:    agents.SandboxSpec{Enabled: true, Environment: "py", FileDownloads: false, IdleStopMinutes: 30, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
+	MaxTurns:   12, TokenBudget: 200000,
 }
 
 func TestAccAgent_basic(t *testing.T) {
 	f := newFixture(t)
 	py := agentEnvHCL("py", "mkdir -p /opt/py", true)
+	pdf := skillDir(t, "pdf", nil)
+	fullBody := strings.ReplaceAll(fullAgentBody, "/srv/skills/pdf", pdf)
+	fullRun := fullAgentRun
+	fullRun.Skills = []agents.Skill{{Name: "pdf", Path: pdf, Description: "Does pdf things.", Digest: skillDigest(t, pdf)}}
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
@@ -225,7 +231,7 @@ func TestAccAgent_basic(t *testing.T) {
 			},
 			{
 				// Every attribute but the name changes in place.
-				Config: f.config(py + agentHCL("helper", fullAgentBody)),
+				Config: f.config(py + agentHCL("helper", fullBody)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
 				}},
@@ -247,7 +253,8 @@ func TestAccAgent_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(1).AtMapKey("allowed_tools"), knownvalue.ListSizeExact(0)),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(1).AtMapKey("credential_env"), knownvalue.Null()),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("pdf"), "path": knownvalue.StringExact("/srv/skills/pdf")}),
+						knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("pdf"), "path": knownvalue.StringExact(pdf),
+							"description": knownvalue.StringExact("Does pdf things."), "digest": knownvalue.StringExact(skillDigest(t, pdf))}),
 					})),
 				},
 				Check: func(*terraformState) error {
@@ -260,7 +267,7 @@ func TestAccAgent_basic(t *testing.T) {
 						s.MaxTurns != 12 || s.TokenBudget != 200000 {
 						return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
 					}
-					return harnessRuns(t, f, "helper", fullAgentRun)
+					return harnessRuns(t, f, "helper", fullRun)
 				},
 			},
 			{
