@@ -91,7 +91,7 @@ resource "trueforge_environment" "py" {
   description  = "Reads"
   instructions = "Be brief."
   mcp_servers  = [{ name = "github", url = "https://api.githubcopilot.com/mcp/", credential_env = "GITHUB_MCP_TOKEN" }]
-  skills       = [{ name = "pdf", path = "` + pdf + `" }]
+  skills       = [{ name = "pdf", path = "`+pdf+`" }]
   code_mode    = true
   sandbox      = { enabled = true, environment = trueforge_environment.py.name, delete_after_minutes = 20000 }
 `) + `
