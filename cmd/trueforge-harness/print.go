@@ -164,6 +164,8 @@ func (p *printer) render(e store.Event, textShown bool) {
 		fmt.Fprintf(w, "  [sandbox] NETWORK REATTACHED %s (processes restarted, files kept): %s\n", v.SandboxID, v.Reason)
 	case events.Egress:
 		p.renderEgress(v)
+	case events.MCPCall:
+		p.renderMCPCall(v)
 	case events.ToolCall:
 		// shown with the model message
 	case events.Limit:
@@ -245,4 +247,25 @@ func clipLines(s string, n int) string {
 		return strings.Join(lines, "\n")
 	}
 	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… (%d more lines)", len(lines)-n)
+}
+
+// renderMCPCall prints one MCP call a Code Mode script made: for whom, its outcome and
+// its size (the arguments are in the log only as a digest).
+func (p *printer) renderMCPCall(c events.MCPCall) {
+	what := strings.ToUpper(c.Outcome)
+	if c.Outcome == events.OutcomeCompleted {
+		what = fmt.Sprintf("completed, %d bytes", c.ResultBytes)
+		if c.IsError {
+			what = "completed with a tool error"
+		}
+	}
+	when := ""
+	if c.Late {
+		when = " (after its script ended)"
+	}
+	fmt.Fprintf(p.w, "  [mcp] %s call %d for %s%s: %s in %d ms", c.Tool, c.Call, c.User, when, what, c.DurationMS)
+	if c.Error != "" && c.Outcome != events.OutcomeCompleted {
+		fmt.Fprintf(p.w, ": %s", clip(c.Error, 200))
+	}
+	fmt.Fprintln(p.w)
 }

@@ -15,9 +15,11 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/codemode"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
@@ -29,6 +31,7 @@ type globals struct {
 	databaseURL string
 	logLevel    string
 	owner       string
+	policyFile  string
 }
 
 func newRootCmd() *cobra.Command {
@@ -46,6 +49,8 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", envOr("TRUEFORGE_LOG_LEVEL", "warn"), "harness log level on stderr: debug, info, warn, error")
 	root.PersistentFlags().StringVar(&g.owner, "owner", os.Getenv("TRUEFORGE_OWNER"),
 		"who you are, checked against a session's owner (default $TRUEFORGE_OWNER, else the OS user); on PostgreSQL you are the database role, and a different --owner is refused")
+	root.PersistentFlags().StringVar(&g.policyFile, "policy", os.Getenv("TRUEFORGE_POLICY"),
+		"the operator's rules for MCP calls, a JSON file (default $TRUEFORGE_POLICY; none: allowed_tools alone decides); see docs/guides/mcp-policy.md")
 	root.AddCommand(newRunCmd(g), newChatCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newServeCmd(g), newDBCmd(g), newVersionCmd())
 	return root
 }
@@ -68,6 +73,11 @@ type harness struct {
 	manager  *lifecycle.Manager
 	network  *sandboxnet.Proxies
 	logger   *slog.Logger
+	// policy is the operator's MCP policy (nil: none).
+	policy *policy.Policy
+	// codeModes are the Code Mode tools of the runners this process made: close waits
+	// for the MCP calls their scripts left running, so each outcome is recorded.
+	codeModes []*codemode.Mode
 }
 
 func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) {
@@ -114,6 +124,7 @@ func netConfig(plane *controlplane.Plane, logger *slog.Logger) sandboxnet.Config
 }
 
 func (h *harness) close() {
+	h.waitCodeModes()
 	h.network.Close()
 	h.store.Close()
 }
@@ -211,12 +222,34 @@ func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*r
 	if missing := a.Spec.NotRun(); len(missing) > 0 {
 		// Published and validated by the provider, but not executed by this harness: say
 		// so every run rather than let the agent look as if it had them.
-		h.logger.Warn("this harness does not run Code Mode or Skills yet; the agent runs with the ordinary sandbox and MCP tools only",
+		h.logger.Warn("this harness does not run Skills yet; the agent runs without them",
 			"agent", a.Name, "ignored", strings.Join(missing, ", "))
 	}
+	// The policy is read when an agent is about to run, so a broken file stops the run
+	// before anything is called, and never a command that runs no agent.
+	if h.g.policyFile != "" && h.policy == nil {
+		if h.policy, err = policy.Load(h.g.policyFile); err != nil {
+			return nil, fmt.Errorf("--policy (TRUEFORGE_POLICY): %w", err)
+		}
+	}
 	x := &tools.Executor{Store: h.store, Sandboxes: h.manager}
+	var ts *mcptools.Toolset
 	if len(a.Spec.MCPServers) > 0 {
-		x.MCP = mcptools.New(a.Spec.MCPServers, mcptools.Options{Logger: h.logger, Version: version})
+		opts := mcptools.Options{Logger: h.logger, Version: version, User: h.me, Agent: a.Name}
+		if h.policy != nil {
+			opts.Policy = h.policy
+		}
+		ts = mcptools.New(a.Spec.MCPServers, opts)
+		x.MCP = ts
+	}
+	if a.Spec.CodeMode && a.Spec.Sandbox.Enabled {
+		var m codemode.MCP // none: scripts run without tools
+		if ts != nil {
+			m = ts
+		}
+		cm := codemode.New(m, h.logger)
+		x.Code = cm
+		h.codeModes = append(h.codeModes, cm)
 	}
 	return &runner.Runner{
 		Store: h.store, Agent: a, Model: m, Logger: h.logger, Tools: x,

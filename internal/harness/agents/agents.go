@@ -92,13 +92,10 @@ func SpecOf(s agentspec.Spec) Spec {
 	return out
 }
 
-// NotRun names what the spec asks for that this harness does not run yet (Code Mode,
-// Skills), so callers can say so instead of silently ignoring it.
+// NotRun names what the spec asks for that this harness does not run yet (Skills), so
+// callers can say so instead of silently ignoring it.
 func (s Spec) NotRun() []string {
 	var out []string
-	if s.CodeMode {
-		out = append(out, "code_mode")
-	}
 	if len(s.Skills) > 0 {
 		names := make([]string, len(s.Skills))
 		for i, sk := range s.Skills {
