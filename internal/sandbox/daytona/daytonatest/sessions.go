@@ -107,12 +107,19 @@ func (s *Server) endSessions(sandbox string, wait bool) {
 
 func sessionKey(sandbox, id string) string { return sandbox + "\x00" + id }
 
-// Sessions returns the ids of a sandbox's live sessions, sorted.
-func (s *Server) Sessions(sandboxID string) []string {
+// Sessions returns the ids of a sandbox's live sessions, sorted (none for a sandbox that
+// does not exist).
+func (s *Server) Sessions(idOrName string) []string {
+	s.mu.Lock()
+	sb := s.findSandbox(idOrName)
+	s.mu.Unlock()
+	if sb == nil {
+		return nil
+	}
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	var ids []string
-	for _, ss := range s.sessionsOf(sandboxID) {
+	for _, ss := range s.sessionsOf(sb.ID) {
 		ids = append(ids, ss.id)
 	}
 	return ids
