@@ -567,11 +567,14 @@ fi
 # Harness: overhead per turn with the scripted model (whole turns with every store write,
 # no model latency, no sandbox) against the baseline of the scripted model alone, and 100
 # concurrent sessions on the real local runtime (half need a sandbox) with the number of
-# sandboxes provisioned. Target: overhead <= 1 ms per turn, 0 errors.
+# sandboxes provisioned. Target: overhead <= 1 ms per turn, 0 errors. Then Code Mode's
+# bridge: what it adds to an MCP call made from a script (target: <= 2 ms at p50), and a
+# script making 100 calls.
 echo "== harness benchmarks (internal/harness/runner)"
 if go test -run '^$' -bench 'BenchmarkTurn' -benchtime 2000x -count 1 ./internal/harness/runner/ >"$out/harness-bench.txt" 2>&1 &&
 	go test -run '^$' -bench 'BenchmarkConcurrentSessions100' -benchtime 1x -count 1 ./internal/harness/runner/ >>"$out/harness-bench.txt" 2>&1 &&
-	go test -run '^$' -bench 'BenchmarkProvision' -benchtime 20x -count 1 ./internal/harness/runner/ >>"$out/harness-bench.txt" 2>&1; then
+	go test -run '^$' -bench 'BenchmarkProvision' -benchtime 20x -count 1 ./internal/harness/runner/ >>"$out/harness-bench.txt" 2>&1 &&
+	go test -run '^$' -bench 'BenchmarkCodeModeBridge' -benchtime 5x -count 1 ./internal/harness/runner/ >>"$out/harness-bench.txt" 2>&1; then
 	grep '^Benchmark' "$out/harness-bench.txt"
 	python3 - "$out/harness-bench.txt" <<'EOF' | tee -a "$out/results.txt" || status=1
 import re, sys
@@ -601,6 +604,15 @@ print(f"    no limits, no network (base): {p0/1e6:8.1f} ms")
 print(f"    cpu+memory+3 GB disk image:   {p1/1e6:8.1f} ms ({p1/p0:.2f}x base)")
 print(f"    limits + egress proxy, netd:  {p2/1e6:8.1f} ms ({p2/p0:.2f}x base)")
 print(f"RESULT provision_base_ms={p0/1e6:.1f} provision_limits_ratio={p1/p0:.2f} provision_egress_ratio={p2/p0:.2f}")
+cm = {unit: float(v) for v, unit in re.findall(r"([\d.]+) ([\w/-]+)", rows["BenchmarkCodeModeBridge"][1])}
+added = cm["added-p50-ms"]
+print("  Code Mode bridge (a Python script's MCP calls against direct calls from the harness, same server, same run):")
+print(f"    direct MCP call from the harness, p50: {cm['direct-p50-ms']:7.3f} ms (baseline)")
+print(f"    the same call from a script, p50:     {cm['script-p50-ms']:7.3f} ms ({cm['script-p50-ms']/cm['direct-p50-ms']:.2f}x)")
+print(f"    added by the bridge, p50:              {added:7.3f} ms (target <= 2 ms: {'met' if added <= 2 else 'MISSED'})")
+print(f"    a script making 100 calls, whole run_code call: {cm['script100-ms']:.0f} ms")
+print(f"RESULT codemode_direct_p50_ms={cm['direct-p50-ms']:.3f} codemode_script_p50_ms={cm['script-p50-ms']:.3f} "
+      f"codemode_added_p50_ms={added:.3f} codemode_script100_ms={cm['script100-ms']:.0f}")
 if extra.get("errors/op", 1) != 0:
     sys.exit(1)
 EOF
