@@ -3,7 +3,8 @@
 # examples/quickstart on the embedded local backend in a fresh work dir, runs the demo
 # agent with trueforge-harness (a question answered without a sandbox, then code, a file
 # and a download in the same session, showing the moment the sandbox is provisioned),
-# then shows that
+# then runs the analyst agent's Code Mode script against a local MCP server
+# (tools/demomcp), then shows that
 #   - a second plan is empty (plan -detailed-exitcode exits 0),
 #   - changing an environment variable is an in-place update with no rebuild
 #     (snapshot_id stays known, no build starts),
@@ -113,6 +114,19 @@ echo "TRUEFORGE_DATABASE_URL:  $TRUEFORGE_DATABASE_URL"
 echo "TRUEFORGE_SECRET_KEY:    (a fresh random 32-byte key)"
 echo "TF_CLI_CONFIG_FILE:      $TF_CLI_CONFIG_FILE (empty)"
 echo "config:                  examples/quickstart -> $work/config"
+echo "facts MCP server:        $TF_VAR_facts_mcp_url (tools/demomcp; token in DEMO_MCP_TOKEN, for the harness only)"
+
+# The MCP server of the Code Mode step (tools/demomcp, MCP Go SDK) on a free loopback
+# port, with a fresh token only the harness gets; the quickstart's facts_mcp_url points
+# the analyst agent at it.
+demo_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+DEMO_MCP_TOKEN="demo-mcp-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
+export DEMO_MCP_TOKEN
+export TF_VAR_facts_mcp_url="http://127.0.0.1:$demo_port/mcp"
+(cd "$root" && go build -o "$work/bin/demomcp" ./tools/demomcp)
+"$work/bin/demomcp" -listen "127.0.0.1:$demo_port" >"$work/demomcp.url" 2>"$work/demomcp.log" &
+demomcp_pid=$!
+trap 'kill "$demomcp_pid" 2>/dev/null || true' EXIT
 
 step "$tfname init (offline, provider from the local plugin mirror)"
 run_expect 0 "$tf" init -input=false -no-color
@@ -182,6 +196,18 @@ ok "report.md downloaded, sha256 $got matches the artifact record"
 step "The session's append-only event log (labelled as a replay)"
 "$harness" sessions show "$sid"
 "$harness" sandboxes list
+
+step "Harness: Code Mode, a script in the sandbox calls the facts MCP server through the harness"
+echo "\$ trueforge-harness run analyst \"Which of these capitals is largest?\""
+"$harness" run analyst "Which of France's, Japan's and Peru's capitals is largest?" | tee "$work/turn3.txt"
+asid="$(sed -n 's/^session \(s-[0-9a-f]*\) .*/\1/p' "$work/turn3.txt")"
+grep -q "largest: Tokyo" "$work/turn3.txt" || fail "the Code Mode script did not combine the MCP results"
+[[ "$(grep -c '\[mcp\] facts__.* completed' "$work/turn3.txt")" == 6 ]] || fail "expected 6 completed MCP calls from the script"
+grep -q "$DEMO_MCP_TOKEN" "$work/turn3.txt" && fail "the MCP token appeared in the session output"
+grep -c "called for user" "$work/demomcp.log" | grep -qx 6 || fail "the MCP server did not see 6 calls with the caller's identity"
+sed -n 1p "$work/demomcp.log"
+ok "the script made 6 MCP calls through the harness (the server saw each with the caller as X-Trueforge-User); the token never entered the sandbox"
+"$harness" sessions delete "$asid" >/dev/null
 
 step "Delete the session (and its sandbox)"
 "$harness" sessions delete "$sid"

@@ -37,6 +37,12 @@ variable "api_token" {
   default     = "demo-token-not-a-real-credential"
 }
 
+variable "facts_mcp_url" {
+  description = "The MCP server the analyst agent's scripts call (scripts/demo.sh starts tools/demomcp there). Only the harness connects to it, with the token in its DEMO_MCP_TOKEN variable."
+  type        = string
+  default     = "http://127.0.0.1:8931/mcp"
+}
+
 variable "api_token_version" {
   description = "Increment to send a new api_token (a live rotation)."
   type        = number
@@ -97,6 +103,33 @@ resource "trueforge_agent" "demo" {
     provider = "scripted"
     script   = file("${path.module}/replay.json")
   }
+
+  sandbox = {
+    enabled     = true
+    environment = trueforge_environment.python.name
+  }
+}
+
+# Code Mode: the model writes a script that runs in the sandbox and calls the facts MCP
+# server's tools as Python functions; each call crosses back to the harness, which holds
+# the token (DEMO_MCP_TOKEN) and makes the call. Only what the script prints reaches the
+# model. Run it with `trueforge-harness run analyst "Which capital is largest?"`.
+resource "trueforge_agent" "analyst" {
+  name         = "analyst"
+  description  = "Quickstart Code Mode agent: combines MCP tool results in a script."
+  instructions = "Use run_code to call the facts tools and compute over their results."
+
+  model = {
+    provider = "scripted"
+    script   = file("${path.module}/replay-analyst.json")
+  }
+
+  mcp_servers = [{
+    name           = "facts"
+    url            = var.facts_mcp_url
+    credential_env = "DEMO_MCP_TOKEN"
+  }]
+  code_mode = true
 
   sandbox = {
     enabled     = true
