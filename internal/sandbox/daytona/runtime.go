@@ -46,7 +46,8 @@ const (
 // Runtime is a sandbox.Runtime on Daytona sandboxes through the Client. A sandbox's id is
 // its Daytona name. Files live under WorkDir, which the contract's /workspace paths map
 // to; commands run through the toolbox's /process/execute, which returns stdout and
-// stderr combined: ExecResult.Stdout carries both and Stderr is empty.
+// stderr combined: ExecResult.Stdout carries both and Stderr is empty. Interactive
+// commands run as session commands instead, with the streams apart (interactive.go).
 //
 // Limits must match the snapshot's resources, which Daytona enforces (the environment's cpu,
 // memory and disk); other limits are refused, and so is Egress (a Daytona sandbox cannot

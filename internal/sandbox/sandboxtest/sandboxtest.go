@@ -25,7 +25,9 @@ type Fixture struct {
 	Snapshot string
 	// Capabilities are the backend's (sandbox.Backend.Info).
 	Capabilities sandbox.Capabilities
-	// CombinedOutput: the runtime returns stderr inside Stdout (Daytona's toolbox does).
+	// CombinedOutput: the runtime returns stderr inside Stdout (Daytona's toolbox does)
+	// for commands that are not Interactive; interactive ones keep the streams apart on
+	// every backend.
 	CombinedOutput bool
 	// Lose, when set, makes a Running sandbox lose its processes from outside the runtime
 	// (a crash, an out-of-band kill): the suite then checks that the next Exec reports
