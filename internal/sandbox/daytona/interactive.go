@@ -286,10 +286,15 @@ func (r *Runtime) execInteractive(ctx context.Context, id string, sb *Sandbox, r
 	derr := deleteSession()
 	finish()
 	perr = r.toolboxErr(ctx, id, perr)
-	if errors.Is(perr, sandbox.ErrStopped) {
+	switch {
+	case errors.Is(perr, sandbox.ErrStopped):
 		// Stopped underneath: the command ended with the sandbox, as on the local
 		// backend (exit code -1, no error).
 		return res, nil
+	case IsNotFound(perr) && !errors.Is(perr, sandbox.ErrLost):
+		// The sandbox is there but the session is not: the daemon restarted and took
+		// the command with it. Not ErrNotFound, which would say the sandbox is gone.
+		return res, fmt.Errorf("%w: the command's session %s is gone (%v)", sandbox.ErrLost, s.sid, perr)
 	}
 	return res, errors.Join(perr, derr)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -180,6 +181,46 @@ func TestInteractiveStoppedUnderneath(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Exec did not return after the sandbox stopped")
+	}
+}
+
+// TestInteractiveSessionLost: a session that disappears under a running command (the
+// daemon restarted) is ErrLost, not ErrNotFound (the sandbox is there).
+func TestInteractiveSessionLost(t *testing.T) {
+	t.Parallel()
+	_, c, rt := interactiveSandbox(t)
+	ctx := testCtx(t)
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := interactive(t, rt, sandbox.ExecRequest{Argv: []string{"cat"}, Stdin: inR})
+		done <- err
+	}()
+	sb, err := c.GetSandbox(ctx, "inter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		list, err := c.ListSessions(ctx, sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 1 && len(list[0].Commands) == 1 {
+			if err := c.DeleteSession(ctx, sb, list[0].SessionID); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, sandbox.ErrLost) || errors.Is(err, sandbox.ErrNotFound) {
+			t.Fatalf("session deleted underneath: %v, want ErrLost only", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Exec did not return after its session was deleted")
 	}
 }
 
