@@ -164,6 +164,12 @@ func (p *printer) render(e store.Event, textShown bool) {
 		fmt.Fprintf(w, "  [sandbox] NETWORK REATTACHED %s (processes restarted, files kept): %s\n", v.SandboxID, v.Reason)
 	case events.Egress:
 		p.renderEgress(v)
+	case events.SkillLoaded:
+		ro := ", read-only"
+		if !v.ReadOnly {
+			ro = ", NOT read-only"
+		}
+		fmt.Fprintf(w, "  [skill] LOADED %s (%s) into %s/ of sandbox %s: %d files, %d bytes%s\n", v.Name, v.Digest, v.Path, v.SandboxID, v.Files, v.Bytes, ro)
 	case events.MCPCall:
 		p.renderMCPCall(v)
 	case events.ToolCall:

@@ -35,6 +35,7 @@ func TestPrintExistingLogs(t *testing.T) {
 		"reclaimed":                     {"[sandbox] RECLAIMED tf-s-1-1: commands left running by a harness that died were stopped; files kept"},
 		"egress denied":                 {"[egress] DENIED plain evil.test:80 GET /: not_allowed — evil.test is not in allow_domains"},
 		"egress allowed with a secret":  {"[egress] allowed terminate api.test:443 POST /v1 (secrets substituted: API_KEY)"},
+		"skill loaded":                  {"[skill] LOADED pdf (sha256:0f1e) into .skills/pdf/ of sandbox tf-s-abc-2: 3 files, 160 bytes, read-only"},
 		"mcp call from a script, allowed by a policy rule":   {"[mcp] weather__forecast call 2 for alice: completed, 120 bytes in 4 ms"},
 		"mcp call that ended after its script was cancelled": {"[mcp] db__slow call 1 for bob (after its script ended): FAILED in 900 ms: connection reset"},
 		"lost, found gone (state/reason)":                    {"[sandbox] LOST tf-s-1-1 (was stopped): the backend no longer has it"},

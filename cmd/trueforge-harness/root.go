@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -218,12 +217,6 @@ func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*r
 	m, err := a.NewModel(agents.ModelOptions{})
 	if err != nil {
 		return nil, err
-	}
-	if missing := a.Spec.NotRun(); len(missing) > 0 {
-		// Published and validated by the provider, but not executed by this harness: say
-		// so every run rather than let the agent look as if it had them.
-		h.logger.Warn("this harness does not run Skills yet; the agent runs without them",
-			"agent", a.Name, "ignored", strings.Join(missing, ", "))
 	}
 	// The policy is read when an agent is about to run, so a broken file stops the run
 	// before anything is called, and never a command that runs no agent.

@@ -58,7 +58,8 @@ type MCPServer struct {
 	AllowedTools  []string // nil: every tool (allowed_tools omitted or empty)
 }
 
-// Skill is a skill the agent declares: a name and the path its module gave.
+// Skill is a skill the agent declares: its name, description and the digest of its
+// published content (load_skill reads it from the store by that digest).
 type Skill = agentspec.Skill
 
 // SandboxSpec holds the sandbox settings and lifecycle timings (minutes).
@@ -88,20 +89,6 @@ func SpecOf(s agentspec.Spec) Spec {
 			srv.AllowedTools = m.AllowedTools
 		}
 		out.MCPServers = append(out.MCPServers, srv)
-	}
-	return out
-}
-
-// NotRun names what the spec asks for that this harness does not run yet (Skills), so
-// callers can say so instead of silently ignoring it.
-func (s Spec) NotRun() []string {
-	var out []string
-	if len(s.Skills) > 0 {
-		names := make([]string, len(s.Skills))
-		for i, sk := range s.Skills {
-			names[i] = sk.Name
-		}
-		out = append(out, "skills ("+strings.Join(names, ", ")+")")
 	}
 	return out
 }

@@ -21,6 +21,9 @@ type tool struct {
 	description string
 	// offered says whether an agent's model gets the tool (from its spec only).
 	offered func(a *agents.Agent) bool
+	// describe, when set, makes the description from the agent's spec instead (the
+	// skills load_skill lists).
+	describe func(a *agents.Agent) string
 	// args is the schema derived from the argument type; schema is it as the model
 	// APIs take it (parameters).
 	args   *jsonschema.Schema

@@ -1,6 +1,6 @@
-// Package tools is what the model may call: exec, read_file, write_file, list_files and
-// offer_artifact in the session's sandbox, and read_output to page through a result
-// that was cut. The tool list depends only on the agent's spec, never on live sandbox
+// Package tools is what the model may call: exec, read_file, write_file, list_files,
+// offer_artifact and load_skill (skills.go) in the session's sandbox, and read_output to
+// page through a result that was cut. The tool list depends only on the agent's spec, never on live sandbox
 // state, so building a prompt provisions nothing; the sandbox is acquired inside the
 // first call that needs one.
 //
@@ -178,6 +178,7 @@ var builtins = []tool{
 	define(NameWriteFile, "Write a file in the sandbox workspace, creating directories.", withSandboxOn, writeFile),
 	define(NameListFiles, "List a directory of the sandbox workspace.", withSandboxOn, listFiles),
 	define(NameOfferArtifact, "Offer a workspace file to the user for download.", withDownloads, offerArtifact),
+	loadSkillTool, // skills.go
 }
 
 func always(*agents.Agent) bool { return true }
@@ -191,7 +192,11 @@ func Specs(a *agents.Agent) []model.ToolSpec {
 	var specs []model.ToolSpec
 	for i := range builtins {
 		if builtins[i].offered(a) {
-			specs = append(specs, builtins[i].spec())
+			spec := builtins[i].spec()
+			if d := builtins[i].describe; d != nil {
+				spec.Description = d(a)
+			}
+			specs = append(specs, spec)
 		}
 	}
 	return specs
