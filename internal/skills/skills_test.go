@@ -305,3 +305,14 @@ func TestFrontMatter(t *testing.T) {
 		}
 	}
 }
+
+// The skill the documentation's example publishes is a valid one.
+func TestExampleSkillIsValid(t *testing.T) {
+	b, err := Read("../../examples/resources/trueforge_agent/skills/pytest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name != "pytest" || len(b.Files) != 2 || !b.Files[1].Executable {
+		t.Fatalf("example skill %+v", b)
+	}
+}

@@ -20,10 +20,10 @@ resource "trueforge_agent" "coder" {
     },
   ]
 
+  # Folders in this configuration: plan reads and hashes them, apply publishes them.
   skills = [
     {
-      name = "pytest"
-      path = "/srv/trueforge/skills/pytest"
+      path = "${path.module}/skills/pytest" # name: from its SKILL.md
     },
   ]
 
