@@ -26,9 +26,10 @@ func (m *agentModel) spec(ctx context.Context) (agentspec.Spec, []byte) {
 			Provider: mm.Provider.ValueString(), Name: stringPtr(mm.Name), BaseURL: stringPtr(mm.BaseURL),
 			APIKeyEnv: stringPtr(mm.APIKeyEnv), Script: stringPtr(mm.Script),
 		},
-		CodeMode:    m.CodeMode.ValueBool(),
-		MaxTurns:    m.MaxTurns.ValueInt64(),
-		TokenBudget: m.TokenBudget.ValueInt64(),
+		CodeMode:       m.CodeMode.ValueBool(),
+		CodeModeLimits: m.codeModeLimits(ctx),
+		MaxTurns:       m.MaxTurns.ValueInt64(),
+		TokenBudget:    m.TokenBudget.ValueInt64(),
 		Sandbox: agentspec.Sandbox{
 			Enabled: sb.Enabled.ValueBool(), Environment: sb.Environment.ValueString(), FileDownloads: sb.FileDownloads.ValueBool(),
 			IdleStopMinutes: sb.IdleStopMinutes.ValueInt64(), ArchiveAfterMinutes: sb.ArchiveAfterMinutes.ValueInt64(), DeleteAfterMinutes: sb.DeleteAfterMinutes.ValueInt64(),
@@ -75,6 +76,7 @@ func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnost
 	m.Description = ptrString(s.Description)
 	m.Instructions = ptrString(s.Instructions)
 	m.CodeMode = types.BoolValue(s.CodeMode)
+	m.CodeModeLimits = codeModeLimitsObject(s.CodeLimits())
 	m.MaxTurns = types.Int64Value(s.MaxTurns)
 	m.TokenBudget = types.Int64Value(s.TokenBudget)
 

@@ -38,7 +38,8 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 		return agentModel{ID: str(name), Name: str(name), Owner: str(harnesstest.Owner), CodeMode: types.BoolValue(false),
 			Description: null, Instructions: null, MaxTurns: types.Int64Value(50), TokenBudget: types.Int64Value(1_000_000),
 			MCPServers: types.ListNull(types.ObjectType{AttrTypes: mcpServerAttrTypes}), Skills: types.ListNull(types.ObjectType{AttrTypes: skillAttrTypes}),
-			Model: model(str("scripted"), null, null, null, str("[]")), Sandbox: defaultAgentSandbox()}
+			Model: model(str("scripted"), null, null, null, str("[]")), Sandbox: defaultAgentSandbox(),
+			CodeModeLimits: codeModeLimitsObject(agentspec.DefaultCodeModeLimits())}
 	}
 
 	// Every attribute set, none to its default (the script too, which only a scripted
@@ -51,8 +52,11 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 		"description": str("Reads PDFs."), "digest": str("sha256:0123")}))
 	full.CodeMode, full.MaxTurns, full.TokenBudget = types.BoolValue(true), types.Int64Value(12), types.Int64Value(200000)
 	full.Sandbox = sandboxObject(agentspec.Sandbox{Enabled: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120})
+	fullLimits := agentspec.CodeModeLimits{CallTimeoutSeconds: 7, RunTimeoutSeconds: 70, MaxCalls: 17, MaxResultBytes: 7000}
+	full.CodeModeLimits = codeModeLimitsObject(fullLimits)
 	fullRun := agents.Spec{
-		Name: "full", Description: "Answers questions", Instructions: "Be brief.",
+		CodeLimits: fullLimits,
+		Name:       "full", Description: "Answers questions", Instructions: "Be brief.",
 		Model:      agents.ModelSpec{Provider: "openai", Name: "gpt-4.1", BaseURL: "https://llm.example.com/v1", APIKeyEnv: "OPENAI_API_KEY", Script: `{"turns":[]}`},
 		MCPServers: []agents.MCPServer{{Name: "github", URL: "https://api.githubcopilot.com/mcp/", CredentialEnv: "GITHUB_MCP_TOKEN", AllowedTools: []string{"get_issue"}}},
 		Skills:     []agents.Skill{{Name: "pdf", Path: "./skills/pdf", Description: "Reads PDFs.", Digest: "sha256:0123"}}, CodeMode: true,
@@ -72,7 +76,7 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 		// allowed_tools = [] is every tool, as an omitted list is.
 		MCPServers: []agents.MCPServer{{Name: "docs", URL: "http://docs.internal:8080/mcp"}}, Skills: []agents.Skill{},
 		Sandbox:  agents.SandboxSpec{Environment: "ghost", IdleStopMinutes: 1, ArchiveAfterMinutes: 1, DeleteAfterMinutes: 1},
-		MaxTurns: 50, TokenBudget: 1_000_000,
+		MaxTurns: 50, TokenBudget: 1_000_000, CodeLimits: agentspec.DefaultCodeModeLimits(),
 	}
 
 	st := harnesstest.NewStore(t)

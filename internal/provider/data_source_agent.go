@@ -46,6 +46,7 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				MarkdownDescription: "Model steps the harness allows for one user message.",
 				Computed:            true,
 			},
+			"code_mode_limits": codeModeLimitsDataSchema(),
 			"token_budget": schema.Int64Attribute{
 				MarkdownDescription: "Tokens (input plus output) one user message may use.",
 				Computed:            true,

@@ -42,18 +42,20 @@ type agentResource struct {
 
 // agentModel is the trueforge_agent resource and the trueforge_agent data source.
 type agentModel struct {
-	CodeMode     types.Bool   `tfsdk:"code_mode"`
-	Description  types.String `tfsdk:"description"`
-	ID           types.String `tfsdk:"id"`
-	Instructions types.String `tfsdk:"instructions"`
-	MaxTurns     types.Int64  `tfsdk:"max_turns"`
-	MCPServers   types.List   `tfsdk:"mcp_servers"`
-	Model        types.Object `tfsdk:"model"`
-	Name         types.String `tfsdk:"name"`
-	Owner        types.String `tfsdk:"owner"`
-	Sandbox      types.Object `tfsdk:"sandbox"`
-	Skills       types.List   `tfsdk:"skills"`
-	TokenBudget  types.Int64  `tfsdk:"token_budget"`
+	CodeMode types.Bool `tfsdk:"code_mode"`
+	// CodeModeLimits is codeModeLimitsModel.
+	CodeModeLimits types.Object `tfsdk:"code_mode_limits"`
+	Description    types.String `tfsdk:"description"`
+	ID             types.String `tfsdk:"id"`
+	Instructions   types.String `tfsdk:"instructions"`
+	MaxTurns       types.Int64  `tfsdk:"max_turns"`
+	MCPServers     types.List   `tfsdk:"mcp_servers"`
+	Model          types.Object `tfsdk:"model"`
+	Name           types.String `tfsdk:"name"`
+	Owner          types.String `tfsdk:"owner"`
+	Sandbox        types.Object `tfsdk:"sandbox"`
+	Skills         types.List   `tfsdk:"skills"`
+	TokenBudget    types.Int64  `tfsdk:"token_budget"`
 }
 
 type modelSettingsModel struct {
@@ -146,6 +148,7 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Computed: true,
 				Default:  booldefault.StaticBool(false),
 			},
+			"code_mode_limits": codeModeLimitsSchema(inPlace),
 			"max_turns": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("How many model steps the harness allows for one user message (a step is one model reply with the tool calls it makes); "+
 					"the run stops with a clear message past it. %d to %d, defaults to %d.", 1, agentspec.MaxMaxTurns, agentspec.DefaultMaxTurns) + inPlace,

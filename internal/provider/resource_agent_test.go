@@ -161,6 +161,10 @@ const fullAgentBody = `
   token_budget = 200000
   skills    = [{ name = "pdf", path = "/srv/skills/pdf" }]
   code_mode = true
+  code_mode_limits = {
+    max_calls           = 25
+    call_timeout_seconds = 10
+  }
   sandbox = {
     enabled           = true
     environment       = trueforge_environment.py.name
@@ -179,7 +183,8 @@ var fullAgentRun = agents.Spec{
 	},
 	Skills:     []agents.Skill{{Name: "pdf", Path: "/srv/skills/pdf", Description: "Does pdf things."}}, // and the folder's digest
 	CodeMode:   true,
-	CodeLimits: agentspec.DefaultCodeModeLimits(),
+	// Set ones as configured, the others at their defaults.
+	CodeLimits: agentspec.CodeModeLimits{MaxCalls: 25, CallTimeoutSeconds: 10, RunTimeoutSeconds: agentspec.DefaultCodeRunTimeoutSeconds, MaxResultBytes: agentspec.DefaultCodeMaxResultBytes},
 	Sandbox:    agents.SandboxSpec{Enabled: true, Environment: "py", FileDownloads: false, IdleStopMinutes: 30, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
 	MaxTurns:   12, TokenBudget: 200000,
 }
@@ -238,6 +243,12 @@ func TestAccAgent_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper")),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode_limits"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"call_timeout_seconds": knownvalue.Int64Exact(10),
+						"max_calls":            knownvalue.Int64Exact(25),
+						"max_result_bytes":     knownvalue.Int64Exact(agentspec.DefaultCodeMaxResultBytes),
+						"run_timeout_seconds":  knownvalue.Int64Exact(agentspec.DefaultCodeRunTimeoutSeconds),
+					})),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(12)),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(200000)),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), knownvalue.ObjectExact(map[string]knownvalue.Check{
@@ -423,6 +434,10 @@ resource "trueforge_agent" "a" {
 		{scripted + `  sandbox = { environment = "Not A Name" }`, `sandbox.environment.*not a valid name`},
 		{scripted + `  max_turns = 0`, `max_turns.*between 1 and 1000`},
 		{scripted + `  token_budget = 10`, `token_budget.*between 1000 and 100000000`},
+		{scripted + `  code_mode_limits = { max_calls = 0 }`, `code_mode_limits.max_calls.*between 1 and 10000`},
+		{scripted + `  code_mode_limits = { call_timeout_seconds = 601 }`, `code_mode_limits.call_timeout_seconds.*between 1 and 600`},
+		{scripted + `  code_mode_limits = { run_timeout_seconds = 0 }`, `code_mode_limits.run_timeout_seconds.*between 1 and 3600`},
+		{scripted + `  code_mode_limits = { max_result_bytes = 10 }`, `code_mode_limits.max_result_bytes.*between 1024 and 67108864`},
 	}
 	var steps []resource.TestStep
 	for _, c := range cases {
