@@ -107,15 +107,6 @@ elif mode == "rebuild":
 EOF
 }
 
-step "Setup"
-echo "work dir:                $work"
-echo "CLI:                     $("$tf" version | head -1) ($tf)"
-echo "TRUEFORGE_DATABASE_URL:  $TRUEFORGE_DATABASE_URL"
-echo "TRUEFORGE_SECRET_KEY:    (a fresh random 32-byte key)"
-echo "TF_CLI_CONFIG_FILE:      $TF_CLI_CONFIG_FILE (empty)"
-echo "config:                  examples/quickstart -> $work/config"
-echo "facts MCP server:        $TF_VAR_facts_mcp_url (tools/demomcp; token in DEMO_MCP_TOKEN, for the harness only)"
-
 # The MCP server of the Code Mode step (tools/demomcp, MCP Go SDK) on a free loopback
 # port, with a fresh token only the harness gets; the quickstart's facts_mcp_url points
 # the analyst agent at it.
@@ -127,6 +118,15 @@ export TF_VAR_facts_mcp_url="http://127.0.0.1:$demo_port/mcp"
 "$work/bin/demomcp" -listen "127.0.0.1:$demo_port" >"$work/demomcp.url" 2>"$work/demomcp.log" &
 demomcp_pid=$!
 trap 'kill "$demomcp_pid" 2>/dev/null || true' EXIT
+
+step "Setup"
+echo "work dir:                $work"
+echo "CLI:                     $("$tf" version | head -1) ($tf)"
+echo "TRUEFORGE_DATABASE_URL:  $TRUEFORGE_DATABASE_URL"
+echo "TRUEFORGE_SECRET_KEY:    (a fresh random 32-byte key)"
+echo "TF_CLI_CONFIG_FILE:      $TF_CLI_CONFIG_FILE (empty)"
+echo "config:                  examples/quickstart -> $work/config"
+echo "facts MCP server:        $TF_VAR_facts_mcp_url (tools/demomcp; token in DEMO_MCP_TOKEN, for the harness only)"
 
 step "$tfname init (offline, provider from the local plugin mirror)"
 run_expect 0 "$tf" init -input=false -no-color
