@@ -6,13 +6,14 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 )
 
 // Skills on the daytona type, on the emulator: the turns that only see the skills list
 // send no request to the Daytona API; loading the skill provisions a sandbox whose
 // workspace holds the published files (read-only, the script executable), a second load
-// writes nothing, and after the sandbox is replaced the next load writes the version
-// applied since.
+// writes nothing unless the sandbox removed its copy, and after the sandbox is replaced
+// the next load writes the version applied since.
 func TestDaytonaSkillsLoadedOnDemand(t *testing.T) {
 	f := newDaytonaFixture(t)
 	ctx := context.Background()
@@ -48,6 +49,19 @@ func TestDaytonaSkillsLoadedOnDemand(t *testing.T) {
 	if n := f.srv.Count(upload); n != uploads {
 		t.Fatalf("a second load in the same sandbox uploaded %d files", n-uploads)
 	}
+	// The sandbox removes its copy: the next load writes it again.
+	sb, err := f.client.GetSandbox(ctx, rec.SandboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.client.Execute(ctx, sb, daytona.ExecuteRequest{Command: "sh -c 'chmod -R u+w .skills && rm -rf .skills/greet'"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("removing the sandbox's copy: %+v, %v", res, err)
+	}
+	mustRun(t, r, sid, "Load it after removing it.")
+	mustContain(t, "the load after the copy was removed", resultOf(t, f.st, sid, tools.NameLoadSkill)[2], `Loaded skill "greet" (`+sk.Digest+`)`)
+	if n := f.srv.Count(upload); n != uploads+3 {
+		t.Fatalf("the load after the copy was removed uploaded %d files; want 3", n-uploads)
+	}
 
 	// Applied again with a changed file, then the sandbox is deleted out of band: the
 	// next load is a new sandbox with the new files.
@@ -56,12 +70,12 @@ func TestDaytonaSkillsLoadedOnDemand(t *testing.T) {
 	reapplySkill(t, f.st, sk2, blob2)
 	r = f.runner(t, "skilled")
 	mustRun(t, r, sid, "Load it once more.")
-	mustContain(t, "the load after a re-apply", resultOf(t, f.st, sid, tools.NameLoadSkill)[2], "stays as it is", sk2.Digest)
+	mustContain(t, "the load after a re-apply", resultOf(t, f.st, sid, tools.NameLoadSkill)[3], "stays as it is", sk2.Digest)
 	if err := f.client.DeleteSandbox(ctx, rec.SandboxID); err != nil {
 		t.Fatal(err)
 	}
 	mustRun(t, r, sid, "Load it in the new sandbox.")
-	mustContain(t, "the load in the new sandbox", resultOf(t, f.st, sid, tools.NameLoadSkill)[3], `Loaded skill "greet" (`+sk2.Digest+`)`)
+	mustContain(t, "the load in the new sandbox", resultOf(t, f.st, sid, tools.NameLoadSkill)[4], `Loaded skill "greet" (`+sk2.Digest+`)`)
 	mustContain(t, "the script in the new sandbox", lastResult(t, f.st, sid), "hello v2")
 	if rec2, err := f.st.GetSessionSandbox(ctx, sid); err != nil || rec2.Generation != 2 {
 		t.Fatalf("session sandbox after the loss %+v, %v; want generation 2", rec2, err)

@@ -10,12 +10,13 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 // skillScript is the replay of the skills tests: a Q&A turn, a turn that only sees the
-// skills list, then loads of skill greet with its script run, in three sandboxes' worth
-// of turns (see the tests for what happens between them).
+// skills list, then loads of skill greet with its script run, and loads again after
+// what the tests change between turns.
 func skillScript() map[string]any {
 	load := call(tools.NameLoadSkill, map[string]any{"name": "greet"})
 	return harnesstest.Script(
@@ -27,11 +28,13 @@ func skillScript() map[string]any {
 		text("Loaded and ran."),                // 4
 		load,                                   // 5: the same sandbox
 		text("Still loaded."),                  // 6
-		load,                                   // 7: re-applied, the same sandbox
-		text("Kept."),                          // 8
-		load,                                   // 9: a new sandbox generation
-		exec(".skills/greet/scripts/hello.sh"), // 10
-		text("Reloaded."),                      // 11
+		load,                                   // 7: the sandbox removed its copy
+		text("Written again."),                 // 8
+		load,                                   // 9: re-applied, the same sandbox
+		text("Kept."),                          // 10
+		load,                                   // 11: a new sandbox generation
+		exec(".skills/greet/scripts/hello.sh"), // 12
+		text("Reloaded."),                      // 13
 	)
 }
 
@@ -144,6 +147,19 @@ func TestSkillsLoadedOnDemand(t *testing.T) {
 	}
 	mustContain(t, "the second load's result", resultOf(t, st, sid, tools.NameLoadSkill)[1], "already loaded in this sandbox", "hello.sh")
 
+	// The sandbox's copy is its own: removed, the next load writes it again.
+	rec, err := st.GetSessionSandbox(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.env.Runtime.Exec(ctx, rec.SandboxID, sandbox.ExecRequest{Shell: "chmod -R u+w .skills && rm -rf .skills/greet"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("removing the sandbox's copy: %+v, %v", res, err)
+	}
+
+	mustRun(t, r, sid, "Load it after removing it.")
+	mustContain(t, "the load after the copy was removed", resultOf(t, st, sid, tools.NameLoadSkill)[2], `Loaded skill "greet" (`+sk.Digest+`)`)
+	writes = f.env.Runtime.Calls("WriteFile")
+
 	// A file changes and the agent is applied again: the sandbox keeps its copy.
 	harnesstest.WriteSkillFile(t, dir, "scripts/hello.sh*", "#!/bin/sh\necho hello v2\n")
 	sk2, blob2 := harnesstest.PublishSkill(t, dir)
@@ -153,16 +169,12 @@ func TestSkillsLoadedOnDemand(t *testing.T) {
 	}
 	r = f.runner(t, "skilled")
 	mustRun(t, r, sid, "Load it once more.")
-	mustContain(t, "the load after a re-apply", resultOf(t, st, sid, tools.NameLoadSkill)[2], sk.Digest, "stays as it is", sk2.Digest, "next sandbox", "name: greet")
+	mustContain(t, "the load after a re-apply", resultOf(t, st, sid, tools.NameLoadSkill)[3], sk.Digest, "stays as it is", sk2.Digest, "next sandbox", "name: greet")
 	if n := f.env.Runtime.Calls("WriteFile"); n != writes {
 		t.Fatal("the re-applied skill was written into the sandbox that had loaded the first version")
 	}
 
 	// The sandbox is lost; the next load provisions generation 2 with the new files.
-	rec, err := st.GetSessionSandbox(ctx, sid)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := f.env.Runtime.Delete(ctx, rec.SandboxID); err != nil {
 		t.Fatal(err)
 	}
@@ -170,10 +182,10 @@ func TestSkillsLoadedOnDemand(t *testing.T) {
 	if n := f.env.Runtime.Calls("Create"); n != 2 {
 		t.Fatalf("Create called %d times; want a second sandbox", n)
 	}
-	mustContain(t, "the load in the new sandbox", resultOf(t, st, sid, tools.NameLoadSkill)[3], `Loaded skill "greet" (`+sk2.Digest+`)`)
+	mustContain(t, "the load in the new sandbox", resultOf(t, st, sid, tools.NameLoadSkill)[4], `Loaded skill "greet" (`+sk2.Digest+`)`)
 	mustContain(t, "the script in the new sandbox", lastResult(t, st, sid), "hello v2")
 	ev = payloads(t, st, sid, events.KindSkillLoaded)
-	if len(ev) != 2 || ev[1]["digest"] != sk2.Digest || ev[1]["generation"].(float64) != 2 {
+	if len(ev) != 3 || ev[2]["digest"] != sk2.Digest || ev[2]["generation"].(float64) != 2 {
 		t.Fatalf("skill_loaded events %v", ev)
 	}
 }

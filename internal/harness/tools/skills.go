@@ -27,7 +27,8 @@ import (
 // sandbox writes nothing, and a replaced sandbox (lost, deleted after idling) gets the
 // files again. A sandbox keeps the version it loaded, as it keeps its environment: a
 // skill re-applied since reaches the session's next sandbox. The sandbox user owns its
-// copy and may change it; that changes only that sandbox.
+// copy and may change it; that changes only that sandbox (a copy it removed is written
+// again by the next load).
 
 // NameLoadSkill is the skill tool's name.
 const NameLoadSkill = "load_skill"
@@ -101,7 +102,15 @@ func loadSkill(ctx context.Context, in invocation, args LoadSkillArgs) Result {
 			return "load_skill: " + err.Error(), true, false
 		}
 		if prior != nil {
-			return alreadyLoaded(ctx, l, b, *prior), false, false
+			// Loaded before; unless the sandbox has since removed its copy (its own to
+			// change), nothing is written again.
+			_, err := l.Runtime.StatFile(ctx, l.Record.SandboxID, prior.Path+"/"+skills.Manifest)
+			if err == nil {
+				return alreadyLoaded(ctx, l, b, *prior), false, false
+			}
+			if !errors.Is(err, sandbox.ErrNotFound) {
+				return "load_skill: " + err.Error(), true, isLoss(err)
+			}
 		}
 		readOnly, err := materialize(ctx, l, dir, b)
 		if err != nil {
