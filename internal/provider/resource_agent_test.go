@@ -181,8 +181,8 @@ var fullAgentRun = agents.Spec{
 		{Name: "github", URL: "https://api.githubcopilot.com/mcp/", CredentialEnv: "GITHUB_MCP_TOKEN", AllowedTools: []string{"get_issue", "list_pull_requests"}},
 		{Name: "docs", URL: "http://docs.internal:8080/mcp"}, // allowed_tools = []: every tool, as documented
 	},
-	Skills:     []agents.Skill{{Name: "pdf", Path: "/srv/skills/pdf", Description: "Does pdf things."}}, // and the folder's digest
-	CodeMode:   true,
+	Skills:   []agents.Skill{{Name: "pdf", Path: "/srv/skills/pdf", Description: "Does pdf things."}}, // and the folder's digest
+	CodeMode: true,
 	// Set ones as configured, the others at their defaults.
 	CodeLimits: agentspec.CodeModeLimits{MaxCalls: 25, CallTimeoutSeconds: 10, RunTimeoutSeconds: agentspec.DefaultCodeRunTimeoutSeconds, MaxResultBytes: agentspec.DefaultCodeMaxResultBytes},
 	Sandbox:    agents.SandboxSpec{Enabled: true, Environment: "py", FileDownloads: false, IdleStopMinutes: 30, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
