@@ -157,7 +157,8 @@ func missingAgent(name string) agentModel {
 			"api_key_env": types.StringNull(), "base_url": types.StringNull(), "name": types.StringNull(),
 			"provider": types.StringValue(agentspec.ModelScripted), "script": types.StringValue("[]"),
 		}),
-		Sandbox: defaultAgentSandbox(),
+		Sandbox:        defaultAgentSandbox(),
+		CodeModeLimits: codeModeLimitsObject(agentspec.DefaultCodeModeLimits()),
 	}
 }
 
