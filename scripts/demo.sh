@@ -4,7 +4,7 @@
 # agent with trueforge-harness (a question answered without a sandbox, then code, a file
 # and a download in the same session, showing the moment the sandbox is provisioned),
 # then runs the analyst agent's Code Mode script against a local MCP server
-# (tools/demomcp), then shows that
+# (tools/demomcp) and loads its skill, then shows that
 #   - a second plan is empty (plan -detailed-exitcode exits 0),
 #   - changing an environment variable is an in-place update with no rebuild
 #     (snapshot_id stays known, no build starts),
@@ -207,6 +207,13 @@ grep -q "$DEMO_MCP_TOKEN" "$work/turn3.txt" && fail "the MCP token appeared in t
 grep -c "called for user" "$work/demomcp.log" | grep -qx 6 || fail "the MCP server did not see 6 calls with the caller's identity"
 sed -n 1p "$work/demomcp.log"
 ok "the script made 6 MCP calls through the harness (the server saw each with the caller as X-Trueforge-User); the token never entered the sandbox"
+
+step "Harness: a skill, published by apply from the configuration's folder, loaded into the sandbox on first use"
+echo "\$ trueforge-harness run analyst --session $asid \"Make it a table\""
+"$harness" run analyst --session "$asid" "Make it a table" | tee "$work/turn4.txt"
+grep -q "load_skill" "$work/turn4.txt" || fail "the skill was not loaded"
+grep -q "| Japan | Tokyo | 14,187,176 |" "$work/turn4.txt" || fail "the skill's script did not run from the sandbox"
+ok "facts-table loaded at .skills/facts-table/ (read-only) and its script ran in the sandbox"
 "$harness" sessions delete "$asid" >/dev/null
 
 step "Delete the session (and its sandbox)"

@@ -131,6 +131,10 @@ resource "trueforge_agent" "analyst" {
   }]
   code_mode = true
 
+  # A skill: a folder of this configuration (SKILL.md with its name and description, and
+  # a script), published by apply and loaded into the sandbox when the model asks for it.
+  skills = [{ path = "${path.module}/skills/facts-table" }]
+
   sandbox = {
     enabled     = true
     environment = trueforge_environment.python.name

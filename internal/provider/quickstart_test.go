@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -28,7 +29,15 @@ func TestAccQuickstart(t *testing.T) {
 	t.Setenv(envOwner, f.owner)
 
 	const env = "trueforge_environment.python"
-	dir := config.StaticDirectory("../../examples/quickstart")
+	// The example names its skill folder by ${path.module}, which is relative: Terraform
+	// runs the provider in the configuration's directory, and the in-process provider of
+	// this test runs in the test's. So the test runs in the example's directory.
+	example, err := filepath.Abs("../../examples/quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(example)
+	dir := config.StaticDirectory(example)
 	vars := func(greeting, marker string) config.Variables {
 		return config.Variables{"greeting": config.StringVariable(greeting), "build_marker": config.StringVariable(marker)}
 	}
