@@ -270,7 +270,10 @@ func (r *Runtime) stopKeeper(ctx context.Context, id string) error {
 	ns := ""
 	pid, start, alive := r.keeperAlive(id)
 	if alive {
-		ns = sandboxPidNS(pid)
+		var pin *os.File
+		if ns, pin = pinSandboxPidNS(pid); pin != nil {
+			defer pin.Close()
+		}
 	}
 	r.dropLifeline(id)
 	var errs []error

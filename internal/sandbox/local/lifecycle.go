@@ -118,7 +118,10 @@ func killExecProcs(ctx context.Context, pid int, start uint64, wait time.Duratio
 	}
 	ns := ""
 	if processAlive(pid, start) {
-		ns = sandboxPidNS(pid)
+		var pin *os.File
+		if ns, pin = pinSandboxPidNS(pid); pin != nil {
+			defer pin.Close()
+		}
 	}
 	if err := killGroup(pid); err != nil {
 		return err
@@ -161,6 +164,38 @@ func sandboxPidNS(pid int) string {
 		}
 	}
 	return ""
+}
+
+// pinSandboxPidNS is sandboxPidNS, pinned: the returned file (nil with "") holds a
+// reference to the namespace, so that its name, which killPidNS matches, stays its own
+// until the caller closes the file. A namespace nobody holds is freed with its last
+// process, and the kernel hands its inode number to the next namespace created on the
+// host (the lowest free number goes first): a kill loop matching the bare name after
+// that would kill another sandbox's or a build's processes.
+func pinSandboxPidNS(pid int) (string, *os.File) {
+	if sandboxPidNS(pid) == "" {
+		return "", nil
+	}
+	p := strconv.Itoa(pid)
+	data, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+	if err != nil {
+		return "", nil
+	}
+	own, _ := os.Readlink("/proc/" + p + "/ns/pid")
+	for _, c := range strings.Fields(string(data)) {
+		f, err := os.Open("/proc/" + c + "/ns/pid")
+		if err != nil {
+			continue
+		}
+		// The name of the namespace the descriptor holds, not of whatever the child's
+		// /proc entry shows now.
+		ns, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+		if err == nil && ns != own && strings.HasPrefix(ns, "pid:[") {
+			return ns, f
+		}
+		f.Close()
+	}
+	return "", nil
 }
 
 // procDesc describes a process for an error message: pid, state and name.
