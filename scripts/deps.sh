@@ -2,7 +2,8 @@
 # Installs what the tests and the demo need on a fresh Debian machine: bubblewrap for the
 # local backend, util-linux's unshare and prlimit (present on Debian), and a
 # Terraform-compatible CLI; with --tests (scripts/test.sh), PostgreSQL's server binaries
-# too, for the tests of a shared control plane, and jq for the CI drift script. Safe to
+# too, for the tests of a shared control plane, jq for the CI drift script, and chromium
+# for the web page's end-to-end test. Safe to
 # run again: it installs only what is missing.
 # Run as an ordinary user, it installs nothing: it names what is missing and exits 1.
 set -euo pipefail
@@ -35,6 +36,7 @@ pg_needed=0
 if [[ ${1:-} == --tests ]]; then
 	have_postgres || { need+=(postgresql); pg_needed=1; }
 	have jq || need+=(jq) # scripts/ci-drift.sh, which the CI drift test runs
+	have chromium || need+=(chromium) # the web page's end-to-end test (internal/harness/api/web)
 fi
 if ((${#need[@]})); then
 	if [[ $(id -u) -ne 0 ]]; then
