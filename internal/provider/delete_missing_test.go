@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -142,8 +143,15 @@ func missingSecret(env, name string) secretModel {
 	return secretModel{
 		ID: types.StringValue(store.SecretID(env, name)), Environment: types.StringValue(env), EnvName: types.StringValue(name),
 		Value: types.StringValue("gone-value"), ValueWO: types.StringNull(), ValueWOVersion: types.Int64Null(),
-		Hosts: stringList([]string{"api.github.com"}),
+		Hosts: stringList([]string{"api.github.com"}), Timeouts: secretNullTimeouts(),
 	}
+}
+
+// secretNullTimeouts is a secret's timeouts left out of the configuration.
+func secretNullTimeouts() timeouts.Value {
+	var resp resource.SchemaResponse
+	NewSecretResource().Schema(context.Background(), resource.SchemaRequest{}, &resp)
+	return timeouts.Value{Object: types.ObjectNull(resp.Schema.Attributes["timeouts"].GetType().(timeouts.Type).AttrTypes)}
 }
 
 func missingAgent(name string) agentModel {

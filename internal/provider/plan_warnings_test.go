@@ -168,7 +168,7 @@ func secretPlan(env string) secretModel {
 	return secretModel{
 		ID: types.StringUnknown(), Environment: types.StringValue(env), EnvName: types.StringValue("GITHUB_TOKEN"),
 		Value: types.StringValue("ghp_x"), ValueWO: types.StringNull(), ValueWOVersion: types.Int64Null(),
-		Hosts: stringList([]string{"api.github.com"}),
+		Hosts: stringList([]string{"api.github.com"}), Timeouts: secretNullTimeouts(),
 	}
 }
 

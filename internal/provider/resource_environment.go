@@ -180,7 +180,12 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 				MarkdownDescription: "`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent.",
 				Computed:            true,
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true}),
+			"timeouts": timeoutsAttribute(ctx, "How long apply waits for this environment's operations.", map[string]string{
+				"create": "How long creating the environment waits for its snapshot build. Defaults to 30 minutes.",
+				"update": "How long an update waits for a new snapshot build. Defaults to 30 minutes.",
+				"delete": "How long deleting the environment may take, removing its unreferenced snapshots from the backend " +
+					"included (on Daytona each may be retried for minutes while the snapshot is busy). Defaults to 20 minutes.",
+			}),
 			"triggers": schema.MapAttribute{
 				MarkdownDescription: "Arbitrary values whose change forces a new snapshot, for inputs outside the configuration (a package index date, a commit)." + bakes,
 				Optional:            true,

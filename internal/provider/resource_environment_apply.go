@@ -278,9 +278,19 @@ func (r *environmentResource) Delete(ctx context.Context, req resource.DeleteReq
 	if !ok {
 		return
 	}
+	timeout, d := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
 	name := state.ID.ValueString()
 	env, err := r.cp.store.GetEnvironment(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	if timedOut(ctx, err) {
+		addTimeoutError(&resp.Diagnostics, "Timed Out Deleting Environment", "delete", timeout,
+			fmt.Sprintf("Deleting environment %q", name), "Nothing was deleted. Raise timeouts.delete and run the command again.", err)
 		return
 	}
 	if err != nil {
@@ -303,13 +313,43 @@ func (r *environmentResource) Delete(ctx context.Context, req resource.DeleteReq
 		resp.Diagnostics.AddError("Environment In Use",
 			fmt.Sprintf("%s. An environment referenced by a saved agent cannot be deleted: point those agents at another environment (or delete them) first.", err))
 		return
+	case timedOut(ctx, err):
+		addTimeoutError(&resp.Diagnostics, "Timed Out Deleting Environment", "delete", timeout,
+			fmt.Sprintf("Deleting environment %q", name), "Nothing was deleted. Raise timeouts.delete and run the command again.", err)
+		return
 	case err != nil:
 		addOperationError(&resp.Diagnostics, "Error Deleting Environment", fmt.Sprintf("environment %q", name), err)
 		return
 	}
-	if coord, _, err := r.cp.coordinator(ctx, env.Provider); err == nil {
-		r.collect(ctx, coord, &resp.Diagnostics)
+	tflog.Info(ctx, "environment: deleted", map[string]any{"environment": name, "sandbox_provider": env.Provider})
+	coord, _, err := r.cp.coordinator(ctx, env.Provider)
+	if err != nil {
+		return
 	}
+	// The snapshot cleanup is what can take long (on Daytona a busy snapshot's delete is
+	// retried for minutes). Running out of timeouts.delete there fails the delete, since
+	// the user bounded it, but says that the environment itself is gone: the next refresh
+	// drops it from state, and a later update or delete collects what was left.
+	removed, err := coord.Collect(ctx)
+	tflog.Debug(ctx, "environment: unreferenced snapshots collected", map[string]any{"environment": name, "removed": removed, "error": errString(err)})
+	switch {
+	case err == nil:
+	case timedOut(ctx, err):
+		addTimeoutError(&resp.Diagnostics, "Timed Out Deleting Environment", "delete", timeout,
+			fmt.Sprintf("Environment %q was removed from the control plane, but removing its unreferenced snapshots from sandbox provider %q", name, env.Provider),
+			fmt.Sprintf("The snapshots left behind are collected by the next apply that updates or deletes an environment of %q. "+
+				"If the backend is slow to release snapshots, raise timeouts.delete (for example \"45m\"); running the command again finishes the destroy.", env.Provider), err)
+	default:
+		resp.Diagnostics.AddWarning("Old Snapshots Not Collected", "Unreferenced snapshots could not all be removed; a later apply retries.\n\n"+err.Error())
+	}
+}
+
+// errString is err's message, or "" for nil: a log field.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func (r *environmentResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {

@@ -146,7 +146,11 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators:          []validator.String{stringvalidator.OneOf(backends.Default().Types()...)},
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true}),
+			"timeouts": timeoutsAttribute(ctx, "How long apply waits for this sandbox provider's operations.", map[string]string{
+				"create": "How long creating the provider waits for the release snapshot and the `default` environment's build. Defaults to 30 minutes.",
+				"update": "How long an update (a new key, or a repair of the `default` environment) may take. Defaults to 30 minutes.",
+				"delete": "How long deleting the provider may take, removing its snapshots from the backend included. Defaults to 20 minutes.",
+			}),
 		},
 	}
 	apiKeyCredential.addAttributes(resp.Schema.Attributes)
@@ -420,6 +424,11 @@ func (r *sandboxProviderResource) Delete(ctx context.Context, req resource.Delet
 	if !ok {
 		return
 	}
+	timeout, d := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
 	name := state.ID.ValueString()
 	coord, _, cerr := r.cp.coordinator(ctx, name)
 	snapshots, _ := r.cp.store.ListSnapshotIDs(ctx, name)
@@ -431,17 +440,31 @@ func (r *sandboxProviderResource) Delete(ctx context.Context, req resource.Delet
 		resp.Diagnostics.AddError("Sandbox Provider In Use",
 			fmt.Sprintf("Sandbox provider %q cannot be deleted: %s. Delete those first (Terraform orders this for you when they reference the provider's attributes).", name, err))
 		return
+	case timedOut(ctx, err):
+		addTimeoutError(&resp.Diagnostics, "Timed Out Deleting Sandbox Provider", "delete", timeout,
+			fmt.Sprintf("Deleting sandbox provider %q", name), "Nothing was deleted. Raise timeouts.delete and run the command again.", err)
+		return
 	case err != nil:
 		addOperationError(&resp.Diagnostics, "Error Deleting Sandbox Provider", fmt.Sprintf("sandbox provider %q", name), err)
 		return
 	}
-	tflog.Debug(ctx, "sandbox provider: deleted", map[string]any{"name": name, "snapshots": len(snapshots)})
-	if cerr == nil {
-		// The rows are gone, so every snapshot of the provider is unreferenced now.
-		if err := coord.RemoveFiles(ctx, snapshots); err != nil {
-			resp.Diagnostics.AddWarning("Snapshots Left Behind",
-				fmt.Sprintf("Sandbox provider %q was deleted, but some snapshot files could not be removed: %s", name, err))
-		}
+	tflog.Info(ctx, "sandbox provider: deleted", map[string]any{"name": name, "snapshots": len(snapshots)})
+	if cerr != nil {
+		return
+	}
+	// The rows are gone, so every snapshot of the provider is unreferenced now, and no
+	// later apply will collect what is left: a timeout here names the snapshots.
+	err = coord.RemoveFiles(ctx, snapshots)
+	switch {
+	case err == nil:
+	case timedOut(ctx, err):
+		addTimeoutError(&resp.Diagnostics, "Timed Out Deleting Sandbox Provider", "delete", timeout,
+			fmt.Sprintf("Sandbox provider %q was removed from the control plane, but removing its %d snapshot(s) from the backend", name, len(snapshots)),
+			fmt.Sprintf("Nothing in trueforge refers to them any more: delete the snapshots left behind (%s) in the backend's console, "+
+				"and raise timeouts.delete (for example \"45m\") for the next time. Running the command again finishes the destroy.", strings.Join(snapshots, ", ")), err)
+	default:
+		resp.Diagnostics.AddWarning("Snapshots Left Behind",
+			fmt.Sprintf("Sandbox provider %q was deleted, but some snapshot files could not be removed: %s", name, err))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -36,13 +37,14 @@ type secretResource struct {
 }
 
 type secretModel struct {
-	ID             types.String `tfsdk:"id"`
-	Environment    types.String `tfsdk:"environment"`
-	EnvName        types.String `tfsdk:"env_name"`
-	Value          types.String `tfsdk:"value"`
-	ValueWO        types.String `tfsdk:"value_wo"`
-	ValueWOVersion types.Int64  `tfsdk:"value_wo_version"`
-	Hosts          types.List   `tfsdk:"hosts"`
+	ID             types.String   `tfsdk:"id"`
+	Environment    types.String   `tfsdk:"environment"`
+	EnvName        types.String   `tfsdk:"env_name"`
+	Value          types.String   `tfsdk:"value"`
+	ValueWO        types.String   `tfsdk:"value_wo"`
+	ValueWOVersion types.Int64    `tfsdk:"value_wo_version"`
+	Hosts          types.List     `tfsdk:"hosts"`
+	Timeouts       timeouts.Value `tfsdk:"timeouts"`
 }
 
 // NewSecretResource is the trueforge_secret resource.
@@ -61,7 +63,7 @@ var secretCredential = credential{
 	validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 }
 
-func (r *secretResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+func (r *secretResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A network-scoped credential of an environment, for the sandbox's own outbound calls (not model or MCP " +
 			"credentials, which stay in the harness). The sandbox process sees the variable, but the value is only forwarded to " +
@@ -93,6 +95,11 @@ func (r *secretResource) Schema(_ context.Context, _ resource.SchemaRequest, res
 				Computed:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
+			"timeouts": timeoutsAttribute(ctx, "How long apply waits for the secret's backend (on Daytona a secret call may be retried for minutes).", map[string]string{
+				"create": "How long creating the secret may take. Defaults to 10 minutes.",
+				"update": "How long changing its hosts or rotating its value may take. Defaults to 10 minutes.",
+				"delete": "How long deleting the secret may take. Defaults to 10 minutes.",
+			}),
 		},
 	}
 	secretCredential.addAttributes(resp.Schema.Attributes)
@@ -191,6 +198,11 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 	if !ok {
 		return
 	}
+	timeout, d := plan.Timeouts.Create(ctx, defaultSecretTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
 	envName := plan.Environment.ValueString()
 	if !r.checkEnvironment(ctx, envName, true, false, &resp.Diagnostics) {
 		resp.Diagnostics.AddAttributeError(path.Root("environment"), "Environment Not Found",
@@ -221,6 +233,11 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 	var remote *sandbox.RemoteSecret
 	if bs != nil {
 		rs, err := bs.Create(ctx, sandbox.SecretValue{Environment: envName, EnvName: plan.EnvName.ValueString(), Value: value, Hosts: hosts})
+		if timedOut(ctx, err) {
+			addTimeoutError(&resp.Diagnostics, "Timed Out Creating Secret", "create", timeout,
+				fmt.Sprintf("Creating secret %s in %s", id, title), "Nothing was stored in trueforge. Raise timeouts.create and apply again.", err)
+			return
+		}
 		if err != nil {
 			resp.Diagnostics.AddError(fmt.Sprintf("Error Creating %s Secret", title),
 				fmt.Sprintf("Secret %s could not be created in %s as %q; nothing was stored.\n\nOriginal Error: %s", id, title, bs.Name(envName, plan.EnvName.ValueString()), err))
@@ -290,6 +307,11 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 	if !ok {
 		return
 	}
+	timeout, d := plan.Timeouts.Update(ctx, defaultSecretTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
 	r.checkEnvironment(ctx, state.Environment.ValueString(), false, false, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -314,6 +336,11 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 		value := secretCredential.value(ctx, plan.Value, req.Config, &resp.Diagnostics)
 		remote, err := bs.Update(ctx, loadRemoteSecret(ctx, req.Private),
 			sandbox.SecretValue{Environment: state.Environment.ValueString(), EnvName: state.EnvName.ValueString(), Value: value, Hosts: hosts}, rotate)
+		if timedOut(ctx, err) {
+			addTimeoutError(&resp.Diagnostics, "Timed Out Updating Secret", "update", timeout,
+				fmt.Sprintf("Updating secret %s in %s", id, title), "The stored secret is unchanged. Raise timeouts.update and apply again.", err)
+			return
+		}
 		if err != nil {
 			resp.Diagnostics.AddError(fmt.Sprintf("Error Updating %s Secret", title),
 				fmt.Sprintf("Secret %s could not be updated in %s; the stored secret is unchanged. Apply again.\n\nOriginal Error: %s", id, title, err))
@@ -335,6 +362,11 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	if !ok {
 		return
 	}
+	timeout, d := state.Timeouts.Delete(ctx, defaultSecretTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
 	if env, err := r.cp.store.GetEnvironment(ctx, state.Environment.ValueString()); err == nil && env.Owner != r.cp.owner {
 		r.cp.addOwnerError(&resp.Diagnostics, "Environment", env.Name, env.Owner, "changed (its secrets are part of it)")
 		return
@@ -345,7 +377,13 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 		return
 	}
 	if bs != nil {
-		if err := bs.Delete(ctx, loadRemoteSecret(ctx, req.Private), state.Environment.ValueString(), state.EnvName.ValueString()); err != nil {
+		err := bs.Delete(ctx, loadRemoteSecret(ctx, req.Private), state.Environment.ValueString(), state.EnvName.ValueString())
+		if timedOut(ctx, err) {
+			addTimeoutError(&resp.Diagnostics, "Timed Out Deleting Secret", "delete", timeout,
+				fmt.Sprintf("Deleting secret %s in %s", state.ID.ValueString(), title), "It is kept in trueforge too. Raise timeouts.delete and run the command again.", err)
+			return
+		}
+		if err != nil {
 			resp.Diagnostics.AddError(fmt.Sprintf("Error Deleting %s Secret", title),
 				fmt.Sprintf("Secret %s could not be deleted in %s; it is kept in trueforge too. Apply again.\n\nOriginal Error: %s", state.ID.ValueString(), title, err))
 			return
