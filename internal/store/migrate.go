@@ -362,6 +362,41 @@ CREATE POLICY agent_skills_insert ON agent_skills FOR INSERT WITH CHECK (
 CREATE POLICY agent_skills_delete ON agent_skills FOR DELETE USING (
 	EXISTS (SELECT 1 FROM agents a WHERE a.name = agent_skills.agent AND a.owner = current_user));
 `},
+	// 10: the harness as a service (users.go, package api). API users with a hashed
+	// token (the token itself is never stored), the web page's logins (cookie sessions,
+	// stored hashed so every replica accepts them), the admin audit log, a session's
+	// one-off environment (NULL: the agent's), and a cancel asked of a run that another
+	// replica runs (its heartbeat sees it). The users are the harness's, like sessions:
+	// on PostgreSQL the harness group reads and writes them and teams get nothing
+	// (roles.go).
+	{sql: `
+CREATE TABLE users (
+	name             TEXT PRIMARY KEY,
+	admin            BIGINT NOT NULL DEFAULT 0,
+	token_hash       TEXT NOT NULL UNIQUE,
+	created_at       BIGINT NOT NULL,
+	token_rotated_at BIGINT NOT NULL
+);
+CREATE TABLE user_logins (
+	id_hash      TEXT PRIMARY KEY,
+	user_name    TEXT NOT NULL REFERENCES users(name) ON DELETE CASCADE,
+	created_at   BIGINT NOT NULL,
+	expires_at   BIGINT NOT NULL,
+	last_seen_at BIGINT NOT NULL
+);
+CREATE INDEX user_logins_user ON user_logins(user_name);
+CREATE TABLE admin_audit (
+	seq    BIGINT PRIMARY KEY,
+	at     BIGINT NOT NULL,
+	actor  TEXT NOT NULL,
+	action TEXT NOT NULL,
+	target TEXT NOT NULL,
+	detail TEXT NOT NULL DEFAULT ''
+);
+ALTER TABLE sessions ADD COLUMN environment TEXT;
+CREATE INDEX sessions_owner ON sessions(owner, created_at);
+ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
+`},
 }
 
 // migrationLock is the PostgreSQL advisory lock that migrations take, so that two

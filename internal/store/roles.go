@@ -32,9 +32,10 @@ var (
 	// configTables are what `terraform apply` publishes: teams read all of them and
 	// write their own rows; harnesses read them.
 	configTables = []string{"owners", "sandbox_providers", "snapshots", "environments", "environment_snapshots", "secrets", "agents", "counters"}
-	// runtimeTables are the harness's: sessions and what hangs off them. Teams have no
-	// access at all.
-	runtimeTables = []string{"sessions", "session_events", "session_runs", "session_sandboxes", "artifacts", "tool_outputs", "sandbox_egress", "leases"}
+	// runtimeTables are the harness's: sessions and what hangs off them, and the API's
+	// users, their logins and the admin audit log. Teams have no access at all.
+	runtimeTables = []string{"sessions", "session_events", "session_runs", "session_sandboxes", "artifacts", "tool_outputs", "sandbox_egress", "leases",
+		"users", "user_logins", "admin_audit"}
 	// sharedTables are read and written by both kinds: the plane's settings (the
 	// secret key's check value is stored by whoever seals first).
 	sharedTables = []string{"control_plane"}

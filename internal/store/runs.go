@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -42,10 +44,47 @@ func (s *Store) StartRun(ctx context.Context, r Run) error {
 	return nil
 }
 
-// HeartbeatRun shows that a run's harness is alive.
-func (s *Store) HeartbeatRun(ctx context.Context, id string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE session_runs SET heartbeat_at = ? WHERE id = ? AND status = ?`, s.stamp(), id, RunRunning)
-	return err
+// HeartbeatRun shows that a run's harness is alive, and reports whether someone asked
+// for the run to be cancelled (RequestCancel): a run is cancelled by the process running
+// it, and another replica asks through the row.
+func (s *Store) HeartbeatRun(ctx context.Context, id string) (cancelRequested bool, err error) {
+	var flag int64
+	err = s.db.QueryRowContext(ctx, `UPDATE session_runs SET heartbeat_at = ? WHERE id = ? AND status = ? RETURNING cancel_requested`,
+		s.stamp(), id, RunRunning).Scan(&flag)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("heartbeat of run %s: %w", id, err)
+	}
+	return flag != 0, nil
+}
+
+// RequestCancel asks the process running a run to cancel it (its heartbeat sees the
+// request). False when the run is not running.
+func (s *Store) RequestCancel(ctx context.Context, id string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE session_runs SET cancel_requested = 1 WHERE id = ? AND status = ?`, id, RunRunning)
+	if err != nil {
+		return false, fmt.Errorf("asking run %s to cancel: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// RunningRun is the session's running run, if any (ErrNotFound when none).
+func (s *Store) RunningRun(ctx context.Context, sessionID string) (Run, error) {
+	r := Run{SessionID: sessionID, Status: RunRunning}
+	var hb, st int64
+	err := s.db.QueryRowContext(ctx, `SELECT id, owner, heartbeat_at, started_at FROM session_runs WHERE session_id = ? AND status = 'running'`, sessionID).
+		Scan(&r.ID, &r.Owner, &hb, &st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("running run of session %q: %w", sessionID, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("reading the running run of session %q: %w", sessionID, err)
+	}
+	r.HeartbeatAt, r.StartedAt = time.UnixMilli(hb), time.UnixMilli(st)
+	return r, nil
 }
 
 // EndRun moves a running run to a final status; a run already ended keeps its status.

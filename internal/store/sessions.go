@@ -11,10 +11,14 @@ import (
 // Session is one conversation with an agent. Its history is the event log
 // (AppendEvent/Events); the row keeps only what lists need.
 type Session struct {
-	ID           string
-	Agent        string
-	Owner        string
-	Replay       bool // the agent's model is a scripted replay, not a live model
+	ID     string
+	Agent  string
+	Owner  string
+	Replay bool // the agent's model is a scripted replay, not a live model
+	// Environment is the session's one-off environment, chosen when it was created
+	// (the API's POST /sessions), which its sandboxes are made from instead of the
+	// agent's; "" means the agent's.
+	Environment  string
 	InputTokens  int64
 	OutputTokens int64
 	CreatedAt    time.Time
@@ -34,8 +38,12 @@ type Event struct {
 // CreateSession stores a new session.
 func (s *Store) CreateSession(ctx context.Context, ss Session) error {
 	now := s.stamp()
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions(id, agent, owner, replay, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		ss.ID, ss.Agent, ss.Owner, b2i(ss.Replay), now, now)
+	var env any // NULL for the agent's own
+	if ss.Environment != "" {
+		env = ss.Environment
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions(id, agent, owner, replay, environment, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		ss.ID, ss.Agent, ss.Owner, b2i(ss.Replay), env, now, now)
 	if isUnique(err) {
 		return fmt.Errorf("session %q: %w", ss.ID, ErrAlreadyExists)
 	}
@@ -45,13 +53,14 @@ func (s *Store) CreateSession(ctx context.Context, ss Session) error {
 	return nil
 }
 
-const sessionSelect = `SELECT id, agent, owner, replay, input_tokens, output_tokens, created_at, updated_at FROM sessions`
+const sessionSelect = `SELECT id, agent, owner, replay, environment, input_tokens, output_tokens, created_at, updated_at FROM sessions`
 
 func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	var ss Session
 	var replay, created, updated int64
-	err := sc.Scan(&ss.ID, &ss.Agent, &ss.Owner, &replay, &ss.InputTokens, &ss.OutputTokens, &created, &updated)
-	ss.Replay = replay != 0
+	var env sql.NullString
+	err := sc.Scan(&ss.ID, &ss.Agent, &ss.Owner, &replay, &env, &ss.InputTokens, &ss.OutputTokens, &created, &updated)
+	ss.Replay, ss.Environment = replay != 0, env.String
 	ss.CreatedAt, ss.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return ss, err
 }
