@@ -211,6 +211,21 @@ func (x *run) sync(ctx context.Context) {
 // Run sends prompt to the session and runs the loop until the model is done. emit, if
 // set, receives every committed event and every partial delta, in order.
 func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Event)) (Outcome, error) {
+	return r.RunAs(ctx, NewRunID(), sessionID, prompt, emit)
+}
+
+// NewRunID names a new run.
+func NewRunID() string { return "r-" + randHex(8) }
+
+// RunAs is Run with the run's id chosen by the caller (NewRunID), so that a caller
+// running the turn in the background (the HTTP API) can name it before it starts. The
+// run starts (its row and the user message are committed) before emit receives its
+// first committed event; an error before then means it never started (ErrBusy when
+// another run has the session).
+//
+// Besides ctx, a cancel asked through the run's row (store.RequestCancel, by a process
+// that does not run it) cancels the run: the heartbeat sees it.
+func (r *Runner) RunAs(ctx context.Context, runID, sessionID, prompt string, emit func(Event)) (Outcome, error) {
 	var out Outcome
 	ss, err := r.Store.GetSession(ctx, sessionID)
 	if err != nil {
@@ -223,7 +238,7 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 	if err != nil {
 		return out, err
 	}
-	x := &run{r: r, sessionID: sessionID, runID: "r-" + randHex(8), user: ss.Owner, emit: emit}
+	x := &run{r: r, sessionID: sessionID, runID: runID, user: ss.Owner, emit: emit}
 	out.RunID = x.runID
 	x.msgs = History(evs)
 	if len(evs) > 0 {
@@ -242,9 +257,11 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 		}
 		return out, err
 	}
+	ctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHB()
-	go r.heartbeat(hbCtx, x.runID)
+	go r.heartbeat(hbCtx, x.runID, cancelRun)
 
 	status, detail, err := x.loop(ctx, prompt, &out)
 	stopHB()
@@ -261,7 +278,9 @@ func (r *Runner) Run(ctx context.Context, sessionID, prompt string, emit func(Ev
 	return out, err
 }
 
-func (r *Runner) heartbeat(ctx context.Context, runID string) {
+// heartbeat stamps the run's row every HeartbeatEvery and cancels the run when the row
+// says another process asked for it.
+func (r *Runner) heartbeat(ctx context.Context, runID string, cancelRun context.CancelFunc) {
 	every := r.HeartbeatEvery
 	if every <= 0 {
 		every = DefaultHeartbeatEvery
@@ -273,7 +292,14 @@ func (r *Runner) heartbeat(ctx context.Context, runID string) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = r.Store.HeartbeatRun(ctx, runID)
+			asked, err := r.Store.HeartbeatRun(ctx, runID)
+			if err != nil {
+				r.logger().Warn("run heartbeat failed", "run", runID, "err", err)
+			}
+			if asked {
+				r.logger().Info("run cancelled through its row", "run", runID)
+				cancelRun()
+			}
 		}
 	}
 }
