@@ -133,31 +133,58 @@ func Load(ctx context.Context, st *store.Store, name string) (*Agent, error) {
 		// A Q&A agent: no environment, snapshot or sandbox provider is read.
 		return a, nil
 	}
-	envName := row.Environment
-	a.Environment, err = st.GetEnvironment(ctx, envName)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("agent %q: environment %q is missing from the control-plane database; apply a trueforge_environment named %q: %w", name, envName, envName, ErrNotReady)
-	}
-	if err != nil {
+	if err := a.resolve(ctx, st, row.Environment); err != nil {
 		return nil, err
 	}
-	a.Snapshot, err = st.GetSnapshot(ctx, a.Environment.SnapshotID)
-	if err != nil {
-		return nil, fmt.Errorf("agent %q: environment %q points at snapshot %s, which is missing; apply again to rebuild it: %w", name, envName, a.Environment.SnapshotID, ErrNotReady)
-	}
-	if a.Snapshot.Status != sandbox.StatusReady {
-		detail := ""
-		if a.Snapshot.Reason != "" {
-			detail = " (" + a.Snapshot.Reason + ")"
-		}
-		return nil, fmt.Errorf("agent %q: environment %q is %s, not Ready%s; wait for its build (terraform apply waits) or fix its build script and apply again: %w",
-			name, envName, a.Snapshot.Status, detail, ErrNotReady)
-	}
-	a.Provider, err = st.GetSandboxProvider(ctx, a.Environment.Provider)
-	if err != nil {
-		return nil, fmt.Errorf("agent %q: sandbox provider %q of environment %q: %w", name, a.Environment.Provider, envName, err)
-	}
 	return a, nil
+}
+
+// resolve sets the agent's environment, its snapshot and its sandbox provider from
+// environment envName, which must be Ready.
+func (a *Agent) resolve(ctx context.Context, st *store.Store, envName string) error {
+	name := a.Name
+	env, err := st.GetEnvironment(ctx, envName)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("agent %q: environment %q is missing from the control-plane database; apply a trueforge_environment named %q: %w", name, envName, envName, ErrNotReady)
+	}
+	if err != nil {
+		return err
+	}
+	snap, err := st.GetSnapshot(ctx, env.SnapshotID)
+	if err != nil {
+		return fmt.Errorf("agent %q: environment %q points at snapshot %s, which is missing; apply again to rebuild it: %w", name, envName, env.SnapshotID, ErrNotReady)
+	}
+	if snap.Status != sandbox.StatusReady {
+		detail := ""
+		if snap.Reason != "" {
+			detail = " (" + snap.Reason + ")"
+		}
+		return fmt.Errorf("agent %q: environment %q is %s, not Ready%s; wait for its build (terraform apply waits) or fix its build script and apply again: %w",
+			name, envName, snap.Status, detail, ErrNotReady)
+	}
+	prov, err := st.GetSandboxProvider(ctx, env.Provider)
+	if err != nil {
+		return fmt.Errorf("agent %q: sandbox provider %q of environment %q: %w", name, env.Provider, envName, err)
+	}
+	a.Environment, a.Snapshot, a.Provider = env, snap, prov
+	return nil
+}
+
+// WithEnvironment is the agent with its sandboxes made from environment envName instead
+// of its own (a session's one-off environment, store.Session.Environment): a copy, its
+// spec unchanged, refused unless the agent has a sandbox and envName is Ready.
+func (a *Agent) WithEnvironment(ctx context.Context, st *store.Store, envName string) (*Agent, error) {
+	if !a.Spec.Sandbox.Enabled {
+		return nil, fmt.Errorf("agent %q has no sandbox (sandbox.enabled is false), so it cannot run on environment %q", a.Name, envName)
+	}
+	if envName == a.Environment.Name {
+		return a, nil
+	}
+	c := *a
+	if err := c.resolve(ctx, st, envName); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // MaxTurns is the model steps allowed per user message.

@@ -374,6 +374,20 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 // resetNote, when set, is a format with one %s for the snapshot id, told to the model.
 func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Agent, gen int64, resetNote string) (*Lease, error) {
 	st := m.cfg.Store
+	// The sandbox is labelled with the session's owner, who talks to the agent, not the
+	// agent's publisher: that is whose files it holds.
+	sess, err := st.GetSession(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", sessionID, err)
+	}
+	if sess.Environment != "" {
+		// The session's one-off environment, chosen when it was created: resolved now,
+		// so that a sandbox made later (after a loss or an idle delete) is made from the
+		// environment as it is then, and one no longer Ready is refused with the reason.
+		if a, err = a.WithEnvironment(ctx, st, sess.Environment); err != nil {
+			return nil, fmt.Errorf("the session's environment: %w", err)
+		}
+	}
 	rt, err := m.cfg.Runtimes.Runtime(ctx, a.Provider)
 	if err != nil {
 		return nil, err
@@ -383,12 +397,6 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		return nil, err
 	}
 	id := sandboxID(sessionID, gen)
-	// The sandbox is labelled with the session's owner, who talks to the agent, not the
-	// agent's publisher: that is whose files it holds.
-	sess, err := st.GetSession(ctx, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", sessionID, err)
-	}
 	if gen > 1 && m.cfg.Network != nil {
 		// The sandbox this one replaces is gone: so is its proxy.
 		m.cfg.Network.Detach(ctx, sandboxID(sessionID, gen-1), true)
