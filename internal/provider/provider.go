@@ -188,7 +188,10 @@ func (p *trueforgeProvider) Resources(context.Context) []func() resource.Resourc
 
 func (p *trueforgeProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{
+		NewSandboxProviderDataSource,
 		NewEnvironmentDataSource,
+		NewEnvironmentsDataSource,
 		NewAgentDataSource,
+		NewAgentsDataSource,
 	}
 }

@@ -1,0 +1,276 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/builds"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+var (
+	_ datasource.DataSource              = (*environmentsDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*environmentsDataSource)(nil)
+)
+
+type environmentsDataSource struct {
+	cp *controlPlane
+}
+
+type environmentsDataSourceModel struct {
+	Environments    types.List   `tfsdk:"environments"`
+	Names           types.List   `tfsdk:"names"`
+	Owner           types.String `tfsdk:"owner"`
+	SandboxProvider types.String `tfsdk:"sandbox_provider"`
+	Status          types.String `tfsdk:"status"`
+}
+
+// environmentItemAttrTypes is one element of `environments`.
+var environmentItemAttrTypes = map[string]attr.Type{
+	"build_hash":       types.StringType,
+	"cpu":              types.Int64Type,
+	"disk":             types.Int64Type,
+	"env":              types.MapType{ElemType: types.StringType},
+	"image":            types.StringType,
+	"memory":           types.Int64Type,
+	"name":             types.StringType,
+	"network":          types.ObjectType{AttrTypes: networkAttrTypes},
+	"owner":            types.StringType,
+	"reserved":         types.BoolType,
+	"sandbox_provider": types.StringType,
+	"snapshot_id":      types.StringType,
+	"status":           types.StringType,
+}
+
+// environmentStatuses are the values of an environment's status.
+var environmentStatuses = []string{sandbox.StatusBuilding, sandbox.StatusReady, sandbox.StatusFailed}
+
+// NewEnvironmentsDataSource is the trueforge_environments data source.
+func NewEnvironmentsDataSource() datasource.DataSource { return &environmentsDataSource{} }
+
+func (d *environmentsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_environments"
+}
+
+func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Lists the environments of this control plane, ordered by name, optionally filtered by owner, sandbox provider " +
+			"and status; every filter left out matches all. The reserved `default` environment is listed too (`reserved = true`). " +
+			"A filter that matches nothing gives an empty list, not an error. Every team can list every environment (on PostgreSQL " +
+			"too); secrets are never listed. `status` is refreshed from the sandbox backend, as the `trueforge_environment` data source does.",
+		Attributes: map[string]schema.Attribute{
+			"environments": schema.ListNestedAttribute{
+				MarkdownDescription: "The matching environments, ordered by name.",
+				Computed:            true,
+				NestedObject: schema.NestedAttributeObject{
+					Attributes: map[string]schema.Attribute{
+						"build_hash": schema.StringAttribute{
+							MarkdownDescription: "SHA-256 over the build inputs: the snapshot's content address.",
+							Computed:            true,
+						},
+						"cpu": schema.Int64Attribute{
+							MarkdownDescription: "CPUs for each sandbox.",
+							Computed:            true,
+						},
+						"disk": schema.Int64Attribute{
+							MarkdownDescription: "Disk in GB for each sandbox.",
+							Computed:            true,
+						},
+						"env": schema.MapAttribute{
+							MarkdownDescription: "Environment variables of every sandbox process (empty when none).",
+							Computed:            true,
+							ElementType:         types.StringType,
+						},
+						"image": schema.StringAttribute{
+							MarkdownDescription: "Base image; `platform` is the release snapshot.",
+							Computed:            true,
+						},
+						"memory": schema.Int64Attribute{
+							MarkdownDescription: "Memory in GB for each sandbox.",
+							Computed:            true,
+						},
+						"name": schema.StringAttribute{
+							MarkdownDescription: "Name of the environment.",
+							Computed:            true,
+						},
+						"network": schema.SingleNestedAttribute{
+							MarkdownDescription: "Outbound network policy.",
+							Computed:            true,
+							Attributes: map[string]schema.Attribute{
+								"allow_domains": schema.ListAttribute{
+									MarkdownDescription: "Hosts the sandbox may reach; empty means every host. Ignored while `block_all` is on.",
+									Computed:            true,
+									ElementType:         types.StringType,
+								},
+								"block_all": schema.BoolAttribute{
+									MarkdownDescription: "No outbound access at all.",
+									Computed:            true,
+								},
+							},
+						},
+						"owner": schema.StringAttribute{
+							MarkdownDescription: "Who created the environment.",
+							Computed:            true,
+						},
+						"reserved": schema.BoolAttribute{
+							MarkdownDescription: "Whether this is the sandbox provider's reserved `default` environment.",
+							Computed:            true,
+						},
+						"sandbox_provider": schema.StringAttribute{
+							MarkdownDescription: "Name of the sandbox provider the environment belongs to.",
+							Computed:            true,
+						},
+						"snapshot_id": schema.StringAttribute{
+							MarkdownDescription: "The snapshot new sandboxes are cloned from.",
+							Computed:            true,
+						},
+						"status": schema.StringAttribute{
+							MarkdownDescription: "`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent.",
+							Computed:            true,
+						},
+					},
+				},
+			},
+			"names": schema.ListAttribute{
+				MarkdownDescription: "The names of the matching environments, ordered: handy for `for_each` (`toset(...)`).",
+				Computed:            true,
+				ElementType:         types.StringType,
+			},
+			"owner": schema.StringAttribute{
+				MarkdownDescription: "Only environments this owner created (on PostgreSQL, a database role).",
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"sandbox_provider": schema.StringAttribute{
+				MarkdownDescription: "Only environments of this sandbox provider.",
+				Optional:            true,
+				Validators:          []validator.String{validName()},
+			},
+			"status": schema.StringAttribute{
+				MarkdownDescription: "Only environments with this status: `Building`, `Ready` or `Failed` (for example `Ready`: the ones an agent can select).",
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.OneOf(environmentStatuses...)},
+			},
+		},
+	}
+}
+
+func (d *environmentsDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *environmentsDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	m, ok := decode[environmentsDataSourceModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	all, err := d.cp.store.ListEnvironments(ctx)
+	if err != nil {
+		addOperationError(&resp.Diagnostics, "Error Listing Environments", "the environments of this control plane", err)
+		return
+	}
+	// Ordered by name whatever the store's order, so that the list (and every plan
+	// over it) is deterministic.
+	slices.SortFunc(all, func(a, b store.Environment) int { return strings.Compare(a.Name, b.Name) })
+	st := environmentStatus{cp: d.cp, coords: map[string]*builds.Coordinator{}}
+	items := []attr.Value{}
+	names := []string{}
+	for _, env := range all {
+		if !m.Owner.IsNull() && env.Owner != m.Owner.ValueString() ||
+			!m.SandboxProvider.IsNull() && env.Provider != m.SandboxProvider.ValueString() {
+			continue
+		}
+		status := st.of(ctx, env, &resp.Diagnostics)
+		if !m.Status.IsNull() && status != m.Status.ValueString() {
+			continue
+		}
+		item, diags := environmentItem(env, status)
+		resp.Diagnostics.Append(diags...)
+		items = append(items, item)
+		names = append(names, env.Name)
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	tflog.Debug(ctx, "data source: environments listed", map[string]any{
+		"owner": m.Owner.ValueString(), "sandbox_provider": m.SandboxProvider.ValueString(), "status": m.Status.ValueString(),
+		"matched": len(items), "of": len(all),
+	})
+	var diags diag.Diagnostics
+	m.Environments, diags = types.ListValue(types.ObjectType{AttrTypes: environmentItemAttrTypes}, items)
+	resp.Diagnostics.Append(diags...)
+	m.Names = stringList(names)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// environmentStatus refreshes environments' snapshot status from their backends, one
+// coordinator per sandbox provider.
+type environmentStatus struct {
+	cp     *controlPlane
+	coords map[string]*builds.Coordinator
+	failed map[string]error // providers whose backend could not be opened
+}
+
+// of is env's status, Failed (with a warning) when its backend cannot tell.
+func (s *environmentStatus) of(ctx context.Context, env store.Environment, diags *diag.Diagnostics) string {
+	coord, ok := s.coords[env.Provider]
+	if !ok {
+		var err error
+		if coord, _, err = s.cp.coordinator(ctx, env.Provider); err != nil {
+			if s.failed == nil {
+				s.failed = map[string]error{}
+			}
+			if _, warned := s.failed[env.Provider]; !warned {
+				diags.AddWarning("Environment Status Unknown",
+					fmt.Sprintf("The backend of sandbox provider %q could not be opened, so its environments' status reads Failed.\n\nOriginal Error: %s", env.Provider, err))
+			}
+			s.failed[env.Provider] = err
+			return sandbox.StatusFailed
+		}
+		s.coords[env.Provider] = coord
+	}
+	snap, err := coord.Refresh(ctx, env.SnapshotID)
+	if err != nil {
+		diags.AddWarning("Environment Status Unknown",
+			fmt.Sprintf("The snapshot status of environment %q could not be refreshed from its sandbox provider %q, so status reads Failed.\n\nOriginal Error: %s", env.Name, env.Provider, err))
+		return sandbox.StatusFailed
+	}
+	return snap.Status
+}
+
+// environmentItem is env as an element of `environments`.
+func environmentItem(env store.Environment, status string) (attr.Value, diag.Diagnostics) {
+	network, diags := types.ObjectValue(networkAttrTypes, map[string]attr.Value{
+		"allow_domains": stringList(env.AllowDomains),
+		"block_all":     types.BoolValue(env.BlockAll),
+	})
+	item, d := types.ObjectValue(environmentItemAttrTypes, map[string]attr.Value{
+		"build_hash":       types.StringValue(env.BuildHash),
+		"cpu":              types.Int64Value(env.CPU),
+		"disk":             types.Int64Value(env.DiskGB),
+		"env":              knownStringMap(env.Env),
+		"image":            types.StringValue(env.Image),
+		"memory":           types.Int64Value(env.MemoryGB),
+		"name":             types.StringValue(env.Name),
+		"network":          network,
+		"owner":            types.StringValue(env.Owner),
+		"reserved":         types.BoolValue(env.Reserved),
+		"sandbox_provider": types.StringValue(env.Provider),
+		"snapshot_id":      types.StringValue(env.SnapshotID),
+		"status":           types.StringValue(status),
+	})
+	diags.Append(d...)
+	return item, diags
+}

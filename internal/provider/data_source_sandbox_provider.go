@@ -1,0 +1,161 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+var (
+	_ datasource.DataSource              = (*sandboxProviderDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*sandboxProviderDataSource)(nil)
+)
+
+type sandboxProviderDataSource struct {
+	cp *controlPlane
+}
+
+// sandboxProviderDataSourceModel is the resource's model without its credential and
+// timeouts, plus the owner, which the resource keeps in the store only.
+type sandboxProviderDataSourceModel struct {
+	APIURL             types.String `tfsdk:"api_url"`
+	DefaultEnvironment types.String `tfsdk:"default_environment"`
+	ID                 types.String `tfsdk:"id"`
+	Name               types.String `tfsdk:"name"`
+	Owner              types.String `tfsdk:"owner"`
+	ReleaseSnapshot    types.String `tfsdk:"release_snapshot"`
+	RequireLimits      types.Bool   `tfsdk:"require_limits"`
+	Scopes             types.List   `tfsdk:"scopes"`
+	Status             types.String `tfsdk:"status"`
+	Target             types.String `tfsdk:"target"`
+	Type               types.String `tfsdk:"type"`
+}
+
+// NewSandboxProviderDataSource is the trueforge_sandbox_provider data source.
+func NewSandboxProviderDataSource() datasource.DataSource { return &sandboxProviderDataSource{} }
+
+func (d *sandboxProviderDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_sandbox_provider"
+}
+
+func (d *sandboxProviderDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Reads the sandbox provider of this control plane, for modules that create environments on a provider " +
+			"another configuration manages. A control plane has exactly one, so `name` may be left out. The API key is never " +
+			"exposed: it stays sealed in the control plane.",
+		Attributes: map[string]schema.Attribute{
+			"api_url": schema.StringAttribute{
+				MarkdownDescription: "API endpoint of the backend; null when the catalog's URL for the type is used (and for `local`).",
+				Computed:            true,
+			},
+			"default_environment": schema.StringAttribute{
+				MarkdownDescription: "Name of the reserved environment created with the provider: always `default`.",
+				Computed:            true,
+			},
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The provider's name.",
+				Computed:            true,
+			},
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the sandbox provider. Left out, the control plane's only provider is read.",
+				Optional:            true,
+				Computed:            true,
+				Validators:          []validator.String{validName()},
+			},
+			"owner": schema.StringAttribute{
+				MarkdownDescription: "Who created the provider (on PostgreSQL, a database role); they own the `default` environment too.",
+				Computed:            true,
+			},
+			"release_snapshot": schema.StringAttribute{
+				MarkdownDescription: "The release snapshot every environment snapshot starts from.",
+				Computed:            true,
+			},
+			"require_limits": schema.BoolAttribute{
+				MarkdownDescription: "`local` only: whether sandboxes whose limits the host cannot enforce are refused; null when unset (decided by who runs).",
+				Computed:            true,
+			},
+			"scopes": schema.ListAttribute{
+				MarkdownDescription: "Scopes the credentials grant, as reported by the backend.",
+				Computed:            true,
+				ElementType:         types.StringType,
+			},
+			"status": schema.StringAttribute{
+				MarkdownDescription: "`Ready`, `Building` while it is being created, or `Degraded` when the `default` environment (or, on Daytona, its snapshot) is gone.",
+				Computed:            true,
+			},
+			"target": schema.StringAttribute{
+				MarkdownDescription: "Backend target (Daytona region); null when unset.",
+				Computed:            true,
+			},
+			"type": schema.StringAttribute{
+				MarkdownDescription: "Backend type: `local` or `daytona`.",
+				Computed:            true,
+			},
+		},
+	}
+}
+
+func (d *sandboxProviderDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *sandboxProviderDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	m, ok := decode[sandboxProviderDataSourceModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	var p store.SandboxProvider
+	var err error
+	if name := m.Name.ValueString(); name != "" {
+		p, err = d.cp.store.GetSandboxProvider(ctx, name)
+	} else {
+		p, err = d.cp.store.OnlySandboxProvider(ctx)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		what := "No sandbox provider is configured in this control plane."
+		if !m.Name.IsNull() {
+			what = fmt.Sprintf("No sandbox provider %q exists in this control plane.", m.Name.ValueString())
+		}
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Sandbox Provider Not Found",
+			what+" Check database_url and the name; a provider created in the same configuration should be referenced through its "+
+				"trueforge_sandbox_provider resource, so Terraform creates it first.")
+		return
+	}
+	if err != nil {
+		addOperationError(&resp.Diagnostics, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", m.Name.ValueString()), err)
+		return
+	}
+	// The status as the resource's refresh computes it: a provider whose default
+	// environment (or its remote snapshot) is gone is Degraded until the next apply.
+	status := p.Status
+	if def, err := d.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
+		status = statusDegraded
+	} else if err == nil && d.cp.remoteSnapshots(p) && (&sandboxProviderResource{cp: d.cp}).defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
+		status = statusDegraded
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	tflog.Debug(ctx, "data source: sandbox provider read", map[string]any{"name": p.Name, "type": p.Type, "status": status})
+	m.APIURL = optionalString(p.APIURL)
+	m.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
+	m.ID = types.StringValue(p.Name)
+	m.Name = types.StringValue(p.Name)
+	m.Owner = types.StringValue(p.Owner)
+	m.ReleaseSnapshot = types.StringValue(p.ReleaseSnapshot)
+	m.RequireLimits = optionalBool(p.RequireLimits)
+	m.Scopes = stringList(p.Scopes)
+	m.Status = types.StringValue(status)
+	m.Target = optionalString(p.Target)
+	m.Type = types.StringValue(p.Type)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
