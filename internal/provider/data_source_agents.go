@@ -213,7 +213,7 @@ func (d *agentsDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 // agentItem is what `agents` says of one agent.
 type agentItem struct {
 	name, owner, environment, provider string // environment and provider "" when the sandbox is off
-	spec                                    agentspec.Spec
+	spec                               agentspec.Spec
 }
 
 func agentSummary(a store.Agent, s agentspec.Spec, providerOf map[string]string) agentItem {

@@ -244,7 +244,9 @@ data "trueforge_agents" "on_default" {
 }
 `
 	const all = "data.trueforge_agents.all"
-	item := func(i int, attr string) tfjsonpath.Path { return tfjsonpath.New("agents").AtSliceIndex(i).AtMapKey(attr) }
+	item := func(i int, attr string) tfjsonpath.Path {
+		return tfjsonpath.New("agents").AtSliceIndex(i).AtMapKey(attr)
+	}
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProviders,
