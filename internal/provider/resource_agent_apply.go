@@ -48,6 +48,7 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 	plan.ID = types.StringValue(spec.Name)
+	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
 	plan.Owner = types.StringValue(r.cp.owner)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
@@ -57,6 +58,7 @@ func (r *agentResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	if !ok {
 		return
 	}
+	r.identify(ctx, state.ID, resp.Identity, &resp.Diagnostics)
 	a, err := r.cp.store.GetAgent(ctx, state.ID.ValueString())
 	if errors.Is(err, store.ErrNotFound) {
 		resp.State.RemoveResource(ctx)
@@ -106,6 +108,7 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 	plan.ID, plan.Owner = state.ID, state.Owner
+	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -121,5 +124,5 @@ func (r *agentResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 }
 
 func (r *agentResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+	importByName(ctx, req, resp)
 }

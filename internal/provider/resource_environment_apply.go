@@ -78,6 +78,7 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	plan.ID = types.StringValue(name)
+	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
 	plan.Owner = types.StringValue(r.cp.owner)
 	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)
 }
@@ -114,6 +115,7 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 	if !ok {
 		return
 	}
+	r.identify(ctx, state.ID, resp.Identity, &resp.Diagnostics)
 	env, err := r.cp.store.GetEnvironment(ctx, state.ID.ValueString())
 	if errors.Is(err, store.ErrNotFound) {
 		resp.State.RemoveResource(ctx)
@@ -238,6 +240,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	blockAll, allow := plan.network(ctx)
 	env.Env, env.BlockAll, env.AllowDomains = mapFrom(ctx, plan.Env), blockAll, allow
 	plan.ID, plan.Owner = state.ID, state.Owner
+	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
 
 	if !plan.SnapshotID.IsUnknown() {
 		// Only live attributes changed: the snapshot stays, nothing is built.
@@ -353,10 +356,10 @@ func errString(err error) string {
 }
 
 func (r *environmentResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	if req.ID == defaultEnvironmentName {
+	if importedName(ctx, req, &resp.Diagnostics) == defaultEnvironmentName {
 		resp.Diagnostics.AddError("Reserved Environment",
 			"The default environment belongs to the sandbox provider and cannot be managed as a trueforge_environment. Read it with the trueforge_environment data source.")
 		return
 	}
-	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+	importByName(ctx, req, resp)
 }

@@ -309,6 +309,7 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 	// The provider exists from here on: save it to state before the default environment's
 	// build, so a failed or timed-out build taints the resource instead of orphaning it.
 	plan.ID = types.StringValue(name)
+	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
 	plan.ReleaseSnapshot = types.StringValue(release)
 	plan.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
 	plan.Status = types.StringValue(sandbox.StatusBuilding)
@@ -334,6 +335,7 @@ func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadReq
 	if !ok {
 		return
 	}
+	r.identify(ctx, state.ID, resp.Identity, &resp.Diagnostics)
 	p, err := r.cp.store.GetSandboxProvider(ctx, state.ID.ValueString())
 	if errors.Is(err, store.ErrNotFound) {
 		resp.State.RemoveResource(ctx)
@@ -411,6 +413,7 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 		return
 	}
 	plan.ID = state.ID
+	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
 	plan.Scopes = stringList(p.Scopes)
 	plan.ReleaseSnapshot = types.StringValue(p.ReleaseSnapshot)
 	plan.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
@@ -469,7 +472,7 @@ func (r *sandboxProviderResource) Delete(ctx context.Context, req resource.Delet
 }
 
 func (r *sandboxProviderResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+	importByName(ctx, req, resp)
 }
 
 // validateCredentials checks the key against the backend and returns the scopes it grants

@@ -260,6 +260,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	plan.ID = types.StringValue(id)
+	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
 	saveRemoteSecret(ctx, resp.Private, remote, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
@@ -269,6 +270,7 @@ func (r *secretResource) Read(ctx context.Context, req resource.ReadRequest, res
 	if !ok {
 		return
 	}
+	r.identify(ctx, state.ID, resp.Identity, &resp.Diagnostics)
 	sec, err := r.cp.store.GetSecret(ctx, state.ID.ValueString())
 	if errors.Is(err, store.ErrNotFound) {
 		if r.cp.othersSecret(ctx, state.Environment.ValueString()) {
@@ -354,6 +356,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	plan.ID = state.ID
+	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -436,13 +439,14 @@ func (r *secretResource) readRemote(ctx context.Context, sec store.Secret, state
 }
 
 func (r *secretResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	env, name, ok := strings.Cut(req.ID, "/")
+	id := r.importID(ctx, req, &resp.Diagnostics)
+	env, name, ok := strings.Cut(id, "/")
 	if !ok || env == "" || name == "" {
 		resp.Diagnostics.AddError("Invalid Import ID",
-			fmt.Sprintf("Secret import IDs have the form <environment>/<env_name> (for example py/GITHUB_TOKEN); got %q.", req.ID))
+			fmt.Sprintf("Secret import IDs have the form <environment>/<env_name> (for example py/GITHUB_TOKEN); got %q.", id))
 		return
 	}
 	// The value is not imported: the plaintext never enters state through an import. The
 	// next apply re-seals the configured value, which is harmless.
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
 }
