@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds Terraform 1.13 from the Go module proxy into the tool cache (once) and prints the
+# binary's path: the third CLI of the acceptance matrix, the one with resource identity
+# (Terraform >= 1.12; the 1.11 on PATH has none).
+#
+# Built like OpenTofu (scripts/ensure-tofu.sh), inside a writable copy of the downloaded
+# module, because Terraform's go.mod replaces ten of its own nested modules with
+# directories (./internal/backend/remote-state/{azure,consul,cos,gcs,kubernetes,oci,oss,
+# pg,s3} and ./internal/legacy). A module zip never contains nested modules, and the proxy
+# does not serve them on their own (no tags), so the copy drops those replaces and the
+# nine remote-state backends they provide: what is built is Terraform 1.13.3 with the
+# local, http, inmem, remote and cloud backends. The acceptance tests use local state
+# only; nothing else in Terraform imports those packages (init.go alone does).
+set -euo pipefail
+version="${TERRAFORM113_VERSION:-v1.13.3}"
+cache="${TRUEFORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/trueforge-tools}"
+bin="$cache/terraform-$version/terraform"
+if [[ -x "$bin" ]]; then echo "$bin"; exit 0; fi
+mkdir -p "$cache" "$(dirname "$bin")"
+dir="$(GOFLAGS=-mod=mod go mod download -json "github.com/hashicorp/terraform@$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+work="$(mktemp -d "$cache/terraform-src.XXXXXX")"
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+cp -r "$dir/." "$work/"
+chmod -R u+w "$work"
+nested='internal/backend/remote-state/(azure|consul|cos|gcs|kubernetes|oci|oss|pg|s3)|internal/legacy'
+# go.mod: the requires and replaces of the nested modules.
+sed -E -i "\#github\.com/hashicorp/terraform/($nested)[ \"]#d" "$work/go.mod"
+# init.go: their imports and their entries in the backend table.
+sed -E -i \
+	-e "\#\"github\.com/hashicorp/terraform/internal/backend/remote-state/(azure|consul|cos|gcs|kubernetes|oci|oss|pg|s3)\"#d" \
+	-e '/^[[:space:]]*"(azurerm|consul|cos|gcs|kubernetes|oss|pg|s3|oci)":/d' \
+	"$work/internal/backend/init/init.go"
+# The main module's own go.sum covers every remaining dependency; -mod=mod lets go drop
+# the nested modules from the build list without a network tidy.
+(cd "$work" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
+	-ldflags "-X github.com/hashicorp/terraform/version.dev=no" -o "$bin.tmp" .) >&2
+CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$bin.tmp" version >&2
+mv "$bin.tmp" "$bin"
+echo "$bin"
