@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` and CI run it: unit tests, then the acceptance
 # tests (TF_ACC=1, in-process provider, offline) under Terraform when it is on PATH and
-# always under OpenTofu. Tests that need a Daytona account run only with DAYTONA_API_KEY.
+# always under OpenTofu; beside them, the identity and import tests under Terraform 1.13
+# (a third CLI, built from the Go module proxy). Tests that need a Daytona account run
+# only with DAYTONA_API_KEY.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --tests
-tofu="$(scripts/ensure-tofu.sh)"
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# On any exit, wait for the Terraform 1.13 run below before its log goes.
+trap 'wait; rm -rf "$work"' EXIT
 # terraform-exec cannot parse tofu's version when the CLI config file is missing, so
 # every run gets an existing, empty one (and no user settings leak into tests).
 : >"$work/empty.tfrc"
@@ -29,6 +31,21 @@ fi
 # deps.sh installed PostgreSQL, so here they must run, never skip.
 export TRUEFORGE_REQUIRE_POSTGRES=1
 
+# Third CLI: Terraform 1.13, which has resource identity (Terraform 1.11 has none, so the
+# identity tests skip there). Its build (about 4 minutes the first time) and its tests
+# run beside the other two; they must pass, and none of them may skip.
+(
+	tf113="$(scripts/ensure-terraform113.sh)"
+	echo "== identity and import tests under $("$tf113" version | head -1)"
+	TF_ACC_TERRAFORM_PATH="$tf113" go test -count=1 -timeout "$timeout" -v -run '^(TestAccIdentity|TestAccImport)' ./internal/provider/ >"$work/tf113-test.log" 2>&1 ||
+		{ cat "$work/tf113-test.log"; exit 1; }
+	grep -E '^(--- |ok|FAIL)' "$work/tf113-test.log"
+	if grep -q -- '--- SKIP' "$work/tf113-test.log"; then echo "a test skipped under Terraform 1.13" >&2; exit 1; fi
+) >"$work/tf113.log" 2>&1 &
+tf113_pid=$!
+# Built while Terraform 1.13 builds, on a fresh machine.
+tofu="$(scripts/ensure-tofu.sh)"
+
 go vet ./...
 
 if command -v terraform >/dev/null 2>&1; then
@@ -42,3 +59,6 @@ else
 	TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_NAMESPACE=hashicorp TF_ACC_PROVIDER_HOST=registry.opentofu.org \
 		go test -count=1 -timeout "$timeout" ./...
 fi
+
+wait "$tf113_pid" || { cat "$work/tf113.log"; echo "test: the identity and import tests failed under Terraform 1.13" >&2; exit 1; }
+cat "$work/tf113.log"
