@@ -13,10 +13,11 @@ cd "$(dirname "$0")/.."
 TFPLUGINDOCS_VERSION="${TFPLUGINDOCS_VERSION:-v0.25.0}"
 tfplugindocs=(go run "github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs@${TFPLUGINDOCS_VERSION}")
 
-if ! command -v terraform >/dev/null 2>&1; then
-	echo "generate-docs: terraform is not on PATH; tfplugindocs needs it to read the provider schema" >&2
-	exit 1
-fi
+# Terraform 1.13 (scripts/ensure-terraform113.sh, built once into the tool cache) reads
+# the schema: Terraform 1.11's schema JSON has no resource identity, without which
+# tfplugindocs refuses the import-by-identity examples, and 1.11 cannot validate them.
+PATH="$(dirname "$(scripts/ensure-terraform113.sh)"):$PATH"
+export PATH
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -30,6 +31,8 @@ terraform fmt -recursive examples/
 # The examples are documentation, so they must match the schema: validate them against a
 # fresh build of the provider (dev_overrides, no init). The per-resource snippets refer to
 # each other, so they are validated together as one configuration; the quickstart alone.
+# A resource's import-by-string-id.tf and import-by-identity.tf import the same address, so
+# each is validated in a configuration of its own with the rest.
 echo "== terraform validate examples/"
 go build -o "$work/plugins/terraform-provider-trueforge" .
 cat >"$work/dev.tfrc" <<EOT
@@ -40,14 +43,16 @@ provider_installation {
   direct {}
 }
 EOT
-mkdir -p "$work/all" "$work/quickstart"
+mkdir -p "$work/all" "$work/identity" "$work/quickstart"
 n=0
 while IFS= read -r f; do
 	n=$((n + 1))
-	cp "$f" "$work/all/$(printf '%02d' "$n")-$(echo "${f#examples/}" | tr / _)"
+	name="$(printf '%02d' "$n")-$(echo "${f#examples/}" | tr / _)"
+	[[ $f == */import-by-identity.tf ]] || cp "$f" "$work/all/$name"
+	[[ $f == */import-by-string-id.tf ]] || cp "$f" "$work/identity/$name"
 done < <(find examples/provider examples/resources examples/data-sources -name '*.tf' | sort)
 cp -r examples/quickstart/. "$work/quickstart/"
-for d in all quickstart; do
+for d in all identity quickstart; do
 	if ! (cd "$work/$d" && TF_CLI_CONFIG_FILE="$work/dev.tfrc" terraform validate -no-color >"$work/validate-$d.log" 2>&1); then
 		echo "generate-docs: the examples ($d) do not validate against the provider's schema:" >&2
 		cat "$work/validate-$d.log" >&2

@@ -1,0 +1,4 @@
+import {
+  to       = trueforge_agent.coder
+  identity = { name = "coder" }
+}

@@ -1,0 +1,4 @@
+import {
+  to       = trueforge_environment.python
+  identity = { name = "python" }
+}

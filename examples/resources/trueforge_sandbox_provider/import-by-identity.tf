@@ -1,0 +1,4 @@
+import {
+  to       = trueforge_sandbox_provider.local
+  identity = { name = "local" }
+}
