@@ -1,0 +1,1187 @@
+// The Trueforge chat page. It talks to /api/v1 of the same origin: a session cookie set
+// by POST /login, and the CSRF token it returns sent as X-Trueforge-CSRF on every
+// state-changing request. A conversation is the session's event log, streamed as
+// Server-Sent Events (one per committed event, id = its sequence number) plus "delta"
+// events carrying the model's text as it is generated.
+
+import { h, append, clear, icon, fillIcons, formatBytes, relTime, fullTime, clip, firstLine } from './dom.js';
+import { render as markdown } from './md.js';
+
+const $ = (id) => document.getElementById(id);
+
+// Every committed event kind the page listens for (an EventSource only delivers named
+// events it has a listener for).
+const KINDS = [
+  'user_message', 'model_message', 'usage', 'tool_call', 'tool_result', 'cancelled', 'error', 'limit',
+  'run_interrupted', 'run_finished', 'sandbox_provisioned', 'sandbox_resumed', 'sandbox_stopped',
+  'sandbox_archived', 'sandbox_deleted', 'sandbox_lost', 'sandbox_recovered', 'sandbox_reclaimed',
+  'sandbox_network_reattached', 'egress', 'mcp_call', 'skill_loaded',
+];
+
+const state = {
+  me: null, // {user, admin, csrf}
+  agents: [],
+  envs: [],
+  sessions: [],
+  session: null, // the open session ({id, agent, ...}); null on a new chat
+  draftAgent: '',
+  draftEnv: '', // '' = the agent's own environment
+  es: null,
+  esGen: 0,
+  lastSeq: 0,
+  live: false,
+  sending: false,
+  cancelling: false,
+  pendingRun: null,
+  finishedRuns: new Set(),
+  view: null, // rendering state of the open conversation (see newView)
+};
+
+// ---------------------------------------------------------------------------------
+// API
+
+class APIError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const opts = { method, headers: { Accept: 'application/json' }, credentials: 'same-origin', cache: 'no-store' };
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  if (method !== 'GET' && method !== 'HEAD' && state.me && state.me.csrf) opts.headers['X-Trueforge-CSRF'] = state.me.csrf;
+  let res;
+  try {
+    res = await fetch('/api/v1' + path, opts);
+  } catch {
+    throw new APIError(0, 'network', 'The harness cannot be reached. Check your connection and try again.');
+  }
+  let data = null;
+  if ((res.headers.get('Content-Type') || '').includes('json')) data = await res.json().catch(() => null);
+  if (!res.ok) {
+    const e = (data && data.error) || {};
+    const err = new APIError(res.status, e.code || String(res.status), e.message || `${res.status} ${res.statusText}`);
+    if (res.status === 401 && path !== '/login' && state.me) signedOut('Your session has ended. Sign in again.');
+    throw err;
+  }
+  return data;
+}
+
+const sessionPath = (id) => '/sessions/' + encodeURIComponent(id);
+
+// ---------------------------------------------------------------------------------
+// Sign in / out
+
+async function boot() {
+  fillIcons(document.body);
+  wireStatic();
+  try {
+    state.me = await api('GET', '/me');
+  } catch (e) {
+    state.me = null;
+    if (e.status !== 401) showLoginError(e.message);
+  }
+  $('boot').hidden = true;
+  if (state.me) await enterApp();
+  else showLogin();
+}
+
+function showLogin(message) {
+  closeStream();
+  $('shell').hidden = true;
+  $('login').hidden = false;
+  if (message) showLoginError(message);
+  $('token').focus();
+}
+
+function showLoginError(message) {
+  const el = $('login-error');
+  el.textContent = message;
+  el.hidden = !message;
+}
+
+async function login(ev) {
+  ev.preventDefault();
+  const token = $('token').value.trim();
+  if (!token) return;
+  $('login-submit').disabled = true;
+  showLoginError('');
+  try {
+    state.me = await api('POST', '/login', { token });
+    $('token').value = '';
+    await enterApp();
+  } catch (e) {
+    showLoginError(e.status === 401 || e.status === 403 ? 'That token is not valid. Check it, or ask for a new one.' : e.message);
+  } finally {
+    $('login-submit').disabled = false;
+  }
+}
+
+async function logout() {
+  try {
+    await api('POST', '/logout');
+  } catch {
+    // signed out locally either way
+  }
+  signedOut();
+}
+
+function signedOut(message) {
+  state.me = null;
+  state.session = null;
+  state.sessions = [];
+  closeStream();
+  clear($('conversation'));
+  clear($('sessions'));
+  history.replaceState(null, '', '#/');
+  showLogin(message);
+}
+
+async function enterApp() {
+  $('login').hidden = true;
+  $('shell').hidden = false;
+  $('me-name').textContent = state.me.user;
+  $('me-avatar').textContent = (state.me.user || '?').slice(0, 1).toUpperCase();
+  $('me-admin').hidden = !state.me.admin;
+  const [agents, envs] = await Promise.all([
+    api('GET', '/agents').catch((e) => (toast(e.message, 'error'), [])),
+    api('GET', '/environments').catch(() => []),
+  ]);
+  state.agents = agents || [];
+  state.envs = envs || [];
+  const saved = localStorage.getItem('trueforge.agent');
+  state.draftAgent = state.agents.some((a) => a.name === saved) ? saved : state.agents[0]?.name || '';
+  fillAgentSelect();
+  await refreshSessions();
+  await route();
+}
+
+// ---------------------------------------------------------------------------------
+// Sessions list
+
+async function refreshSessions() {
+  try {
+    const list = await api('GET', '/sessions');
+    state.sessions = (list || []).slice().sort((a, b) => stamp(b) - stamp(a));
+  } catch (e) {
+    if (e.status !== 401) toast(e.message, 'error');
+  }
+  renderSessions();
+}
+
+const stamp = (s) => Date.parse(s.updated_at || s.created_at) || 0;
+
+function sessionTitle(s) {
+  return s.title || s.preview || s.first_message || s.agent || 'Chat';
+}
+
+function renderSessions() {
+  const nav = clear($('sessions'));
+  if (!state.sessions.length) {
+    nav.append(h('p.sessions-empty', 'No chats yet. Start one with New chat.'));
+    return;
+  }
+  const now = new Date();
+  const today = new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime();
+  const groups = [
+    ['Today', today],
+    ['Yesterday', today - 86400e3],
+    ['Previous 7 days', today - 7 * 86400e3],
+    ['Older', -Infinity],
+  ];
+  let current = null;
+  let list = null;
+  for (const s of state.sessions) {
+    const t = stamp(s);
+    const g = groups.find(([, from]) => t >= from)[0];
+    if (g !== current) {
+      current = g;
+      list = h('ul.session-group');
+      nav.append(h('h2.group-label', g), list);
+    }
+    const title = sessionTitle(s);
+    const active = state.session && state.session.id === s.id;
+    const a = h('a.session-item', { href: '#/s/' + encodeURIComponent(s.id), 'aria-current': active ? 'page' : null, dataset: { id: s.id } },
+      h('span.s-title', clip(title, 80)),
+      h('span.s-meta', title !== s.agent ? h('span.s-agent', s.agent) : null, h('time.s-time', { datetime: s.updated_at || s.created_at, title: fullTime(s.updated_at || s.created_at) }, relTime(s.updated_at || s.created_at))));
+    const del = h('button.icon-btn.s-delete', { type: 'button', 'aria-label': `Delete the chat with ${s.agent}`, title: 'Delete chat', onclick: (ev) => deleteSession(ev, s) }, icon('trash'));
+    list.append(h('li', { class: active ? 'active' : null }, a, del));
+  }
+}
+
+async function deleteSession(ev, s) {
+  ev.preventDefault();
+  ev.stopPropagation();
+  if (!confirm(`Delete this chat with ${s.agent}? Its messages and offered files go with it.`)) return;
+  try {
+    await api('DELETE', sessionPath(s.id));
+    state.sessions = state.sessions.filter((x) => x.id !== s.id);
+    if (state.session && state.session.id === s.id) location.hash = '#/';
+    renderSessions();
+    toast('Chat deleted.');
+  } catch (e) {
+    toast(e.message, 'error');
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// Routing: #/ is a new chat, #/s/<id> an existing one.
+
+let routing = Promise.resolve();
+
+function route() {
+  routing = routing.then(doRoute, doRoute);
+  return routing;
+}
+
+async function doRoute() {
+  if (!state.me) return;
+  closeDrawer();
+  const m = /^#\/s\/(.+)$/.exec(location.hash);
+  const id = m ? decodeURIComponent(m[1]) : null;
+  if (id && state.session && state.session.id === id) return;
+  if (!id) return newChat();
+  let s;
+  try {
+    s = await api('GET', sessionPath(id));
+  } catch (e) {
+    if (e.status === 404) toast('That chat does not exist, or is not yours.', 'error');
+    else if (e.status !== 401) toast(e.message, 'error');
+    history.replaceState(null, '', '#/');
+    return newChat();
+  }
+  openSession(s);
+}
+
+function newChat() {
+  closeStream();
+  state.session = null;
+  state.live = false;
+  state.draftEnv = '';
+  state.view = newView();
+  clear($('conversation'));
+  renderEmpty();
+  renderHeader();
+  renderSessions();
+  updateComposer();
+  $('input').focus({ preventScroll: true });
+}
+
+function openSession(s) {
+  closeStream();
+  state.session = s;
+  state.live = false;
+  state.lastSeq = 0;
+  state.pendingRun = null;
+  state.finishedRuns = new Set();
+  state.view = newView();
+  clear($('conversation'));
+  $('empty').hidden = true;
+  renderHeader();
+  renderSessions();
+  updateComposer();
+  connect(s.id);
+}
+
+function renderHeader() {
+  const s = state.session;
+  $('chat-title').textContent = s ? sessionTitleFor(s) : 'New chat';
+  const sub = clear($('chat-sub'));
+  if (s) {
+    const agent = agentByName(s.agent);
+    const env = s.environment || (agent && agent.sandbox_enabled ? agent.environment : '');
+    append(sub, [s.agent, env ? ` · ${env}` : '', ' · ', h('time', { datetime: s.created_at, title: fullTime(s.created_at) }, relTime(s.created_at))]);
+  }
+  $('files-btn').hidden = !s;
+  closeFiles();
+}
+
+function sessionTitleFor(s) {
+  return (state.view && state.view.title) || s.title || s.preview || s.first_message || s.agent;
+}
+
+const agentByName = (name) => state.agents.find((a) => a.name === name);
+
+function renderEmpty() {
+  const el = clear($('empty'));
+  el.hidden = false;
+  const agent = agentByName(state.draftAgent);
+  if (!state.agents.length) {
+    el.append(h('div.empty-inner',
+      h('div.empty-mark', h('img', { src: '/icon.svg', alt: '', width: 48, height: 48 })),
+      h('h1', 'No agents for you yet'),
+      h('p.muted', 'An agent appears here once it is published with Terraform (trueforge_agent) and you may run it.')));
+    return;
+  }
+  const skills = (agent && agent.skills) || [];
+  el.append(h('div.empty-inner',
+    h('div.empty-mark', h('img', { src: '/icon.svg', alt: '', width: 48, height: 48 })),
+    h('h1', agent ? `Chat with ${agent.name}` : 'Start a chat'),
+    agent && agent.description ? h('p.empty-desc', agent.description) : null,
+    agent ? h('div.empty-facts',
+      h('span.fact', icon(agent.sandbox_enabled ? 'box' : 'ban'), agent.sandbox_enabled ? `Sandbox on ${envLabel(agent)}` : 'No sandbox'),
+      agent.code_mode ? h('span.fact', icon('code'), 'Code Mode') : null,
+      skills.length ? h('span.fact', icon('book'), `${skills.length} skill${skills.length > 1 ? 's' : ''}: ${skills.map(skillName).join(', ')}`) : null) : null,
+    h('p.muted.small', agent && agent.sandbox_enabled
+      ? 'A sandbox starts only when the agent needs to run code or touch files. Pick another environment under Tools → Environment.'
+      : 'Pick another agent below the message box.')));
+}
+
+function envLabel(agent) {
+  return state.draftEnv && state.draftAgent === agent.name ? state.draftEnv : agent.environment || 'default';
+}
+
+const skillName = (s) => (typeof s === 'string' ? s : s && s.name) || '';
+
+// ---------------------------------------------------------------------------------
+// Composer
+
+function fillAgentSelect() {
+  const sel = clear($('agent'));
+  for (const a of state.agents) sel.append(h('option', { value: a.name }, a.name));
+  sel.value = state.draftAgent;
+  sel.disabled = !state.agents.length;
+}
+
+function updateComposer() {
+  const s = state.session;
+  $('agent-pick').hidden = !!s;
+  const fixed = $('agent-fixed');
+  fixed.hidden = !s;
+  if (s) {
+    clear(fixed).append(icon('agent'), s.agent);
+    fixed.title = 'The agent of this chat';
+  }
+  const chip = clear($('env-chip'));
+  const agent = agentByName(s ? s.agent : state.draftAgent);
+  const env = s ? s.environment : state.draftEnv;
+  chip.hidden = !env;
+  if (env) {
+    chip.append(icon('box'), env);
+    if (!s) {
+      chip.append(h('button.chip-x', { type: 'button', 'aria-label': 'Use the agent’s own environment', title: 'Use the agent’s own environment', onclick: () => pickEnv('') }, icon('x')));
+    }
+  }
+  const text = $('input').value.trim();
+  $('send').hidden = state.live;
+  $('cancel').hidden = !state.live;
+  $('send').disabled = state.live || state.sending || !text || (!s && !agent);
+  $('cancel').disabled = state.cancelling;
+  clear($('cancel')).append(icon('stop'), state.cancelling ? 'Cancelling…' : 'Cancel');
+  $('input').placeholder = agent ? `Message ${agent.name}…` : 'Message the agent…';
+  if ($('tools-menu').hidden === false) renderToolsMenu();
+}
+
+function autosize() {
+  const ta = $('input');
+  ta.style.height = 'auto';
+  ta.style.height = Math.min(ta.scrollHeight, Math.round(window.innerHeight * 0.4)) + 'px';
+}
+
+async function send(ev) {
+  if (ev) ev.preventDefault();
+  const input = $('input');
+  const text = input.value.trim();
+  if (!text || state.live || state.sending) return;
+  state.sending = true;
+  updateComposer();
+  try {
+    if (!state.session) {
+      const agent = state.draftAgent;
+      if (!agent) throw new APIError(0, 'no_agent', 'Pick an agent first.');
+      const body = { agent };
+      if (state.draftEnv) body.environment = state.draftEnv;
+      const created = await api('POST', '/sessions', body);
+      localStorage.setItem('trueforge.agent', agent);
+      let s;
+      try {
+        s = await api('GET', sessionPath(created.id));
+      } catch {
+        s = { id: created.id, agent, environment: state.draftEnv || undefined, created_at: new Date().toISOString() };
+      }
+      if (!s.environment && state.draftEnv) s.environment = state.draftEnv;
+      history.pushState(null, '', '#/s/' + encodeURIComponent(created.id));
+      openSession(s);
+      refreshSessions();
+    }
+    const sid = state.session.id;
+    const res = await api('POST', sessionPath(sid) + '/messages', { text });
+    input.value = '';
+    autosize();
+    if (state.session && state.session.id === sid && res && res.run_id && !state.finishedRuns.has(res.run_id)) {
+      state.pendingRun = res.run_id;
+      setLive(true);
+    }
+  } catch (e) {
+    if (e.status === 409) {
+      setLive(true);
+      toast('The agent is still working on the last message. Wait for it, or cancel it.');
+    } else if (e.status !== 401) {
+      toast(e.message, 'error');
+    }
+  } finally {
+    state.sending = false;
+    updateComposer();
+  }
+}
+
+async function cancelRun() {
+  if (!state.session || state.cancelling) return;
+  state.cancelling = true;
+  updateComposer();
+  try {
+    await api('POST', sessionPath(state.session.id) + '/cancel');
+  } catch (e) {
+    if (e.status === 409 || e.status === 404) setLive(false);
+    if (e.status !== 401) toast(e.message, 'error');
+    state.cancelling = false;
+    updateComposer();
+  }
+}
+
+function setLive(live) {
+  state.live = live;
+  if (!live) state.cancelling = false;
+  updateComposer();
+  const v = state.view;
+  if (v && v.group) v.group.el.classList.toggle('live', live);
+}
+
+function onKey(ev) {
+  if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing && !ev.altKey && !ev.ctrlKey && !ev.metaKey) {
+    ev.preventDefault();
+    send();
+  }
+}
+
+// Tools menu: the Environment tab picks a Ready environment for a new chat (an agent
+// with a sandbox only); the Agent tab says what the agent is.
+
+function toggleTools(open) {
+  const menu = $('tools-menu');
+  const show = open ?? menu.hidden;
+  menu.hidden = !show;
+  $('tools-btn').setAttribute('aria-expanded', String(show));
+  if (show) {
+    renderToolsMenu();
+    const first = menu.querySelector('[aria-selected="true"]');
+    if (first) first.focus();
+  }
+}
+
+function selectTab(which) {
+  for (const t of ['env', 'agent']) {
+    $('tab-' + t).setAttribute('aria-selected', String(t === which));
+    $('panel-' + t).hidden = t !== which;
+  }
+}
+
+function renderToolsMenu() {
+  const s = state.session;
+  const agent = agentByName(s ? s.agent : state.draftAgent);
+  const panel = clear($('panel-env'));
+  if (!agent) {
+    panel.append(h('p.panel-note', 'Pick an agent first.'));
+  } else if (!agent.sandbox_enabled) {
+    panel.append(h('p.panel-note', icon('ban'), h('span', h('strong', agent.name), ' answers without a sandbox, so there is no environment to pick.')));
+  } else if (s) {
+    panel.append(h('p.panel-note', icon('box'), h('span', 'This chat runs on ', h('strong', s.environment || agent.environment || 'default'),
+      '. The environment is chosen when a chat starts: start a new chat to pick another.')));
+  } else {
+    const list = h('div.env-list', { role: 'radiogroup', 'aria-label': 'Environment' });
+    const opt = (value, title, detail) => {
+      const id = 'env-opt-' + (value || 'agent-default');
+      const input = h('input', { type: 'radio', name: 'env', id, value, checked: state.draftEnv === value, onchange: () => pickEnv(value) });
+      return h('label.env-opt', { for: id, dataset: { env: value } }, input, h('span.env-text', h('span.env-name', title), h('span.env-detail', detail)));
+    };
+    list.append(opt('', `Agent default (${agent.environment || 'default'})`, 'The environment the agent was published with'));
+    const ready = state.envs.filter((e) => e.name !== agent.environment);
+    for (const e of ready) {
+      list.append(opt(e.name, e.name, [e.image, e.cpu ? `${e.cpu} CPU` : '', e.memory ? `${e.memory} GB memory` : '', e.disk ? `${e.disk} GB disk` : ''].filter(Boolean).join(' · ')));
+    }
+    panel.append(list, h('p.panel-foot', 'Only Ready environments are listed. The choice applies to this one chat.'));
+  }
+  const ap = clear($('panel-agent'));
+  if (agent) {
+    const skills = agent.skills || [];
+    ap.append(
+      h('p.agent-name', agent.name),
+      agent.description ? h('p.agent-desc', agent.description) : null,
+      h('dl.agent-facts',
+        h('dt', 'Sandbox'), h('dd', agent.sandbox_enabled ? `on, ${agent.environment || 'default'}` : 'off'),
+        h('dt', 'Code Mode'), h('dd', agent.code_mode ? 'on' : 'off'),
+        h('dt', 'Skills'), h('dd', skills.length ? skills.map(skillName).join(', ') : 'none')));
+  }
+}
+
+function pickEnv(name) {
+  state.draftEnv = name;
+  updateComposer();
+  if (!state.session) renderEmpty();
+}
+
+// ---------------------------------------------------------------------------------
+// Event stream
+
+function connect(id) {
+  closeStream();
+  const gen = ++state.esGen;
+  const es = new EventSource('/api/v1' + sessionPath(id) + '/events');
+  state.es = es;
+  let dropped = false;
+  const alive = () => gen === state.esGen;
+  es.onopen = () => {
+    if (!alive()) return;
+    if (dropped) {
+      // Deltas are not replayed: the text streamed so far is dropped, and the
+      // committed model_message brings the whole step's text.
+      resetStream();
+      dropped = false;
+    }
+    setConn('');
+  };
+  es.onerror = () => {
+    if (!alive()) return;
+    dropped = true;
+    if (es.readyState === EventSource.CLOSED) {
+      // The server refused the stream (signed out, deleted chat, server restart
+      // without the session): find out which, and retry if it can be retried.
+      setConn('reconnecting');
+      api('GET', sessionPath(id)).then(
+        () => setTimeout(() => alive() && reopen(id, gen), 2000),
+        (e) => {
+          if (!alive()) return;
+          if (e.status === 404) {
+            setConn('');
+            toast('This chat is gone.', 'error');
+            location.hash = '#/';
+          } else if (e.status !== 401) setTimeout(() => alive() && reopen(id, gen), 3000);
+        });
+    } else {
+      setConn('reconnecting');
+    }
+  };
+  for (const kind of KINDS) {
+    es.addEventListener(kind, (ev) => alive() && onEvent(kind, ev));
+  }
+  es.addEventListener('delta', (ev) => alive() && onDelta(ev));
+  es.addEventListener('message', (ev) => alive() && onUnnamed(ev));
+}
+
+// reopen starts a new EventSource after the browser gave up on one. It cannot send
+// Last-Event-ID, so the server replays the log from the start and the seq check drops
+// what was shown.
+function reopen(id, gen) {
+  if (gen !== state.esGen || !state.session || state.session.id !== id) return;
+  const keep = state.lastSeq;
+  connect(id);
+  state.lastSeq = keep;
+}
+
+function closeStream() {
+  state.esGen++;
+  if (state.es) state.es.close();
+  state.es = null;
+  setConn('');
+}
+
+function setConn(mode) {
+  const el = $('conn');
+  clear(el);
+  el.hidden = !mode;
+  el.className = 'conn' + (mode ? ' ' + mode : '');
+  if (mode === 'reconnecting') el.append(h('span.dot'), 'Reconnecting…');
+}
+
+function onEvent(kind, ev) {
+  const seq = Number(ev.lastEventId);
+  if (Number.isFinite(seq) && seq > 0) {
+    if (seq <= state.lastSeq) return; // shown already
+    state.lastSeq = seq;
+  }
+  let p;
+  try {
+    p = JSON.parse(ev.data);
+  } catch {
+    p = {};
+  }
+  renderEvent(kind, p || {}, seq);
+}
+
+function onUnnamed(ev) {
+  // A server that names events in the data instead ({kind, payload}).
+  try {
+    const d = JSON.parse(ev.data);
+    if (d && d.kind) onEvent(d.kind, { lastEventId: ev.lastEventId || d.seq, data: JSON.stringify(d.payload || {}) });
+  } catch {
+    // not ours
+  }
+}
+
+function onDelta(ev) {
+  let d;
+  try {
+    d = JSON.parse(ev.data);
+  } catch {
+    return;
+  }
+  if (!d || typeof d.text !== 'string') return;
+  if (d.stream && d.stream !== 'text') {
+    liveOutput(d.stream, d.text);
+    return;
+  }
+  const g = group();
+  if (!g.stream) {
+    g.stream = { text: '', el: h('div.agent-text.streaming') };
+    g.body.append(g.stream.el);
+  }
+  g.stream.text += d.text;
+  scheduleStreamPaint(g.stream);
+}
+
+let paintQueued = null;
+function scheduleStreamPaint(st) {
+  paintQueued = st;
+  requestAnimationFrame(() => {
+    if (paintQueued !== st) return;
+    paintQueued = null;
+    const stick = nearBottom();
+    clear(st.el).append(markdown(st.text));
+    if (stick) scrollToBottom();
+  });
+}
+
+function resetStream() {
+  const g = state.view && state.view.group;
+  if (g && g.stream) {
+    g.stream.el.remove();
+    g.stream = null;
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// Conversation rendering
+
+function newView() {
+  return { group: null, steps: new Map(), lastStep: null, title: '' };
+}
+
+// A group is the agent's part of one turn: text, tool steps, notices, files, in order.
+function group() {
+  const v = state.view;
+  if (!v.group) {
+    const body = h('div.agent-body');
+    const el = h('div.turn.agent', h('div.avatar-agent', { 'aria-hidden': 'true' }, h('img', { src: '/icon.svg', alt: '', width: 28, height: 28 })), body);
+    $('conversation').append(el);
+    v.group = { el, body, stream: null, tokensIn: 0, tokensOut: 0, replay: false };
+  }
+  return v.group;
+}
+
+function endGroup() {
+  state.view.group = null;
+}
+
+function addToGroup(node) {
+  const stick = nearBottom();
+  const g = group();
+  // Keep a streaming text last: a committed event that arrives while it streams goes
+  // before it (its text is the model's next words).
+  if (g.stream && g.stream.el.parentNode === g.body) g.body.insertBefore(node, g.stream.el);
+  else g.body.append(node);
+  if (stick) scrollToBottom();
+  return node;
+}
+
+function renderEvent(kind, p, seq) {
+  const stick = nearBottom();
+  switch (kind) {
+    case 'user_message': {
+      endGroup();
+      if (!state.view.title && p.text) {
+        state.view.title = firstLine(p.text);
+        $('chat-title').textContent = clip(state.view.title, 120);
+      }
+      $('conversation').append(h('div.turn.user', { dataset: { seq } }, h('div.bubble', markdownPlain(p.text))));
+      setLive(true);
+      scrollToBottom();
+      break;
+    }
+    case 'model_message': {
+      const g = group();
+      if (p.replay && !g.replay) {
+        g.replay = true;
+        g.body.prepend(h('div.replay-tag', { title: 'A scripted model produced this answer, not a live model' }, icon('refresh'), 'Scripted replay'));
+      }
+      const text = p.text || '';
+      if (g.stream) {
+        const el = g.stream.el;
+        g.stream = null;
+        el.classList.remove('streaming');
+        if (text) clear(el).append(markdown(text));
+        else el.remove();
+      } else if (text) {
+        addToGroup(h('div.agent-text', markdown(text)));
+      }
+      break;
+    }
+    case 'tool_call':
+      stepFor(p.id, p.name, p.arguments);
+      break;
+    case 'tool_result':
+      finishStep(p);
+      break;
+    case 'usage': {
+      const g = group();
+      g.tokensIn = p.run_input_tokens || g.tokensIn;
+      g.tokensOut = p.run_output_tokens || g.tokensOut;
+      break;
+    }
+    case 'mcp_call':
+      mcpCall(p);
+      break;
+    case 'sandbox_provisioned':
+      addToGroup(notice('box', 'sandbox', [
+        'Sandbox started on ', h('strong', p.environment || 'its environment'),
+        typeof p.took_ms === 'number' ? ` in ${formatMS(p.took_ms)}` : '',
+      ], provisionDetail(p)));
+      break;
+    case 'sandbox_resumed':
+      addToGroup(notice('refresh', 'sandbox', [`Sandbox resumed${p.from ? ` (it was ${p.from})` : ''}; its files are as they were.`]));
+      break;
+    case 'sandbox_stopped':
+    case 'sandbox_archived':
+    case 'sandbox_deleted': {
+      const st = kind.slice('sandbox_'.length);
+      addToGroup(notice('clock', 'quiet', [`Sandbox ${st}${p.idle_minutes ? ` after ${p.idle_minutes} idle minutes` : ''}.`,
+        st === 'deleted' ? ' The next code step starts a fresh one.' : ' The next code step resumes it.']));
+      break;
+    }
+    case 'sandbox_lost':
+      addToGroup(notice('alert', 'warn', [`The sandbox was lost${p.reason ? `: ${p.reason}` : ''}. The next code step recovers it or starts a fresh one.`],
+        p.uncertain && p.uncertain.length ? [h('p', 'Files that may be incomplete: ', p.uncertain.join(', '))] : null));
+      break;
+    case 'sandbox_recovered':
+      addToGroup(notice('check', 'quiet', ['The sandbox was recovered.']));
+      break;
+    case 'sandbox_reclaimed':
+      addToGroup(notice('refresh', 'quiet', [`Commands left running by an earlier harness were stopped${p.reason ? ` (${p.reason})` : ''}.`]));
+      break;
+    case 'sandbox_network_reattached':
+      addToGroup(notice('globe', 'quiet', ['The sandbox’s network was reattached.']));
+      break;
+    case 'skill_loaded':
+      addToGroup(notice('book', 'skill', ['Loaded skill ', h('strong', p.name || '?'),
+        p.files ? ` (${p.files} file${p.files === 1 ? '' : 's'}, ${formatBytes(p.bytes || 0)})` : '',
+        p.path ? [' into ', h('code', p.path)] : '']));
+      break;
+    case 'egress':
+      if (p.allowed === false) {
+        addToGroup(notice('ban', 'quiet', ['Blocked a network request to ', h('code', `${p.host || '?'}${p.port && p.port !== '443' && p.port !== '80' ? ':' + p.port : ''}`),
+          p.reason ? ` (${p.reason.replace(/_/g, ' ')})` : '']));
+      }
+      break;
+    case 'cancelled':
+      addToGroup(notice('stop', 'quiet', ['Cancelled', p.reason && p.reason !== 'cancelled' ? `: ${p.reason}` : '.']));
+      stopPendingSteps('cancelled');
+      break;
+    case 'error':
+      addToGroup(callout('error', 'Something went wrong' + (p.where ? ` (${p.where})` : ''), p.message || ''));
+      break;
+    case 'limit':
+      addToGroup(callout('warn', 'Stopped at a limit', limitText(p)));
+      break;
+    case 'run_interrupted':
+      addToGroup(notice('alert', 'warn', [`The previous run was interrupted${p.reason ? `: ${p.reason}` : ''}.`]));
+      stopPendingSteps('interrupted');
+      break;
+    case 'run_finished':
+      runFinished(p);
+      break;
+    default:
+      break;
+  }
+  if (stick) scrollToBottom();
+}
+
+function markdownPlain(text) {
+  // The user's own words: plain text, line breaks kept.
+  const frag = document.createDocumentFragment();
+  String(text ?? '').split('\n').forEach((l, i) => {
+    if (i) frag.append(h('br'));
+    frag.append(l);
+  });
+  return frag;
+}
+
+function runFinished(p) {
+  if (p.run_id) state.finishedRuns.add(p.run_id);
+  const g = state.view.group;
+  if (g) {
+    const g2 = g;
+    if (g2.stream) {
+      g2.stream.el.classList.remove('streaming');
+      g2.stream = null;
+    }
+    const bits = [];
+    if (p.status && p.status !== 'completed') bits.push(statusLabel(p.status));
+    if (p.steps) bits.push(`${p.steps} step${p.steps === 1 ? '' : 's'}`);
+    const tokens = (p.input_tokens || g2.tokensIn || 0) + (p.output_tokens || g2.tokensOut || 0);
+    if (tokens) bits.push(`${formatCount(tokens)} tokens`);
+    if (bits.length) g2.body.append(h('div.turn-meta', { dataset: { status: p.status || '' } }, bits.join(' · ')));
+  }
+  stopPendingSteps(p.status === 'cancelled' ? 'cancelled' : 'stopped');
+  endGroup();
+  if (!state.pendingRun || state.pendingRun === p.run_id || state.finishedRuns.has(state.pendingRun)) {
+    state.pendingRun = null;
+    setLive(false);
+  }
+  refreshSessionsSoon();
+}
+
+let refreshTimer = null;
+function refreshSessionsSoon() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(refreshSessions, 400);
+}
+
+function statusLabel(s) {
+  return { cancelled: 'Cancelled', failed: 'Failed', limit: 'Stopped at a limit', interrupted: 'Interrupted' }[s] || s;
+}
+
+function limitText(p) {
+  if (p.limit === 'token_budget') return `The turn used ${formatCount(p.used || 0)} tokens of its budget of ${formatCount(p.value || 0)}.`;
+  if (p.limit === 'max_turns') return `The agent reached its limit of ${p.value} model steps for one message.`;
+  return `${p.limit || 'limit'}: ${p.value ?? ''}`;
+}
+
+function formatMS(ms) {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`;
+}
+
+function formatCount(n) {
+  return n >= 10000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+}
+
+function provisionDetail(p) {
+  const rows = [];
+  if (p.sandbox_id) rows.push(['Sandbox', p.sandbox_id]);
+  if (p.snapshot_id) rows.push(['Snapshot', p.snapshot_id]);
+  if (p.provider) rows.push(['Provider', p.provider_type ? `${p.provider} (${p.provider_type})` : p.provider]);
+  if (p.reason) rows.push(['Why', p.reason]);
+  if (p.network && Object.keys(p.network).length) rows.push(['Network', Object.entries(p.network).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') || '—' : v}`).join('; ')]);
+  if (p.limits_enforced === false) {
+    const un = (p.unenforced_limits || []).map((u) => (typeof u === 'string' ? u : [u.limit || u.name, u.reason].filter(Boolean).join(': '))).join('; ');
+    rows.push(['Limits', 'not all enforced' + (un ? ` (${un})` : '')]);
+  }
+  if (!rows.length) return null;
+  return [h('dl.kv', rows.flatMap(([k, v]) => [h('dt', k), h('dd', String(v))]))];
+}
+
+// notice is a one-line status in the flow; detail (nodes) makes it expandable.
+function notice(ic, tone, content, detail) {
+  if (detail && detail.length) {
+    return h('details.notice.' + tone, h('summary', icon(ic), h('span.notice-text', content), icon('down', 'chev')), h('div.notice-detail', detail));
+  }
+  return h('div.notice.' + tone, icon(ic), h('span.notice-text', content));
+}
+
+function callout(tone, title, text) {
+  return h('div.callout.' + tone, { role: tone === 'error' ? 'alert' : null }, icon(tone === 'error' ? 'alert' : 'info'), h('div', h('strong', title), text ? h('p', text) : null));
+}
+
+// Tool steps.
+
+const TOOL_ICONS = {
+  exec: 'terminal', read_file: 'file', write_file: 'filePen', list_files: 'folder', offer_artifact: 'download',
+  load_skill: 'book', run_code: 'code', read_output: 'file',
+};
+
+function parseArgs(a) {
+  if (a && typeof a === 'object') return a;
+  try {
+    return JSON.parse(a || '{}');
+  } catch {
+    return { _raw: String(a) };
+  }
+}
+
+function toolSummary(name, args) {
+  switch (name) {
+    case 'exec':
+      return firstLine(args.command);
+    case 'read_file':
+    case 'offer_artifact':
+      return args.path || '';
+    case 'write_file':
+      return `${args.path || ''}${typeof args.content === 'string' ? ` · ${formatBytes(new Blob([args.content]).size)}` : ''}`;
+    case 'list_files':
+      return args.dir || 'workspace';
+    case 'load_skill':
+      return args.name || '';
+    case 'run_code':
+      return `${args.language || 'script'} · ${firstLine(args.code)}`;
+    case 'read_output':
+      return args.call_id || '';
+    default: {
+      const s = JSON.stringify(args);
+      return s === '{}' ? '' : s;
+    }
+  }
+}
+
+function stepFor(id, name, rawArgs) {
+  const v = state.view;
+  let st = v.steps.get(id);
+  if (st) return st;
+  const args = parseArgs(rawArgs);
+  const status = h('span.step-status', h('span.spinner', { 'aria-label': 'running' }));
+  const sum = h('span.step-sum', clip(toolSummary(name, args), 160));
+  const mcp = h('ul.mcp-calls', { hidden: true });
+  const body = h('div.step-body', argsView(name, args));
+  const el = h('details.step.running', { dataset: { tool: name || '', id: id || '' } },
+    h('summary', h('span.step-icon', icon(TOOL_ICONS[name] || 'plug')), h('span.step-name', name || 'tool'), sum, status, icon('down', 'chev')),
+    body);
+  const wrap = h('div.step-wrap', el, mcp);
+  st = { id, name, args, el, wrap, status, body, mcp, mcpCount: 0, output: null };
+  v.steps.set(id, st);
+  v.lastStep = st;
+  addToGroup(wrap);
+  return st;
+}
+
+function argsView(name, args) {
+  if (args._raw !== undefined) return section('Arguments', h('pre', args._raw));
+  if (name === 'exec' && typeof args.command === 'string') {
+    const extra = Object.entries(args).filter(([k]) => k !== 'command');
+    return section('Command', h('pre.cmd', args.command), extra.length ? h('pre.small-pre', JSON.stringify(Object.fromEntries(extra), null, 2)) : null);
+  }
+  if (name === 'run_code' && typeof args.code === 'string') return section(`Script (${args.language || '?'})`, h('pre', args.code));
+  if (name === 'write_file' && typeof args.content === 'string') return section(`Content of ${args.path || 'the file'}`, h('pre', clip(args.content, 20000)));
+  return section('Arguments', h('pre', JSON.stringify(args, null, 2)));
+}
+
+function section(label, ...content) {
+  return h('div.step-sec', h('div.sec-label', label), content);
+}
+
+function liveOutput(stream, text) {
+  const st = state.view.lastStep;
+  if (!st || !st.el.classList.contains('running')) return;
+  if (!st.output) {
+    st.output = { pre: h('pre.live-output'), text: '' };
+    st.body.append(section('Output so far', st.output.pre));
+  }
+  st.output.text = (st.output.text + text).slice(-20000);
+  st.output.pre.textContent = st.output.text;
+}
+
+function finishStep(p) {
+  const st = stepFor(p.id, p.name, '{}');
+  st.el.classList.remove('running');
+  st.el.classList.add(p.is_error ? 'error' : 'ok');
+  clear(st.status);
+  let label = p.is_error ? 'failed' : 'done';
+  if (p.is_error && /cancel/i.test(firstLine(p.text || ''))) label = 'cancelled';
+  const m = /^exit_code: (-?\d+)/.exec(p.text || '');
+  if (st.name === 'exec' && m) label = m[1] === '0' ? 'exit 0' : `exit ${m[1]}`;
+  if (/\(timed out\)/.test(firstLine(p.text || ''))) label += ' · timed out';
+  st.status.append(icon(p.is_error ? 'alert' : 'check'), label);
+  if (st.output) st.output.pre.closest('.step-sec').remove();
+  const text = p.text || '';
+  st.body.append(section(p.is_error ? 'Error' : 'Result', text ? h('pre', text) : h('p.muted', '(empty)'),
+    p.truncated ? h('p.muted.small', `The model saw part of the result: ${formatBytes(text.length)} of ${formatBytes(p.full_size || 0)}.`) : null));
+  if (p.artifact) addToGroup(fileCard(p.artifact));
+}
+
+function stopPendingSteps(why) {
+  for (const st of state.view.steps.values()) {
+    if (!st.el.classList.contains('running')) continue;
+    st.el.classList.remove('running');
+    st.el.classList.add('stopped');
+    clear(st.status).append(icon('stop'), why);
+  }
+}
+
+function mcpCall(p) {
+  const st = state.view.steps.get(p.tool_call_id);
+  const ok = p.outcome === 'completed' && !p.is_error;
+  const row = h('li.mcp.' + (ok ? 'ok' : 'bad'), { title: p.error || '' },
+    icon('plug'), h('code', p.tool || '?'),
+    h('span.mcp-out', p.outcome === 'completed' ? (p.is_error ? 'tool error' : 'ok') : p.outcome || ''),
+    typeof p.duration_ms === 'number' ? h('span.mcp-ms', formatMS(p.duration_ms)) : null,
+    p.late ? h('span.mcp-ms', 'late') : null,
+    p.error ? h('span.mcp-err', clip(p.error, 120)) : null);
+  if (!st) {
+    addToGroup(h('ul.mcp-calls.loose', row));
+    return;
+  }
+  st.mcp.hidden = false;
+  st.mcp.append(row);
+}
+
+// Files offered for download.
+
+function filePath(sid, path) {
+  return '/api/v1' + sessionPath(sid) + '/files/' + String(path).split('/').map(encodeURIComponent).join('/');
+}
+
+function baseName(p) {
+  const s = String(p || '');
+  return s.slice(s.lastIndexOf('/') + 1) || s;
+}
+
+function fileCard(a) {
+  const sid = state.session.id;
+  const href = filePath(sid, a.path);
+  const exp = a.expires_at ? Date.parse(a.expires_at) : NaN;
+  const expired = isFinite(exp) && exp <= Date.now();
+  const sha = String(a.sha256 || '');
+  const name = baseName(a.path);
+  const meta = h('div.file-meta',
+    h('span', formatBytes(a.size)),
+    sha ? h('button.hash', { type: 'button', title: `SHA-256 ${sha} (click to copy)`, 'aria-label': `Copy the SHA-256 digest ${sha}`, dataset: { sha256: sha }, onclick: (ev) => copyHash(ev, sha) },
+      h('span.hash-label', 'sha256'), h('code', sha.slice(0, 12)), icon('copy')) : null,
+    isFinite(exp) ? h('span', { title: fullTime(a.expires_at), class: expired ? 'expired' : null }, expired ? 'expired' : `expires ${relTime(a.expires_at)}`) : null,
+    a.classification ? h('span.badge.class-' + a.classification, a.classification) : null);
+  const link = expired
+    ? h('span.btn.small.disabled', icon('download'), 'Expired')
+    : h('a.btn.small.file-download', { href, download: name, dataset: { sha256: sha, path: a.path }, rel: 'noopener' }, icon('download'), 'Download');
+  return h('div.file-card', { dataset: { path: a.path } },
+    h('div.file-icon', icon('file')),
+    h('div.file-main', expired ? h('span.file-name', a.path) : h('a.file-name', { href, download: name }, a.path), meta),
+    link);
+}
+
+async function copyHash(ev, sha) {
+  ev.preventDefault();
+  const btn = ev.currentTarget;
+  try {
+    await navigator.clipboard.writeText(sha);
+    btn.classList.add('copied');
+    toast('SHA-256 copied.');
+    setTimeout(() => btn.classList.remove('copied'), 1500);
+  } catch {
+    // No clipboard (an insecure origin): select the digest so it can be copied by hand.
+    const code = btn.querySelector('code');
+    code.textContent = sha;
+    const r = document.createRange();
+    r.selectNodeContents(code);
+    getSelection().removeAllRanges();
+    getSelection().addRange(r);
+  }
+}
+
+// The files panel lists every file the chat offered.
+async function toggleFiles() {
+  const panel = $('files-panel');
+  if (!panel.hidden) return closeFiles();
+  if (!state.session) return;
+  panel.hidden = false;
+  $('files-btn').setAttribute('aria-expanded', 'true');
+  clear(panel).append(h('p.muted.small', 'Loading…'));
+  try {
+    const files = (await api('GET', sessionPath(state.session.id) + '/files')) || [];
+    clear(panel).append(h('div.files-head', h('strong', 'Files'), h('button.icon-btn', { type: 'button', 'aria-label': 'Close', onclick: closeFiles }, icon('x'))));
+    if (!files.length) panel.append(h('p.muted.small', 'No files offered in this chat yet.'));
+    for (const f of files) panel.append(fileCard(f));
+  } catch (e) {
+    clear(panel).append(h('p.form-error', e.message));
+  }
+}
+
+function closeFiles() {
+  $('files-panel').hidden = true;
+  $('files-btn').setAttribute('aria-expanded', 'false');
+}
+
+// ---------------------------------------------------------------------------------
+// Scrolling, drawer, toasts
+
+function nearBottom() {
+  const s = $('scroller');
+  return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
+}
+
+function scrollToBottom() {
+  const s = $('scroller');
+  s.scrollTop = s.scrollHeight;
+}
+
+function openDrawer() {
+  $('shell').classList.add('drawer-open');
+  $('scrim').hidden = false;
+}
+
+function closeDrawer() {
+  $('shell').classList.remove('drawer-open');
+  $('scrim').hidden = true;
+}
+
+let toastTimer = null;
+function toast(message, tone) {
+  const el = $('toast');
+  el.textContent = message;
+  el.className = 'toast' + (tone ? ' ' + tone : '');
+  el.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => (el.hidden = true), tone === 'error' ? 6000 : 2500);
+}
+
+function wireStatic() {
+  $('login-form').addEventListener('submit', login);
+  $('sign-out').addEventListener('click', logout);
+  $('new-chat').addEventListener('click', () => {
+    if (location.hash === '#/' || location.hash === '') newChat();
+    else location.hash = '#/';
+    closeDrawer();
+  });
+  $('topbar-new').addEventListener('click', () => (location.hash = '#/'));
+  $('open-drawer').addEventListener('click', openDrawer);
+  $('close-drawer').addEventListener('click', closeDrawer);
+  $('scrim').addEventListener('click', closeDrawer);
+  $('sessions').addEventListener('click', (ev) => {
+    if (ev.target.closest('a.session-item')) closeDrawer();
+  });
+  $('composer').addEventListener('submit', send);
+  $('input').addEventListener('keydown', onKey);
+  $('input').addEventListener('input', () => {
+    autosize();
+    updateComposer();
+  });
+  $('cancel').addEventListener('click', cancelRun);
+  $('agent').addEventListener('change', (ev) => {
+    state.draftAgent = ev.target.value;
+    state.draftEnv = '';
+    localStorage.setItem('trueforge.agent', state.draftAgent);
+    renderEmpty();
+    updateComposer();
+  });
+  $('tools-btn').addEventListener('click', () => toggleTools());
+  $('tab-env').addEventListener('click', () => selectTab('env'));
+  $('tab-agent').addEventListener('click', () => selectTab('agent'));
+  $('files-btn').addEventListener('click', toggleFiles);
+  document.addEventListener('keydown', (ev) => {
+    if (ev.key !== 'Escape') return;
+    if (!$('tools-menu').hidden) {
+      toggleTools(false);
+      $('tools-btn').focus();
+    } else if (!$('files-panel').hidden) closeFiles();
+    else closeDrawer();
+  });
+  document.addEventListener('click', (ev) => {
+    const menu = $('tools-menu');
+    if (!menu.hidden && !menu.contains(ev.target) && !$('tools-btn').contains(ev.target)) toggleTools(false);
+    const files = $('files-panel');
+    if (!files.hidden && !files.contains(ev.target) && !$('files-btn').contains(ev.target) && ev.target.isConnected) closeFiles();
+  });
+  window.addEventListener('hashchange', route);
+  setInterval(() => state.me && renderSessions(), 60000);
+}
+
+boot();
