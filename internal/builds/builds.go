@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -48,6 +50,11 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 	if err != nil {
 		return cur, err
 	}
+	// Logged for Terraform (TF_LOG_PROVIDER); a no-op in the harness, whose contexts
+	// carry no Terraform logger.
+	tflog.Debug(ctx, "build: snapshot claimed", map[string]any{
+		"snapshot_id": id, "sandbox_provider": c.Provider, "claimed": claimed, "status": cur.Status, "build_hash": hash,
+	})
 	if !claimed && cur.Status == store.SnapshotCollecting {
 		// Garbage collection is removing it: once it is gone, claim it again (and so
 		// build it anew).
@@ -86,6 +93,7 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 		_ = c.Store.SetSnapshotState(context.WithoutCancel(ctx), id, sandbox.StatusFailed, "starting the build: "+err.Error(), "")
 		return cur, fmt.Errorf("starting the build of snapshot %s: %w", id, err)
 	}
+	tflog.Info(ctx, "build: started", map[string]any{"snapshot_id": id, "sandbox_provider": c.Provider, "base": base, "block_network": blockNetwork})
 	return cur, nil
 }
 
@@ -206,16 +214,24 @@ func (c *Coordinator) Wait(ctx context.Context, id string) (store.Snapshot, erro
 
 func (c *Coordinator) wait(ctx context.Context, id string) (store.Snapshot, error) {
 	poll := c.pollInterval()
+	start := time.Now()
+	tflog.Debug(ctx, "build: waiting", map[string]any{"snapshot_id": id, "sandbox_provider": c.Provider})
 	for {
 		snap, err := c.Refresh(ctx, id)
 		if err != nil {
 			return snap, err
 		}
 		if snap.Status != sandbox.StatusBuilding {
+			fields := map[string]any{"snapshot_id": id, "status": snap.Status, "waited": time.Since(start).String()}
+			if snap.Status == sandbox.StatusFailed {
+				fields["reason"] = snap.Reason
+			}
+			tflog.Info(ctx, "build: finished", fields)
 			return snap, nil
 		}
 		select {
 		case <-ctx.Done():
+			tflog.Warn(ctx, "build: wait ended while building", map[string]any{"snapshot_id": id, "waited": time.Since(start).String()})
 			return snap, fmt.Errorf("snapshot %s is still Building when the wait ended (%w); the build goes on and a later apply or refresh picks up its result", id, context.Cause(ctx))
 		case <-time.After(poll):
 		}
@@ -244,6 +260,7 @@ func (c *Coordinator) Collect(ctx context.Context) ([]string, error) {
 		if !marked {
 			continue
 		}
+		tflog.Debug(ctx, "collect: removing unreferenced snapshot", map[string]any{"snapshot_id": id, "sandbox_provider": c.Provider})
 		if err := c.Builder.DeleteSnapshot(ctx, id); err != nil {
 			// Failed, it is rebuilt when claimed, and collected by a later apply.
 			_ = c.Store.AbandonCollection(context.WithoutCancel(ctx), id, sandbox.StatusFailed, "removing it as unreferenced failed: "+err.Error())
@@ -253,6 +270,9 @@ func (c *Coordinator) Collect(ctx context.Context) ([]string, error) {
 			return removed, err
 		}
 		removed = append(removed, id)
+	}
+	if len(ids) > 0 {
+		tflog.Info(ctx, "collect: unreferenced snapshots removed", map[string]any{"sandbox_provider": c.Provider, "removed": removed})
 	}
 	return removed, nil
 }

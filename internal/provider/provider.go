@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/user"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -16,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
@@ -93,10 +96,12 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 		// a later Configure with known values.
 		return
 	}
-	dbURL := cfg.DatabaseURL.ValueString()
+	ctx = maskSecrets(ctx)
+	dbURL, from := cfg.DatabaseURL.ValueString(), "database_url"
 	if dbURL == "" {
-		dbURL = p.env(envDatabaseURL)
+		dbURL, from = p.env(envDatabaseURL), envDatabaseURL
 	}
+	tflog.Debug(ctx, "configure: opening the control-plane database", map[string]any{"database": redactedURL(dbURL), "from": from})
 	st, err := store.Open(ctx, dbURL)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("database_url"), "Unable To Open Control-Plane Database",
@@ -122,6 +127,14 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 	if p.backends != nil {
 		cp.backends = p.backends
 	}
+	kind := "sqlite"
+	if st.Shared() {
+		kind = "postgresql"
+	}
+	tflog.Info(ctx, "configure: control plane open", map[string]any{
+		"database_kind": kind, "database": redactedURL(dbURL), "owner": owner, "owner_is_role": st.Shared(),
+		"data_dir": cp.plane.DataDir(), "backends": strings.Join(cp.backends.Types(), ","),
+	})
 	resp.ResourceData = cp
 	resp.DataSourceData = cp
 }
@@ -167,6 +180,33 @@ func addKeyError(diags *diag.Diagnostics, err error) {
 		diags.AddError("Secret Key Unavailable", "The control plane's secret key could not be loaded or checked: "+err.Error()+
 			"\n\nFix the key (TRUEFORGE_SECRET_KEY, or the key file named above) or the database connection, then run the command again.")
 	}
+}
+
+// maskSecrets masks, in every log line of ctx, the fields that would hold a credential
+// should one ever be logged. Nothing logs them today; this keeps a future log line that
+// passes one from printing it.
+func maskSecrets(ctx context.Context) context.Context {
+	return tflog.MaskFieldValuesWithFieldKeys(ctx, "api_key", "api_key_wo", "value", "value_wo", "secret_key", "password")
+}
+
+// redactedURL is a database URL fit for a log: a PostgreSQL URL without its password
+// (and without a password query parameter), an SQLite path as it is.
+func redactedURL(raw string) string {
+	if raw == "" {
+		return "(default SQLite path)"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Scheme == "file" || u.Scheme == "sqlite" {
+		if err != nil && strings.Contains(raw, "://") {
+			return "(unparsable URL)"
+		}
+		return raw
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // env reads a setting from the provider's environment.

@@ -198,6 +198,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 	if !ok {
 		return
 	}
+	ctx = maskSecrets(ctx)
 	timeout, d := plan.Timeouts.Create(ctx, defaultSecretTimeout)
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -309,6 +310,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 	if !ok {
 		return
 	}
+	ctx = maskSecrets(ctx)
 	timeout, d := plan.Timeouts.Update(ctx, defaultSecretTimeout)
 	resp.Diagnostics.Append(d...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -391,6 +393,7 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 				fmt.Sprintf("Secret %s could not be deleted in %s; it is kept in trueforge too. Apply again.\n\nOriginal Error: %s", state.ID.ValueString(), title, err))
 			return
 		}
+		tflog.Debug(ctx, "secret: deleted in the backend", map[string]any{"secret": state.ID.ValueString(), "backend": title})
 	}
 	if err := r.cp.store.DeleteSecret(ctx, state.ID.ValueString()); err != nil && !errors.Is(err, store.ErrNotFound) {
 		addOperationError(&resp.Diagnostics, "Error Deleting Secret", fmt.Sprintf("secret %s", state.ID.ValueString()), err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 )
 
 // db is the store's handle on its database: every query goes through it, so that it is
@@ -132,6 +134,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *txn) error) error {
 			return err
 		}
 		pause := time.Duration(rand.Int64N(int64(attempt) * int64(5*time.Millisecond)))
+		// Seen in Terraform's log (TF_LOG_PROVIDER=DEBUG); a no-op elsewhere.
+		tflog.Debug(ctx, "store: transaction retried", map[string]any{"attempt": attempt, "pause": pause.String(), "error": err.Error()})
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())
