@@ -1,0 +1,378 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// Downloads (GET /sessions/{id}/files/{path}) serve what the agent offered
+// (offer_artifact): the bytes stored with the offer, their SHA-256 checked against the
+// recorded digest before the first byte is sent, with the offer's provenance in headers.
+// With ?workspace=1 a regular file of the session's sandbox is served instead (never a
+// symlink, FIFO, device or directory; at most tools.MaxArtifactBytes), read without
+// provisioning or resuming the sandbox; a workspace file that was offered must still be
+// what was offered (else 409 digest_mismatch). Either needs the agent's
+// sandbox.file_downloads (else 403).
+
+// MaxDownloadBytes caps a download: the cap of an offered file.
+const MaxDownloadBytes = tools.MaxArtifactBytes
+
+// fileJSON is an offered file.
+type fileJSON struct {
+	Path           string    `json:"path"`
+	Size           int64     `json:"size"`
+	SHA256         string    `json:"sha256"`
+	Classification string    `json:"classification"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	Expired        bool      `json:"expired"`
+	SnapshotID     string    `json:"snapshot_id"`
+	SandboxID      string    `json:"sandbox_id"`
+	SourceEvent    int64     `json:"source_event"`
+	Commands       []string  `json:"commands"`
+	OfferedAt      time.Time `json:"offered_at"`
+	URL            string    `json:"url"`
+}
+
+// workspaceJSON lists a directory of the session's sandbox.
+type workspaceJSON struct {
+	SandboxID string          `json:"sandbox_id"`
+	State     string          `json:"state"`
+	Dir       string          `json:"dir"`
+	Entries   []workspaceFile `json:"entries"`
+}
+
+type workspaceFile struct {
+	Path    string    `json:"path"`
+	Type    string    `json:"type"` // file, dir, symlink, fifo, socket, device, other
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mod_time"`
+}
+
+// downloadsAllowed refuses when the session's agent does not offer downloads (or is no
+// longer published, which leaves nothing to say it does).
+func (s *Server) downloadsAllowed(r *http.Request, ss store.Session) error {
+	row, err := s.cfg.Store.GetAgent(r.Context(), ss.Agent)
+	if errors.Is(err, store.ErrNotFound) {
+		return errorf(http.StatusForbidden, CodeDownloadsOff, "the session's agent %q is no longer published, so nothing says it allows downloads", ss.Agent)
+	}
+	if err != nil {
+		return err
+	}
+	spec, err := agentspec.Decode(row.Spec)
+	if err != nil {
+		return fmt.Errorf("agent %q: %w", ss.Agent, err)
+	}
+	if !spec.Sandbox.Enabled || !spec.Sandbox.FileDownloads {
+		return errorf(http.StatusForbidden, CodeDownloadsOff, "agent %q does not allow file downloads (its sandbox.file_downloads is false)", ss.Agent)
+	}
+	return nil
+}
+
+// listFiles lists the files offered in a session (the newest offer of each path) and,
+// with ?workspace=1, a directory (?dir=, default the workspace) of its sandbox.
+func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *caller) error {
+	ss, err := s.ownSession(r, c)
+	if err != nil {
+		return err
+	}
+	if err := s.downloadsAllowed(r, ss); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	arts, err := s.cfg.Store.ListArtifacts(ctx, ss.ID)
+	if err != nil {
+		return err
+	}
+	now := s.cfg.Now()
+	newest := map[string]int{}
+	out := []fileJSON{}
+	for _, a := range arts { // oldest first: a later offer of a path replaces an earlier one
+		f := fileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification, ExpiresAt: a.ExpiresAt.UTC(),
+			Expired: !now.Before(a.ExpiresAt), SnapshotID: a.SnapshotID, SandboxID: a.SandboxID, SourceEvent: a.SourceEvent,
+			Commands: a.Commands, OfferedAt: a.CreatedAt.UTC(), URL: fileURL(ss.ID, a.Path)}
+		if f.Commands == nil {
+			f.Commands = []string{}
+		}
+		if i, ok := newest[a.Path]; ok {
+			out[i] = f
+			continue
+		}
+		newest[a.Path] = len(out)
+		out = append(out, f)
+	}
+	resp := map[string]any{"files": out}
+	if workspaceAsked(r) {
+		ws, err := s.listWorkspace(r, ss)
+		if err != nil {
+			return err
+		}
+		resp["workspace"] = ws
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+func workspaceAsked(r *http.Request) bool {
+	v := r.URL.Query().Get("workspace")
+	return v != "" && v != "0" && v != "false"
+}
+
+// fileURL is where a file of a session downloads from.
+func fileURL(sessionID, p string) string {
+	parts := strings.Split(p, "/")
+	for i, x := range parts {
+		parts[i] = url.PathEscape(x)
+	}
+	return "/api/v1/sessions/" + sessionID + "/files/" + strings.Join(parts, "/")
+}
+
+// sandboxRuntime is the session's sandbox record and runtime, for reading its files: a
+// sandbox that is gone or archived is not read (reading never provisions or resumes).
+func (s *Server) sandboxRuntime(r *http.Request, ss store.Session) (store.SessionSandbox, sandbox.Runtime, error) {
+	ctx := r.Context()
+	rec, err := s.cfg.Store.GetSessionSandbox(ctx, ss.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, nil, errorf(http.StatusNotFound, CodeNoSandbox, "session %s has no sandbox: no turn has needed one yet", ss.ID)
+	}
+	if err != nil {
+		return rec, nil, err
+	}
+	switch rec.State {
+	case store.SandboxStateRunning, store.SandboxStateStopped:
+	case store.SandboxStateDeleted:
+		return rec, nil, errorf(http.StatusNotFound, CodeNoSandbox, "the sandbox of session %s was deleted after being idle; its files are gone (offered files stay downloadable until they expire)", ss.ID)
+	case store.SandboxStateArchived:
+		return rec, nil, errorf(http.StatusConflict, CodeSandboxArchived, "the sandbox of session %s is archived; its files are read again once a turn resumes it", ss.ID)
+	default:
+		return rec, nil, errorf(http.StatusConflict, CodeNoSandbox, "the sandbox of session %s is %s; try again after the next turn", ss.ID, rec.State)
+	}
+	if s.cfg.Runtimes == nil {
+		return rec, nil, errorf(http.StatusNotFound, CodeNoSandbox, "this harness reads no sandboxes")
+	}
+	p, err := s.cfg.Store.GetSandboxProvider(ctx, rec.Provider)
+	if err != nil {
+		return rec, nil, fmt.Errorf("sandbox provider %q of session %s: %w", rec.Provider, ss.ID, err)
+	}
+	rt, err := s.cfg.Runtimes.Runtime(ctx, p)
+	return rec, rt, err
+}
+
+func (s *Server) listWorkspace(r *http.Request, ss store.Session) (*workspaceJSON, error) {
+	rec, rt, err := s.sandboxRuntime(r, ss)
+	if err != nil {
+		return nil, err
+	}
+	dir := r.URL.Query().Get("dir")
+	if dir != "" {
+		if dir, err = cleanFilePath(dir); err != nil {
+			return nil, err
+		}
+	}
+	list, err := rt.ListFiles(r.Context(), rec.SandboxID, dir)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return nil, notFound("directory " + quote(dir) + " of the workspace")
+	}
+	if err != nil {
+		return nil, errorf(http.StatusUnprocessableEntity, CodeNotRegular, "listing %q in sandbox %s: %v", dir, rec.SandboxID, err)
+	}
+	ws := &workspaceJSON{SandboxID: rec.SandboxID, State: rec.State, Dir: dir, Entries: []workspaceFile{}}
+	for _, f := range list {
+		ws.Entries = append(ws.Entries, workspaceFile{Path: f.Path, Type: fileType(f.Mode), Size: f.Size, ModTime: f.ModTime.UTC()})
+	}
+	return ws, nil
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "dir"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "other"
+}
+
+// cleanFilePath is a workspace-relative path as artifacts are recorded (tools.CleanPath),
+// refusing one that leaves the workspace or names it.
+func cleanFilePath(p string) (string, error) {
+	if strings.ContainsRune(p, 0) || strings.Contains(p, `\`) {
+		return "", errorf(http.StatusBadRequest, CodeBadRequest, "path %q holds a NUL or a backslash", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", errorf(http.StatusBadRequest, CodeBadRequest, "path %q leaves the workspace (..)", p)
+		}
+	}
+	c := tools.CleanPath(p)
+	if c == "" || c == "." {
+		return "", errorf(http.StatusBadRequest, CodeBadRequest, "name a file: the path is empty")
+	}
+	return c, nil
+}
+
+// getFile downloads an offered file, or with ?workspace=1 a regular workspace file.
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) error {
+	ss, err := s.ownSession(r, c)
+	if err != nil {
+		return err
+	}
+	if err := s.downloadsAllowed(r, ss); err != nil {
+		return err
+	}
+	p, err := cleanFilePath(r.PathValue("path"))
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	a, err := s.cfg.Store.GetArtifact(ctx, ss.ID, p)
+	offered := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if workspaceAsked(r) {
+		return s.getWorkspaceFile(w, r, ss, p, offered, a)
+	}
+	if !offered {
+		return errorf(http.StatusNotFound, CodeNotOffered, "%s was not offered for download in session %s (ask with ?workspace=1 for a file of the sandbox)", p, ss.ID)
+	}
+	if now := s.cfg.Now(); !now.Before(a.ExpiresAt) {
+		return errorf(http.StatusGone, CodeExpired, "the offer of %s expired at %s", p, a.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if int64(len(a.Content)) > MaxDownloadBytes {
+		return errorf(http.StatusUnprocessableEntity, CodeFileTooLarge, "%s holds %d bytes, over the download cap of %d", p, len(a.Content), MaxDownloadBytes)
+	}
+	sum := sha256.Sum256(a.Content)
+	if hex.EncodeToString(sum[:]) != a.SHA256 || int64(len(a.Content)) != a.Size {
+		s.log.Warn("an offered file does not match its recorded digest", "session", ss.ID, "path", p, "recorded", a.SHA256)
+		return errorf(http.StatusConflict, CodeDigestMismatch, "%s no longer matches the sha256 recorded when it was offered (%s): refusing to hand it out", p, a.SHA256)
+	}
+	s.sendFile(w, p, a.Content, sum, provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID,
+		sourceEvent: a.SourceEvent, expires: a.ExpiresAt})
+	return nil
+}
+
+// getWorkspaceFile serves a regular file of the session's sandbox; an offered path must
+// still hold what was offered.
+func (s *Server) getWorkspaceFile(w http.ResponseWriter, r *http.Request, ss store.Session, p string, offered bool, a store.Artifact) error {
+	rec, rt, err := s.sandboxRuntime(r, ss)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	fi, err := rt.StatFile(ctx, rec.SandboxID, p)
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return notFound("file " + quote(p) + " of the workspace")
+	}
+	if err != nil {
+		return errorf(http.StatusBadRequest, CodeBadRequest, "%s: %v", p, err)
+	}
+	if !fi.Mode.IsRegular() {
+		return errorf(http.StatusUnprocessableEntity, CodeNotRegular, "%s is a %s, not a regular file: only regular files are downloaded, and a symlink is never followed", p, describeType(fi.Mode))
+	}
+	if fi.Size > MaxDownloadBytes {
+		return errorf(http.StatusUnprocessableEntity, CodeFileTooLarge, "%s holds %d bytes, over the download cap of %d", p, fi.Size, MaxDownloadBytes)
+	}
+	data, err := rt.ReadFile(ctx, rec.SandboxID, p, MaxDownloadBytes)
+	switch {
+	case errors.Is(err, sandbox.ErrTooLarge):
+		return errorf(http.StatusUnprocessableEntity, CodeFileTooLarge, "%s grew over the download cap of %d bytes", p, MaxDownloadBytes)
+	case errors.Is(err, sandbox.ErrNotFound):
+		return notFound("file " + quote(p) + " of the workspace")
+	case err != nil && strings.Contains(err.Error(), "refusing"):
+		return errorf(http.StatusUnprocessableEntity, CodeNotRegular, "%s: %v", p, err)
+	case err != nil:
+		return fmt.Errorf("reading %s from sandbox %s: %w", p, rec.SandboxID, err)
+	}
+	sum := sha256.Sum256(data)
+	prov := provenance{classification: tools.DefaultClassfication, snapshot: rec.SnapshotID}
+	if offered {
+		if got := hex.EncodeToString(sum[:]); got != a.SHA256 {
+			return errorf(http.StatusConflict, CodeDigestMismatch, "%s changed in the workspace after it was offered (offered with sha256 %s at %s, now %s): "+
+				"download the offered copy (without ?workspace=1), or ask the agent to offer it again", p, a.SHA256, a.CreatedAt.UTC().Format(time.RFC3339), got)
+		}
+		prov = provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID, sourceEvent: a.SourceEvent, expires: a.ExpiresAt}
+	}
+	s.sendFile(w, p, data, sum, prov)
+	return nil
+}
+
+func describeType(m fs.FileMode) string {
+	switch t := fileType(m); t {
+	case "dir":
+		return "directory"
+	case "fifo":
+		return "named pipe (FIFO)"
+	default:
+		return t
+	}
+}
+
+// provenance is what the download headers say about where a file came from.
+type provenance struct {
+	offered        bool
+	classification string
+	snapshot       string
+	sourceEvent    int64
+	expires        time.Time
+}
+
+// sendFile answers a download: an attachment with its digest and provenance headers.
+func (s *Server) sendFile(w http.ResponseWriter, p string, data []byte, sum [32]byte, prov provenance) {
+	h := w.Header()
+	b64 := base64.StdEncoding.EncodeToString(sum[:])
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	h.Set("Content-Disposition", contentDisposition(path.Base(p)))
+	h.Set("Cache-Control", "private, no-store")
+	h.Set("Digest", "sha-256="+b64)
+	h.Set("Repr-Digest", "sha-256=:"+b64+":")
+	h.Set("X-Trueforge-SHA256", hex.EncodeToString(sum[:]))
+	h.Set("X-Trueforge-Offered", strconv.FormatBool(prov.offered))
+	h.Set("X-Trueforge-Classification", prov.classification)
+	if prov.snapshot != "" {
+		h.Set("X-Trueforge-Snapshot", prov.snapshot)
+	}
+	if prov.sourceEvent > 0 {
+		h.Set("X-Trueforge-Source-Event", strconv.FormatInt(prov.sourceEvent, 10))
+	}
+	if !prov.expires.IsZero() {
+		h.Set("X-Trueforge-Expires", prov.expires.UTC().Format(time.RFC3339))
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+// contentDisposition names the file for saving: an ASCII fallback and the UTF-8 name
+// (RFC 6266), never anything a header could be split with.
+func contentDisposition(name string) string {
+	ascii := strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' || r == ';' {
+			return '_'
+		}
+		return r
+	}, name)
+	return fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, ascii, url.PathEscape(name))
+}

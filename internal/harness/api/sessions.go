@@ -1,0 +1,480 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// agentJSON is an agent a user may run.
+type agentJSON struct {
+	Name           string   `json:"name"`
+	Description    string   `json:"description"`
+	CodeMode       bool     `json:"code_mode"`
+	Skills         []string `json:"skills"`
+	SandboxEnabled bool     `json:"sandbox_enabled"`
+	// Environment is the agent's own environment (null without a sandbox).
+	Environment   *string `json:"environment"`
+	FileDownloads bool    `json:"file_downloads"`
+	Replay        bool    `json:"replay"`
+	// Ready: what the agent needs is published and its environment Ready; NotReady says
+	// why not.
+	Ready    bool   `json:"ready"`
+	NotReady string `json:"not_ready,omitempty"`
+}
+
+// listAgents lists every published agent: any user may run any agent (the MCP servers
+// and the operator's policy decide what it may do for that user).
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	ctx := r.Context()
+	names, err := s.cfg.Store.ListAgentNames(ctx)
+	if err != nil {
+		return err
+	}
+	ready := map[string]string{} // environment -> why it is not Ready ("" when it is)
+	out := []agentJSON{}
+	for _, name := range names {
+		row, err := s.cfg.Store.GetAgent(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted since the list was read
+		}
+		if err != nil {
+			return err
+		}
+		a := agentJSON{Name: name, Skills: []string{}}
+		spec, err := agentspec.Decode(row.Spec)
+		if err != nil {
+			a.NotReady = "its stored spec is not valid; apply its configuration again"
+			out = append(out, a)
+			continue
+		}
+		as := agents.SpecOf(spec)
+		a.Description, a.CodeMode, a.SandboxEnabled = as.Description, as.CodeMode, as.Sandbox.Enabled
+		a.FileDownloads = as.Sandbox.Enabled && as.Sandbox.FileDownloads
+		a.Replay = as.Model.Provider == agentspec.ModelScripted
+		for _, sk := range as.Skills {
+			a.Skills = append(a.Skills, sk.Name)
+		}
+		a.Ready = true
+		if as.Sandbox.Enabled {
+			env := row.Environment
+			a.Environment = &env
+			why, seen := ready[env]
+			if !seen {
+				why = s.envNotReady(ctx, env)
+				ready[env] = why
+			}
+			a.Ready, a.NotReady = why == "", why
+		}
+		out = append(out, a)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+	return nil
+}
+
+// envNotReady says why environment name cannot make sandboxes now ("" when it can).
+func (s *Server) envNotReady(ctx context.Context, name string) string {
+	env, err := s.cfg.Store.GetEnvironment(ctx, name)
+	if err != nil {
+		return fmt.Sprintf("environment %q is not published", name)
+	}
+	snap, err := s.cfg.Store.GetSnapshot(ctx, env.SnapshotID)
+	if err != nil {
+		return fmt.Sprintf("environment %q has no snapshot; apply again to build it", name)
+	}
+	if snap.Status != sandbox.StatusReady {
+		return fmt.Sprintf("environment %q is %s, not Ready", name, snap.Status)
+	}
+	return ""
+}
+
+// environmentJSON is a Ready environment a session may be created on.
+type environmentJSON struct {
+	Name            string `json:"name"`
+	SandboxProvider string `json:"sandbox_provider"`
+	Image           string `json:"image"`
+	CPU             int64  `json:"cpu"`
+	Memory          int64  `json:"memory"` // GB
+	Disk            int64  `json:"disk"`   // GB
+	Reserved        bool   `json:"reserved"`
+}
+
+// listEnvironments lists the Ready environments (only those may be chosen).
+func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request, _ *caller) error {
+	ctx := r.Context()
+	envs, err := s.cfg.Store.ListEnvironments(ctx)
+	if err != nil {
+		return err
+	}
+	out := []environmentJSON{}
+	for _, e := range envs {
+		snap, err := s.cfg.Store.GetSnapshot(ctx, e.SnapshotID)
+		if err != nil || snap.Status != sandbox.StatusReady {
+			continue
+		}
+		out = append(out, environmentJSON{Name: e.Name, SandboxProvider: e.Provider, Image: e.Image, CPU: e.CPU,
+			Memory: e.MemoryGB, Disk: e.DiskGB, Reserved: e.Reserved})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"environments": out})
+	return nil
+}
+
+// sessionJSON is a session as the API shows it.
+type sessionJSON struct {
+	ID    string `json:"id"`
+	Agent string `json:"agent"`
+	Owner string `json:"owner"`
+	// Environment is the one-off environment chosen at creation; null means the agent's.
+	Environment  *string   `json:"environment"`
+	Replay       bool      `json:"replay"`
+	InputTokens  int64     `json:"input_tokens"`
+	OutputTokens int64     `json:"output_tokens"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	// The rest is set for one session (GET /sessions/{id}), not in lists.
+	Running *bool        `json:"running,omitempty"`
+	RunID   string       `json:"run_id,omitempty"`
+	LastSeq *int64       `json:"last_seq,omitempty"`
+	Sandbox *sandboxJSON `json:"sandbox,omitempty"`
+}
+
+type sandboxJSON struct {
+	ID          string    `json:"id"`
+	State       string    `json:"state"`
+	Environment string    `json:"environment"`
+	SnapshotID  string    `json:"snapshot_id"`
+	Generation  int64     `json:"generation"`
+	LastUsedAt  time.Time `json:"last_used_at"`
+}
+
+func sessionOf(ss store.Session) sessionJSON {
+	j := sessionJSON{ID: ss.ID, Agent: ss.Agent, Owner: ss.Owner, Replay: ss.Replay, InputTokens: ss.InputTokens,
+		OutputTokens: ss.OutputTokens, CreatedAt: ss.CreatedAt.UTC(), UpdatedAt: ss.UpdatedAt.UTC()}
+	if ss.Environment != "" {
+		env := ss.Environment
+		j.Environment = &env
+	}
+	return j
+}
+
+// ownSession is the caller's session id: another user's, or none, is 404 alike.
+func (s *Server) ownSession(r *http.Request, c *caller) (store.Session, error) {
+	return s.sessionFor(r, c, false)
+}
+
+// sessionFor reads session {id} for the caller; with adminToo an admin gets any user's.
+func (s *Server) sessionFor(r *http.Request, c *caller, adminToo bool) (store.Session, error) {
+	id := r.PathValue("id")
+	ss, err := s.cfg.Store.GetSession(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, notFound("session " + quote(id))
+	}
+	if err != nil {
+		return store.Session{}, err
+	}
+	if ss.Owner != c.user.Name && !(adminToo && c.user.Admin) {
+		// The same answer as a missing session: no existence oracle.
+		return store.Session{}, notFound("session " + quote(id))
+	}
+	return ss, nil
+}
+
+// createRequest is POST /api/v1/sessions's body.
+type createRequest struct {
+	Agent       string `json:"agent"`
+	Environment string `json:"environment,omitempty"`
+}
+
+// createSession starts a session of an agent for the caller, optionally on a one-off
+// Ready environment (only for an agent with a sandbox).
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c *caller) error {
+	var req createRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := required("agent", req.Agent); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	a, err := agents.Load(ctx, s.cfg.Store, req.Agent)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return errorf(http.StatusUnprocessableEntity, CodeUnknownAgent, "agent %q is not published; GET /api/v1/agents lists the agents", req.Agent)
+	case errors.Is(err, agents.ErrNotReady):
+		return errorf(http.StatusUnprocessableEntity, CodeAgentNotReady, "%s", err.Error())
+	case err != nil:
+		return err
+	}
+	if req.Environment != "" {
+		if !a.Spec.Sandbox.Enabled {
+			return errorf(http.StatusUnprocessableEntity, CodeBadEnvironment, "agent %q has no sandbox (sandbox.enabled is false), so it runs on no environment; create the session without \"environment\"", a.Name)
+		}
+		if why := s.envNotReady(ctx, req.Environment); why != "" {
+			return errorf(http.StatusUnprocessableEntity, CodeBadEnvironment, "%s; only a Ready environment may be chosen (GET /api/v1/environments lists them)", why)
+		}
+	}
+	ss := store.Session{ID: "s-" + randomHex(8), Agent: a.Name, Owner: c.user.Name, Replay: a.IsReplay(), Environment: req.Environment}
+	if err := s.cfg.Store.CreateSession(ctx, ss); err != nil {
+		return err
+	}
+	if ss, err = s.cfg.Store.GetSession(ctx, ss.ID); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/v1/sessions/"+ss.ID)
+	writeJSON(w, http.StatusCreated, sessionOf(ss))
+	return nil
+}
+
+// listSessions lists the caller's sessions, newest first; ?all=1 lists everyone's (admins
+// only); ?agent= keeps one agent's.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c *caller) error {
+	owner := c.user.Name
+	if all := r.URL.Query().Get("all"); all != "" && all != "0" && all != "false" {
+		if !c.user.Admin {
+			return errorf(http.StatusForbidden, CodeAdminOnly, "only an admin may list every user's sessions (?all=1)")
+		}
+		owner = ""
+	}
+	ss, err := s.cfg.Store.ListSessions(r.Context(), owner, r.URL.Query().Get("agent"))
+	if err != nil {
+		return err
+	}
+	out := make([]sessionJSON, 0, len(ss))
+	for _, x := range ss {
+		out = append(out, sessionOf(x))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
+	return nil
+}
+
+// getSession is one of the caller's sessions with its running run, last event and
+// sandbox.
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c *caller) error {
+	ss, err := s.ownSession(r, c)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	j := sessionOf(ss)
+	running := false
+	if run, err := s.cfg.Store.RunningRun(ctx, ss.ID); err == nil {
+		running, j.RunID = true, run.ID
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	j.Running = &running
+	last, err := s.lastSeq(ctx, ss.ID)
+	if err != nil {
+		return err
+	}
+	j.LastSeq = &last
+	if rec, err := s.cfg.Store.GetSessionSandbox(ctx, ss.ID); err == nil {
+		j.Sandbox = &sandboxJSON{ID: rec.SandboxID, State: rec.State, Environment: rec.Environment, SnapshotID: rec.SnapshotID,
+			Generation: rec.Generation, LastUsedAt: rec.LastUsedAt.UTC()}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
+// lastSeq is the seq of a session's last event (0 for none).
+func (s *Server) lastSeq(ctx context.Context, sessionID string) (int64, error) {
+	var n int64
+	err := s.cfg.Store.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?`, sessionID).Scan(&n)
+	return n, err
+}
+
+// deleteSession deletes a session with its sandbox, artifacts and log, as `sessions
+// delete` does: not while a run is live. An admin may delete anyone's (audited).
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c *caller) error {
+	ss, err := s.sessionFor(r, c, true)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	s.mu.Lock()
+	lr := s.runs[ss.ID]
+	s.mu.Unlock()
+	if lr != nil {
+		return errorf(http.StatusConflict, CodeBusy, "session %s is running turn %s; cancel it (POST /api/v1/sessions/%s/cancel), then delete the session", ss.ID, lr.id, ss.ID)
+	}
+	// Runs of dead harnesses are ended first; a live one elsewhere keeps the session.
+	if _, err := runner.Repair(ctx, s.cfg.Store, ss.ID, lifecycle.ProcessOwner(), 0); err != nil {
+		if errors.Is(err, runner.ErrBusy) {
+			return errorf(http.StatusConflict, CodeBusy, "session %s is in use, so it was not deleted: %v", ss.ID, err)
+		}
+		return err
+	}
+	if s.cfg.Sandboxes != nil {
+		if err := s.cfg.Sandboxes.Delete(ctx, ss.ID); err != nil {
+			return fmt.Errorf("deleting the sandbox of session %s: %w", ss.ID, err)
+		}
+	}
+	if err := s.cfg.Store.DeleteSession(ctx, ss.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if ss.Owner != c.user.Name {
+		if _, err := s.cfg.Store.AppendAudit(context.WithoutCancel(ctx), store.AuditEntry{Actor: c.user.Name, Action: store.AuditSessionDelete,
+			Target: ss.ID, Detail: fmt.Sprintf("session of user %q, agent %q, created %s", ss.Owner, ss.Agent, ss.CreatedAt.UTC().Format(time.RFC3339))}); err != nil {
+			s.log.Error("the audit log did not take an admin's delete", "session", ss.ID, "admin", c.user.Name, "err", err)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// messageRequest is POST /sessions/{id}/messages's body.
+type messageRequest struct {
+	Text string `json:"text"`
+}
+
+// postMessage sends a message: the turn runs in this process, not tied to the request,
+// and the answer (202, the run's id) comes once the run has started (its row and the
+// user message committed). A second message while a run is live is 409.
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *caller) error {
+	ss, err := s.ownSession(r, c)
+	if err != nil {
+		return err
+	}
+	var req messageRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := required("text", req.Text); err != nil {
+		return err
+	}
+	runID := runner.NewRunID()
+	runCtx, cancel := context.WithCancel(s.runCtx)
+	lr := &liveRun{id: runID, cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	switch {
+	case s.closing:
+		s.mu.Unlock()
+		cancel()
+		return errorf(http.StatusServiceUnavailable, CodeUnavailable, "the harness is shutting down; send the message again in a moment (another replica may take it)")
+	case s.runs[ss.ID] != nil:
+		busy := s.runs[ss.ID].id
+		s.mu.Unlock()
+		cancel()
+		return errorf(http.StatusConflict, CodeBusy, "session %s is running turn %s; wait for it to finish (its run_finished event) or cancel it, then send the message again", ss.ID, busy)
+	}
+	s.runs[ss.ID] = lr
+	s.wg.Add(1)
+	s.mu.Unlock()
+	release := func() {
+		s.mu.Lock()
+		if s.runs[ss.ID] == lr {
+			delete(s.runs, ss.ID)
+		}
+		s.mu.Unlock()
+		cancel()
+		close(lr.done)
+		s.wg.Done()
+	}
+
+	rn, err := s.cfg.Runner(r.Context(), ss.Agent, ss.Owner)
+	if err != nil {
+		release()
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return errorf(http.StatusUnprocessableEntity, CodeUnknownAgent, "the session's agent %q is no longer published", ss.Agent)
+		case errors.Is(err, agents.ErrNotReady):
+			return errorf(http.StatusUnprocessableEntity, CodeAgentNotReady, "%s", err.Error())
+		}
+		return errorf(http.StatusUnprocessableEntity, CodeAgentNotReady, "the agent cannot run: %v", err)
+	}
+	h := s.hubFor(ss.ID)
+	started := make(chan struct{})
+	var once sync.Once
+	emit := func(e runner.Event) {
+		if !e.Partial {
+			once.Do(func() { close(started) })
+			s.metrics.observe(e.Kind, e.Payload)
+		}
+		h.emit(runID, e)
+	}
+	result := make(chan error, 1)
+	go func() {
+		defer release()
+		defer s.dropHub(ss.ID, h)
+		out, err := rn.RunAs(runCtx, runID, ss.ID, req.Text, emit)
+		h.end()
+		select {
+		case <-started:
+			s.metrics.runFinished(out.Status)
+			if err != nil {
+				s.log.Warn("run ended with an error", "session", ss.ID, "run", runID, "err", err)
+			}
+		default:
+		}
+		result <- err
+	}()
+	select {
+	case <-started:
+	case err := <-result:
+		select {
+		case <-started: // it started and ended at once
+		default:
+			switch {
+			case errors.Is(err, runner.ErrBusy), errors.Is(err, store.ErrRunning):
+				return errorf(http.StatusConflict, CodeBusy, "%s", err.Error())
+			case errors.Is(err, store.ErrNotFound):
+				return notFound("session " + quote(ss.ID))
+			case err == nil:
+				err = errors.New("the run ended before it started")
+			}
+			return err
+		}
+	}
+	s.metrics.runStarted()
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": runID})
+	return nil
+}
+
+// cancelRun cancels the session's running turn: at once when this process runs it,
+// else by asking through the run's row, which the replica running it reads at its next
+// heartbeat (within runner.DefaultHeartbeatEvery).
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) error {
+	ss, err := s.ownSession(r, c)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	lr := s.runs[ss.ID]
+	s.mu.Unlock()
+	if lr != nil {
+		lr.cancel()
+		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": lr.id, "where": "this replica"})
+		return nil
+	}
+	ctx := r.Context()
+	run, err := s.cfg.Store.RunningRun(ctx, ss.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return errorf(http.StatusConflict, CodeNotRunning, "session %s has no running turn to cancel", ss.ID)
+	}
+	if err != nil {
+		return err
+	}
+	ok, err := s.cfg.Store.RequestCancel(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errorf(http.StatusConflict, CodeNotRunning, "session %s has no running turn to cancel (run %s just ended)", ss.ID, run.ID)
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"run_id": run.ID, "where": "another process (" + run.Owner + "); it cancels at its next heartbeat"})
+	return nil
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
