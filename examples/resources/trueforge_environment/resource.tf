@@ -29,5 +29,6 @@ resource "trueforge_environment" "python" {
   timeouts = {
     create = "20m"
     update = "20m"
+    delete = "30m" # deleting removes its unreferenced snapshots from the backend
   }
 }
