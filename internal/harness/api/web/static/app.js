@@ -28,12 +28,16 @@ const state = {
   draftEnv: '', // '' = the agent's own environment
   es: null,
   esGen: 0,
+  esOpen: Promise.resolve(), // settles when the event stream is open
   lastSeq: 0,
   live: false,
   sending: false,
   cancelling: false,
   pendingRun: null,
   finishedRuns: new Set(),
+  knownRunning: null, // GET /sessions/{id}'s running, when it says
+  replayUpTo: null, // its last_seq: events up to it are history
+  deltaOffsets: false, // deltas carry byte offsets (so a reconnect replaces, not repeats)
   view: null, // rendering state of the open conversation (see newView)
 };
 
@@ -74,6 +78,20 @@ async function api(method, path, body) {
 
 const sessionPath = (id) => '/sessions/' + encodeURIComponent(id);
 
+// me is who is signed in ({user, admin, csrf}), from /login or /me (which may name the
+// fields name and csrf_token).
+function me(d) {
+  d = d || {};
+  return { user: d.user ?? d.name ?? '', admin: !!d.admin, csrf: d.csrf ?? d.csrf_token ?? '' };
+}
+
+// listOf reads a list answer: a bare array, or an object holding it under key.
+function listOf(d, key) {
+  if (Array.isArray(d)) return d;
+  if (d && Array.isArray(d[key])) return d[key];
+  return [];
+}
+
 // ---------------------------------------------------------------------------------
 // Sign in / out
 
@@ -81,7 +99,7 @@ async function boot() {
   fillIcons(document.body);
   wireStatic();
   try {
-    state.me = await api('GET', '/me');
+    state.me = me(await api('GET', '/me'));
   } catch (e) {
     state.me = null;
     if (e.status !== 401) showLoginError(e.message);
@@ -112,7 +130,7 @@ async function login(ev) {
   $('login-submit').disabled = true;
   showLoginError('');
   try {
-    state.me = await api('POST', '/login', { token });
+    state.me = me(await api('POST', '/login', { token }));
     $('token').value = '';
     await enterApp();
   } catch (e) {
@@ -152,10 +170,11 @@ async function enterApp() {
     api('GET', '/agents').catch((e) => (toast(e.message, 'error'), [])),
     api('GET', '/environments').catch(() => []),
   ]);
-  state.agents = agents || [];
-  state.envs = envs || [];
+  state.agents = listOf(agents, 'agents');
+  state.envs = listOf(envs, 'environments');
   const saved = localStorage.getItem('trueforge.agent');
-  state.draftAgent = state.agents.some((a) => a.name === saved) ? saved : state.agents[0]?.name || '';
+  const usable = state.agents.filter((a) => a.ready !== false);
+  state.draftAgent = usable.some((a) => a.name === saved) ? saved : (usable[0] || state.agents[0])?.name || '';
   fillAgentSelect();
   await refreshSessions();
   await route();
@@ -167,7 +186,7 @@ async function enterApp() {
 async function refreshSessions() {
   try {
     const list = await api('GET', '/sessions');
-    state.sessions = (list || []).slice().sort((a, b) => stamp(b) - stamp(a));
+    state.sessions = listOf(list, 'sessions').slice().sort((a, b) => stamp(b) - stamp(a));
   } catch (e) {
     if (e.status !== 401) toast(e.message, 'error');
   }
@@ -262,6 +281,8 @@ function newChat() {
   closeStream();
   state.session = null;
   state.live = false;
+  state.knownRunning = null;
+  state.replayUpTo = null;
   state.draftEnv = '';
   state.view = newView();
   clear($('conversation'));
@@ -276,6 +297,10 @@ function openSession(s) {
   closeStream();
   state.session = s;
   state.live = false;
+  // What GET /sessions/{id} says of the run: the log up to last_seq is history, and a
+  // user_message in it makes the page live only when the session is running.
+  state.knownRunning = typeof s.running === 'boolean' ? s.running : null;
+  state.replayUpTo = typeof s.last_seq === 'number' ? s.last_seq : null;
   state.lastSeq = 0;
   state.pendingRun = null;
   state.finishedRuns = new Set();
@@ -284,6 +309,10 @@ function openSession(s) {
   $('empty').hidden = true;
   renderHeader();
   renderSessions();
+  if (state.knownRunning) {
+    state.pendingRun = s.run_id || null;
+    setLive(true);
+  }
   updateComposer();
   connect(s.id);
 }
@@ -294,7 +323,7 @@ function renderHeader() {
   const sub = clear($('chat-sub'));
   if (s) {
     const agent = agentByName(s.agent);
-    const env = s.environment || (agent && agent.sandbox_enabled ? agent.environment : '');
+    const env = s.environment || (s.sandbox && s.sandbox.environment) || (agent && agent.sandbox_enabled ? agent.environment : '');
     append(sub, [s.agent, env ? ` · ${env}` : '', ' · ', h('time', { datetime: s.created_at, title: fullTime(s.created_at) }, relTime(s.created_at))]);
   }
   $('files-btn').hidden = !s;
@@ -343,7 +372,9 @@ const skillName = (s) => (typeof s === 'string' ? s : s && s.name) || '';
 
 function fillAgentSelect() {
   const sel = clear($('agent'));
-  for (const a of state.agents) sel.append(h('option', { value: a.name }, a.name));
+  for (const a of state.agents) {
+    sel.append(h('option', { value: a.name, disabled: a.ready === false, title: a.not_ready || null }, a.ready === false ? `${a.name} (not ready)` : a.name));
+  }
   sel.value = state.draftAgent;
   sel.disabled = !state.agents.length;
 }
@@ -408,6 +439,9 @@ async function send(ev) {
       history.pushState(null, '', '#/s/' + encodeURIComponent(created.id));
       openSession(s);
       refreshSessions();
+      // Listen before speaking, so that the first answer's text streams in from its
+      // first word (deltas are not stored; a stream that joins late gets only the rest).
+      await Promise.race([state.esOpen, new Promise((r) => setTimeout(r, 3000))]);
     }
     const sid = state.session.id;
     const res = await api('POST', sessionPath(sid) + '/messages', { text });
@@ -535,14 +569,17 @@ function connect(id) {
   state.es = es;
   let dropped = false;
   const alive = () => gen === state.esGen;
+  let opened;
+  state.esOpen = new Promise((resolve) => (opened = resolve));
   es.onopen = () => {
+    opened();
     if (!alive()) return;
-    if (dropped) {
-      // Deltas are not replayed: the text streamed so far is dropped, and the
-      // committed model_message brings the whole step's text.
+    if (dropped && !state.deltaOffsets) {
+      // Deltas without offsets cannot be placed after a gap: the text streamed so far
+      // is dropped, and the committed model_message brings the whole step's text.
       resetStream();
-      dropped = false;
     }
+    dropped = false;
     setConn('');
   };
   es.onerror = () => {
@@ -599,6 +636,9 @@ function setConn(mode) {
 }
 
 function onEvent(kind, ev) {
+  // The harness's "error" kind shares its name with EventSource's own error event (a
+  // dropped connection), which carries no data.
+  if (typeof ev.data !== 'string') return;
   const seq = Number(ev.lastEventId);
   if (Number.isFinite(seq) && seq > 0) {
     if (seq <= state.lastSeq) return; // shown already
@@ -623,6 +663,10 @@ function onUnnamed(ev) {
   }
 }
 
+// A delta is {stream, delta (or text), offset}: a chunk of the running step's text
+// ("text") or of a command's output ("stdout", "stderr"), at a byte offset in it. Offset
+// 0 starts the text afresh: after a reconnect the server sends the step's text so far
+// that way, so it replaces what the page had rather than repeating it.
 function onDelta(ev) {
   let d;
   try {
@@ -630,18 +674,39 @@ function onDelta(ev) {
   } catch {
     return;
   }
-  if (!d || typeof d.text !== 'string') return;
+  const chunk = d && (typeof d.delta === 'string' ? d.delta : d.text);
+  if (typeof chunk !== 'string') return;
+  if (typeof d.offset === 'number') state.deltaOffsets = true;
   if (d.stream && d.stream !== 'text') {
-    liveOutput(d.stream, d.text);
+    liveOutput(d.stream, chunk, d.offset);
     return;
   }
   const g = group();
   if (!g.stream) {
-    g.stream = { text: '', el: h('div.agent-text.streaming') };
+    g.stream = { text: '', bytes: 0, el: h('div.agent-text.streaming', { dataset: { streamed: 'true' } }) };
     g.body.append(g.stream.el);
   }
-  g.stream.text += d.text;
+  place(g.stream, chunk, d.offset);
   scheduleStreamPaint(g.stream);
+}
+
+const utf8 = new TextEncoder();
+const fromUTF8 = new TextDecoder();
+
+// place puts chunk at byte offset of buf ({text, bytes}); without an offset it appends.
+function place(buf, chunk, offset) {
+  const n = utf8.encode(chunk).length;
+  if (typeof offset !== 'number' || offset >= buf.bytes) {
+    // At the end (or past it, after a gap the committed message will fill).
+    buf.text += chunk;
+    buf.bytes += n;
+  } else if (offset === 0) {
+    buf.text = chunk;
+    buf.bytes = n;
+  } else {
+    buf.text = fromUTF8.decode(utf8.encode(buf.text).slice(0, offset)) + chunk;
+    buf.bytes = offset + n;
+  }
 }
 
 let paintQueued = null;
@@ -708,7 +773,8 @@ function renderEvent(kind, p, seq) {
         $('chat-title').textContent = clip(state.view.title, 120);
       }
       $('conversation').append(h('div.turn.user', { dataset: { seq } }, h('div.bubble', markdownPlain(p.text))));
-      setLive(true);
+      const history = state.replayUpTo !== null && seq <= state.replayUpTo;
+      if (!history || state.knownRunning !== false) setLive(true);
       scrollToBottom();
       break;
     }
@@ -787,7 +853,7 @@ function renderEvent(kind, p, seq) {
       }
       break;
     case 'cancelled':
-      addToGroup(notice('stop', 'quiet', ['Cancelled', p.reason && p.reason !== 'cancelled' ? `: ${p.reason}` : '.']));
+      addToGroup(notice('stop', 'quiet', ['Cancelled. Running commands were stopped; the chat goes on with your next message.'])).title = p.reason || '';
       stopPendingSteps('cancelled');
       break;
     case 'error':
@@ -940,7 +1006,7 @@ function stepFor(id, name, rawArgs) {
   let st = v.steps.get(id);
   if (st) return st;
   const args = parseArgs(rawArgs);
-  const status = h('span.step-status', h('span.spinner', { 'aria-label': 'running' }));
+  const status = h('span.step-status', h('span.spinner', { 'aria-hidden': 'true' }), 'running');
   const sum = h('span.step-sum', clip(toolSummary(name, args), 160));
   const mcp = h('ul.mcp-calls', { hidden: true });
   const body = h('div.step-body', argsView(name, args));
@@ -970,28 +1036,29 @@ function section(label, ...content) {
   return h('div.step-sec', h('div.sec-label', label), content);
 }
 
-function liveOutput(stream, text) {
+function liveOutput(stream, text, offset) {
   const st = state.view.lastStep;
   if (!st || !st.el.classList.contains('running')) return;
   if (!st.output) {
-    st.output = { pre: h('pre.live-output'), text: '' };
+    st.output = { pre: h('pre.live-output'), streams: {} };
     st.body.append(section('Output so far', st.output.pre));
   }
-  st.output.text = (st.output.text + text).slice(-20000);
-  st.output.pre.textContent = st.output.text;
+  const buf = (st.output.streams[stream] ||= { text: '', bytes: 0 });
+  place(buf, text, offset);
+  st.output.pre.textContent = Object.values(st.output.streams).map((b) => b.text).join('').slice(-20000);
 }
 
 function finishStep(p) {
   const st = stepFor(p.id, p.name, '{}');
+  const cancelled = p.is_error && /cancel/i.test(firstLine(p.text || ''));
   st.el.classList.remove('running');
-  st.el.classList.add(p.is_error ? 'error' : 'ok');
+  st.el.classList.add(cancelled ? 'stopped' : p.is_error ? 'error' : 'ok');
   clear(st.status);
-  let label = p.is_error ? 'failed' : 'done';
-  if (p.is_error && /cancel/i.test(firstLine(p.text || ''))) label = 'cancelled';
+  let label = cancelled ? 'cancelled' : p.is_error ? 'failed' : 'done';
   const m = /^exit_code: (-?\d+)/.exec(p.text || '');
   if (st.name === 'exec' && m) label = m[1] === '0' ? 'exit 0' : `exit ${m[1]}`;
   if (/\(timed out\)/.test(firstLine(p.text || ''))) label += ' · timed out';
-  st.status.append(icon(p.is_error ? 'alert' : 'check'), label);
+  st.status.append(icon(cancelled ? 'stop' : p.is_error ? 'alert' : 'check'), label);
   if (st.output) st.output.pre.closest('.step-sec').remove();
   const text = p.text || '';
   st.body.append(section(p.is_error ? 'Error' : 'Result', text ? h('pre', text) : h('p.muted', '(empty)'),
@@ -1040,21 +1107,23 @@ function fileCard(a) {
   const sid = state.session.id;
   const href = filePath(sid, a.path);
   const exp = a.expires_at ? Date.parse(a.expires_at) : NaN;
-  const expired = isFinite(exp) && exp <= Date.now();
+  const expired = a.expired === true || (isFinite(exp) && exp <= Date.now());
   const sha = String(a.sha256 || '');
   const name = baseName(a.path);
   const meta = h('div.file-meta',
     h('span', formatBytes(a.size)),
     sha ? h('button.hash', { type: 'button', title: `SHA-256 ${sha} (click to copy)`, 'aria-label': `Copy the SHA-256 digest ${sha}`, dataset: { sha256: sha }, onclick: (ev) => copyHash(ev, sha) },
       h('span.hash-label', 'sha256'), h('code', sha.slice(0, 12)), icon('copy')) : null,
-    isFinite(exp) ? h('span', { title: fullTime(a.expires_at), class: expired ? 'expired' : null }, expired ? 'expired' : `expires ${relTime(a.expires_at)}`) : null,
-    a.classification ? h('span.badge.class-' + a.classification, a.classification) : null);
+    isFinite(exp) ? h('span', { title: fullTime(a.expires_at), class: expired ? 'expired' : null }, expired ? 'expired' : `expires ${relTime(a.expires_at)}`) : null);
   const link = expired
     ? h('span.btn.small.disabled', icon('download'), 'Expired')
     : h('a.btn.small.file-download', { href, download: name, dataset: { sha256: sha, path: a.path }, rel: 'noopener' }, icon('download'), 'Download');
   return h('div.file-card', { dataset: { path: a.path } },
     h('div.file-icon', icon('file')),
-    h('div.file-main', expired ? h('span.file-name', a.path) : h('a.file-name', { href, download: name }, a.path), meta),
+    h('div.file-main',
+      h('div.file-title', expired ? h('span.file-name', a.path) : h('a.file-name', { href, download: name }, a.path),
+        a.classification ? h('span.badge.class-' + a.classification, { title: 'Classification of the file' }, a.classification) : null),
+      meta),
     link);
 }
 
@@ -1086,7 +1155,7 @@ async function toggleFiles() {
   $('files-btn').setAttribute('aria-expanded', 'true');
   clear(panel).append(h('p.muted.small', 'Loading…'));
   try {
-    const files = (await api('GET', sessionPath(state.session.id) + '/files')) || [];
+    const files = listOf(await api('GET', sessionPath(state.session.id) + '/files'), 'files');
     clear(panel).append(h('div.files-head', h('strong', 'Files'), h('button.icon-btn', { type: 'button', 'aria-label': 'Close', onclick: closeFiles }, icon('x'))));
     if (!files.length) panel.append(h('p.muted.small', 'No files offered in this chat yet.'));
     for (const f of files) panel.append(fileCard(f));

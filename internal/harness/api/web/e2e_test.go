@@ -1,0 +1,659 @@
+package web_test
+
+// The web page end to end, in headless Chromium (Debian's chromium package), driven
+// through the Chrome DevTools Protocol with chromedp: the real API server (api.New) on
+// loopback with the real store, a user and its token, and a scripted agent on the local
+// sandbox backend. See docs/guides/web-chat.md ("Tested in a real browser").
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api/web"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+func TestMain(m *testing.M) {
+	backends.ReexecMain() // the local backend re-executes this test binary as its helpers
+	os.Exit(m.Run())
+}
+
+// report is the file the code turn writes and offers.
+const report = "city,temp_c\nParis,21\nOslo,12\nLisbon,24\n"
+
+// findBrowser is the Chromium to drive: $CHROMIUM, else chromium (Debian's package) or
+// another Chromium or Chrome on PATH. Without one the test skips, unless
+// TRUEFORGE_REQUIRE_BROWSER=1 (make test sets it, after scripts/deps.sh --tests
+// installed chromium): then it fails, naming the package to install.
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no Chromium found (looked for $CHROMIUM, chromium, chromium-browser, google-chrome); install Debian's chromium package (apt-get install -y chromium, or scripts/deps.sh --tests)"
+	if os.Getenv("TRUEFORGE_REQUIRE_BROWSER") == "1" {
+		t.Fatalf("TRUEFORGE_REQUIRE_BROWSER=1: %s", msg)
+	}
+	t.Skipf("skipping the browser test: %s; TRUEFORGE_REQUIRE_BROWSER=1 makes this a failure", msg)
+	return ""
+}
+
+// screenshotDir is .tmp/screenshots of the repository (gitignored).
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+	out := filepath.Join(dir, ".tmp", "screenshots")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type e2e struct {
+	t       *testing.T
+	ctx     context.Context
+	st      *store.Store
+	srv     *httptest.Server
+	base    string
+	token   string
+	sid     string // the chat's session, once it exists
+	shots   string
+	console chan string
+}
+
+func TestWebPageEndToEnd(t *testing.T) {
+	chrome := findBrowser(t)
+	env := harnesstest.NewEnv(t) // skips without bubblewrap, as every sandbox test does
+	st := env.Store
+	ctx := context.Background()
+
+	// A scripted agent: an answer with no code, then a code turn that writes, checks and
+	// offers a file, then a turn that runs a long command (cancelled).
+	turns := []map[string]any{
+		{"text": "Paris is the **capital of France**, on the Seine."},
+		{"text": "I will build the table in a sandbox.", "tool_calls": []any{
+			map[string]any{"name": "write_file", "arguments": map[string]any{"path": "out/report.csv", "content": report}},
+			map[string]any{"name": "exec", "arguments": map[string]any{"command": "sha256sum out/report.csv && wc -l out/report.csv"}},
+		}},
+		{"tool_calls": []any{map[string]any{"name": "offer_artifact", "arguments": map[string]any{"path": "out/report.csv", "classification": "internal"}}}},
+		{"text": "Here is `out/report.csv`: three cities, mean 19 °C."},
+		{"text": "Starting the long job.", "tool_calls": []any{
+			map[string]any{"name": "exec", "arguments": map[string]any{"command": "sleep 60", "timeout_seconds": 300}},
+		}},
+	}
+	harnesstest.AddAgent(t, st, "analyst", "default", harnesstest.AgentSpec{
+		"description": "Answers questions about your data; runs Python in a sandbox when it needs to.",
+		"model":       harnesstest.Script(turns...),
+		"sandbox":     harnesstest.Sandbox("default", 30, 60, 120),
+	})
+	harnesstest.AddAgent(t, st, "helper", "", harnesstest.AgentSpec{
+		"description": "A plain chat assistant with no sandbox.",
+		"model":       harnesstest.Script(map[string]any{"text": "Hello."}),
+	})
+	// Environments: a Ready one the Tools menu lists, a Building one it must not.
+	harnesstest.AddEnvironment(t, st, "analytics", "Ready")
+	harnesstest.AddEnvironment(t, st, "gpu", "Building")
+
+	token, hash, err := api.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateUser(ctx, "alice", false, hash); err != nil {
+		t.Fatal(err)
+	}
+
+	manager := lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: env.Runtime}})
+	srv := api.New(api.Config{
+		Store:     st,
+		Sandboxes: manager,
+		Runtimes:  harnesstest.Source{C: env.Runtime},
+		Web:       web.Handler(),
+		Runner: func(ctx context.Context, agent, user string) (*runner.Runner, error) {
+			a, err := agents.Load(ctx, st, agent)
+			if err != nil {
+				return nil, err
+			}
+			m, err := a.NewModel(agents.ModelOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, Sandboxes: manager}}, nil
+		},
+	})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	})
+
+	// The browser: headless, its own profile, no sandbox of its own (tests often run as
+	// root or in a container without user namespaces; the page it loads is ours).
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 800), chromedp.Flag("lang", "en-US"))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("starting %s: %v", chrome, err)
+	}
+	tctx, cancel := context.WithTimeout(bctx, 4*time.Minute)
+	t.Cleanup(cancel)
+
+	x := &e2e{t: t, ctx: tctx, st: st, srv: ts, base: ts.URL + "/", token: token, shots: screenshotDir(t), console: make(chan string, 256)}
+	// Uncaught exceptions and console errors of the page fail the test at the end
+	// (a fetch that got 401 before signing in is expected, and logged as a failed load).
+	go func() {
+		for m, err := range chromedp.Console(tctx) {
+			if err != nil {
+				return
+			}
+			if m.IsException() || (m.Type == chromedp.ConsoleError && !strings.Contains(m.Text, "Failed to load resource")) {
+				select {
+				case x.console <- m.String():
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		for {
+			select {
+			case m := <-x.console:
+				t.Errorf("the page logged: %s", m)
+			default:
+				return
+			}
+		}
+	})
+
+	x.signIn(token)
+	x.toolsMenu()
+	sid := x.answerTurn()
+	x.codeTurn(sid)
+	x.download(sid)
+	x.screenshots("chat")
+	x.cancelTurn(sid)
+	x.pastSessions(sid)
+	x.signOut()
+}
+
+// do runs actions, failing the test (with a screenshot) on error.
+func (x *e2e) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	x.t.Helper()
+	if err := chromedp.Do(x.ctx, actions...); err != nil {
+		x.fail(what, err)
+	}
+}
+
+// fail stops the test with what the page showed.
+func (x *e2e) fail(what string, err error) {
+	x.t.Helper()
+	shot := filepath.Join(x.shots, "failure.png")
+	if buf, serr := chromedp.Run(x.ctx, chromedp.CaptureScreenshot()); serr == nil {
+		_ = os.WriteFile(shot, buf, 0o644)
+	}
+	text, _ := chromedp.Run(x.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	var log strings.Builder
+	if x.sid != "" {
+		evs, _ := x.st.Events(context.Background(), x.sid, 0)
+		for _, e := range evs {
+			fmt.Fprintf(&log, "  %d %s %.300s\n", e.Seq, e.Kind, e.Payload)
+		}
+	}
+	x.t.Fatalf("%s: %v\nscreenshot: %s\npage text:\n%s\nsession log:\n%s", what, err, shot, text, log.String())
+}
+
+// wait polls a JavaScript expression until it is truthy.
+func (x *e2e) wait(what, expr string, timeout time.Duration) {
+	x.t.Helper()
+	_, err := chromedp.Run(x.ctx, chromedp.Poll[bool]("!!("+expr+")",
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	if err != nil {
+		x.fail("waiting until "+what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression into T.
+func eval[T any](x *e2e, expr string) T {
+	x.t.Helper()
+	v, err := chromedp.Run(x.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		x.fail("evaluating "+expr, err)
+	}
+	return v
+}
+
+// enter presses Enter as a keyboard does (a keydown with no character of its own).
+var enter = chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+	for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+		if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, input.DispatchKeyEventParams{
+			Type: typ, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+})
+
+// send types a message and presses Enter.
+func (x *e2e) send(text string) {
+	x.t.Helper()
+	x.do("sending "+text, chromedp.WaitEnabled(chromedp.ID("input")), chromedp.Focus(chromedp.ID("input")),
+		chromedp.SendKeys(chromedp.ID("input"), text), enter)
+}
+
+// viewport sets the window size and the colour scheme.
+func viewport(w, h int64, dark bool) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		scheme := "light"
+		if dark {
+			scheme = "dark"
+		}
+		if _, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		}); err != nil {
+			return err
+		}
+		opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+		if w < 600 {
+			opts = []chromedp.EmulateViewportOption{chromedp.EmulateScale(2), chromedp.EmulateMobile, chromedp.EmulatePortrait}
+		}
+		_, err := chromedp.EmulateViewport(w, h, opts...)(ctx, t)
+		return err
+	})
+}
+
+var desktop = viewport(1280, 800, false)
+
+// clearField empties an input or textarea as a user would (with an input event).
+func clearField(id string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(e => { e.value = ''; e.dispatchEvent(new Event('input')); })(document.getElementById(%q))`, id))
+}
+
+// shot writes a screenshot of the viewport at w×h to .tmp/screenshots/NAME.png.
+func (x *e2e) shot(name string, w, h int64, dark bool) {
+	x.t.Helper()
+	x.do("resizing for "+name, viewport(w, h, dark), chromedp.Sleep(300*time.Millisecond),
+		chromedp.Evaluate[chromedp.Void](`(s => s && (s.scrollTop = s.scrollHeight))(document.getElementById('scroller'))`))
+	buf, err := chromedp.Run(x.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		x.fail("screenshot "+name, err)
+	}
+	p := filepath.Join(x.shots, name+".png")
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		x.t.Fatal(err)
+	}
+	x.t.Logf("screenshot: %s", p)
+}
+
+// screenshots takes the set a person looks at: desktop and phone, light and dark.
+func (x *e2e) screenshots(prefix string) {
+	x.t.Helper()
+	x.shot(prefix+"-desktop", 1280, 800, false)
+	x.shot(prefix+"-desktop-dark", 1280, 800, true)
+	x.shot(prefix+"-phone", 390, 844, false)
+	x.shot(prefix+"-phone-dark", 390, 844, true)
+	x.do("back to desktop", desktop)
+}
+
+func (x *e2e) signIn(token string) {
+	x.t.Helper()
+	x.do("opening the page", desktop, chromedp.Navigate(x.base), chromedp.WaitVisible(chromedp.ID("token")))
+	x.shot("login-desktop", 1280, 800, false)
+	x.shot("login-phone", 390, 844, false)
+	// A wrong token is refused with a message, and nothing else happens.
+	x.do("a wrong token", desktop, chromedp.SendKeys(chromedp.ID("token"), "tfu_wrong"), chromedp.Click(chromedp.ID("login-submit")))
+	x.wait("the wrong token is refused", `!document.getElementById('login-error').hidden`, 10*time.Second)
+	x.do("signing in", clearField("token"), chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("login-submit")))
+	x.wait("the chat page", `!document.getElementById('shell').hidden && document.getElementById('me-name').textContent === 'alice'`, 10*time.Second)
+	// The token is gone from the page; the session is a cookie the page cannot read.
+	if v := eval[string](x, `document.getElementById('token').value + document.cookie`); v != "" {
+		x.t.Errorf("after sign-in the page still holds %q", v)
+	}
+	if got := eval[[]string](x, `[...document.querySelectorAll('#agent option')].map(o => o.value)`); strings.Join(got, ",") != "analyst,helper" {
+		x.t.Errorf("agent menu %v, want analyst and helper", got)
+	}
+}
+
+// toolsMenu: Tools → Environment lists the Ready environments only, picks one for a new
+// chat (a chip shows it) and goes back to the agent's; an agent without a sandbox has
+// none to pick.
+func (x *e2e) toolsMenu() {
+	x.t.Helper()
+	x.do("opening Tools", chromedp.Click(chromedp.ID("tools-btn")), chromedp.WaitVisible(chromedp.ID("panel-env")))
+	envs := eval[[]string](x, `[...document.querySelectorAll('#panel-env .env-opt')].map(l => l.dataset.env)`)
+	if strings.Join(envs, ",") != ",analytics" {
+		x.t.Errorf("Environment tab lists %q, want the agent's default and analytics (Ready), not gpu (Building)", envs)
+	}
+	x.shot("tools-environment-desktop", 1280, 800, false)
+	x.do("picking analytics", desktop, chromedp.Click(chromedp.CSS(`label.env-opt[data-env="analytics"]`)))
+	x.wait("the environment chip", `document.getElementById('env-chip').textContent.includes('analytics')`, 5*time.Second)
+	x.do("back to the agent's environment", chromedp.Click(chromedp.CSS(`#env-chip .chip-x`)))
+	x.wait("no environment chip", `document.getElementById('env-chip').hidden`, 5*time.Second)
+
+	// helper has no sandbox: its Environment tab says so and offers nothing.
+	x.do("choosing helper", chromedp.SetValue(chromedp.ID("agent"), "helper"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('agent').dispatchEvent(new Event('change'))`),
+		chromedp.Click(chromedp.ID("tools-btn")), chromedp.WaitVisible(chromedp.ID("panel-env")))
+	if n := eval[int](x, `document.querySelectorAll('#panel-env .env-opt').length`); n != 0 {
+		x.t.Errorf("helper (no sandbox) offers %d environments", n)
+	}
+	if txt := eval[string](x, `document.getElementById('panel-env').textContent`); !strings.Contains(txt, "without a sandbox") {
+		x.t.Errorf("helper's Environment tab says %q", txt)
+	}
+	x.do("back to analyst", chromedp.KeyEvent("\x1b"), chromedp.SetValue(chromedp.ID("agent"), "analyst"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('agent').dispatchEvent(new Event('change'))`))
+	x.wait("the Tools menu closed", `document.getElementById('tools-menu').hidden`, 5*time.Second)
+}
+
+// answerTurn starts a chat whose first answer streams and needs no sandbox.
+func (x *e2e) answerTurn() string {
+	x.t.Helper()
+	x.send("What is the capital of France?")
+	x.wait("the session in the address", `/^#\/s\/./.test(location.hash)`, 15*time.Second)
+	x.wait("the answer", `[...document.querySelectorAll('.turn.agent .agent-text')].some(e => e.textContent.includes('capital of France'))`, 20*time.Second)
+	x.wait("the turn's end", `!document.getElementById('send').hidden && document.querySelector('.turn-meta')`, 20*time.Second)
+	sid := eval[string](x, `decodeURIComponent(location.hash.slice(4))`)
+	x.sid = sid
+	// It came as a stream of deltas, then the committed text replaced it.
+	if !eval[bool](x, `!!document.querySelector('.agent-text[data-streamed] strong')`) {
+		x.t.Error("the answer did not stream (no streamed text, or its Markdown was not rendered)")
+	}
+	if n := eval[int](x, `document.querySelectorAll('.notice.sandbox').length`); n != 0 {
+		x.t.Errorf("%d sandbox notices after a turn that ran no code", n)
+	}
+	if n := eval[int](x, `document.querySelectorAll('.turn.user').length`); n != 1 {
+		x.t.Errorf("%d user messages shown, want 1", n)
+	}
+	x.assertNoSandbox(sid)
+	return sid
+}
+
+func (x *e2e) assertNoSandbox(sid string) {
+	x.t.Helper()
+	evs, err := x.st.Events(context.Background(), sid, 0)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Kind == events.KindSandboxProvisioned {
+			x.t.Errorf("the answer turn provisioned a sandbox (event %d)", e.Seq)
+		}
+	}
+}
+
+// codeTurn: the sandbox notice appears with the code turn (only there), the steps are
+// collapsed with a summary and open to their arguments and result, and the offered file
+// has a card.
+func (x *e2e) codeTurn(sid string) {
+	x.t.Helper()
+	x.send("Make me a table of the temperatures.")
+	x.wait("the live state", `!document.getElementById('cancel').hidden || document.querySelectorAll('.turn-meta').length >= 2`, 10*time.Second)
+	x.wait("the offered file", `document.querySelector('.file-card a.file-download')`, 60*time.Second)
+	x.wait("the turn's end", `!document.getElementById('send').hidden && document.querySelectorAll('.turn-meta').length >= 2`, 30*time.Second)
+	perTurn := eval[[]int](x, `[...document.querySelectorAll('.turn.agent')].map(g => g.querySelectorAll('.notice.sandbox').length)`)
+	if len(perTurn) != 2 || perTurn[0] != 0 || perTurn[1] != 1 {
+		x.t.Errorf("sandbox notices per agent turn %v, want [0 1]: none for the answer, one for the code turn", perTurn)
+	}
+	steps := eval[[]string](x, `[...document.querySelectorAll('.step')].map(s => s.dataset.tool + ':' + s.className + ':' + s.querySelector('.step-sum').textContent)`)
+	want := []string{"write_file:step ok:out/report.csv", "exec:step ok:sha256sum out/report.csv", "offer_artifact:step ok:out/report.csv"}
+	if len(steps) != len(want) {
+		x.t.Fatalf("steps %q, want %q", steps, want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(steps[i], want[i]) {
+			x.t.Errorf("step %d is %q, want it to start %q", i, steps[i], want[i])
+		}
+	}
+	if eval[bool](x, `[...document.querySelectorAll('.step')].some(s => s.open)`) {
+		x.t.Error("a tool step is open before it was clicked")
+	}
+	x.do("opening the exec step", chromedp.Click(chromedp.CSS(`.step[data-tool="exec"] > summary`)))
+	body := eval[string](x, `document.querySelector('.step[data-tool="exec"] .step-body').textContent`)
+	sum := sha256.Sum256([]byte(report))
+	for _, wantText := range []string{"sha256sum out/report.csv", "exit_code: 0", hex.EncodeToString(sum[:])} {
+		if !strings.Contains(body, wantText) {
+			x.t.Errorf("the opened exec step lacks %q: %q", wantText, body)
+		}
+	}
+	if s := eval[string](x, `document.querySelector('.step[data-tool="exec"] .step-status').textContent`); s != "exit 0" {
+		x.t.Errorf("exec step status %q, want exit 0", s)
+	}
+	card := eval[string](x, `document.querySelector('.file-card').textContent`)
+	for _, wantText := range []string{"out/report.csv", fmt.Sprintf("%d B", len(report)), hex.EncodeToString(sum[:])[:12], "expires in", "internal"} {
+		if !strings.Contains(card, wantText) {
+			x.t.Errorf("the file card lacks %q: %q", wantText, card)
+		}
+	}
+	if got := eval[string](x, `document.querySelector('.file-card .hash').dataset.sha256`); got != hex.EncodeToString(sum[:]) {
+		x.t.Errorf("the card's copyable digest is %q", got)
+	}
+}
+
+// download clicks the card's Download and checks the bytes against the card's digest,
+// the server's header and what the sandbox wrote.
+func (x *e2e) download(sid string) {
+	x.t.Helper()
+	dir := x.t.TempDir()
+	if _, err := chromedp.CallBrowser(x.ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true),
+	}); err != nil {
+		x.fail("allowing downloads", err)
+	}
+	begin := chromedp.BrowserEvents(x.ctx, browser.DownloadWillBegin)
+	progress := chromedp.BrowserEvents(x.ctx, browser.DownloadProgress)
+	x.do("clicking Download", chromedp.Click(chromedp.CSS(`.file-card a.file-download`)))
+	var guid, name string
+	for ev, err := range begin {
+		if err != nil {
+			x.fail("waiting for the download to begin", err)
+		}
+		guid, name = ev.GUID, ev.SuggestedFilename
+		break
+	}
+	for ev, err := range progress {
+		if err != nil {
+			x.fail("waiting for the download", err)
+		}
+		if ev.GUID != guid {
+			continue
+		}
+		if ev.State == browser.DownloadProgressStateCanceled {
+			x.fail("the download", errors.New("the browser cancelled it"))
+		}
+		if ev.State == browser.DownloadProgressStateCompleted {
+			break
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(dir, guid))
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	sum := sha256.Sum256(got)
+	digest := hex.EncodeToString(sum[:])
+	want := sha256.Sum256([]byte(report))
+	if string(got) != report || digest != hex.EncodeToString(want[:]) {
+		x.t.Errorf("downloaded %q (sha256 %s), want the report the sandbox wrote", got, digest)
+	}
+	if name != "report.csv" {
+		x.t.Errorf("the download is named %q, want report.csv", name)
+	}
+	if card := eval[string](x, `document.querySelector('.file-card .hash').dataset.sha256`); card != digest {
+		x.t.Errorf("the card says sha256 %s, the download is %s", card, digest)
+	}
+	// The server's digest header agrees (read as a script would, with the token); the
+	// link is no use without the page's cookie or a token.
+	url := strings.TrimSuffix(x.base, "/") + eval[string](x, `document.querySelector('.file-card a.file-download').getAttribute('href')`)
+	for _, bearer := range []string{x.token, ""} {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			x.t.Fatal(err)
+		}
+		res.Body.Close()
+		switch {
+		case bearer != "" && (res.StatusCode != http.StatusOK || res.Header.Get("X-Trueforge-SHA256") != digest):
+			x.t.Errorf("GET %s with the token: %d, X-Trueforge-SHA256 %q, want 200 and %s", url, res.StatusCode, res.Header.Get("X-Trueforge-SHA256"), digest)
+		case bearer == "" && res.StatusCode != http.StatusUnauthorized:
+			x.t.Errorf("GET %s with no credentials: %d, want 401", url, res.StatusCode)
+		}
+	}
+	x.t.Logf("downloaded %s (%d bytes, sha256 %s) through the page", name, len(got), digest)
+}
+
+// cancelTurn starts a turn running sleep 60 and cancels it from the page.
+func (x *e2e) cancelTurn(sid string) {
+	x.t.Helper()
+	x.send("Run the long job.")
+	x.wait("Cancel while the run is live", `!document.getElementById('cancel').hidden && document.getElementById('send').hidden`, 10*time.Second)
+	x.wait("the running sleep", `document.querySelector('.step.running[data-tool="exec"]')`, 30*time.Second)
+	// Enter does not send while the run is live.
+	x.do("typing during the run", chromedp.SendKeys(chromedp.ID("input"), "not yet"), enter)
+	if v := eval[string](x, `document.getElementById('input').value`); v != "not yet" {
+		x.t.Errorf("Enter during a live run sent or dropped the draft (the box holds %q)", v)
+	}
+	x.shot("live-desktop", 1280, 800, false)
+
+	// The connection drops mid-turn: the page says it is reconnecting, the browser
+	// resumes after the last event it got, and nothing is shown twice.
+	before := eval[string](x, `JSON.stringify([document.querySelectorAll('.turn').length, document.querySelectorAll('.step').length, document.querySelectorAll('.agent-body > *').length])`)
+	x.srv.CloseClientConnections()
+	x.wait("the reconnecting badge", `!document.getElementById('conn').hidden && document.getElementById('conn').textContent.includes('Reconnecting')`, 5*time.Second)
+	x.shot("reconnecting-desktop", 1280, 800, false)
+	x.wait("the stream back", `document.getElementById('conn').hidden`, 15*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	if after := eval[string](x, `JSON.stringify([document.querySelectorAll('.turn').length, document.querySelectorAll('.step').length, document.querySelectorAll('.agent-body > *').length])`); after != before {
+		x.t.Errorf("after the reconnect the page shows [turns, steps, items] %s, before it %s", after, before)
+	}
+
+	started := time.Now()
+	x.do("clicking Cancel", chromedp.Click(chromedp.ID("cancel")))
+	x.wait("the run's end", `!document.getElementById('send').hidden && document.getElementById('cancel').hidden`, 30*time.Second)
+	if d := time.Since(started); d > 20*time.Second {
+		x.t.Errorf("the cancel took %s", d)
+	}
+	x.wait("the cancelled notice", `[...document.querySelectorAll('.notice')].some(n => n.textContent.startsWith('Cancelled'))`, 5*time.Second)
+	if eval[bool](x, `!!document.querySelector('.step.running')`) {
+		x.t.Error("a step still shows as running after the cancel")
+	}
+	x.shot("cancelled-desktop", 1280, 800, false)
+	x.do("clearing the draft", clearField("input"))
+
+	evs, err := x.st.Events(context.Background(), sid, 0)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	var status string
+	for _, e := range evs {
+		if p, ok := events.As[events.RunFinished](e.Kind, e.Payload); ok {
+			status = p.Status
+		}
+	}
+	if status != store.RunCancelled {
+		x.t.Errorf("the last run finished %q, want cancelled", status)
+	}
+}
+
+// pastSessions: the chat is in the sidebar; after a reload (still signed in by the
+// cookie) opening it draws the log again, each event once.
+func (x *e2e) pastSessions(sid string) {
+	x.t.Helper()
+	sel := fmt.Sprintf(`a.session-item[data-id=%q]`, sid)
+	x.wait("the chat in the sidebar", `document.querySelector('`+sel+`')`, 10*time.Second)
+	x.do("a new chat", chromedp.Click(chromedp.ID("new-chat")))
+	x.wait("an empty chat", `!document.getElementById('empty').hidden && document.querySelectorAll('.turn').length === 0`, 5*time.Second)
+	x.do("reloading", chromedp.Reload())
+	x.wait("still signed in", `!document.getElementById('shell').hidden && document.querySelector('`+sel+`')`, 15*time.Second)
+	if txt := eval[string](x, `document.querySelector('`+sel+`').textContent`); !strings.Contains(txt, "analyst") {
+		x.t.Errorf("the sidebar item says %q, want the agent", txt)
+	}
+	x.do("opening the past chat", chromedp.Click(chromedp.CSS(sel)))
+	x.wait("its three turns", `document.querySelectorAll('.turn.user').length === 3 && document.querySelectorAll('.turn-meta').length === 3`, 15*time.Second)
+	time.Sleep(time.Second) // anything repeated would arrive by now
+	evs, err := x.st.Events(context.Background(), sid, 0)
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	var calls int
+	for _, e := range evs {
+		if e.Kind == events.KindToolCall {
+			calls++
+		}
+	}
+	counts := eval[map[string]int](x, `({users: document.querySelectorAll('.turn.user').length, steps: document.querySelectorAll('.step').length,
+		sandbox: document.querySelectorAll('.notice.sandbox').length, files: document.querySelectorAll('.conversation .file-card').length,
+		live: document.getElementById('cancel').hidden ? 0 : 1})`)
+	want := map[string]int{"users": 3, "steps": calls, "sandbox": 1, "files": 1, "live": 0}
+	if b, _ := json.Marshal(counts); string(b) != string(must(json.Marshal(want))) {
+		x.t.Errorf("the reopened chat shows %s, want %s (each event once)", b, must(json.Marshal(want)))
+	}
+	x.shot("reopened-phone", 390, 844, false)
+	x.do("opening the drawer", chromedp.Click(chromedp.ID("open-drawer")), chromedp.Sleep(400*time.Millisecond))
+	x.shot("sessions-phone-drawer", 390, 844, false)
+	x.do("closing the drawer", chromedp.Click(chromedp.ID("close-drawer")), desktop)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func (x *e2e) signOut() {
+	x.t.Helper()
+	x.do("signing out", chromedp.Click(chromedp.ID("sign-out")))
+	x.wait("the sign-in form", `!document.getElementById('login').hidden`, 10*time.Second)
+	x.do("reloading", chromedp.Reload())
+	x.wait("the sign-in form after a reload", `!document.getElementById('login').hidden`, 10*time.Second)
+}
