@@ -30,6 +30,8 @@ fi
 # The tests of a shared control plane start throwaway PostgreSQL clusters (internal/pgtest);
 # deps.sh installed PostgreSQL, so here they must run, never skip.
 export TRUEFORGE_REQUIRE_POSTGRES=1
+# Likewise chromium, for the web page's end-to-end test (internal/harness/api/web).
+export TRUEFORGE_REQUIRE_BROWSER=1
 
 # Third CLI: Terraform 1.13, which has resource identity (Terraform 1.11 has none, so the
 # identity tests skip there). Its build (about 4 minutes the first time) and its tests
