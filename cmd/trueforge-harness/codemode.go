@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/codemode"
 )
 
 // waitCodeModes waits, before the harness exits, for MCP calls that Code Mode scripts
@@ -16,14 +18,17 @@ import (
 // most the longest call timeout an agent may set; Ctrl-C stops the wait (the calls
 // then stay recorded as unknown).
 func (h *harness) waitCodeModes() {
-	if len(h.codeModes) == 0 {
+	h.mu.Lock()
+	modes := slices.Clone(h.codeModes)
+	h.mu.Unlock()
+	if len(modes) == 0 {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, agentspec.MaxCodeCallTimeoutSeconds*time.Second)
 	defer cancel()
-	for _, m := range h.codeModes {
+	for _, m := range modes {
 		quick, qcancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		err := m.Wait(quick)
 		qcancel()
@@ -36,4 +41,12 @@ func (h *harness) waitCodeModes() {
 			return
 		}
 	}
+}
+
+// idleMode reports whether a Code Mode tool has no MCP call in flight (its scripts'
+// calls all ended), so nothing is left to wait for.
+func idleMode(m *codemode.Mode) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	return m.Wait(ctx) == nil
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"slices"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -50,7 +52,7 @@ func newRootCmd() *cobra.Command {
 		"who you are, checked against a session's owner (default $TRUEFORGE_OWNER, else the OS user); on PostgreSQL you are the database role, and a different --owner is refused")
 	root.PersistentFlags().StringVar(&g.policyFile, "policy", os.Getenv("TRUEFORGE_POLICY"),
 		"the operator's rules for MCP calls, a JSON file (default $TRUEFORGE_POLICY; none: allowed_tools alone decides); see docs/guides/mcp-policy.md")
-	root.AddCommand(newRunCmd(g), newChatCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newServeCmd(g), newDBCmd(g), newVersionCmd())
+	root.AddCommand(newRunCmd(g), newChatCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newServeCmd(g), newUsersCmd(g), newDBCmd(g), newVersionCmd())
 	return root
 }
 
@@ -75,8 +77,10 @@ type harness struct {
 	// policy is the operator's MCP policy (nil: none).
 	policy *policy.Policy
 	// codeModes are the Code Mode tools of the runners this process made: close waits
-	// for the MCP calls their scripts left running, so each outcome is recorded.
+	// for the MCP calls their scripts left running, so each outcome is recorded. mu
+	// guards them and policy: serve builds runners for concurrent requests.
 	codeModes []*codemode.Mode
+	mu        sync.Mutex
 }
 
 func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) {
@@ -208,8 +212,15 @@ func (f *runFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print events as JSON lines instead of text")
 }
 
-// runner loads an agent and builds its runner, refusing clearly when it cannot run.
+// runner loads an agent and builds its runner for the caller, refusing clearly when it
+// cannot run.
 func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*runner.Runner, error) {
+	return h.runnerFor(ctx, agentName, h.me, f)
+}
+
+// runnerFor builds agent's runner for user, on whose behalf its MCP servers are called
+// (the API's user, for serve). Safe for concurrent use.
+func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runFlags) (*runner.Runner, error) {
 	a, err := agents.Load(ctx, h.store, agentName)
 	if err != nil {
 		return nil, err
@@ -220,17 +231,21 @@ func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*r
 	}
 	// The policy is read when an agent is about to run, so a broken file stops the run
 	// before anything is called, and never a command that runs no agent.
+	h.mu.Lock()
 	if h.g.policyFile != "" && h.policy == nil {
 		if h.policy, err = policy.Load(h.g.policyFile); err != nil {
+			h.mu.Unlock()
 			return nil, fmt.Errorf("--policy (TRUEFORGE_POLICY): %w", err)
 		}
 	}
+	pol := h.policy
+	h.mu.Unlock()
 	x := &tools.Executor{Store: h.store, Sandboxes: h.manager}
 	var ts *mcptools.Toolset
 	if len(a.Spec.MCPServers) > 0 {
-		opts := mcptools.Options{Logger: h.logger, Version: version, User: h.me, Agent: a.Name}
-		if h.policy != nil {
-			opts.Policy = h.policy
+		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name}
+		if pol != nil {
+			opts.Policy = pol
 		}
 		ts = mcptools.New(a.Spec.MCPServers, opts)
 		x.MCP = ts
@@ -242,7 +257,15 @@ func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*r
 		}
 		cm := codemode.New(m, h.logger)
 		x.Code = cm
+		h.mu.Lock()
+		// A long-running serve makes a runner per message: keep only the modes that may
+		// still have calls in flight.
+		h.codeModes = slices.DeleteFunc(h.codeModes, idleMode)
 		h.codeModes = append(h.codeModes, cm)
+		h.mu.Unlock()
+	}
+	if f == nil {
+		f = &runFlags{}
 	}
 	return &runner.Runner{
 		Store: h.store, Agent: a, Model: m, Logger: h.logger, Tools: x,
