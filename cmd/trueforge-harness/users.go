@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// newUsersCmd is `trueforge-harness users`: the people (or programs) who use the HTTP
+// API that `serve` serves, each with an API token. Every change is recorded in the admin
+// audit log, with the caller (--owner, the OS user, or on PostgreSQL the role) as actor.
+func newUsersCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "users",
+		Short: "Manage the HTTP API's users and their tokens",
+		Long: "Users call the HTTP API that `trueforge-harness serve` serves, with `Authorization: Bearer <token>`; a user's\n" +
+			"name owns the sessions it starts. A token is shown once, when it is made, and stored only as its SHA-256.\n" +
+			"User names follow PostgreSQL role names here: lower-case letters, digits and _, at most 63, starting with a\n" +
+			"letter or _. See docs/guides/http-api.md.",
+	}
+	var admin bool
+	add := &cobra.Command{
+		Use:   "add NAME [--admin]",
+		Short: "Add a user and print its API token, once",
+		Args:  cobra.ExactArgs(1),
+		RunE: g.withStore(func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
+			name := cmd.Flags().Arg(0)
+			if err := store.CheckUserName(name); err != nil {
+				return err
+			}
+			token, hash, err := api.NewToken()
+			if err != nil {
+				return err
+			}
+			if err := st.CreateUser(ctx, name, admin, hash); err != nil {
+				if errors.Is(err, store.ErrAlreadyExists) {
+					return fmt.Errorf("user %q exists already; `trueforge-harness users token %s` gives it a new token", name, name)
+				}
+				return err
+			}
+			role := "user"
+			if admin {
+				role = "admin"
+			}
+			g.audit(ctx, cmd, st, store.AuditUserAdd, name, "added as "+role+" with the CLI")
+			fmt.Fprintf(cmd.ErrOrStderr(), "added %s %q. Its API token follows; it is shown only now (the harness keeps only its hash):\n", role, name)
+			fmt.Fprintln(cmd.OutOrStdout(), token)
+			return nil
+		}),
+	}
+	add.Flags().BoolVar(&admin, "admin", false, "an admin: lists and deletes every user's sessions, reads the audit log and /metrics")
+
+	rotate := &cobra.Command{
+		Use:   "token NAME",
+		Short: "Give a user a new API token (the old one stops working at once) and print it, once",
+		Args:  cobra.ExactArgs(1),
+		RunE: g.withStore(func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
+			name := cmd.Flags().Arg(0)
+			token, hash, err := api.NewToken()
+			if err != nil {
+				return err
+			}
+			if err := st.SetUserToken(ctx, name, hash); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("no user %q; `trueforge-harness users list` lists them", name)
+				}
+				return err
+			}
+			g.audit(ctx, cmd, st, store.AuditUserToken, name, "token rotated with the CLI")
+			fmt.Fprintf(cmd.ErrOrStderr(), "user %q has a new API token; the old one no longer works. The token follows, shown only now:\n", name)
+			fmt.Fprintln(cmd.OutOrStdout(), token)
+			return nil
+		}),
+	}
+
+	var output string
+	list := &cobra.Command{
+		Use:   "list [-o table|json]",
+		Short: "List the users",
+		Args:  cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("-o %q: use table or json", output)
+			}
+			return nil
+		},
+		RunE: g.withStore(func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
+			users, err := st.ListUsers(ctx)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				type userJSON struct {
+					Name           string    `json:"name"`
+					Admin          bool      `json:"admin"`
+					CreatedAt      time.Time `json:"created_at"`
+					TokenRotatedAt time.Time `json:"token_rotated_at"`
+				}
+				list := make([]userJSON, 0, len(users))
+				for _, u := range users {
+					list = append(list, userJSON{u.Name, u.Admin, u.CreatedAt.UTC(), u.TokenRotatedAt.UTC()})
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(list)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED\tTOKEN ROTATED")
+			for _, u := range users {
+				adm := "no"
+				if u.Admin {
+					adm = "yes"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, adm, u.CreatedAt.UTC().Format(time.RFC3339), u.TokenRotatedAt.UTC().Format(time.RFC3339))
+			}
+			return tw.Flush()
+		}),
+	}
+	list.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+
+	remove := &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a user: its token and its web logins stop working at once (its sessions stay)",
+		Args:  cobra.ExactArgs(1),
+		RunE: g.withStore(func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
+			name := cmd.Flags().Arg(0)
+			logins, _ := st.CountLogins(ctx, name)
+			if err := st.DeleteUser(ctx, name); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("no user %q; `trueforge-harness users list` lists them", name)
+				}
+				return err
+			}
+			g.audit(ctx, cmd, st, store.AuditUserRemove, name, fmt.Sprintf("removed with the CLI; %d web logins ended", logins))
+			fmt.Fprintf(cmd.OutOrStdout(), "removed user %q: its token no longer works and its %d web logins ended. Its sessions stay, owned by %q (an admin deletes them with DELETE /api/v1/sessions/ID)\n",
+				name, logins, name)
+			return nil
+		}),
+	}
+	cmd.AddCommand(add, rotate, list, remove)
+	return cmd
+}
+
+// audit records a user change made with the CLI; the change stands even if the log
+// does not take it, which is said.
+func (g *globals) audit(ctx context.Context, cmd *cobra.Command, st *store.Store, action, target, detail string) {
+	actor, err := g.identity(st)
+	if err != nil || actor == "" {
+		actor = "unknown"
+	}
+	if _, err := st.AppendAudit(ctx, store.AuditEntry{Actor: actor, Action: action, Target: target, Detail: detail}); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the change was made, but the audit log did not take it: %v\n", err)
+	}
+}
