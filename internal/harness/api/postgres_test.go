@@ -1,0 +1,70 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// On a PostgreSQL control plane, as a harness role (a member of trueforge_harness, not
+// the tables' owner): users, logins, sessions and runs live in the shared database, a
+// rotated token is dead at once for every replica, and another user's session is 404.
+func TestOnPostgreSQL(t *testing.T) {
+	c := pgtest.Get(t)
+	admin := c.Database(t)
+	ctx := context.Background()
+	owner, err := store.Open(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	role := c.Role(t, "harness")
+	must(t, owner.ApplyRoles(ctx, store.HarnessRole, role))
+	seedNoSandbox(t, owner)
+	harnesstest.AddAgent(t, owner, "talker", "", harnesstest.AgentSpec{"model": script(text("Hello from PostgreSQL."))})
+	asHarness, err := store.Open(ctx, c.URL(pgtest.Name(admin), role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asHarness.Close()
+
+	f := newFixture(t, fixtureOpts{st: asHarness})
+	sid := f.newSession("alice", "talker")
+	evs, stop := f.stream("alice", sid, "")
+	defer stop()
+	f.send("alice", sid, "hi")
+	seen := committed(until(t, evs, 10*time.Second, runFinished))
+	if len(seen) != 4 || !strings.Contains(seen[1].data, "Hello from PostgreSQL.") {
+		t.Fatalf("stream: %v", kindsOf(seen))
+	}
+	want(t, "bob reads alice's session", f.req("GET", "/api/v1/sessions/"+sid, "bob", nil), http.StatusNotFound, api.CodeNotFound)
+	want(t, "bob deletes alice's session", f.req("DELETE", "/api/v1/sessions/"+sid, "bob", nil), http.StatusNotFound, api.CodeNotFound)
+
+	// A second replica on the same database knows the same users and logins.
+	other, err := store.Open(ctx, c.URL(pgtest.Name(admin), role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	g := newFixture(t, fixtureOpts{st: other, noUsers: true})
+	g.tokens = f.tokens
+	login := f.req("POST", "/api/v1/login", "", map[string]any{"token": f.tokens["alice"]})
+	want(t, "login on replica A", login, http.StatusOK, "")
+	r, _ := http.NewRequest("GET", g.ts.URL+"/api/v1/sessions/"+sid, nil)
+	r.AddCookie(login.Cookies()[0])
+	want(t, "the login cookie on replica B", g.do(r), http.StatusOK, "")
+	_, hash, _ := api.NewToken()
+	must(t, owner.SetUserToken(ctx, "alice", hash))
+	want(t, "the rotated-out token on replica B", g.req("GET", "/api/v1/me", "alice", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+	want(t, "bob deletes alice's session on replica B", g.req("DELETE", "/api/v1/sessions/"+sid, "bob", nil), http.StatusNotFound, api.CodeNotFound)
+	if _, err := asHarness.GetSession(ctx, sid); err != nil {
+		t.Fatalf("alice's session after bob's delete: %v", err)
+	}
+}
