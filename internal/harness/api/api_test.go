@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -566,6 +567,22 @@ func TestEventStreamKeepAlive(t *testing.T) {
 	evs, stop := f.stream("alice", sid, "")
 	defer stop()
 	until(t, evs, 5*time.Second, func(e sse) bool { return e.event == "keep-alive" })
+}
+
+// A stream outlives the server's ReadTimeout (serve sets one for requests).
+func TestEventStreamOutlivesReadTimeout(t *testing.T) {
+	f := newFixture(t, fixtureOpts{cfg: func(c *api.Config) { c.KeepAlive = 50 * time.Millisecond }})
+	harnesstest.AddAgent(t, f.st, "talker", "", harnesstest.AgentSpec{"model": script(text("Hi."))})
+	f.ts.Close()
+	f.ts = httptest.NewUnstartedServer(f.srv)
+	f.ts.Config.ReadTimeout = 200 * time.Millisecond
+	f.ts.Start()
+	sid := f.newSession("alice", "talker")
+	evs, stop := f.stream("alice", sid, "")
+	defer stop()
+	time.Sleep(600 * time.Millisecond)
+	f.send("alice", sid, "hi")
+	until(t, evs, 5*time.Second, runFinished)
 }
 
 // Metrics: an admin's (or public), counting runs, steps and requests.
