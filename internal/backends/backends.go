@@ -11,7 +11,6 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 )
 
 // Registry maps sandbox provider types to backends.
@@ -19,7 +18,9 @@ type Registry map[string]sandbox.Backend
 
 // Default is every backend of this build, with its defaults.
 func Default() Registry {
-	return Registry{local.Type: local.NewBackend(), daytona.Type: daytona.NewBackend()}
+	r := Registry{daytona.Type: daytona.NewBackend()}
+	addPlatformBackends(r)
+	return r
 }
 
 // Types lists the registry's types, sorted: the catalog a sandbox provider's type is
