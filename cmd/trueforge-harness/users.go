@@ -60,7 +60,7 @@ func newUsersCmd(g *globals) *cobra.Command {
 
 	rotate := &cobra.Command{
 		Use:   "token NAME",
-		Short: "Give a user a new API token (the old one stops working at once) and print it, once",
+		Short: "Give a user a new API token (the old one and its web logins stop working at once) and print it, once",
 		Args:  cobra.ExactArgs(1),
 		RunE: g.withStore(func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
 			name := cmd.Flags().Arg(0)
@@ -68,14 +68,15 @@ func newUsersCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := st.SetUserToken(ctx, name, hash); err != nil {
+			ended, err := st.SetUserToken(ctx, name, hash)
+			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return fmt.Errorf("no user %q; `trueforge-harness users list` lists them", name)
 				}
 				return err
 			}
-			g.audit(ctx, cmd, st, store.AuditUserToken, name, "token rotated with the CLI")
-			fmt.Fprintf(cmd.ErrOrStderr(), "user %q has a new API token; the old one no longer works. The token follows, shown only now:\n", name)
+			g.audit(ctx, cmd, st, store.AuditUserToken, name, fmt.Sprintf("token rotated with the CLI; %d web logins ended", ended))
+			fmt.Fprintf(cmd.ErrOrStderr(), "user %q has a new API token; the old one no longer works, and its %d web logins ended. The token follows, shown only now:\n", name, ended)
 			fmt.Fprintln(cmd.OutOrStdout(), token)
 			return nil
 		}),

@@ -113,16 +113,27 @@ func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
 }
 
 // SetUserToken replaces a user's token hash: the old token stops working at once (every
-// request looks its token up afresh). The user's logins (cookie sessions) stay.
-func (s *Store) SetUserToken(ctx context.Context, name, tokenHash string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE users SET token_hash = ?, token_rotated_at = ? WHERE name = ?`, tokenHash, s.stamp(), name)
-	if err != nil {
-		return fmt.Errorf("rotating the token of user %q: %w", name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("user %q: %w", name, ErrNotFound)
-	}
-	return nil
+// request looks its token up afresh), and so do the logins (cookie sessions) made with
+// it, since a token is rotated when it may have leaked. It returns how many logins
+// ended.
+func (s *Store) SetUserToken(ctx context.Context, name, tokenHash string) (int64, error) {
+	var ended int64
+	err := s.inTx(ctx, func(tx *txn) error {
+		res, err := tx.ExecContext(ctx, `UPDATE users SET token_hash = ?, token_rotated_at = ? WHERE name = ?`, tokenHash, s.stamp(), name)
+		if err != nil {
+			return fmt.Errorf("rotating the token of user %q: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("user %q: %w", name, ErrNotFound)
+		}
+		res, err = tx.ExecContext(ctx, `DELETE FROM user_logins WHERE user_name = ?`, name)
+		if err != nil {
+			return fmt.Errorf("ending the logins of user %q: %w", name, err)
+		}
+		ended, _ = res.RowsAffected()
+		return nil
+	})
+	return ended, err
 }
 
 // DeleteUser removes a user and ends its logins (the foreign key cascades). Its

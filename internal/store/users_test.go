@@ -28,15 +28,22 @@ func TestUsersTokensAndLogins(t *testing.T) {
 		if _, err := st.UserByTokenHash(ctx, "hash-nobody"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("unknown token: %v", err)
 		}
-		// Rotation: the old hash is dead at once, the new one works.
-		must(t, st.SetUserToken(ctx, "alice", "hash-a2"))
+		// Rotation: the old hash is dead at once, the new one works, and the logins
+		// made with the old one end.
+		must(t, st.CreateLogin(ctx, "login-0", "alice", time.Now().Add(time.Hour)))
+		if n, err := st.SetUserToken(ctx, "alice", "hash-a2"); err != nil || n != 1 {
+			t.Fatalf("rotation: %d logins ended, %v; want 1", n, err)
+		}
+		if _, _, err := st.LoginUser(ctx, "login-0", time.Now(), time.Hour); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a login made with the rotated-out token: %v", err)
+		}
 		if _, err := st.UserByTokenHash(ctx, "hash-a1"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("the rotated-out token still works: %v", err)
 		}
 		if u, err := st.UserByTokenHash(ctx, "hash-a2"); err != nil || u.Name != "alice" {
 			t.Fatalf("the new token: %+v, %v", u, err)
 		}
-		if err := st.SetUserToken(ctx, "ghost", "h"); !errors.Is(err, ErrNotFound) {
+		if _, err := st.SetUserToken(ctx, "ghost", "h"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("rotating a missing user's token: %v", err)
 		}
 		list, err := st.ListUsers(ctx)

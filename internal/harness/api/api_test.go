@@ -99,7 +99,9 @@ func TestBearerTokens(t *testing.T) {
 
 	old := f.tokens["alice"]
 	token, hash, _ := api.NewToken()
-	must(t, f.st.SetUserToken(context.Background(), "alice", hash))
+	if _, err := f.st.SetUserToken(context.Background(), "alice", hash); err != nil {
+		t.Fatal(err)
+	}
 	want(t, "the rotated-out token", f.req("GET", "/api/v1/me", "alice", nil), http.StatusUnauthorized, api.CodeUnauthorized)
 	f.tokens["alice"] = token
 	want(t, "the new token", f.req("GET", "/api/v1/me", "alice", nil), http.StatusOK, "")
@@ -200,6 +202,16 @@ func TestCookieLoginAndCSRF(t *testing.T) {
 	login = f.req("POST", "/api/v1/login", "", map[string]any{"token": f.tokens["bob"]})
 	bobCookie = login.Cookies()[0].Value
 	want(t, "bob's new cookie", asBob(), http.StatusOK, "")
+	// Rotating the token ends the logins made with the old one (it may have leaked).
+	token, hash, _ := api.NewToken()
+	if n, err := f.st.SetUserToken(context.Background(), "bob", hash); err != nil || n < 1 {
+		t.Fatalf("rotation: %d, %v", n, err)
+	}
+	want(t, "a cookie of bob's rotated-out token", asBob(), http.StatusUnauthorized, api.CodeUnauthorized)
+	f.tokens["bob"] = token
+	login = f.req("POST", "/api/v1/login", "", map[string]any{"token": f.tokens["bob"]})
+	bobCookie = login.Cookies()[0].Value
+	want(t, "bob's cookie of the new token", asBob(), http.StatusOK, "")
 	must(t, f.st.DeleteUser(context.Background(), "bob"))
 	want(t, "a removed user's cookie", asBob(), http.StatusUnauthorized, api.CodeUnauthorized)
 }

@@ -61,8 +61,13 @@ func TestOnPostgreSQL(t *testing.T) {
 	r.AddCookie(login.Cookies()[0])
 	want(t, "the login cookie on replica B", g.do(r), http.StatusOK, "")
 	_, hash, _ := api.NewToken()
-	must(t, owner.SetUserToken(ctx, "alice", hash))
+	if _, err := owner.SetUserToken(ctx, "alice", hash); err != nil {
+		t.Fatal(err)
+	}
 	want(t, "the rotated-out token on replica B", g.req("GET", "/api/v1/me", "alice", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+	r, _ = http.NewRequest("GET", g.ts.URL+"/api/v1/me", nil)
+	r.AddCookie(login.Cookies()[0])
+	want(t, "the rotated-out token's login on replica B", g.do(r), http.StatusUnauthorized, api.CodeUnauthorized)
 	want(t, "bob deletes alice's session on replica B", g.req("DELETE", "/api/v1/sessions/"+sid, "bob", nil), http.StatusNotFound, api.CodeNotFound)
 	if _, err := asHarness.GetSession(ctx, sid); err != nil {
 		t.Fatalf("alice's session after bob's delete: %v", err)
