@@ -32,8 +32,10 @@ sed -E -i \
 	"$work/internal/backend/init/init.go"
 # The main module's own go.sum covers every remaining dependency; -mod=mod lets go drop
 # the nested modules from the build list without a network tidy.
+# Built inside the private copy and moved into place at once, so two builds at the same
+# time (make test's and make generate's) never write one file.
 (cd "$work" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath \
-	-ldflags "-X github.com/hashicorp/terraform/version.dev=no" -o "$bin.tmp" .) >&2
-CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$bin.tmp" version >&2
-mv "$bin.tmp" "$bin"
+	-ldflags "-X github.com/hashicorp/terraform/version.dev=no" -o "$work/terraform.bin" .) >&2
+CHECKPOINT_DISABLE=1 TF_CLI_CONFIG_FILE=/dev/null "$work/terraform.bin" version >&2
+mv -f "$work/terraform.bin" "$bin"
 echo "$bin"
