@@ -114,7 +114,9 @@ func TestWebPageEndToEnd(t *testing.T) {
 	// A scripted agent: an answer with no code, then a code turn that writes, checks and
 	// offers a file, then a turn that runs a long command (cancelled).
 	turns := []map[string]any{
-		{"text": "Paris is the **capital of France**, on the Seine."},
+		// Markup in the model's text is shown as text; only safe links become links.
+		{"text": "Paris is the **capital of France**, on the Seine ([more](https://en.wikipedia.org/wiki/Paris)).\n\n" +
+			"Not markup: <img src=x onerror=\"window.pwned=1\"> [click](javascript:window.pwned=2)"},
 		{"text": "I will build the table in a sandbox.", "tool_calls": []any{
 			map[string]any{"name": "write_file", "arguments": map[string]any{"path": "out/report.csv", "content": report}},
 			map[string]any{"name": "exec", "arguments": map[string]any{"command": "sha256sum out/report.csv && wc -l out/report.csv"}},
@@ -352,7 +354,8 @@ func (x *e2e) signIn(token string) {
 	x.do("a wrong token", desktop, chromedp.SendKeys(chromedp.ID("token"), "tfu_wrong"), chromedp.Click(chromedp.ID("login-submit")))
 	x.wait("the wrong token is refused", `!document.getElementById('login-error').hidden`, 10*time.Second)
 	x.do("signing in", clearField("token"), chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("login-submit")))
-	x.wait("the chat page", `!document.getElementById('shell').hidden && document.getElementById('me-name').textContent === 'alice'`, 10*time.Second)
+	x.wait("the chat page", `!document.getElementById('shell').hidden && document.getElementById('me-name').textContent === 'alice' &&
+		document.querySelectorAll('#agent option').length > 0`, 10*time.Second)
 	// The token is gone from the page; the session is a cookie the page cannot read.
 	if v := eval[string](x, `document.getElementById('token').value + document.cookie`); v != "" {
 		x.t.Errorf("after sign-in the page still holds %q", v)
@@ -408,6 +411,15 @@ func (x *e2e) answerTurn() string {
 	}
 	if n := eval[int](x, `document.querySelectorAll('.notice.sandbox').length`); n != 0 {
 		x.t.Errorf("%d sandbox notices after a turn that ran no code", n)
+	}
+	// The model's markup stayed text; its https link is a link that opens apart.
+	safety := eval[map[string]any](x, `(() => { const t = document.querySelector('.turn.agent .agent-text'); return {
+		pwned: !!window.pwned, img: !!t.querySelector('img'), shown: t.textContent.includes('<img src=x onerror='),
+		js: !!document.querySelector('.conversation a[href^="javascript"]'),
+		link: (a => a ? a.href + ' ' + a.target + ' ' + a.rel : '')(t.querySelector('a')) }; })()`)
+	if safety["pwned"] != false || safety["img"] != false || safety["js"] != false || safety["shown"] != true ||
+		safety["link"] != "https://en.wikipedia.org/wiki/Paris _blank noopener noreferrer nofollow" {
+		x.t.Errorf("the model's markup was not kept as text, or its link is wrong: %v", safety)
 	}
 	if n := eval[int](x, `document.querySelectorAll('.turn.user').length`); n != 1 {
 		x.t.Errorf("%d user messages shown, want 1", n)

@@ -1094,8 +1094,12 @@ function mcpCall(p) {
 
 // Files offered for download.
 
+// filePath is the download URL of an offered file; null for a path no offer can have
+// (an empty, "." or ".." segment, which a browser would resolve out of the files/ route).
 function filePath(sid, path) {
-  return '/api/v1' + sessionPath(sid) + '/files/' + String(path).split('/').map(encodeURIComponent).join('/');
+  const segs = String(path ?? '').split('/');
+  if (segs.some((x) => x === '' || x === '.' || x === '..' || /^(%2e|\.){1,2}$/i.test(x))) return null;
+  return '/api/v1' + sessionPath(sid) + '/files/' + segs.map(encodeURIComponent).join('/');
 }
 
 function baseName(p) {
@@ -1108,6 +1112,7 @@ function fileCard(a) {
   const href = filePath(sid, a.path);
   const exp = a.expires_at ? Date.parse(a.expires_at) : NaN;
   const expired = a.expired === true || (isFinite(exp) && exp <= Date.now());
+  const unusable = expired || !href;
   const sha = String(a.sha256 || '');
   const name = baseName(a.path);
   const meta = h('div.file-meta',
@@ -1115,13 +1120,13 @@ function fileCard(a) {
     sha ? h('button.hash', { type: 'button', title: `SHA-256 ${sha} (click to copy)`, 'aria-label': `Copy the SHA-256 digest ${sha}`, dataset: { sha256: sha }, onclick: (ev) => copyHash(ev, sha) },
       h('span.hash-label', 'sha256'), h('code', sha.slice(0, 12)), icon('copy')) : null,
     isFinite(exp) ? h('span', { title: fullTime(a.expires_at), class: expired ? 'expired' : null }, expired ? 'expired' : `expires ${relTime(a.expires_at)}`) : null);
-  const link = expired
-    ? h('span.btn.small.disabled', icon('download'), 'Expired')
+  const link = unusable
+    ? h('span.btn.small.disabled', icon('download'), expired ? 'Expired' : 'Unavailable')
     : h('a.btn.small.file-download', { href, download: name, dataset: { sha256: sha, path: a.path }, rel: 'noopener' }, icon('download'), 'Download');
   return h('div.file-card', { dataset: { path: a.path } },
     h('div.file-icon', icon('file')),
     h('div.file-main',
-      h('div.file-title', expired ? h('span.file-name', a.path) : h('a.file-name', { href, download: name }, a.path),
+      h('div.file-title', unusable ? h('span.file-name', a.path) : h('a.file-name', { href, download: name }, a.path),
         a.classification ? h('span.badge.class-' + a.classification, { title: 'Classification of the file' }, a.classification) : null),
       meta),
     link);
