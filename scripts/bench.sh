@@ -622,11 +622,49 @@ else
 	status=1
 fi
 
+# The harness as a service: 200 concurrent sessions through the HTTP API on loopback (half
+# run a command in a local sandbox) with the turn latency from the message's POST to its
+# run_finished on the event stream; and scripted text turns through the API one after the
+# other against BenchmarkTurnScripted above (the runner directly, the CLI path): the
+# difference is the HTTP path's own cost per turn. Fails on any error.
+echo "== harness API benchmarks (internal/harness/api)"
+if go test -run '^$' -bench 'BenchmarkAPITurnScripted' -benchtime 2000x -count 1 ./internal/harness/api/ >"$out/api-bench.txt" 2>&1 &&
+	go test -run '^$' -bench 'BenchmarkAPIConcurrentSessions200' -benchtime 1x -count 1 ./internal/harness/api/ >>"$out/api-bench.txt" 2>&1; then
+	grep '^Benchmark' "$out/api-bench.txt"
+	python3 - "$out/api-bench.txt" "$out/harness-bench.txt" <<'EOF' | tee -a "$out/results.txt" || status=1
+import re, sys
+rows = {}
+for f in sys.argv[1:]:
+    for line in open(f):
+        m = re.match(r"(Benchmark\w+)-\d+\s+\d+\s+([\d.]+) ns/op(.*)", line)
+        if m:
+            rows[m.group(1)] = (float(m.group(2)), {u: float(v) for v, u in re.findall(r"([\d.]+) ([\w/-]+)", m.group(3))})
+c = rows["BenchmarkAPIConcurrentSessions200"][1]
+api, cli = rows["BenchmarkAPITurnScripted"][0] / 1e6, rows["BenchmarkTurnScripted"][0] / 1e6
+print()
+print("harness API benchmark (scripted model, local backend, loopback, same run)")
+print(f"  200 concurrent sessions through the API: errors {c['errors/op']:.0f}, turn latency p50 {c['p50-ms']:.0f} ms, "
+      f"p99 {c['p99-ms']:.0f} ms, {c['sessions/s']:.1f} sessions/s, sandboxes provisioned {c['sandboxes/op']:.0f} (100 expected)")
+print(f"  turn through the API:         {api:8.3f} ms")
+print(f"  turn on the CLI path:         {cli:8.3f} ms (BenchmarkTurnScripted)")
+print(f"  the HTTP path's own cost:     {api - cli:8.3f} ms per turn")
+print(f"RESULT api200_errors={c['errors/op']:.0f} api200_p50_ms={c['p50-ms']:.0f} api200_p99_ms={c['p99-ms']:.0f} "
+      f"api200_sessions_per_s={c['sessions/s']:.1f} api200_sandboxes={c['sandboxes/op']:.0f} "
+      f"api_turn_ms={api:.3f} cli_turn_ms={cli:.3f} api_overhead_ms={api - cli:.3f}")
+if c["errors/op"] != 0:
+    sys.exit(1)
+EOF
+else
+	echo "bench: the harness API benchmarks failed:" >&2
+	tail -40 "$out/api-bench.txt" >&2
+	status=1
+fi
+
 if [[ "${BENCH_GO:-1}" == 0 ]]; then
 	echo "== BENCH_GO=0: skipping the other Go benchmarks"
 elif grep -rqs --include='*_test.go' '^func Benchmark' .; then
-	echo "== go test -bench . -run '^\$' ./... (less the sandbox, Daytona and egress benchmarks and internal/harness/runner, run above)"
-	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry|RequestLatency|Download100MB|SecretSource)$' -run '^$' $(go list ./... | grep -v /internal/harness/runner) || status=1
+	echo "== go test -bench . -run '^\$' ./... (less the sandbox, Daytona, egress and API benchmarks and internal/harness/runner, run above)"
+	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry|RequestLatency|Download100MB|SecretSource|APIConcurrentSessions200|APITurnScripted)$' -run '^$' $(go list ./... | grep -v /internal/harness/runner) || status=1
 else
 	echo "== no Go benchmarks (func Benchmark...) in the module; skipping go test -bench"
 fi
