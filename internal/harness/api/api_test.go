@@ -406,6 +406,25 @@ func TestSecondMessageIsBusyAndCancelEndsTheTurn(t *testing.T) {
 	}
 }
 
+// A client that sends the next message as soon as it sees run_finished is never told
+// the session is busy.
+func TestNextMessageRightAfterRunFinished(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	var turns []map[string]any
+	for i := 0; i < 30; i++ {
+		turns = append(turns, text("answer"))
+	}
+	harnesstest.AddAgent(t, f.st, "talker", "", harnesstest.AgentSpec{"model": script(turns...)})
+	sid := f.newSession("alice", "talker")
+	evs, stop := f.stream("alice", sid, "")
+	defer stop()
+	for i := 0; i < 30; i++ {
+		f.send("alice", sid, "next")
+		until(t, evs, 10*time.Second, runFinished)
+	}
+	want(t, "delete right after", f.req("DELETE", "/api/v1/sessions/"+sid, "alice", nil), http.StatusNoContent, "")
+}
+
 // User B can do nothing to user A's session by its id: every route answers 404 exactly as
 // for a session that does not exist, and nothing of A's changes. Admins list and delete
 // it (audited), but do not read it.

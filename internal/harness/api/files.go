@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -98,6 +99,9 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err != nil {
 		return err
 	}
+	// In the order they were offered (the offering tool call's seq): offers made in one
+	// millisecond have no other order.
+	sort.SliceStable(arts, func(i, j int) bool { return arts[i].SourceEvent < arts[j].SourceEvent })
 	now := s.cfg.Now()
 	newest := map[string]int{}
 	out := []fileJSON{}

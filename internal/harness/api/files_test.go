@@ -228,6 +228,10 @@ func TestOneOffEnvironment(t *testing.T) {
 			t.Fatalf("sandbox %v; want one of environment %s", sb, wantEnv)
 		}
 	}
+	m := string(f.req("GET", "/metrics", "root", nil).body)
+	if !strings.Contains(m, "trueforge_sandbox_provision_seconds_count 2\n") || !strings.Contains(m, "trueforge_model_steps_total 4\n") {
+		t.Errorf("metrics after two sandboxes and four model steps:\n%s", m)
+	}
 	harnesstest.AddEnvironment(t, f.st, "building", "Building")
 	want(t, "a Building environment", f.req("POST", "/api/v1/sessions", "alice", map[string]any{"agent": "greeter", "environment": "building"}),
 		http.StatusUnprocessableEntity, api.CodeBadEnvironment)

@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
@@ -106,6 +107,31 @@ type liveRun struct {
 	id     string
 	cancel context.CancelFunc
 	done   chan struct{}
+	// finished: its run_finished is committed; only the bookkeeping after it is left,
+	// so a client that saw run_finished and sends the next message at once waits for
+	// that (milliseconds) instead of being told the session is busy.
+	finished atomic.Bool
+}
+
+// finishWait bounds how long a request waits for a finished run's bookkeeping.
+const finishWait = 5 * time.Second
+
+// liveRun is the run this process runs in a session, nil when none runs: a run whose
+// run_finished is committed is waited for, so it counts as over.
+func (s *Server) liveRun(sessionID string) *liveRun {
+	for {
+		s.mu.Lock()
+		lr := s.runs[sessionID]
+		s.mu.Unlock()
+		if lr == nil || !lr.finished.Load() {
+			return lr
+		}
+		select {
+		case <-lr.done:
+		case <-time.After(finishWait):
+			return lr
+		}
+	}
 }
 
 // New returns a Server for cfg.

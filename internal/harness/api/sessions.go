@@ -10,6 +10,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -303,10 +304,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c *caller
 		return err
 	}
 	ctx := r.Context()
-	s.mu.Lock()
-	lr := s.runs[ss.ID]
-	s.mu.Unlock()
-	if lr != nil {
+	if lr := s.liveRun(ss.ID); lr != nil {
 		return errorf(http.StatusConflict, CodeBusy, "session %s is running turn %s; cancel it (POST /api/v1/sessions/%s/cancel), then delete the session", ss.ID, lr.id, ss.ID)
 	}
 	// Runs of dead harnesses are ended first; a live one elsewhere keeps the session.
@@ -357,6 +355,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	runID := runner.NewRunID()
 	runCtx, cancel := context.WithCancel(s.runCtx)
 	lr := &liveRun{id: runID, cancel: cancel, done: make(chan struct{})}
+	s.liveRun(ss.ID) // a run that just finished is let go first
 	s.mu.Lock()
 	switch {
 	case s.closing:
@@ -401,6 +400,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		if !e.Partial {
 			once.Do(func() { close(started) })
 			s.metrics.observe(e.Kind, e.Payload)
+			if e.Kind == events.KindRunFinished {
+				lr.finished.Store(true)
+			}
 		}
 		h.emit(runID, e)
 	}
@@ -450,10 +452,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	lr := s.runs[ss.ID]
-	s.mu.Unlock()
-	if lr != nil {
+	if lr := s.liveRun(ss.ID); lr != nil {
 		lr.cancel()
 		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": lr.id, "where": "this replica"})
 		return nil
