@@ -641,6 +641,7 @@ for f in sys.argv[1:]:
             rows[m.group(1)] = (float(m.group(2)), {u: float(v) for v, u in re.findall(r"([\d.]+) ([\w/-]+)", m.group(3))})
 c = rows["BenchmarkAPIConcurrentSessions200"][1]
 api, cli = rows["BenchmarkAPITurnScripted"][0] / 1e6, rows["BenchmarkTurnScripted"][0] / 1e6
+busy = rows["BenchmarkAPITurnScripted"][1].get("busy-409s", 0)
 print()
 print("harness API benchmark (scripted model, local backend, loopback, same run)")
 print(f"  200 concurrent sessions through the API: errors {c['errors/op']:.0f}, turn latency p50 {c['p50-ms']:.0f} ms, "
@@ -648,9 +649,10 @@ print(f"  200 concurrent sessions through the API: errors {c['errors/op']:.0f}, 
 print(f"  turn through the API:         {api:8.3f} ms")
 print(f"  turn on the CLI path:         {cli:8.3f} ms (BenchmarkTurnScripted)")
 print(f"  the HTTP path's own cost:     {api - cli:8.3f} ms per turn")
+print(f"  messages answered 409 busy after run_finished: {busy:.0f} (expected 0: a server race, retried)")
 print(f"RESULT api200_errors={c['errors/op']:.0f} api200_p50_ms={c['p50-ms']:.0f} api200_p99_ms={c['p99-ms']:.0f} "
       f"api200_sessions_per_s={c['sessions/s']:.1f} api200_sandboxes={c['sandboxes/op']:.0f} "
-      f"api_turn_ms={api:.3f} cli_turn_ms={cli:.3f} api_overhead_ms={api - cli:.3f}")
+      f"api_turn_ms={api:.3f} cli_turn_ms={cli:.3f} api_overhead_ms={api - cli:.3f} api_busy409={busy:.0f}")
 if c["errors/op"] != 0:
     sys.exit(1)
 EOF
