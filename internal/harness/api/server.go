@@ -111,6 +111,8 @@ type liveRun struct {
 	// so a client that saw run_finished and sends the next message at once waits for
 	// that (milliseconds) instead of being told the session is busy.
 	finished atomic.Bool
+	// started: its run row and user message are committed.
+	started atomic.Bool
 }
 
 // finishWait bounds how long a request waits for a finished run's bookkeeping.
@@ -123,7 +125,10 @@ func (s *Server) liveRun(sessionID string) *liveRun {
 		s.mu.Lock()
 		lr := s.runs[sessionID]
 		s.mu.Unlock()
-		if lr == nil || !lr.finished.Load() {
+		if lr == nil {
+			return nil
+		}
+		if !lr.finished.Load() && !s.endedInStore(sessionID, lr) {
 			return lr
 		}
 		select {
@@ -132,6 +137,26 @@ func (s *Server) liveRun(sessionID string) *liveRun {
 			return lr
 		}
 	}
+}
+
+// endedInStore reports whether lr, which started, is no longer the session's running
+// run in the store. The store is where a stream reads run_finished, and the run commits
+// it before this process hears of it (emit runs after the commit): a client that read it
+// from the store and sends the next message at once must not be told the session is busy.
+func (s *Server) endedInStore(sessionID string, lr *liveRun) bool {
+	if !lr.started.Load() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), finishWait)
+	defer cancel()
+	run, err := s.cfg.Store.RunningRun(ctx, sessionID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return true
+	case err != nil:
+		return false
+	}
+	return run.ID != lr.id
 }
 
 // New returns a Server for cfg.

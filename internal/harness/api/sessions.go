@@ -398,7 +398,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	var once sync.Once
 	emit := func(e runner.Event) {
 		if !e.Partial {
-			once.Do(func() { close(started) })
+			once.Do(func() { lr.started.Store(true); close(started) })
 			s.metrics.observe(e.Kind, e.Payload)
 			if e.Kind == events.KindRunFinished {
 				lr.finished.Store(true)
