@@ -164,7 +164,7 @@ func (s *Store) loadConfig(ctx context.Context, gen uint64) (*configSnapshot, er
 	if err != nil {
 		return nil, fmt.Errorf("beginning the read of the configuration: %w", err)
 	}
-	defer sqlTx.Rollback()
+	defer func() { _ = sqlTx.Rollback() }() // after a commit, only sql.ErrTxDone
 	tx := &txn{tx: sqlTx, d: s.db}
 	snap := &configSnapshot{gen: gen}
 	if snap.providers, err = selectAll(ctx, tx, providerSelect, scanProvider); err != nil {

@@ -304,12 +304,16 @@ func TestConfigCacheTurnsOffWhenWritesOutpaceReads(t *testing.T) {
 		plan := reopen(t, st)
 		plan.EnableConfigCache()
 		for i := range 3 {
-			plan.GetEnvironment(ctx, envs[i%len(envs)])
+			if _, err := plan.GetEnvironment(ctx, envs[i%len(envs)]); err != nil {
+				t.Fatal(err)
+			}
 		}
 		must(t, plan.SetSnapshotState(ctx, "snap-1", "Failed", "gone", ""))
 		before := plan.Queries()
 		for i := range 100 {
-			plan.GetEnvironment(ctx, envs[i%len(envs)])
+			if _, err := plan.GetEnvironment(ctx, envs[i%len(envs)]); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if n := plan.Queries() - before; plan.ConfigLoads() != 2 || n != configLoadQueries {
 			t.Fatalf("a plan with one early write: %d loads, %d queries for 100 reads; want 2 loads (one after the write), %d queries",
@@ -339,7 +343,9 @@ func TestConfigCacheTurnsOffWhenWritesOutpaceReads(t *testing.T) {
 		for i := range resources {
 			e, _ := uncached.GetEnvironment(ctx, envs[i%len(envs)])
 			must(t, uncached.UpdateEnvironment(ctx, e))
-			uncached.GetEnvironment(ctx, e.Name)
+			if _, err := uncached.GetEnvironment(ctx, e.Name); err != nil {
+				t.Fatal(err)
+			}
 		}
 		cached, plain := apply.Queries()-before, uncached.Queries()-before2
 		if cached > plain+cacheStrikes*configLoadQueries {

@@ -151,7 +151,7 @@ func (s *Store) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *txn)
 		return fmt.Errorf("beginning transaction: %w", err)
 	}
 	if err := fn(&txn{tx: tx, d: s.db}); err != nil {
-		tx.Rollback()
+		_ = tx.Rollback() // fn's error is the one to report
 		return err
 	}
 	s.db.count()

@@ -183,7 +183,9 @@ func (s *Store) SnapshotHistory(ctx context.Context, env string) ([]string, erro
 	var out []string
 	for rows.Next() {
 		var id string
-		rows.Scan(&id)
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
 		out = append(out, id)
 	}
 	return out, rows.Err()
@@ -202,7 +204,9 @@ func (s *Store) AgentsUsing(ctx context.Context, env string) ([]string, error) {
 	var out []string
 	for rows.Next() {
 		var n string
-		rows.Scan(&n)
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
 		out = append(out, n)
 	}
 	return out, rows.Err()
@@ -220,10 +224,16 @@ func (s *Store) DeleteEnvironment(ctx context.Context, name string) error {
 		var agents []string
 		for rows.Next() {
 			var n string
-			rows.Scan(&n)
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return err
+			}
 			agents = append(agents, n)
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
 		if len(agents) > 0 {
 			return fmt.Errorf("environment %q is referenced by agent(s) %s: %w", name, strings.Join(agents, ", "), ErrInUse)
 		}

@@ -447,7 +447,7 @@ func (s *Store) applyMigration(ctx context.Context, version int, text string) er
 		return err
 	}
 	tx := &txn{tx: sqlTx, d: s.db}
-	defer sqlTx.Rollback()
+	defer func() { _ = sqlTx.Rollback() }() // after a commit, only sql.ErrTxDone
 	if s.db.dialect == postgres {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(migrationLock)); err != nil {
 			return err

@@ -144,20 +144,32 @@ func (s *Store) DeleteSandboxProvider(ctx context.Context, name string) error {
 		}
 		for rows.Next() {
 			var n string
-			rows.Scan(&n)
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return err
+			}
 			users = append(users, "environment "+n)
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
 		rows, err = tx.QueryContext(ctx, `SELECT a.name FROM agents a JOIN environments e ON a.environment = e.name WHERE e.provider = ? ORDER BY a.name`, name)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
 			var n string
-			rows.Scan(&n)
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return err
+			}
 			users = append(users, "agent "+n)
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
 		if len(users) > 0 {
 			return fmt.Errorf("sandbox provider %q is used by %v: %w", name, users, ErrInUse)
 		}

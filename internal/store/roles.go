@@ -168,7 +168,7 @@ func (s *Store) lockedDDL(ctx context.Context, statements string) error {
 	if err != nil {
 		return err
 	}
-	defer sqlTx.Rollback()
+	defer func() { _ = sqlTx.Rollback() }() // after a commit, only sql.ErrTxDone
 	tx := &txn{tx: sqlTx, d: s.db}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(migrationLock)); err != nil {
 		return err

@@ -176,7 +176,9 @@ func (s *Store) ListSnapshotIDs(ctx context.Context, provider string) ([]string,
 	var ids []string
 	for rows.Next() {
 		var id string
-		rows.Scan(&id)
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()

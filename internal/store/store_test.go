@@ -129,11 +129,11 @@ func TestClaimSnapshotBuildsOnceUnderConcurrency(t *testing.T) {
 			t.Fatalf("%d claimers would build the same snapshot, want 1", claims)
 		}
 		// A failed build is claimed again (retried), a Ready one is not.
-		st.SetSnapshotState(ctx, "snap-2", "Failed", "exit 1", "")
+		must(t, st.SetSnapshotState(ctx, "snap-2", "Failed", "exit 1", ""))
 		if claimed, _, _ := st.ClaimSnapshot(ctx, Snapshot{ID: "snap-2", Provider: "local"}, "Building", "Failed"); !claimed {
 			t.Fatal("a failed snapshot was not claimed for a retry")
 		}
-		st.SetSnapshotState(ctx, "snap-2", "Ready", "", "")
+		must(t, st.SetSnapshotState(ctx, "snap-2", "Ready", "", ""))
 		if claimed, _, _ := st.ClaimSnapshot(ctx, Snapshot{ID: "snap-2", Provider: "local"}, "Building", "Failed"); claimed {
 			t.Fatal("a ready snapshot was claimed for a rebuild")
 		}
@@ -147,10 +147,14 @@ func TestUnreferencedSnapshotsSkipsLiveAndBuilding(t *testing.T) {
 	eachDB(t, func(t *testing.T, st *Store) {
 		seed(t, st)
 		ctx := context.Background()
-		st.ClaimSnapshot(ctx, Snapshot{ID: "snap-old", Provider: "local", Spec: "{}"}, "Building", "Failed")
-		st.ClaimSnapshot(ctx, Snapshot{ID: "snap-busy", Provider: "local", Spec: "{}"}, "Building", "Failed")
-		st.SetSnapshotState(ctx, "snap-old", "Ready", "", "")
-		st.SetSnapshotState(ctx, "snap-1", "Ready", "", "")
+		if _, _, err := st.ClaimSnapshot(ctx, Snapshot{ID: "snap-old", Provider: "local", Spec: "{}"}, "Building", "Failed"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.ClaimSnapshot(ctx, Snapshot{ID: "snap-busy", Provider: "local", Spec: "{}"}, "Building", "Failed"); err != nil {
+			t.Fatal(err)
+		}
+		must(t, st.SetSnapshotState(ctx, "snap-old", "Ready", "", ""))
+		must(t, st.SetSnapshotState(ctx, "snap-1", "Ready", "", ""))
 		ids, err := st.UnreferencedSnapshots(ctx, "local")
 		if err != nil {
 			t.Fatal(err)
