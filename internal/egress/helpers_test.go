@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -23,7 +22,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -368,10 +366,4 @@ func denyReason(t testing.TB, resp *http.Response) string {
 		t.Fatalf("refusal header %q and body %s disagree", resp.Header.Get(egress.DenyHeader), b)
 	}
 	return body.Reason
-}
-
-// isTLSFailure reports whether err is the client side of a refused handshake.
-func isTLSFailure(err error) bool {
-	var ae tls.AlertError
-	return err != nil && (errors.As(err, &ae) || strings.Contains(err.Error(), "tls") || errors.Is(err, io.EOF))
 }

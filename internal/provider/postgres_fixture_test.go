@@ -156,12 +156,3 @@ func (f *pgFixture) planeAs(role string) *controlplane.Plane {
 	p.Getenv = f.getenv
 	return p
 }
-
-// controlPlane is the provider's view of the control plane as alice, with the fixture's
-// environment.
-func (f *pgFixture) controlPlane() (*controlPlane, error) {
-	st := f.storeAs(f.alice)
-	cp := newControlPlane(st, st.Role())
-	cp.plane.Getenv = f.getenv
-	return cp, nil
-}

@@ -73,10 +73,10 @@ func TestAddAgentRefusesUnknownFields(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		harnesstest.AddAgent(ft, st, "typo", "", harnesstest.AgentSpec{"modle": harnesstest.Script()})
+		harnesstest.AddAgent(ft, st, "typo", "", harnesstest.AgentSpec{"modle": harnesstest.Script()}) //nolint:misspell // the misspelt key is the test
 	}()
 	<-done
-	if !strings.Contains(ft.msg, `unknown field "modle"`) {
+	if !strings.Contains(ft.msg, `unknown field "modle"`) { //nolint:misspell // the misspelt key is the test
 		t.Fatalf("AddAgent with a misspelt key: %q; want it refused", ft.msg)
 	}
 	if _, err := st.GetAgent(context.Background(), "typo"); err == nil {

@@ -1,12 +1,13 @@
 package mcptools
 
 import (
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"sync"
 	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 )
 
 // The transport alone keeps the token from another host, even under a client that

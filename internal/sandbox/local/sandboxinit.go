@@ -337,7 +337,6 @@ func (in *sandboxInit) serve(c *net.UnixConn) {
 		return
 	}
 	closeAll(files)
-	files = nil
 	if err := writeFrame(c, initReply{Pid: pid}, nil); err != nil {
 		killGroupAndWait(pid)
 		<-ch
