@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
@@ -14,12 +15,20 @@ import (
 
 // printer renders a session's events for people (or as JSON lines).
 type printer struct {
-	w        io.Writer
-	json     bool
-	replay   bool
-	inText   bool // a streamed model text is open
-	streamed bool // the current model message was streamed
-	inOut    bool
+	// mu serializes the runner's events with the flushes of partial output lines.
+	mu        sync.Mutex
+	w         io.Writer
+	json      bool
+	replay    bool
+	inText    bool // a streamed model text is open
+	streamed  bool // the current model message was streamed
+	inOut     bool // a line of command output is open
+	outStream string
+	lines     map[string]*outputLines // unfinished lines of live output, by stream
+	// limit and noKey record how the run ended, for its exit status: at a limit, or
+	// with the model's key variable unset.
+	limit bool
+	noKey bool
 }
 
 func newPrinter(w io.Writer, jsonOut, replay bool) *printer {
@@ -51,22 +60,32 @@ func (p *printer) closeOpen() {
 	}
 }
 
-func (p *printer) finish() { p.closeOpen() }
+// finish ends the turn's output: unfinished lines, then any open line.
+func (p *printer) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flushOutput()
+	p.closeOpen()
+}
 
 func (p *printer) event(e runner.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.note(e)
 	if p.json {
 		if e.Partial {
 			b, _ := json.Marshal(map[string]any{"partial": true, "stream": e.Stream, "delta": e.Delta})
 			fmt.Fprintln(p.w, string(b))
 			return
 		}
-		b, _ := json.Marshal(map[string]any{"seq": e.Seq, "kind": e.Kind, "payload": json.RawMessage(e.Payload)})
+		b, _ := json.Marshal(map[string]any{"seq": e.Seq, "kind": e.Kind, "payload": e.Payload})
 		fmt.Fprintln(p.w, string(b))
 		return
 	}
 	if e.Partial {
 		switch e.Stream {
 		case "text":
+			p.flushOutput()
 			if !p.inText {
 				p.closeOpen()
 				fmt.Fprintf(p.w, "%s: ", p.speaker())
@@ -74,15 +93,11 @@ func (p *printer) event(e runner.Event) {
 			}
 			fmt.Fprint(p.w, e.Delta)
 		default:
-			if !p.inOut {
-				p.closeOpen()
-				p.inOut = true
-			}
-			fmt.Fprint(p.w, indent(e.Delta, "   | "))
-			p.inOut = !strings.HasSuffix(e.Delta, "\n")
+			p.outputDelta(e.Stream, e.Delta)
 		}
 		return
 	}
+	p.flushOutput()
 	p.closeOpen()
 	p.render(store.Event{Seq: e.Seq, Kind: e.Kind, Payload: e.Payload}, p.streamed)
 	if e.Kind == events.KindModelMessage {

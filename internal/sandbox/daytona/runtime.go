@@ -207,7 +207,7 @@ func (r *Runtime) checkLimits(ctx context.Context, req sandbox.CreateRequest) er
 		return nil
 	}
 	if l.Pids != 0 {
-		return errors.New("Daytona sandboxes have no process limit; leave Limits.Pids at 0")
+		return errors.New("daytona sandboxes have no process limit; leave Limits.Pids at 0")
 	}
 	snap, err := r.C.GetSnapshot(ctx, req.SnapshotID)
 	if err != nil {

@@ -107,7 +107,7 @@ func (r *Runtime) archiveBound(id string, rec record) (int64, string, error) {
 	if unit <= 0 {
 		unit = st.Bsize
 	}
-	size := int64(st.Blocks) * int64(unit) // int32 fields on 32-bit Linux
+	size := int64(st.Blocks) * int64(unit) //nolint:unconvert // int32 fields on 32-bit Linux
 	return size, fmt.Sprintf("the %d MiB of the filesystem holding it", size>>20), nil
 }
 

@@ -70,7 +70,7 @@ func seccompProgram() []byte {
 	if a.audit == 0 {
 		return nil
 	}
-	eperm := uint32(retErrno | uint32(syscall.EPERM))
+	eperm := retErrno | uint32(syscall.EPERM)
 	p := seccompPrologue(a)
 	deny := append([]uint32{sysIOUringSetup, sysIOUringEnter, sysIOUringRegister, sysOpenTree,
 		sysMoveMount, sysFsopen, sysFsconfig, sysFsmount, sysFspick, sysMountSetattr, sysPidfdGetfd}, a.deny...)
@@ -102,7 +102,7 @@ func seccompUnixProgram() []byte {
 		bpfInsn{bpfJeqK, 0, 4, a.socket},
 		bpfInsn{bpfLdWAbs, 0, 0, offArg0},
 		bpfInsn{bpfJeqK, 0, 1, syscall.AF_UNIX},
-		bpfInsn{bpfRetK, 0, 0, uint32(retErrno | uint32(syscall.EPERM))},
+		bpfInsn{bpfRetK, 0, 0, retErrno | uint32(syscall.EPERM)},
 		bpfInsn{bpfRetK, 0, 0, retAllow},
 		bpfInsn{bpfRetK, 0, 0, retAllow},
 	)

@@ -317,7 +317,7 @@ func idmapError(path string, err error) error {
 	fs := "?"
 	var st unix.Statfs_t
 	if unix.Statfs(path, &st) == nil {
-		fs = "0x" + strconv.FormatInt(int64(st.Type), 16)
+		fs = "0x" + strconv.FormatInt(int64(st.Type), 16) //nolint:unconvert // int32 on 32-bit Linux
 	}
 	return fmt.Errorf("idmapped mount of %s (filesystem type %s): %w; as root the local backend needs idmapped mounts "+
 		"(Linux 5.19 or newer, and the snapshots, the host /usr and the runtime's data on ext4, xfs, btrfs or tmpfs)", path, fs, err)

@@ -63,7 +63,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request, onText func(str
 	if err != nil {
 		return resp, err
 	}
-	params := sdk.MessageNewParams{Model: sdk.Model(m.cfg.Model), MaxTokens: req.MaxTokens, Messages: messages(req.Messages)}
+	params := sdk.MessageNewParams{Model: m.cfg.Model, MaxTokens: req.MaxTokens, Messages: messages(req.Messages)}
 	if params.MaxTokens <= 0 {
 		params.MaxTokens = DefaultMaxTokens
 	}
@@ -94,7 +94,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request, onText func(str
 	if err := stream.Err(); err != nil {
 		return resp, fmt.Errorf("anthropic model %s: %w", m.cfg.Model, err)
 	}
-	resp.Model, resp.StopReason = string(msg.Model), string(msg.StopReason)
+	resp.Model, resp.StopReason = msg.Model, string(msg.StopReason)
 	resp.Usage = model.Usage{
 		InputTokens: msg.Usage.InputTokens, OutputTokens: msg.Usage.OutputTokens,
 		CacheReadTokens: msg.Usage.CacheReadInputTokens, CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
@@ -139,7 +139,7 @@ func messages(in []model.Message) []sdk.MessageParam {
 				blocks = append(blocks, sdk.NewTextBlock(msg.Text))
 			}
 			for _, tc := range msg.ToolCalls {
-				var input any = json.RawMessage(tc.Arguments)
+				var input any = tc.Arguments
 				blocks = append(blocks, sdk.NewToolUseBlock(tc.ID, input, tc.Name))
 			}
 			if len(blocks) == 0 {

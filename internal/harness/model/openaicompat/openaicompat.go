@@ -63,7 +63,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request, onText func(str
 		return resp, err
 	}
 	params := openai.ChatCompletionNewParams{
-		Model:         shared.ChatModel(m.cfg.Model),
+		Model:         m.cfg.Model,
 		Messages:      messages(req),
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
 	}
