@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,56 +17,56 @@ import (
 
 func newFilesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "files", Short: "List and download a session's files"}
+	var listOut outputFormat
 	list := &cobra.Command{
-		Use:   "list SESSION",
-		Short: "List the files offered for download, and the sandbox workspace when it still has one (nothing is provisioned or resumed)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "list SESSION",
+		Short:             "List the files offered for download, and the sandbox workspace when it still has one (nothing is provisioned or resumed)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: g.completeSessions,
 		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
-			out := cmd.OutOrStdout()
-			arts, err := h.store.ListArtifacts(ctx, s.ID)
+			doc, err := listFiles(ctx, h, s)
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			out := cmd.OutOrStdout()
+			if listOut == outputJSON {
+				return writeJSON(out, doc)
+			}
+			tw := newTable(out)
 			fmt.Fprintln(tw, "OFFERED FILE\tSIZE\tSHA256\tCLASSIFICATION\tEXPIRES\tSNAPSHOT\tSOURCE EVENT\tCOMMANDS")
-			for _, a := range arts {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\n", a.Path, a.Size, a.SHA256[:16], a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID, a.SourceEvent, len(a.Commands))
+			for _, a := range doc.Offered {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\n", a.Path, a.Size, a.SHA256[:min(16, len(a.SHA256))], a.Classification,
+					a.ExpiresAt.Format(time.RFC3339), a.Snapshot, a.SourceEvent, len(a.Commands))
 			}
 			tw.Flush()
-			rec, err := h.store.GetSessionSandbox(ctx, s.ID)
-			if err != nil {
+			ws := doc.Workspace
+			switch {
+			case ws.Sandbox == "":
 				fmt.Fprintln(out, "\nworkspace: no sandbox was ever provisioned for this session")
-				return nil
-			}
-			if rec.State == store.SandboxStateDeleted || rec.State == store.SandboxStateArchived {
-				fmt.Fprintf(out, "\nworkspace: sandbox %s is %s; its files are not listed without resuming it\n", rec.SandboxID, rec.State)
-				return nil
-			}
-			p, err := h.store.GetSandboxProvider(ctx, rec.Provider)
-			if err != nil {
-				return err
-			}
-			rt, err := h.runtimes.Runtime(ctx, p)
-			if err != nil {
-				return err
-			}
-			files, err := rt.ListFiles(ctx, rec.SandboxID, "")
-			if err != nil {
-				fmt.Fprintf(out, "\nworkspace of %s (%s): %v\n", rec.SandboxID, rec.State, err)
-				return nil
-			}
-			fmt.Fprintf(out, "\nworkspace of %s (%s):\n", rec.SandboxID, rec.State)
-			for _, f := range files {
-				fmt.Fprintf(out, "  %s\t%d\t%s\n", f.Mode, f.Size, f.Path)
+			case !ws.Listed:
+				fmt.Fprintf(out, "\nworkspace of %s (%s): %s\n", ws.Sandbox, ws.State, ws.Reason)
+			default:
+				fmt.Fprintf(out, "\nworkspace of %s (%s):\n", ws.Sandbox, ws.State)
+				for _, f := range ws.Files {
+					fmt.Fprintf(out, "  %s\t%d\t%s\n", f.Mode, f.Size, f.Path)
+				}
 			}
 			return nil
 		}),
 	}
-	var dest string
+	addOutputFlag(list, &listOut, "")
+	var dest, oldDest string
 	get := &cobra.Command{
-		Use:   "get SESSION PATH",
-		Short: "Download an offered file (digest re-checked), else read it from the session's sandbox",
-		Args:  cobra.ExactArgs(2),
+		Use:               "get SESSION PATH [--dest FILE]",
+		Short:             "Download an offered file (digest re-checked), else read it from the session's sandbox",
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: g.completeSessions,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("output") {
+				return usageErrorf("files get: -o/--output no longer names the destination (-o picks an output format on list and show commands); use --dest %s", oldDest)
+			}
+			return nil
+		},
 		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
 			var data []byte
 			// Offers are recorded under the cleaned path: look it up the same way, or
@@ -112,7 +111,10 @@ func newFilesCmd(g *globals) *cobra.Command {
 			return os.WriteFile(dest, data, 0o644)
 		}),
 	}
-	get.Flags().StringVarP(&dest, "output", "o", "", "write to this file instead of stdout")
+	get.Flags().StringVar(&dest, "dest", "", "write to this file instead of stdout")
+	// The old spelling, kept only to be refused with the new one named.
+	get.Flags().StringVarP(&oldDest, "output", "o", "", "")
+	_ = get.Flags().MarkHidden("output")
 	cmd.AddCommand(list, get)
 	return cmd
 }

@@ -39,16 +39,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
+		// A bare exit status was said already (the run's own events say why it ended).
 		var ec exitCode
-		if errors.As(err, &ec) {
-			os.Exit(int(ec))
+		if !errors.As(err, &ec) {
+			fmt.Fprintln(os.Stderr, "Error:", err)
 		}
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
 }
-
-// exitCode is an error that asks for a specific exit status.
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }

@@ -47,9 +47,26 @@ func newRunCmd(g *globals) *cobra.Command {
 	var f runFlags
 	var sessionID string
 	cmd := &cobra.Command{
-		Use:   "run AGENT PROMPT",
-		Short: "Send one message to an agent and stream the turn (Ctrl-C cancels it)",
+		Use:   "run AGENT PROMPT|-",
+		Short: "Send one message to an agent and stream the turn (Ctrl-C cancels it); PROMPT - reads it from stdin",
 		Args:  cobra.ExactArgs(2),
+		PreRunE: func(cmd *cobra.Command, args []string) error {
+			// Read before anything is opened, so an empty stdin is a usage error that
+			// creates no session.
+			if args[1] != "-" {
+				return nil
+			}
+			b, err := io.ReadAll(cmd.InOrStdin())
+			if err != nil {
+				return fmt.Errorf("reading the prompt from stdin: %w", err)
+			}
+			args[1] = strings.TrimRight(string(b), "\r\n")
+			if strings.TrimSpace(args[1]) == "" {
+				return usageErrorf("run %s -: stdin held no prompt", args[0])
+			}
+			return nil
+		},
+		ValidArgsFunction: g.completeAgents,
 		RunE: g.talkCmd(&sessionID, &f, func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error {
 			turnCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
 			defer stop()
@@ -58,16 +75,11 @@ func newRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if res.Status == store.RunCancelled {
-				return exitCode(130)
-			}
-			if res.Status != store.RunCompleted {
-				return exitCode(1)
-			}
-			return nil
+			return runExit(res.Status, t.printer)
 		}),
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
+	_ = cmd.RegisterFlagCompletionFunc("session", g.completeSessionFlag)
 	f.add(cmd)
 	return cmd
 }
@@ -76,9 +88,10 @@ func newChatCmd(g *globals) *cobra.Command {
 	var f runFlags
 	var sessionID string
 	cmd := &cobra.Command{
-		Use:   "chat AGENT",
-		Short: "Talk to an agent interactively; Ctrl-C cancels the running turn, not the session (Ctrl-D ends)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "chat AGENT",
+		Short:             "Talk to an agent interactively; Ctrl-C cancels the running turn, not the session (Ctrl-D ends)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: g.completeAgents,
 		RunE: g.talkCmd(&sessionID, &f, func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error {
 			out := cmd.OutOrStdout()
 			sigs := make(chan os.Signal, 1)
@@ -96,8 +109,29 @@ func newChatCmd(g *globals) *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
+	_ = cmd.RegisterFlagCompletionFunc("session", g.completeSessionFlag)
 	f.add(cmd)
 	return cmd
+}
+
+// runExit is the exit status of a run that ended with status, as the printer saw it:
+// a limit reached (3) and a model key variable unset (5) are told apart from other
+// failures so that scripts can act on them.
+func runExit(status string, p *printer) error {
+	p.mu.Lock()
+	limit, noKey := p.limit, p.noKey
+	p.mu.Unlock()
+	switch {
+	case status == store.RunCancelled:
+		return exitCode(exitCancelled)
+	case noKey:
+		return exitCode(exitCredential)
+	case status != store.RunCompleted:
+		return exitCode(exitError)
+	case limit:
+		return exitCode(exitLimit)
+	}
+	return nil
 }
 
 // chatLoop reads messages line by line and runs each as a turn; an interrupt while a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +15,7 @@ import (
 
 func newSandboxesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sandboxes", Short: "List session sandboxes and sweep orphans"}
+	var listOut outputFormat
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List your sessions' sandboxes with their recorded state, and your backend sandboxes no session points at",
@@ -25,22 +25,35 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SANDBOX\tSESSION\tSTATE\tSNAPSHOT\tENVIRONMENT\tPROVIDER\tLAST USED\tBUSY")
+			rows := make([]*sandboxJSON, 0, len(recs))
 			for _, r := range recs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.SandboxID, r.SessionID, r.State, r.SnapshotID, r.Environment, r.Provider,
-					r.LastUsedAt.UTC().Format(time.RFC3339), r.ActiveExecs)
+				rows = append(rows, sandboxRow(r))
 			}
 			orphans, err := findOrphans(cmd, h, h.me, 0)
 			if err != nil {
 				return err
 			}
 			for _, o := range orphans {
-				fmt.Fprintf(tw, "%s\t%s\t%s (orphan)\t%s\t\t\t\t\n", o.info.ID, o.info.Labels[lifecycle.LabelSession], o.info.Status, o.info.SnapshotID)
+				rows = append(rows, &sandboxJSON{ID: o.info.ID, Session: o.info.Labels[lifecycle.LabelSession], State: o.info.Status,
+					Snapshot: o.info.SnapshotID, Environment: o.info.Labels[lifecycle.LabelEnvironment], Uncertain: []string{}, Orphan: true})
+			}
+			if listOut == outputJSON {
+				return writeJSON(cmd.OutOrStdout(), rows)
+			}
+			tw := newTable(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "SANDBOX\tSESSION\tSTATE\tSNAPSHOT\tENVIRONMENT\tPROVIDER\tLAST USED\tBUSY")
+			for _, r := range rows {
+				if r.Orphan {
+					fmt.Fprintf(tw, "%s\t%s\t%s (orphan)\t%s\t\t\t\t\n", r.ID, r.Session, r.State, r.Snapshot)
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Session, r.State, r.Snapshot, r.Environment, r.Provider,
+					r.LastUsedAt.Format(time.RFC3339), r.ActiveExecs)
 			}
 			return tw.Flush()
 		}),
 	}
+	addOutputFlag(list, &listOut, "")
 	var minAge time.Duration
 	gc := &cobra.Command{
 		Use:   "gc",

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +17,7 @@ import (
 func newSessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "List, show and delete sessions"}
 	var agent string
+	var listOut outputFormat
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List sessions, newest first",
@@ -27,34 +27,49 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tAGENT\tMODEL\tCREATED\tTOKENS IN/OUT\tSANDBOX")
+			rows := make([]sessionJSON, 0, len(ss))
 			for _, s := range ss {
-				sb := "none"
+				r := sessionRow(s)
 				if rec, err := h.store.GetSessionSandbox(ctx, s.ID); err == nil {
-					sb = rec.State + " " + rec.SandboxID
+					r.Sandbox = sandboxRow(rec)
+				}
+				rows = append(rows, r)
+			}
+			if listOut == outputJSON {
+				return writeJSON(cmd.OutOrStdout(), rows)
+			}
+			tw := newTable(cmd.OutOrStdout())
+			fmt.Fprintln(tw, "SESSION\tAGENT\tMODEL\tCREATED\tTOKENS IN/OUT\tSANDBOX")
+			for _, r := range rows {
+				sb := "none"
+				if r.Sandbox != nil {
+					sb = r.Sandbox.State + " " + r.Sandbox.ID
 				}
 				m := "live"
-				if s.Replay {
+				if r.Replay {
 					m = "replay"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.ID, s.Agent, m, s.CreatedAt.UTC().Format(time.RFC3339), s.InputTokens, s.OutputTokens, sb)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.ID, r.Agent, m, r.CreatedAt.Format(time.RFC3339), r.InputTokens, r.OutputTokens, sb)
 			}
 			return tw.Flush()
 		}),
 	}
 	list.Flags().StringVar(&agent, "agent", "", "only this agent's sessions")
+	_ = list.RegisterFlagCompletionFunc("agent", g.completeAgents)
+	addOutputFlag(list, &listOut, "")
 
 	var jsonOut bool
-	var output string
+	var toolOutput string
+	var showOut outputFormat
 	show := &cobra.Command{
-		Use:   "show SESSION",
-		Short: "Show a session's event log (or, with --output, the full output of a cut tool result)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "show SESSION",
+		Short:             "Show a session's event log (or, with --tool-output, the full output of a cut tool result)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: g.completeSessions,
 		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
 			out := cmd.OutOrStdout()
-			if output != "" {
-				b, err := h.store.GetToolOutput(ctx, s.ID, output)
+			if toolOutput != "" {
+				b, err := h.store.GetToolOutput(ctx, s.ID, toolOutput)
 				if err != nil {
 					return err
 				}
@@ -64,6 +79,9 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			evs, err := h.store.Events(ctx, s.ID, 0)
 			if err != nil {
 				return err
+			}
+			if showOut == outputJSON {
+				return showJSON(ctx, out, h, s, evs)
 			}
 			if jsonOut {
 				for _, e := range evs {
@@ -102,13 +120,15 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			return nil
 		}),
 	}
-	show.Flags().BoolVar(&jsonOut, "json", false, "print the raw events as JSON lines")
-	show.Flags().StringVar(&output, "output", "", "print the full kept output of this tool call id")
+	show.Flags().BoolVar(&jsonOut, "json", false, "print the raw events as JSON lines (one event per line; -o json prints one document)")
+	show.Flags().StringVar(&toolOutput, "tool-output", "", "print the full kept output of this tool call id")
+	addOutputFlag(show, &showOut, "use --tool-output CALL_ID for a call's full output")
 
 	del := &cobra.Command{
-		Use:   "delete SESSION",
-		Short: "Delete a session, its sandbox, its artifacts and its log",
-		Args:  cobra.ExactArgs(1),
+		Use:               "delete SESSION",
+		Short:             "Delete a session, its sandbox, its artifacts and its log",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: g.completeSessions,
 		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
 			// Not under a live run: its harness would go on writing to a session whose
 			// rows and sandbox are gone. Runs of dead harnesses are ended first.

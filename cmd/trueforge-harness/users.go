@@ -82,24 +82,18 @@ func newUsersCmd(g *globals) *cobra.Command {
 		}),
 	}
 
-	var output string
+	var output outputFormat
 	list := &cobra.Command{
 		Use:   "list [-o table|json]",
 		Short: "List the users",
 		Args:  cobra.NoArgs,
-		PreRunE: func(*cobra.Command, []string) error {
-			if output != "table" && output != "json" {
-				return fmt.Errorf("-o %q: use table or json", output)
-			}
-			return nil
-		},
 		RunE: g.withStore(func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
 			users, err := st.ListUsers(ctx)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if output == "json" {
+			if output == outputJSON {
 				type userJSON struct {
 					Name           string    `json:"name"`
 					Admin          bool      `json:"admin"`
@@ -126,7 +120,7 @@ func newUsersCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		}),
 	}
-	list.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	addOutputFlag(list, &output, "")
 
 	remove := &cobra.Command{
 		Use:   "remove NAME",

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// filesJSON is `files list ID -o json` (schema in the running-agents guide).
+type filesJSON struct {
+	Offered   []offeredFileJSON `json:"offered"`
+	Workspace workspaceJSON     `json:"workspace"`
+}
+
+type offeredFileJSON struct {
+	Path           string    `json:"path"`
+	Size           int64     `json:"size"`
+	SHA256         string    `json:"sha256"`
+	Classification string    `json:"classification"`
+	ExpiresAt      time.Time `json:"expires_at"`
+	Snapshot       string    `json:"snapshot"`
+	Sandbox        string    `json:"sandbox"`
+	SourceEvent    int64     `json:"source_event"`
+	Commands       []string  `json:"commands"`
+}
+
+// workspaceJSON is the session's sandbox workspace: listed only when the sandbox
+// exists and is not archived (listing never provisions or resumes one); Reason says
+// why not otherwise.
+type workspaceJSON struct {
+	Sandbox string              `json:"sandbox"` // "": none was ever provisioned
+	State   string              `json:"state"`
+	Listed  bool                `json:"listed"`
+	Reason  string              `json:"reason"`
+	Files   []workspaceFileJSON `json:"files"`
+}
+
+type workspaceFileJSON struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	Mode string `json:"mode"`
+}
+
+func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, error) {
+	doc := filesJSON{Offered: []offeredFileJSON{}, Workspace: workspaceJSON{Files: []workspaceFileJSON{}}}
+	arts, err := h.store.ListArtifacts(ctx, s.ID)
+	if err != nil {
+		return doc, err
+	}
+	for _, a := range arts {
+		cmds := a.Commands
+		if cmds == nil {
+			cmds = []string{}
+		}
+		doc.Offered = append(doc.Offered, offeredFileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification,
+			ExpiresAt: a.ExpiresAt.UTC(), Snapshot: a.SnapshotID, Sandbox: a.SandboxID, SourceEvent: a.SourceEvent, Commands: cmds})
+	}
+	ws := &doc.Workspace
+	rec, err := h.store.GetSessionSandbox(ctx, s.ID)
+	if err != nil {
+		ws.Reason = "no sandbox was ever provisioned for this session"
+		return doc, nil
+	}
+	ws.Sandbox, ws.State = rec.SandboxID, rec.State
+	if rec.State == store.SandboxStateDeleted || rec.State == store.SandboxStateArchived {
+		ws.Reason = "the sandbox is " + rec.State + "; its files are not listed without resuming it"
+		return doc, nil
+	}
+	p, err := h.store.GetSandboxProvider(ctx, rec.Provider)
+	if err != nil {
+		return doc, err
+	}
+	rt, err := h.runtimes.Runtime(ctx, p)
+	if err != nil {
+		return doc, err
+	}
+	files, err := rt.ListFiles(ctx, rec.SandboxID, "")
+	if err != nil {
+		ws.Reason = err.Error()
+		return doc, nil
+	}
+	ws.Listed = true
+	for _, f := range files {
+		ws.Files = append(ws.Files, workspaceFileJSON{Path: f.Path, Size: f.Size, Mode: f.Mode.String()})
+	}
+	return doc, nil
+}
