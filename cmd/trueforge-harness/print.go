@@ -135,7 +135,7 @@ func (p *printer) render(e store.Event, textShown bool) {
 		}
 		extra := ""
 		if v.Truncated {
-			extra = fmt.Sprintf(" (cut for the model from %d bytes; full output: sessions show SESSION --output %s)", v.FullSize, v.ID)
+			extra = fmt.Sprintf(" (cut for the model from %d bytes; full output: sessions show SESSION --tool-output %s)", v.FullSize, v.ID)
 		}
 		fmt.Fprintf(w, "  %s %s%s\n%s\n", mark, v.Name, extra, indent(clipLines(v.Text, 12), "     "))
 		if a := v.Artifact; a != nil {

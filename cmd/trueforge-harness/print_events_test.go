@@ -19,7 +19,7 @@ func TestPrintExistingLogs(t *testing.T) {
 		"model message":                 {"agent [replay]: Running it.", `  -> exec {"command":"python3 -V"}`},
 		"usage":                         {"· tokens: step 120 in / 8 out; this turn 120 / 8"},
 		"tool call":                     nil, // shown with its model message
-		"tool result":                   {"  <- exec (cut for the model from 40000 bytes; full output: sessions show SESSION --output replay-1-0)", "     Python 3.11.2"},
+		"tool result":                   {"  <- exec (cut for the model from 40000 bytes; full output: sessions show SESSION --tool-output replay-1-0)", "     Python 3.11.2"},
 		"tool result of a dead harness": {"  <- ERROR exec", "interrupted: the harness stopped"},
 		"cancelled":                     {"! turn cancelled"},
 		"error":                         {"! error (model): model unavailable"},
