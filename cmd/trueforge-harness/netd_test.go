@@ -103,7 +103,7 @@ func TestNetdNotDumpable(t *testing.T) {
 			if err := control.Start(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { control.Process.Kill(); control.Wait() })
+			t.Cleanup(func() { _ = control.Process.Kill(); _ = control.Wait() })
 
 			if err := readEnviron(control.Process.Pid); err != nil {
 				t.Fatalf("the reader cannot read even a dumpable process of its own user, so it proves nothing: %v", err)
@@ -141,19 +141,19 @@ func startNetd(t *testing.T, path string, argv []string) int {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-exited:
 			if err != nil {
 				t.Errorf("netd after SIGTERM: %v\n%s", err, stderr.String())
 			}
 		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-exited
+			_ = cmd.Process.Kill()
+			<-exited //nolint:errcheck // killed: the error says so
 			t.Errorf("netd did not stop on SIGTERM\n%s", stderr.String())
 		}
 	})
-	r.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_ = r.SetReadDeadline(time.Now().Add(20 * time.Second))
 	if _, err := io.ReadAll(r); err != nil {
 		t.Fatalf("netd never signalled that it listens: %v", err)
 	}

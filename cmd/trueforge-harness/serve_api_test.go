@@ -91,7 +91,7 @@ func startServe(t *testing.T, db string, args ...string) (string, func() (string
 				}
 				return "", nil
 			}
-			t.Cleanup(func() { stop() })
+			t.Cleanup(func() { _, _ = stop() })
 			return m[1], stop
 		}
 		select {

@@ -35,7 +35,7 @@ func newBenchPath(b *testing.B, secrets []egress.Secret, keepAlive bool) *benchP
 	if _, err := s.Listen(); err != nil {
 		b.Fatal(err)
 	}
-	go s.Serve(ctx)
+	go func() { _ = s.Serve(ctx) }()
 	proxyURL := &url.URL{Scheme: "http", Host: s.HTTPAddr()}
 	mk := func(tr *http.Transport) *http.Client {
 		tr.DisableKeepAlives = !keepAlive

@@ -74,7 +74,7 @@ func TestCloseCutsOpenTunnels(t *testing.T) {
 	go func() { _, err := io.Copy(io.Discard, c); done <- err }()
 	f.proxy.Close()
 	select {
-	case <-done:
+	case <-done: //nolint:errcheck // only that the copy ended matters
 	case <-time.After(5 * time.Second):
 		t.Fatal("tunnel still open after Close")
 	}
@@ -154,7 +154,7 @@ func TestMaxConns(t *testing.T) {
 	// Two connections that send nothing yet hold both slots.
 	a, _ := dial(), dial()
 	third := dial()
-	third.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = third.SetReadDeadline(time.Now().Add(5 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
 	if err != nil {
 		t.Fatalf("third connection: %v", err)
@@ -168,7 +168,7 @@ func TestMaxConns(t *testing.T) {
 	for {
 		c := dial()
 		fmt.Fprintf(c, "GET http://api.allowed.test:%s/whoami HTTP/1.1\r\nHost: api.allowed.test:%s\r\n\r\n", f.plainUp.port, f.plainUp.port)
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err == nil && resp.StatusCode == http.StatusOK {
 			break

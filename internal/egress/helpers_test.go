@@ -115,7 +115,7 @@ func newUpstream(t testing.TB, ca *upstreamCA, tlsOn bool) *upstream {
 	})
 	mux.HandleFunc("/bytes", func(w http.ResponseWriter, r *http.Request) {
 		var n int64
-		fmt.Sscan(r.URL.Query().Get("n"), &n)
+		_, _ = fmt.Sscan(r.URL.Query().Get("n"), &n) // none or bad: no bytes
 		w.Header().Set("Content-Length", fmt.Sprint(n))
 		for n > 0 {
 			k := min(n, int64(len(big)))

@@ -18,7 +18,7 @@ var alertUnrecognizedName = []byte{0x15, 0x03, 0x01, 0x00, 0x02, 0x02, 0x70}
 // inspectFirstFlight peeks at what the client sends first (without consuming it).
 func (p *Proxy) inspectFirstFlight(conn net.Conn, br *bufio.Reader, host string) *Denial {
 	_ = conn.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	defer conn.SetReadDeadline(time.Time{})
+	defer func() { _ = conn.SetReadDeadline(time.Time{}) }()
 	first, err := br.Peek(1)
 	if err != nil {
 		if errors.Is(err, io.EOF) {

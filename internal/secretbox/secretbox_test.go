@@ -48,7 +48,9 @@ func TestKeyFileReadableByOthersIsRefused(t *testing.T) {
 	if _, err := Load("", file); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(file, 0o644)
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err := Load("", file)
 	if err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("err = %v, want a refusal naming chmod 600", err)

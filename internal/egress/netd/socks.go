@@ -39,7 +39,7 @@ func (s *Server) serveSOCKS(c net.Conn) {
 	up, r, resp, err := s.openResponse(host, port)
 	if err != nil {
 		s.cfg.Log.Printf("SOCKS %s:%s: %v", host, port, err)
-		socksReply(c, socksFailure)
+		_ = socksReply(c, socksFailure)
 		c.Close()
 		return
 	}
@@ -53,7 +53,7 @@ func (s *Server) serveSOCKS(c net.Conn) {
 			code = socksHostUnreach
 		}
 		s.cfg.Log.Printf("SOCKS %s:%s refused: %s", host, port, resp.Header.Get("X-Trueforge-Deny"))
-		socksReply(c, code)
+		_ = socksReply(c, code)
 		c.Close()
 		up.Close()
 		return
@@ -116,7 +116,7 @@ func (s *Server) socksHandshake(c net.Conn) (host, port string, ok bool) {
 		}
 		host = string(b)
 	default:
-		socksReply(c, socksAddrNotSupp)
+		_ = socksReply(c, socksAddrNotSupp)
 		return "", "", false
 	}
 	var pb [2]byte
@@ -124,7 +124,7 @@ func (s *Server) socksHandshake(c net.Conn) (host, port string, ok bool) {
 		return "", "", false
 	}
 	if req[1] != socksCmdConnect {
-		socksReply(c, socksCmdNotSupp)
+		_ = socksReply(c, socksCmdNotSupp)
 		return "", "", false
 	}
 	return host, strconv.Itoa(int(binary.BigEndian.Uint16(pb[:]))), true

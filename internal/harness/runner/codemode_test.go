@@ -443,7 +443,9 @@ console.log("ts:", f.city);`
 		t.Fatalf("node is needed by this test (the sandbox's platform image is the host's /usr): %v", err)
 	}
 	var major, minor int
-	fmt.Sscanf(strings.TrimSpace(string(v)), "%d.%d", &major, &minor)
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(v)), "%d.%d", &major, &minor); err != nil {
+		t.Fatalf("node -p process.versions.node: %q: %v", v, err)
+	}
 	if major > 22 || (major == 22 && minor >= 6) {
 		if !strings.Contains(out, "ts: Kyiv") {
 			t.Fatalf("node %s strips types, yet: %q", v, out)

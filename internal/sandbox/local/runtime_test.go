@@ -253,7 +253,7 @@ func TestAttackNetworkBlocked(t *testing.T) {
 			if err != nil {
 				return
 			}
-			c.Write([]byte("reached\n"))
+			_, _ = c.Write([]byte("reached\n"))
 			c.Close()
 		}
 	}()
