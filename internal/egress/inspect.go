@@ -61,7 +61,7 @@ func checkPlainHost(br *bufio.Reader, host string) *Denial {
 		if i := bytes.Index(b, []byte("\r\n\r\n")); i >= 0 {
 			req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(b[:i+4])))
 			if err != nil {
-				return nil // not HTTP after all
+				return nil //nolint:nilerr // not HTTP after all
 			}
 			if !sameHost(req.Host, host) {
 				return deny(ReasonHostMismatch, host, "the request's Host header %q differs from the CONNECT host %s", req.Host, host)
@@ -69,7 +69,7 @@ func checkPlainHost(br *bufio.Reader, host string) *Denial {
 			return nil
 		}
 		if err != nil || n >= br.Size() {
-			return nil // no complete header: not HTTP, or a slow client; carry it
+			return nil //nolint:nilerr // no complete header: not HTTP, or a slow client; carry it
 		}
 		n = br.Buffered() + 1
 	}

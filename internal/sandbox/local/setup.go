@@ -399,7 +399,7 @@ func newUserNS(unshareBin, sleepBin string, owner, uid, gid, size uint32) (int, 
 // to start).
 func prepareResolvConf(etc string, ids *idRange) error {
 	if fi, err := os.Lstat(etc); err != nil || !fi.IsDir() {
-		return nil
+		return nil //nolint:nilerr // left alone: bwrap refuses an etc that is not a directory
 	}
 	f := filepath.Join(etc, "resolv.conf")
 	if fi, err := os.Lstat(f); err == nil && fi.Mode()&os.ModeSymlink == 0 {

@@ -135,7 +135,7 @@ func (h hostBox) run(ctx context.Context, id string, p proc) (int, error) {
 	killGroup(cmd)
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		return -1, nil
+		return -1, nil //nolint:nilerr // cancelled: -1, as a killed command exits
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -31,7 +31,7 @@ type localBox struct {
 func newLocalBox(root string) (bx box, ok bool, err error) {
 	for _, tool := range []string{"bwrap", "unshare"} {
 		if _, err := findExecutable(tool); err != nil {
-			return nil, false, nil
+			return nil, false, nil //nolint:nilerr // a missing tool means fall back, not fail
 		}
 	}
 	b, err := local.NewBuilder(filepath.Join(root, "local-backend"))
@@ -104,7 +104,7 @@ func (l *localBox) run(ctx context.Context, id string, p proc) (int, error) {
 	res, err := l.rt.Exec(ctx, id, sandbox.ExecRequest{Shell: p.command, Env: p.env, Stdin: p.stdin,
 		Stdout: p.stdout, Stderr: p.stderr, Interactive: true, OutputCap: 1})
 	if ctx.Err() != nil {
-		return -1, nil
+		return -1, nil //nolint:nilerr // cancelled: -1, as a killed command exits
 	}
 	if err != nil {
 		return 0, err
