@@ -320,8 +320,8 @@ func connect(c *Cluster) (*Cluster, error) {
 // /usr/lib/postgresql/<version>/bin (the newest), which is not on PATH.
 func binDir() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Dir(real), nil
+		if resolved, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Dir(resolved), nil
 		}
 		return filepath.Dir(p), nil
 	}

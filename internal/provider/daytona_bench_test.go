@@ -69,7 +69,7 @@ resource "trueforge_secret" %[1]q {
 		if w > 0 {
 			b.Fatalf("a no-op plan wrote to Daytona: %v", counts)
 		}
-		if max := resources + faults; sum > max {
+		if most := resources + faults; sum > most {
 			b.Fatalf("a plan made %d requests for %d resources (+%d injected faults): %v", sum, resources, faults, counts)
 		}
 		total, writes, reads, plans = total+sum, writes+w, reads+sum-faults, plans+1

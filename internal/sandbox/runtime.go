@@ -206,8 +206,8 @@ type Runtime interface {
 	List(ctx context.Context) ([]SandboxInfo, error)
 
 	WriteFile(ctx context.Context, id, path string, r io.Reader, mode fs.FileMode) error
-	// ReadFile returns a regular file's content; ErrTooLarge past max bytes (0: a default).
-	ReadFile(ctx context.Context, id, path string, max int64) ([]byte, error)
+	// ReadFile returns a regular file's content; ErrTooLarge past maxBytes (0: a default).
+	ReadFile(ctx context.Context, id, path string, maxBytes int64) ([]byte, error)
 	StatFile(ctx context.Context, id, path string) (FileInfo, error)
 	ListFiles(ctx context.Context, id, dir string) ([]FileInfo, error)
 	DeleteFile(ctx context.Context, id, path string) error

@@ -244,9 +244,9 @@ func (c *Counting) WriteFile(ctx context.Context, id, p string, r io.Reader, mod
 	c.count("WriteFile")
 	return c.Runtime.WriteFile(ctx, id, p, r, mode)
 }
-func (c *Counting) ReadFile(ctx context.Context, id, p string, max int64) ([]byte, error) {
+func (c *Counting) ReadFile(ctx context.Context, id, p string, maxBytes int64) ([]byte, error) {
 	c.count("ReadFile")
-	return c.Runtime.ReadFile(ctx, id, p, max)
+	return c.Runtime.ReadFile(ctx, id, p, maxBytes)
 }
 func (c *Counting) StatFile(ctx context.Context, id, p string) (sandbox.FileInfo, error) {
 	c.count("StatFile")

@@ -533,11 +533,11 @@ func (r *Runtime) writeFile(ctx context.Context, id, p string, src io.Reader, mo
 	return nil
 }
 
-// ReadFile downloads a regular file; past max bytes (0: MaxFileSize) it is ErrTooLarge,
+// ReadFile downloads a regular file; past maxBytes (0: MaxFileSize) it is ErrTooLarge,
 // decided from the file's size before downloading.
-func (r *Runtime) ReadFile(ctx context.Context, id, p string, max int64) ([]byte, error) {
-	if max <= 0 {
-		max = r.maxFile()
+func (r *Runtime) ReadFile(ctx context.Context, id, p string, maxBytes int64) ([]byte, error) {
+	if maxBytes <= 0 {
+		maxBytes = r.maxFile()
 	}
 	fi, err := r.StatFile(ctx, id, p)
 	if err != nil {
@@ -546,7 +546,7 @@ func (r *Runtime) ReadFile(ctx context.Context, id, p string, max int64) ([]byte
 	if fi.Mode.IsDir() {
 		return nil, fmt.Errorf("daytona: read %s in sandbox %s: is a directory", p, id)
 	}
-	if fi.Size > max {
+	if fi.Size > maxBytes {
 		return nil, fmt.Errorf("daytona: read %s in sandbox %s (%d bytes): %w", p, id, fi.Size, sandbox.ErrTooLarge)
 	}
 	dst, _ := r.inWork(p)
@@ -558,7 +558,7 @@ func (r *Runtime) ReadFile(ctx context.Context, id, p string, max int64) ([]byte
 	if err != nil {
 		return nil, fmt.Errorf("daytona: read %s in sandbox %s: %w", p, id, r.toolboxErr(ctx, id, err))
 	}
-	if int64(len(b)) > max {
+	if int64(len(b)) > maxBytes {
 		return nil, fmt.Errorf("daytona: read %s in sandbox %s: %w", p, id, sandbox.ErrTooLarge)
 	}
 	return b, nil

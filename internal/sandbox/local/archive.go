@@ -362,8 +362,8 @@ func (c ctxReader) Read(p []byte) (int, error) {
 
 func major(dev uint64) uint32 { return uint32((dev>>8)&0xfff) | uint32((dev>>32)&^0xfff) }
 func minor(dev uint64) uint32 { return uint32(dev&0xff) | uint32((dev>>12)&^0xff) }
-func mkdev(maj, min uint32) int {
-	return int(uint64(min&0xff) | uint64(maj&0xfff)<<8 | uint64(min&^0xff)<<12 | uint64(maj&^0xfff)<<32)
+func mkdev(major, minor uint32) int {
+	return int(uint64(minor&0xff) | uint64(major&0xfff)<<8 | uint64(minor&^0xff)<<12 | uint64(major&^0xfff)<<32)
 }
 
 const xattrPrefix = "SCHILY.xattr."

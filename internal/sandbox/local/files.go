@@ -145,19 +145,19 @@ func mkdirAllOwned(root *os.Root, dir string, owner *[2]int) error {
 	return nil
 }
 
-// ReadFile returns a regular file of the workspace; ErrTooLarge if it holds more than max
+// ReadFile returns a regular file of the workspace; ErrTooLarge if it holds more than maxBytes
 // bytes (0: MaxFileSize). A symlink is refused, wherever it points.
-func (r *Runtime) ReadFile(ctx context.Context, id, p string, max int64) ([]byte, error) {
-	data, err := r.readFile(ctx, id, p, max)
+func (r *Runtime) ReadFile(ctx context.Context, id, p string, maxBytes int64) ([]byte, error) {
+	data, err := r.readFile(ctx, id, p, maxBytes)
 	if err != nil {
 		return nil, fileErr("read", id, p, err)
 	}
 	return data, nil
 }
 
-func (r *Runtime) readFile(_ context.Context, id, p string, max int64) ([]byte, error) {
-	if max <= 0 {
-		max = r.maxFile()
+func (r *Runtime) readFile(_ context.Context, id, p string, maxBytes int64) ([]byte, error) {
+	if maxBytes <= 0 {
+		maxBytes = r.maxFile()
 	}
 	rel, err := sandbox.WorkspacePath(p)
 	if err != nil {
@@ -187,15 +187,15 @@ func (r *Runtime) readFile(_ context.Context, id, p string, max int64) ([]byte, 
 	if !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
 		return nil, errors.New("file changed while being opened")
 	}
-	if ofi.Size() > max {
-		return nil, fmt.Errorf("%w: %d bytes, over %d", sandbox.ErrTooLarge, ofi.Size(), max)
+	if ofi.Size() > maxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, over %d", sandbox.ErrTooLarge, ofi.Size(), maxBytes)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%w: over %d bytes", sandbox.ErrTooLarge, max)
+	if int64(len(data)) > maxBytes {
+		return nil, fmt.Errorf("%w: over %d bytes", sandbox.ErrTooLarge, maxBytes)
 	}
 	return data, nil
 }
