@@ -256,7 +256,7 @@ func (t *Toolset) Call(ctx context.Context, name string, args json.RawMessage) (
 			return "the arguments are not a JSON object: " + err.Error(), true
 		}
 	}
-	if ok, _, reason := t.allow(name, a); !ok {
+	if ok, reason := t.allow(name, a); !ok {
 		return reason, true
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: r.tool, Arguments: a})

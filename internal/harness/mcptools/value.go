@@ -57,18 +57,18 @@ func (t *Toolset) Rule(name string, args map[string]any) (rule int, ok bool) {
 
 // allow asks the operator's policy about a call (allowed_tools was applied when the
 // tools were listed: a tool it leaves out has no route).
-func (t *Toolset) allow(name string, args map[string]any) (bool, int, string) {
+func (t *Toolset) allow(name string, args map[string]any) (bool, string) {
 	if t.opts.Policy == nil {
-		return true, 0, ""
+		return true, ""
 	}
 	ok, rule, reason := t.opts.Policy.Allow(t.opts.User, t.opts.Agent, name, args)
 	if !ok {
 		if reason == "" {
 			reason = "no reason given"
 		}
-		return false, rule, fmt.Sprintf("MCP tool %s was refused for user %q by the harness's policy (rule %d): %s", name, t.opts.User, rule, reason)
+		return false, fmt.Sprintf("MCP tool %s was refused for user %q by the harness's policy (rule %d): %s", name, t.opts.User, rule, reason)
 	}
-	return true, rule, ""
+	return true, ""
 }
 
 // CallValue runs an allowed tool for a script. An error means no answer: the policy
@@ -86,7 +86,7 @@ func (t *Toolset) CallValue(ctx context.Context, name string, args map[string]an
 	if !ok || cs == nil {
 		return Value{}, fmt.Errorf("%q: %w", name, ErrUnknownTool)
 	}
-	if ok, _, reason := t.allow(name, args); !ok {
+	if ok, reason := t.allow(name, args); !ok {
 		return Value{}, fmt.Errorf("%w: %s", ErrDenied, reason)
 	}
 	if args == nil {

@@ -163,7 +163,7 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 	if err := writePlan(r.planFile(id), r.keeperPlan(id, layers, info)); err != nil {
 		return err
 	}
-	script := r.keeperScript(id, info)
+	script := r.keeperScript(id)
 	// Root makes only the mount (and network) namespace here: the setup step maps the
 	// sandbox into its id slot. Unprivileged, the outer user namespace is the one that
 	// lets the setup step mount (its root is this user).
@@ -298,7 +298,7 @@ func (r *Runtime) stopKeeper(ctx context.Context, id string) error {
 // wait for the go-ahead (the cgroups are set up), then exec the setup step (setup.go),
 // which mounts what the plan says, sets the rlimits of the rlimit mode and execs bwrap
 // with the init.
-func (r *Runtime) keeperScript(id string, info record) string {
+func (r *Runtime) keeperScript(id string) string {
 	var sb strings.Builder
 	sb.WriteString("set -e\nread -r _ <&5\nexec 5<&-\n")
 	fmt.Fprintf(&sb, "%s=%s\nexport %s\nexec %s %s\n", setupEnv, shq(r.planFile(id)), setupEnv, shq(r.exe), setupArg)

@@ -125,20 +125,21 @@ func (s *Server) Sessions(idOrName string) []string {
 	return ids
 }
 
-// sessionTarget resolves the started sandbox and the session of a session call.
-func (s *Server) sessionTarget(w http.ResponseWriter, r *http.Request) (box, string, map[string]string, *tbSession, bool) {
-	bx, id, env, ok := s.toolboxTarget(w, r)
+// sessionTarget resolves the started sandbox's id and environment and the session of a
+// session call.
+func (s *Server) sessionTarget(w http.ResponseWriter, r *http.Request) (string, map[string]string, *tbSession, bool) {
+	_, id, env, ok := s.toolboxTarget(w, r)
 	if !ok {
-		return nil, "", nil, nil, false
+		return "", nil, nil, false
 	}
 	s.smu.Lock()
 	ss := s.sessions[sessionKey(id, r.PathValue("sessionId"))]
 	s.smu.Unlock()
 	if ss == nil {
 		writeErr(w, r, 404, "session not found")
-		return nil, "", nil, nil, false
+		return "", nil, nil, false
 	}
-	return bx, id, env, ss, true
+	return id, env, ss, true
 }
 
 func (ss *tbSession) command(w http.ResponseWriter, r *http.Request) (*tbCommand, bool) {
@@ -203,13 +204,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	if _, _, _, ss, ok := s.sessionTarget(w, r); ok {
+	if _, _, ss, ok := s.sessionTarget(w, r); ok {
 		writeJSON(w, 200, ss.dto())
 	}
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
-	_, id, _, ss, ok := s.sessionTarget(w, r)
+	id, _, ss, ok := s.sessionTarget(w, r)
 	if !ok {
 		return
 	}
@@ -244,7 +245,7 @@ func (c *tbCommand) dto() map[string]any {
 }
 
 func (s *Server) sessionCommand(w http.ResponseWriter, r *http.Request) {
-	_, _, _, ss, ok := s.sessionTarget(w, r)
+	_, _, ss, ok := s.sessionTarget(w, r)
 	if !ok {
 		return
 	}
@@ -256,7 +257,7 @@ func (s *Server) sessionCommand(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sessionExec(w http.ResponseWriter, r *http.Request) {
-	_, _, env, ss, ok := s.sessionTarget(w, r)
+	_, env, ss, ok := s.sessionTarget(w, r)
 	if !ok {
 		return
 	}
@@ -315,7 +316,7 @@ func (s *Server) sessionExec(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sessionInput(w http.ResponseWriter, r *http.Request) {
-	_, _, _, ss, ok := s.sessionTarget(w, r)
+	_, _, ss, ok := s.sessionTarget(w, r)
 	if !ok {
 		return
 	}
@@ -364,7 +365,7 @@ func (s *Server) sessionInput(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request) {
-	_, _, _, ss, ok := s.sessionTarget(w, r)
+	_, _, ss, ok := s.sessionTarget(w, r)
 	if !ok {
 		return
 	}
