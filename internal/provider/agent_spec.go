@@ -62,7 +62,7 @@ func (m *agentModel) spec(ctx context.Context) (agentspec.Spec, []byte) {
 // row shows as drift. The spec keeps null apart from empty, so what the configuration
 // wrote (an omitted list or `[]`, an omitted string or "") reads back unchanged; what a
 // spec leaves out reads as the default the harness runs with (agentspec.Decode).
-func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnostics {
+func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnostics { //nolint:unparam // the models' common shape; ctx is for logging
 	var diags diag.Diagnostics
 	s, err := agentspec.Decode(a.Spec)
 	if err != nil {

@@ -73,7 +73,7 @@ type caller struct {
 // authenticate finds the caller a route needs: a bearer token (which wins when given),
 // else the login cookie; state-changing requests on a cookie must carry the login's CSRF
 // token and, when they send an Origin, come from this host.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, kind authKind) (*caller, error) {
+func (s *Server) authenticate(r *http.Request, kind authKind) (*caller, error) {
 	if kind == authNone || (kind == authMetrics && s.cfg.MetricsPublic) {
 		return nil, nil
 	}

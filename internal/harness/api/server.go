@@ -275,7 +275,7 @@ func (s *Server) register() {
 // wrap is a route's handler: authentication, then the route, errors answered as JSON.
 func (s *Server) wrap(rt route) http.Handler {
 	return s.instrument(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.authenticate(w, r, rt.auth)
+		c, err := s.authenticate(r, rt.auth)
 		if err == nil {
 			err = rt.handle(w, r, c)
 		}

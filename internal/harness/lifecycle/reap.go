@@ -226,15 +226,15 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 		}
 	}
 	moved := false
-	step := func(to string, after time.Duration, op func() error) bool {
+	step := func(to string, after time.Duration, op func() error) {
 		if idle < after {
-			return false
+			return
 		}
 		// The CAS re-checks idleness and busyness in the store, against a call that
 		// began since the list was read.
 		ok, err := m.cfg.Store.SwapSandboxState(ctx, rec.SessionID, []string{state}, store.SandboxStateChanging, now, now.Add(-after).Add(time.Millisecond))
 		if err != nil || !ok {
-			return false
+			return
 		}
 		opErr := op()
 		final := to
@@ -250,12 +250,11 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 			if !errors.Is(opErr, errors.ErrUnsupported) {
 				m.cfg.Logger.Warn("sandbox lifecycle step failed", "session", rec.SessionID, "sandbox", rec.SandboxID, "to", to, "err", opErr)
 			}
-			return false
+			return
 		}
 		m.cfg.Record(ctx, rec.SessionID, events.SandboxIdle{State: to, SandboxID: rec.SandboxID, From: state,
 			IdleMinutes: int64(idle / time.Minute), SnapshotID: rec.SnapshotID, BackendStatus: seen})
 		state, status, seen, moved = to, to, "", true
-		return true
 	}
 	ignoreMissing := func(err error) error {
 		if errors.Is(err, sandbox.ErrNotFound) {
