@@ -182,7 +182,7 @@ ok "one sandbox provisioned at the first exec, reused by write_file and offer_ar
 
 step "Download the offered file: digest re-checked"
 "$harness" files list "$sid"
-"$harness" files get "$sid" report.md -o "$work/report.md"
+"$harness" files get "$sid" report.md --dest "$work/report.md"
 want="$(python3 - "$TRUEFORGE_DATABASE_URL" "$sid" <<'EOF2'
 import sqlite3, sys
 print(sqlite3.connect(sys.argv[1]).execute("SELECT sha256 FROM artifacts WHERE session_id = ? AND path = 'report.md'", (sys.argv[2],)).fetchone()[0])
