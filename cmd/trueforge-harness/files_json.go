@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -58,9 +59,12 @@ func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, err
 	}
 	ws := &doc.Workspace
 	rec, err := h.store.GetSessionSandbox(ctx, s.ID)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		ws.Reason = "no sandbox was ever provisioned for this session"
 		return doc, nil
+	}
+	if err != nil {
+		return doc, err
 	}
 	ws.Sandbox, ws.State = rec.SandboxID, rec.State
 	if rec.State == store.SandboxStateDeleted || rec.State == store.SandboxStateArchived {
@@ -78,7 +82,7 @@ func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, err
 	files, err := rt.ListFiles(ctx, rec.SandboxID, "")
 	if err != nil {
 		ws.Reason = err.Error()
-		return doc, nil
+		return doc, nil //nolint:nilerr // the offered files are still listed; the reason says why the workspace is not
 	}
 	ws.Listed = true
 	for _, f := range files {
