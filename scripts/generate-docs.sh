@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates docs/ from the provider's schema, templates/ and examples/ with tfplugindocs,
-# then validates the result. `make generate` runs it; CI can follow it with
-# `git diff --exit-code docs/` to catch stale docs.
+# then validates the result. `make generate` runs it; scripts/docs-check.sh (in `make test`)
+# runs it in a temporary copy to catch stale docs.
 #
 # Offline: tfplugindocs comes from the Go module proxy (or the module cache), builds the
 # provider itself and reads its schema through the terraform CLI on PATH (it downloads a

@@ -2,8 +2,9 @@
 # The whole test suite, as `make test` and CI run it: unit tests, then the acceptance
 # tests (TF_ACC=1, in-process provider, offline) under Terraform when it is on PATH and
 # always under OpenTofu; beside them, the identity and import tests under Terraform 1.13
-# (a third CLI, built from the Go module proxy). Tests that need a Daytona account run
-# only with DAYTONA_API_KEY.
+# (a third CLI, built from the Go module proxy); last, the docs check (docs/ is what
+# `make generate` writes). `make test` runs `make lint` before it. Tests that need a
+# Daytona account run only with DAYTONA_API_KEY.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --tests
@@ -64,3 +65,7 @@ fi
 
 wait "$tf113_pid" || { cat "$work/tf113.log"; echo "test: the identity and import tests failed under Terraform 1.13" >&2; exit 1; }
 cat "$work/tf113.log"
+
+# docs/ must be what `make generate` writes; with the Terraform 1.13 built above.
+echo "== docs check"
+scripts/docs-check.sh
