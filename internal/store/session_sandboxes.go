@@ -160,8 +160,20 @@ func (s *Store) EndSandboxUse(ctx context.Context, sessionID string, at time.Tim
 
 // ClearStaleSandboxUse resets the busy count of a sandbox whose exec owner is dead.
 func (s *Store) ClearStaleSandboxUse(ctx context.Context, sessionID, owner string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE session_sandboxes SET active_execs = 0, exec_owner = '' WHERE session_id = ? AND exec_owner = ?`, sessionID, owner)
+	_, err := s.ClaimStaleSandboxUse(ctx, sessionID, owner)
 	return err
+}
+
+// ClaimStaleSandboxUse is ClearStaleSandboxUse that reports whether this call cleared
+// the dead owner's use: of two processes that reclaim the same sandbox at once (two
+// harness replicas), exactly one gets true, and only it records the reclaim.
+func (s *Store) ClaimStaleSandboxUse(ctx context.Context, sessionID, owner string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE session_sandboxes SET active_execs = 0, exec_owner = '' WHERE session_id = ? AND exec_owner = ? AND (active_execs <> 0 OR exec_owner <> '')`, sessionID, owner)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // SetSandboxUncertain records the workspace paths a dead call was writing.

@@ -608,8 +608,13 @@ func (m *Manager) Reclaim(ctx context.Context, sessionID string, dead ...string)
 	if err := rt.Start(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return false, fmt.Errorf("restarting sandbox %s: %w", rec.SandboxID, err)
 	}
-	if err := st.ClearStaleSandboxUse(ctx, sessionID, rec.ExecOwner); err != nil {
+	claimed, err := st.ClaimStaleSandboxUse(ctx, sessionID, rec.ExecOwner)
+	if err != nil {
 		return false, err
+	}
+	if !claimed {
+		// Another replica reclaimed it at the same moment, and records it.
+		return false, nil
 	}
 	m.cfg.Record(ctx, sessionID, events.SandboxReclaimed{SandboxID: rec.SandboxID, DeadOwner: rec.ExecOwner,
 		Reason: "commands left running by a harness that died were stopped; files kept"})
