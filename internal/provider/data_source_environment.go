@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/builds"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -150,18 +150,8 @@ func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadReq
 		resp.Diagnostics.AddError("Error Reading Environment", fmt.Sprintf("Environment %q could not be read.\n\nOriginal Error: %s", name, err))
 		return
 	}
-	status := sandbox.StatusFailed
-	coord, _, err := d.cp.coordinator(ctx, env.Provider)
-	if err == nil {
-		var snap store.Snapshot
-		if snap, err = coord.Refresh(ctx, env.SnapshotID); err == nil {
-			status = snap.Status
-		}
-	}
-	if err != nil {
-		resp.Diagnostics.AddWarning("Environment Status Unknown",
-			fmt.Sprintf("The snapshot status of environment %q could not be refreshed from its sandbox provider %q, so status reads Failed.\n\nOriginal Error: %s", name, env.Provider, err))
-	}
+	st := environmentStatus{cp: d.cp, coords: map[string]*builds.Coordinator{}}
+	status := st.of(ctx, env, &resp.Diagnostics)
 	m.BuildHash = types.StringValue(env.BuildHash)
 	m.BuildScript = types.StringValue(env.BuildScript)
 	m.CPU = types.Int64Value(env.CPU)
@@ -176,12 +166,18 @@ func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadReq
 	m.Status = types.StringValue(status)
 	m.Triggers = knownStringMap(env.Triggers)
 	var d2 diag.Diagnostics
-	m.Network, d2 = types.ObjectValue(networkAttrTypes, map[string]attr.Value{
+	m.Network, d2 = networkObject(env)
+	resp.Diagnostics.Append(d2...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// networkObject is env's network policy as the data sources read it: the allow list as
+// stored (empty, not null, when there is none).
+func networkObject(env store.Environment) (types.Object, diag.Diagnostics) {
+	return types.ObjectValue(networkAttrTypes, map[string]attr.Value{
 		"allow_domains": stringList(env.AllowDomains),
 		"block_all":     types.BoolValue(env.BlockAll),
 	})
-	resp.Diagnostics.Append(d2...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // knownStringMap is stringMap for data sources: an empty map rather than null, so

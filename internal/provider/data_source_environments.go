@@ -216,7 +216,7 @@ func (d *environmentsDataSource) Read(ctx context.Context, req datasource.ReadRe
 }
 
 // environmentStatus refreshes environments' snapshot status from their backends, one
-// coordinator per sandbox provider.
+// coordinator per sandbox provider (both environment data sources read status so).
 type environmentStatus struct {
 	cp     *controlPlane
 	coords map[string]*builds.Coordinator
@@ -252,10 +252,7 @@ func (s *environmentStatus) of(ctx context.Context, env store.Environment, diags
 
 // environmentItem is env as an element of `environments`.
 func environmentItem(env store.Environment, status string) (attr.Value, diag.Diagnostics) {
-	network, diags := types.ObjectValue(networkAttrTypes, map[string]attr.Value{
-		"allow_domains": stringList(env.AllowDomains),
-		"block_all":     types.BoolValue(env.BlockAll),
-	})
+	network, diags := networkObject(env)
 	item, d := types.ObjectValue(environmentItemAttrTypes, map[string]attr.Value{
 		"build_hash":       types.StringValue(env.BuildHash),
 		"cpu":              types.Int64Value(env.CPU),
