@@ -97,7 +97,7 @@ func (s *script) handle(line []byte) {
 	if int64(n) > s.lim.MaxCalls {
 		s.mu.Unlock()
 		msg := fmt.Sprintf("the script made more than %d MCP calls (code_mode_limits.max_calls); it was stopped at call %d", s.lim.MaxCalls, n)
-		s.record(events.MCPCall{Call: n, Tool: req.Tool, ArgsSHA256: hex.EncodeToString(digest[:]), Outcome: events.OutcomeLimit, Error: msg}, nil)
+		s.record(events.MCPCall{Call: n, Tool: req.Tool, ArgsSHA256: hex.EncodeToString(digest[:]), Outcome: events.OutcomeLimit, Error: msg})
 		s.reply(req.ID, nil, msg)
 		s.stop(limitError{msg})
 		return
@@ -127,14 +127,12 @@ func (s *script) run(f *flight, req request) {
 			return
 		}
 	}
-	if rule, ok := s.m.mcp.Rule(req.Tool, args); ok {
-		rec.Rule = &rule
-	}
 	// The call outlives a cancelled script: an operation already sent to a server is
 	// not abandoned half-way, and its outcome is recorded when it ends.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Duration(s.lim.CallTimeoutSeconds)*time.Second)
 	defer cancel()
 	v, err := s.m.mcp.CallValue(ctx, req.Tool, args)
+	rec.Rule = v.Rule
 	switch {
 	case errors.Is(err, mcptools.ErrDenied):
 		s.finish(f, rec, start, nil, events.OutcomeDenied, err.Error())
@@ -186,7 +184,7 @@ func (s *script) finish(f *flight, rec events.MCPCall, start time.Time, result [
 		rec.Error = errMsg
 	}
 	rec.Late = late
-	s.record(rec, nil)
+	s.record(rec)
 	if late {
 		return
 	}
@@ -197,7 +195,7 @@ func (s *script) finish(f *flight, rec events.MCPCall, start time.Time, result [
 }
 
 // record completes rec with the call's subject and appends it to the session's log.
-func (s *script) record(rec events.MCPCall, _ error) {
+func (s *script) record(rec events.MCPCall) {
 	rec.ToolCallID, rec.User, rec.Agent = s.toolID, s.call.User, s.call.Agent.Name
 	s.st.record(s.ctx, rec)
 }
@@ -239,7 +237,7 @@ func (s *script) abandon(why string) []string {
 	for _, f := range open {
 		names = append(names, fmt.Sprintf("%s (call %d)", f.tool, f.n))
 		s.record(events.MCPCall{Call: f.n, Tool: f.tool, ArgsSHA256: f.digest, Outcome: events.OutcomeUnknown,
-			Error: "in flight when the script " + why + "; its outcome is recorded when it ends"}, nil)
+			Error: "in flight when the script " + why + "; its outcome is recorded when it ends"})
 	}
 	return names
 }

@@ -52,7 +52,6 @@ const MaxCode = 256 << 10
 type MCP interface {
 	Descriptors(ctx context.Context) []mcptools.Descriptor
 	CallValue(ctx context.Context, name string, args map[string]any) (mcptools.Value, error)
-	Rule(name string, args map[string]any) (int, bool)
 }
 
 // Mode is Code Mode's tool for one agent's runner (tools.CodeTool).
@@ -198,7 +197,7 @@ func (m *Mode) runScript(ctx context.Context, st *store.Store, l *lifecycle.Leas
 	defer stop(nil)
 	inR, inW := io.Pipe()
 	s := &script{
-		m: m, ctx: ctx, call: c, toolID: callID(c), lim: lim, stop: stop, stdin: inW,
+		m: m, ctx: ctx, call: c, toolID: c.ToolCallID, lim: lim, stop: stop, stdin: inW,
 		st:      storeRecorder{st: st, sessionID: c.SessionID, runID: c.RunID, logger: m.logger},
 		flights: map[int]*flight{}, sem: make(chan struct{}, maxConcurrent), output: sandbox.NewOutputBuffer(outputCap),
 	}
@@ -264,9 +263,6 @@ func (m *Mode) runScript(ctx context.Context, st *store.Store, l *lifecycle.Leas
 	isErr := ctx.Err() != nil || stoppedByLimit || res.TimedOut || err != nil || res.ExitCode != 0
 	return b.String(), isErr, err != nil && ctx.Err() == nil
 }
-
-// callID is the model's id of the run_code call: the key of the script's records.
-func callID(c tools.Call) string { return c.ToolCallID }
 
 type writerFunc func([]byte) (int, error)
 

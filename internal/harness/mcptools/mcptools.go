@@ -25,7 +25,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -240,52 +239,26 @@ func (t *Toolset) Has(name string) bool {
 
 // Call runs an MCP tool and returns its text and whether it is an error result.
 func (t *Toolset) Call(ctx context.Context, name string, args json.RawMessage) (string, bool) {
-	t.mu.Lock()
-	r, ok := t.routes[name]
-	var cs *mcp.ClientSession
-	if ok {
-		cs = t.sessions[r.server]
-	}
-	t.mu.Unlock()
-	if !ok || cs == nil {
-		return fmt.Sprintf("unknown MCP tool %q", name), true
-	}
 	var a map[string]any
 	if len(args) > 0 {
 		if err := json.Unmarshal(args, &a); err != nil {
 			return "the arguments are not a JSON object: " + err.Error(), true
 		}
 	}
-	if ok, reason := t.allow(name, a); !ok {
-		return reason, true
+	v, err := t.CallValue(ctx, name, a)
+	switch {
+	case errors.Is(err, ErrUnknownTool):
+		return fmt.Sprintf("unknown MCP tool %q", name), true
+	case errors.Is(err, ErrDenied):
+		return v.Refusal, true
+	case err != nil:
+		return err.Error(), true
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: r.tool, Arguments: a})
-	if err != nil {
-		if errors.Is(err, mcp.ErrConnectionClosed) {
-			t.mu.Lock()
-			delete(t.sessions, r.server)
-			t.listed, t.specs, t.descs, t.routes = false, nil, nil, map[string]route{}
-			t.mu.Unlock()
-		}
-		return fmt.Sprintf("MCP server %s: %v", r.server, err), true
+	if v.Text == "" && v.HasStructured {
+		raw, _ := json.Marshal(v.Structured)
+		return string(raw), v.IsError
 	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			b.WriteString(c.Text)
-			b.WriteString("\n")
-		default:
-			raw, _ := json.Marshal(c)
-			b.Write(raw)
-			b.WriteString("\n")
-		}
-	}
-	if res.StructuredContent != nil && b.Len() == 0 {
-		raw, _ := json.Marshal(res.StructuredContent)
-		b.Write(raw)
-	}
-	return strings.TrimRight(b.String(), "\n"), res.IsError
+	return v.Text, v.IsError
 }
 
 // Close ends every MCP session.

@@ -37,6 +37,10 @@ type Value struct {
 	IsError    bool
 	// HasStructured: Structured holds the tool's structured content (which may be null).
 	HasStructured bool
+	// Rule is the policy rule that decided the call (-1: the policy's default); nil when
+	// no policy is configured. Set on a refusal too, with Refusal saying why.
+	Rule    *int
+	Refusal string
 }
 
 // ErrDenied wraps a refusal by the harness (the policy); nothing was sent.
@@ -45,36 +49,28 @@ var ErrDenied = errors.New("refused by the harness's MCP policy")
 // ErrUnknownTool is a name that is not one of the agent's allowed tools.
 var ErrUnknownTool = errors.New("not one of the agent's MCP tools")
 
-// Rule reports which policy rule decided a call, for a caller that records it: -1 the
-// default, and ok false when no policy is configured.
-func (t *Toolset) Rule(name string, args map[string]any) (rule int, ok bool) {
+// decide asks the operator's policy about a call (allowed_tools was applied when the
+// tools were listed: a tool it leaves out has no route), recording its verdict in v.
+func (t *Toolset) decide(name string, args map[string]any, v *Value) bool {
 	if t.opts.Policy == nil {
-		return 0, false
-	}
-	_, rule, _ = t.opts.Policy.Allow(t.opts.User, t.opts.Agent, name, args)
-	return rule, true
-}
-
-// allow asks the operator's policy about a call (allowed_tools was applied when the
-// tools were listed: a tool it leaves out has no route).
-func (t *Toolset) allow(name string, args map[string]any) (bool, string) {
-	if t.opts.Policy == nil {
-		return true, ""
+		return true
 	}
 	ok, rule, reason := t.opts.Policy.Allow(t.opts.User, t.opts.Agent, name, args)
+	v.Rule = &rule
 	if !ok {
 		if reason == "" {
 			reason = "no reason given"
 		}
-		return false, fmt.Sprintf("MCP tool %s was refused for user %q by the harness's policy (rule %d): %s", name, t.opts.User, rule, reason)
+		v.Refusal = fmt.Sprintf("MCP tool %s was refused for user %q by the harness's policy (rule %d): %s", name, t.opts.User, rule, reason)
 	}
-	return true, ""
+	return ok
 }
 
-// CallValue runs an allowed tool for a script. An error means no answer: the policy
-// refused it (ErrDenied, nothing sent), the name is unknown (ErrUnknownTool), or the
-// call failed on the way (the server could not be reached, ctx ended, the protocol
-// broke); a tool that answered with an error result is a Value with IsError.
+// CallValue runs an allowed tool, for a script (Code Mode) or the model (Call). An error
+// means no answer: the policy refused it (ErrDenied, nothing sent; the Value carries
+// the rule and the refusal), the name is unknown (ErrUnknownTool), or the call failed
+// on the way (the server could not be reached, ctx ended, the protocol broke); a tool
+// that answered with an error result is a Value with IsError.
 func (t *Toolset) CallValue(ctx context.Context, name string, args map[string]any) (Value, error) {
 	t.mu.Lock()
 	r, ok := t.routes[name]
@@ -86,8 +82,9 @@ func (t *Toolset) CallValue(ctx context.Context, name string, args map[string]an
 	if !ok || cs == nil {
 		return Value{}, fmt.Errorf("%q: %w", name, ErrUnknownTool)
 	}
-	if ok, reason := t.allow(name, args); !ok {
-		return Value{}, fmt.Errorf("%w: %s", ErrDenied, reason)
+	var v Value
+	if !t.decide(name, args, &v) {
+		return v, fmt.Errorf("%w: %s", ErrDenied, v.Refusal)
 	}
 	if args == nil {
 		args = map[string]any{}
@@ -100,9 +97,9 @@ func (t *Toolset) CallValue(ctx context.Context, name string, args map[string]an
 			t.listed, t.specs, t.descs, t.routes = false, nil, nil, map[string]route{}
 			t.mu.Unlock()
 		}
-		return Value{}, fmt.Errorf("MCP server %s: %w", r.server, err)
+		return v, fmt.Errorf("MCP server %s: %w", r.server, err)
 	}
-	v := Value{IsError: res.IsError, Text: contentText(res)}
+	v.IsError, v.Text = res.IsError, contentText(res)
 	if res.StructuredContent != nil {
 		raw, err := json.Marshal(res.StructuredContent)
 		if err == nil && json.Unmarshal(raw, &v.Structured) == nil {

@@ -280,6 +280,15 @@ print("population", kb.population(city="Rome"))`
 		if calls[0]["outcome"] != want || calls[1]["outcome"] != events.OutcomeCompleted {
 			t.Fatalf("%s's forecast %v, population %v; want %s and completed", user, calls[0]["outcome"], calls[1]["outcome"], want)
 		}
+		// The rule that decided is recorded with each call: denyFor's rule 0 refused
+		// bob's forecast, its default (-1) let the rest through.
+		wantRule := -1.0
+		if user == "bob" {
+			wantRule = 0
+		}
+		if calls[0]["rule"] != wantRule || calls[1]["rule"] != -1.0 {
+			t.Fatalf("%s's records name rules %v and %v; want %v and -1", user, calls[0]["rule"], calls[1]["rule"], wantRule)
+		}
 	}
 	if !strings.Contains(outs["alice"], "forecast 21.5") || !strings.Contains(outs["bob"], "refused:") || !strings.Contains(outs["bob"], "bob is not allowed") ||
 		!strings.Contains(outs["bob"], "population 2100000") {
