@@ -173,9 +173,6 @@ func sandboxPidNS(pid int) string {
 // host (the lowest free number goes first): a kill loop matching the bare name after
 // that would kill another sandbox's or a build's processes.
 func pinSandboxPidNS(pid int) (string, *os.File) {
-	if sandboxPidNS(pid) == "" {
-		return "", nil
-	}
 	p := strconv.Itoa(pid)
 	data, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
 	if err != nil {
