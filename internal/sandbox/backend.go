@@ -96,6 +96,9 @@ type EnvironmentSpec struct {
 	Spec         SnapshotSpec
 	BlockAll     bool
 	AllowDomains []string
+	AllowCIDRs   []string
+	Labels       map[string]string
+	Volumes      []VolumeMount
 }
 
 // Problem is something a backend refuses (an error) or warns about in a configuration.

@@ -90,6 +90,35 @@ type CreateRequest struct {
 	// Secrets, for backends with their own secret store (Daytona), maps an environment
 	// variable to the backend secret whose placeholder it carries.
 	Secrets map[string]string
+	// AllowCIDRs are address ranges the sandbox may reach besides AllowDomains (Daytona's
+	// networkAllowList; the egress proxy enforces them for the local backend).
+	AllowCIDRs []string
+	// Volumes are mounted into the sandbox (VolumeMount).
+	Volumes []VolumeMount
+	// Lifecycle, for backends that stop, archive and delete idle sandboxes themselves
+	// (Daytona's intervals), are the agent's timings; zero values mean the backend's
+	// defaults. The harness's reaper enforces the same timings as a second line.
+	Lifecycle Lifecycle
+}
+
+// VolumeMount mounts a volume (a trueforge_volume) into a sandbox.
+type VolumeMount struct {
+	// Volume is the backend's id of the volume (Daytona's volume id; the local
+	// backend's directory under its data dir).
+	Volume string
+	// MountPath is the absolute path inside the sandbox.
+	MountPath string
+	// Subpath, when set, mounts only that folder of the volume.
+	Subpath string
+}
+
+// Lifecycle are an idle sandbox's timings: stopped after IdleStop without activity,
+// archived ArchiveAfter once stopped, deleted DeleteAfter once stopped. Zero means the
+// backend's default; a negative DeleteAfter means never.
+type Lifecycle struct {
+	IdleStop     time.Duration
+	ArchiveAfter time.Duration
+	DeleteAfter  time.Duration
 }
 
 // Egress routes a sandbox's network through a harness-side proxy.

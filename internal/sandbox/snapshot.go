@@ -33,6 +33,19 @@ type SnapshotSpec struct {
 	MemoryGB    int64             `json:"memory"`
 	DiskGB      int64             `json:"disk"`
 	Triggers    map[string]string `json:"triggers"`
+	// The inputs below were added after the first release: each is omitted from the
+	// build hash's encoding while unset, so that every existing snapshot keeps its hash.
+	GPU     int64  `json:"gpu,omitempty"`
+	GPUType string `json:"gpu_type,omitempty"`
+	// Dockerfile, when set, replaces Image and BuildScript: the snapshot is built from it,
+	// with the build context whose files hash to ContextHash.
+	Dockerfile  string   `json:"dockerfile,omitempty"`
+	ContextHash string   `json:"context_hash,omitempty"`
+	Entrypoint  []string `json:"entrypoint,omitempty"`
+	// Region is where the snapshot must live ("" for the provider's target).
+	Region string `json:"region,omitempty"`
+	// Registry names the private registry Image or Dockerfile pulls from ("" for none).
+	Registry string `json:"registry,omitempty"`
 }
 
 // BuildHash is the content address of a snapshot: identical inputs, in any environment or
@@ -50,14 +63,22 @@ func (s SnapshotSpec) BuildHash() string {
 	// A versioned, ordered encoding so that the hash never depends on map order and can
 	// evolve without colliding with older hashes.
 	b, _ := json.Marshal(struct {
-		V        int         `json:"v"`
-		Image    string      `json:"image"`
-		Script   string      `json:"build_script"`
-		CPU      int64       `json:"cpu"`
-		Memory   int64       `json:"memory"`
-		Disk     int64       `json:"disk"`
-		Triggers [][2]string `json:"triggers"`
-	}{1, s.Image, s.BuildScript, s.CPU, s.MemoryGB, s.DiskGB, trig})
+		V           int         `json:"v"`
+		Image       string      `json:"image"`
+		Script      string      `json:"build_script"`
+		CPU         int64       `json:"cpu"`
+		Memory      int64       `json:"memory"`
+		Disk        int64       `json:"disk"`
+		Triggers    [][2]string `json:"triggers"`
+		GPU         int64       `json:"gpu,omitempty"`
+		GPUType     string      `json:"gpu_type,omitempty"`
+		Dockerfile  string      `json:"dockerfile,omitempty"`
+		ContextHash string      `json:"context_hash,omitempty"`
+		Entrypoint  []string    `json:"entrypoint,omitempty"`
+		Region      string      `json:"region,omitempty"`
+		Registry    string      `json:"registry,omitempty"`
+	}{1, s.Image, s.BuildScript, s.CPU, s.MemoryGB, s.DiskGB, trig,
+		s.GPU, s.GPUType, s.Dockerfile, s.ContextHash, s.Entrypoint, s.Region, s.Registry})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -27,17 +27,19 @@ type Environment struct {
 	AllowDomains []string
 	BuildHash    string
 	SnapshotID   string
+	// Settings are the attributes added after the first release (environment_settings.go).
+	Settings EnvironmentSettings
 }
 
 const envSelect = `SELECT e.id, e.name, e.provider, e.owner, e.reserved, e.image, e.build_script, e.cpu, e.memory, e.disk,
-	e.triggers, e.env, e.block_all, e.allow_domains, e.build_hash, e.snapshot_id FROM environments e`
+	e.triggers, e.env, e.block_all, e.allow_domains, e.build_hash, e.snapshot_id, e.settings FROM environments e`
 
 func scanEnv(sc interface{ Scan(...any) error }) (Environment, error) {
 	var e Environment
 	var reserved, blockAll int64
-	var triggers, env, allow string
+	var triggers, env, allow, settings string
 	err := sc.Scan(&e.ID, &e.Name, &e.Provider, &e.Owner, &reserved, &e.Image, &e.BuildScript, &e.CPU, &e.MemoryGB, &e.DiskGB,
-		&triggers, &env, &blockAll, &allow, &e.BuildHash, &e.SnapshotID)
+		&triggers, &env, &blockAll, &allow, &e.BuildHash, &e.SnapshotID, &settings)
 	if err != nil {
 		return e, err
 	}
@@ -45,14 +47,16 @@ func scanEnv(sc interface{ Scan(...any) error }) (Environment, error) {
 	_ = json.Unmarshal([]byte(triggers), &e.Triggers)
 	_ = json.Unmarshal([]byte(env), &e.Env)
 	_ = json.Unmarshal([]byte(allow), &e.AllowDomains)
+	_ = json.Unmarshal([]byte(settings), &e.Settings)
 	return e, nil
 }
 
-func envArgs(e Environment) (triggers, env, allow string) {
+func envArgs(e Environment) (triggers, env, allow, settings string) {
 	t, _ := json.Marshal(nonNilMap(e.Triggers))
 	v, _ := json.Marshal(nonNilMap(e.Env))
 	a, _ := json.Marshal(nonNil(e.AllowDomains))
-	return string(t), string(v), string(a)
+	st, _ := json.Marshal(e.Settings)
+	return string(t), string(v), string(a), string(st)
 }
 
 func nonNilMap(m map[string]string) map[string]string {
@@ -80,10 +84,10 @@ func (s *Store) CreateEnvironment(ctx context.Context, e Environment) error {
 		if err := snapshotUsable(ctx, tx, e.SnapshotID); err != nil {
 			return fmt.Errorf("environment %q: %w", e.Name, err)
 		}
-		t, v, a := envArgs(e)
-		_, err := tx.ExecContext(ctx, `INSERT INTO environments(id, name, provider, owner, reserved, image, build_script, cpu, memory, disk, triggers, env, block_all, allow_domains, build_hash, snapshot_id, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, e.Name, e.Provider, e.Owner, b2i(e.Reserved), e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, now, now)
+		t, v, a, st := envArgs(e)
+		_, err := tx.ExecContext(ctx, `INSERT INTO environments(id, name, provider, owner, reserved, image, build_script, cpu, memory, disk, triggers, env, block_all, allow_domains, build_hash, snapshot_id, settings, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.Name, e.Provider, e.Owner, b2i(e.Reserved), e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, st, now, now)
 		if isUnique(err) {
 			return fmt.Errorf("environment %q: %w", e.Name, ErrAlreadyExists)
 		}
@@ -118,9 +122,9 @@ func (s *Store) UpdateEnvironment(ctx context.Context, e Environment) error {
 		if err := snapshotUsable(ctx, tx, e.SnapshotID); err != nil {
 			return fmt.Errorf("environment %q: %w", e.Name, err)
 		}
-		t, v, a := envArgs(e)
-		res, err := tx.ExecContext(ctx, `UPDATE environments SET image = ?, build_script = ?, cpu = ?, memory = ?, disk = ?, triggers = ?, env = ?, block_all = ?, allow_domains = ?, build_hash = ?, snapshot_id = ?, updated_at = ? WHERE name = ?`,
-			e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, now, e.Name)
+		t, v, a, st := envArgs(e)
+		res, err := tx.ExecContext(ctx, `UPDATE environments SET image = ?, build_script = ?, cpu = ?, memory = ?, disk = ?, triggers = ?, env = ?, block_all = ?, allow_domains = ?, build_hash = ?, snapshot_id = ?, settings = ?, updated_at = ? WHERE name = ?`,
+			e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, st, now, e.Name)
 		if err != nil {
 			return fmt.Errorf("updating environment %q: %w", e.Name, err)
 		}

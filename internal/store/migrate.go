@@ -397,6 +397,10 @@ ALTER TABLE sessions ADD COLUMN environment TEXT;
 CREATE INDEX sessions_owner ON sessions(owner, created_at);
 ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 `},
+	// From 11 on, each step lives in the file of the feature it serves.
+	migrationEnvironmentSettings, // 11: environment_settings.go
+	migrationVolumesRegistries,   // 12: volumes.go
+	migrationSupplyChain,         // 13: snapshot_manifests.go
 }
 
 // migrationLock is the PostgreSQL advisory lock that migrations take, so that two

@@ -1,0 +1,37 @@
+package store
+
+// migrationEnvironmentSettings (11) adds one JSON document to each environment for the
+// attributes added after the first release, so that a new attribute needs no schema
+// change of its own: build inputs beyond the columns (they are part of the snapshot's
+// spec, and so of its build hash, too) and live settings. Unknown keys written by a newer
+// release are ignored by an older one, which never rewrites a row it cannot plan anyway
+// (the schema version check refuses it first).
+var migrationEnvironmentSettings = migration{sql: `
+ALTER TABLE environments ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
+`}
+
+// EnvironmentSettings are an environment's attributes stored in its settings document.
+// The zero value is an environment that sets none of them.
+type EnvironmentSettings struct {
+	// Build inputs (each part of the snapshot's build hash).
+	GPU        int64    `json:"gpu,omitempty"`
+	GPUType    string   `json:"gpu_type,omitempty"`
+	Dockerfile string   `json:"dockerfile,omitempty"`
+	Entrypoint []string `json:"entrypoint,omitempty"`
+	Region     string   `json:"region,omitempty"`
+	// BuildContext is the build_context folder as configured, and ContextHash the
+	// digest of its files (the build hash covers the digest, not the path).
+	BuildContext string `json:"build_context,omitempty"`
+	ContextHash  string `json:"context_hash,omitempty"`
+	// Registry names the trueforge_registry the image or Dockerfile pulls from ("" for a
+	// public image).
+	Registry string `json:"registry,omitempty"`
+
+	// Live settings: applied without a rebuild, to sandboxes created afterwards.
+	Labels     map[string]string `json:"labels,omitempty"`
+	AllowCIDRs []string          `json:"allow_cidrs,omitempty"`
+	// PackageIndexes are named package indexes (pypi, npm, ...) whose hosts are allowed;
+	// PackageIndexesIn is "build" or "build_and_sandbox" ("" when none are named).
+	PackageIndexes   []string `json:"package_indexes,omitempty"`
+	PackageIndexesIn string   `json:"package_indexes_in,omitempty"`
+}
