@@ -94,6 +94,10 @@ type BuildRequest struct {
 	Base string
 	// BlockNetwork runs the build with no network at all.
 	BlockNetwork bool
+	// ContextDir is the build_context folder on this machine when Spec.Dockerfile is set
+	// ("" for none). The builder reads it again with ReadBuildContext and refuses it when
+	// its hash is no longer Spec.ContextHash (a file changed since plan).
+	ContextDir string
 }
 
 // BuildState is what a backend knows about a build.

@@ -34,4 +34,14 @@ type EnvironmentSettings struct {
 	// PackageIndexesIn is "build" or "build_and_sandbox" ("" when none are named).
 	PackageIndexes   []string `json:"package_indexes,omitempty"`
 	PackageIndexesIn string   `json:"package_indexes_in,omitempty"`
+	// Volumes are mounted in every sandbox of the environment; a volume named here
+	// cannot be deleted (volumes.go).
+	Volumes []EnvironmentVolume `json:"volumes,omitempty"`
+}
+
+// EnvironmentVolume is one entry of an environment's volumes.
+type EnvironmentVolume struct {
+	Volume    string `json:"volume"` // the trueforge_volume's name
+	MountPath string `json:"mount_path"`
+	Subpath   string `json:"subpath,omitempty"`
 }
