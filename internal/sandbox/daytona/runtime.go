@@ -159,16 +159,25 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	}
 	sb, err := r.C.CreateSandbox(ctx, cr)
 	if IsConflict(err) && !IsStateChangeInProgress(err) {
-		return fmt.Errorf("%w: %w", sandbox.ErrExists, err)
+		// The name is taken: by a sandbox the caller may adopt (ErrExists), or by one an
+		// earlier create left in error, which is removed and the create made again once.
+		removed, cerr := r.clearFailed(ctx, req.ID)
+		switch {
+		case cerr != nil:
+			return fmt.Errorf("%w; %w", err, cerr)
+		case !removed:
+			return fmt.Errorf("%w: %w", sandbox.ErrExists, err)
+		}
+		sb, err = r.C.CreateSandbox(ctx, cr)
+		if IsConflict(err) && !IsStateChangeInProgress(err) {
+			return fmt.Errorf("%w: %w", sandbox.ErrExists, err)
+		}
 	}
 	if err != nil {
-		if sb != nil && sb.ID != "" {
-			// Created, but in error or build_failed: a failed create. Remove it, or its
-			// name would stay taken and the next create would find (and adopt) a broken
-			// sandbox.
-			_ = r.C.DeleteSandbox(context.WithoutCancel(ctx), sb.ID)
-		}
-		return err
+		// Daytona answers a sandbox that failed within its wait with 400 and no body, or
+		// with the sandbox in error; either way, and after a timeout, the failed sandbox
+		// keeps the name until it is deleted (failedcreate.go).
+		return r.cleanupAfterFailedCreate(ctx, req.ID, err)
 	}
 	if err := r.finishCreate(ctx, req.ID, sb); err != nil {
 		// Half-made: remove it rather than leave a sandbox nobody will use.
@@ -264,6 +273,8 @@ func (r *Runtime) toolboxErr(ctx context.Context, id string, err error) error {
 		case IsNotFound(gerr):
 			r.forget(id)
 			return fmt.Errorf("%w: %w", sandbox.ErrLost, err)
+		case gerr == nil && lostState(sb.State):
+			return fmt.Errorf("%w (Daytona reports %s: %s): %w", sandbox.ErrLost, sb.State, sb.ErrorReason, err)
 		case gerr == nil && sb.State != SandboxStarted:
 			return fmt.Errorf("%w (%s): %w", sandbox.ErrStopped, sb.State, err)
 		}
@@ -484,7 +495,7 @@ func (r *Runtime) info(sb *Sandbox) (sandbox.SandboxInfo, error) {
 		info.Status = sandbox.SandboxStopped
 	case SandboxArchived, "archiving":
 		info.Status = sandbox.SandboxArchived
-	case SandboxError, SandboxBuildFailed, SandboxDestroyed, "destroying":
+	case SandboxError, SandboxBuildFailed, SandboxDestroyed, SandboxDestroying:
 		return info, fmt.Errorf("%w: Daytona reports %s: %s", sandbox.ErrLost, sb.State, sb.ErrorReason)
 	}
 	return info, nil

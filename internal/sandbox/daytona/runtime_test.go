@@ -231,17 +231,41 @@ func srvDeleteSandbox(t *testing.T, c *daytona.Client, id string) bool {
 	return c.DeleteSandbox(testCtx(t), id) == nil
 }
 
-// A create that Daytona answers with a sandbox in state error fails, and the broken
-// sandbox is deleted: its name is free again, so the next create makes a working one
-// instead of finding (and adopting) the broken one.
+// A create that Daytona answers with 400 "Sandbox failed to start" (no sandbox in the
+// body; the errored sandbox keeps the name) fails, and the broken sandbox is deleted: its
+// name is free again, so the next create makes a working one instead of finding (and
+// adopting) the broken one. One left in error by someone else's failed create reads as
+// lost, not stopped, and a create under its name replaces it.
 func TestRuntimeCreateInErrorStateCleansUp(t *testing.T) {
 	t.Parallel()
 	srv, c, rt, snap := newRuntime(t)
 	ctx := testCtx(t)
 	srv.FailNextSandbox("no runner available")
 	err := rt.Create(ctx, sandbox.CreateRequest{ID: "sess-err", SnapshotID: snap})
-	if err == nil || !strings.Contains(err.Error(), "no runner available") {
+	if err == nil || !strings.Contains(err.Error(), "Sandbox failed to start: no runner available") {
 		t.Fatalf("create: %v; want the error reason", err)
+	}
+
+	// A failed create that nobody cleaned up (a client without this runtime's cleanup).
+	srv.FailNextSandbox("runner lost")
+	if _, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "left", Snapshot: snap}); err == nil {
+		t.Fatal("the failing create succeeded")
+	}
+	if st := srv.SandboxState("left"); st != "error" {
+		t.Fatalf("the failed sandbox is %q; want it kept in error under its name", st)
+	}
+	if _, err := rt.Get(ctx, "left"); !errors.Is(err, sandbox.ErrLost) {
+		t.Fatalf("get of an errored sandbox: %v; want ErrLost", err)
+	}
+	if _, err := rt.Exec(ctx, "left", sandbox.ExecRequest{Shell: "true"}); !errors.Is(err, sandbox.ErrLost) || errors.Is(err, sandbox.ErrStopped) {
+		t.Fatalf("exec in an errored sandbox: %v; want ErrLost", err)
+	}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "left", SnapshotID: snap}); err != nil {
+		t.Fatalf("create over an errored sandbox: %v; want it replaced", err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "left") })
+	if st := srv.SandboxState("left"); st != "started" {
+		t.Fatalf("the replacing sandbox is %q", st)
 	}
 	if _, err := c.GetSandbox(ctx, "sess-err"); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("the broken sandbox is still there: %v", err)

@@ -198,10 +198,14 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	if sb.AutoArchive == 0 || sb.AutoArchive > 43200 {
 		sb.AutoArchive = 43200
 	}
-	if s.failSandbox != "" {
-		sb.State, sb.errorReason, s.failSandbox = "error", s.failSandbox, ""
-	}
 	s.sandboxes = append(s.sandboxes, sb)
+	if s.failSandbox != "" {
+		// The controller's waitForSandboxStarted rejects with a 400 and no sandbox; the
+		// errored sandbox keeps its name (FailNextSandbox).
+		sb.State, sb.errorReason, s.failSandbox = "error", s.failSandbox, ""
+		writeErr(w, r, 400, "Sandbox failed to start: "+sb.errorReason)
+		return
+	}
 	writeJSON(w, 200, sb.dto())
 }
 
@@ -265,6 +269,11 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[string]string, noop, badMsg string, act func(box, string) error) {
 	sb := s.sandboxOr404(w, r)
 	if sb == nil {
+		return
+	}
+	if sb.State == "error" || sb.State == "build_failed" {
+		// assertSandboxNotErrored (v0.190 apps/api/src/sandbox/services/sandbox.service.ts).
+		writeErr(w, r, 400, "Sandbox is in an errored state")
 		return
 	}
 	if _, busy := transitions[sb.State]; busy {

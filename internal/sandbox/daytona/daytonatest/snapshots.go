@@ -32,8 +32,12 @@ func (s *Server) FailNextBuild(reason, log string) {
 	s.failNext = &failure{reason: reason, log: log}
 }
 
-// FailNextSandbox makes the next created sandbox come back in state "error" with reason
-// as its errorReason: a create that failed on Daytona's side.
+// FailNextSandbox makes the next created sandbox fail to start with reason as its
+// errorReason, as a create that fails on a runner within the server's wait: POST /sandbox
+// answers 400 "Sandbox failed to start: <reason>" with no sandbox in the body, and the
+// sandbox stays, in state error, under its name (so a retry with the name gets 409) until
+// it is deleted. This follows waitForSandboxStarted in Daytona v0.190's
+// apps/api/src/sandbox/controllers/sandbox.controller.ts.
 func (s *Server) FailNextSandbox(reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
