@@ -38,11 +38,14 @@ type reuser interface {
 	ReusesSnapshots() bool
 }
 
-// Ensure makes sure a snapshot for spec exists or is being built, and returns its row
-// without waiting. base is the snapshot the build starts from.
-func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, base string, blockNetwork bool) (store.Snapshot, error) {
+// Ensure makes sure a snapshot for req.Spec exists or is being built, and returns its
+// row without waiting. req.Base is the snapshot the build starts from; req.ID is set
+// here, from the spec's build hash.
+func (c *Coordinator) Ensure(ctx context.Context, req sandbox.BuildRequest) (store.Snapshot, error) {
+	spec, base := req.Spec, req.Base
 	hash := spec.BuildHash()
 	id := sandbox.SnapshotID(hash)
+	req.ID = id
 	specJSON, _ := json.Marshal(spec)
 	claimed, cur, err := c.Store.ClaimSnapshot(ctx, store.Snapshot{
 		ID: id, Provider: c.Provider, BuildHash: hash, Base: base, Spec: string(specJSON),
@@ -61,7 +64,7 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 		if err := c.awaitCollection(ctx, cur); err != nil {
 			return cur, err
 		}
-		return c.Ensure(ctx, spec, base, blockNetwork)
+		return c.Ensure(ctx, req)
 	}
 	if !claimed {
 		// Someone else built or is building it. If the row says Ready but the backend lost
@@ -74,7 +77,7 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 				if err := c.Store.SetSnapshotState(ctx, id, sandbox.StatusFailed, "snapshot was deleted outside trueforge", ""); err != nil && !errors.Is(err, store.ErrNotFound) {
 					return cur, err
 				}
-				return c.Ensure(ctx, spec, base, blockNetwork)
+				return c.Ensure(ctx, req)
 			}
 		}
 		return cur, nil
@@ -89,11 +92,11 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 			return cur, fmt.Errorf("clearing the previous attempt of snapshot %s: %w", id, err)
 		}
 	}
-	if err := c.Builder.StartBuild(ctx, sandbox.BuildRequest{ID: id, Spec: spec, Base: base, BlockNetwork: blockNetwork}); err != nil {
+	if err := c.Builder.StartBuild(ctx, req); err != nil {
 		_ = c.Store.SetSnapshotState(context.WithoutCancel(ctx), id, sandbox.StatusFailed, "starting the build: "+err.Error(), "")
 		return cur, fmt.Errorf("starting the build of snapshot %s: %w", id, err)
 	}
-	tflog.Info(ctx, "build: started", map[string]any{"snapshot_id": id, "sandbox_provider": c.Provider, "base": base, "block_network": blockNetwork})
+	tflog.Info(ctx, "build: started", map[string]any{"snapshot_id": id, "sandbox_provider": c.Provider, "base": base, "block_network": req.BlockNetwork})
 	return cur, nil
 }
 
@@ -102,16 +105,16 @@ func (c *Coordinator) Ensure(ctx context.Context, spec sandbox.SnapshotSpec, bas
 // have left the same build inputs at that very moment.
 const collectedRetries = 5
 
-// Use makes sure a snapshot for spec exists or is being built, as Ensure, and saves the
+// Use makes sure a snapshot for req.Spec exists or is being built, as Ensure, and saves the
 // environment that references it with save, which points the environment at the
 // snapshot in the store. When the snapshot was collected between the claim and the save
 // (store.ErrSnapshotCollected: an apply that left these inputs collected it just then),
 // it claims it again, which builds it anew, and saves again. It returns the snapshot
 // and, apart, what save returned, so that callers can tell a failed build start from a
 // failed save.
-func (c *Coordinator) Use(ctx context.Context, spec sandbox.SnapshotSpec, base string, blockNetwork bool, save func(store.Snapshot) error) (snap store.Snapshot, saveErr, err error) {
+func (c *Coordinator) Use(ctx context.Context, req sandbox.BuildRequest, save func(store.Snapshot) error) (snap store.Snapshot, saveErr, err error) {
 	for attempt := 1; ; attempt++ {
-		snap, err = c.Ensure(ctx, spec, base, blockNetwork)
+		snap, err = c.Ensure(ctx, req)
 		if err != nil {
 			return snap, nil, err
 		}

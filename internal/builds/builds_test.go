@@ -86,7 +86,7 @@ func TestWaitSeesAnotherProcessFinishTheBuild(t *testing.T) {
 			coordB := &Coordinator{Store: b, Builder: backend, Provider: "local"}
 			ensured := make(chan error, 1)
 			go func() {
-				_, err := coordB.Ensure(ctx, spec, "snap-release", false)
+				_, err := coordB.Ensure(ctx, sandbox.BuildRequest{Spec: spec, Base: "snap-release"})
 				ensured <- err
 			}()
 			<-backend.entered // claimed: the row says Building

@@ -116,7 +116,7 @@ func env(name string, snap store.Snapshot) store.Environment {
 
 // create stores environment name on spec's snapshot through c.Use and waits for the build.
 func create(ctx context.Context, c *Coordinator, name string, sp sandbox.SnapshotSpec) (store.Snapshot, error) {
-	snap, saveErr, err := c.Use(ctx, sp, "", false, func(s store.Snapshot) error { return c.Store.CreateEnvironment(ctx, env(name, s)) })
+	snap, saveErr, err := c.Use(ctx, sandbox.BuildRequest{Spec: sp}, func(s store.Snapshot) error { return c.Store.CreateEnvironment(ctx, env(name, s)) })
 	if err = errors.Join(err, saveErr); err != nil {
 		return snap, err
 	}
@@ -126,7 +126,7 @@ func create(ctx context.Context, c *Coordinator, name string, sp sandbox.Snapsho
 // move points environment name at spec's snapshot through c.Use, waits for the build and
 // collects what is left unreferenced, as an apply's update does.
 func move(ctx context.Context, c *Coordinator, name string, sp sandbox.SnapshotSpec) (store.Snapshot, error) {
-	snap, saveErr, err := c.Use(ctx, sp, "", false, func(s store.Snapshot) error { return c.Store.UpdateEnvironment(ctx, env(name, s)) })
+	snap, saveErr, err := c.Use(ctx, sandbox.BuildRequest{Spec: sp}, func(s store.Snapshot) error { return c.Store.UpdateEnvironment(ctx, env(name, s)) })
 	if err = errors.Join(err, saveErr); err != nil {
 		return snap, err
 	}
@@ -150,7 +150,7 @@ func TestUseClaimsAgainWhenCollectedBeforeTheSave(t *testing.T) {
 			t.Fatal(err)
 		}
 		saves := 0
-		snap, saveErr, err := bb.Use(ctx, old, "", false, func(claimed store.Snapshot) error {
+		snap, saveErr, err := bb.Use(ctx, sandbox.BuildRequest{Spec: old}, func(claimed store.Snapshot) error {
 			saves++
 			if saves == 1 {
 				// b found the snapshot Ready; before b saves, a moves on from it and
@@ -215,7 +215,7 @@ func TestEnsureWaitsForACollectionInProgress(t *testing.T) {
 		var got store.Snapshot
 		go func() {
 			var err error
-			got, err = bb.Ensure(ctx, sp, "", false)
+			got, err = bb.Ensure(ctx, sandbox.BuildRequest{Spec: sp})
 			done <- err
 		}()
 		select {
@@ -265,7 +265,7 @@ func TestEnsureTakesOverAStaleCollection(t *testing.T) {
 		if _, err := c.Store.Exec(ctx, `UPDATE snapshots SET updated_at = ? WHERE id = ?`, stale, s.ID); err != nil {
 			t.Fatal(err)
 		}
-		got, err := c.Ensure(ctx, sp, "", false)
+		got, err := c.Ensure(ctx, sandbox.BuildRequest{Spec: sp})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -41,7 +41,7 @@ func TestBuildsRecordWhereTheirFilesAre(t *testing.T) {
 			coordA := &Coordinator{Store: st, Builder: a, Provider: "local"}
 			spec := sandbox.SnapshotSpec{Image: "platform", BuildScript: "make", CPU: 1, MemoryGB: 1, DiskGB: 3}
 			id := sandbox.SnapshotID(spec.BuildHash())
-			if _, err := coordA.Ensure(ctx, spec, "snap-release", false); err != nil {
+			if _, err := coordA.Ensure(ctx, sandbox.BuildRequest{Spec: spec, Base: "snap-release"}); err != nil {
 				t.Fatal(err)
 			}
 			recorded, err := st.SnapshotHost(ctx, id)
@@ -62,7 +62,7 @@ func TestBuildsRecordWhereTheirFilesAre(t *testing.T) {
 				t.Fatalf("B's refresh of A's snapshot: %+v, %v; want it left Ready", snap, err)
 			}
 			n, _ := st.CountBuilds(ctx)
-			if snap, err := coordB.Ensure(ctx, spec, "snap-release", false); err != nil || snap.Status != sandbox.StatusReady {
+			if snap, err := coordB.Ensure(ctx, sandbox.BuildRequest{Spec: spec, Base: "snap-release"}); err != nil || snap.Status != sandbox.StatusReady {
 				t.Fatalf("B's ensure: %+v, %v", snap, err)
 			}
 			if after, _ := st.CountBuilds(ctx); after != n {

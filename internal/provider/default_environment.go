@@ -42,7 +42,7 @@ func (r *sandboxProviderResource) ensureDefaultEnvironment(ctx context.Context, 
 	if err != nil {
 		return err
 	}
-	snap, err := coord.Ensure(ctx, defaultSpec, p.ReleaseSnapshot, false)
+	snap, err := coord.Ensure(ctx, sandbox.BuildRequest{Spec: defaultSpec, Base: p.ReleaseSnapshot})
 	if err != nil {
 		return err
 	}

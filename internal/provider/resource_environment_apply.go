@@ -64,7 +64,7 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		Image: spec.Image, BuildScript: spec.BuildScript, CPU: spec.CPU, MemoryGB: spec.MemoryGB, DiskGB: spec.DiskGB,
 		Triggers: spec.Triggers, Env: mapFrom(ctx, plan.Env), BlockAll: blockAll, AllowDomains: allow,
 	}
-	snap, saveErr, err := coord.Use(ctx, spec, prov.ReleaseSnapshot, blockAll, func(snap store.Snapshot) error {
+	snap, saveErr, err := coord.Use(ctx, sandbox.BuildRequest{Spec: spec, Base: prov.ReleaseSnapshot, BlockNetwork: blockAll}, func(snap store.Snapshot) error {
 		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
 		return r.cp.store.CreateEnvironment(ctx, env)
 	})
@@ -252,7 +252,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 		return
 	}
 	env.Image, env.BuildScript, env.CPU, env.MemoryGB, env.DiskGB, env.Triggers = spec.Image, spec.BuildScript, spec.CPU, spec.MemoryGB, spec.DiskGB, spec.Triggers
-	snap, saveErr, err := coord.Use(ctx, spec, prov.ReleaseSnapshot, blockAll, func(snap store.Snapshot) error {
+	snap, saveErr, err := coord.Use(ctx, sandbox.BuildRequest{Spec: spec, Base: prov.ReleaseSnapshot, BlockNetwork: blockAll}, func(snap store.Snapshot) error {
 		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
 		return r.cp.store.UpdateEnvironment(ctx, env)
 	})

@@ -43,7 +43,7 @@ func buildOn(t *testing.T, f *fixture, be *local.Backend, env, marker string) st
 	}
 	coord := &builds.Coordinator{Store: st, Builder: bl, Provider: "local"}
 	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: "echo " + marker + " > /opt/where", CPU: 1, MemoryGB: 1, DiskGB: 3}
-	if _, err := coord.Ensure(ctx, spec, release, true); err != nil {
+	if _, err := coord.Ensure(ctx, sandbox.BuildRequest{Spec: spec, Base: release, BlockNetwork: true}); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -142,7 +142,7 @@ func TestLocalSnapshotOfAnotherMachineIsRefused(t *testing.T) {
 	builds0, _ := f.env.Store.CountBuilds(ctx)
 	var spec sandbox.SnapshotSpec
 	spec.Image, spec.BuildScript, spec.CPU, spec.MemoryGB, spec.DiskGB = sandbox.PlatformImage, "echo built-on-a > /opt/where", 1, 1, 3
-	if s, err := coordB.Ensure(ctx, spec, f.env.Snapshot, true); err != nil || s.Status != sandbox.StatusReady {
+	if s, err := coordB.Ensure(ctx, sandbox.BuildRequest{Spec: spec, Base: f.env.Snapshot, BlockNetwork: true}); err != nil || s.Status != sandbox.StatusReady {
 		t.Fatalf("B's apply of the same inputs: %+v, %v", s, err)
 	}
 	if n, _ := f.env.Store.CountBuilds(ctx); n != builds0 {
