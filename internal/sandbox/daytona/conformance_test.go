@@ -2,6 +2,7 @@ package daytona_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
@@ -12,7 +13,8 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RunRuntimeTests(t, func(t *testing.T) sandboxtest.Fixture {
-		_, c, rt, snap := newRuntime(t)
+		// Transitions take time, as on Daytona, so that lifecycle calls race them.
+		_, c, rt, snap := newRuntime(t, transitionDelays(30*time.Millisecond)...)
 		return sandboxtest.Fixture{Runtime: rt, Snapshot: snap, Capabilities: daytona.NewBackend().Info().Capabilities,
 			// The toolbox's /process/execute returns one combined stream.
 			CombinedOutput: true,

@@ -381,19 +381,10 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 	return res, nil
 }
 
-// Stop stops the sandbox and waits for `stopped`; its files stay.
+// Stop stops the sandbox and waits until it is stopped, archived or gone (stoprace.go);
+// its files stay unless Daytona deletes it on stop (autoDeleteInterval 0).
 func (r *Runtime) Stop(ctx context.Context, id string) error {
-	sb, err := r.C.GetSandbox(ctx, id)
-	if err != nil {
-		return fmt.Errorf("daytona: stop sandbox %s: %w", id, err)
-	}
-	if sb.State == SandboxStopped || sb.State == SandboxArchived {
-		return nil
-	}
-	if _, err := r.C.StopSandbox(ctx, id, false); err != nil {
-		return fmt.Errorf("daytona: stop sandbox %s: %w", id, err)
-	}
-	if _, err := r.C.WaitSandbox(ctx, id, SandboxStopped); err != nil {
+	if err := r.stop(ctx, id); err != nil {
 		return fmt.Errorf("daytona: stop sandbox %s: %w", id, err)
 	}
 	return nil
@@ -415,14 +406,7 @@ func (r *Runtime) Archive(ctx context.Context, id string) error {
 	if err := r.Stop(ctx, id); err != nil {
 		return err
 	}
-	sb, err := r.C.GetSandbox(ctx, id)
-	if err == nil && sb.State == SandboxArchived {
-		return nil
-	}
-	if _, err := r.C.ArchiveSandbox(ctx, id); err != nil {
-		return fmt.Errorf("daytona: archive sandbox %s: %w", id, err)
-	}
-	if _, err := r.C.WaitSandbox(ctx, id, SandboxArchived); err != nil {
+	if err := r.archive(ctx, id); err != nil {
 		return fmt.Errorf("daytona: archive sandbox %s: %w", id, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
@@ -16,9 +17,9 @@ import (
 
 // newRuntime returns a Runtime on the emulator with a Ready snapshot. The emulator's
 // sandboxes are local bubblewrap sandboxes whose workspace is /workspace.
-func newRuntime(t *testing.T) (*daytonatest.Server, *daytona.Client, *daytona.Runtime, string) {
+func newRuntime(t *testing.T, opts ...daytonatest.Option) (*daytonatest.Server, *daytona.Client, *daytona.Runtime, string) {
 	t.Helper()
-	srv, c := setup(t)
+	srv, c := setup(t, opts...)
 	snap := readySnapshot(t, testCtx(t), c, "true")
 	zero := 0
 	rt := &daytona.Runtime{C: c, WorkDir: "/workspace", AutoStop: &zero, Labels: map[string]string{"trueforge.plane": "test"}}
@@ -118,7 +119,7 @@ func TestRuntimeConfinement(t *testing.T) {
 
 func TestRuntimeLifecycleAndOrphans(t *testing.T) {
 	t.Parallel()
-	srv, c, rt, snap := newRuntime(t)
+	srv, c, rt, snap := newRuntime(t, transitionDelays(20*time.Millisecond)...)
 	ctx := testCtx(t)
 	sec, err := c.CreateSecret(ctx, daytona.CreateSecretRequest{Name: "gh_token", Value: "real-value", Hosts: []string{"api.github.com"}})
 	if err != nil {
@@ -276,5 +277,59 @@ func TestRuntimeCreateInErrorStateCleansUp(t *testing.T) {
 	t.Cleanup(func() { _ = rt.Delete(context.Background(), "sess-err") })
 	if res := mustExec(t, rt, "sess-err", sandbox.ExecRequest{Shell: "echo ok"}); strings.TrimSpace(string(res.Stdout)) != "ok" {
 		t.Fatalf("exec in the new sandbox: %+v", res)
+	}
+}
+
+// transitionDelays gives the emulator's sandboxes Daytona-like transitions that take d,
+// so that lifecycle calls meet the 409s and 400s of calls racing them.
+func transitionDelays(d time.Duration) []daytonatest.Option {
+	var opts []daytonatest.Option
+	for _, st := range []string{"starting", "stopping", "archiving", "restoring"} {
+		opts = append(opts, daytonatest.WithTransitionDelay(st, d))
+	}
+	return opts
+}
+
+// Stop and Archive race Daytona's own transitions: a stop already under way (409, then
+// 400 "not in a stoppable state" once it ends), an archive under way, and an ephemeral
+// sandbox (autoDeleteInterval 0) that Daytona deletes as it stops (404 by name at once).
+func TestRuntimeStopRaces(t *testing.T) {
+	t.Parallel()
+	_, c, rt, snap := newRuntime(t, transitionDelays(300*time.Millisecond)...)
+	ctx := testCtx(t)
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "race", SnapshotID: snap}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "race") })
+	if _, err := c.StopSandbox(ctx, "race", false); err != nil { // someone else's stop (auto-stop)
+		t.Fatal(err)
+	}
+	if err := rt.Stop(ctx, "race"); err != nil {
+		t.Fatalf("stop during a stop: %v", err)
+	}
+	if info, err := rt.Get(ctx, "race"); err != nil || info.Status != sandbox.SandboxStopped {
+		t.Fatalf("after stop: %+v %v", info, err)
+	}
+	if _, err := c.ArchiveSandbox(ctx, "race"); err != nil { // auto-archive
+		t.Fatal(err)
+	}
+	if err := rt.Archive(ctx, "race"); err != nil {
+		t.Fatalf("archive during an archive: %v", err)
+	}
+	if info, err := rt.Get(ctx, "race"); err != nil || info.Status != sandbox.SandboxArchived {
+		t.Fatalf("after archive: %+v %v", info, err)
+	}
+
+	zero := 0
+	eph := &daytona.Runtime{C: c, WorkDir: "/workspace", AutoStop: &zero, AutoDelete: &zero}
+	if err := eph.Create(ctx, sandbox.CreateRequest{ID: "eph", SnapshotID: snap}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eph.Delete(context.Background(), "eph") })
+	if err := eph.Stop(ctx, "eph"); err != nil {
+		t.Fatalf("stop of an ephemeral sandbox: %v", err)
+	}
+	if _, err := eph.Get(ctx, "eph"); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("an ephemeral sandbox after stop: %v; want it gone", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -32,21 +33,55 @@ var transitions = map[string]string{
 	"starting": "started", "restoring": "started", "stopping": "stopped", "archiving": "archived",
 }
 
-// advance completes a due transition. Called with mu held.
+// advance completes a due transition. Called with mu held. An ephemeral sandbox
+// (autoDeleteInterval 0) that finishes stopping is destroyed: stop() in Daytona v0.190's
+// apps/api/src/sandbox/services/sandbox.service.ts soft-deletes it (isEphemeral), renaming
+// it DESTROYED_<name>_<ms> at once, and GET /sandbox/{id} answers 404 once it is destroyed.
 func (s *Server) advance(sb *sbox) {
-	if to, ok := transitions[sb.State]; ok && !time.Now().Before(sb.transitionEnd) {
-		sb.State, sb.UpdatedAt = to, time.Now().UTC()
+	to, ok := transitions[sb.State]
+	if !ok || time.Now().Before(sb.transitionEnd) {
+		return
+	}
+	sb.State, sb.UpdatedAt = to, time.Now().UTC()
+	if to == "stopped" && sb.DesiredState == "destroyed" {
+		sb.State = "destroyed"
+		s.destroy(sb)
 	}
 }
 
+// destroy removes a sandbox and its local box. Called with mu held.
+func (s *Server) destroy(sb *sbox) {
+	s.endSessions(sb.ID, false)
+	if s.bx != nil {
+		_ = s.bx.remove(sb.ID)
+	}
+	s.sandboxes = slices.DeleteFunc(s.sandboxes, func(x *sbox) bool { return x == sb })
+}
+
+// transitionDelay is how long the transitional state lasts.
+func (s *Server) transitionDelay(state string) time.Duration {
+	if d, ok := s.cfg.transition[state]; ok {
+		return d
+	}
+	return s.cfg.lifecycle
+}
+
 func (s *Server) findSandbox(idOrName string) *sbox {
+	s.advanceSandboxes()
 	for _, sb := range s.sandboxes {
 		if sb.ID == idOrName || sb.Name == idOrName {
-			s.advance(sb)
 			return sb
 		}
 	}
 	return nil
+}
+
+// advanceSandboxes completes every due transition (over a copy: a destroyed sandbox
+// leaves the list). Called with mu held.
+func (s *Server) advanceSandboxes() {
+	for _, sb := range slices.Clone(s.sandboxes) {
+		s.advance(sb)
+	}
 }
 
 // SandboxState returns a sandbox's state ("" if it does not exist).
@@ -239,8 +274,8 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 	}
 	states := q["states[]"]
 	var matched []map[string]any
+	s.advanceSandboxes()
 	for _, sb := range s.sandboxes {
-		s.advance(sb)
 		if !strings.HasPrefix(strings.ToLower(sb.Name), strings.ToLower(q.Get("name"))) {
 			continue
 		}
@@ -300,9 +335,16 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[stri
 		}
 	}
 	sb.State, sb.DesiredState = via, transitions[via]
-	sb.transitionEnd, sb.UpdatedAt = time.Now().Add(s.cfg.lifecycle), time.Now().UTC()
+	if via == "stopping" && sb.AutoDelete == 0 {
+		sb.DesiredState, sb.Name = "destroyed", "DESTROYED_"+sb.Name+"_"+strconv.FormatInt(time.Now().UnixMilli(), 10)
+	}
+	sb.transitionEnd, sb.UpdatedAt = time.Now().Add(s.transitionDelay(via)), time.Now().UTC()
+	dto := sb.dto()
 	s.advance(sb)
-	writeJSON(w, 200, sb.dto())
+	if sb.State != "destroyed" {
+		dto = sb.dto()
+	}
+	writeJSON(w, 200, dto)
 }
 
 func (s *Server) startSandbox(w http.ResponseWriter, r *http.Request) {

@@ -90,6 +90,8 @@ func (s *Server) LocalSandboxes() bool {
 
 type config struct {
 	buildDelay, idle, lifecycle, removal time.Duration
+	// transition holds per-state lifecycle delays (WithTransitionDelay).
+	transition map[string]time.Duration
 }
 
 // Fixed behaviour of the emulator: injected 429s ask for a 1 s wait (Retry-After), a
@@ -112,6 +114,18 @@ func WithIdleTimeout(d time.Duration) Option { return func(c *config) { c.idle =
 // WithLifecycleDelay sets how long sandbox transitions (starting, stopping, archiving,
 // restoring) last; during them lifecycle calls get 409. Default 0 (immediate).
 func WithLifecycleDelay(d time.Duration) Option { return func(c *config) { c.lifecycle = d } }
+
+// WithTransitionDelay sets how long the transitional sandbox state (starting, stopping,
+// archiving, restoring) lasts, overriding WithLifecycleDelay for it, so that tests meet
+// the 409s and 400s that Daytona gives calls racing a transition.
+func WithTransitionDelay(state string, d time.Duration) Option {
+	return func(c *config) {
+		if c.transition == nil {
+			c.transition = map[string]time.Duration{}
+		}
+		c.transition[state] = d
+	}
+}
 
 // WithRemovalDelay sets how long a deleted snapshot stays `removing`. Default 0.
 func WithRemovalDelay(d time.Duration) Option { return func(c *config) { c.removal = d } }
