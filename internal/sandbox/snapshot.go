@@ -94,6 +94,9 @@ type BuildRequest struct {
 	Base string
 	// BlockNetwork runs the build with no network at all.
 	BlockNetwork bool
+	// Egress, when set, gives the build the network of an egress proxy instead of the
+	// builder's (buildegress.go); BlockNetwork wins over it.
+	Egress *BuildEgress
 	// ContextDir is the build_context folder on this machine when Spec.Dockerfile is set
 	// ("" for none). The builder reads it again with ReadBuildContext and refuses it when
 	// its hash is no longer Spec.ContextHash (a file changed since plan).
