@@ -28,12 +28,16 @@ func (m *Manager) network(ctx context.Context, sessionID string, a *agents.Agent
 		summary["mode"] = "blocked"
 		return summary, nil
 	}
+	allow, err := sandboxAllow(env, summary)
+	if err != nil {
+		return nil, err
+	}
 	info, err := m.cfg.Runtimes.Info(a.Provider.Type)
 	if err != nil {
 		return nil, err
 	}
 	if info.Capabilities.NetworkByBackend {
-		req.AllowDomains = env.AllowDomains
+		req.AllowDomains = allow
 		secrets, err := m.cfg.Store.ListSecrets(ctx, env.Name)
 		if err != nil {
 			return nil, err

@@ -209,8 +209,12 @@ func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env s
 	if err != nil {
 		return nil, nil, err
 	}
+	allow, err := allowDomains(env)
+	if err != nil {
+		return nil, nil, err
+	}
 	rec := store.SandboxEgress{SandboxID: sandboxID, SessionID: sessionID, Environment: env.Name,
-		BlockAll: env.BlockAll, AllowDomains: env.AllowDomains, CreatedAt: time.Now()}
+		BlockAll: env.BlockAll, AllowDomains: allow, CreatedAt: time.Now()}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.live[sandboxID]; ok {
