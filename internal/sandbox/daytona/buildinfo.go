@@ -1,0 +1,170 @@
+package daytona
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// snapshotRequest maps a build request onto the body of POST /snapshots. Every build is a
+// declarative one (buildInfo): the environment's own Dockerfile when it has one, else the
+// Dockerfile generated from its image and build script (Dockerfile). Then:
+//   - cpu, memory, disk and gpu come from the spec when > 0, and gpu_type as the one
+//     preferred GPU type (Daytona takes an ordered preference list);
+//   - the entrypoint becomes the Dockerfile's last ENTRYPOINT instruction: Daytona refuses
+//     `entrypoint` next to `buildInfo` and takes a build's entrypoint from its Dockerfile
+//     (v0.190 apps/api/src/sandbox/controllers/snapshot.controller.ts createSnapshot, and
+//     services/snapshot.service.ts getEntrypointFromDockerfile);
+//   - `FROM platform` in a Dockerfile names the release image, as the platform image does;
+//   - the build context is uploaded first (uploadContext) and named in contextHashes.
+//
+// The region (regionId) is StartBuild's, as resolved for the spec's region or target.
+func (b *Builder) snapshotRequest(ctx context.Context, req sandbox.BuildRequest) (CreateSnapshotRequest, error) {
+	spec := req.Spec
+	cr := CreateSnapshotRequest{
+		Name:   req.ID,
+		CPU:    max(spec.CPU, 0),
+		Memory: max(spec.MemoryGB, 0),
+		Disk:   max(spec.DiskGB, 0),
+		GPU:    max(spec.GPU, 0),
+	}
+	if spec.GPUType != "" {
+		cr.GPUType = []string{spec.GPUType}
+	}
+	var dockerfile string
+	var hashes []string
+	if spec.Dockerfile != "" {
+		dockerfile = platformBase(spec.Dockerfile, b.ReleaseImage)
+		h, err := b.uploadContext(ctx, req)
+		if err != nil {
+			return CreateSnapshotRequest{}, err
+		}
+		hashes = h
+	} else {
+		base := spec.Image
+		if base == "" || base == sandbox.PlatformImage {
+			base = b.ReleaseImage
+		}
+		dockerfile = Dockerfile(base, spec.BuildScript)
+	}
+	cr.BuildInfo = &BuildInfo{DockerfileContent: withEntrypoint(dockerfile, spec.Entrypoint), ContextHashes: hashes}
+	return cr, nil
+}
+
+// fromPlatformRE matches a `FROM platform` line (with an optional stage name).
+var fromPlatformRE = regexp.MustCompile(`(?im)^(\s*FROM\s+)platform(\s+AS\s+\S+)?\s*$`)
+
+// platformBase replaces the base image "platform" with image, so that a Dockerfile that
+// builds on the platform image means the same on every backend.
+func platformBase(dockerfile, image string) string {
+	return fromPlatformRE.ReplaceAllString(dockerfile, "${1}"+image+"${2}")
+}
+
+// withEntrypoint appends an exec-form ENTRYPOINT for entrypoint (none when it is empty;
+// Daytona then keeps the Dockerfile's own, or `sleep infinity`).
+func withEntrypoint(dockerfile string, entrypoint []string) string {
+	var args []string
+	for _, a := range entrypoint {
+		if strings.TrimSpace(a) != "" { // Daytona drops blank arguments too
+			args = append(args, a)
+		}
+	}
+	if len(args) == 0 {
+		return dockerfile
+	}
+	j, _ := json.Marshal(args)
+	if !strings.HasSuffix(dockerfile, "\n") {
+		dockerfile += "\n"
+	}
+	return dockerfile + "ENTRYPOINT " + string(j) + "\n"
+}
+
+// uploadContext uploads the build context folder of req as Daytona's SDKs do (daytona/
+// clients sdk-go pkg/daytona/snapshot.go processImageContext and object_storage.go
+// Upload): push access from the API, then one tarball at ContextKey(organization, hash)
+// unless an object is already stored there. The hash is the spec's content hash
+// (sandbox.ReadBuildContext), so identical contexts are uploaded once per organization;
+// the folder is read again and refused when its files no longer hash to it (a file
+// changed since the plan). It returns the contextHashes of the build (none without a
+// context).
+func (b *Builder) uploadContext(ctx context.Context, req sandbox.BuildRequest) ([]string, error) {
+	want := req.Spec.ContextHash
+	if want == "" {
+		return nil, nil
+	}
+	if req.ContextDir == "" {
+		return nil, errors.New("daytona: the build context's folder is not on this machine: apply from the configuration's folder so that build_context can be read")
+	}
+	bc, err := sandbox.ReadBuildContext(req.ContextDir)
+	if err != nil {
+		return nil, fmt.Errorf("daytona: %w", err)
+	}
+	if bc.Hash != want {
+		return nil, fmt.Errorf("daytona: the build context %q changed since the plan (its files hash to %.12s, the plan to %.12s): plan and apply again", req.ContextDir, bc.Hash, want)
+	}
+	access, err := b.C.PushAccess(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("daytona: object storage access for the build context: %w", err)
+	}
+	key := ContextKey(access.OrganizationID, want)
+	ok, err := b.C.objectExists(ctx, access, key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		tarball, err := contextTar(req.ContextDir, bc)
+		if err != nil {
+			return nil, err
+		}
+		if err := b.C.putObject(ctx, access, key, tarball); err != nil {
+			return nil, err
+		}
+	}
+	return []string{want}, nil
+}
+
+// contextTar packs bc's files with their paths relative to the folder (Daytona's runner
+// extracts every context tarball at the root of the build context, next to the
+// Dockerfile), modes 0644 or 0755 and no times or owners, so the same files always make
+// the same bytes.
+func contextTar(dir string, bc *sandbox.BuildContext) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range bc.Files {
+		if err := addContextFile(tw, dir, bc, f); err != nil {
+			return nil, fmt.Errorf("daytona: packing the build context %q: %w", dir, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("daytona: packing the build context %q: %w", dir, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func addContextFile(tw *tar.Writer, dir string, bc *sandbox.BuildContext, f sandbox.ContextFile) error {
+	r, err := bc.Open(dir, f)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	hdr := &tar.Header{Name: f.Path, Mode: int64(f.Mode.Perm()), Size: f.Size,
+		ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	// Exactly Size bytes: a file that grew since it was hashed is cut, one that shrank
+	// fails, and the hash check before this makes either a race, not a silent change.
+	if _, err := io.CopyN(tw, r, f.Size); err != nil {
+		return fmt.Errorf("%s: %w", f.Path, err)
+	}
+	return nil
+}

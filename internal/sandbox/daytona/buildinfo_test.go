@@ -1,0 +1,225 @@
+package daytona_test
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
+)
+
+// specReq is the build request of spec (its content-addressed id), with contextDir.
+func specReq(spec sandbox.SnapshotSpec, contextDir string) sandbox.BuildRequest {
+	return sandbox.BuildRequest{ID: sandbox.SnapshotID(spec.BuildHash()), Spec: spec, Base: "release", ContextDir: contextDir}
+}
+
+// writeContext writes files into a new folder and returns it with its content hash.
+func writeContext(t *testing.T, files map[string]string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bc, err := sandbox.ReadBuildContext(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, bc.Hash
+}
+
+// TestBuildCarriesGPUAndEntrypoint: gpu and gpu_type reach CreateSnapshot as gpu and the
+// gpuType preference list, and the entrypoint as the Dockerfile's last ENTRYPOINT (Daytona
+// refuses `entrypoint` next to `buildInfo`), which the snapshot then reports.
+func TestBuildCarriesGPUAndEntrypoint(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	b := daytona.NewBuilder(c)
+	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: "true", GPU: 1, GPUType: "H100",
+		Entrypoint: []string{"/usr/local/bin/serve", "--port", "8080"}}
+	req := specReq(spec, "")
+	if err := b.StartBuild(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		t.Fatalf("build: %+v", st)
+	}
+	in, ok := srv.SnapshotInputs(req.ID)
+	if !ok {
+		t.Fatal("the emulator has no snapshot", req.ID)
+	}
+	if in.GPU != 1 || !slices.Equal(in.GPUType, []string{"H100"}) {
+		t.Fatalf("gpu %d, gpuType %v; want 1, [H100]", in.GPU, in.GPUType)
+	}
+	if !strings.HasSuffix(in.Dockerfile, "ENTRYPOINT [\"/usr/local/bin/serve\",\"--port\",\"8080\"]\n") {
+		t.Fatalf("Dockerfile does not end with the entrypoint:\n%s", in.Dockerfile)
+	}
+	s, err := c.GetSnapshot(ctx, req.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.GPU != 1 || s.GPUType != "H100" || !slices.Equal(s.Entrypoint, spec.Entrypoint) {
+		t.Fatalf("snapshot gpu %d type %q entrypoint %v", s.GPU, s.GPUType, s.Entrypoint)
+	}
+}
+
+// TestBuildGPUTypeUnavailable: a GPU type no runner has is refused as Daytona refuses it.
+func TestBuildGPUTypeUnavailable(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	srv.SetGPURunners("H100")
+	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, GPU: 2, GPUType: "H200"}
+	err := daytona.NewBuilder(c).StartBuild(testCtx(t), specReq(spec, ""))
+	if err == nil || !strings.Contains(err.Error(), "No available runners with GPU type: H200") {
+		t.Fatalf("StartBuild: %v; want Daytona's 'No available runners with GPU type: H200'", err)
+	}
+}
+
+// TestBuildContextUploadedOncePerHash: a Dockerfile's context is uploaded once per content
+// hash (a second snapshot with the same context finds it stored), named in
+// buildInfo.contextHashes; one changed file makes a new hash, a new snapshot and one more
+// upload; a folder changed after the plan is refused.
+func TestBuildContextUploadedOncePerHash(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	b := daytona.NewBuilder(c)
+	dir, hash := writeContext(t, map[string]string{"app.txt": "v1\n", "lib/util.sh": "echo util\n"})
+	build := func(dockerfile, dir, hash string) string {
+		t.Helper()
+		req := specReq(sandbox.SnapshotSpec{Dockerfile: dockerfile, ContextHash: hash}, dir)
+		if err := b.StartBuild(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+			t.Fatalf("build: %+v", st)
+		}
+		return req.ID
+	}
+	first := build("FROM platform\nCOPY app.txt /workspace/app.txt\n", dir, hash)
+	if n := srv.ContextUploads(); n != 1 || !srv.HasContext(hash) {
+		t.Fatalf("%d uploads (stored: %v); want 1", n, srv.HasContext(hash))
+	}
+	in, _ := srv.SnapshotInputs(first)
+	if !slices.Equal(in.ContextHashes, []string{hash}) || !strings.HasPrefix(in.Dockerfile, "FROM "+daytona.DefaultReleaseImage+"\n") {
+		t.Fatalf("contextHashes %v, Dockerfile %q", in.ContextHashes, in.Dockerfile)
+	}
+	build("FROM platform\nCOPY . /workspace/src\n", dir, hash)
+	if n := srv.ContextUploads(); n != 1 {
+		t.Fatalf("%d uploads after a second build of the same context; want 1", n)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "app.txt"), []byte("v2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stale := specReq(sandbox.SnapshotSpec{Dockerfile: "FROM platform\nCOPY app.txt /workspace/app.txt\n", ContextHash: hash}, dir)
+	if err := b.StartBuild(ctx, stale); err == nil || !strings.Contains(err.Error(), "changed since the plan") {
+		t.Fatalf("StartBuild with a changed folder: %v", err)
+	}
+	bc, err := sandbox.ReadBuildContext(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bc.Hash == hash {
+		t.Fatal("a changed file left the context hash unchanged")
+	}
+	creates := srv.Count("POST /snapshots")
+	second := build("FROM platform\nCOPY app.txt /workspace/app.txt\n", dir, bc.Hash)
+	if second == first || srv.ContextUploads() != 2 || srv.Count("POST /snapshots") != creates+1 {
+		t.Fatalf("after a change: same id %v, %d uploads, %d creates; want a new snapshot, 2 uploads, 1 create",
+			second == first, srv.ContextUploads(), srv.Count("POST /snapshots")-creates)
+	}
+}
+
+// TestDockerfileBuildSandboxSeesRun: a sandbox of a Dockerfile snapshot has its COPY's
+// files and its RUN's effects.
+func TestDockerfileBuildSandboxSeesRun(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	ctx := testCtx(t)
+	b := daytona.NewBuilder(c)
+	dir, hash := writeContext(t, map[string]string{"app.txt": "from the context\n"})
+	spec := sandbox.SnapshotSpec{Dockerfile: "# comment\nFROM platform\nCOPY app.txt app.txt\n" +
+		"RUN cat app.txt > copied.txt && \\\n    echo ran > from-run.txt\n", ContextHash: hash}
+	req := specReq(spec, dir)
+	if err := b.StartBuild(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		t.Fatalf("build: %+v", st)
+	}
+	zero := 0
+	rt := &daytona.Runtime{C: c, WorkDir: "/workspace", AutoStop: &zero}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "df-1", SnapshotID: req.ID}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "df-1") })
+	res := mustExec(t, rt, "df-1", sandbox.ExecRequest{Shell: "cat copied.txt from-run.txt"})
+	if got := string(res.Stdout); got != "from the context\nran\n" {
+		t.Fatalf("sandbox sees %q (stderr %q); want the COPY's and RUN's files", got, res.Stderr)
+	}
+}
+
+// TestDockerfileBuildFailures: a base image the registry does not have, and a context hash
+// never uploaded, fail the build as Daytona's runner fails it.
+func TestDockerfileBuildFailures(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	ctx := testCtx(t)
+	b := daytona.NewBuilder(c)
+	req := specReq(sandbox.SnapshotSpec{Dockerfile: "FROM example.invalid/nothing:1\nRUN true\n"}, "")
+	if err := b.StartBuild(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusFailed || !strings.Contains(st.Reason, "pull access denied for example.invalid/nothing:1") {
+		t.Fatalf("unknown base: %+v", st)
+	}
+	if _, err := c.CreateSnapshot(ctx, daytona.CreateSnapshotRequest{Name: "no-context",
+		BuildInfo: &daytona.BuildInfo{DockerfileContent: "FROM ubuntu:24.04\nCOPY . /x\n", ContextHashes: []string{"0123abcd"}}}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.WaitSnapshot(ctx, "no-context")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != daytona.SnapshotBuildFailed || !strings.Contains(s.ErrorReason, "failed to get tar from storage with hash 0123abcd") {
+		t.Fatalf("missing context: %s %q", s.State, s.ErrorReason)
+	}
+}
+
+// TestEmulatorRefusesUnknownSnapshotFields: the emulator refuses a CreateSnapshot property
+// the OpenAPI document does not have, and a gpuType outside GpuType.
+func TestEmulatorRefusesUnknownSnapshotFields(t *testing.T) {
+	t.Parallel()
+	srv, _ := setup(t)
+	for body, want := range map[string]string{
+		`{"name":"x","imageName":"ubuntu:24.04","gpuTypes":["H100"]}`:        "property gpuTypes should not exist",
+		`{"name":"x","imageName":"ubuntu:24.04","gpu":1,"gpuType":["A100"]}`: "each value in gpuType must be one of",
+	} {
+		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, srv.URL()+"/snapshots", bytes.NewReader([]byte(body)))
+		req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg bytes.Buffer
+		_, _ = msg.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(msg.String(), want) {
+			t.Fatalf("%s: %d %s; want 400 %q", body, resp.StatusCode, msg.String(), want)
+		}
+	}
+}

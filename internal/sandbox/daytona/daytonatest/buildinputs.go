@@ -1,0 +1,382 @@
+package daytonatest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// GPUTypes are the v0.205 OpenAPI document's GpuType values.
+var GPUTypes = []string{"H100", "H200", "RTX-PRO-6000", "RTX-4090", "RTX-5090"}
+
+// DefaultGPURunners are the GPU types the emulator has runners for unless SetGPURunners
+// says otherwise.
+var DefaultGPURunners = []string{"H100"}
+
+// DefaultImages are the images a Dockerfile may start FROM unless AddImages adds more:
+// the release image of the daytona package and a few public ones. A build from any
+// other base fails as a pull of an image that does not exist does.
+var DefaultImages = []string{"daytonaio/sandbox:0.4.3", "ubuntu:24.04", "ubuntu:22.04", "debian:12",
+	"python:3.12", "python:3.12-slim", "node:22", "alpine:3.20"}
+
+// buildInputState is the emulator's state for declarative builds: object storage, the
+// runners' GPU types and the images a pull finds. Guarded by Server.mu.
+type buildInputState struct {
+	objects    map[string][]byte
+	gpuRunners []string
+	images     []string
+	init       bool
+}
+
+func (s *Server) bis() *buildInputState {
+	if !s.bi.init {
+		s.bi = buildInputState{objects: map[string][]byte{}, gpuRunners: slices.Clone(DefaultGPURunners),
+			images: slices.Clone(DefaultImages), init: true}
+	}
+	return &s.bi
+}
+
+// SetGPURunners sets the GPU types the emulator's runners have (none: no GPU runners).
+func (s *Server) SetGPURunners(types ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bis().gpuRunners = slices.Clone(types)
+}
+
+// AddImages adds images that a Dockerfile's FROM may name.
+func (s *Server) AddImages(images ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bis().images = append(s.bis().images, images...)
+}
+
+// SnapshotInputs is what a snapshot was created with, beyond its name and resources.
+type SnapshotInputs struct {
+	GPU        int64
+	GPUType    []string // as requested
+	Entrypoint []string // as the snapshot reports it
+	Dockerfile string
+	// ContextHashes are buildInfo.contextHashes.
+	ContextHashes []string
+}
+
+// SnapshotInputs returns the build inputs of the snapshot named name (ok false if none).
+func (s *Server) SnapshotInputs(name string) (SnapshotInputs, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sn := s.findSnap(name)
+	if sn == nil || sn.inputs == nil {
+		return SnapshotInputs{}, false
+	}
+	in := sn.inputs
+	return SnapshotInputs{GPU: in.GPU, GPUType: slices.Clone(in.GPUType), Entrypoint: slices.Clone(in.entrypoint),
+		Dockerfile: sn.Dockerfile, ContextHashes: slices.Clone(in.contextHashes())}, true
+}
+
+// buildInputs is the whole CreateSnapshot body of the OpenAPI document, decoded strictly.
+type buildInputs struct {
+	Name         string   `json:"name"`
+	ImageName    string   `json:"imageName"`
+	Entrypoint   []string `json:"entrypoint"`
+	CPU          int64    `json:"cpu"`
+	GPU          int64    `json:"gpu"`
+	GPUType      []string `json:"gpuType"`
+	Memory       int64    `json:"memory"`
+	Disk         int64    `json:"disk"`
+	RegionID     string   `json:"regionId"`
+	SandboxClass string   `json:"sandboxClass"`
+	BuildInfo    *struct {
+		DockerfileContent string   `json:"dockerfileContent"`
+		ContextHashes     []string `json:"contextHashes"`
+	} `json:"buildInfo"`
+
+	// Set by applyBuildInputs.
+	resolvedGPU string
+	entrypoint  []string
+	steps       []buildStep
+}
+
+func (in *buildInputs) contextHashes() []string {
+	if in.BuildInfo == nil {
+		return nil
+	}
+	return in.BuildInfo.ContextHashes
+}
+
+var unknownFieldRE = regexp.MustCompile(`json: unknown field "([^"]+)"`)
+
+// readBuildInputs decodes POST /snapshots strictly, as the API's validation pipe does
+// (class-validator: a property the DTO does not declare is refused, and gpuType values
+// must be GpuType values), and puts the body back for createSnapshot's own decoding.
+func (s *Server) readBuildInputs(w http.ResponseWriter, r *http.Request) (*buildInputs, bool) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeErr(w, r, http.StatusBadRequest, "invalid body: "+err.Error())
+		return nil, false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	var in buildInputs
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		if m := unknownFieldRE.FindStringSubmatch(err.Error()); m != nil {
+			writeErr(w, r, http.StatusBadRequest, "property "+m[1]+" should not exist")
+			return nil, false
+		}
+		writeErr(w, r, http.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return nil, false
+	}
+	for _, t := range in.GPUType {
+		if !slices.Contains(GPUTypes, t) {
+			writeErr(w, r, http.StatusBadRequest, "each value in gpuType must be one of the following values: "+strings.Join(GPUTypes, ", "))
+			return nil, false
+		}
+	}
+	if in.GPU < 0 {
+		writeErr(w, r, http.StatusBadRequest, "gpu must not be less than 0")
+		return nil, false
+	}
+	return &in, true
+}
+
+// applyBuildInputs checks what a runner would check of a valid request and records in on
+// sn, answering the error itself (false) when the request is refused:
+//   - gpu > 0 needs a runner with one of the preferred GPU types, else 400 "No available
+//     runners with GPU type: ..." (or "No available runners" without a preference), as
+//     v0.190 apps/api/src/sandbox/services/runner.service.ts getRandomAvailableRunner
+//     answers snapshot.service.ts resolveSnapshotGpuType; the snapshot gets the runner's type;
+//   - a build's entrypoint is its Dockerfile's last ENTRYPOINT, else `sleep infinity`
+//     (snapshot.service.ts getEntrypointFromDockerfile);
+//   - a build whose base the emulator does not know, or whose context hash was never
+//     uploaded, is accepted and then fails, as the runner's build does
+//     (apps/runner/pkg/docker/image_build.go: "failed to get tar from storage with hash").
+func (s *Server) applyBuildInputs(w http.ResponseWriter, r *http.Request, sn *snap, in *buildInputs) bool {
+	st := s.bis()
+	if in.GPU > 0 {
+		var pick string
+		for _, t := range in.GPUType {
+			if slices.Contains(st.gpuRunners, t) {
+				pick = t
+				break
+			}
+		}
+		switch {
+		case len(in.GPUType) > 0 && pick == "":
+			writeErr(w, r, http.StatusBadRequest, "No available runners with GPU type: "+strings.Join(in.GPUType, ", ")+".")
+			return false
+		case len(in.GPUType) == 0 && len(st.gpuRunners) == 0:
+			writeErr(w, r, http.StatusBadRequest, "No available runners")
+			return false
+		case pick == "":
+			pick = st.gpuRunners[0]
+		}
+		in.resolvedGPU = pick
+	}
+	for _, e := range in.Entrypoint {
+		if strings.TrimSpace(e) != "" {
+			in.entrypoint = append(in.entrypoint, e)
+		}
+	}
+	sn.inputs = in
+	if in.BuildInfo == nil {
+		return true
+	}
+	in.entrypoint = dockerfileEntrypoint(in.BuildInfo.DockerfileContent)
+	base, steps := parseDockerfile(in.BuildInfo.DockerfileContent)
+	in.steps = steps
+	if sn.fail != nil {
+		return true
+	}
+	switch {
+	case base == "":
+		sn.fail = &failure{reason: "Failed to build the image: the Dockerfile has no FROM instruction",
+			log: "ERROR: failed to solve: no build stage in current context"}
+	case !slices.Contains(st.images, base):
+		sn.fail = &failure{reason: "Failed to build the image: pull access denied for " + base +
+			", repository does not exist or may require authorization",
+			log: "ERROR: failed to solve: " + base + ": not found"}
+	}
+	for _, h := range in.BuildInfo.ContextHashes {
+		if _, ok := st.objects[contextKey(h)]; !ok && sn.fail == nil {
+			sn.fail = &failure{reason: "failed to get tar from storage with hash " + h + ": The specified key does not exist.",
+				log: "ERROR: failed to get tar from storage with hash " + h}
+		}
+	}
+	return true
+}
+
+// addTo adds the recorded inputs to a SnapshotDto.
+func (in *buildInputs) addTo(d map[string]any) {
+	if in == nil {
+		return
+	}
+	d["gpu"] = in.GPU
+	if in.resolvedGPU != "" {
+		d["gpuType"] = in.resolvedGPU
+	}
+	if len(in.entrypoint) > 0 {
+		d["entrypoint"] = in.entrypoint
+	}
+	if bi, ok := d["buildInfo"].(map[string]any); ok && len(in.contextHashes()) > 0 {
+		bi["contextHashes"] = in.contextHashes()
+	}
+}
+
+var entrypointRE = regexp.MustCompile(`ENTRYPOINT\s+(.*)`)
+
+// dockerfileEntrypoint follows snapshot.service.ts getEntrypointFromDockerfile (v0.190).
+func dockerfileEntrypoint(dockerfile string) []string {
+	m := entrypointRE.FindAllStringSubmatch(dockerfile, -1)
+	if len(m) == 0 {
+		return []string{"sleep", "infinity"}
+	}
+	raw := strings.TrimSpace(m[len(m)-1][1])
+	var arr []string
+	if err := json.Unmarshal([]byte(raw), &arr); err == nil {
+		return arr
+	}
+	return []string{strings.NewReplacer(`"`, "", `'`, "").Replace(raw)}
+}
+
+// buildStep is a RUN (run) or a COPY/ADD from the context (src, dst) of a Dockerfile.
+type buildStep struct{ run, src, dst string }
+
+// parseDockerfile returns a Dockerfile's first base image and the RUN and COPY/ADD steps
+// the emulator replays in each new sandbox (provision). Other instructions are ignored.
+func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
+	var lines []string
+	var cur strings.Builder
+	for l := range strings.SplitSeq(dockerfile, "\n") {
+		t := strings.TrimSpace(l)
+		if cur.Len() == 0 && (t == "" || strings.HasPrefix(t, "#")) {
+			continue
+		}
+		if c, ok := strings.CutSuffix(t, `\`); ok {
+			cur.WriteString(c + " ")
+			continue
+		}
+		cur.WriteString(t)
+		lines = append(lines, cur.String())
+		cur.Reset()
+	}
+	for _, l := range lines {
+		kw, rest, _ := strings.Cut(l, " ")
+		rest = strings.TrimSpace(rest)
+		switch strings.ToUpper(kw) {
+		case "FROM":
+			if base == "" {
+				base, _, _ = strings.Cut(rest, " ")
+			}
+		case "RUN":
+			steps = append(steps, buildStep{run: rest})
+		case "COPY", "ADD":
+			f := strings.Fields(rest)
+			if len(f) == 2 && !strings.HasPrefix(f[0], "--") {
+				steps = append(steps, buildStep{src: f[0], dst: f[1]})
+			}
+		}
+	}
+	return base, steps
+}
+
+// provision replays a Dockerfile snapshot's steps in the new sandbox id: the emulator's
+// stand-in for the image layers a real build makes. RUN lines run with /bin/sh in the
+// sandbox's /workspace (the emulator's working directory); COPY and ADD copy context files,
+// a relative destination being under /workspace. Called with mu held.
+func (s *Server) provision(bx box, id string, sn *snap) error {
+	in := sn.inputs
+	if in == nil || len(in.steps) == 0 {
+		return nil
+	}
+	files, err := s.contextFiles(in.contextHashes())
+	if err != nil {
+		return err
+	}
+	// Makes the work directory, whichever box it is.
+	if err := bx.write(id, "/workspace/.daytonatest-build", strings.NewReader("")); err != nil {
+		return fmt.Errorf("preparing the build of %s: %w", sn.Name, err)
+	}
+	for _, st := range in.steps {
+		if st.run != "" {
+			res, err := bx.exec(context.Background(), id, st.run, "/workspace", nil, execLimit)
+			if err != nil {
+				return fmt.Errorf("RUN %s: %w", st.run, err)
+			}
+			if res.code != 0 || res.timedOut {
+				return fmt.Errorf("RUN %s: exit code %d: %s", st.run, res.code, res.out)
+			}
+			continue
+		}
+		if err := copyStep(bx, id, files, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyStep(bx box, id string, files map[string][]byte, st buildStep) error {
+	src := path.Clean(st.src)
+	dst := st.dst
+	if !path.IsAbs(dst) {
+		dst = "/workspace/" + dst
+	}
+	n := 0
+	for name, b := range files {
+		var to string
+		switch {
+		case src == ".":
+			to = path.Join(dst, name)
+		case name == src && !strings.HasSuffix(st.dst, "/"):
+			to = dst
+		case name == src:
+			to = path.Join(dst, path.Base(name))
+		case strings.HasPrefix(name, src+"/"):
+			to = path.Join(dst, strings.TrimPrefix(name, src+"/"))
+		default:
+			continue
+		}
+		if err := bx.write(id, to, bytes.NewReader(b)); err != nil {
+			return fmt.Errorf("COPY %s %s: %w", st.src, st.dst, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("COPY %s %s: %s: not found in the build context", st.src, st.dst, st.src)
+	}
+	return nil
+}
+
+// contextFiles merges the uploaded context tarballs, as the runner does.
+func (s *Server) contextFiles(hashes []string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	for _, h := range hashes {
+		tr := tar.NewReader(bytes.NewReader(s.bis().objects[contextKey(h)]))
+		for {
+			hdr, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading context %s: %w", h, err)
+			}
+			if hdr.Typeflag == tar.TypeDir {
+				continue
+			}
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				return nil, err
+			}
+			files[path.Clean(hdr.Name)] = b
+		}
+	}
+	return files, nil
+}
