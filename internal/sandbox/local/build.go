@@ -67,6 +67,9 @@ func (b *Builder) startBuild(ctx context.Context, req sandbox.BuildRequest) erro
 		timeout:      b.timeout(),
 		diskGB:       req.Spec.DiskGB,
 	}
+	if err := b.planEgress(&plan, req); err != nil {
+		return err
+	}
 	for _, t := range []struct {
 		dst  *string
 		name string
@@ -182,6 +185,9 @@ func (b *Builder) stageBuild(stage string, plan buildPlan, m meta) error {
 		}
 	}
 	if err := writePlan(filepath.Join(stage, "setup.json"), plan.setupPlan()); err != nil {
+		return err
+	}
+	if err := plan.stageEgress(stage); err != nil {
 		return err
 	}
 	files := []struct {

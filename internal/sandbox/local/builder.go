@@ -64,6 +64,9 @@ type Builder struct {
 	// place is where the backend that made this builder says its snapshots are
 	// (place.go); zero for a builder made by NewBuilder alone: root, on this machine.
 	place sandbox.Place
+	// egressHosts, for tests only, resolves names to loopback addresses in the egress
+	// proxy of builds, which then admits those addresses (buildegress.go).
+	egressHosts map[string]string
 }
 
 var _ sandbox.SnapshotBuilder = (*Builder)(nil)

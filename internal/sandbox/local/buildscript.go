@@ -20,6 +20,7 @@ type buildPlan struct {
 	hostUsr      string
 	rootLinks    []rootLink
 	blockNetwork bool
+	egress       *buildEgress // the build's egress proxy (buildegress.go); nil for none
 	timeout      time.Duration
 	diskGB       int64 // 0: no limit
 	bwrap        string
@@ -87,6 +88,7 @@ func (p buildPlan) setupPlan() setupPlan {
 		{Src: filepath.Join(p.dir(), "script.sh"), Dst: "script.sh"},
 		{Src: p.exe, Dst: "init"},
 	}
+	p.egressSetup(&plan, m)
 	for _, top := range TopDirs() {
 		var lowers []string
 		for _, id := range p.lowerIDs {
@@ -120,8 +122,9 @@ func (p buildPlan) setupPlan() setupPlan {
 	// The script runs under the build shim (setup.go), which locks these mounts.
 	args = append(args, "--ro-bind", stagePath("script.sh"), "/tmp/.trueforge-build.sh",
 		"--ro-bind", stagePath("init"), initPath,
-		"--clearenv", "--setenv", "PATH", sandboxPath, "--setenv", "HOME", "/root", "--setenv", buildShimEnv, "1",
-		"--chdir", "/root", "--", initPath, buildShimArg, "/bin/sh", "-e", "/tmp/.trueforge-build.sh")
+		"--clearenv", "--setenv", "PATH", sandboxPath, "--setenv", "HOME", "/root", "--setenv", buildShimEnv, "1")
+	args = append(args, p.egressArgs()...)
+	args = append(args, "--chdir", "/root", "--", initPath, buildShimArg, "/bin/sh", "-e", "/tmp/.trueforge-build.sh")
 	plan.Argv = args
 	return plan
 }
@@ -152,18 +155,18 @@ fail() {
 	exit 0
 }
 echo "trueforge: building snapshot %s"
-start=$(now_ms)
+%sstart=$(now_ms)
 %s --foreground -k 10s %.3fs %s %s /bin/sh "$d/build.sh"
 rc=$?
-elapsed=$(($(now_ms) - start))
+%selapsed=$(($(now_ms) - start))
 printf '%%s\n' "$rc" > "$d/exit.tmp" && mv -f "$d/exit.tmp" "$d/exit"
 chmod -R u+rwx "$d/work" 2>/dev/null
 rm -rf "$d/work" "$d/mnt"
 if [ "$rc" -ne 0 ] && [ "$elapsed" -ge %d ]; then fail %s; fi
 if [ ! -e "$d/started" ]; then fail "build sandbox setup failed with status $rc"; fi
 if [ "$rc" -ne 0 ]; then fail "build script exited with status $rc"; fi
-`, p.id, shq(p.dir()), p.id, shq(p.timeoutBin), p.timeout.Seconds(), shq(p.unshare), p.unshareFlags(),
-		p.timeout.Milliseconds(), shq("build timed out after "+p.timeout.String()))
+`, p.id, shq(p.dir()), p.id, p.egressStart(), shq(p.timeoutBin), p.timeout.Seconds(), shq(p.unshare), p.unshareFlags(),
+		p.egressStop(), p.timeout.Milliseconds(), shq("build timed out after "+p.timeout.String()))
 	if p.ids != nil {
 		fmt.Fprintf(&sb, `%s=%s %s %s || fail "could not give the layer's files back from id slot %d to root"
 `, unshiftEnv, shq(fmt.Sprintf("%s %d %d", filepath.Join(p.dir(), "layer"), p.ids.UID, p.ids.GID)), shq(p.exe), unshiftArg, p.ids.Slot)
@@ -188,9 +191,9 @@ echo "trueforge: snapshot ready"
 // (the setup step maps the build into its id slot), a user namespace too otherwise.
 func (p buildPlan) unshareFlags() string {
 	if p.ids != nil {
-		return "-m"
+		return "-m" + p.egressUnshare()
 	}
-	return "-Urm"
+	return "-Urm" + p.egressUnshare()
 }
 
 // shq quotes a word for sh.

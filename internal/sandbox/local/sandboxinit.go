@@ -86,6 +86,8 @@ func ReexecMain() {
 		os.Exit(runSetup())
 	case isUnshift():
 		os.Exit(runUnshift())
+	case isBuildProxy():
+		os.Exit(runBuildProxy())
 	}
 }
 

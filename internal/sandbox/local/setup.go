@@ -103,6 +103,10 @@ type stageBind struct {
 	Src string `json:"src"`
 	Dst string `json:"dst"`
 	Map string `json:"map,omitempty"`
+	// Volume: Src is a volume's directory and Beneath the folder of it to bind, both
+	// resolved without following symbolic links (stageVolume).
+	Volume  bool   `json:"volume,omitempty"`
+	Beneath string `json:"beneath,omitempty"`
 }
 
 // stageOverlay mounts an overlay at Dst under stagingDir: Lowers are relative to
@@ -255,6 +259,9 @@ func (p setupPlan) run() error {
 // stage binds b.Src at b.Dst under stagingDir, through the user namespace ns (a
 // descriptor; -1 for none) as an idmapped mount.
 func stage(b stageBind, ns int) error {
+	if b.Volume {
+		return stageVolume(b, ns)
+	}
 	fi, err := os.Stat(b.Src)
 	if err != nil {
 		return fmt.Errorf("bind: %w", err)
@@ -444,6 +451,12 @@ func isBuildShim() bool {
 // runBuildShim runs os.Args[2:] in the nested namespaces and exits with its status.
 func runBuildShim() int {
 	os.Unsetenv(buildShimEnv)
+	stopNetd, err := startBuildNetd() // buildegress.go: the build's network, if it has one
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "trueforge build shim:", err)
+		return 126
+	}
+	defer stopNetd()
 	maps, err := identityMaps("/proc/self/uid_map")
 	var gmaps []syscall.SysProcIDMap
 	if err == nil {

@@ -1,0 +1,110 @@
+//go:build linux
+
+package local
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// fakeIndex serves a package index page on loopback, as pypi.org would.
+func fakeIndex(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "fake index: %s %s\n", r.Host, r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// probeScript fetches from the fake index as pypi.org, and as a host not on the list,
+// through the proxy variables, then directly; it records each outcome in the layer.
+func probeScript(port string) string {
+	return fmt.Sprintf(`
+mkdir -p /usr/local/share/probe
+cd /usr/local/share/probe
+curl -fsS --max-time 20 http://pypi.org:%[1]s/simple/requests/ > index
+if curl -fsS --max-time 20 http://other.example:%[1]s/ >/dev/null 2>&1; then echo reached > other; else echo refused > other; fi
+if curl -fsS --max-time 5 --noproxy '*' http://127.0.0.1:%[1]s/ >/dev/null 2>&1; then echo reached > direct; else echo refused > direct; fi
+cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' ' > interfaces
+`, port)
+}
+
+// A build with Egress reaches the hosts of its allow list (here pypi's, expanded from
+// the package index name) through the proxy its supervisor runs, and nothing else: not a
+// host off the list, not the host's network directly; it has no interface but lo, the
+// refusals are in its log, and the proxy and its files are gone once it is done.
+func TestBuildEgressReachesOnlyItsAllowList(t *testing.T) {
+	t.Parallel()
+	b, rel := newTestBuilder(t)
+	b.egressHosts = map[string]string{"pypi.org": "127.0.0.1", "files.pythonhosted.org": "127.0.0.1", "other.example": "127.0.0.1"}
+	port := fakeIndex(t)
+	hosts, err := packageindex.Hosts([]string{"pypi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBuild(t, b, sandbox.BuildRequest{ID: "snap-egress", Base: rel, Spec: sandbox.SnapshotSpec{BuildScript: probeScript(port)},
+		Egress: &sandbox.BuildEgress{AllowDomains: hosts}})
+	st := waitDone(t, b, "snap-egress", 60*time.Second)
+	log := b.LogTail("snap-egress")
+	requireReady(t, st)
+	if got := readLayerFile(t, b, "snap-egress", "usr/local/share/probe/index"); got != "fake index: pypi.org:"+port+" /simple/requests/" {
+		t.Errorf("index fetched through the proxy = %q; log:\n%s", got, log)
+	}
+	if got := readLayerFile(t, b, "snap-egress", "usr/local/share/probe/other"); got != "refused" {
+		t.Errorf("a host off the allow list was %s; log:\n%s", got, log)
+	}
+	if got := readLayerFile(t, b, "snap-egress", "usr/local/share/probe/direct"); got != "refused" {
+		t.Errorf("a direct connection to the host was %s; log:\n%s", got, log)
+	}
+	if got := readLayerFile(t, b, "snap-egress", "usr/local/share/probe/interfaces"); got != "lo" {
+		t.Errorf("the build sees interfaces %q, want lo alone", got)
+	}
+	if !strings.Contains(log, "trueforge egress: refused (not_allowed) plain other.example:"+port) {
+		t.Errorf("the refusal is not in the build log:\n%s", log)
+	}
+	for _, f := range []string{buildEgressDir, buildEgressConfig} {
+		if _, err := os.Stat(filepath.Join(b.snapDir("snap-egress"), f)); err == nil {
+			t.Errorf("%s left in the snapshot's directory", f)
+		}
+	}
+	// Other tests' builds may run a proxy too; ours has its snapshot's directory in its
+	// environment.
+	for _, pid := range processesWith(buildProxyArg) {
+		env, _ := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+		if strings.Contains(string(env), b.snapDir("snap-egress")) {
+			t.Errorf("the build's proxy (pid %s) outlived the build", pid)
+		}
+	}
+}
+
+// BlockNetwork wins over Egress, and a bad allow list fails StartBuild with the field.
+func TestBuildEgressBlockedAndBadPatterns(t *testing.T) {
+	t.Parallel()
+	b, rel := newTestBuilder(t)
+	port := fakeIndex(t)
+	b.egressHosts = map[string]string{"pypi.org": "127.0.0.1"}
+	startBuild(t, b, sandbox.BuildRequest{ID: "snap-egress-blocked", Base: rel, BlockNetwork: true,
+		Spec:   sandbox.SnapshotSpec{BuildScript: "if curl -fsS --max-time 5 http://pypi.org:" + port + "/ >/dev/null 2>&1; then exit 1; fi"},
+		Egress: &sandbox.BuildEgress{AllowDomains: []string{"pypi.org"}}})
+	requireReady(t, waitDone(t, b, "snap-egress-blocked", 30*time.Second))
+	err := b.StartBuild(t.Context(), sandbox.BuildRequest{ID: "snap-egress-bad", Base: rel,
+		Spec: sandbox.SnapshotSpec{Image: sandbox.PlatformImage}, Egress: &sandbox.BuildEgress{AllowDomains: []string{"https://pypi.org/"}}})
+	if err == nil || !strings.Contains(err.Error(), "allow_domains") {
+		t.Fatalf("StartBuild with a URL in the allow list: %v", err)
+	}
+}
