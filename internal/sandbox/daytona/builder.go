@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -50,8 +51,12 @@ func (b *Builder) ReleaseName() string {
 // by ctx). It reuses an active one, activates an inactive one and replaces a failed one.
 func (b *Builder) PrepareRelease(ctx context.Context) (string, error) {
 	name := b.ReleaseName()
-	req := CreateSnapshotRequest{Name: name, ImageName: b.ReleaseImage}
-	if err := b.ensure(ctx, req); err != nil {
+	region, err := b.snapshotRegion(ctx, "")
+	if err != nil {
+		return "", fmt.Errorf("daytona: prepare release %s: %w", name, err)
+	}
+	req := CreateSnapshotRequest{Name: name, ImageName: b.ReleaseImage, RegionID: region.ID}
+	if err := b.ensure(ctx, req, region); err != nil {
 		return "", fmt.Errorf("daytona: prepare release %s: %w", name, err)
 	}
 	s, err := b.C.WaitSnapshot(ctx, name)
@@ -81,21 +86,37 @@ func (b *Builder) StartBuild(ctx context.Context, req sandbox.BuildRequest) erro
 		Memory:    max(req.Spec.MemoryGB, 0),
 		Disk:      max(req.Spec.DiskGB, 0),
 	}
-	if err := b.ensure(ctx, cr); err != nil {
+	region, err := b.snapshotRegion(ctx, req.Spec.Region)
+	if err != nil {
+		return fmt.Errorf("daytona: start build of %s: %w", req.ID, err)
+	}
+	cr.RegionID = region.ID
+	if err := b.ensure(ctx, cr, region); err != nil {
 		return fmt.Errorf("daytona: start build of %s: %w", req.ID, err)
 	}
 	return nil
 }
 
 // ensure gets the snapshot by name and: leaves it alone if active or in progress, activates
-// it if inactive, deletes and recreates it if failed, creates it if missing.
-func (b *Builder) ensure(ctx context.Context, req CreateSnapshotRequest) error {
+// it if inactive, deletes and recreates it if failed, creates it if missing. One that is
+// not available in region counts as missing: it is replaced by one made there (names are
+// unique in an organization, and Daytona has no call that adds a region to a snapshot).
+func (b *Builder) ensure(ctx context.Context, req CreateSnapshotRequest, region RegionRef) error {
 	s, err := b.C.GetSnapshot(ctx, req.Name)
 	switch {
 	case IsNotFound(err):
 		return b.create(ctx, req)
 	case err != nil:
 		return err
+	}
+	if !inRegion(s, region) && s.State != SnapshotRemoving {
+		if err := b.C.DeleteSnapshot(ctx, s.ID); err != nil && !IsNotFound(err) {
+			return fmt.Errorf("replacing snapshot %s, which is in region(s) %v, not in %s: %w", req.Name, s.RegionIDs, region, err)
+		}
+		if err := b.waitGone(ctx, req.Name); err != nil {
+			return err
+		}
+		return b.create(ctx, req)
 	}
 	switch s.State {
 	case SnapshotActive, SnapshotPending, SnapshotBuilding, SnapshotPulling:
@@ -169,6 +190,18 @@ func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState
 	s, err := b.C.GetSnapshot(ctx, id)
 	if err != nil {
 		return sandbox.BuildState{}, fmt.Errorf("daytona: build state of %s: %w", id, err)
+	}
+	if s.State != SnapshotRemoving && b.C.target != "" && !slices.Contains(s.RegionIDs, b.C.target) {
+		// Sandboxes are created in the provider's target: a snapshot elsewhere (the target
+		// changed) reads as Failed, so the next plan rebuilds it there (ensure). A target
+		// that is one of the snapshot's region ids needs no lookup.
+		region, err := b.C.ResolveRegion(ctx, b.C.target)
+		if err != nil {
+			return sandbox.BuildState{}, fmt.Errorf("daytona: build state of %s: %w", id, err)
+		}
+		if !inRegion(s, region) {
+			return sandbox.BuildState{Status: sandbox.StatusFailed, Reason: notInRegionReason(s, region)}, nil
+		}
 	}
 	switch s.State {
 	case SnapshotActive:

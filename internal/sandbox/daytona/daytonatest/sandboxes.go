@@ -167,7 +167,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sn := s.findSnap(b.Snapshot)
+	region, known := s.sandboxRegion(b.Target)
 	switch {
+	case !known:
+		writeErr(w, r, 404, "Region not found")
+		return
 	case b.Snapshot != "" && (b.CPU != 0 || b.Memory != 0 || b.Disk != 0 || b.GPU != 0):
 		writeErr(w, r, 400, "Cannot specify Sandbox resources when using a snapshot")
 		return
@@ -176,6 +180,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		return
 	case sn == nil:
 		writeErr(w, r, 400, "Snapshot "+b.Snapshot+" not found. Did you add it through the Daytona Dashboard?")
+		return
+	case sn.Region != region.ID:
+		// createFromSnapshot in v0.190's apps/api/src/sandbox/services/sandbox.service.ts
+		// (isAvailableInRegion), checked before the snapshot's state.
+		writeErr(w, r, 400, "Snapshot "+b.Snapshot+" is not available in region "+region.ID)
 		return
 	case sn.State != "active":
 		writeErr(w, r, 400, "Snapshot "+b.Snapshot+" is "+sn.State)
@@ -220,15 +229,12 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	sn.LastUsed = now
 	sb := &sbox{ID: id, Name: b.Name, User: b.User, Snapshot: sn.Name, Env: b.Env, Labels: b.Labels,
 		NetworkBlockAll: b.NetworkBlockAll, NetworkAllowList: b.NetworkAllowList, DomainAllowList: b.DomainAllowList,
-		Target: b.Target, CPU: sn.CPU, Mem: sn.Mem, Disk: sn.Disk, State: "started", DesiredState: "started",
+		Target: region.ID, CPU: sn.CPU, Mem: sn.Mem, Disk: sn.Disk, State: "started", DesiredState: "started",
 		AutoStop: deref(b.AutoStopInterval, 15), AutoArchive: deref(b.AutoArchiveInterval, 10080),
 		AutoDelete: deref(b.AutoDeleteInterval, -1), Secrets: b.Secrets, CreatedAt: now, UpdatedAt: now,
 		toolbox: s.ts.URL + "/toolbox"}
 	if sb.User == "" {
 		sb.User = "daytona"
-	}
-	if sb.Target == "" {
-		sb.Target = "us"
 	}
 	if sb.AutoArchive == 0 || sb.AutoArchive > 43200 {
 		sb.AutoArchive = 43200

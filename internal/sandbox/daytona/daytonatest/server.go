@@ -92,6 +92,7 @@ type config struct {
 	buildDelay, idle, lifecycle, removal time.Duration
 	// transition holds per-state lifecycle delays (WithTransitionDelay).
 	transition map[string]time.Duration
+	regions    []Region // WithRegions (regions.go)
 }
 
 // Fixed behaviour of the emulator: injected 429s ask for a 1 s wait (Retry-After), a
@@ -270,6 +271,7 @@ func (s *Server) handle(mux *http.ServeMux, prefix, route, perm string, fn func(
 func (s *Server) routes(mux *http.ServeMux) {
 	api := func(route, perm string, fn http.HandlerFunc) { s.handle(mux, "/api", route, perm, fn) }
 	api("GET /api-keys/current", "", s.currentKey)
+	api("GET /regions", "", s.listRegions)
 
 	api("POST /snapshots", "write:snapshots", s.createSnapshot)
 	api("GET /snapshots", "", s.listSnapshots)

@@ -12,6 +12,7 @@ import (
 
 type snap struct {
 	ID, Name, ImageName, Dockerfile string
+	Region                          string // the region id it lives in (regions.go)
 	State, ErrorReason              string
 	CPU, Mem, Disk                  int64
 	CreatedAt, UpdatedAt, LastUsed  time.Time
@@ -171,7 +172,7 @@ func (sn *snap) dto() map[string]any {
 		"id": sn.ID, "organizationId": "org-test", "general": false, "name": sn.Name,
 		"state": sn.State, "size": nil, "entrypoint": nil, "cpu": sn.CPU, "gpu": 0, "mem": sn.Mem,
 		"disk": sn.Disk, "errorReason": nil, "createdAt": sn.CreatedAt, "updatedAt": sn.UpdatedAt,
-		"lastUsedAt": sn.LastUsed, "regionIds": []string{"us"}, "sandboxClass": "container",
+		"lastUsedAt": sn.LastUsed, "regionIds": []string{sn.Region}, "sandboxClass": "container",
 	}
 	if sn.ErrorReason != "" {
 		d["errorReason"] = sn.ErrorReason
@@ -231,11 +232,16 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 		} `json:"buildInfo"`
 		Entrypoint        []string `json:"entrypoint"`
 		CPU, Memory, Disk int64
+		RegionID          string `json:"regionId"`
 	}
 	if !decode(w, r, &b) {
 		return
 	}
+	region, known := s.snapshotRegion(b.RegionID)
 	switch {
+	case !known:
+		writeErr(w, r, 404, "Region not found")
+		return
 	case b.Name == "" || !snapNameRE.MatchString(b.Name):
 		writeErr(w, r, 400, "Invalid snapshot name")
 		return
@@ -259,7 +265,7 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UTC()
 	sn := &snap{ID: newUUID(), Name: b.Name, ImageName: b.ImageName, State: "pending",
 		CPU: orDefault(b.CPU, 1), Mem: orDefault(b.Memory, 1), Disk: orDefault(b.Disk, 3),
-		CreatedAt: now, UpdatedAt: now, LastUsed: now, phaseStart: now}
+		CreatedAt: now, UpdatedAt: now, LastUsed: now, phaseStart: now, Region: region.ID}
 	if b.BuildInfo != nil {
 		sn.Dockerfile = b.BuildInfo.DockerfileContent
 		sn.log = "#1 [internal] load build definition from Dockerfile\n#2 " +

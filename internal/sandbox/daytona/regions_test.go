@@ -1,0 +1,91 @@
+package daytona_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
+)
+
+// A snapshot lives only in its region and a sandbox is created in the provider's target,
+// so the builder creates snapshots in the target's region (resolving a region name to its
+// id, which snapshot create requires), a snapshot from another region reads as Failed and
+// is rebuilt in the target's, and a sandbox from it is created there.
+func TestSnapshotsFollowTheTargetRegion(t *testing.T) {
+	t.Parallel()
+	srv := daytonatest.NewServer(t, daytonatest.WithRegions(
+		daytonatest.Region{ID: "r-us-1", Name: "us"}, daytonatest.Region{ID: "r-eu-1", Name: "eu"}))
+	ctx := testCtx(t)
+	client := func(target string) *daytona.Client {
+		return daytona.New(srv.URL(), daytonatest.DefaultKey, daytona.WithRetryPolicy(fastRetry),
+			daytona.WithPollInterval(5*time.Millisecond), daytona.WithTarget(target))
+	}
+	def, eu := client(""), client("eu")
+
+	// Built with no target: in the organization's default region.
+	snap := readySnapshot(t, ctx, def, "echo regions")
+	if s, err := def.GetSnapshot(ctx, snap); err != nil || strings.Join(s.RegionIDs, ",") != "r-us-1" {
+		t.Fatalf("snapshot without a target: %+v %v", s, err)
+	}
+	rt := &daytona.Runtime{C: eu, WorkDir: "/workspace"}
+	err := rt.Create(ctx, sandbox.CreateRequest{ID: "in-eu", SnapshotID: snap})
+	if err == nil || !strings.Contains(err.Error(), "is not available in region r-eu-1") {
+		t.Fatalf("create in eu from a snapshot in us: %v; want Daytona's 400", err)
+	}
+
+	// The provider's target is eu: the snapshot reads as Failed, naming the regions.
+	b := daytona.NewBuilder(eu)
+	st, err := b.BuildState(ctx, snap)
+	if err != nil || st.Status != sandbox.StatusFailed || !strings.Contains(st.Reason, `region r-eu-1 ("eu", resolved by name)`) {
+		t.Fatalf("build state in another region: %+v %v", st, err)
+	}
+	// The next build makes it in eu (by the region's id) and sandboxes can use it.
+	req := buildReq("echo regions")
+	if err := b.StartBuild(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		t.Fatalf("rebuild in eu: %+v", st)
+	}
+	if s, err := eu.GetSnapshot(ctx, snap); err != nil || strings.Join(s.RegionIDs, ",") != "r-eu-1" {
+		t.Fatalf("snapshot after the rebuild: %+v %v", s, err)
+	}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "in-eu", SnapshotID: snap}); err != nil {
+		t.Fatalf("create in eu: %v", err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "in-eu") })
+	if sb, err := eu.GetSandbox(ctx, "in-eu"); err != nil || sb.Target != "r-eu-1" {
+		t.Fatalf("sandbox: %+v %v", sb, err)
+	}
+
+	// The release snapshot follows the target too; a region id is taken as one.
+	if _, err := daytona.NewBuilder(client("r-eu-1")).PrepareRelease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := eu.GetSnapshot(ctx, daytona.NewBuilder(eu).ReleaseName()); err != nil || strings.Join(s.RegionIDs, ",") != "r-eu-1" {
+		t.Fatalf("release snapshot: %+v %v", s, err)
+	}
+	if ref, err := eu.ResolveRegion(ctx, "r-eu-1"); err != nil || ref.ByName || ref.String() != "region r-eu-1 (given as its id)" {
+		t.Fatalf("resolve an id: %+v %v", ref, err)
+	}
+
+	// An environment's region wins over the target.
+	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: "echo us", Region: "us"}
+	pinned := sandbox.BuildRequest{ID: sandbox.SnapshotID(spec.BuildHash()), Spec: spec, Base: "release"}
+	if err := b.StartBuild(ctx, pinned); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := eu.GetSnapshot(ctx, pinned.ID); err != nil || strings.Join(s.RegionIDs, ",") != "r-us-1" {
+		t.Fatalf("snapshot with its own region: %+v %v", s, err)
+	}
+
+	// A region the organization does not have is refused, naming those it has.
+	err = daytona.NewBuilder(client("mars")).StartBuild(ctx, buildReq("echo mars"))
+	if err == nil || !strings.Contains(err.Error(), `region "mars" is neither the id nor the name`) || !strings.Contains(err.Error(), "eu (id r-eu-1)") {
+		t.Fatalf("unknown region: %v", err)
+	}
+}
