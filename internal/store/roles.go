@@ -31,7 +31,8 @@ const (
 var (
 	// configTables are what `terraform apply` publishes: teams read all of them and
 	// write their own rows; harnesses read them.
-	configTables = []string{"owners", "sandbox_providers", "snapshots", "environments", "environment_snapshots", "secrets", "agents", "counters"}
+	configTables = []string{"owners", "sandbox_providers", "snapshots", "environments", "environment_snapshots", "secrets", "agents", "counters",
+		"volumes", "registries"}
 	// runtimeTables are the harness's: sessions and what hangs off them, and the API's
 	// users, their logins and the admin audit log. Teams have no access at all.
 	runtimeTables = []string{"sessions", "session_events", "session_runs", "session_sandboxes", "artifacts", "tool_outputs", "sandbox_egress", "leases",

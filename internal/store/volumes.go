@@ -1,6 +1,169 @@
 package store
 
-// migrationVolumesRegistries (12): volumes and private registries (issue 17). Reserved
-// here so that each feature's migration has a fixed number; until the feature lands it
-// changes nothing.
-var migrationVolumesRegistries = migration{sql: onlyPostgres, postgres: `SELECT 1`}
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// migrationVolumesRegistries (12): volumes and private registries (issue 17), objects of
+// a sandbox provider that outlive sandboxes. Each row keeps the backend's id of the
+// object (remote_id: Daytona's volume or docker registry id, the local backend's
+// directory name); a registry's password is sealed with the secret box like an API key.
+// Environments name them in their settings document (environment_settings.go), so a
+// volume or registry in use is found by reading those, in the delete's transaction. On
+// PostgreSQL every team reads them all (an environment may mount another team's volume)
+// and writes its own rows, as with environments (migration 8).
+var migrationVolumesRegistries = migration{sql: volumesSQL, postgres: pgTypes(volumesSQL) + volumesPolicies}
+
+const volumesSQL = `
+CREATE TABLE volumes (
+	name       TEXT PRIMARY KEY,
+	provider   TEXT NOT NULL REFERENCES sandbox_providers(name),
+	owner      TEXT NOT NULL REFERENCES owners(name),
+	remote_id  TEXT NOT NULL DEFAULT '',
+	created_at BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL
+);
+CREATE TABLE registries (
+	name         TEXT PRIMARY KEY,
+	provider     TEXT NOT NULL REFERENCES sandbox_providers(name),
+	owner        TEXT NOT NULL REFERENCES owners(name),
+	url          TEXT NOT NULL,
+	username     TEXT NOT NULL,
+	password_enc BLOB NOT NULL,
+	project      TEXT NOT NULL DEFAULT '',
+	remote_id    TEXT NOT NULL DEFAULT '',
+	version      BIGINT NOT NULL DEFAULT 1,
+	created_at   BIGINT NOT NULL,
+	updated_at   BIGINT NOT NULL
+);
+`
+
+const volumesPolicies = `
+ALTER TABLE volumes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY volumes_read ON volumes FOR SELECT USING (true);
+CREATE POLICY volumes_insert ON volumes FOR INSERT WITH CHECK (owner = current_user);
+CREATE POLICY volumes_update ON volumes FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY volumes_delete ON volumes FOR DELETE USING (owner = current_user);
+
+ALTER TABLE registries ENABLE ROW LEVEL SECURITY;
+CREATE POLICY registries_read ON registries FOR SELECT USING (true);
+CREATE POLICY registries_insert ON registries FOR INSERT WITH CHECK (owner = current_user);
+CREATE POLICY registries_update ON registries FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
+CREATE POLICY registries_delete ON registries FOR DELETE USING (owner = current_user);
+`
+
+// Volume is a trueforge_volume: a named volume of a sandbox provider.
+type Volume struct {
+	Name     string
+	Provider string
+	Owner    string
+	// RemoteID is the backend's id of the volume (sandbox.VolumeMount.Volume).
+	RemoteID string
+}
+
+// CreateVolume stores a new volume.
+func (s *Store) CreateVolume(ctx context.Context, v Volume) error {
+	return s.inTx(ctx, func(tx *txn) error {
+		now := s.stamp()
+		if err := ensureOwner(ctx, tx, v.Owner, now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO volumes(name, provider, owner, remote_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			v.Name, v.Provider, v.Owner, v.RemoteID, now, now)
+		switch {
+		case isUnique(err):
+			return fmt.Errorf("volume %q: %w", v.Name, ErrAlreadyExists)
+		case isForeignKey(err):
+			return fmt.Errorf("sandbox provider %q: %w", v.Provider, ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("creating volume %q: %w", v.Name, err)
+		}
+		return nil
+	})
+}
+
+// GetVolume reads a volume by name.
+func (s *Store) GetVolume(ctx context.Context, name string) (Volume, error) {
+	var v Volume
+	err := s.db.QueryRowContext(ctx, `SELECT name, provider, owner, remote_id FROM volumes WHERE name = ?`, name).
+		Scan(&v.Name, &v.Provider, &v.Owner, &v.RemoteID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, fmt.Errorf("volume %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return v, fmt.Errorf("reading volume %q: %w", name, err)
+	}
+	return v, nil
+}
+
+// SetVolumeRemoteID records the backend's id of a volume (after it was made again).
+func (s *Store) SetVolumeRemoteID(ctx context.Context, name, remoteID string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE volumes SET remote_id = ?, updated_at = ? WHERE name = ?`, remoteID, s.stamp(), name)
+	if err != nil {
+		return fmt.Errorf("updating volume %q: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("volume %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// EnvironmentsUsingVolume lists the environments that mount a volume, every owner's.
+func (s *Store) EnvironmentsUsingVolume(ctx context.Context, name string) ([]string, error) {
+	return environmentsUsing(ctx, s.db, func(st EnvironmentSettings) bool {
+		return slices.ContainsFunc(st.Volumes, func(v EnvironmentVolume) bool { return v.Volume == name })
+	})
+}
+
+// environmentsUsing lists the environments whose settings match uses. The settings are
+// a JSON document, read whole: one query over every environment, the same on both
+// databases.
+func environmentsUsing(ctx context.Context, q querier, uses func(EnvironmentSettings) bool) ([]string, error) {
+	rows, err := q.QueryContext(ctx, `SELECT name, settings FROM environments ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("reading environments' settings: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name, doc string
+		if err := rows.Scan(&name, &doc); err != nil {
+			return nil, err
+		}
+		var st EnvironmentSettings
+		if json.Unmarshal([]byte(doc), &st) == nil && uses(st) {
+			out = append(out, name)
+		}
+	}
+	return out, rows.Err()
+}
+
+// DeleteVolume removes a volume. It fails with ErrInUse, naming them, while environments
+// (any owner's) mount it: the check and the delete are one transaction.
+func (s *Store) DeleteVolume(ctx context.Context, name string) error {
+	return s.inTx(ctx, func(tx *txn) error {
+		users, err := environmentsUsing(ctx, tx, func(st EnvironmentSettings) bool {
+			return slices.ContainsFunc(st.Volumes, func(v EnvironmentVolume) bool { return v.Volume == name })
+		})
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			return fmt.Errorf("volume %q is mounted by environment(s) %s: %w", name, strings.Join(users, ", "), ErrInUse)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM volumes WHERE name = ?`, name)
+		if err != nil {
+			return fmt.Errorf("deleting volume %q: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("volume %q: %w", name, ErrNotFound)
+		}
+		return nil
+	})
+}
