@@ -141,10 +141,10 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	labels[LabelID] = req.ID
 	cr := CreateSandboxRequest{
 		Name: req.ID, Snapshot: req.SnapshotID, Env: req.Env, Labels: labels,
-		NetworkBlockAll:     req.BlockNetwork,
-		AutoStopInterval:    orDefault(r.AutoStop, DefaultAutoStop),
-		AutoArchiveInterval: orDefault(r.AutoArchive, DefaultAutoArchive),
-		AutoDeleteInterval:  orDefault(r.AutoDelete, DefaultAutoDelete),
+		NetworkBlockAll: req.BlockNetwork,
+	}
+	if err := r.applySettings(&cr, req); err != nil { // intervals and CIDRs (lifecycle.go)
+		return err
 	}
 	if !req.BlockNetwork && len(req.AllowDomains) > 0 {
 		cr.DomainAllowList = strings.Join(req.AllowDomains, ",")

@@ -39,10 +39,10 @@ var transitions = map[string]string{
 // it DESTROYED_<name>_<ms> at once, and GET /sandbox/{id} answers 404 once it is destroyed.
 func (s *Server) advance(sb *sbox) {
 	to, ok := transitions[sb.State]
-	if !ok || time.Now().Before(sb.transitionEnd) {
+	if !ok || s.now().Before(sb.transitionEnd) {
 		return
 	}
-	sb.State, sb.UpdatedAt = to, time.Now().UTC()
+	sb.State, sb.UpdatedAt = to, s.now()
 	if to == "stopped" && sb.DesiredState == "destroyed" {
 		sb.State = "destroyed"
 		s.destroy(sb)
@@ -225,7 +225,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 500, "daytonatest: creating the sandbox: "+err.Error())
 		return
 	}
-	now := time.Now().UTC()
+	now := s.now()
 	sn.LastUsed = now
 	sb := &sbox{ID: id, Name: b.Name, User: b.User, Snapshot: sn.Name, Env: b.Env, Labels: b.Labels,
 		NetworkBlockAll: b.NetworkBlockAll, NetworkAllowList: b.NetworkAllowList, DomainAllowList: b.DomainAllowList,
@@ -342,9 +342,9 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[stri
 	}
 	sb.State, sb.DesiredState = via, transitions[via]
 	if via == "stopping" && sb.AutoDelete == 0 {
-		sb.DesiredState, sb.Name = "destroyed", "DESTROYED_"+sb.Name+"_"+strconv.FormatInt(time.Now().UnixMilli(), 10)
+		sb.DesiredState, sb.Name = "destroyed", "DESTROYED_"+sb.Name+"_"+strconv.FormatInt(s.now().UnixMilli(), 10)
 	}
-	sb.transitionEnd, sb.UpdatedAt = time.Now().Add(s.transitionDelay(via)), time.Now().UTC()
+	sb.transitionEnd, sb.UpdatedAt = s.now().Add(s.transitionDelay(via)), s.now()
 	dto := sb.dto()
 	s.advance(sb)
 	if sb.State != "destroyed" {

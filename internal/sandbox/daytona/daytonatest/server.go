@@ -78,6 +78,8 @@ type Server struct {
 	// and session id; taken after mu when both are held.
 	smu      sync.Mutex
 	sessions map[string]*tbSession
+
+	clk clock // the emulator's time and sandbox activity (clock.go)
 }
 
 // LocalSandboxes reports whether sandboxes run as local bubblewrap sandboxes (known once
@@ -260,6 +262,7 @@ func (s *Server) handle(mux *http.ServeMux, prefix, route, perm string, fn func(
 			return
 		}
 		if strings.HasPrefix(prefix, "/toolbox") {
+			s.touch(r.PathValue("sandboxId")) // toolbox calls are activity (clock.go)
 			// Toolbox calls run outside the lock (exec may take long).
 			s.mu.Unlock()
 			locked = false
