@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/manifest"
 )
 
 // Artifact is a file a session offered for download, with its lineage: the digest and
@@ -25,17 +27,23 @@ type Artifact struct {
 	SnapshotID     string
 	SandboxID      string
 	Commands       []string
-	Content        []byte
-	CreatedAt      time.Time
+	// ManifestDigest is the digest of the manifest of the snapshot the sandbox came from
+	// ("" when none was recorded), and SessionInstalls the packages the session installed
+	// on top of it before the offer (a diff of the same package databases).
+	ManifestDigest  string
+	SessionInstalls []manifest.Package
+	Content         []byte
+	CreatedAt       time.Time
 }
 
 // PutArtifact stores an artifact.
 func (s *Store) PutArtifact(ctx context.Context, a Artifact) error {
 	cmds, _ := json.Marshal(nonNil(a.Commands))
+	installs, _ := json.Marshal(nonNil(a.SessionInstalls))
 	_, err := s.db.ExecContext(ctx, `INSERT INTO artifacts(id, session_id, path, sha256, size, source_event, classification, expires_at,
-		snapshot_id, sandbox_id, commands, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		snapshot_id, sandbox_id, commands, manifest_digest, session_installs, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.SessionID, a.Path, a.SHA256, a.Size, a.SourceEvent, a.Classification, a.ExpiresAt.UnixMilli(),
-		a.SnapshotID, a.SandboxID, string(cmds), a.Content, a.CreatedAt.UnixMilli())
+		a.SnapshotID, a.SandboxID, string(cmds), a.ManifestDigest, string(installs), a.Content, a.CreatedAt.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("storing artifact %s: %w", a.Path, err)
 	}
@@ -43,15 +51,16 @@ func (s *Store) PutArtifact(ctx context.Context, a Artifact) error {
 }
 
 const artifactSelect = `SELECT id, session_id, path, sha256, size, source_event, classification, expires_at, snapshot_id, sandbox_id,
-	commands, created_at FROM artifacts`
+	commands, manifest_digest, session_installs, created_at FROM artifacts`
 
 func scanArtifact(sc interface{ Scan(...any) error }) (Artifact, error) {
 	var a Artifact
-	var cmds string
+	var cmds, installs string
 	var exp, created int64
 	err := sc.Scan(&a.ID, &a.SessionID, &a.Path, &a.SHA256, &a.Size, &a.SourceEvent, &a.Classification, &exp, &a.SnapshotID, &a.SandboxID,
-		&cmds, &created)
+		&cmds, &a.ManifestDigest, &installs, &created)
 	_ = json.Unmarshal([]byte(cmds), &a.Commands)
+	_ = json.Unmarshal([]byte(installs), &a.SessionInstalls)
 	a.ExpiresAt, a.CreatedAt = time.UnixMilli(exp), time.UnixMilli(created)
 	return a, err
 }
