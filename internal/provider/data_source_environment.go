@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/builds"
+	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -36,6 +37,7 @@ type environmentDataSourceModel struct {
 	Memory          types.Int64  `tfsdk:"memory"`
 	Name            types.String `tfsdk:"name"`
 	Network         types.Object `tfsdk:"network"`
+	Labels          types.Map    `tfsdk:"labels"`
 	Owner           types.String `tfsdk:"owner"`
 	SandboxProvider types.String `tfsdk:"sandbox_provider"`
 	SnapshotID      types.String `tfsdk:"snapshot_id"`
@@ -92,17 +94,12 @@ func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 			"network": schema.SingleNestedAttribute{
 				MarkdownDescription: "Outbound network policy.",
 				Computed:            true,
-				Attributes: map[string]schema.Attribute{
-					"allow_domains": schema.ListAttribute{
-						MarkdownDescription: "Hosts the sandbox may reach; empty means every host. Ignored while `block_all` is on.",
-						Computed:            true,
-						ElementType:         types.StringType,
-					},
-					"block_all": schema.BoolAttribute{
-						MarkdownDescription: "No outbound access at all.",
-						Computed:            true,
-					},
-				},
+				Attributes:          dataNetworkAttributes(),
+			},
+			"labels": schema.MapAttribute{
+				MarkdownDescription: "Labels set on every sandbox of the environment (empty when none).",
+				Computed:            true,
+				ElementType:         types.StringType,
 			},
 			"owner": schema.StringAttribute{
 				MarkdownDescription: "Who created the environment.",
@@ -165,6 +162,7 @@ func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadReq
 	m.SnapshotID = types.StringValue(env.SnapshotID)
 	m.Status = types.StringValue(status)
 	m.Triggers = knownStringMap(env.Triggers)
+	m.Labels = knownStringMap(env.Settings.Labels)
 	var d2 diag.Diagnostics
 	m.Network, d2 = networkObject(env)
 	resp.Diagnostics.Append(d2...)
@@ -174,10 +172,46 @@ func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadReq
 // networkObject is env's network policy as the data sources read it: the allow list as
 // stored (empty, not null, when there is none).
 func networkObject(env store.Environment) (types.Object, diag.Diagnostics) {
+	in := env.Settings.PackageIndexesIn
+	if in == "" {
+		in = packageindex.DefaultIn
+	}
 	return types.ObjectValue(networkAttrTypes, map[string]attr.Value{
-		"allow_domains": stringList(env.AllowDomains),
-		"block_all":     types.BoolValue(env.BlockAll),
+		"allow_domains":      stringList(env.AllowDomains),
+		"block_all":          types.BoolValue(env.BlockAll),
+		"allow_cidrs":        stringList(env.Settings.AllowCIDRs),
+		"package_indexes":    stringList(env.Settings.PackageIndexes),
+		"package_indexes_in": types.StringValue(in),
 	})
+}
+
+// dataNetworkAttributes is the network object of the environment data sources.
+func dataNetworkAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"allow_domains": schema.ListAttribute{
+			MarkdownDescription: "Hosts the sandbox may reach; empty means every host. Ignored while `block_all` is on.",
+			Computed:            true,
+			ElementType:         types.StringType,
+		},
+		"allow_cidrs": schema.ListAttribute{
+			MarkdownDescription: "Address ranges the sandbox may reach besides `allow_domains` (empty when none).",
+			Computed:            true,
+			ElementType:         types.StringType,
+		},
+		"block_all": schema.BoolAttribute{
+			MarkdownDescription: "No outbound access at all.",
+			Computed:            true,
+		},
+		"package_indexes": schema.ListAttribute{
+			MarkdownDescription: "Named package indexes that may be reached (empty when none).",
+			Computed:            true,
+			ElementType:         types.StringType,
+		},
+		"package_indexes_in": schema.StringAttribute{
+			MarkdownDescription: "Where the package indexes may be reached: `build` or `build_and_sandbox`.",
+			Computed:            true,
+		},
+	}
 }
 
 // knownStringMap is stringMap for data sources: an empty map rather than null, so

@@ -47,6 +47,7 @@ var environmentItemAttrTypes = map[string]attr.Type{
 	"memory":           types.Int64Type,
 	"name":             types.StringType,
 	"network":          types.ObjectType{AttrTypes: networkAttrTypes},
+	"labels":           types.MapType{ElemType: types.StringType},
 	"owner":            types.StringType,
 	"reserved":         types.BoolType,
 	"sandbox_provider": types.StringType,
@@ -108,17 +109,12 @@ func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 						"network": schema.SingleNestedAttribute{
 							MarkdownDescription: "Outbound network policy.",
 							Computed:            true,
-							Attributes: map[string]schema.Attribute{
-								"allow_domains": schema.ListAttribute{
-									MarkdownDescription: "Hosts the sandbox may reach; empty means every host. Ignored while `block_all` is on.",
-									Computed:            true,
-									ElementType:         types.StringType,
-								},
-								"block_all": schema.BoolAttribute{
-									MarkdownDescription: "No outbound access at all.",
-									Computed:            true,
-								},
-							},
+							Attributes:          dataNetworkAttributes(),
+						},
+						"labels": schema.MapAttribute{
+							MarkdownDescription: "Labels set on every sandbox of the environment (empty when none).",
+							Computed:            true,
+							ElementType:         types.StringType,
 						},
 						"owner": schema.StringAttribute{
 							MarkdownDescription: "Who created the environment.",
@@ -262,6 +258,7 @@ func environmentItem(env store.Environment, status string) (attr.Value, diag.Dia
 		"memory":           types.Int64Value(env.MemoryGB),
 		"name":             types.StringValue(env.Name),
 		"network":          network,
+		"labels":           knownStringMap(env.Settings.Labels),
 		"owner":            types.StringValue(env.Owner),
 		"reserved":         types.BoolValue(env.Reserved),
 		"sandbox_provider": types.StringValue(env.Provider),

@@ -150,8 +150,11 @@ data "trueforge_environments" "elsewhere" {
 					statecheck.ExpectKnownValue(all, item(0, "sandbox_provider"), knownvalue.StringExact("local")),
 					statecheck.ExpectKnownValue(all, item(0, "env"), knownvalue.MapSizeExact(0)),
 					statecheck.ExpectKnownValue(all, item(0, "network"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"allow_domains": knownvalue.ListSizeExact(0),
-						"block_all":     knownvalue.Bool(false),
+						"allow_domains":      knownvalue.ListSizeExact(0),
+						"block_all":          knownvalue.Bool(false),
+						"allow_cidrs":        knownvalue.ListSizeExact(0),
+						"package_indexes":    knownvalue.ListSizeExact(0),
+						"package_indexes_in": knownvalue.StringExact("build"),
 					})),
 					// An element reads back what the resource says.
 					statecheck.CompareValuePairs("trueforge_environment.alpha", tfjsonpath.New("snapshot_id"), all, item(0, "snapshot_id"), compare.ValuesSame()),

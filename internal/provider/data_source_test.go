@@ -56,12 +56,18 @@ data "trueforge_environment" "py" {
 					statecheck.ExpectKnownValue(def, tfjsonpath.New("triggers"), knownvalue.MapSizeExact(0)),
 					statecheck.ExpectKnownValue(def, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
 					statecheck.ExpectKnownValue(def, tfjsonpath.New("network"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"allow_domains": knownvalue.ListSizeExact(0),
-						"block_all":     knownvalue.Bool(false),
+						"allow_domains":      knownvalue.ListSizeExact(0),
+						"block_all":          knownvalue.Bool(false),
+						"allow_cidrs":        knownvalue.ListSizeExact(0),
+						"package_indexes":    knownvalue.ListSizeExact(0),
+						"package_indexes_in": knownvalue.StringExact("build"),
 					})),
 					// A user's environment reads back what the resource says.
 					same("snapshot_id"), same("build_hash"), same("status"), same("owner"), same("image"),
-					same("build_script"), same("cpu"), same("memory"), same("disk"), same("env"), same("triggers"), same("network"),
+					same("build_script"), same("cpu"), same("memory"), same("disk"), same("env"), same("triggers"),
+					// The resource keeps the configuration's nulls; the data source reads empty lists.
+					statecheck.CompareValuePairs(res, tfjsonpath.New("network").AtMapKey("allow_domains"), py, tfjsonpath.New("network").AtMapKey("allow_domains"), compare.ValuesSame()),
+					statecheck.CompareValuePairs(res, tfjsonpath.New("network").AtMapKey("block_all"), py, tfjsonpath.New("network").AtMapKey("block_all"), compare.ValuesSame()),
 					statecheck.ExpectKnownValue(py, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 					statecheck.ExpectKnownValue(py, tfjsonpath.New("env"), knownvalue.MapExact(map[string]knownvalue.Check{"MODE": knownvalue.StringExact("test")})),
 				},

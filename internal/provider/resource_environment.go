@@ -61,16 +61,33 @@ type environmentModel struct {
 	Status          types.String   `tfsdk:"status"`
 	Owner           types.String   `tfsdk:"owner"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
+	// The settings document (environment_settings.go).
+	GPU               types.Int64  `tfsdk:"gpu"`
+	GPUType           types.String `tfsdk:"gpu_type"`
+	Dockerfile        types.String `tfsdk:"dockerfile"`
+	BuildContext      types.String `tfsdk:"build_context"`
+	Entrypoint        types.List   `tfsdk:"entrypoint"`
+	Region            types.String `tfsdk:"region"`
+	Registry          types.String `tfsdk:"registry"`
+	Labels            types.Map    `tfsdk:"labels"`
+	Volumes           types.List   `tfsdk:"volumes"`
+	PackageIndexHosts types.List   `tfsdk:"package_index_hosts"`
 }
 
 type networkModel struct {
-	BlockAll     types.Bool `tfsdk:"block_all"`
-	AllowDomains types.List `tfsdk:"allow_domains"`
+	BlockAll         types.Bool   `tfsdk:"block_all"`
+	AllowDomains     types.List   `tfsdk:"allow_domains"`
+	AllowCIDRs       types.List   `tfsdk:"allow_cidrs"`
+	PackageIndexes   types.List   `tfsdk:"package_indexes"`
+	PackageIndexesIn types.String `tfsdk:"package_indexes_in"`
 }
 
 var networkAttrTypes = map[string]attr.Type{
-	"block_all":     types.BoolType,
-	"allow_domains": types.ListType{ElemType: types.StringType},
+	"block_all":          types.BoolType,
+	"allow_domains":      types.ListType{ElemType: types.StringType},
+	"allow_cidrs":        types.ListType{ElemType: types.StringType},
+	"package_indexes":    types.ListType{ElemType: types.StringType},
+	"package_indexes_in": types.StringType,
 }
 
 // NewEnvironmentResource is the trueforge_environment resource.
@@ -83,6 +100,23 @@ func (r *environmentResource) Metadata(_ context.Context, req resource.MetadataR
 func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	bakes := " Changing it **bakes a new snapshot** (an in-place update; existing sandboxes keep their snapshot)."
 	live := " Changing it is applied live: no rebuild, and it reaches sandboxes created afterwards."
+	networkAttrs := map[string]schema.Attribute{
+		"allow_domains": schema.ListAttribute{
+			MarkdownDescription: "Hosts the sandbox may reach: exact names or `*.suffix` (subdomains only). Empty means every host. Ignored while `block_all` is on.",
+			Optional:            true,
+			ElementType:         types.StringType,
+			Validators:          []validator.List{listvalidator.ValueStringsAre(validDomain()), listvalidator.UniqueValues()},
+		},
+		"block_all": schema.BoolAttribute{
+			MarkdownDescription: "No outbound access at all. While on, `allow_domains` and secrets are inert, and no secret can be added. Defaults to false.",
+			Optional:            true,
+			Computed:            true,
+			Default:             booldefault.StaticBool(false),
+		},
+	}
+	for k, v := range networkSettingsAttributes() {
+		networkAttrs[k] = v
+	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A reusable blueprint for the sandboxes agents create. `image`, `build_script`, `cpu`, `memory`, `disk` and " +
 			"`triggers` are build inputs: they bake a content-addressed snapshot, so identical inputs in any two environments build once. " +
@@ -147,20 +181,7 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 			"network": schema.SingleNestedAttribute{
 				MarkdownDescription: "Outbound network policy. Omitted means unrestricted egress." + live + " A running session keeps its policy until its sandbox is replaced.",
 				Optional:            true,
-				Attributes: map[string]schema.Attribute{
-					"allow_domains": schema.ListAttribute{
-						MarkdownDescription: "Hosts the sandbox may reach: exact names or `*.suffix` (subdomains only). Empty means every host. Ignored while `block_all` is on.",
-						Optional:            true,
-						ElementType:         types.StringType,
-						Validators:          []validator.List{listvalidator.ValueStringsAre(validDomain()), listvalidator.UniqueValues()},
-					},
-					"block_all": schema.BoolAttribute{
-						MarkdownDescription: "No outbound access at all. While on, `allow_domains` and secrets are inert, and no secret can be added. Defaults to false.",
-						Optional:            true,
-						Computed:            true,
-						Default:             booldefault.StaticBool(false),
-					},
-				},
+				Attributes:          networkAttrs,
 			},
 			"owner": schema.StringAttribute{
 				MarkdownDescription: "Who created the environment (the provider's `owner`); only they may change or delete it.",
@@ -199,6 +220,9 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 			},
 		},
 	}
+	for k, v := range environmentSettingsAttributes(bakes, live) {
+		resp.Schema.Attributes[k] = v
+	}
 }
 
 func checkNotReserved(s string) string {
@@ -214,7 +238,8 @@ func (r *environmentResource) Configure(_ context.Context, req resource.Configur
 
 // spec returns the build inputs of m, and false when any of them is still unknown.
 func (m *environmentModel) spec(ctx context.Context) (sandbox.SnapshotSpec, bool) {
-	if m.Image.IsUnknown() || m.BuildScript.IsUnknown() || m.CPU.IsUnknown() || m.Memory.IsUnknown() || m.Disk.IsUnknown() || m.Triggers.IsUnknown() {
+	if m.Image.IsUnknown() || m.BuildScript.IsUnknown() || m.CPU.IsUnknown() || m.Memory.IsUnknown() || m.Disk.IsUnknown() || m.Triggers.IsUnknown() ||
+		!m.settingsKnown() {
 		return sandbox.SnapshotSpec{}, false
 	}
 	for _, v := range m.Triggers.Elements() {
@@ -222,11 +247,13 @@ func (m *environmentModel) spec(ctx context.Context) (sandbox.SnapshotSpec, bool
 			return sandbox.SnapshotSpec{}, false
 		}
 	}
-	return sandbox.SnapshotSpec{
+	spec := sandbox.SnapshotSpec{
 		Image: m.Image.ValueString(), BuildScript: m.BuildScript.ValueString(),
 		CPU: m.CPU.ValueInt64(), MemoryGB: m.Memory.ValueInt64(), DiskGB: m.Disk.ValueInt64(),
 		Triggers: mapFrom(ctx, m.Triggers),
-	}, true
+	}
+	m.addSettingsSpec(ctx, &spec)
+	return spec, true
 }
 
 func (m *environmentModel) network(ctx context.Context) (blockAll bool, allow []string) {
@@ -269,6 +296,10 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	spec, known := plan.spec(ctx)
 	if known {
+		plan.readContext(&spec, &resp.Diagnostics)
+		if resp.Diagnostics.HasError() {
+			return
+		}
 		plan.BuildHash = types.StringValue(spec.BuildHash())
 	} else {
 		plan.BuildHash = types.StringUnknown()
@@ -276,6 +307,8 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if !plan.Name.IsUnknown() {
 		plan.ID = plan.Name
 	}
+	plan.PackageIndexHosts = plan.packageIndexHosts(ctx)
+	checkVolumeMounts(plan.volumes(ctx), &resp.Diagnostics)
 	r.checkBackend(ctx, &plan, state, resp)
 
 	if state == nil {
@@ -293,7 +326,7 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 		state.Status.ValueString() == sandbox.StatusFailed || state.SnapshotID.ValueString() == ""
 	if rebuild {
 		plan.SnapshotID, plan.Status = types.StringUnknown(), types.StringUnknown()
-		why := "a build input (image, build_script, cpu, memory, disk or triggers) changed"
+		why := "a build input (image, build_script, cpu, memory, disk, triggers, gpu, gpu_type, dockerfile, a file of build_context, entrypoint, region or registry) changed"
 		if known && plan.BuildHash.ValueString() == state.BuildHash.ValueString() {
 			why = "its current snapshot is " + strings.ToLower(state.Status.ValueString()) + " or missing"
 		}
@@ -324,9 +357,14 @@ func (r *environmentResource) unchanged(ctx context.Context, req resource.Modify
 	if req.State.Raw.IsNull() || !req.Plan.Raw.Equal(req.State.Raw) {
 		return false
 	}
-	var status, snapshot types.String
+	var status, snapshot, buildContext types.String
 	if req.State.GetAttribute(ctx, path.Root("status"), &status).HasError() ||
-		req.State.GetAttribute(ctx, path.Root("snapshot_id"), &snapshot).HasError() {
+		req.State.GetAttribute(ctx, path.Root("snapshot_id"), &snapshot).HasError() ||
+		req.State.GetAttribute(ctx, path.Root("build_context"), &buildContext).HasError() {
+		return false
+	}
+	if !buildContext.IsNull() {
+		// Its files may have changed with the configuration unchanged: hash them.
 		return false
 	}
 	// Whoever owns it: planning an environment one does not own is fine as long as
@@ -343,11 +381,13 @@ func (r *environmentResource) unchanged(ctx context.Context, req resource.Modify
 // says it for its default environment.
 func (r *environmentResource) checkBackend(ctx context.Context, plan, state *environmentModel, resp *resource.ModifyPlanResponse) {
 	if plan.SandboxProvider.IsUnknown() || plan.Image.IsUnknown() || plan.CPU.IsUnknown() || plan.Memory.IsUnknown() ||
-		plan.Disk.IsUnknown() || plan.Network.IsUnknown() {
+		plan.Disk.IsUnknown() || plan.Network.IsUnknown() || !plan.settingsKnown() || plan.Labels.IsUnknown() || plan.Volumes.IsUnknown() {
 		return
 	}
 	if state != nil && plan.Image.Equal(state.Image) && plan.CPU.Equal(state.CPU) && plan.Memory.Equal(state.Memory) &&
-		plan.Disk.Equal(state.Disk) && plan.Network.Equal(state.Network) {
+		plan.Disk.Equal(state.Disk) && plan.Network.Equal(state.Network) && plan.GPU.Equal(state.GPU) && plan.GPUType.Equal(state.GPUType) &&
+		plan.Dockerfile.Equal(state.Dockerfile) && plan.Entrypoint.Equal(state.Entrypoint) && plan.Region.Equal(state.Region) &&
+		plan.Registry.Equal(state.Registry) && plan.Labels.Equal(state.Labels) && plan.Volumes.Equal(state.Volumes) {
 		return
 	}
 	p, err := r.cp.store.GetSandboxProvider(ctx, plan.SandboxProvider.ValueString())
@@ -361,5 +401,12 @@ func (r *environmentResource) checkBackend(ctx context.Context, plan, state *env
 func (m *environmentModel) environmentSpec(ctx context.Context) sandbox.EnvironmentSpec {
 	spec, _ := m.spec(ctx)
 	blockAll, allow := m.network(ctx)
-	return sandbox.EnvironmentSpec{Name: m.Name.ValueString(), Spec: spec, BlockAll: blockAll, AllowDomains: allow}
+	env := sandbox.EnvironmentSpec{
+		Name: m.Name.ValueString(), Spec: spec, BlockAll: blockAll, AllowDomains: allow,
+		AllowCIDRs: m.networkSettings(ctx).allowCIDRs, Labels: mapFrom(ctx, m.Labels),
+	}
+	for _, v := range m.volumes(ctx) {
+		env.Volumes = append(env.Volumes, sandbox.VolumeMount{Volume: v.Volume, MountPath: v.MountPath, Subpath: v.Subpath})
+	}
+	return env
 }

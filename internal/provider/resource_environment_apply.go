@@ -50,6 +50,9 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	spec, _ := plan.spec(ctx)
+	if !plan.applyContext(&spec, &resp.Diagnostics) {
+		return
+	}
 	// Checked at plan time too, unless the provider was created in the same apply: what
 	// the backend refuses stops here, before anything is built or stored.
 	var checked diag.Diagnostics
@@ -63,8 +66,9 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		ID: newID("env"), Name: name, Provider: prov.Name, Owner: r.cp.owner,
 		Image: spec.Image, BuildScript: spec.BuildScript, CPU: spec.CPU, MemoryGB: spec.MemoryGB, DiskGB: spec.DiskGB,
 		Triggers: spec.Triggers, Env: mapFrom(ctx, plan.Env), BlockAll: blockAll, AllowDomains: allow,
+		Settings: plan.settings(ctx, spec),
 	}
-	snap, saveErr, err := coord.Use(ctx, sandbox.BuildRequest{Spec: spec, Base: prov.ReleaseSnapshot, BlockNetwork: blockAll}, func(snap store.Snapshot) error {
+	snap, saveErr, err := coord.Use(ctx, plan.buildRequest(spec, prov.ReleaseSnapshot, blockAll), func(snap store.Snapshot) error {
 		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
 		return r.cp.store.CreateEnvironment(ctx, env)
 	})
@@ -180,8 +184,10 @@ func (m *environmentModel) fromStore(ctx context.Context, env store.Environment,
 	if m.WaitForReady.IsNull() {
 		m.WaitForReady = types.BoolValue(true)
 	}
+	m.settingsFromStore(ctx, env.Settings)
 	var diags diag.Diagnostics
-	if m.Network.IsNull() && !env.BlockAll && len(env.AllowDomains) == 0 {
+	st := env.Settings
+	if m.Network.IsNull() && !env.BlockAll && len(env.AllowDomains) == 0 && len(st.AllowCIDRs) == 0 && len(st.PackageIndexes) == 0 {
 		return diags
 	}
 	var prior networkModel
@@ -196,8 +202,11 @@ func (m *environmentModel) fromStore(ctx context.Context, env store.Environment,
 		allow = stringList(nil) // the configuration said [] rather than leaving it out
 	}
 	obj, d := types.ObjectValue(networkAttrTypes, map[string]attr.Value{
-		"block_all":     types.BoolValue(env.BlockAll),
-		"allow_domains": allow,
+		"block_all":          types.BoolValue(env.BlockAll),
+		"allow_domains":      allow,
+		"allow_cidrs":        keepEmptyList(prior.AllowCIDRs, st.AllowCIDRs),
+		"package_indexes":    keepEmptyList(prior.PackageIndexes, st.PackageIndexes),
+		"package_indexes_in": packageIndexesIn(prior.PackageIndexesIn, st.PackageIndexesIn),
 	})
 	diags.Append(d...)
 	m.Network = obj
@@ -239,11 +248,15 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	spec, _ := plan.spec(ctx)
 	blockAll, allow := plan.network(ctx)
 	env.Env, env.BlockAll, env.AllowDomains = mapFrom(ctx, plan.Env), blockAll, allow
+	settings := plan.settings(ctx, spec)
 	plan.ID, plan.Owner = state.ID, state.Owner
 	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
 
 	if !plan.SnapshotID.IsUnknown() {
-		// Only live attributes changed: the snapshot stays, nothing is built.
+		// Only live attributes changed: the snapshot stays, nothing is built, and the
+		// build inputs stay those of that snapshot.
+		settings.ContextHash = env.Settings.ContextHash
+		env.Settings = settings
 		if err := r.cp.store.UpdateEnvironment(ctx, env); err != nil {
 			addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q, saving its live settings", name), err)
 			return
@@ -251,8 +264,13 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
+	if !plan.applyContext(&spec, &resp.Diagnostics) {
+		return
+	}
+	settings.ContextHash = spec.ContextHash
+	env.Settings = settings
 	env.Image, env.BuildScript, env.CPU, env.MemoryGB, env.DiskGB, env.Triggers = spec.Image, spec.BuildScript, spec.CPU, spec.MemoryGB, spec.DiskGB, spec.Triggers
-	snap, saveErr, err := coord.Use(ctx, sandbox.BuildRequest{Spec: spec, Base: prov.ReleaseSnapshot, BlockNetwork: blockAll}, func(snap store.Snapshot) error {
+	snap, saveErr, err := coord.Use(ctx, plan.buildRequest(spec, prov.ReleaseSnapshot, blockAll), func(snap store.Snapshot) error {
 		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
 		return r.cp.store.UpdateEnvironment(ctx, env)
 	})

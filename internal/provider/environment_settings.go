@@ -1,0 +1,484 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	posixpath "path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// Limits of an environment's settings added after the first release, chosen to catch
+// mistakes at plan time; each is named in the attribute's description.
+const (
+	maxGPU          = 8
+	maxLabels       = 32
+	maxLabelValue   = 255
+	maxVolumes      = 8
+	maxAllowCIDRs   = 32
+	maxEntrypoint   = 64
+	maxDockerfileKB = 256
+)
+
+// labelPrefixReserved is the prefix of the labels the harness sets itself (session,
+// agent, control plane): users cannot set or override them.
+const labelPrefixReserved = "trueforge."
+
+var labelKeyRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]{0,61}[A-Za-z0-9])?$`)
+
+// environmentSettingsAttributes are the attributes of trueforge_environment kept in its
+// settings document (store.EnvironmentSettings): build inputs after image..triggers,
+// and live settings besides env and network.
+func environmentSettingsAttributes(bakes, live string) map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"build_context": schema.StringAttribute{
+			MarkdownDescription: fmt.Sprintf("Folder whose files the `dockerfile` may `COPY`/`ADD` (usually `\"${path.module}/context\"`). Its files are hashed at every plan, "+
+				"so changing one bakes a new snapshot although the configuration did not change. Regular files only (no symbolic links), at most %d files and %d MiB. "+
+				"Requires `dockerfile`.", sandbox.MaxContextFiles, sandbox.MaxContextBytes>>20) + bakes,
+			Optional:   true,
+			Validators: []validator.String{stringvalidator.LengthAtLeast(1), stringvalidator.AlsoRequires(path.MatchRoot("dockerfile"))},
+		},
+		"dockerfile": schema.StringAttribute{
+			MarkdownDescription: fmt.Sprintf("Dockerfile content (for example `file(\"${path.module}/Dockerfile\")`), built as the snapshot instead of `image` + `build_script`: "+
+				"leave those unset. It must start from an image (`FROM`, after any `ARG`); at most %d KiB. The `local` backend accepts only `FROM platform` with `RUN` lines.", maxDockerfileKB) + bakes,
+			Optional: true,
+			Validators: []validator.String{
+				stringvalidator.LengthAtMost(maxDockerfileKB << 10),
+				stringCheck{"a Dockerfile that starts from an image", checkDockerfile},
+				stringvalidator.ConflictsWith(path.MatchRoot("build_script"), path.MatchRoot("image")),
+			},
+		},
+		"entrypoint": schema.ListAttribute{
+			MarkdownDescription: fmt.Sprintf("The sandbox's main process (argv), as Daytona's snapshot `entrypoint`; at most %d elements. Unset keeps the image's. "+
+				"The `local` backend has no main process and refuses it.", maxEntrypoint) + bakes,
+			Optional:    true,
+			ElementType: types.StringType,
+			Validators:  []validator.List{listvalidator.SizeBetween(1, maxEntrypoint)},
+		},
+		"gpu": schema.Int64Attribute{
+			MarkdownDescription: fmt.Sprintf("GPUs for each sandbox (1 to %d). Unset means none. The `local` backend has no GPUs and refuses it.", maxGPU) + bakes,
+			Optional:            true,
+			Validators:          []validator.Int64{int64validator.Between(1, maxGPU)},
+		},
+		"gpu_type": schema.StringAttribute{
+			MarkdownDescription: "GPU model (for example `H100`), as the sandbox provider names it. Requires `gpu`." + bakes,
+			Optional:            true,
+			Validators:          []validator.String{stringvalidator.LengthBetween(1, 64), stringvalidator.AlsoRequires(path.MatchRoot("gpu"))},
+		},
+		"labels": schema.MapAttribute{
+			MarkdownDescription: fmt.Sprintf("Labels set on every sandbox of the environment (and its snapshots where the backend labels them), for cost allocation. "+
+				"At most %d; keys of letters, digits, `.`, `_`, `/` and `-` (at most 63 characters), values of at most %d characters. "+
+				"Keys starting with `%s` are the harness's own and cannot be set.", maxLabels, maxLabelValue, labelPrefixReserved) + live,
+			Optional:    true,
+			ElementType: types.StringType,
+			Validators: []validator.Map{
+				mapvalidator.SizeAtMost(maxLabels),
+				mapKeysCheck{"label keys", checkLabelKey},
+				mapvalidator.ValueStringsAre(stringvalidator.LengthAtMost(maxLabelValue)),
+			},
+		},
+		"package_index_hosts": schema.ListAttribute{
+			MarkdownDescription: "The hosts `network.package_indexes` expands to, sorted: what builds (and, with `package_indexes_in = \"build_and_sandbox\"`, sandboxes) may reach for packages.",
+			Computed:            true,
+			ElementType:         types.StringType,
+		},
+		"region": schema.StringAttribute{
+			MarkdownDescription: "Region the snapshot is built in and its sandboxes run in, as a Daytona region id or name. Unset means the sandbox provider's `target` " +
+				"(else the organization's default region). The `local` backend refuses it." + bakes,
+			Optional:   true,
+			Validators: []validator.String{stringvalidator.LengthBetween(1, 64)},
+		},
+		"registry": schema.StringAttribute{
+			MarkdownDescription: "Name of the `trueforge_registry` that `image` or the `dockerfile`'s base is pulled from. Unset means a public image." + bakes,
+			Optional:            true,
+			Validators:          []validator.String{validName()},
+		},
+		"volumes": schema.ListNestedAttribute{
+			MarkdownDescription: fmt.Sprintf("Volumes (`trueforge_volume`) mounted read-write in every sandbox of the environment; at most %d, each at its own path. "+
+				"Files written there outlive sandboxes and are shared by every sandbox that mounts the volume.", maxVolumes) + live,
+			Optional:   true,
+			Validators: []validator.List{listvalidator.SizeAtMost(maxVolumes)},
+			NestedObject: schema.NestedAttributeObject{
+				Attributes: map[string]schema.Attribute{
+					"volume": schema.StringAttribute{
+						MarkdownDescription: "Name of the `trueforge_volume`, of the same sandbox provider.",
+						Required:            true,
+						Validators:          []validator.String{validName()},
+					},
+					"mount_path": schema.StringAttribute{
+						MarkdownDescription: "Absolute path inside the sandbox, outside the system folders (for example `/data` or `/workspace/shared`).",
+						Required:            true,
+						Validators:          []validator.String{stringCheck{"an absolute path outside the system folders", checkMountPath}},
+					},
+					"subpath": schema.StringAttribute{
+						MarkdownDescription: "A folder of the volume to mount instead of all of it: a relative path without `..`. Created when missing.",
+						Optional:            true,
+						Validators:          []validator.String{stringCheck{"a relative path inside the volume", checkSubpath}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// networkSettingsAttributes are the network object's attributes added after the first
+// release.
+func networkSettingsAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"allow_cidrs": schema.ListAttribute{
+			MarkdownDescription: fmt.Sprintf("Address ranges (CIDR, IPv4 or IPv6) the sandbox may reach besides `allow_domains`, matched against the address actually connected to; at most %d. "+
+				"On Daytona this is the sandbox's `networkAllowList`. Ignored while `block_all` is on.", maxAllowCIDRs),
+			Optional:    true,
+			ElementType: types.StringType,
+			Validators: []validator.List{
+				listvalidator.SizeAtMost(maxAllowCIDRs), listvalidator.UniqueValues(),
+				listvalidator.ValueStringsAre(stringCheck{"a CIDR such as 10.0.0.0/8", checkCIDR}),
+			},
+		},
+		"package_indexes": schema.ListAttribute{
+			MarkdownDescription: "Public package indexes that may be reached, by name: " + quotedNames(packageindex.Names()) + ". " +
+				"Each expands to its hosts (shown in `package_index_hosts`), enforced like `allow_domains`. Ignored while `block_all` is on.",
+			Optional:    true,
+			ElementType: types.StringType,
+			Validators: []validator.List{
+				listvalidator.UniqueValues(),
+				listvalidator.ValueStringsAre(stringvalidator.OneOf(packageindex.Names()...)),
+			},
+		},
+		"package_indexes_in": schema.StringAttribute{
+			MarkdownDescription: "Where `package_indexes` may be reached: `build` (snapshot builds only: packages are installed and pinned at build time, " +
+				"and a sandbox cannot fetch more) or `build_and_sandbox`. Defaults to `build`.",
+			Optional:   true,
+			Validators: []validator.String{stringvalidator.OneOf(packageindex.InBuild, packageindex.InBuildAndSandbox)},
+		},
+	}
+}
+
+func quotedNames(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "`" + n + "`"
+	}
+	return strings.Join(q, ", ")
+}
+
+func checkLabelKey(k string) string {
+	if strings.HasPrefix(strings.ToLower(k), labelPrefixReserved) {
+		return fmt.Sprintf("keys starting with %q are set by the harness itself; choose another prefix (for example \"team\" or \"cost-center\")", labelPrefixReserved)
+	}
+	if !labelKeyRe.MatchString(k) {
+		return "use letters, digits, '.', '_', '/' and '-', starting and ending with a letter or digit, at most 63 characters"
+	}
+	return ""
+}
+
+func checkCIDR(s string) string {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return "not a CIDR (an address, '/', a prefix length): " + err.Error()
+	}
+	if p.Masked() != p {
+		return fmt.Sprintf("has host bits set; write it as %s", p.Masked())
+	}
+	return ""
+}
+
+// systemMounts are the sandbox paths a volume may not cover: the system folders of the
+// image and the sandbox's own plumbing.
+var systemMounts = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var", "/.skills"}
+
+func checkMountPath(s string) string {
+	if !posixpath.IsAbs(s) || posixpath.Clean(s) != s {
+		return "use a clean absolute path such as /data"
+	}
+	if s == "/" || s == "/workspace" {
+		return "a volume cannot replace the sandbox's root or its whole workspace; mount it at /data or a folder of /workspace"
+	}
+	for _, sys := range systemMounts {
+		if s == sys || strings.HasPrefix(s, sys+"/") {
+			return fmt.Sprintf("%s is a system folder of the sandbox; mount the volume elsewhere, for example /data", sys)
+		}
+	}
+	return ""
+}
+
+func checkSubpath(s string) string {
+	c := posixpath.Clean(s)
+	if posixpath.IsAbs(s) || c == ".." || strings.HasPrefix(c, "../") || c == "." || strings.Contains(s, "\\") {
+		return "use a relative folder of the volume without '..', such as \"team-a\""
+	}
+	return ""
+}
+
+// checkDockerfile accepts content whose first instruction, after comments, parser
+// directives and ARG lines, is FROM with an image.
+func checkDockerfile(s string) string {
+	for _, line := range strings.Split(s, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		f := strings.Fields(t)
+		switch strings.ToUpper(f[0]) {
+		case "ARG":
+			continue
+		case "FROM":
+			if len(f) < 2 {
+				return "FROM names no image; write FROM followed by an image, for example FROM python:3.12-slim"
+			}
+			return ""
+		}
+		return fmt.Sprintf("its first instruction is %s; a Dockerfile must start from an image: begin it with FROM, for example FROM python:3.12-slim", strings.ToUpper(f[0]))
+	}
+	return "it holds no instructions; begin it with FROM and an image, for example FROM python:3.12-slim"
+}
+
+// settingsModel is the part of environmentModel kept in the settings document.
+type volumeModel struct {
+	Volume    types.String `tfsdk:"volume"`
+	MountPath types.String `tfsdk:"mount_path"`
+	Subpath   types.String `tfsdk:"subpath"`
+}
+
+var volumeAttrTypes = map[string]attr.Type{"volume": types.StringType, "mount_path": types.StringType, "subpath": types.StringType}
+
+// settingsKnown reports whether every build input of the settings document is known.
+func (m *environmentModel) settingsKnown() bool {
+	return !m.GPU.IsUnknown() && !m.GPUType.IsUnknown() && !m.Dockerfile.IsUnknown() && !m.BuildContext.IsUnknown() &&
+		!m.Entrypoint.IsUnknown() && !m.Region.IsUnknown() && !m.Registry.IsUnknown() && allKnown(m.Entrypoint.Elements())
+}
+
+func allKnown(vals []attr.Value) bool {
+	for _, v := range vals {
+		if v.IsUnknown() {
+			return false
+		}
+	}
+	return true
+}
+
+// addSettingsSpec sets the build inputs of the settings document on spec; ContextHash
+// comes from readContext.
+func (m *environmentModel) addSettingsSpec(ctx context.Context, spec *sandbox.SnapshotSpec) {
+	spec.GPU = m.GPU.ValueInt64()
+	spec.GPUType = m.GPUType.ValueString()
+	spec.Dockerfile = m.Dockerfile.ValueString()
+	spec.Entrypoint = listFrom(ctx, m.Entrypoint)
+	spec.Region = m.Region.ValueString()
+	spec.Registry = m.Registry.ValueString()
+}
+
+// contextDir is the build_context folder as an absolute path ("" when unset). A relative
+// path is relative to the directory Terraform runs in, as path.module's are.
+func (m *environmentModel) contextDir() string {
+	dir := m.BuildContext.ValueString()
+	if dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
+// readContext reads and hashes the build context into spec, with a diagnostic on
+// build_context when it cannot be used.
+func (m *environmentModel) readContext(spec *sandbox.SnapshotSpec, diags *diag.Diagnostics) {
+	dir := m.contextDir()
+	if dir == "" {
+		return
+	}
+	bc, err := sandbox.ReadBuildContext(dir)
+	if err != nil {
+		diags.AddAttributeError(path.Root("build_context"), "Invalid Build Context", err.Error())
+		return
+	}
+	spec.ContextHash = bc.Hash
+}
+
+// settings is the environment's settings document as configured; spec holds its build
+// inputs with the context's hash.
+func (m *environmentModel) settings(ctx context.Context, spec sandbox.SnapshotSpec) store.EnvironmentSettings {
+	n := m.networkSettings(ctx)
+	st := store.EnvironmentSettings{
+		GPU: spec.GPU, GPUType: spec.GPUType, Dockerfile: spec.Dockerfile, Entrypoint: spec.Entrypoint, Region: spec.Region,
+		Registry: spec.Registry, BuildContext: m.BuildContext.ValueString(), ContextHash: spec.ContextHash,
+		AllowCIDRs: n.allowCIDRs, PackageIndexes: n.packageIndexes, PackageIndexesIn: n.packageIndexesIn,
+	}
+	if labels := mapFrom(ctx, m.Labels); len(labels) > 0 {
+		st.Labels = labels
+	}
+	st.Volumes = m.volumes(ctx)
+	return st
+}
+
+func (m *environmentModel) volumes(ctx context.Context) []store.EnvironmentVolume {
+	if m.Volumes.IsNull() || m.Volumes.IsUnknown() {
+		return nil
+	}
+	var vols []volumeModel
+	m.Volumes.ElementsAs(ctx, &vols, false)
+	out := make([]store.EnvironmentVolume, 0, len(vols))
+	for _, v := range vols {
+		out = append(out, store.EnvironmentVolume{Volume: v.Volume.ValueString(), MountPath: v.MountPath.ValueString(), Subpath: v.Subpath.ValueString()})
+	}
+	return out
+}
+
+// checkVolumeMounts refuses two volumes at one path or one inside another: the second
+// mount would hide the first.
+func checkVolumeMounts(vols []store.EnvironmentVolume, diags *diag.Diagnostics) {
+	for i, a := range vols {
+		for j, b := range vols {
+			if i < j && (a.MountPath == b.MountPath || strings.HasPrefix(b.MountPath, a.MountPath+"/") || strings.HasPrefix(a.MountPath, b.MountPath+"/")) {
+				diags.AddAttributeError(path.Root("volumes").AtListIndex(j).AtName("mount_path"), "Overlapping Volume Mounts",
+					fmt.Sprintf("volumes[%d] at %s and volumes[%d] at %s overlap: one would hide the other's files. Mount each volume at its own folder, side by side (for example /data/a and /data/b).",
+						i, a.MountPath, j, b.MountPath))
+			}
+		}
+	}
+}
+
+type networkSettings struct {
+	allowCIDRs       []string
+	packageIndexes   []string
+	packageIndexesIn string
+}
+
+func (m *environmentModel) networkSettings(ctx context.Context) networkSettings {
+	if m.Network.IsNull() || m.Network.IsUnknown() {
+		return networkSettings{}
+	}
+	var n networkModel
+	m.Network.As(ctx, &n, struct{ UnhandledNullAsEmpty, UnhandledUnknownAsEmpty bool }{true, true})
+	out := networkSettings{allowCIDRs: listFrom(ctx, n.AllowCIDRs), packageIndexes: listFrom(ctx, n.PackageIndexes)}
+	if len(out.packageIndexes) > 0 {
+		out.packageIndexesIn = n.PackageIndexesIn.ValueString()
+		if out.packageIndexesIn == "" {
+			out.packageIndexesIn = packageindex.DefaultIn
+		}
+	}
+	return out
+}
+
+// packageIndexHosts is package_index_hosts for the configured network (null when no
+// index is named, unknown while the names are).
+func (m *environmentModel) packageIndexHosts(ctx context.Context) types.List {
+	if m.Network.IsUnknown() {
+		return types.ListUnknown(types.StringType)
+	}
+	if !m.Network.IsNull() {
+		if v, ok := m.Network.Attributes()["package_indexes"]; ok && v.IsUnknown() {
+			return types.ListUnknown(types.StringType)
+		}
+	}
+	names := m.networkSettings(ctx).packageIndexes
+	if len(names) == 0 {
+		return types.ListNull(types.StringType)
+	}
+	hosts, err := packageindex.Hosts(names)
+	if err != nil {
+		return types.ListNull(types.StringType) // the attribute's validator says why
+	}
+	return stringList(hosts)
+}
+
+// settingsFromStore sets the attributes of the settings document from the control
+// plane, keeping the configuration's representation of what is unset (null or empty).
+func (m *environmentModel) settingsFromStore(ctx context.Context, st store.EnvironmentSettings) {
+	m.GPU = optionalInt(st.GPU)
+	m.GPUType = optionalString(st.GPUType)
+	m.Dockerfile = optionalString(st.Dockerfile)
+	m.BuildContext = optionalString(st.BuildContext)
+	m.Region = optionalString(st.Region)
+	m.Registry = optionalString(st.Registry)
+	if len(st.Entrypoint) > 0 || !m.Entrypoint.IsNull() {
+		m.Entrypoint = stringList(st.Entrypoint)
+	}
+	m.Labels = keepEmptyMap(m.Labels, st.Labels)
+	if len(st.Volumes) == 0 && (m.Volumes.IsNull() || len(m.Volumes.Elements()) == 0) && !m.Volumes.IsUnknown() {
+		// unset stays unset, [] stays []
+	} else {
+		vals := make([]attr.Value, 0, len(st.Volumes))
+		for _, v := range st.Volumes {
+			vals = append(vals, types.ObjectValueMust(volumeAttrTypes, map[string]attr.Value{
+				"volume": types.StringValue(v.Volume), "mount_path": types.StringValue(v.MountPath), "subpath": optionalString(v.Subpath),
+			}))
+		}
+		m.Volumes = types.ListValueMust(types.ObjectType{AttrTypes: volumeAttrTypes}, vals)
+	}
+	if len(st.PackageIndexes) == 0 {
+		m.PackageIndexHosts = types.ListNull(types.StringType)
+	} else if hosts, err := packageindex.Hosts(st.PackageIndexes); err == nil {
+		m.PackageIndexHosts = stringList(hosts)
+	}
+	_ = ctx
+}
+
+func optionalInt(v int64) types.Int64 {
+	if v == 0 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(v)
+}
+
+// applyContext reads the build context again at apply into spec and refuses it when it
+// no longer hashes as it did at plan (a file changed in between): building other
+// content than the plan showed would be a lie.
+func (m *environmentModel) applyContext(spec *sandbox.SnapshotSpec, diags *diag.Diagnostics) bool {
+	m.readContext(spec, diags)
+	if diags.HasError() {
+		return false
+	}
+	if planned := m.BuildHash.ValueString(); !m.BuildHash.IsUnknown() && planned != "" && spec.BuildHash() != planned {
+		diags.AddAttributeError(path.Root("build_context"), "Build Context Changed Since Plan",
+			fmt.Sprintf("The files of build_context %q changed between plan and apply, so the snapshot would not be the one the plan showed. Run plan again, then apply that plan.", m.BuildContext.ValueString()))
+		return false
+	}
+	return true
+}
+
+// buildRequest is the build of spec, with the context folder when a Dockerfile uses one.
+func (m *environmentModel) buildRequest(spec sandbox.SnapshotSpec, base string, blockNetwork bool) sandbox.BuildRequest {
+	req := sandbox.BuildRequest{Spec: spec, Base: base, BlockNetwork: blockNetwork}
+	if spec.Dockerfile != "" {
+		req.ContextDir = m.contextDir()
+	}
+	return req
+}
+
+func keepEmptyList(prior types.List, items []string) types.List {
+	if len(items) == 0 {
+		if !prior.IsNull() && !prior.IsUnknown() && len(prior.Elements()) == 0 {
+			return prior
+		}
+		return types.ListNull(types.StringType)
+	}
+	return stringList(items)
+}
+
+// packageIndexesIn keeps package_indexes_in unset when the configuration left it to its
+// default.
+func packageIndexesIn(prior types.String, stored string) types.String {
+	if stored == "" || (prior.IsNull() && stored == packageindex.DefaultIn) {
+		return types.StringNull()
+	}
+	return types.StringValue(stored)
+}
