@@ -70,6 +70,7 @@ func (b *Backend) CheckEnvironment(_ context.Context, p sandbox.ProviderConfig, 
 		problems = append(problems, sandbox.Problem{Attribute: "image", Summary: "Image Not Supported By Backend",
 			Detail: fmt.Sprintf("The local backend builds on the platform image only; got %q. Set image = %q and install what you need in build_script.", img, sandbox.PlatformImage)})
 	}
+	problems = append(problems, buildInputProblems(env.Spec)...) // dockerfile.go
 	probe := b.Probe
 	if probe == nil {
 		probe = ProbeLimits
