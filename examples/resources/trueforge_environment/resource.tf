@@ -22,8 +22,17 @@ resource "trueforge_environment" "python" {
     PYTHONUNBUFFERED = "1"
     PIP_INDEX_URL    = "https://pypi.org/simple"
   }
+  labels = {
+    team          = "data" # for cost allocation; keys starting with "trueforge." are the harness's own
+    "cost-center" = "4711"
+  }
   network = {
-    allow_domains = ["pypi.org", "*.pythonhosted.org", "api.github.com"]
+    allow_domains = ["api.github.com"]
+    allow_cidrs   = ["10.20.0.0/16"] # an internal range, matched against the address connected to
+    # pypi.org and files.pythonhosted.org, reachable by builds only: packages are
+    # installed and pinned in the snapshot, and a sandbox cannot fetch more.
+    package_indexes    = ["pypi"]
+    package_indexes_in = "build"
   }
 
   timeouts = {
@@ -31,4 +40,28 @@ resource "trueforge_environment" "python" {
     update = "20m"
     delete = "30m" # deleting removes its unreferenced snapshots from the backend
   }
+}
+
+# On Daytona: a Dockerfile with a build context, a GPU, a region, a volume and a
+# private registry. Each of dockerfile, a file of build_context, gpu, gpu_type,
+# entrypoint, region and registry is a build input.
+resource "trueforge_environment" "training" {
+  name             = "training"
+  sandbox_provider = trueforge_sandbox_provider.daytona.name
+
+  dockerfile    = file("${path.module}/training/Dockerfile") # FROM registry.example.com/ml/base:2026-11
+  build_context = "${path.module}/training/context"          # files the Dockerfile COPYs
+  registry      = trueforge_registry.internal.name
+  gpu           = 1
+  gpu_type      = "H100"
+  region        = "eu"
+  cpu           = 8
+  memory        = 32
+  disk          = 50
+
+  volumes = [{
+    volume     = trueforge_volume.datasets.name
+    mount_path = "/data"
+    subpath    = "training"
+  }]
 }
