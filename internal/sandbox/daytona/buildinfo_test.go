@@ -223,3 +223,29 @@ func TestEmulatorRefusesUnknownSnapshotFields(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckEnvironmentBuildInputs: Daytona's plan-time check names an unknown GPU type, a
+// GPU type without GPUs and a Dockerfile that starts from no image.
+func TestCheckEnvironmentBuildInputs(t *testing.T) {
+	t.Parallel()
+	b := &daytona.Backend{}
+	check := func(spec sandbox.SnapshotSpec) []sandbox.Problem {
+		return b.CheckEnvironment(testCtx(t), sandbox.ProviderConfig{}, sandbox.EnvironmentSpec{Name: "e", Spec: spec})
+	}
+	for _, c := range []struct {
+		spec       sandbox.SnapshotSpec
+		attr, want string
+	}{
+		{sandbox.SnapshotSpec{GPU: 1, GPUType: "A100"}, "gpu_type", "Use one of H100, H200"},
+		{sandbox.SnapshotSpec{GPUType: "H100"}, "gpu_type", "Set gpu to the number of GPUs"},
+		{sandbox.SnapshotSpec{Dockerfile: "# x\nRUN true\n"}, "dockerfile", "does not start with a FROM"},
+	} {
+		ps := check(c.spec)
+		if len(ps) != 1 || ps[0].Attribute != c.attr || ps[0].Warning || !strings.Contains(ps[0].Detail, c.want) {
+			t.Errorf("%+v: %+v; want one error on %s containing %q", c.spec, ps, c.attr, c.want)
+		}
+	}
+	if ps := check(sandbox.SnapshotSpec{GPU: 2, GPUType: "H100", Dockerfile: "# syntax=docker/dockerfile:1\nARG V=1\nFROM python:3.12\n"}); len(ps) != 0 {
+		t.Errorf("valid inputs: %+v", ps)
+	}
+}

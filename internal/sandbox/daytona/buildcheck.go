@@ -1,0 +1,57 @@
+package daytona
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// GPUTypes are the GPU types a snapshot may ask for: the GpuType values of Daytona's
+// OpenAPI document (v0.205). Which of them an organization's runners have is known only
+// when the snapshot is created (400 "No available runners with GPU type: ...").
+var GPUTypes = []string{"H100", "H200", "RTX-PRO-6000", "RTX-4090", "RTX-5090"}
+
+// checkBuildInputs reports, without reading anything remote, the build inputs Daytona
+// would refuse: a gpu_type it does not know, a gpu_type without a gpu (Daytona ignores it),
+// and a Dockerfile that does not start from an image.
+func checkBuildInputs(env sandbox.EnvironmentSpec) []sandbox.Problem {
+	var ps []sandbox.Problem
+	s := env.Spec
+	if s.GPUType != "" && !slices.Contains(GPUTypes, s.GPUType) {
+		ps = append(ps, sandbox.Problem{Attribute: "gpu_type", Summary: "Unknown GPU Type",
+			Detail: fmt.Sprintf("Environment %q asks for gpu_type = %q, which Daytona does not offer. Use one of %s, or remove gpu_type to take any GPU the organization's runners have.",
+				env.Name, s.GPUType, strings.Join(GPUTypes, ", "))})
+	}
+	if s.GPUType != "" && s.GPU <= 0 {
+		ps = append(ps, sandbox.Problem{Attribute: "gpu_type", Summary: "GPU Type Without GPUs",
+			Detail: fmt.Sprintf("Environment %q sets gpu_type = %q but no gpu count; Daytona places a snapshot by GPU type only when it asks for GPUs. Set gpu to the number of GPUs, or remove gpu_type.",
+				env.Name, s.GPUType)})
+	}
+	if s.Dockerfile != "" && !startsFromImage(s.Dockerfile) {
+		ps = append(ps, sandbox.Problem{Attribute: "dockerfile", Summary: "Dockerfile Without A Base Image",
+			Detail: fmt.Sprintf("The Dockerfile of environment %q does not start with a FROM instruction (ARG lines and comments may come before it). "+
+				"Start it with `FROM <image:tag>`, or `FROM %s` for trueforge's platform image.", env.Name, sandbox.PlatformImage)})
+	}
+	return ps
+}
+
+// startsFromImage reports whether the first instruction of dockerfile, past comments,
+// blank lines, parser directives and ARGs, is FROM with an image.
+func startsFromImage(dockerfile string) bool {
+	for l := range strings.SplitSeq(dockerfile, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "ARG":
+			continue
+		case "FROM":
+			return len(f) >= 2
+		}
+		return false
+	}
+	return false
+}
