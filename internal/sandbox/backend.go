@@ -27,6 +27,11 @@ type Backend interface {
 	// Secrets returns the backend's own secret store, or nil when the backend has none
 	// and the harness's egress proxy puts secrets into requests (Info.Capabilities).
 	Secrets(ctx context.Context, p ProviderConfig) (SecretStore, error)
+	// Volumes returns the provider's volume store (volumes.go).
+	Volumes(ctx context.Context, p ProviderConfig) (VolumeStore, error)
+	// Registries returns the provider's registry store, or an error wrapping
+	// ErrUnsupported that says why the backend has none.
+	Registries(ctx context.Context, p ProviderConfig) (RegistryStore, error)
 }
 
 // RequiredScopes are what a sandbox provider's credentials must grant: trueforge builds

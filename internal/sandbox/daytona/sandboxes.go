@@ -42,6 +42,7 @@ type CreateSandboxRequest struct {
 	AutoArchiveInterval *int                `json:"autoArchiveInterval,omitempty"`
 	AutoDeleteInterval  *int                `json:"autoDeleteInterval,omitempty"`
 	Secrets             []map[string]string `json:"secrets,omitempty"` // [{ENV: secretName}]
+	Volumes             []SandboxVolume     `json:"volumes,omitempty"`
 }
 
 // Sandbox is the Sandbox object (the fields trueforge uses).

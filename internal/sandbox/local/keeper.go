@@ -328,6 +328,7 @@ func (r *Runtime) keeperPlan(id string, layers []string, info record) setupPlan 
 		stageBind{Src: r.tmpScratch(id), Dst: "tmp"},
 		stageBind{Src: r.exe, Dst: "init"},
 	)
+	p.Binds = append(p.Binds, volumeBinds(info.Volumes, mapped)...)
 	data := r.dataDir(id)
 	usr, rest := stagedLowers(r.b.snapshotsDir(), layers)
 	p.Overlays = []stageOverlay{
@@ -395,6 +396,7 @@ func (r *Runtime) bwrapArgs(info record) []string {
 	}
 	args = append(args, rootLinkArgs(hostRootLinks(r.b.hostRoot))...)
 	args = append(args, "--bind", stagePath("ws"), "/workspace", "--bind", stagePath("tmp"), "/tmp")
+	args = append(args, volumeArgs(info.Volumes)...)
 	args = append(args, scratchMounts(shmSizeMB(info.Limits), 0)...)
 	args = append(args, procMaskArgs()...)
 	args = append(args, "--ro-bind", stagePath("init"), initPath)

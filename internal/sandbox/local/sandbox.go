@@ -74,6 +74,8 @@ type record struct {
 	// IDs is the sandbox's id slot on a root runtime (subids.go): its files on the host
 	// belong to the slot's ids. Nil unprivileged, and while the sandbox is archived.
 	IDs *idRange `json:"ids,omitempty"`
+	// Volumes are the sandbox's volume mounts (volumes.go).
+	Volumes []volumeBind `json:"volumes,omitempty"`
 }
 
 // DefaultMaxFileSize is the file size cap of ReadFile and WriteFile.
@@ -172,6 +174,10 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	if err := checkEgress(req.Egress); err != nil {
 		return err
 	}
+	vols, err := r.resolveVolumes(req.Volumes)
+	if err != nil {
+		return err
+	}
 	if _, err := os.Lstat(r.dir(req.ID)); err == nil {
 		return sandbox.ErrExists
 	}
@@ -233,7 +239,7 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 		ID: req.ID, SnapshotID: req.SnapshotID, Status: sandbox.SandboxRunning,
 		BlockNetwork: req.BlockNetwork || req.Egress != nil, Env: req.Env, Labels: req.Labels,
 		Limits: req.Limits, Created: time.Now().UTC(),
-	}, Egress: req.Egress}
+	}, Egress: req.Egress, Volumes: vols}
 	if err := writeRecord(stage, rec); err != nil {
 		return err
 	}

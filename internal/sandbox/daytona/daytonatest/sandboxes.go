@@ -162,6 +162,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		AutoStopInterval, AutoArchiveInterval *int
 		AutoDeleteInterval                    *int
 		Secrets                               []map[string]string
+		Volumes                               []sandboxVolume
 	}
 	if !decode(w, r, &b) {
 		return
@@ -209,6 +210,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	vols, msg := s.checkSandboxVolumes(b.Volumes)
+	if msg != "" {
+		writeErr(w, r, 400, msg)
+		return
+	}
 	id := newUUID()
 	if b.Name == "" {
 		b.Name = id
@@ -240,6 +246,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		sb.AutoArchive = 43200
 	}
 	s.sandboxes = append(s.sandboxes, sb)
+	s.recordSandboxVolumes(id, vols)
 	if s.failSandbox != "" {
 		// The controller's waitForSandboxStarted rejects with a 400 and no sandbox; the
 		// errored sandbox keeps its name (FailNextSandbox).

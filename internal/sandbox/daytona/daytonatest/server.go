@@ -62,6 +62,7 @@ type Server struct {
 	snaps     []*snap // creation order
 	sandboxes []*sbox
 	secrets   []*secret
+	vols      volumesState // volumes and docker registries (volumes.go)
 	counts    map[string]int
 	faults    map[string][]fault
 	failNext  *failure
@@ -301,6 +302,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	api("GET /secret/{id}", "", s.getSecret)
 	api("PATCH /secret/{id}", "manage:secrets", s.patchSecret)
 	api("DELETE /secret/{id}", "manage:secrets", s.deleteSecret)
+	s.volumeRoutes(api)
 
 	tb := func(route string, fn http.HandlerFunc) { s.handle(mux, "/toolbox/{sandboxId}", route, "", fn) }
 	tb("POST /process/execute", s.execute)

@@ -1,0 +1,165 @@
+package daytona
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// VolumeName is the Daytona volume of trueforge_volume name: "trueforge-<name>", so that
+// trueforge's volumes stand apart from others of the organization.
+func VolumeName(name string) string { return "trueforge-" + name }
+
+// RegistryName is the Daytona docker registry of trueforge_registry name.
+func RegistryName(name string) string { return "trueforge-" + name }
+
+// Volumes returns the organization's volume store.
+func (b *Backend) Volumes(_ context.Context, p sandbox.ProviderConfig) (sandbox.VolumeStore, error) {
+	c, err := b.keyed(p)
+	if err != nil {
+		return nil, err
+	}
+	return volumeStore{c}, nil
+}
+
+// Registries returns the organization's docker registry store.
+func (b *Backend) Registries(_ context.Context, p sandbox.ProviderConfig) (sandbox.RegistryStore, error) {
+	c, err := b.keyed(p)
+	if err != nil {
+		return nil, err
+	}
+	return registryStore{c}, nil
+}
+
+// volumeStore keeps trueforge volumes as Daytona volumes (sandbox.VolumeStore).
+type volumeStore struct{ c *Client }
+
+func toVolume(v *Volume) sandbox.Volume {
+	return sandbox.Volume{ID: v.ID, Name: v.Name, State: v.State}
+}
+
+func (s volumeStore) Create(ctx context.Context, name string) (sandbox.Volume, error) {
+	remote := VolumeName(name)
+	v, err := s.c.CreateVolume(ctx, remote)
+	if IsVolumeNameTaken(err) {
+		// Left by an earlier apply whose answer was lost: adopt it.
+		v, err = s.c.GetVolumeByName(ctx, remote)
+	}
+	if err != nil {
+		return sandbox.Volume{}, err
+	}
+	// Daytona mounts only ready volumes (the SDK waits for it too).
+	if v, err = s.c.WaitVolume(ctx, v.ID); err != nil {
+		return sandbox.Volume{}, err
+	}
+	return toVolume(v), nil
+}
+
+func (s volumeStore) Get(ctx context.Context, id string) (*sandbox.Volume, error) {
+	v, err := s.c.GetVolume(ctx, id)
+	if IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if v.Gone() {
+		return nil, nil
+	}
+	out := toVolume(v)
+	return &out, nil
+}
+
+func (s volumeStore) Delete(ctx context.Context, id string) error {
+	err := s.c.DeleteVolume(ctx, id)
+	if err == nil || IsNotFound(err) {
+		return nil
+	}
+	if IsConflict(err) {
+		return fmt.Errorf("daytona: volume %s is still mounted by a sandbox (delete or stop the sandboxes of the environments that used it, then try again): %w", id, err)
+	}
+	return err
+}
+
+// registryStore keeps trueforge registries as Daytona docker registries of the
+// organization (sandbox.RegistryStore).
+type registryStore struct{ c *Client }
+
+func toRegistry(d *DockerRegistry) sandbox.RemoteRegistry {
+	return sandbox.RemoteRegistry{ID: d.ID, Name: d.Name, URL: d.URL, Username: d.Username, Project: d.Project}
+}
+
+// find returns the organization registry named name, nil when there is none: a create
+// whose answer was lost left it.
+func (s registryStore) find(ctx context.Context, name string) (*DockerRegistry, error) {
+	all, err := s.c.ListDockerRegistries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range all {
+		if all[i].Name == name && (all[i].RegistryType == "" || all[i].RegistryType == "organization") {
+			return &all[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func (s registryStore) Create(ctx context.Context, r sandbox.RegistrySpec) (sandbox.RemoteRegistry, error) {
+	name := RegistryName(r.Name)
+	if existing, err := s.find(ctx, name); err != nil {
+		return sandbox.RemoteRegistry{}, err
+	} else if existing != nil {
+		return s.Update(ctx, existing.ID, r, true)
+	}
+	d, err := s.c.CreateDockerRegistry(ctx, CreateDockerRegistryRequest{
+		Name: name, URL: r.URL, Username: r.Username, Password: r.Password, Project: r.Project})
+	if err != nil {
+		return sandbox.RemoteRegistry{}, err
+	}
+	return toRegistry(d), nil
+}
+
+func (s registryStore) Get(ctx context.Context, id string) (*sandbox.RemoteRegistry, error) {
+	d, err := s.c.GetDockerRegistry(ctx, id)
+	if IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := toRegistry(d)
+	return &out, nil
+}
+
+func (s registryStore) Update(ctx context.Context, id string, r sandbox.RegistrySpec, rotate bool) (sandbox.RemoteRegistry, error) {
+	req := UpdateDockerRegistryRequest{Name: RegistryName(r.Name), URL: r.URL, Username: r.Username, Project: r.Project}
+	if rotate {
+		req.Password = r.Password
+	}
+	d, err := s.c.UpdateDockerRegistry(ctx, id, req)
+	if IsNotFound(err) {
+		// Deleted outside trueforge: made again, with the configured password.
+		return s.Create(ctx, r)
+	}
+	if err != nil {
+		return sandbox.RemoteRegistry{}, err
+	}
+	return toRegistry(d), nil
+}
+
+func (s registryStore) Delete(ctx context.Context, id string) error {
+	if err := s.c.DeleteDockerRegistry(ctx, id); err != nil && !IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// sandboxVolumes are a create request's volume mounts as CreateSandbox takes them.
+func sandboxVolumes(mounts []sandbox.VolumeMount) []SandboxVolume {
+	var out []SandboxVolume
+	for _, m := range mounts {
+		out = append(out, SandboxVolume{VolumeID: m.Volume, MountPath: m.MountPath, Subpath: m.Subpath})
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package daytonatest
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Docker registries, as apps/api/src/docker-registry (v0.190) and the OpenAPI document
+// (CreateDockerRegistry, UpdateDockerRegistry, DockerRegistry) describe them: the
+// organization's registries (registryType organization), at most 100; the URL stored
+// without trailing slashes ("docker.io" for Docker Hub or an empty URL); an update
+// requires name, url and username and keeps the password unless one is sent; delete
+// answers 204. Passwords are never returned; RegistryPassword shows them to tests.
+
+type registry struct {
+	ID, Name, URL, Username, Project, password string
+	CreatedAt, UpdatedAt                       time.Time
+}
+
+func (s *Server) registryRoutes(api func(route, perm string, fn http.HandlerFunc)) {
+	api("POST /docker-registry", "write:registries", s.createRegistry)
+	api("GET /docker-registry", "", s.listRegistries)
+	api("GET /docker-registry/{id}", "", s.getRegistry)
+	api("PATCH /docker-registry/{id}", "write:registries", s.patchRegistry)
+	api("DELETE /docker-registry/{id}", "delete:registries", s.deleteRegistry)
+}
+
+func (g *registry) dto() map[string]any {
+	return map[string]any{"id": g.ID, "name": g.Name, "url": g.URL, "username": g.Username,
+		"project": g.Project, "registryType": "organization", "createdAt": g.CreatedAt, "updatedAt": g.UpdatedAt}
+}
+
+// normalizeRegistryURL is docker-registry.service.ts's normalizeRegistryUrl.
+func normalizeRegistryURL(u string) string {
+	if strings.TrimSpace(u) == "" || strings.Contains(strings.ToLower(u), "docker.io") {
+		return "docker.io"
+	}
+	return strings.TrimRight(strings.TrimSpace(u), "/")
+}
+
+func (s *Server) registryByID(id string) *registry {
+	for _, g := range s.vols.registries {
+		if g.ID == id {
+			return g
+		}
+	}
+	return nil
+}
+
+// Registry returns a registry's URL, username and password by name (ok false if none).
+func (s *Server) Registry(name string) (url, username, password string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.vols.registries {
+		if g.Name == name {
+			return g.URL, g.Username, g.password, true
+		}
+	}
+	return "", "", "", false
+}
+
+// DeleteRegistryOutOfBand deletes a registry by name as someone using the dashboard
+// would.
+func (s *Server) DeleteRegistryOutOfBand(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.vols.registries)
+	s.vols.registries = slices.DeleteFunc(s.vols.registries, func(g *registry) bool { return g.Name == name })
+	return len(s.vols.registries) != n
+}
+
+// SetRegistryUsername changes a registry's username out of band.
+func (s *Server) SetRegistryUsername(name, username string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.vols.registries {
+		if g.Name == name {
+			g.Username, g.UpdatedAt = username, time.Now().UTC()
+			return true
+		}
+	}
+	return false
+}
+
+type registryBody struct {
+	Name     *string `json:"name"`
+	URL      *string `json:"url"`
+	Username *string `json:"username"`
+	Password *string `json:"password"`
+	Project  *string `json:"project"`
+}
+
+// missing names the required fields a body lacks, as class-validator's messages do.
+func (b registryBody) missing(password bool) string {
+	var msgs []string
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"name", b.Name}, {"url", b.URL}, {"username", b.Username}, {"password", b.Password}} {
+		if f.name == "password" && !password {
+			continue
+		}
+		if f.v == nil {
+			msgs = append(msgs, f.name+" must be a string")
+		}
+	}
+	return strings.Join(msgs, ", ")
+}
+
+func deref0(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (s *Server) createRegistry(w http.ResponseWriter, r *http.Request) {
+	var b registryBody
+	if !decodeStrict(w, r, &b) {
+		return
+	}
+	if msg := b.missing(true); msg != "" {
+		writeErr(w, r, 400, msg)
+		return
+	}
+	if len(s.vols.registries) >= 100 {
+		writeErr(w, r, 400, "You have reached the maximum number of registries")
+		return
+	}
+	now := time.Now().UTC()
+	g := &registry{ID: newUUID(), Name: *b.Name, URL: normalizeRegistryURL(*b.URL), Username: *b.Username,
+		password: *b.Password, Project: deref0(b.Project), CreatedAt: now, UpdatedAt: now}
+	s.vols.registries = append(s.vols.registries, g)
+	writeJSON(w, 201, g.dto())
+}
+
+func (s *Server) listRegistries(w http.ResponseWriter, r *http.Request) {
+	out := []map[string]any{}
+	for _, g := range slices.Backward(s.vols.registries) { // createdAt DESC
+		out = append(out, g.dto())
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) getRegistry(w http.ResponseWriter, r *http.Request) {
+	g := s.registryByID(r.PathValue("id"))
+	if g == nil {
+		writeErr(w, r, 404, "Docker registry with ID "+r.PathValue("id")+" not found")
+		return
+	}
+	writeJSON(w, 200, g.dto())
+}
+
+func (s *Server) patchRegistry(w http.ResponseWriter, r *http.Request) {
+	g := s.registryByID(r.PathValue("id"))
+	if g == nil {
+		writeErr(w, r, 404, "Docker registry with ID "+r.PathValue("id")+" not found")
+		return
+	}
+	var b registryBody
+	if !decodeStrict(w, r, &b) {
+		return
+	}
+	if msg := b.missing(false); msg != "" {
+		writeErr(w, r, 400, msg)
+		return
+	}
+	g.Name, g.URL, g.Username, g.Project = *b.Name, normalizeRegistryURL(*b.URL), *b.Username, deref0(b.Project)
+	if b.Password != nil && *b.Password != "" {
+		g.password = *b.Password
+	}
+	g.UpdatedAt = time.Now().UTC()
+	writeJSON(w, 200, g.dto())
+}
+
+func (s *Server) deleteRegistry(w http.ResponseWriter, r *http.Request) {
+	g := s.registryByID(r.PathValue("id"))
+	if g == nil {
+		writeErr(w, r, 404, "Docker registry with ID "+r.PathValue("id")+" not found")
+		return
+	}
+	s.vols.registries = slices.DeleteFunc(s.vols.registries, func(x *registry) bool { return x == g })
+	w.WriteHeader(204)
+}

@@ -1,0 +1,91 @@
+package daytona
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Docker registries (private images). Sources: the OpenAPI document (daytona/clients
+// openapi-specs/api.json: CreateDockerRegistry, UpdateDockerRegistry, DockerRegistry) and
+// apps/api/src/docker-registry/services/docker-registry.service.ts (v0.190): the URL is
+// stored without trailing slashes ("docker.io" for Docker Hub or an empty URL); a
+// snapshot's image is pulled with the organization registry whose URL matches its host
+// (findSourceRegistryBySnapshotImageName); an update sets name, url, username and
+// project, and the password only when one is sent; delete answers 204.
+
+// DockerRegistry is the DockerRegistry object (never the password).
+type DockerRegistry struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	URL          string    `json:"url"`
+	Username     string    `json:"username"`
+	Project      string    `json:"project"`
+	RegistryType string    `json:"registryType"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+}
+
+// CreateDockerRegistryRequest is CreateDockerRegistry.
+type CreateDockerRegistryRequest struct {
+	Name     string `json:"name"`
+	URL      string `json:"url"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Project  string `json:"project,omitempty"`
+}
+
+// UpdateDockerRegistryRequest is UpdateDockerRegistry: name, url and username are
+// required; an empty Password leaves the password as it is.
+type UpdateDockerRegistryRequest struct {
+	Name     string `json:"name"`
+	URL      string `json:"url"`
+	Username string `json:"username"`
+	Password string `json:"password,omitempty"`
+	Project  string `json:"project,omitempty"`
+}
+
+// CreateDockerRegistry sends POST /docker-registry (needs write:registries).
+func (c *Client) CreateDockerRegistry(ctx context.Context, req CreateDockerRegistryRequest) (*DockerRegistry, error) {
+	var d DockerRegistry
+	if _, err := c.do(ctx, &request{method: http.MethodPost, url: c.baseURL + "/docker-registry", body: req}, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// GetDockerRegistry sends GET /docker-registry/{id}.
+func (c *Client) GetDockerRegistry(ctx context.Context, id string) (*DockerRegistry, error) {
+	var d DockerRegistry
+	if _, err := c.do(ctx, c.api(http.MethodGet, "/docker-registry/%s", esc(id)), &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// ListDockerRegistries sends GET /docker-registry (the organization's registries).
+func (c *Client) ListDockerRegistries(ctx context.Context) ([]DockerRegistry, error) {
+	var out []DockerRegistry
+	if _, err := c.do(ctx, c.api(http.MethodGet, "/docker-registry"), &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateDockerRegistry sends PATCH /docker-registry/{id} (needs write:registries).
+// Repeating it has the same effect, so it is retried like an idempotent call.
+func (c *Client) UpdateDockerRegistry(ctx context.Context, id string, req UpdateDockerRegistryRequest) (*DockerRegistry, error) {
+	r := c.api(http.MethodPatch, "/docker-registry/%s", esc(id))
+	r.body, r.idempotent = req, true
+	var d DockerRegistry
+	if _, err := c.do(ctx, r, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// DeleteDockerRegistry sends DELETE /docker-registry/{id} (needs delete:registries).
+func (c *Client) DeleteDockerRegistry(ctx context.Context, id string) error {
+	_, err := c.do(ctx, c.api(http.MethodDelete, "/docker-registry/%s", esc(id)), nil)
+	return err
+}

@@ -1,0 +1,159 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Volumes and private registries (trueforge_volume, trueforge_registry): objects of a
+// sandbox provider that outlive sandboxes. A backend keeps them with Backend.Volumes and
+// Backend.Registries; the control plane stores each one's backend id, and the harness
+// mounts an environment's volumes through CreateRequest.Volumes.
+
+// Limits and rules of volumes, the same on every backend so that an environment can move
+// between providers: at most MaxVolumes per environment, names as VolumeNameRule.
+const (
+	MaxVolumes     = 8
+	VolumeNameRule = "1 to 63 characters: lower-case letters, digits and '-', starting with a letter or digit"
+)
+
+var volumeName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// CheckVolumeName reports a volume name that breaks VolumeNameRule.
+func CheckVolumeName(name string) error {
+	if !volumeName.MatchString(name) {
+		return fmt.Errorf("volume name %q: use %s", name, VolumeNameRule)
+	}
+	return nil
+}
+
+// forbiddenMounts are the directories a volume may not be mounted at or under: Daytona's
+// own list (apps/api/src/sandbox/utils/volume-mount-path-validation.util.ts, v0.190),
+// kept on every backend so that a configuration valid on one is valid on the other, and
+// /tmp, which the local backend mounts per sandbox.
+var forbiddenMounts = []string{"/proc", "/sys", "/dev", "/boot", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/tmp"}
+
+// CheckMountPath reports a mount path that is not absolute, is "/", has relative or
+// empty components, or lies in a system directory.
+func CheckMountPath(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("mount path %q must be absolute (for example /data)", p)
+	case p == "/":
+		return fmt.Errorf("mount path %q: a volume cannot be mounted at the root directory", p)
+	case strings.HasSuffix(p, "/"):
+		return fmt.Errorf("mount path %q must not end with '/'", p)
+	}
+	for _, part := range strings.Split(p[1:], "/") {
+		if part == "" || part == "." || part == ".." {
+			return fmt.Errorf("mount path %q cannot contain empty, '.' or '..' components", p)
+		}
+	}
+	for _, f := range forbiddenMounts {
+		if p == f || strings.HasPrefix(p, f+"/") {
+			return fmt.Errorf("mount path %q is in system directory %s; use another path, for example /data", p, f)
+		}
+	}
+	return nil
+}
+
+// CheckSubpath reports a subpath that could name anything but a folder inside the
+// volume: absolute, with '..', '.' or empty components. "" (the whole volume) is fine.
+func CheckSubpath(p string) error {
+	if p == "" {
+		return nil
+	}
+	if strings.HasPrefix(p, "/") {
+		return fmt.Errorf("subpath %q must be relative to the volume (no leading '/')", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == "" || part == "." || part == ".." {
+			return fmt.Errorf("subpath %q cannot contain empty, '.' or '..' components", p)
+		}
+	}
+	return nil
+}
+
+// CheckVolumeMounts checks every mount of a sandbox: paths, subpaths, at most
+// MaxVolumes and no mount path twice.
+func CheckVolumeMounts(mounts []VolumeMount) error {
+	if len(mounts) > MaxVolumes {
+		return fmt.Errorf("%d volumes: at most %d may be mounted in a sandbox", len(mounts), MaxVolumes)
+	}
+	seen := map[string]bool{}
+	for _, m := range mounts {
+		if m.Volume == "" {
+			return errors.New("a volume mount names no volume")
+		}
+		if err := CheckMountPath(m.MountPath); err != nil {
+			return err
+		}
+		if err := CheckSubpath(m.Subpath); err != nil {
+			return err
+		}
+		if seen[m.MountPath] {
+			return fmt.Errorf("mount path %q is used twice", m.MountPath)
+		}
+		seen[m.MountPath] = true
+	}
+	return nil
+}
+
+// VolumeStore keeps a provider's volumes.
+type VolumeStore interface {
+	// Create creates volume name and waits until it can be mounted. A volume of that
+	// name left by an earlier attempt is adopted.
+	Create(ctx context.Context, name string) (Volume, error)
+	// Get reads a volume by its backend id; nil means it does not exist (or is being
+	// deleted).
+	Get(ctx context.Context, id string) (*Volume, error)
+	// Delete deletes a volume and its files; a missing one is fine.
+	Delete(ctx context.Context, id string) error
+}
+
+// Volume is a volume as its backend reports it.
+type Volume struct {
+	// ID is the backend's id, which VolumeMount.Volume carries.
+	ID string `json:"id"`
+	// Name is the backend's name of it (Daytona's volume name).
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+// RegistryStore keeps a provider's private container registries.
+type RegistryStore interface {
+	// Create adds the registry; the backend pulls images whose host matches its URL
+	// with its credentials.
+	Create(ctx context.Context, r RegistrySpec) (RemoteRegistry, error)
+	// Get reads a registry by its backend id; nil means it does not exist.
+	Get(ctx context.Context, id string) (*RemoteRegistry, error)
+	// Update changes the registry in place; the password is sent only when rotate is
+	// set. A registry deleted outside trueforge is created again.
+	Update(ctx context.Context, id string, r RegistrySpec, rotate bool) (RemoteRegistry, error)
+	// Delete removes the registry; a missing one is fine.
+	Delete(ctx context.Context, id string) error
+}
+
+// RegistrySpec is a registry as the control plane holds it: the password in memory only.
+type RegistrySpec struct {
+	Name     string
+	URL      string
+	Username string
+	Password string
+	Project  string
+}
+
+// RemoteRegistry is what a backend reports of a registry: never its password.
+type RemoteRegistry struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	URL      string `json:"url"`
+	Username string `json:"username"`
+	Project  string `json:"project"`
+}
+
+// ErrUnsupported is wrapped by a backend that has no volumes or no registries.
+var ErrUnsupported = errors.New("not supported by this backend")
