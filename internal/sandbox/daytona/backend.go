@@ -145,7 +145,8 @@ func (b *Backend) CheckEnvironment(_ context.Context, _ sandbox.ProviderConfig, 
 			Detail: fmt.Sprintf("network.allow_domains has %d entries; Daytona's domainAllowList takes at most %d. Use `*.` wildcards to cover several hosts of one domain, or split the work across environments.",
 				len(env.AllowDomains), MaxDomains)})
 	}
-	problems = append(problems, checkCIDRs(env)...) // lifecycle.go
+	problems = append(problems, checkCIDRs(env)...)       // lifecycle.go
+	problems = append(problems, checkBuildInputs(env)...) // buildcheck.go
 	var sizes []string
 	if v := env.Spec.CPU; v > DefaultCPU {
 		sizes = append(sizes, fmt.Sprintf("cpu = %d (default cap %d)", v, DefaultCPU))

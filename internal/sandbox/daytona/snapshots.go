@@ -36,9 +36,12 @@ type CreateSnapshotRequest struct {
 	Entrypoint []string   `json:"entrypoint,omitempty"`
 	CPU        int64      `json:"cpu,omitempty"`
 	GPU        int64      `json:"gpu,omitempty"`
-	Memory     int64      `json:"memory,omitempty"`
-	Disk       int64      `json:"disk,omitempty"`
-	RegionID   string     `json:"regionId,omitempty"`
+	// GPUType is the ordered list of preferred GPU types (the scheduler takes the first
+	// one with capacity).
+	GPUType  []string `json:"gpuType,omitempty"`
+	Memory   int64    `json:"memory,omitempty"`
+	Disk     int64    `json:"disk,omitempty"`
+	RegionID string   `json:"regionId,omitempty"`
 }
 
 // Snapshot is a SnapshotDto. Note the response says `mem` where the request says `memory`.
@@ -52,6 +55,7 @@ type Snapshot struct {
 	Entrypoint  []string   `json:"entrypoint"`
 	CPU         int64      `json:"cpu"`
 	GPU         int64      `json:"gpu"`
+	GPUType     string     `json:"gpuType,omitempty"`
 	Mem         int64      `json:"mem"`
 	Disk        int64      `json:"disk"`
 	ErrorReason string     `json:"errorReason"`

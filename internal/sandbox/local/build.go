@@ -38,6 +38,9 @@ func (b *Builder) startBuild(ctx context.Context, req sandbox.BuildRequest) erro
 	if img := req.Spec.Image; img != "" && img != sandbox.PlatformImage {
 		return fmt.Errorf("image %q is not available locally: the local backend builds only on the %q image", img, sandbox.PlatformImage)
 	}
+	if err := checkBuildSpec(req.Spec); err != nil { // dockerfile.go
+		return err
+	}
 	if req.Spec.DiskGB < 0 {
 		return fmt.Errorf("disk limit %d GiB is negative", req.Spec.DiskGB)
 	}
@@ -195,7 +198,7 @@ func (b *Builder) stageBuild(stage string, plan buildPlan, m meta) error {
 		data string
 		perm fs.FileMode
 	}{
-		{"script.sh", m.Spec.BuildScript, 0o644}, // read by the sandbox's root
+		{"script.sh", buildScriptOf(*m.Spec), 0o644}, // read by the sandbox's root
 		{"build.sh", plan.buildScript(), 0o600},
 		{"run.sh", plan.superviseScript(), 0o600},
 	}
