@@ -200,6 +200,9 @@ func (c *Coordinator) Refresh(ctx context.Context, id string) (store.Snapshot, e
 		}
 		snap.Status, snap.Reason, snap.LogTail = st.Status, st.Reason, st.LogTail
 	}
+	if snap.Status == sandbox.StatusReady {
+		c.recordManifest(ctx, id) // manifest.go
+	}
 	return snap, nil
 }
 
