@@ -38,7 +38,7 @@ func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, *Denial
 			return nil, deny(ReasonForbiddenAddress, host, "%s resolves to %s in %s (private, loopback, link-local, metadata or reserved), which no sandbox may reach", host, a, r)
 		}
 	}
-	return addrs, nil
+	return p.admitAddrs(host, addrs) // cidr.go
 }
 
 // dial connects to the first reachable address, so the connection is pinned to an

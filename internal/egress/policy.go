@@ -12,12 +12,16 @@ type Policy struct {
 	// AllowDomains lists the hosts the sandbox may reach (exact or "*.suffix"); empty
 	// means any public host.
 	AllowDomains []string
+	// AllowCIDRs admit, besides AllowDomains, the addresses in these ranges (cidr.go);
+	// with either list set, egress is limited to what the two admit.
+	AllowCIDRs []string
 }
 
 // policy is a parsed Policy.
 type policy struct {
 	blockAll bool
 	allow    []Pattern
+	cidrs    []netip.Prefix
 }
 
 func parsePolicy(p Policy) (policy, error) {
@@ -25,7 +29,11 @@ func parsePolicy(p Policy) (policy, error) {
 	if err != nil {
 		return policy{}, err
 	}
-	return policy{blockAll: p.BlockAll, allow: allow}, nil
+	cidrs, err := parseCIDRs(p.AllowCIDRs)
+	if err != nil {
+		return policy{}, err
+	}
+	return policy{blockAll: p.BlockAll, allow: allow, cidrs: cidrs}, nil
 }
 
 // checkHost is the name-level decision, taken before any resolution: block_all first,
@@ -34,6 +42,9 @@ func parsePolicy(p Policy) (policy, error) {
 func (p *Proxy) checkHost(host string) *Denial {
 	if p.policy.blockAll {
 		return deny(ReasonBlockAll, host, "this environment blocks all network access")
+	}
+	if len(p.policy.cidrs) > 0 {
+		return p.checkHostCIDRs(host) // cidr.go
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if len(p.policy.allow) > 0 {

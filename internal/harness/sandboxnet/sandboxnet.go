@@ -214,7 +214,7 @@ func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env s
 		return nil, nil, err
 	}
 	rec := store.SandboxEgress{SandboxID: sandboxID, SessionID: sessionID, Environment: env.Name,
-		BlockAll: env.BlockAll, AllowDomains: allow, CreatedAt: time.Now()}
+		BlockAll: env.BlockAll, AllowDomains: recordedAllow(allow, env.Settings.AllowCIDRs), CreatedAt: time.Now()}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.live[sandboxID]; ok {
@@ -289,7 +289,7 @@ func (x *Proxies) start(ctx context.Context, rec store.SandboxEgress, st *egress
 	sessionID := rec.SessionID
 	cfg := egress.Config{
 		SandboxID: rec.SandboxID,
-		Policy:    egress.Policy{BlockAll: rec.BlockAll, AllowDomains: rec.AllowDomains},
+		Policy:    policyOf(rec), // cidrs.go
 		Secrets:   x.secretSource(rec.Environment),
 		State:     st,
 		Resolver:  x.cfg.Resolver, AllowAddrs: x.cfg.AllowAddrs, RootCAs: x.cfg.RootCAs, SystemRoots: x.cfg.SystemRoots,
