@@ -1,0 +1,79 @@
+package builds
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/manifest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// manifestBuilder is a fakeBuilder that can say what its snapshots contain.
+type manifestBuilder struct {
+	*fakeBuilder
+	calls atomic.Int32
+	err   error
+}
+
+func (b *manifestBuilder) Manifest(_ context.Context, id string) (manifest.Manifest, error) {
+	b.calls.Add(1)
+	if b.err != nil {
+		return manifest.Manifest{}, b.err
+	}
+	return manifest.Parse([]byte(`{"v":1,"sources":["var/lib/dpkg/status"],"packages":[{"ecosystem":"deb","name":"` + id + `","version":"1.0"}]}`))
+}
+
+// A build that turns Ready has its manifest recorded once; later refreshes read the
+// stored one instead of taking it again. A builder that cannot take it leaves the
+// snapshot Ready all the same.
+func TestReadyBuildRecordsItsManifestOnce(t *testing.T) {
+	ctx := context.Background()
+	st := open(t, filepath.Join(t.TempDir(), "cp.db"))
+	if err := st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "p", Type: "local", Status: "Ready", Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	b := &manifestBuilder{fakeBuilder: newFakeBuilder()}
+	c := &Coordinator{Store: st, Builder: b, Provider: "p"}
+	snap, err := c.Ensure(ctx, sandbox.BuildRequest{Spec: sandbox.SnapshotSpec{Image: "platform", BuildScript: "echo 1"}, Base: "snap-release"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap, err = c.Wait(ctx, snap.ID); err != nil || snap.Status != sandbox.StatusReady {
+		t.Fatalf("wait: %+v %v", snap, err)
+	}
+	sm, err := st.GetSnapshotManifest(ctx, snap.ID)
+	if err != nil || sm.Packages != 1 || sm.Manifest.Packages[0].Name != snap.ID {
+		t.Fatalf("stored manifest = %+v, %v", sm, err)
+	}
+	for range 3 {
+		if _, err := c.Refresh(ctx, snap.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.calls.Load(); n != 1 {
+		t.Errorf("manifest taken %d times, want once", n)
+	}
+
+	failing := &manifestBuilder{fakeBuilder: newFakeBuilder(), err: errors.New("reader failed")}
+	c2 := &Coordinator{Store: st, Builder: failing, Provider: "p"}
+	snap2, err := c2.Ensure(ctx, sandbox.BuildRequest{Spec: sandbox.SnapshotSpec{Image: "platform", BuildScript: "echo 2"}, Base: "snap-release"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap2, err = c2.Wait(ctx, snap2.ID); err != nil || snap2.Status != sandbox.StatusReady {
+		t.Fatalf("a failed manifest changed the build's outcome: %+v %v", snap2, err)
+	}
+	if _, err := c2.Refresh(ctx, snap2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := failing.calls.Load(); n != 1 {
+		t.Errorf("a failing manifest was tried %d times in one process, want once", n)
+	}
+	if _, err := st.GetSnapshotManifest(ctx, snap2.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("manifest of the failed extraction: %v", err)
+	}
+}
