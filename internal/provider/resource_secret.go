@@ -424,7 +424,9 @@ func (r *secretResource) readRemote(ctx context.Context, sec store.Secret, state
 	}
 	if remote == nil {
 		resp.Diagnostics.AddWarning(fmt.Sprintf("%s Secret Deleted Outside Terraform", title),
-			fmt.Sprintf("%s secret %q of %s no longer exists. The plan shows it with no hosts; apply recreates it with the configured value and hosts.", title, name, sec.ID))
+			fmt.Sprintf("%s secret %q of %s no longer exists. The plan shows it with no hosts; apply recreates it with the configured value and hosts. "+
+				"The recreated secret gets a new placeholder: sandboxes started before keep the old one in their environment, which %s no longer replaces, "+
+				"so their requests carry the placeholder instead of the value until they are started again or replaced (a new session).", title, name, sec.ID, title))
 		state.Hosts = stringList(nil)
 		return false
 	}

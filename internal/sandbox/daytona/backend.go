@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -96,12 +97,19 @@ func (b *Backend) CheckCredentials(ctx context.Context, p sandbox.ProviderConfig
 	switch {
 	case errors.As(err, &miss):
 		return nil, []sandbox.Problem{{Attribute: "api_key", Summary: "Daytona API Key Missing Scopes", Detail: MissingScopesDetail(miss.KeyName, miss.Missing)}}
+	case hasStatus(err, http.StatusUnauthorized) && looksLikeJWT(p.APIKey):
+		// GET /api-keys/current takes API keys only; Daytona answers a JWT there with
+		// 401 "Invalid credentials" (global-auth.guard.ts, v0.190), like a bad key.
+		return nil, []sandbox.Problem{{Attribute: "api_key", Summary: "Daytona API Key Required",
+			Detail: fmt.Sprintf("api_key looks like a JWT (a Daytona dashboard or OpenID Connect token), not an API key, and Daytona at %s refused it (401): "+
+				"trueforge authenticates with an API key, and Daytona checks its scopes with GET /api-keys/current, which takes API keys only. "+
+				"Create an API key (dtn_...) in the Daytona dashboard (API Keys), set it as api_key_wo (with a new api_key_wo_version) or api_key, and apply again. Nothing was stored.\n\nOriginal Error: %s", c.BaseURL(), err)}}
 	case hasStatus(err, http.StatusUnauthorized):
 		return nil, []sandbox.Problem{{Attribute: "api_key", Summary: "Invalid Daytona API Key",
-			Detail: fmt.Sprintf("Daytona at %s rejected the API key (401). Check that the key is current and belongs to this API, then apply again. Nothing was stored.\n\nOriginal Error: %s", c.BaseURL(), err)}}
+			Detail: fmt.Sprintf("Daytona at %s rejected the API key (401): it is unknown, expired or revoked there. Check that the key is current and belongs to this API, then apply again. Nothing was stored.\n\nOriginal Error: %s", c.BaseURL(), err)}}
 	case hasStatus(err, http.StatusForbidden):
-		return nil, []sandbox.Problem{{Attribute: "api_key", Summary: "Daytona API Key Required",
-			Detail: fmt.Sprintf("Daytona at %s would not describe the credential (403): api_key must be a Daytona API key (dtn_...), not a JWT. Nothing was stored.\n\nOriginal Error: %s", c.BaseURL(), err)}}
+		return nil, []sandbox.Problem{{Attribute: "api_key", Summary: "Daytona API Key Refused",
+			Detail: fmt.Sprintf("Daytona at %s would not describe the API key (403). Check that the key belongs to the organization this API serves, then apply again. Nothing was stored.\n\nOriginal Error: %s", c.BaseURL(), err)}}
 	case err != nil:
 		return nil, []sandbox.Problem{{Attribute: "api_url", Summary: "Unable To Reach Daytona",
 			Detail: fmt.Sprintf("Checking the API key at %s failed. Check api_url and the network, then apply again. Nothing was stored.\n\nOriginal Error: %s", c.BaseURL(), err)}}
@@ -125,6 +133,11 @@ func (b *Backend) CheckCredentials(ctx context.Context, p sandbox.ProviderConfig
 	}
 	return k.Permissions, problems
 }
+
+// jwtShape is a JWT: three base64url parts (Daytona API keys are dtn_ and hex).
+var jwtShape = regexp.MustCompile(`^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$`)
+
+func looksLikeJWT(token string) bool { return jwtShape.MatchString(strings.TrimSpace(token)) }
 
 // MissingScopesDetail is the detail of the missing-scope refusal: every missing scope by
 // name, the full set needed and what to do.

@@ -119,17 +119,14 @@ func (b *Builder) ensure(ctx context.Context, req CreateSnapshotRequest, region 
 		return b.create(ctx, req)
 	}
 	switch s.State {
-	case SnapshotActive, SnapshotPending, SnapshotBuilding, SnapshotPulling:
-		return nil
 	case SnapshotInactive:
-		_, err := b.C.ActivateSnapshot(ctx, s.ID)
-		return ignoreAlreadyActive(err)
+		return b.activate(ctx, s) // snapshotstates.go
 	case SnapshotRemoving:
 		if err := b.waitGone(ctx, req.Name); err != nil {
 			return err
 		}
 		return b.create(ctx, req)
-	default: // error, build_failed
+	case SnapshotError, SnapshotBuildFailed:
 		if err := b.C.DeleteSnapshot(ctx, s.ID); err != nil && !IsNotFound(err) {
 			return err
 		}
@@ -137,6 +134,10 @@ func (b *Builder) ensure(ctx context.Context, req CreateSnapshotRequest, region 
 			return err
 		}
 		return b.create(ctx, req)
+	default:
+		// Active, or on its way: pending, pulling, building, snapshotting (v0.205), or a
+		// state newer than this client. None is a reason to build again.
+		return nil
 	}
 }
 
@@ -211,9 +212,7 @@ func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState
 		if st.Reason == "" {
 			st.Reason = "snapshot " + s.State
 		}
-		if logs, err := b.C.SnapshotBuildLogs(ctx, s.ID); err == nil {
-			st.LogTail = tail(logs, logTailBytes)
-		}
+		st.LogTail = b.failureLog(ctx, s) // snapshotstates.go
 		return st, nil
 	case SnapshotInactive:
 		// Reading never writes (a plan's refresh must not change anything): an inactive

@@ -96,6 +96,8 @@ type config struct {
 	// transition holds per-state lifecycle delays (WithTransitionDelay).
 	transition map[string]time.Duration
 	regions    []Region // WithRegions (regions.go)
+	// activationCooldown and buildLogsDelay: snapshotstates.go.
+	activationCooldown, buildLogsDelay time.Duration
 }
 
 // Fixed behaviour of the emulator: injected 429s ask for a 1 s wait (Retry-After), a
@@ -255,7 +257,9 @@ func (s *Server) handle(mux *http.ServeMux, prefix, route, perm string, fn func(
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		perms, known := s.keys[tok]
 		if !ok || !known {
-			writeErr(w, r, http.StatusUnauthorized, "Unauthorized")
+			// global-auth.guard.ts (v0.190): every failed authentication, an unknown key
+			// or a JWT on an API-key-only route, is 401 "Invalid credentials".
+			writeErr(w, r, http.StatusUnauthorized, "Invalid credentials")
 			return
 		}
 		if perm != "" && !slices.Contains(perms, perm) {

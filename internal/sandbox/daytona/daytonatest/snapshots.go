@@ -383,6 +383,10 @@ func (s *Server) activateSnapshot(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 400, "Snapshot is not in inactive state")
 		return
 	}
+	if s.activationRefused(sn) { // snapshotstates.go
+		writeErr(w, r, 400, "Snapshot deactivation is still in progress. Please try again in a few minutes.")
+		return
+	}
 	now := time.Now().UTC()
 	sn.State, sn.phaseStart, sn.UpdatedAt, sn.fail = "pending", now, now, nil
 	writeJSON(w, 200, sn.dto())
@@ -393,7 +397,7 @@ func (s *Server) deactivateSnapshot(w http.ResponseWriter, r *http.Request) {
 	if sn == nil {
 		return
 	}
-	sn.State = "inactive"
+	sn.State, sn.UpdatedAt = "inactive", time.Now().UTC()
 	w.WriteHeader(204)
 }
 
@@ -401,6 +405,9 @@ func (s *Server) buildLogsURL(w http.ResponseWriter, r *http.Request) {
 	sn := s.findSnap(r.PathValue("id"))
 	if sn == nil {
 		writeErr(w, r, 404, "Snapshot "+r.PathValue("id")+" not found")
+		return
+	}
+	if s.buildLogsURLRefused(w, r, sn) { // snapshotstates.go
 		return
 	}
 	writeJSON(w, 200, map[string]string{"url": s.ts.URL + "/api/snapshots/" + sn.ID + "/build-logs"})
