@@ -53,9 +53,11 @@ func TestBuildEgressReachesOnlyItsAllowList(t *testing.T) {
 	b, rel := newTestBuilder(t)
 	b.egressHosts = map[string]string{"pypi.org": "127.0.0.1", "files.pythonhosted.org": "127.0.0.1", "other.example": "127.0.0.1"}
 	port := fakeIndex(t)
-	hosts, err := packageindex.Hosts([]string{"pypi"})
-	if err != nil {
-		t.Fatal(err)
+	// The network the provider gives a build of an environment with allow_domains =
+	// ["api.example.com"] and package_indexes = ["pypi"], in either package_indexes_in.
+	_, proxied, hosts, err := packageindex.BuildNetwork(false, []string{"api.example.com"}, []string{"pypi"})
+	if err != nil || !proxied {
+		t.Fatalf("BuildNetwork: proxied %v, %v", proxied, err)
 	}
 	startBuild(t, b, sandbox.BuildRequest{ID: "snap-egress", Base: rel, Spec: sandbox.SnapshotSpec{BuildScript: probeScript(port)},
 		Egress: &sandbox.BuildEgress{AllowDomains: hosts}})
