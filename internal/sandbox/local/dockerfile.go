@@ -79,12 +79,11 @@ func buildScriptOf(spec sandbox.SnapshotSpec) string {
 }
 
 // checkBuildSpec refuses what the local builder cannot build: a GPU, a Dockerfile other
-// than `FROM platform` plus RUN lines, a build context, a region or a registry.
+// than `FROM platform` plus RUN lines, a build context, a region, a registry or an
+// entrypoint.
 func checkBuildSpec(spec sandbox.SnapshotSpec) error {
-	for _, p := range buildInputProblems(spec) {
-		if !p.Warning {
-			return fmt.Errorf("%s: %s", p.Attribute, p.Detail)
-		}
+	if ps := buildInputProblems(spec); len(ps) > 0 {
+		return fmt.Errorf("%s: %s", ps[0].Attribute, ps[0].Detail)
 	}
 	return nil
 }
@@ -123,9 +122,11 @@ func buildInputProblems(spec sandbox.SnapshotSpec) []sandbox.Problem {
 				sandbox.PlatformImage, spec.Registry)})
 	}
 	if len(spec.Entrypoint) > 0 {
-		ps = append(ps, sandbox.Problem{Attribute: "entrypoint", Warning: true, Summary: "Entrypoint Not Run By The Local Backend",
-			Detail: fmt.Sprintf("Local sandboxes have no entry process: the harness starts each command itself, so entrypoint %q is kept in the build hash but never run here. "+
-				"Start what it starts from a command, or use a daytona sandbox provider, whose sandboxes run their snapshot's entrypoint.", spec.Entrypoint)})
+		// Refused rather than ignored: a snapshot that silently never runs its entrypoint
+		// would differ from the same environment on Daytona in what its sandboxes do.
+		ps = append(ps, sandbox.Problem{Attribute: "entrypoint", Summary: "Entrypoint Not Supported By Backend",
+			Detail: fmt.Sprintf("Local sandboxes have no entry process: the harness starts each command itself, so entrypoint %q would never run. "+
+				"Remove entrypoint (start what it starts from a command or a RUN), or use a daytona sandbox provider, whose sandboxes run their snapshot's entrypoint.", spec.Entrypoint)})
 	}
 	return ps
 }

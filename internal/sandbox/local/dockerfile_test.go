@@ -12,7 +12,7 @@ import (
 )
 
 // TestCheckEnvironmentRefusesBuildInputs: what the local backend cannot build is refused
-// at plan time, naming the attribute and what to do; an entrypoint is only a warning.
+// at plan time, naming the attribute and what to do.
 func TestCheckEnvironmentRefusesBuildInputs(t *testing.T) {
 	t.Parallel()
 	b := &Backend{Probe: func(sandbox.Limits) []sandbox.UnenforcedLimit { return nil }}
@@ -31,7 +31,7 @@ func TestCheckEnvironmentRefusesBuildInputs(t *testing.T) {
 		{"context", sandbox.SnapshotSpec{Dockerfile: "FROM platform\nRUN true\n", ContextHash: "abc"}, "build_context", "does not copy a build context", false},
 		{"region", sandbox.SnapshotSpec{Image: "platform", Region: "eu"}, "region", "has no regions", false},
 		{"registry", sandbox.SnapshotSpec{Image: "platform", Registry: "ghcr"}, "registry", "pulls no images", false},
-		{"entrypoint", sandbox.SnapshotSpec{Image: "platform", Entrypoint: []string{"serve"}}, "entrypoint", "no entry process", true},
+		{"entrypoint", sandbox.SnapshotSpec{Image: "platform", Entrypoint: []string{"serve"}}, "entrypoint", "no entry process", false},
 	}
 	for _, c := range cases {
 		ps := b.CheckEnvironment(context.Background(), sandbox.ProviderConfig{Name: "local"}, sandbox.EnvironmentSpec{Name: "e", Spec: c.spec})
