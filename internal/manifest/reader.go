@@ -30,6 +30,9 @@ func readerScript() string {
 		return strings.Join(out, " ")
 	}
 	var b strings.Builder
+	// Errors (an unreadable file) would mix into the dump on backends that merge the
+	// streams: dropped.
+	b.WriteString("exec 2>/dev/null\n")
 	// R (empty in a sandbox) lets a test point the script at a folder standing for /.
 	b.WriteString("R=\"${TRUEFORGE_MANIFEST_ROOT:-}\"\n")
 	b.WriteString("m='" + strings.TrimSpace(dumpMarker) + "'\n")
