@@ -154,7 +154,8 @@ func networkSettingsAttributes() map[string]schema.Attribute {
 		},
 		"package_indexes": schema.ListAttribute{
 			MarkdownDescription: "Public package indexes that may be reached, by name: " + quotedNames(packageindex.Names()) + ". " +
-				"Each expands to its hosts (shown in `package_index_hosts`), enforced like `allow_domains`. Ignored while `block_all` is on.",
+				"Each expands to its hosts (shown in `package_index_hosts`), enforced like `allow_domains`. " +
+				"An empty `allow_domains` still admits every public host. Under `block_all`, sandboxes stay blocked and builds reach these indexes alone.",
 			Optional:    true,
 			ElementType: types.StringType,
 			Validators: []validator.List{
@@ -458,6 +459,7 @@ func (m *environmentModel) applyContext(spec *sandbox.SnapshotSpec, diags *diag.
 // buildRequest is the build of spec, with the context folder when a Dockerfile uses one.
 func (m *environmentModel) buildRequest(spec sandbox.SnapshotSpec, base string, blockNetwork bool) sandbox.BuildRequest {
 	req := sandbox.BuildRequest{Spec: spec, Base: base, BlockNetwork: blockNetwork}
+	m.buildNetwork(context.Background(), &req) // package_indexes.go: blocked, through an egress proxy, or open
 	if spec.Dockerfile != "" {
 		req.ContextDir = m.contextDir()
 	}

@@ -1,0 +1,30 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// buildNetwork sets the network of a build of this environment (packageindex.BuildNetwork):
+// blocked under block_all without package indexes; through an egress proxy that admits
+// allow_domains plus the package indexes' hosts when allow_domains is not empty, or the
+// indexes' hosts alone under block_all; the builder's network otherwise. The local
+// backend enforces the proxy; Daytona builds run on Daytona's builders with their own
+// network and ignore it. A package index name the validators let through but the table
+// does not know (impossible short of a bug) blocks the build's network rather than
+// widening it.
+func (m *environmentModel) buildNetwork(ctx context.Context, req *sandbox.BuildRequest) {
+	blockAll, allow := m.network(ctx)
+	block, proxied, hosts, err := packageindex.BuildNetwork(blockAll, allow, m.networkSettings(ctx).packageIndexes)
+	if err != nil {
+		req.BlockNetwork, req.Egress = true, nil
+		return
+	}
+	req.BlockNetwork = block
+	req.Egress = nil
+	if proxied {
+		req.Egress = &sandbox.BuildEgress{AllowDomains: hosts}
+	}
+}
