@@ -227,6 +227,9 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = bx.create(id, b.NetworkBlockAll)
 	}
+	if err == nil {
+		err = s.provision(bx, id, sn) // buildinputs.go
+	}
 	if err != nil {
 		writeErr(w, r, 500, "daytonatest: creating the sandbox: "+err.Error())
 		return

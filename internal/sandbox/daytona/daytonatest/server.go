@@ -70,6 +70,7 @@ type Server struct {
 	// comes back in state error (as Daytona reports a create that failed on a runner).
 	failSandbox string
 	delayNext   time.Duration
+	bi          buildInputState // buildinputs.go, objectstorage.go
 
 	bx    box // chosen on the first sandbox (sandboxBox)
 	bxErr error
@@ -289,6 +290,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	api("POST /snapshots/{id}/deactivate", "write:snapshots", s.deactivateSnapshot)
 	api("GET /snapshots/{id}/build-logs-url", "", s.buildLogsURL)
 	api("GET /snapshots/{id}/build-logs", "", s.buildLogs)
+	s.objectStorageRoutes(mux)
 
 	api("POST /sandbox", "write:sandboxes", s.createSandbox)
 	api("GET /sandbox", "", s.listSandboxes)

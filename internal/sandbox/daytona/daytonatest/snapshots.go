@@ -21,6 +21,8 @@ type snap struct {
 	log                             string
 	// delay overrides the server's build delay for this snapshot (DelayNextBuild).
 	delay time.Duration
+	// inputs is the whole create request (buildinputs.go).
+	inputs *buildInputs
 }
 
 type failure struct{ reason, log string }
@@ -184,6 +186,7 @@ func (sn *snap) dto() map[string]any {
 		d["buildInfo"] = map[string]any{"dockerfileContent": sn.Dockerfile, "contextHashes": []string{},
 			"createdAt": sn.CreatedAt, "updatedAt": sn.CreatedAt}
 	}
+	sn.inputs.addTo(d)
 	return d
 }
 
@@ -224,6 +227,10 @@ func validImage(img string) bool {
 }
 
 func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
+	in, ok := s.readBuildInputs(w, r) // buildinputs.go
+	if !ok {
+		return
+	}
 	var b struct {
 		Name      string `json:"name"`
 		ImageName string `json:"imageName"`
@@ -279,6 +286,9 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 		sn.fail = &failure{reason: "Build failed: the build script exited with code 1", log: "+ " + DefaultFailMarker + "\nexit status 1"}
 	}
 	sn.delay, s.delayNext = s.delayNext, 0
+	if !s.applyBuildInputs(w, r, sn, in) {
+		return
+	}
 	s.snaps = append(s.snaps, sn)
 	writeJSON(w, 200, sn.dto())
 }
