@@ -1,0 +1,55 @@
+package provider
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// packageIndexProbe is a build script that passes only when the build reaches the
+// network through the egress proxy, which does not refuse pypi.org as off the list
+// (whether pypi.org answers depends on this machine's network) and refuses example.com.
+const packageIndexProbe = `test "$HTTPS_PROXY" = http://127.0.0.1:3128
+curl -s -o /dev/null -D /tmp/pypi --max-time 15 http://pypi.org/simple/ || true
+if grep -qi '^x-trueforge-deny: not_allowed' /tmp/pypi; then echo "pypi.org was refused"; exit 1; fi
+curl -s -o /dev/null -D /tmp/other --max-time 15 http://example.com/ || true
+grep -qi '^x-trueforge-deny: not_allowed' /tmp/other
+`
+
+// An environment with block_all and package_indexes = ["pypi"] (package_indexes_in
+// defaults to "build"): the plan shows the expanded hosts, and its build on the local
+// backend reaches the index's hosts through an egress proxy and nothing else; a build
+// that needs another host fails with the proxy's refusal in the diagnostic's log tail.
+func TestAccEnvironment_packageIndexesReachTheBuild(t *testing.T) {
+	f := newFixture(t)
+	network := `  network = {
+    block_all       = true
+    package_indexes = ["pypi"]
+  }`
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config: f.config(envHCL(packageIndexProbe, network)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("package_index_hosts"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringExact("files.pythonhosted.org"), knownvalue.StringExact("pypi.org"),
+					})),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				},
+			},
+			{
+				Config:      f.config(envHCL("curl -fsS --max-time 15 -o /dev/null http://example.com/", network)),
+				ExpectError: regexp.MustCompile(`(?s)refused \(not_allowed\).*example\.com`),
+			},
+		},
+	})
+}
