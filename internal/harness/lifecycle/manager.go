@@ -423,6 +423,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	if err != nil {
 		return nil, err
 	}
+	liveSettings(&req, a, network) // labels, CIDRs, lifecycle timings (create_request.go)
 	if err := rt.Create(ctx, req); err != nil {
 		if errors.Is(err, sandbox.ErrExists) && req.Egress != nil {
 			// A previous attempt created it and died before recording it, with another
