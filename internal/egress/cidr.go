@@ -50,11 +50,7 @@ func (pol *policy) inCIDRs(a netip.Addr) bool {
 // resolve); a name is admitted here, and decided by its addresses in admitAddrs unless
 // allow_domains names it.
 func (p *Proxy) checkHostCIDRs(host string) *Denial {
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return nil
-	}
-	if !p.policy.inCIDRs(a) {
+	if a, err := netip.ParseAddr(host); err == nil && !p.policy.inCIDRs(a) {
 		return deny(ReasonNotAllowed, host, "%s is not in this environment's network.allow_cidrs (%s); ask the owner to add a range that covers it", host, cidrList(p.policy.cidrs))
 	}
 	return nil
