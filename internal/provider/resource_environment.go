@@ -102,7 +102,8 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 	live := " Changing it is applied live: no rebuild, and it reaches sandboxes created afterwards."
 	networkAttrs := map[string]schema.Attribute{
 		"allow_domains": schema.ListAttribute{
-			MarkdownDescription: "Hosts the sandbox may reach: exact names or `*.suffix` (subdomains only). Empty means every host. Ignored while `block_all` is on.",
+			MarkdownDescription: "Hosts the sandbox may reach: exact names or `*.suffix` (subdomains only). Empty means every host. Ignored while `block_all` is on. " +
+				"When not empty, snapshot builds on the `local` backend are held to it too, plus the hosts of `package_indexes` (Daytona builds use Daytona's network).",
 			Optional:            true,
 			ElementType:         types.StringType,
 			Validators:          []validator.List{listvalidator.ValueStringsAre(validDomain()), listvalidator.UniqueValues()},
