@@ -104,9 +104,9 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 		"allow_domains": schema.ListAttribute{
 			MarkdownDescription: "Hosts the sandbox may reach: exact names or `*.suffix` (subdomains only). Empty means every host. Ignored while `block_all` is on. " +
 				"When not empty, snapshot builds on the `local` backend are held to it too, plus the hosts of `package_indexes` (Daytona builds use Daytona's network).",
-			Optional:            true,
-			ElementType:         types.StringType,
-			Validators:          []validator.List{listvalidator.ValueStringsAre(validDomain()), listvalidator.UniqueValues()},
+			Optional:    true,
+			ElementType: types.StringType,
+			Validators:  []validator.List{listvalidator.ValueStringsAre(validDomain()), listvalidator.UniqueValues()},
 		},
 		"block_all": schema.BoolAttribute{
 			MarkdownDescription: "No outbound access at all. While on, `allow_domains` and secrets are inert, and no secret can be added. Defaults to false.",
