@@ -17,10 +17,10 @@ import (
 // between providers: at most MaxVolumes per environment, names as VolumeNameRule.
 const (
 	MaxVolumes     = 8
-	VolumeNameRule = "1 to 63 characters: lower-case letters, digits and '-', starting with a letter or digit"
+	VolumeNameRule = "1 to 63 characters: lower-case letters, digits, '-' and '_', starting and ending with a letter or digit"
 )
 
-var volumeName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+var volumeName = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$`)
 
 // CheckVolumeName reports a volume name that breaks VolumeNameRule.
 func CheckVolumeName(name string) error {

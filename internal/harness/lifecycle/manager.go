@@ -411,6 +411,9 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 			LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: sess.Owner, LabelEnvironment: env.Name,
 		},
 	}
+	if err := m.volumes(ctx, env, &req); err != nil { // volumes.go
+		return nil, err
+	}
 	// Limits the backend cannot enforce on this host (a local runtime without a
 	// writable cgroup) are asked for all the same: the runtime enforces what it can and
 	// the event says what it does not, or, with require_limits, Create refuses them.

@@ -1,0 +1,191 @@
+package daytona_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
+)
+
+// The volume store creates a Daytona volume named trueforge-<name> and returns only once
+// it is ready (it is pending_create first), adopts one an earlier attempt left, reads a
+// deleted one as gone, and a sandbox created with it mounts it by id; the volume cannot
+// be deleted while that sandbox exists (409), and can once it is gone.
+func TestVolumeStore(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	vs, err := testBackend().Volumes(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vs.Create(ctx, "cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Name != "trueforge-cache" || v.State != daytona.VolumeReady || srv.VolumeState(v.ID) != "ready" {
+		t.Fatalf("created volume %+v (emulator: %s); want trueforge-cache, ready", v, srv.VolumeState(v.ID))
+	}
+	if srv.Count("GET /volumes/{id}") < 1 {
+		t.Error("Create did not wait for the volume to be ready")
+	}
+	again, err := vs.Create(ctx, "cache")
+	if err != nil || again.ID != v.ID {
+		t.Fatalf("second Create: %+v, %v; want the same volume adopted", again, err)
+	}
+
+	snap := readySnapshot(t, ctx, c, "true")
+	b := testBackend()
+	b.WorkDir = "/workspace" // the emulator's sandboxes serve /workspace
+	rt, err := b.Runtime(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "s1", SnapshotID: snap, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/data", Subpath: "team"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.SandboxVolumes("s1"); len(got) != 1 || got[0]["volumeId"] != v.ID || got[0]["mountPath"] != "/data" || got[0]["subpath"] != "team" {
+		t.Fatalf("sandbox's volumes: %v", got)
+	}
+	err = vs.Delete(ctx, v.ID)
+	if err == nil || !strings.Contains(err.Error(), "still mounted") {
+		t.Fatalf("deleting a mounted volume: %v; want a refusal", err)
+	}
+	if err := rt.Delete(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := vs.Delete(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := vs.Get(ctx, v.ID); err != nil || got != nil {
+		t.Fatalf("Get after Delete: %+v, %v; want gone", got, err)
+	}
+	if err := vs.Delete(ctx, "no-such-volume"); err != nil {
+		t.Fatalf("deleting a missing volume: %v", err)
+	}
+}
+
+// The emulator answers volume requests as the server does: a duplicate name is a 400, a
+// volume is deleted only from ready, sandboxes' mount paths and subpaths are validated
+// and volume names resolved, and fields the OpenAPI document lacks are refused.
+func TestEmulatorVolumes(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	v, err := c.CreateVolume(ctx, "data")
+	if err != nil || v.State != "pending_create" {
+		t.Fatalf("create: %+v, %v; want pending_create", v, err)
+	}
+	if _, err := c.CreateVolume(ctx, "data"); !daytona.IsVolumeNameTaken(err) {
+		t.Fatalf("duplicate name: %v; want 400 already exists", err)
+	}
+	if err := c.DeleteVolume(ctx, v.ID); err == nil || !strings.Contains(err.Error(), "'ready' or 'error'") {
+		t.Fatalf("deleting a pending volume: %v; want 400", err)
+	}
+	if _, err := c.WaitVolume(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.GetVolumeByName(ctx, "data"); err != nil || got.ID != v.ID {
+		t.Fatalf("by name: %+v, %v", got, err)
+	}
+
+	snap := readySnapshot(t, ctx, c, "true")
+	for _, tc := range []struct {
+		vol  daytona.SandboxVolume
+		want string
+	}{
+		{daytona.SandboxVolume{VolumeID: "nope", MountPath: "/data"}, "could not be resolved"},
+		{daytona.SandboxVolume{VolumeID: "data", MountPath: "/etc/x"}, "cannot mount to system directory"},
+		{daytona.SandboxVolume{VolumeID: "data", MountPath: "data"}, "must be absolute"},
+		{daytona.SandboxVolume{VolumeID: "data", MountPath: "/data", Subpath: "../x"}, "cannot contain .."},
+	} {
+		_, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "bad", Snapshot: snap, Volumes: []daytona.SandboxVolume{tc.vol}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("volume %+v: %v; want 400 %q", tc.vol, err, tc.want)
+		}
+	}
+	// By name: resolved to the id, as the server stores only ids.
+	if _, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "ok", Snapshot: snap, Volumes: []daytona.SandboxVolume{{VolumeID: "data", MountPath: "/data"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.SandboxVolumes("ok"); len(got) != 1 || got[0]["volumeId"] != v.ID {
+		t.Fatalf("mounts of a sandbox created by volume name: %v", got)
+	}
+	if err := c.DeleteVolume(ctx, v.ID); !daytona.IsConflict(err) || !strings.Contains(err.Error(), "ok") {
+		t.Fatalf("deleting a volume in use: %v; want 409 naming the sandbox", err)
+	}
+
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL()+"/volumes", bytes.NewReader([]byte(`{"name":"x","size":10}`)))
+	req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("a field the document lacks (size): %d; want 400", resp.StatusCode)
+	}
+}
+
+// The registry store creates an organization docker registry named trueforge-<name>,
+// sends the password only on create and rotation, creates it again when it was deleted
+// outside trueforge, and reads it back without the password.
+func TestRegistryStore(t *testing.T) {
+	t.Parallel()
+	srv, _ := setup(t)
+	ctx := testCtx(t)
+	rs, err := testBackend().Registries(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := sandbox.RegistrySpec{Name: "ghcr", URL: "ghcr.io/", Username: "bot", Password: "pw1", Project: "acme"}
+	g, err := rs.Create(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if url, user, pw, ok := srv.Registry("trueforge-ghcr"); !ok || url != "ghcr.io" || user != "bot" || pw != "pw1" {
+		t.Fatalf("emulator registry: %q %q %q %v", url, user, pw, ok)
+	}
+	spec.Username, spec.Password = "bot2", "pw2"
+	if _, err := rs.Update(ctx, g.ID, spec, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, user, pw, _ := srv.Registry("trueforge-ghcr"); user != "bot2" || pw != "pw1" {
+		t.Fatalf("after an update without rotation: user %q password %q; want bot2, pw1", user, pw)
+	}
+	if _, err := rs.Update(ctx, g.ID, spec, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, pw, _ := srv.Registry("trueforge-ghcr"); pw != "pw2" {
+		t.Fatalf("after a rotation: password %q; want pw2", pw)
+	}
+	got, err := rs.Get(ctx, g.ID)
+	if err != nil || got == nil || got.Username != "bot2" || got.Project != "acme" {
+		t.Fatalf("Get: %+v, %v", got, err)
+	}
+	srv.DeleteRegistryOutOfBand("trueforge-ghcr")
+	if got, err := rs.Get(ctx, g.ID); err != nil || got != nil {
+		t.Fatalf("Get after an out-of-band delete: %+v, %v; want nil", got, err)
+	}
+	again, err := rs.Update(ctx, g.ID, spec, false)
+	if err != nil || again.ID == g.ID {
+		t.Fatalf("Update of a deleted registry: %+v, %v; want it created again", again, err)
+	}
+	if _, _, pw, ok := srv.Registry("trueforge-ghcr"); !ok || pw != "pw2" {
+		t.Fatalf("recreated registry's password %q (%v); want pw2", pw, ok)
+	}
+	if err := rs.Delete(ctx, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, ok := srv.Registry("trueforge-ghcr"); ok {
+		t.Fatal("registry still there after Delete")
+	}
+	if err := rs.Delete(ctx, again.ID); err != nil {
+		t.Fatalf("deleting a missing registry: %v", err)
+	}
+}

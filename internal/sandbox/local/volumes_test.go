@@ -1,0 +1,114 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// A volume mounted in two sandboxes shares its files between them, each sandbox's user
+// owns what it sees there (whatever id slot the sandbox has), a subpath mounts one
+// folder of it, created when missing, and the files stay on the host after the
+// sandboxes are gone.
+func TestVolumeSharedBetweenSandboxes(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	ctx := context.Background()
+	vs := volumeStore{dir: volumesDir(r.b.root)}
+	v, err := vs.Create(ctx, "cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, r, sandbox.CreateRequest{ID: "a", SnapshotID: rel, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/data"}}})
+	create(t, r, sandbox.CreateRequest{ID: "b", SnapshotID: rel, Volumes: []sandbox.VolumeMount{
+		{Volume: v.ID, MountPath: "/workspace/shared"},
+		{Volume: v.ID, MountPath: "/srv/team", Subpath: "teams/red"},
+	}})
+	mustSh(t, r, "a", "echo from-a > /data/hello && mkdir -p /data/teams/red && echo red > /data/teams/red/note")
+	if got := mustSh(t, r, "b", "cat /workspace/shared/hello /srv/team/note"); got != "from-a\nred" {
+		t.Fatalf("sandbox b reads %q from the volume, want a's files", got)
+	}
+	if got := mustSh(t, r, "b", "echo from-b >> /workspace/shared/hello && stat -c %u /workspace/shared/hello /srv/team/note && id -u"); got != "1000\n1000\n1000" {
+		t.Fatalf("owners inside b (files, then b's user): %q; want the sandbox user (1000) for all", got)
+	}
+	if got := mustSh(t, r, "a", "cat /data/hello"); got != "from-a\nfrom-b" {
+		t.Fatalf("sandbox a reads %q after b appended", got)
+	}
+
+	// A missing subpath is created, as a folder of the volume.
+	create(t, r, sandbox.CreateRequest{ID: "c", SnapshotID: rel, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/mnt/x", Subpath: "new/deep"}}})
+	mustSh(t, r, "c", "echo c > /mnt/x/f")
+	for _, id := range []string{"a", "b", "c"} {
+		if err := r.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(vs.dir, "cache", "new", "deep", "f")); err != nil || string(data) != "c\n" {
+		t.Fatalf("the volume's file after its sandboxes were deleted: %q, %v", data, err)
+	}
+	if err := vs.Delete(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := vs.Get(ctx, v.ID); err != nil || got != nil {
+		t.Fatalf("volume after Delete: %+v, %v", got, err)
+	}
+}
+
+// A subpath cannot reach outside its volume: not with '..' or an absolute path, not
+// through a symbolic link a sandbox put into the volume (to the host's root, or even to
+// another folder of the volume), and a volume that does not exist is refused.
+func TestVolumeSubpathEscape(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	ctx := context.Background()
+	vs := volumeStore{dir: volumesDir(r.b.root)}
+	v, err := vs.Create(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, r, sandbox.CreateRequest{ID: "attacker", SnapshotID: rel, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/data"}}})
+	mustSh(t, r, "attacker", "ln -s / /data/root && ln -s /etc /data/etc && mkdir /data/inside && ln -s inside /data/hop && mkdir -p /data/a && ln -s /etc /data/a/b")
+
+	for i, sub := range []string{"../..", "/etc", "root", "etc", "hop", "a/b", "a/b/ssl", "root/tmp/escaped"} {
+		id := "victim" + string(rune('a'+i))
+		err := r.Create(ctx, sandbox.CreateRequest{ID: id, SnapshotID: rel, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/mnt/v", Subpath: sub}}})
+		if err == nil {
+			out := sh(t, r, id, "ls /mnt/v; cat /mnt/v/passwd /mnt/v/hostname 2>&1")
+			t.Errorf("subpath %q: sandbox created; it sees %q", sub, out.Stdout)
+			continue
+		}
+		t.Logf("subpath %q refused: %v", sub, err)
+		if _, err := os.Lstat(r.dir(id)); err == nil {
+			t.Errorf("subpath %q: a refused sandbox was left behind", sub)
+		}
+	}
+	if _, err := os.Stat("/tmp/escaped"); err == nil {
+		t.Error("a subpath was created outside the volume, at /tmp/escaped")
+	}
+	for _, m := range []sandbox.VolumeMount{
+		{Volume: "missing", MountPath: "/data"},
+		{Volume: "../local-backend", MountPath: "/data"},
+		{Volume: v.ID, MountPath: "/etc/x"},
+		{Volume: v.ID, MountPath: "relative"},
+	} {
+		err := r.Create(ctx, sandbox.CreateRequest{ID: "bad", SnapshotID: rel, Volumes: []sandbox.VolumeMount{m}})
+		if err == nil {
+			t.Errorf("mount %+v: sandbox created", m)
+			_ = r.Delete(ctx, "bad")
+		}
+	}
+}
+
+// The local backend has no registries, and says what to use instead.
+func TestLocalRegistriesRefused(t *testing.T) {
+	_, err := NewBackend().Registries(context.Background(), sandbox.ProviderConfig{})
+	if err == nil || !strings.Contains(err.Error(), "need a daytona provider") {
+		t.Fatalf("Registries: %v", err)
+	}
+}
