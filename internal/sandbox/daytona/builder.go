@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -191,18 +190,6 @@ func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState
 	s, err := b.C.GetSnapshot(ctx, id)
 	if err != nil {
 		return sandbox.BuildState{}, fmt.Errorf("daytona: build state of %s: %w", id, err)
-	}
-	if s.State != SnapshotRemoving && b.C.target != "" && !slices.Contains(s.RegionIDs, b.C.target) {
-		// Sandboxes are created in the provider's target: a snapshot elsewhere (the target
-		// changed) reads as Failed, so the next plan rebuilds it there (ensure). A target
-		// that is one of the snapshot's region ids needs no lookup.
-		region, err := b.C.ResolveRegion(ctx, b.C.target)
-		if err != nil {
-			return sandbox.BuildState{}, fmt.Errorf("daytona: build state of %s: %w", id, err)
-		}
-		if !inRegion(s, region) {
-			return sandbox.BuildState{Status: sandbox.StatusFailed, Reason: notInRegionReason(s, region)}, nil
-		}
 	}
 	switch s.State {
 	case SnapshotActive:

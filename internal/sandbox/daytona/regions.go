@@ -143,8 +143,21 @@ func inRegion(s *Snapshot, region RegionRef) bool {
 	return region.ID == "" || slices.Contains(s.RegionIDs, region.ID)
 }
 
-// notInRegionReason is the Failed reason of a snapshot that lives in other regions.
-func notInRegionReason(s *Snapshot, region RegionRef) string {
-	return fmt.Sprintf("snapshot is in Daytona region(s) %s, not in %s where sandboxes are created; the next apply builds it there",
-		strings.Join(s.RegionIDs, ", "), region)
+// snapshotTarget is the target of a sandbox made from snapshot name: "" (the client's
+// target, the sandbox provider's) when the snapshot is there, else the snapshot's own
+// region. A snapshot lives only in its region (Daytona answers a create elsewhere with 400
+// "Snapshot X is not available in region Y"); it was built in the environment's region,
+// or in the target's at the time, so its sandboxes run where it lives. When the snapshot
+// cannot be read, the create itself reports why.
+func (r *Runtime) snapshotTarget(ctx context.Context, name string) string {
+	s, err := r.C.GetSnapshot(ctx, name)
+	if err != nil || len(s.RegionIDs) == 0 || slices.Contains(s.RegionIDs, r.C.target) {
+		return ""
+	}
+	if r.C.target != "" {
+		if ref, err := r.C.ResolveRegion(ctx, r.C.target); err == nil && inRegion(s, ref) {
+			return ""
+		}
+	}
+	return s.RegionIDs[0]
 }

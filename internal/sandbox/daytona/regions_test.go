@@ -11,10 +11,11 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
 )
 
-// A snapshot lives only in its region and a sandbox is created in the provider's target,
-// so the builder creates snapshots in the target's region (resolving a region name to its
-// id, which snapshot create requires), a snapshot from another region reads as Failed and
-// is rebuilt in the target's, and a sandbox from it is created there.
+// A snapshot lives only in its region (Daytona answers a sandbox create elsewhere with
+// 400), so the builder creates snapshots in the target's region (resolving a region name
+// to its id, which snapshot create requires) or the environment's, replaces one found in
+// another region when asked to build it, and sandboxes are created where their snapshot
+// lives.
 func TestSnapshotsFollowTheTargetRegion(t *testing.T) {
 	t.Parallel()
 	srv := daytonatest.NewServer(t, daytonatest.WithRegions(
@@ -26,24 +27,33 @@ func TestSnapshotsFollowTheTargetRegion(t *testing.T) {
 	}
 	def, eu := client(""), client("eu")
 
-	// Built with no target: in the organization's default region.
+	// Built with no target: in the organization's default region, where Daytona refuses
+	// sandboxes of other regions.
 	snap := readySnapshot(t, ctx, def, "echo regions")
 	if s, err := def.GetSnapshot(ctx, snap); err != nil || strings.Join(s.RegionIDs, ",") != "r-us-1" {
 		t.Fatalf("snapshot without a target: %+v %v", s, err)
 	}
+	_, err := eu.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "raw", Snapshot: snap})
+	if err == nil || !strings.Contains(err.Error(), "400 Snapshot "+snap+" is not available in region r-eu-1") {
+		t.Fatalf("raw create in eu from a snapshot in us: %v; want Daytona's 400", err)
+	}
+	// The runtime creates the sandbox where the snapshot lives, and the snapshot reads as
+	// Ready (it is usable: no rebuild on every plan).
 	rt := &daytona.Runtime{C: eu, WorkDir: "/workspace"}
-	err := rt.Create(ctx, sandbox.CreateRequest{ID: "in-eu", SnapshotID: snap})
-	if err == nil || !strings.Contains(err.Error(), "is not available in region r-eu-1") {
-		t.Fatalf("create in eu from a snapshot in us: %v; want Daytona's 400", err)
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "follows", SnapshotID: snap}); err != nil {
+		t.Fatalf("create from a snapshot in another region: %v", err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "follows") })
+	if sb, err := eu.GetSandbox(ctx, "follows"); err != nil || sb.Target != "r-us-1" {
+		t.Fatalf("sandbox: %+v %v; want it in the snapshot's region", sb, err)
+	}
+	b := daytona.NewBuilder(eu)
+	if st, err := b.BuildState(ctx, snap); err != nil || st.Status != sandbox.StatusReady {
+		t.Fatalf("build state: %+v %v", st, err)
 	}
 
-	// The provider's target is eu: the snapshot reads as Failed, naming the regions.
-	b := daytona.NewBuilder(eu)
-	st, err := b.BuildState(ctx, snap)
-	if err != nil || st.Status != sandbox.StatusFailed || !strings.Contains(st.Reason, `region r-eu-1 ("eu", resolved by name)`) {
-		t.Fatalf("build state in another region: %+v %v", st, err)
-	}
-	// The next build makes it in eu (by the region's id) and sandboxes can use it.
+	// Asked to build it with the target eu, the builder replaces it with one made in eu
+	// (by the region's id), and sandboxes from it run there.
 	req := buildReq("echo regions")
 	if err := b.StartBuild(ctx, req); err != nil {
 		t.Fatal(err)
@@ -79,8 +89,18 @@ func TestSnapshotsFollowTheTargetRegion(t *testing.T) {
 	if err := b.StartBuild(ctx, pinned); err != nil {
 		t.Fatal(err)
 	}
+	if st := waitBuild(t, ctx, b, pinned.ID); st.Status != sandbox.StatusReady {
+		t.Fatalf("build in us: %+v", st)
+	}
 	if s, err := eu.GetSnapshot(ctx, pinned.ID); err != nil || strings.Join(s.RegionIDs, ",") != "r-us-1" {
 		t.Fatalf("snapshot with its own region: %+v %v", s, err)
+	}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "pinned", SnapshotID: pinned.ID}); err != nil {
+		t.Fatalf("create from the pinned snapshot: %v", err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "pinned") })
+	if sb, err := eu.GetSandbox(ctx, "pinned"); err != nil || sb.Target != "r-us-1" {
+		t.Fatalf("sandbox of the pinned snapshot: %+v %v", sb, err)
 	}
 
 	// A region the organization does not have is refused, naming those it has.
