@@ -57,7 +57,7 @@ const (
 
 // ReexecMain runs this process as the program the local backend started it as, and
 // exits; in any other process it does nothing and returns. The backend runs no binary of
-// its own: it re-executes the program that uses it (os.Executable) as four helpers,
+// its own: it re-executes the program that uses it (os.Executable) as five helpers,
 // recognised by their arguments, environment and, for the init, pid:
 //
 //   - the setup step (setup.go), as root (of the host, or of the user namespace
@@ -65,7 +65,8 @@ const (
 //     mounts what the sandbox gets and execs bwrap;
 //   - the sandbox init (this file), PID 1 of a sandbox;
 //   - the build shim (setup.go), which starts a build script in nested namespaces;
-//   - the unshift step (shift.go), which gives a finished build's layer back to root.
+//   - the unshift step (shift.go), which gives a finished build's layer back to root;
+//   - a build's egress proxy (buildegress.go), beside a build whose network it carries.
 //
 // Every binary whose process creates local sandboxes or builds (the provider, the
 // harness, and the test binary of every package whose tests do) must call it, through
