@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/asuser"
 	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
@@ -108,5 +109,21 @@ func TestBuildEgressBlockedAndBadPatterns(t *testing.T) {
 		Spec: sandbox.SnapshotSpec{Image: sandbox.PlatformImage}, Egress: &sandbox.BuildEgress{AllowDomains: []string{"https://pypi.org/"}}})
 	if err == nil || !strings.Contains(err.Error(), "allow_domains") {
 		t.Fatalf("StartBuild with a URL in the allow list: %v", err)
+	}
+}
+
+// TestUnprivilegedBuildEgress runs the build egress test again as a user without
+// privileges (outer user namespace, no id slot, no idmapped socket directory): as root,
+// through a copy of this test binary started as that user; otherwise it already ran so.
+func TestUnprivilegedBuildEgress(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: not root, so TestBuildEgressReachesOnlyItsAllowList already ran unprivileged")
+	}
+	run := asuser.Prepare(t, "local.test")
+	out, err := run.Command(sandboxPath, nil, "-test.run=^TestBuildEgressReachesOnlyItsAllowList$", "-test.v").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestBuildEgressReachesOnlyItsAllowList") {
+		t.Fatalf("as uid %d: %v\n%s", unprivUID, err, out)
 	}
 }
