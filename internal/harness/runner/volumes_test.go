@@ -1,0 +1,104 @@
+package runner_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
+	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// A volume listed in an environment's volumes is mounted in the sandbox of every
+// session of that environment: a file one session's sandbox writes there is read in
+// another session's sandbox, while each keeps its own workspace.
+func TestVolumeSharedBetweenSessions(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	st := f.env.Store
+	prov, err := st.GetSandboxProvider(ctx, "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := backends.Default().Get(prov.Type)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := controlplane.New(st).Provider(ctx, prov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := be.Volumes(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vs.Create(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = vs.Delete(context.Background(), v.ID) })
+	if err := st.CreateVolume(ctx, store.Volume{Name: "shared", Provider: "local", Owner: harnesstest.Owner, RemoteID: v.ID}); err != nil {
+		t.Fatal(err)
+	}
+	env, err := st.GetEnvironment(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "shared", MountPath: "/data"}}
+	if err := st.UpdateEnvironment(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+
+	writer, ws := f.session(t, "writer", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(exec("echo from-session-a > /data/note && echo private > mine.txt"), text("written")),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	reader, rs := f.session(t, "reader", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(exec("cat /data/note; ls mine.txt 2>&1; echo ok > /data/reply"), text("read")),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	mustRun(t, writer, ws, "write")
+	mustRun(t, reader, rs, "read")
+	if got := f.env.Runtime.Calls("Create"); got != 2 {
+		t.Fatalf("Create called %d times; want one sandbox per session", got)
+	}
+	res := results(t, st, rs)
+	out, _ := res[len(res)-1]["text"].(string)
+	if !strings.Contains(out, "from-session-a") {
+		t.Fatalf("session B's sandbox read %q from the volume; want session A's file", out)
+	}
+	if !strings.Contains(out, "No such file") {
+		t.Fatalf("session B's sandbox sees session A's workspace: %q", out)
+	}
+}
+
+// A sandbox whose environment mounts a volume that is gone is refused with the reason,
+// rather than created without the volume.
+func TestVolumeMissingRefusesSandbox(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	st := f.env.Store
+	env, err := st.GetEnvironment(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "gone", MountPath: "/data"}}
+	if err := st.UpdateEnvironment(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	r, sid := f.session(t, "w", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(exec("ls /data"), text("done")),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	mustRun(t, r, sid, "go")
+	if got := f.env.Runtime.Calls("Create"); got != 0 {
+		t.Fatalf("Create called %d times for an environment whose volume is gone; want 0", got)
+	}
+	res := results(t, st, sid)
+	out, _ := res[len(res)-1]["text"].(string)
+	if !strings.Contains(out, `volume "gone"`) {
+		t.Fatalf("the tool result %q does not say which volume is missing", out)
+	}
+}
