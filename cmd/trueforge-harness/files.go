@@ -33,10 +33,10 @@ func newFilesCmd(g *globals) *cobra.Command {
 				return writeJSON(out, doc)
 			}
 			tw := newTable(out)
-			fmt.Fprintln(tw, "OFFERED FILE\tSIZE\tSHA256\tCLASSIFICATION\tEXPIRES\tSNAPSHOT\tSOURCE EVENT\tCOMMANDS")
+			fmt.Fprintln(tw, "OFFERED FILE\tSIZE\tSHA256\tCLASSIFICATION\tEXPIRES\tSNAPSHOT\tSOURCE EVENT\tCOMMANDS\tMANIFEST\tSESSION INSTALLS")
 			for _, a := range doc.Offered {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\n", a.Path, a.Size, a.SHA256[:min(16, len(a.SHA256))], a.Classification,
-					a.ExpiresAt.Format(time.RFC3339), a.Snapshot, a.SourceEvent, len(a.Commands))
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\t%s\n", a.Path, a.Size, a.SHA256[:min(16, len(a.SHA256))], a.Classification,
+					a.ExpiresAt.Format(time.RFC3339), a.Snapshot, a.SourceEvent, len(a.Commands), lineageCells(a))
 			}
 			tw.Flush()
 			ws := doc.Workspace

@@ -24,6 +24,9 @@ type offeredFileJSON struct {
 	Sandbox        string    `json:"sandbox"`
 	SourceEvent    int64     `json:"source_event"`
 	Commands       []string  `json:"commands"`
+	// ManifestDigest and SessionInstalls are the packages' lineage (supply-chain guide).
+	ManifestDigest  string        `json:"manifest_digest"`
+	SessionInstalls []packageJSON `json:"session_installs"`
 }
 
 // workspaceJSON is the session's sandbox workspace: listed only when the sandbox
@@ -55,7 +58,8 @@ func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, err
 			cmds = []string{}
 		}
 		doc.Offered = append(doc.Offered, offeredFileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification,
-			ExpiresAt: a.ExpiresAt.UTC(), Snapshot: a.SnapshotID, Sandbox: a.SandboxID, SourceEvent: a.SourceEvent, Commands: cmds})
+			ExpiresAt: a.ExpiresAt.UTC(), Snapshot: a.SnapshotID, Sandbox: a.SandboxID, SourceEvent: a.SourceEvent, Commands: cmds,
+			ManifestDigest: a.ManifestDigest, SessionInstalls: packagesOf(a.SessionInstalls)})
 	}
 	ws := &doc.Workspace
 	rec, err := h.store.GetSessionSandbox(ctx, s.ID)

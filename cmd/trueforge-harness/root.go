@@ -52,7 +52,7 @@ func newRootCmd() *cobra.Command {
 		"who you are, checked against a session's owner (default $TRUEFORGE_OWNER, else the OS user); on PostgreSQL you are the database role, and a different --owner is refused")
 	root.PersistentFlags().StringVar(&g.policyFile, "policy", os.Getenv("TRUEFORGE_POLICY"),
 		"the operator's rules for MCP calls, a JSON file (default $TRUEFORGE_POLICY; none: allowed_tools alone decides); see docs/guides/mcp-policy.md")
-	root.AddCommand(newRunCmd(g), newChatCmd(g), newAgentsCmd(g), newEnvironmentsCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g),
+	root.AddCommand(newRunCmd(g), newChatCmd(g), newAgentsCmd(g), newEnvironmentsCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newSnapshotsCmd(g),
 		newServeCmd(g), newUsersCmd(g), newDBCmd(g), newVersionCmd())
 	markUsageErrors(root)
 	return root

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/manifest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -45,8 +46,11 @@ type fileJSON struct {
 	SandboxID      string    `json:"sandbox_id"`
 	SourceEvent    int64     `json:"source_event"`
 	Commands       []string  `json:"commands"`
-	OfferedAt      time.Time `json:"offered_at"`
-	URL            string    `json:"url"`
+	// ManifestDigest and SessionInstalls are the packages' lineage (supply-chain guide).
+	ManifestDigest  string             `json:"manifest_digest"`
+	SessionInstalls []manifest.Package `json:"session_installs"`
+	OfferedAt       time.Time          `json:"offered_at"`
+	URL             string             `json:"url"`
 }
 
 // workspaceJSON lists a directory of the session's sandbox.
@@ -108,9 +112,12 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *caller) er
 	for _, a := range arts { // oldest first: a later offer of a path replaces an earlier one
 		f := fileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification, ExpiresAt: a.ExpiresAt.UTC(),
 			Expired: !now.Before(a.ExpiresAt), SnapshotID: a.SnapshotID, SandboxID: a.SandboxID, SourceEvent: a.SourceEvent,
-			Commands: a.Commands, OfferedAt: a.CreatedAt.UTC(), URL: fileURL(ss.ID, a.Path)}
+			Commands: a.Commands, ManifestDigest: a.ManifestDigest, SessionInstalls: a.SessionInstalls, OfferedAt: a.CreatedAt.UTC(), URL: fileURL(ss.ID, a.Path)}
 		if f.Commands == nil {
 			f.Commands = []string{}
+		}
+		if f.SessionInstalls == nil {
+			f.SessionInstalls = []manifest.Package{}
 		}
 		if i, ok := newest[a.Path]; ok {
 			out[i] = f

@@ -369,6 +369,7 @@ func offerArtifact(ctx context.Context, in invocation, args OfferArtifactArgs) R
 			SourceEvent: in.c.Event, Classification: args.Classification, ExpiresAt: now.Add(ttl), SnapshotID: l.Record.SnapshotID,
 			SandboxID: l.Record.SandboxID, Commands: cmds, Content: b, CreatedAt: now,
 		}
+		a.ManifestDigest, a.SessionInstalls = in.sessionLineage(ctx, l, len(cmds)) // lineage.go
 		if err := in.x.Store.PutArtifact(ctx, a); err != nil {
 			return "offer_artifact: " + err.Error(), true, false
 		}
