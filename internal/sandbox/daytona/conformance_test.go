@@ -15,9 +15,8 @@ func TestConformance(t *testing.T) {
 	sandboxtest.RunRuntimeTests(t, func(t *testing.T) sandboxtest.Fixture {
 		// Transitions take time, as on Daytona, so that lifecycle calls race them.
 		_, c, rt, snap := newRuntime(t, transitionDelays(30*time.Millisecond)...)
+		// Commands run as session commands, whose logs keep stdout and stderr apart.
 		return sandboxtest.Fixture{Runtime: rt, Snapshot: snap, Capabilities: daytona.NewBackend().Info().Capabilities,
-			// The toolbox's /process/execute returns one combined stream.
-			CombinedOutput: true,
 			Secret: func(t *testing.T, environment, envName, value string) string {
 				name := daytona.SecretName(environment, envName)
 				if _, err := c.CreateSecret(testCtx(t), daytona.CreateSecretRequest{Name: name, Value: value, Hosts: []string{"api.example.com"}}); err != nil {

@@ -15,44 +15,58 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
-// Interactive commands (sandbox.ExecRequest.Interactive) run as session commands, since
-// /process/execute has no stdin, no streaming and cannot be stopped:
+// Commands (Runtime.Exec) run as session commands, interactive or not: the daemon's
+// /process/execute runs a command without the request's context and kills it only at its
+// own timeout (apps/daemon/pkg/toolbox/process/execute.go, v0.190), so a cancelled turn
+// would leave it running; it has no stdin and answers only when the command ends, over
+// a request held open for as long as the command runs. A session command can be killed,
+// and its output read while it runs:
 //
 //  1. POST /process/session with a random id, then .../exec {runAsync, suppressInputEcho}
-//     with one shell line, interactiveScript under /bin/sh, given the working
-//     directory, the environment and the argv as quoted arguments.
-//  2. Each chunk read from Stdin is sent at once as one POST .../input line; the script
-//     decodes it (escapeInput) into the command's stdin, so bytes arrive exactly,
-//     partial lines included, and EOF of Stdin becomes EOF of the command's stdin,
-//     which the daemon alone never gives a session command.
+//     with one shell line: a script under /bin/sh given the working directory, the
+//     environment and the argv as quoted arguments. An interactive command with Stdin
+//     gets interactiveScript; any other gets fileScript, its stdin a file (a plain
+//     command's Stdin, uploaded to the work directory first and deleted after) or
+//     /dev/null.
+//  2. Interactive: each chunk read from Stdin is sent at once as one POST .../input
+//     line; the script decodes it (escapeInput) into the command's stdin, so bytes
+//     arrive exactly, partial lines included, and EOF of Stdin becomes EOF of the
+//     command's stdin, which the daemon alone never gives a session command.
 //  3. GET .../logs is polled (JSON, streams apart) and the bytes new since the last
 //     poll go to Stdout and Stderr: at once after input was sent, then every pollMin
-//     while output flows and for pollActive after output or input, then doubling to
-//     pollMax while the command is quiet; never more often than a poll takes (against
+//     while output flows and for pollActive after output, input or the start, then
+//     doubling while the command is quiet, up to pollMax for an interactive command
+//     and plainPollMax for a plain one; never more often than a poll takes (against
 //     Daytona, a request round trip). On a quiet poll GET .../command/{id} is read for
-//     the exit code; the logs read after it appears are complete. So output reaches
-//     the writers about pollMin after the daemon logged it while a conversation goes
-//     on, and within pollMax (plus a round trip) otherwise; a round trip of a line on
-//     the emulator takes 2.5 ms and about 4 requests (BenchmarkInteractiveRoundTrip),
-//     a quiet command costs 2 requests per pollMax.
+//     the exit code; the logs read after it appears are complete. A plain command with
+//     neither Stdout nor Stderr set polls only the exit code and reads the logs once at
+//     the end. So output reaches the writers about pollMin after the daemon logged it
+//     while it flows, and within the poll interval (plus a round trip) otherwise; a
+//     round trip of a line on the emulator takes 2.5 ms and about 4 requests
+//     (BenchmarkInteractiveRoundTrip), a quiet command costs one or two requests per
+//     interval; a short plain command takes about 6 requests (BenchmarkExecRoundTrip).
 //  4. At the end, on cancel and on timeout, DELETE of the session kills what the
 //     command left (the daemon signals the session shell's process group and every
-//     descendant: SIGTERM, then SIGKILL after up to 5 s) and answers once they are gone.
+//     descendant: SIGTERM, then SIGKILL after up to 5 s) and answers once they are gone,
+//     so a cancelled Exec returns after the command's processes have ended.
 //
 // Limits, from the daemon: output reaches the log, and so the writers, a whole line at a
 // time (a partial line shows once its newline is written or the command ends); a last
 // line without a newline gets one; NUL bytes are dropped and invalid UTF-8 is replaced
 // (the logs are JSON text). Each poll reads the whole log, three copies of the output
 // in one JSON answer, so an answer over 64 MiB (about 21 MiB of output) stops the
-// command with an error wrapping sandbox.ErrTooLarge. Stdin costs the script about
-// 5 MB/s (the shell reads its input a byte at a time). The argv and environment go
-// through the kernel's exec: 128 KiB per string, 1 MiB in all (as on the local
-// backend). The command text (with the environment's values) can be read through
-// GET /process/session until the session is deleted, so secrets belong in the
+// command with an error wrapping sandbox.ErrTooLarge. Stdin of an interactive command
+// costs the script about 5 MB/s (the shell reads its input a byte at a time). The argv
+// and environment go through the kernel's exec: 128 KiB per string, 1 MiB in all (as on
+// the local backend). The command text (with the environment's values) can be read
+// through GET /process/session until the session is deleted, so secrets belong in the
 // sandbox's Daytona secrets, never in ExecRequest.Env.
 const (
 	pollMin = 2 * time.Millisecond
 	pollMax = 50 * time.Millisecond
+	// plainPollMax is pollMax for a command that is not interactive: nobody waits on
+	// its output to answer it, and such commands may run for half an hour.
+	plainPollMax = 500 * time.Millisecond
 	// pollActive is how long polls stay at pollMin after output or input before they
 	// back off: an answer to input usually takes a few milliseconds.
 	pollActive = 20 * time.Millisecond
@@ -70,8 +84,8 @@ const (
 	maxArgs = 1 << 20
 )
 
-// interactiveScript runs a command for Runtime.Exec with Interactive, as
-// `/bin/sh -c interactiveScript sh DIR NAME=VALUE... -- ARGV...`. With stdin it makes a
+// interactiveScript runs a command for Runtime.Exec with Interactive and Stdin, as
+// `/bin/sh -c interactiveScript sh DIR NAME=VALUE... -- ARGV...`. It makes a
 // FIFO for the command's stdin and a relay that reads the daemon's input pipe a line at
 // a time: ":" and escaped bytes (escapeInput) are written to the FIFO as they come, any
 // other line ends the relay so the command reads EOF. The relay is killed when the
@@ -92,27 +106,58 @@ cd "$1" || exit
 shift
 while [ "$1" != -- ]; do export "$1"; shift; done
 shift
-"$@" <"$d/i"`
+"$@" <"$d/i"
+c=$?
+` + printEnd
 
-// noStdinScript is interactiveScript for a command without Stdin: stdin is /dev/null.
-const noStdinScript = `cd "$1" || exit
-shift
+// printEnd ends a script: after the command, the end marker (endPlaceholder, replaced by
+// the command's own) as a line on stdout and on stderr, then the command's exit code.
+// The daemon's read loop ends a command's last line with a newline whether it had one
+// or not; with the marker after it, that line is the marker's, so logStream, dropping
+// the marker, gives back the streams exactly.
+const printEnd = `printf '%s\n' @END@
+printf '%s\n' @END@ >&2
+exit $c`
+
+// endPlaceholder stands for the end marker in the scripts.
+const endPlaceholder = "@END@"
+
+// fileScript runs a command whose stdin is a file (/dev/null for none), as
+// `/bin/sh -c fileScript sh DIR FILE NAME=VALUE... -- ARGV...`. Stdin is redirected
+// before the environment is exported, so no variable of it changes which file is read.
+// The command runs under setsid when the sandbox has it (util-linux and BusyBox do; it
+// does not fork, as the script's child is no process group leader): deleting the
+// session at the end signals the session shell's process group and the processes
+// under it, so a background process the command left (a server started with `&`,
+// reparented when its parent ended) survives only outside that group, as it survives
+// a command on the local backend; cancel still reaches the command and what runs under
+// it, through the daemon's walk of the process tree.
+const fileScript = `cd "$1" || exit
+exec <"$2" || exit
+shift 2
 while [ "$1" != -- ]; do export "$1"; shift; done
 shift
-exec "$@" </dev/null`
+if command -v setsid >/dev/null 2>&1; then setsid "$@"; else "$@"; fi
+c=$?
+` + printEnd
 
 // inputEOF is the line that ends the relay.
 const inputEOF = "EOF\n"
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// interactiveCommand is the session command line for argv in dir with env.
-func interactiveCommand(dir string, env map[string]string, argv []string, stdin bool) (string, error) {
-	script := noStdinScript
-	if stdin {
-		script = interactiveScript
+// commandLine is the session command line for argv in dir with env: with live, stdin
+// is relayed from input requests (interactiveScript), else read from stdinFile
+// (fileScript; "" = /dev/null). end is the command's end marker (newEndMarker).
+func commandLine(dir string, env map[string]string, argv []string, live bool, stdinFile, end string) (string, error) {
+	script, args := interactiveScript, []string{dir}
+	if !live {
+		if stdinFile == "" {
+			stdinFile = "/dev/null"
+		}
+		script, args = fileScript, append(args, stdinFile)
 	}
-	args := []string{dir}
+	script = strings.ReplaceAll(script, endPlaceholder, end)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if !envNameRE.MatchString(k) {
 			return "", fmt.Errorf("environment variable name %q is not a shell name", k)
@@ -156,10 +201,16 @@ func escapeInput(p []byte) string {
 	return b.String()
 }
 
+// newEndMarker returns a command's end marker: random, so that no output of the
+// command is taken for it, and made of characters a shell script and JSON carry as
+// they are.
+func newEndMarker() string { return "trueforge-end-" + randHex() + randHex() }
+
 // logStream delivers one stream of a command's log: the bytes past those delivered, in
-// whole lines while the command runs.
+// whole lines while the command runs, without the end marker's line.
 type logStream struct {
 	seen, sent int
+	end        string // the end marker's line: marker and newline
 	buf        *sandbox.OutputBuffer
 	w          io.Writer // the caller's; nil once it failed
 }
@@ -167,6 +218,11 @@ type logStream struct {
 // update takes the stream's text so far and delivers what is new (all of it with all,
 // else up to its last newline). grew reports a longer text than last time.
 func (s *logStream) update(text string, all bool) (grew bool) {
+	// The marker comes last, unless a background child of the command writes after it;
+	// taking it out leaves the bytes as written either way.
+	if i := strings.Index(text, s.end); i >= 0 {
+		text = text[:i] + text[i+len(s.end):]
+	}
 	if len(text) > s.seen {
 		grew, s.seen = true, len(text)
 	}
@@ -191,23 +247,33 @@ func (s *logStream) update(text string, all bool) (grew bool) {
 	return grew
 }
 
-// session is one interactive command's session.
+// session is one command's session.
 type session struct {
 	r       *Runtime
 	sb      *Sandbox
 	sid     string
 	cmdID   string
+	stream  bool          // deliver output while the command runs
+	maxPoll time.Duration // the longest interval between polls
 	kick    chan struct{} // input was sent: poll soon
 	stdinEr chan error    // input could not be sent
 }
 
-func (r *Runtime) execInteractive(ctx context.Context, id string, sb *Sandbox, req sandbox.ExecRequest, argv []string, cwd string) (sandbox.ExecResult, error) {
+// execSession runs argv in cwd as a session command (see the top of this file). A plain
+// (not interactive) command reads its stdin from stdinFile in the sandbox ("" = none).
+func (r *Runtime) execSession(ctx context.Context, id string, sb *Sandbox, req sandbox.ExecRequest, argv []string, cwd, stdinFile string) (sandbox.ExecResult, error) {
 	res := sandbox.ExecResult{ExitCode: -1}
-	line, err := interactiveCommand(cwd, req.Env, argv, req.Stdin != nil)
+	live := req.Interactive && req.Stdin != nil
+	end := newEndMarker()
+	line, err := commandLine(cwd, req.Env, argv, live, stdinFile, end)
 	if err != nil {
 		return res, err
 	}
-	s := &session{r: r, sb: sb, sid: "trueforge-" + randHex(), kick: make(chan struct{}, 1), stdinEr: make(chan error, 1)}
+	s := &session{r: r, sb: sb, sid: "trueforge-" + randHex(), kick: make(chan struct{}, 1), stdinEr: make(chan error, 1),
+		stream: req.Interactive || req.Stdout != nil || req.Stderr != nil, maxPoll: plainPollMax}
+	if req.Interactive {
+		s.maxPoll = pollMax
+	}
 	if err := r.C.CreateSession(ctx, sb, s.sid); err != nil {
 		return res, r.toolboxErr(ctx, id, err)
 	}
@@ -240,7 +306,7 @@ func (r *Runtime) execInteractive(ctx context.Context, id string, sb *Sandbox, r
 		runCtx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
-	if req.Stdin != nil {
+	if live {
 		// The forwarder may be blocked reading Stdin when Exec returns; fwdCtx keeps it
 		// from sending anything after that, and closing Stdin (Exec does, for an
 		// io.Closer) releases it.
@@ -249,8 +315,8 @@ func (r *Runtime) execInteractive(ctx context.Context, id string, sb *Sandbox, r
 		go s.forward(fwdCtx, req.Stdin)
 	}
 
-	out := &logStream{buf: sandbox.NewOutputBuffer(req.OutputCap), w: req.Stdout}
-	errOut := &logStream{buf: sandbox.NewOutputBuffer(req.OutputCap), w: req.Stderr}
+	out := &logStream{end: end + "\n", buf: sandbox.NewOutputBuffer(req.OutputCap), w: req.Stdout}
+	errOut := &logStream{end: end + "\n", buf: sandbox.NewOutputBuffer(req.OutputCap), w: req.Stderr}
 	finish := func() {
 		res.Duration = time.Since(start)
 		var t bool
@@ -317,12 +383,15 @@ func (s *session) poll(ctx context.Context, out, errOut *logStream) (int, error)
 		case <-timer.C:
 		}
 		began := time.Now()
-		logs, err := c.SessionCommandLogs(ctx, s.sb, s.sid, s.cmdID)
-		if err != nil {
-			return 0, err
+		grew := false
+		if s.stream {
+			logs, err := c.SessionCommandLogs(ctx, s.sb, s.sid, s.cmdID)
+			if err != nil {
+				return 0, err
+			}
+			grew = out.update(logs.Stdout, false)
+			grew = errOut.update(logs.Stderr, false) || grew
 		}
-		grew := out.update(logs.Stdout, false)
-		grew = errOut.update(logs.Stderr, false) || grew
 		if grew {
 			interval, active = pollMin, began
 		} else {
@@ -342,7 +411,7 @@ func (s *session) poll(ctx context.Context, out, errOut *logStream) (int, error)
 				return *cmd.ExitCode, nil
 			}
 			if time.Since(active) > pollActive {
-				interval = min(interval*2, pollMax)
+				interval = min(interval*2, s.maxPoll)
 			}
 		}
 		// Never poll more often than a poll takes: a large log costs its transfer.

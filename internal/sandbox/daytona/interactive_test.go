@@ -80,13 +80,14 @@ func TestInteractiveBytes(t *testing.T) {
 	}
 }
 
-// TestInteractiveNoStdin: without Stdin the command reads EOF at once; the daemon's line
-// framing ends a last line without newline with one; exit codes come through.
+// TestInteractiveNoStdin: without Stdin the command reads EOF at once; a last line
+// without a newline comes back without one (the end marker takes the newline the
+// daemon's line framing adds); exit codes come through.
 func TestInteractiveNoStdin(t *testing.T) {
 	t.Parallel()
 	_, _, rt := interactiveSandbox(t)
 	res, err := interactive(t, rt, sandbox.ExecRequest{Shell: "cat; printf 'a\\nb'; printf e >&2; exit 3"})
-	if err != nil || res.ExitCode != 3 || string(res.Stdout) != "a\nb\n" || string(res.Stderr) != "e\n" {
+	if err != nil || res.ExitCode != 3 || string(res.Stdout) != "a\nb" || string(res.Stderr) != "e" {
 		t.Fatalf("%+v %v", res, err)
 	}
 	res, err = interactive(t, rt, sandbox.ExecRequest{Argv: []string{"no-such-command-here"}})

@@ -45,9 +45,8 @@ const (
 
 // Runtime is a sandbox.Runtime on Daytona sandboxes through the Client. A sandbox's id is
 // its Daytona name. Files live under WorkDir, which the contract's /workspace paths map
-// to; commands run through the toolbox's /process/execute, which returns stdout and
-// stderr combined: ExecResult.Stdout carries both and Stderr is empty. Interactive
-// commands run as session commands instead, with the streams apart (interactive.go).
+// to; commands run as the toolbox's session commands, with stdout and stderr apart and
+// cancel reaching the sandbox (interactive.go).
 //
 // Limits must match the snapshot's resources, which Daytona enforces (the environment's cpu,
 // memory and disk); other limits are refused, and so is Egress (a Daytona sandbox cannot
@@ -150,7 +149,6 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 		cr.DomainAllowList = strings.Join(req.AllowDomains, ",")
 	}
 	cr.Volumes = sandboxVolumes(req.Volumes)
-	cr.Target = r.snapshotTarget(ctx, req.SnapshotID) // regions.go
 	envs := make([]string, 0, len(req.Secrets))
 	for env := range req.Secrets {
 		envs = append(envs, env)
@@ -302,10 +300,11 @@ func (r *Runtime) fromSandbox(p string) string {
 	return p
 }
 
-// Exec runs a command through the toolbox. Stdin is uploaded to a temporary file in the
-// work directory and redirected, since /process/execute has no stdin; the output reaches
-// Stdout when the command has ended. With Interactive the command runs as a session
-// command instead, with stdin and output streamed and cancel honoured (interactive.go).
+// Exec runs a command through the toolbox as a session command (interactive.go), so
+// that cancel and timeout kill it in the sandbox and its output, stdout and stderr
+// apart, streams to Stdout and Stderr in lines while it runs. A plain command's Stdin is
+// uploaded to a temporary file in the work directory and redirected; an interactive
+// one's is relayed as it is read.
 func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	if c, ok := req.Stdin.(io.Closer); ok && req.Interactive {
 		defer c.Close() // releases the stdin forwarder and the caller's writer
@@ -318,18 +317,10 @@ func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 }
 
 func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
-	var res sandbox.ExecResult
+	res := sandbox.ExecResult{ExitCode: -1}
 	argv, err := req.Command()
 	if err != nil {
 		return res, err
-	}
-	cmd := req.Shell
-	if cmd == "" {
-		q := make([]string, len(argv))
-		for i, a := range argv {
-			q[i] = shellQuote(a)
-		}
-		cmd = strings.Join(q, " ")
 	}
 	cwd, err := req.WorkingDir()
 	if err != nil {
@@ -340,10 +331,8 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 	if err != nil {
 		return res, err
 	}
-	if req.Interactive {
-		return r.execInteractive(ctx, id, sb, req, argv, cwd)
-	}
-	if req.Stdin != nil {
+	stdinFile := ""
+	if req.Stdin != nil && !req.Interactive {
 		data, err := io.ReadAll(io.LimitReader(req.Stdin, r.maxFile()+1))
 		if err != nil {
 			return res, fmt.Errorf("reading stdin: %w", err)
@@ -351,36 +340,13 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 		if int64(len(data)) > r.maxFile() {
 			return res, fmt.Errorf("stdin: %w", sandbox.ErrTooLarge)
 		}
-		tmp := path.Join(r.workDir(), ".trueforge-stdin-"+randHex())
-		if err := r.C.UploadFile(ctx, sb, tmp, data); err != nil {
+		stdinFile = path.Join(r.workDir(), ".trueforge-stdin-"+randHex())
+		if err := r.C.UploadFile(ctx, sb, stdinFile, data); err != nil {
 			return res, r.toolboxErr(ctx, id, err)
 		}
-		defer func() { _ = r.C.DeleteFile(context.WithoutCancel(ctx), sb, tmp, false) }()
-		// A subshell keeps the redirection off a compound command's parts.
-		cmd = "( " + cmd + "\n) < " + shellQuote(tmp)
+		defer func() { _ = r.C.DeleteFile(context.WithoutCancel(ctx), sb, stdinFile, false) }()
 	}
-	er := ExecuteRequest{Command: cmd, Cwd: cwd, Envs: req.Env}
-	if req.Timeout > 0 {
-		er.Timeout = int((req.Timeout + time.Second - 1) / time.Second)
-	}
-	start := time.Now()
-	out, err := r.C.Execute(ctx, sb, er)
-	res.Duration = time.Since(start)
-	if hasStatus(err, 408) {
-		res.ExitCode, res.TimedOut, res.Limit = 124, true, sandbox.LimitTimeout
-		return res, nil
-	}
-	if err != nil {
-		return res, r.toolboxErr(ctx, id, err)
-	}
-	res.ExitCode = out.ExitCode
-	buf := sandbox.NewOutputBuffer(req.OutputCap)
-	_, _ = buf.Write([]byte(out.Result))
-	res.Stdout, res.Truncated = buf.Bytes()
-	if req.Stdout != nil {
-		_, _ = req.Stdout.Write(res.Stdout)
-	}
-	return res, nil
+	return r.execSession(ctx, id, sb, req, argv, cwd, stdinFile)
 }
 
 // Stop stops the sandbox and waits until it is stopped, archived or gone (stoprace.go);

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,8 +30,11 @@ import (
 //     without a newline gets one, NUL bytes are dropped); the exit code appears after
 //     the output is logged.
 //   - Logs and sync exec answers depend on X-Daytona-SDK-Version (logFormat).
-//   - DELETE kills the session's processes (each command's whole process group) and
-//     answers when they are gone; stopping or deleting the sandbox ends its sessions.
+//   - DELETE kills the session's processes (each command's whole process group, and
+//     on Linux the process tree under each running command, which reaches processes
+//     that left the group with setsid, as the daemon's signalProcessTree does in
+//     apps/daemon/pkg/session/delete.go) and answers when they are gone; stopping or
+//     deleting the sandbox ends its sessions.
 //
 // Differences: commands do not share a shell (cd and variables do not carry from one
 // command of a session to the next), and DELETE sends SIGKILL at once where the daemon
@@ -51,6 +55,9 @@ type tbSession struct {
 	cancel      context.CancelFunc
 	queue       chan *tbCommand // unbounded in practice: see exec
 	runnerDone  chan struct{}
+	// ending is set when the session is being deleted: a command killed by it gets no
+	// exit code, as with the daemon.
+	ending atomic.Bool
 
 	mu       sync.Mutex // guards the commands' mutable fields
 	commands []*tbCommand
@@ -94,6 +101,9 @@ func (s *Server) endSessions(sandbox string, wait bool) {
 		ss.cancel()
 	}
 	s.smu.Unlock()
+	for _, ss := range list {
+		ss.killTrees()
+	}
 	if !wait {
 		return
 	}
@@ -217,6 +227,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	s.smu.Lock()
 	delete(s.sessions, sessionKey(id, ss.id))
 	s.smu.Unlock()
+	ss.killTrees()
 	ss.cancel()
 	select {
 	case <-ss.runnerDone:
@@ -438,7 +449,9 @@ func (ss *tbSession) run(bx box, c *tbCommand) {
 	}
 	ss.mu.Unlock()
 	out, errOut := &labeller{ss: ss, c: c, marker: stdoutMarker}, &labeller{ss: ss, c: c, marker: stderrMarker}
-	code, err := bx.run(ss.ctx, ss.sandbox, proc{command: c.text, env: c.env, stdin: pr, stdout: out, stderr: errOut})
+	// The first line names the command in its shell's argv, for killTrees.
+	command := ": " + treeMarker(c) + "\n" + c.text
+	code, err := bx.run(ss.ctx, ss.sandbox, proc{command: command, env: c.env, stdin: pr, stdout: out, stderr: errOut})
 	out.flush()
 	errOut.flush()
 	ss.mu.Lock()
@@ -447,7 +460,7 @@ func (ss *tbSession) run(bx box, c *tbCommand) {
 	if c.async {
 		pw.Close()
 	}
-	if ss.ctx.Err() != nil {
+	if ss.ctx.Err() != nil || ss.ending.Load() {
 		return // deleted: the runner closes done
 	}
 	var msg []byte
@@ -455,6 +468,25 @@ func (ss *tbSession) run(bx box, c *tbCommand) {
 		code, msg = 1, []byte("daytonatest: "+err.Error())
 	}
 	ss.finish(c, code, msg)
+}
+
+// treeMarker names a command's shell in its argv.
+func treeMarker(c *tbCommand) string { return "daytonatest-command-" + c.id }
+
+// killTrees kills the process trees of the session's running commands (killTree).
+func (ss *tbSession) killTrees() {
+	ss.ending.Store(true)
+	ss.mu.Lock()
+	var running []string
+	for _, c := range ss.commands {
+		if c.started && c.exitCode == nil {
+			running = append(running, treeMarker(c))
+		}
+	}
+	ss.mu.Unlock()
+	for _, m := range running {
+		killTree(m)
+	}
 }
 
 // finish records the exit code after the output (and an emulator error on stderr).

@@ -1,6 +1,7 @@
 package daytonatest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -78,7 +79,10 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		limit = time.Duration(b.Timeout) * time.Second
 	}
 	maps.Copy(env, b.Envs)
-	res, err := bx.exec(r.Context(), id, b.Command, b.Cwd, env, limit)
+	// The daemon runs the command without the request's context
+	// (apps/daemon/pkg/toolbox/process/execute.go, v0.190: exec.Command, killed only by
+	// its timeout's timer): a client that goes away leaves it running.
+	res, err := bx.exec(context.WithoutCancel(r.Context()), id, b.Command, b.Cwd, env, limit)
 	switch {
 	case err != nil:
 		writeErr(w, r, 400, err.Error())

@@ -1,0 +1,201 @@
+package daytona_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+)
+
+// sleepToken is an argument for sleep that no other process on the host has: a test
+// finds the processes it started in the emulator's sandboxes by it.
+func sleepToken(t testing.TB) string {
+	n, err := rand.Int(rand.Reader, big.NewInt(1e9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("3000.%09d", n.Int64())
+}
+
+// hostProcs lists the host's processes whose argv has arg: the emulator's sandboxes run
+// their commands as local processes (daytonatest's localBox, or host processes without
+// bubblewrap), which the host's /proc shows whatever namespaces they are in.
+func hostProcs(t testing.TB, arg string) []string {
+	t.Helper()
+	paths, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		argv := strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
+		if slices.Contains(argv, arg) {
+			out = append(out, filepath.Base(filepath.Dir(p))+" "+strings.Join(argv, " "))
+		}
+	}
+	return out
+}
+
+// waitProcs waits up to d for the processes with arg to number (none when want is
+// false, some when it is true) and returns what it saw last.
+func waitProcs(t testing.TB, arg string, want bool, d time.Duration) ([]string, bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ps := hostProcs(t, arg)
+		if (len(ps) > 0) == want {
+			return ps, true
+		}
+		if time.Now().After(deadline) {
+			return ps, false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestExecCancelKillsTheCommand: cancelling a plain Exec (not Interactive) stops the
+// command and its background children in the sandbox before Exec returns, as the
+// contract says for a cancelled turn. Through /process/execute it could not: the daemon
+// runs that command without the request's context, so it ran on (up to 30 minutes in
+// the harness) after the client had gone.
+func TestExecCancelKillsTheCommand(t *testing.T) {
+	t.Parallel()
+	srv, _, rt := interactiveSandbox(t)
+	tok := sleepToken(t)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	type result struct {
+		res sandbox.ExecResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := rt.Exec(ctx, "inter", sandbox.ExecRequest{Shell: "sleep " + tok + " & sleep " + tok + "; wait", Timeout: time.Minute})
+		done <- result{res, err}
+	}()
+	if ps, ok := waitProcs(t, tok, true, 20*time.Second); !ok || len(ps) < 2 {
+		t.Fatalf("the command's two sleeps did not show on the host: %q", ps)
+	}
+	cancel()
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Exec did not return within 20 s of cancel")
+	}
+	// Exec returns once the session's processes are gone; a short grace covers /proc
+	// catching up with the reaping.
+	if ps, ok := waitProcs(t, tok, false, 2*time.Second); !ok {
+		t.Fatalf("after a cancelled Exec the command still runs in the sandbox: %q", ps)
+	}
+	if !errors.Is(got.err, context.Canceled) || got.res.ExitCode != -1 {
+		t.Fatalf("cancelled Exec: %+v, %v; want exit code -1 and context.Canceled", got.res, got.err)
+	}
+	if ids := srv.Sessions("inter"); len(ids) != 0 {
+		t.Fatalf("sessions left behind: %v", ids)
+	}
+}
+
+// TestEmulatorExecuteOutlivesTheClient: the emulator's /process/execute, like the
+// daemon's, keeps running a command whose client has gone; only its own timeout ends it.
+func TestEmulatorExecuteOutlivesTheClient(t *testing.T) {
+	t.Parallel()
+	_, c, _ := interactiveSandbox(t)
+	sb, err := c.GetSandbox(testCtx(t), "inter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := sleepToken(t)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() {
+		if _, ok := waitProcs(t, tok, true, 20*time.Second); ok {
+			cancel()
+		}
+	}()
+	_, err = c.Execute(ctx, sb, daytona.ExecuteRequest{Command: "sleep " + tok, Timeout: 3})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Execute: %v; want context.Canceled once the command ran", err)
+	}
+	if ps, ok := waitProcs(t, tok, false, time.Second); ok {
+		t.Fatalf("the command ended with its client (%q); the daemon keeps it running", ps)
+	}
+	// Its own timeout (3 s) still ends it.
+	if ps, ok := waitProcs(t, tok, false, 15*time.Second); !ok {
+		t.Fatalf("the command outlived its timeout: %q", ps)
+	}
+}
+
+// toolboxRequests counts the toolbox requests the emulator served (process and files).
+func toolboxRequests(counts map[string]int) int {
+	n := 0
+	for route, c := range counts {
+		if strings.Contains(route, " /process/") || strings.Contains(route, " /files") {
+			n += c
+		}
+	}
+	return n
+}
+
+// BenchmarkExecRoundTrip: a short command (echo) through Runtime.Exec, the client, the
+// emulator's toolbox and a local sandbox, start to exit code and output. It reports the
+// median and the toolbox requests each Exec takes, so that a change of transport shows
+// as a ratio.
+func BenchmarkExecRoundTrip(b *testing.B) {
+	srv, _, rt := interactiveSandbox(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	req := sandbox.ExecRequest{Argv: []string{"echo", "hi"}}
+	if _, err := rt.Exec(ctx, "inter", req); err != nil {
+		b.Fatal(err)
+	}
+	srv.ResetCounts()
+	d := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		res, err := rt.Exec(ctx, "inter", req)
+		if err != nil || res.ExitCode != 0 || string(res.Stdout) != "hi\n" {
+			b.Fatalf("%+v %v", res, err)
+		}
+		d = append(d, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "median-ns/op")
+	b.ReportMetric(float64(toolboxRequests(srv.Counts()))/float64(b.N), "requests/op")
+}
+
+// TestExecBackgroundSurvives: a background process that a finished command left (a
+// server started with &) keeps running after Exec has returned and deleted the
+// command's session, as it does on the local backend and did with /process/execute.
+func TestExecBackgroundSurvives(t *testing.T) {
+	t.Parallel()
+	srv, _, rt := interactiveSandbox(t)
+	tok := sleepToken(t)
+	res, err := rt.Exec(testCtx(t), "inter", sandbox.ExecRequest{Shell: "sleep " + tok + " >/dev/null 2>&1 & echo started"})
+	if err != nil || res.ExitCode != 0 || string(res.Stdout) != "started\n" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if ids := srv.Sessions("inter"); len(ids) != 0 {
+		t.Fatalf("sessions left behind: %v", ids)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if ps := hostProcs(t, tok); len(ps) != 1 {
+		t.Fatalf("the background sleep after Exec returned: %q; want it running", ps)
+	}
+}
