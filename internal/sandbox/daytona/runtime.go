@@ -149,6 +149,7 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 		cr.DomainAllowList = strings.Join(req.AllowDomains, ",")
 	}
 	cr.Volumes = sandboxVolumes(req.Volumes)
+	cr.Target = r.snapshotTarget(ctx, req.SnapshotID) // regions.go
 	envs := make([]string, 0, len(req.Secrets))
 	for env := range req.Secrets {
 		envs = append(envs, env)
