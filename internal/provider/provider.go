@@ -222,6 +222,8 @@ func (p *trueforgeProvider) Resources(context.Context) []func() resource.Resourc
 		NewSandboxProviderResource,
 		NewEnvironmentResource,
 		NewSecretResource,
+		NewVolumeResource,
+		NewRegistryResource,
 		NewAgentResource,
 	}
 }
@@ -233,5 +235,6 @@ func (p *trueforgeProvider) DataSources(context.Context) []func() datasource.Dat
 		NewEnvironmentsDataSource,
 		NewAgentDataSource,
 		NewAgentsDataSource,
+		NewSnapshotManifestDataSource,
 	}
 }

@@ -72,6 +72,10 @@ func (s volumeStore) Get(ctx context.Context, id string) (*sandbox.Volume, error
 }
 
 func (s volumeStore) Delete(ctx context.Context, id string) error {
+	// A volume deleted (or being deleted) already answers 400 to another delete.
+	if v, err := s.Get(ctx, id); err != nil || v == nil {
+		return err
+	}
 	err := s.c.DeleteVolume(ctx, id)
 	if err == nil || IsNotFound(err) {
 		return nil

@@ -1,0 +1,458 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+var (
+	_ resource.Resource                     = (*registryResource)(nil)
+	_ resource.ResourceWithConfigure        = (*registryResource)(nil)
+	_ resource.ResourceWithImportState      = (*registryResource)(nil)
+	_ resource.ResourceWithModifyPlan       = (*registryResource)(nil)
+	_ resource.ResourceWithConfigValidators = (*registryResource)(nil)
+)
+
+type registryResource struct {
+	cp *controlPlane
+}
+
+type registryModel struct {
+	ID                types.String `tfsdk:"id"`
+	Name              types.String `tfsdk:"name"`
+	SandboxProvider   types.String `tfsdk:"sandbox_provider"`
+	URL               types.String `tfsdk:"url"`
+	Username          types.String `tfsdk:"username"`
+	Password          types.String `tfsdk:"password"`
+	PasswordWO        types.String `tfsdk:"password_wo"`
+	PasswordWOVersion types.Int64  `tfsdk:"password_wo_version"`
+	Project           types.String `tfsdk:"project"`
+	RemoteID          types.String `tfsdk:"remote_id"`
+}
+
+// NewRegistryResource is the trueforge_registry resource.
+func NewRegistryResource() resource.Resource { return &registryResource{} }
+
+func (r *registryResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_registry"
+}
+
+// registryCredential is the registry's password: password, or password_wo with
+// password_wo_version.
+var registryCredential = credential{
+	name:       "password",
+	plainDoc:   "Password or access token of `username` (sensitive; kept in state, stored sealed with AES-256-GCM). Prefer `password_wo`. Changing it updates the registry in place.",
+	woDoc:      "Write-only password or access token (Terraform 1.11 or later): never stored in plan or state. Increment `password_wo_version` to send a new one.",
+	versionDoc: "Version of `password_wo`; change it to rotate the password (the registry is updated in place).",
+	validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+}
+
+// registryLabel is the sealing label of a registry's password.
+func registryLabel(name string) string { return "registry/" + name }
+
+func (r *registryResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A private container registry that environments pull `image` (or the `dockerfile`'s base image) from, named by their " +
+			"`registry` attribute. On a `daytona` sandbox provider it is a docker registry of the organization named `trueforge-<name>`: Daytona " +
+			"picks the registry whose URL matches the image's host when it pulls, so `image` must start with this `url`'s host (for example " +
+			"`ghcr.io/acme/agent:1` with `url = \"ghcr.io\"`), and one organization should not have two registries for one host. The password is " +
+			"stored sealed and sent only to Daytona. The `local` backend runs only the platform image, so it refuses registries. Import with the name.",
+		Attributes: map[string]schema.Attribute{
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the registry, unique in the control plane; environments name it in `registry`. Changing it replaces the registry.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{validName()},
+			},
+			"sandbox_provider": schema.StringAttribute{
+				MarkdownDescription: "Name of the `trueforge_sandbox_provider` that pulls from the registry (a `daytona` one). Changing it replaces the registry.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{validName()},
+			},
+			"url": schema.StringAttribute{
+				MarkdownDescription: "The registry's host, with a port or path prefix if it has one, for example `ghcr.io`, `registry.example.com:5000` or " +
+					"`https://index.docker.io/v1/`-style URLs without the trailing `/`. Daytona stores Docker Hub URLs as `docker.io`. Changed in place.",
+				Required:   true,
+				Validators: []validator.String{stringCheck{"a registry URL without a trailing '/'", checkRegistryURL}},
+			},
+			"username": schema.StringAttribute{
+				MarkdownDescription: "User name to pull with. Changed in place.",
+				Required:            true,
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"project": schema.StringAttribute{
+				MarkdownDescription: "Project (namespace) of the registry, for registries that have them (Harbor, Google Artifact Registry). Changed in place.",
+				Optional:            true,
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The registry's name.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"remote_id": schema.StringAttribute{
+				MarkdownDescription: "The backend's id of the registry (Daytona's docker registry id).",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+		},
+	}
+	registryCredential.addAttributes(resp.Schema.Attributes)
+}
+
+func checkRegistryURL(s string) string {
+	switch {
+	case strings.TrimSpace(s) != s || s == "" || strings.ContainsAny(s, " \t\n"):
+		return fmt.Sprintf("%q is not a registry URL; give the registry's host, for example ghcr.io", s)
+	case strings.HasSuffix(s, "/"):
+		return fmt.Sprintf("registry URL %q ends with '/'; leave it out (Daytona strips it, which would show as a change at every plan)", s)
+	}
+	return ""
+}
+
+// remoteRegistryURL is the URL as Daytona stores it (normalizeRegistryUrl in
+// apps/api/src/docker-registry/services/docker-registry.service.ts, v0.190).
+func remoteRegistryURL(u string) string {
+	if strings.TrimSpace(u) == "" || strings.Contains(strings.ToLower(u), "docker.io") {
+		return "docker.io"
+	}
+	return strings.TrimRight(strings.TrimSpace(u), "/")
+}
+
+func (r *registryResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{exactlyOneCredential{registryCredential}}
+}
+
+// exactlyOneCredential requires a credential's plain or write-only attribute, from the
+// config (write-only values are null in plans).
+type exactlyOneCredential struct{ c credential }
+
+func (v exactlyOneCredential) Description(context.Context) string {
+	return fmt.Sprintf("exactly one of %s or %s must be set", v.c.name, v.c.woName())
+}
+func (v exactlyOneCredential) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (v exactlyOneCredential) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var plain, wo types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(v.c.name), &plain)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(v.c.woName()), &wo)...)
+	if plain.IsUnknown() || wo.IsUnknown() {
+		return
+	}
+	switch {
+	case plain.IsNull() && wo.IsNull():
+		resp.Diagnostics.AddAttributeError(path.Root(v.c.woName()), "Missing Password",
+			fmt.Sprintf("Set %s (with %s), or %s. %s keeps the credential out of plan and state.", v.c.woName(), v.c.versionName(), v.c.name, v.c.woName()))
+	case !plain.IsNull() && !wo.IsNull():
+		resp.Diagnostics.AddAttributeError(path.Root(v.c.name), "Conflicting Passwords",
+			fmt.Sprintf("Set only one of %s and %s.", v.c.name, v.c.woName()))
+	}
+}
+
+func (r *registryResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+// ModifyPlan refuses at plan a registry of a backend that has none (the local one) and
+// another owner's registry, and warns when one planned for deletion is still named by
+// environments.
+func (r *registryResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.cp == nil || req.Plan.Raw.Equal(req.State.Raw) {
+		return
+	}
+	if req.Plan.Raw.IsNull() {
+		var state registryModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		name := state.Name.ValueString()
+		if g, err := r.cp.store.GetRegistry(ctx, name); err == nil && g.Owner != r.cp.owner {
+			r.cp.addOwnerError(&resp.Diagnostics, "Registry", name, g.Owner, "deleted")
+			return
+		}
+		if users, err := r.cp.store.EnvironmentsUsingRegistry(ctx, name); err == nil && len(users) > 0 {
+			resp.Diagnostics.AddWarning("Registry Still Used By Environments",
+				fmt.Sprintf("Registry %q is the registry of environment(s) %s. Unless this apply changes their registry first, deleting it will fail.",
+					name, strings.Join(users, ", ")))
+		}
+		return
+	}
+	var plan registryModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.Name.IsUnknown() {
+		return
+	}
+	if !req.State.Raw.IsNull() {
+		if g, err := r.cp.store.GetRegistry(ctx, plan.Name.ValueString()); err == nil && g.Owner != r.cp.owner {
+			r.cp.addOwnerError(&resp.Diagnostics, "Registry", g.Name, g.Owner, "changed")
+			return
+		}
+	}
+	if !plan.SandboxProvider.IsUnknown() {
+		if p, err := r.cp.store.GetSandboxProvider(ctx, plan.SandboxProvider.ValueString()); err == nil {
+			if b, err := r.cp.backend(p); err == nil {
+				if _, err := b.Registries(ctx, sandbox.ProviderConfig{Name: p.Name, Type: p.Type}); errors.Is(err, sandbox.ErrUnsupported) {
+					addRegistriesUnsupported(&resp.Diagnostics, p.Name, err)
+				}
+			}
+		}
+	}
+	plan.ID = types.StringValue(plan.Name.ValueString())
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func addRegistriesUnsupported(diags *diag.Diagnostics, providerName string, err error) {
+	diags.AddAttributeError(path.Root("sandbox_provider"), "Registries Not Supported By Backend",
+		fmt.Sprintf("Sandbox provider %q cannot pull from a registry: %s. Use a daytona sandbox provider for private images, or install what you need in build_script.",
+			providerName, strings.TrimSuffix(err.Error(), ": "+sandbox.ErrUnsupported.Error())))
+}
+
+// registries opens the registry store of the named sandbox provider.
+func (r *registryResource) registries(ctx context.Context, providerName string, diags *diag.Diagnostics) (sandbox.RegistryStore, string) {
+	p, err := r.cp.store.GetSandboxProvider(ctx, providerName)
+	if errors.Is(err, store.ErrNotFound) {
+		diags.AddAttributeError(path.Root("sandbox_provider"), "Sandbox Provider Not Found",
+			fmt.Sprintf("No sandbox provider %q exists. Reference a trueforge_sandbox_provider's name attribute so Terraform creates it first.", providerName))
+		return nil, ""
+	}
+	if err != nil {
+		addOperationError(diags, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", providerName), err)
+		return nil, ""
+	}
+	b, cfg, err := r.cp.opened(ctx, p)
+	if err != nil {
+		addOperationError(diags, "Error Opening Sandbox Provider", fmt.Sprintf("sandbox provider %q", providerName), err)
+		return nil, ""
+	}
+	rs, err := b.Registries(ctx, cfg)
+	if errors.Is(err, sandbox.ErrUnsupported) {
+		addRegistriesUnsupported(diags, providerName, err)
+		return nil, ""
+	}
+	if err != nil {
+		addOperationError(diags, "Error Opening Sandbox Provider", fmt.Sprintf("sandbox provider %q, its registries", providerName), err)
+		return nil, ""
+	}
+	return rs, b.Info().Title
+}
+
+func (m *registryModel) spec(password string) sandbox.RegistrySpec {
+	return sandbox.RegistrySpec{Name: m.Name.ValueString(), URL: m.URL.ValueString(), Username: m.Username.ValueString(),
+		Password: password, Project: m.Project.ValueString()}
+}
+
+func (r *registryResource) seal(ctx context.Context, name, password string, diags *diag.Diagnostics) []byte {
+	sealed, err := r.cp.plane.Seal(ctx, []byte(password), registryLabel(name))
+	if err != nil {
+		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("registry %q, sealing its password", name), err)
+		return nil
+	}
+	return sealed
+}
+
+func (r *registryResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	plan, ok := decode[registryModel](ctx, r.cp, req.Plan.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	ctx = maskSecrets(ctx)
+	name := plan.Name.ValueString()
+	if _, err := r.cp.store.GetRegistry(ctx, name); err == nil {
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Registry Already Exists",
+			fmt.Sprintf("Registry %q already exists. Choose another name, or import it with `terraform import <address> %s`.", name, name))
+		return
+	}
+	password := registryCredential.value(ctx, plan.Password, req.Config, &resp.Diagnostics)
+	sealed := r.seal(ctx, name, password, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	rs, title := r.registries(ctx, plan.SandboxProvider.ValueString(), &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	remote, err := rs.Create(ctx, plan.spec(password))
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Error Creating %s Registry", title),
+			fmt.Sprintf("Registry %q could not be created in %s; nothing was stored. Check url, username and the password, then apply again.\n\nOriginal Error: %s", name, title, err))
+		return
+	}
+	err = r.cp.store.CreateRegistry(ctx, store.Registry{Name: name, Provider: plan.SandboxProvider.ValueString(), Owner: r.cp.owner,
+		URL: plan.URL.ValueString(), Username: plan.Username.ValueString(), PasswordEnc: sealed, Project: plan.Project.ValueString(), RemoteID: remote.ID})
+	if err != nil {
+		_ = rs.Delete(context.WithoutCancel(ctx), remote.ID)
+		addOperationError(&resp.Diagnostics, "Error Creating Registry", fmt.Sprintf("registry %q, saving it", name), err)
+		return
+	}
+	tflog.Debug(ctx, "registry: created", map[string]any{"registry": name, "backend": title, "remote_id": remote.ID})
+	plan.ID, plan.RemoteID = types.StringValue(name), types.StringValue(remote.ID)
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Read refreshes the registry from the store and its backend (one read): a registry
+// deleted there reads with no URL and one changed there as it is, so that the plan
+// shows the drift and apply repairs it in place.
+func (r *registryResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	state, ok := decode[registryModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	name := state.ID.ValueString()
+	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
+	g, err := r.cp.store.GetRegistry(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		addOperationError(&resp.Diagnostics, "Error Reading Registry", fmt.Sprintf("registry %q", name), err)
+		return
+	}
+	state.ID, state.Name, state.SandboxProvider = types.StringValue(g.Name), types.StringValue(g.Name), types.StringValue(g.Provider)
+	state.URL, state.Username, state.RemoteID = types.StringValue(g.URL), types.StringValue(g.Username), types.StringValue(g.RemoteID)
+	state.Project = types.StringNull()
+	if g.Project != "" {
+		state.Project = types.StringValue(g.Project)
+	}
+	rs, title := r.registries(ctx, g.Provider, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	remote, err := rs.Get(ctx, g.RemoteID)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Error Reading %s Registry", title), fmt.Sprintf("Registry %q (%s id %q): %s", name, title, g.RemoteID, err))
+		return
+	}
+	switch {
+	case remote == nil:
+		resp.Diagnostics.AddWarning(fmt.Sprintf("%s Registry Deleted Outside Terraform", title),
+			fmt.Sprintf("The %s registry of %q no longer exists. The plan shows it with no URL; apply creates it again with the configured URL, username and password.", title, name))
+		state.URL = types.StringValue("")
+	default:
+		if remote.URL != remoteRegistryURL(g.URL) {
+			state.URL = types.StringValue(remote.URL)
+		}
+		state.Username = types.StringValue(remote.Username)
+	}
+	// The control plane can open its own seal: a password changed outside Terraform is
+	// not visible (Daytona never returns it), but a state password is kept as stored.
+	if !state.Password.IsNull() {
+		if pt, err := r.cp.plane.Open(ctx, g.PasswordEnc, registryLabel(g.Name), "registry "+g.Name); err == nil {
+			state.Password = types.StringValue(string(pt))
+		}
+	}
+	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Update changes the registry in place in its backend and the store; a new password (or
+// password_wo_version) is sent and sealed again, never a new registry.
+func (r *registryResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	plan, state, ok := decodeChange[registryModel](ctx, r.cp, req.Plan.Get, req.State.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	ctx = maskSecrets(ctx)
+	name := state.ID.ValueString()
+	g, err := r.cp.store.GetRegistry(ctx, name)
+	if err != nil {
+		addOperationError(&resp.Diagnostics, "Error Reading Registry", fmt.Sprintf("registry %q", name), err)
+		return
+	}
+	if g.Owner != r.cp.owner {
+		r.cp.addOwnerError(&resp.Diagnostics, "Registry", name, g.Owner, "changed")
+		return
+	}
+	rotate := credentialChanged(plan.Password, state.Password, plan.PasswordWOVersion, state.PasswordWOVersion)
+	password := registryCredential.value(ctx, plan.Password, req.Config, &resp.Diagnostics)
+	var sealed []byte
+	if rotate {
+		sealed = r.seal(ctx, name, password, &resp.Diagnostics)
+	}
+	rs, title := r.registries(ctx, g.Provider, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	// A registry recreated because it was deleted outside Terraform needs its password
+	// even when the configuration did not change it.
+	remote, err := rs.Update(ctx, g.RemoteID, plan.spec(password), rotate || password != "")
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Error Updating %s Registry", title),
+			fmt.Sprintf("Registry %q could not be updated in %s; the stored registry is unchanged. Apply again.\n\nOriginal Error: %s", name, title, err))
+		return
+	}
+	g.URL, g.Username, g.Project, g.RemoteID = plan.URL.ValueString(), plan.Username.ValueString(), plan.Project.ValueString(), remote.ID
+	if err := r.cp.store.UpdateRegistry(ctx, g, sealed); err != nil {
+		addOperationError(&resp.Diagnostics, "Error Updating Registry", fmt.Sprintf("registry %q, saving it", name), err)
+		return
+	}
+	tflog.Debug(ctx, "registry: updated", map[string]any{"registry": name, "backend": title, "rotated": rotate})
+	plan.ID, plan.RemoteID = state.ID, types.StringValue(remote.ID)
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Delete removes the registry from the store first, in the transaction that checks no
+// environment names it, then from its backend; when the backend fails, the row is put
+// back.
+func (r *registryResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	state, ok := decode[registryModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	name := state.ID.ValueString()
+	g, err := r.cp.store.GetRegistry(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		addOperationError(&resp.Diagnostics, "Error Reading Registry", fmt.Sprintf("registry %q", name), err)
+		return
+	}
+	if g.Owner != r.cp.owner {
+		r.cp.addOwnerError(&resp.Diagnostics, "Registry", name, g.Owner, "deleted")
+		return
+	}
+	rs, title := r.registries(ctx, g.Provider, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	err = r.cp.store.DeleteRegistry(ctx, name)
+	if errors.Is(err, store.ErrInUse) {
+		users, _ := r.cp.store.EnvironmentsUsingRegistry(ctx, name)
+		resp.Diagnostics.AddError("Registry In Use",
+			fmt.Sprintf("Registry %q cannot be deleted: it is the registry of environment(s) %s. Change those environments' registry (and apply), "+
+				"then delete it. Nothing was deleted.", name, strings.Join(users, ", ")))
+		return
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		addOperationError(&resp.Diagnostics, "Error Deleting Registry", fmt.Sprintf("registry %q", name), err)
+		return
+	}
+	if err := rs.Delete(ctx, g.RemoteID); err != nil {
+		_ = r.cp.store.CreateRegistry(context.WithoutCancel(ctx), g)
+		resp.Diagnostics.AddError(fmt.Sprintf("Error Deleting %s Registry", title),
+			fmt.Sprintf("Registry %q could not be deleted in %s; it is kept in trueforge. Apply again.\n\nOriginal Error: %s", name, title, err))
+	}
+}
+
+func (r *registryResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	importByName(ctx, req, resp)
+}

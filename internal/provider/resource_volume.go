@@ -1,0 +1,328 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+var (
+	_ resource.Resource                = (*volumeResource)(nil)
+	_ resource.ResourceWithConfigure   = (*volumeResource)(nil)
+	_ resource.ResourceWithImportState = (*volumeResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*volumeResource)(nil)
+)
+
+// defaultVolumeTimeout bounds creating and deleting a volume: Daytona makes a volume
+// ready in seconds, but its client retries a busy API for minutes.
+const defaultVolumeTimeout = 10 * time.Minute
+
+type volumeResource struct {
+	cp *controlPlane
+}
+
+type volumeResourceModel struct {
+	ID              types.String   `tfsdk:"id"`
+	Name            types.String   `tfsdk:"name"`
+	SandboxProvider types.String   `tfsdk:"sandbox_provider"`
+	RemoteID        types.String   `tfsdk:"remote_id"`
+	Timeouts        timeouts.Value `tfsdk:"timeouts"`
+}
+
+// NewVolumeResource is the trueforge_volume resource.
+func NewVolumeResource() resource.Resource { return &volumeResource{} }
+
+func (r *volumeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_volume"
+}
+
+func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "A volume of a sandbox provider: files that outlive sandboxes, mounted read-write by every sandbox of the environments " +
+			"that list it in `volumes` (so two sessions' sandboxes share them). On the `local` backend it is a directory under the control plane's " +
+			"data directory (`<data dir>/local-backend/volumes/<name>`, or under the shared snapshot directory), owned by the user running Terraform " +
+			"and shown to each sandbox as its own user's; on `daytona` it is a Daytona volume named `trueforge-<name>` (S3-backed), created ready " +
+			"before apply finishes. Deleting a volume that an environment (any team's) lists is refused, naming the environments; deleting it " +
+			"deletes its files. An environment may list at most " + fmt.Sprint(sandbox.MaxVolumes) + " volumes. Import with the name.",
+		Attributes: map[string]schema.Attribute{
+			"name": schema.StringAttribute{
+				MarkdownDescription: "Name of the volume, unique in the control plane: " + sandbox.VolumeNameRule + ". Changing it replaces the volume (and loses its files).",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{validName()},
+			},
+			"sandbox_provider": schema.StringAttribute{
+				MarkdownDescription: "Name of the `trueforge_sandbox_provider` that keeps the volume; only environments of this provider may mount it. Changing it replaces the volume.",
+				Required:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{validName()},
+			},
+			"id": schema.StringAttribute{
+				MarkdownDescription: "The volume's name.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"remote_id": schema.StringAttribute{
+				MarkdownDescription: "The backend's id of the volume: Daytona's volume id, or the local backend's directory name.",
+				Computed:            true,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"timeouts": timeoutsAttribute(ctx, "How long apply waits for the volume's backend.", map[string]string{
+				"create": "How long creating the volume (until it can be mounted) may take. Defaults to 10 minutes.",
+				"delete": "How long deleting the volume may take. Defaults to 10 minutes.",
+			}),
+		},
+	}
+}
+
+func (r *volumeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+// ModifyPlan refuses at plan what apply would: another owner's volume, and warns when a
+// volume planned for deletion is still listed by environments (unless this apply
+// removes it from them first, the delete fails).
+func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.cp == nil || req.Plan.Raw.Equal(req.State.Raw) {
+		return
+	}
+	if req.Plan.Raw.IsNull() {
+		var state volumeResourceModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		name := state.Name.ValueString()
+		if v, err := r.cp.store.GetVolume(ctx, name); err == nil && v.Owner != r.cp.owner {
+			r.cp.addOwnerError(&resp.Diagnostics, "Volume", name, v.Owner, "deleted")
+			return
+		}
+		if users, err := r.cp.store.EnvironmentsUsingVolume(ctx, name); err == nil && len(users) > 0 {
+			resp.Diagnostics.AddWarning("Volume Still Mounted By Environments",
+				fmt.Sprintf("Volume %q is listed in the volumes of environment(s) %s. Unless this apply removes it from them first, deleting it will fail. "+
+					"Remove the volume from those environments' volumes, then delete it.", name, strings.Join(users, ", ")))
+		}
+		return
+	}
+	var plan volumeResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.Name.IsUnknown() {
+		return
+	}
+	plan.ID = types.StringValue(plan.Name.ValueString())
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// volumes opens the volume store of the named sandbox provider.
+func (r *volumeResource) volumes(ctx context.Context, providerName string, diags *diag.Diagnostics) (sandbox.VolumeStore, string) {
+	p, err := r.cp.store.GetSandboxProvider(ctx, providerName)
+	if errors.Is(err, store.ErrNotFound) {
+		diags.AddAttributeError(path.Root("sandbox_provider"), "Sandbox Provider Not Found",
+			fmt.Sprintf("No sandbox provider %q exists. Reference a trueforge_sandbox_provider's name attribute so Terraform creates it first.", providerName))
+		return nil, ""
+	}
+	if err != nil {
+		addOperationError(diags, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", providerName), err)
+		return nil, ""
+	}
+	b, cfg, err := r.cp.opened(ctx, p)
+	if err != nil {
+		addOperationError(diags, "Error Opening Sandbox Provider", fmt.Sprintf("sandbox provider %q", providerName), err)
+		return nil, ""
+	}
+	vs, err := b.Volumes(ctx, cfg)
+	if err != nil {
+		diags.AddAttributeError(path.Root("sandbox_provider"), "Volumes Not Available",
+			fmt.Sprintf("Sandbox provider %q (%s) cannot keep volumes: %s", providerName, b.Info().Title, err))
+		return nil, ""
+	}
+	return vs, b.Info().Title
+}
+
+func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	plan, ok := decode[volumeResourceModel](ctx, r.cp, req.Plan.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	timeout, d := plan.Timeouts.Create(ctx, defaultVolumeTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	name, providerName := plan.Name.ValueString(), plan.SandboxProvider.ValueString()
+	// A volume kept in the store whose backend volume is gone (deleted outside
+	// Terraform; Read dropped it from state) is made again under the same row.
+	existing, err := r.cp.store.GetVolume(ctx, name)
+	switch {
+	case err == nil && (existing.Owner != r.cp.owner || existing.Provider != providerName):
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Volume Already Exists",
+			fmt.Sprintf("A volume %q of sandbox provider %q, owned by %q, already exists. Choose another name, or import it with `terraform import <address> %s`.",
+				name, existing.Provider, existing.Owner, name))
+		return
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		addOperationError(&resp.Diagnostics, "Error Reading Volume", fmt.Sprintf("volume %q", name), err)
+		return
+	}
+	vs, title := r.volumes(ctx, providerName, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err == nil && existing.RemoteID != "" {
+		if v, gerr := vs.Get(ctx, existing.RemoteID); gerr == nil && v != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("name"), "Volume Already Exists",
+				fmt.Sprintf("Volume %q already exists. Import it with `terraform import <address> %s`.", name, name))
+			return
+		}
+	}
+	v, cerr := vs.Create(ctx, name)
+	if timedOut(ctx, cerr) {
+		addTimeoutError(&resp.Diagnostics, "Timed Out Creating Volume", "create", timeout,
+			fmt.Sprintf("Creating volume %q in %s", name, title), "Nothing was stored in trueforge. Raise timeouts.create and apply again.", cerr)
+		return
+	}
+	if cerr != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Error Creating %s Volume", title),
+			fmt.Sprintf("Volume %q could not be created in %s; nothing was stored. Apply again.\n\nOriginal Error: %s", name, title, cerr))
+		return
+	}
+	tflog.Debug(ctx, "volume: created in the backend", map[string]any{"volume": name, "backend": title, "remote_id": v.ID})
+	if err == nil {
+		err = r.cp.store.SetVolumeRemoteID(ctx, name, v.ID)
+	} else {
+		err = r.cp.store.CreateVolume(ctx, store.Volume{Name: name, Provider: providerName, Owner: r.cp.owner, RemoteID: v.ID})
+	}
+	if err != nil {
+		_ = vs.Delete(context.WithoutCancel(ctx), v.ID)
+		if errors.Is(err, store.ErrAlreadyExists) {
+			resp.Diagnostics.AddAttributeError(path.Root("name"), "Volume Already Exists",
+				fmt.Sprintf("Volume %q already exists. Import it with `terraform import <address> %s`.", name, name))
+			return
+		}
+		addOperationError(&resp.Diagnostics, "Error Creating Volume", fmt.Sprintf("volume %q, saving it", name), err)
+		return
+	}
+	plan.ID, plan.RemoteID = types.StringValue(name), types.StringValue(v.ID)
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Read refreshes the volume from the store and its backend (one read). A volume deleted
+// in the backend outside Terraform leaves the state, with a warning, so that the plan
+// creates it again (empty).
+func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	state, ok := decode[volumeResourceModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	name := state.ID.ValueString()
+	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
+	v, err := r.cp.store.GetVolume(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		addOperationError(&resp.Diagnostics, "Error Reading Volume", fmt.Sprintf("volume %q", name), err)
+		return
+	}
+	vs, title := r.volumes(ctx, v.Provider, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	remote, err := vs.Get(ctx, v.RemoteID)
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("Error Reading %s Volume", title), fmt.Sprintf("Volume %q (%s id %q): %s", name, title, v.RemoteID, err))
+		return
+	}
+	if remote == nil {
+		resp.Diagnostics.AddWarning(fmt.Sprintf("%s Volume Deleted Outside Terraform", title),
+			fmt.Sprintf("The %s volume of %q (id %q) no longer exists, and its files with it. The plan creates it again, empty.", title, name, v.RemoteID))
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	state.ID, state.Name = types.StringValue(v.Name), types.StringValue(v.Name)
+	state.SandboxProvider, state.RemoteID = types.StringValue(v.Provider), types.StringValue(v.RemoteID)
+	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Update never runs: every attribute but timeouts replaces the volume.
+func (r *volumeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan volumeResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Delete removes the volume from the store first, in the transaction that checks no
+// environment lists it, then from its backend; when the backend refuses (a sandbox
+// still mounts it), the row is put back.
+func (r *volumeResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	state, ok := decode[volumeResourceModel](ctx, r.cp, req.State.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	timeout, d := state.Timeouts.Delete(ctx, defaultVolumeTimeout)
+	resp.Diagnostics.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	name := state.ID.ValueString()
+	v, err := r.cp.store.GetVolume(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		addOperationError(&resp.Diagnostics, "Error Reading Volume", fmt.Sprintf("volume %q", name), err)
+		return
+	}
+	if v.Owner != r.cp.owner {
+		r.cp.addOwnerError(&resp.Diagnostics, "Volume", name, v.Owner, "deleted")
+		return
+	}
+	vs, title := r.volumes(ctx, v.Provider, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	err = r.cp.store.DeleteVolume(ctx, name)
+	if errors.Is(err, store.ErrInUse) {
+		users, _ := r.cp.store.EnvironmentsUsingVolume(ctx, name)
+		resp.Diagnostics.AddError("Volume In Use",
+			fmt.Sprintf("Volume %q cannot be deleted: it is listed in the volumes of environment(s) %s. Remove it from those environments' volumes (and apply), "+
+				"then delete it. Nothing was deleted.", name, strings.Join(users, ", ")))
+		return
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		addOperationError(&resp.Diagnostics, "Error Deleting Volume", fmt.Sprintf("volume %q", name), err)
+		return
+	}
+	if derr := vs.Delete(ctx, v.RemoteID); derr != nil {
+		// Put it back, so that the volume stays known and a later apply deletes it.
+		_ = r.cp.store.CreateVolume(context.WithoutCancel(ctx), v)
+		if timedOut(ctx, derr) {
+			addTimeoutError(&resp.Diagnostics, "Timed Out Deleting Volume", "delete", timeout,
+				fmt.Sprintf("Deleting volume %q in %s", name, title), "It is kept in trueforge. Raise timeouts.delete and run the command again.", derr)
+			return
+		}
+		resp.Diagnostics.AddError(fmt.Sprintf("Error Deleting %s Volume", title),
+			fmt.Sprintf("Volume %q could not be deleted in %s; it is kept in trueforge. Apply again once its sandboxes are gone.\n\nOriginal Error: %s", name, title, derr))
+		return
+	}
+	tflog.Debug(ctx, "volume: deleted", map[string]any{"volume": name, "backend": title})
+}
+
+func (r *volumeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	importByName(ctx, req, resp)
+}
