@@ -251,7 +251,8 @@ func dockerfileEntrypoint(dockerfile string) []string {
 type buildStep struct{ run, src, dst string }
 
 // parseDockerfile returns a Dockerfile's first base image and the RUN and COPY/ADD steps
-// the emulator replays in each new sandbox (provision). Other instructions are ignored.
+// the emulator replays in each new sandbox (provision). Other instructions are ignored,
+// and so is the RUN that the daytona package generates for a build_script.
 func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
 	var lines []string
 	var cur strings.Builder
@@ -277,7 +278,12 @@ func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
 				base, _, _ = strings.Cut(rest, " ")
 			}
 		case "RUN":
-			steps = append(steps, buildStep{run: rest})
+			// The RUN of a build script that the daytona package generates is not
+			// replayed: sandboxes of image + build_script snapshots start as the
+			// release, as they always have in the emulator.
+			if !b64RunRE.MatchString(rest) {
+				steps = append(steps, buildStep{run: rest})
+			}
 		case "COPY", "ADD":
 			f := strings.Fields(rest)
 			if len(f) == 2 && !strings.HasPrefix(f[0], "--") {
@@ -301,8 +307,12 @@ func (s *Server) provision(bx box, id string, sn *snap) error {
 	if err != nil {
 		return err
 	}
-	// Makes the work directory, whichever box it is.
-	if err := bx.write(id, "/workspace/.daytonatest-build", strings.NewReader("")); err != nil {
+	// Makes the work directory, whichever box it is, and leaves nothing behind.
+	const mark = "/workspace/.daytonatest-build"
+	if err := bx.write(id, mark, strings.NewReader("")); err != nil {
+		return fmt.Errorf("preparing the build of %s: %w", sn.Name, err)
+	}
+	if err := bx.del(id, mark, false); err != nil {
 		return fmt.Errorf("preparing the build of %s: %w", sn.Name, err)
 	}
 	for _, st := range in.steps {
