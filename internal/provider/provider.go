@@ -235,6 +235,5 @@ func (p *trueforgeProvider) DataSources(context.Context) []func() datasource.Dat
 		NewEnvironmentsDataSource,
 		NewAgentDataSource,
 		NewAgentsDataSource,
-		NewSnapshotManifestDataSource,
 	}
 }
