@@ -59,7 +59,8 @@ type Runtime struct {
 	WorkDir string
 	// AutoStop, AutoArchive and AutoDelete are the sandboxes' intervals in minutes, with
 	// Daytona's meanings (autoStop 0 = never; autoArchive 0 = 30 days; autoDelete < 0 =
-	// never, 0 = when stopped). nil means the Default* value.
+	// never, 0 = when stopped). nil means the Default* value. They stand in for the timings
+	// a CreateRequest's Lifecycle leaves at zero (lifecycle.go).
 	AutoStop, AutoArchive, AutoDelete *int
 	// MaxFileSize caps ReadFile (when no max is given) and WriteFile (DefaultMaxFileSize).
 	MaxFileSize int64

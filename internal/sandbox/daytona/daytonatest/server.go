@@ -15,7 +15,9 @@
 // /process/execute returns stdout followed by stderr.
 //
 // State changes are computed lazily from elapsed time on every request, so there are no
-// background goroutines but those running session commands.
+// background goroutines but those running session commands. Daytona's auto-stop,
+// auto-archive and auto-delete crons run only when a test moves the emulator's clock
+// (Advance, clock.go), so they happen when the test says and never in between.
 package daytonatest
 
 import (
