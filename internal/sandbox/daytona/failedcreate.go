@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // SandboxDestroying is the state of a sandbox being deleted (Daytona renames it at once,
@@ -76,6 +78,17 @@ func (r *Runtime) cleanupAfterFailedCreate(ctx context.Context, name string, err
 	defer cancel()
 	if _, cerr := r.clearFailed(cctx, name); cerr != nil {
 		return fmt.Errorf("%w (and %w)", err, cerr)
+	}
+	return err
+}
+
+// lostErr turns a failed lifecycle call on a sandbox Daytona holds in error, build_failed
+// or being deleted into sandbox.ErrLost (start refuses an errored sandbox with 400 "Sandbox
+// is in an errored state"); other errors are returned as they are.
+func (r *Runtime) lostErr(ctx context.Context, id string, err error) error {
+	sb, gerr := r.C.GetSandbox(ctx, id)
+	if gerr == nil && lostState(sb.State) {
+		return fmt.Errorf("%w (Daytona reports %s: %s): %w", sandbox.ErrLost, sb.State, sb.ErrorReason, err)
 	}
 	return err
 }

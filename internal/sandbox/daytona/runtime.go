@@ -363,10 +363,10 @@ func (r *Runtime) Stop(ctx context.Context, id string) error {
 // Start starts a stopped or archived sandbox and waits for `started`.
 func (r *Runtime) Start(ctx context.Context, id string) error {
 	if _, err := r.C.StartSandbox(ctx, id); err != nil {
-		return fmt.Errorf("daytona: start sandbox %s: %w", id, err)
+		return fmt.Errorf("daytona: start sandbox %s: %w", id, r.lostErr(ctx, id, err))
 	}
 	if _, err := r.C.WaitSandbox(ctx, id, SandboxStarted); err != nil {
-		return fmt.Errorf("daytona: start sandbox %s: %w", id, err)
+		return fmt.Errorf("daytona: start sandbox %s: %w", id, r.lostErr(ctx, id, err))
 	}
 	return nil
 }

@@ -261,6 +261,12 @@ func TestRuntimeCreateInErrorStateCleansUp(t *testing.T) {
 	if _, err := rt.Exec(ctx, "left", sandbox.ExecRequest{Shell: "true"}); !errors.Is(err, sandbox.ErrLost) || errors.Is(err, sandbox.ErrStopped) {
 		t.Fatalf("exec in an errored sandbox: %v; want ErrLost", err)
 	}
+	if err := rt.Stop(ctx, "left"); !errors.Is(err, sandbox.ErrLost) {
+		t.Fatalf("stop of an errored sandbox: %v; want ErrLost", err)
+	}
+	if err := rt.Start(ctx, "left"); !errors.Is(err, sandbox.ErrLost) {
+		t.Fatalf("start of an errored sandbox: %v; want ErrLost", err)
+	}
 	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "left", SnapshotID: snap}); err != nil {
 		t.Fatalf("create over an errored sandbox: %v; want it replaced", err)
 	}
