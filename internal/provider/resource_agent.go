@@ -295,11 +295,13 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 						Default:             booldefault.StaticBool(agentspec.DefaultFileDownloads),
 					},
 					"idle_stop_minutes": schema.Int64Attribute{
-						MarkdownDescription: fmt.Sprintf("Minutes without a tool call after which the sandbox is stopped (files kept). Defaults to %d.", agentspec.DefaultIdleStopMinutes),
-						Optional:            true,
-						Computed:            true,
-						Default:             int64default.StaticInt64(agentspec.DefaultIdleStopMinutes),
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+						MarkdownDescription: fmt.Sprintf("Minutes without a tool call after which the sandbox is stopped (files kept). Defaults to %d. "+
+							"On Daytona the three timings are also the sandbox's own auto-stop and auto-delete intervals, so they hold with no harness running "+
+							"(see the *Running agents* guide for the mapping and rounding).", agentspec.DefaultIdleStopMinutes),
+						Optional:   true,
+						Computed:   true,
+						Default:    int64default.StaticInt64(agentspec.DefaultIdleStopMinutes),
+						Validators: []validator.Int64{int64validator.AtLeast(1)},
 					},
 				},
 			},
