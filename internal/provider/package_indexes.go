@@ -28,3 +28,16 @@ func (m *environmentModel) buildNetwork(ctx context.Context, req *sandbox.BuildR
 		req.Egress = &sandbox.BuildEgress{AllowDomains: hosts}
 	}
 }
+
+// sandboxAllowDomains is the allow list a sandbox of this environment gets: allow, plus
+// the package indexes' hosts under package_indexes_in = "build_and_sandbox" when allow
+// is not empty (packageindex.SandboxAllow). Backends check that list at plan time
+// (Daytona's domainAllowList has a size cap), not allow_domains alone.
+func (m *environmentModel) sandboxAllowDomains(ctx context.Context, allow []string) []string {
+	ns := m.networkSettings(ctx)
+	out, err := packageindex.SandboxAllow(allow, ns.packageIndexes, ns.packageIndexesIn)
+	if err != nil {
+		return allow // the package_indexes validator says why
+	}
+	return out
+}

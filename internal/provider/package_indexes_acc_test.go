@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -49,6 +51,37 @@ func TestAccEnvironment_packageIndexesReachTheBuild(t *testing.T) {
 			{
 				Config:      f.config(envHCL("curl -fsS --max-time 15 -o /dev/null http://example.com/", network)),
 				ExpectError: regexp.MustCompile(`(?s)refused \(not_allowed\).*example\.com`),
+			},
+		},
+	})
+}
+
+// On Daytona a sandbox's domainAllowList holds allow_domains plus, under
+// package_indexes_in = "build_and_sandbox", the indexes' hosts: the plan-time cap of ten
+// counts them, and under "build" it does not.
+func TestAccDaytona_packageIndexesCountTowardsTheDomainCap(t *testing.T) {
+	f := newDaytonaFixture(t)
+	domains := make([]string, 9)
+	for i := range domains {
+		domains[i] = fmt.Sprintf("%q", fmt.Sprintf("h%d.example.com", i))
+	}
+	network := func(in string) string {
+		return fmt.Sprintf("  network = {\n    allow_domains      = [%s]\n    package_indexes    = [\"pypi\"]\n    package_indexes_in = %q\n  }",
+			strings.Join(domains, ", "), in)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{
+			{Config: f.config("")},
+			{
+				Config:      f.config(daytonaEnvHCL("net", "", network("build_and_sandbox"))),
+				PlanOnly:    true,
+				ExpectError: spaced(`network.allow_domains has 11 entries; Daytona's domainAllowList takes at most 10. Use`),
+			},
+			{
+				Config:             f.config(daytonaEnvHCL("net", "", network("build"))),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
 			},
 		},
 	})

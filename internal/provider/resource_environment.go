@@ -403,7 +403,7 @@ func (m *environmentModel) environmentSpec(ctx context.Context) sandbox.Environm
 	spec, _ := m.spec(ctx)
 	blockAll, allow := m.network(ctx)
 	env := sandbox.EnvironmentSpec{
-		Name: m.Name.ValueString(), Spec: spec, BlockAll: blockAll, AllowDomains: allow,
+		Name: m.Name.ValueString(), Spec: spec, BlockAll: blockAll, AllowDomains: m.sandboxAllowDomains(ctx, allow),
 		AllowCIDRs: m.networkSettings(ctx).allowCIDRs, Labels: mapFrom(ctx, m.Labels),
 	}
 	for _, v := range m.volumes(ctx) {

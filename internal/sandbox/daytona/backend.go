@@ -155,7 +155,8 @@ func (b *Backend) CheckEnvironment(_ context.Context, _ sandbox.ProviderConfig, 
 	var problems []sandbox.Problem
 	if len(env.AllowDomains) > MaxDomains {
 		problems = append(problems, sandbox.Problem{Attribute: "network.allow_domains", Summary: "Too Many Allowed Domains For Daytona",
-			Detail: fmt.Sprintf("network.allow_domains has %d entries; Daytona's domainAllowList takes at most %d. Use `*.` wildcards to cover several hosts of one domain, or split the work across environments.",
+			Detail: fmt.Sprintf("network.allow_domains has %d entries; Daytona's domainAllowList takes at most %d. Use `*.` wildcards to cover several hosts of one domain, or split the work across environments. "+
+				"The count includes the hosts of network.package_indexes when package_indexes_in is \"build_and_sandbox\".",
 				len(env.AllowDomains), MaxDomains)})
 	}
 	problems = append(problems, checkCIDRs(env)...)       // lifecycle.go
