@@ -203,6 +203,12 @@ func (r *registryResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 			r.cp.addOwnerError(&resp.Diagnostics, "Registry", g.Name, g.Owner, "changed")
 			return
 		}
+		var state registryModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if state.URL.ValueString() == "" {
+			// Deleted outside Terraform (Read): apply creates it again, with a new id.
+			plan.RemoteID = types.StringUnknown()
+		}
 	}
 	if !plan.SandboxProvider.IsUnknown() {
 		if p, err := r.cp.store.GetSandboxProvider(ctx, plan.SandboxProvider.ValueString()); err == nil {

@@ -1,0 +1,137 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
+)
+
+const registryAddr = "trueforge_registry.ghcr"
+
+func registryHCL(provider, username, password string) string {
+	return fmt.Sprintf(`
+resource "trueforge_registry" "ghcr" {
+  name             = "ghcr"
+  sandbox_provider = trueforge_sandbox_provider.%s.name
+  url              = "ghcr.io"
+  username         = %q
+  project          = "acme"
+%s
+}
+`, provider, username, password)
+}
+
+// registryIs checks the emulator's registry trueforge-ghcr.
+func (f *daytonaFixture) registryIs(user, password string) func(*terraformState) error {
+	return func(*terraformState) error {
+		url, u, pw, ok := f.srv.Registry("trueforge-ghcr")
+		if !ok || url != "ghcr.io" || u != user || pw != password {
+			return fmt.Errorf("Daytona registry trueforge-ghcr: %q %q %q (exists %v); want ghcr.io %q %q", url, u, pw, ok, user, password)
+		}
+		return nil
+	}
+}
+
+// A registry on Daytona: created as an organization docker registry with the
+// write-only password, rotated in place by a new password_wo_version, imported, and
+// repaired in place when changed or deleted outside Terraform; an environment naming
+// it keeps it from being deleted.
+func TestAccRegistry_daytona(t *testing.T) {
+	f := newDaytonaFixture(t)
+	cfg := func(user string, version int, env bool) string {
+		body := registryHCL("daytona", user, fmt.Sprintf("  password_wo = \"pw-%d\"\n  password_wo_version = %d", version, version))
+		if env {
+			body += daytonaEnvHCL("py", "", "  registry = trueforge_registry.ghcr.name")
+		}
+		return f.config(body)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: f.providers,
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
+		Steps: []resource.TestStep{
+			{
+				Config: cfg("bot", 1, false),
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckNoResourceAttr(registryAddr, "password_wo"),
+					resource.TestCheckNoResourceAttr(registryAddr, "password"),
+					f.registryIs("bot", "pw-1"),
+				),
+			},
+			{
+				Config:           cfg("bot", 1, false),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				// Rotation: in place, the same Daytona registry with the new password.
+				Config: cfg("bot", 2, false),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: f.registryIs("bot", "pw-2"),
+			},
+			{
+				ResourceName:            registryAddr,
+				ImportState:             true,
+				ImportStateId:           "ghcr",
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"password_wo_version"},
+			},
+			{
+				// Changed outside Terraform: the plan reverts it in place.
+				PreConfig: func() { f.srv.SetRegistryUsername("trueforge-ghcr", "mallory") },
+				Config:    cfg("bot", 2, false),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: f.registryIs("bot", "pw-2"),
+			},
+			{
+				// Deleted outside Terraform: apply creates it again, password included.
+				PreConfig: func() { f.srv.DeleteRegistryOutOfBand("trueforge-ghcr") },
+				Config:    cfg("bot", 2, false),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: f.registryIs("bot", "pw-2"),
+			},
+			{
+				Config: cfg("bot", 2, true),
+			},
+			{
+				// The environment names it (literally, so Terraform does not order them):
+				// deleting the registry is refused, naming the environment.
+				Config:      f.config(daytonaEnvHCL("py", "", `  registry = "ghcr"`)),
+				ExpectError: regexp.MustCompile(`(?s)Registry In Use.*environment\(s\)\s+py\.`),
+			},
+			{
+				Config: cfg("bot", 2, true),
+			},
+		},
+	})
+}
+
+// The local backend runs only the platform image: a registry of a local provider is
+// refused at plan, on the sandbox_provider attribute, saying what to use instead.
+func TestAccRegistry_localRefused(t *testing.T) {
+	f := newFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{Config: f.config("")},
+			{
+				Config:      f.config(registryHCL("local", "bot", "")),
+				ExpectError: regexp.MustCompile(`Missing Password`),
+			},
+			{
+				Config:      f.config(registryHCL("local", "bot", `  password = "pw"`)),
+				ExpectError: regexp.MustCompile(`(?s)Registries Not Supported By Backend.*need\s+a\s+daytona\s+provider`),
+			},
+		},
+	})
+}
