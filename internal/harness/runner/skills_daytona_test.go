@@ -39,7 +39,7 @@ func TestDaytonaSkillsLoadedOnDemand(t *testing.T) {
 		t.Fatalf("session sandbox %+v, %v", rec, err)
 	}
 
-	const upload = "POST /files/upload-v2"
+	const upload = "POST /files/bulk-upload"
 	uploads := f.srv.Count(upload)
 	if uploads != 3 {
 		t.Fatalf("the load uploaded %d files; want the skill's 3", uploads)

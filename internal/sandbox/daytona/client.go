@@ -115,6 +115,8 @@ type request struct {
 	query  url.Values
 	body   any    // JSON-encoded unless rawBody is set
 	raw    []byte // raw body (octet-stream)
+	// rawType is raw's Content-Type when it is not application/octet-stream.
+	rawType string
 	// idempotent marks calls that may be retried after a 5xx: the request either had no
 	// effect or repeating it has the same effect.
 	idempotent bool
@@ -149,6 +151,9 @@ func (c *Client) do(ctx context.Context, r *request, out any) ([]byte, error) {
 	switch {
 	case r.raw != nil:
 		payload, ctype = r.raw, "application/octet-stream"
+		if r.rawType != "" {
+			ctype = r.rawType
+		}
 	case r.body != nil:
 		b, err := json.Marshal(r.body)
 		if err != nil {

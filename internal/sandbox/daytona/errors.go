@@ -58,12 +58,16 @@ func newAPIError(method, u string, resp *http.Response, body []byte) *APIError {
 		Code      json.RawMessage `json:"code"`
 		ErrorCode string          `json:"error_code"`
 		Error     string          `json:"error"`
+		Errors    []string        `json:"errors"` // the toolbox's bulk-upload
 	}
 	if json.Unmarshal(body, &b) == nil {
 		e.Message = flatten(b.Message)
 		e.Code = flatten(b.Code)
 		if e.Code == "" {
 			e.Code = b.ErrorCode
+		}
+		if e.Message == "" {
+			e.Message = strings.Join(b.Errors, ", ")
 		}
 		if e.Message == "" {
 			e.Message = b.Error

@@ -1,10 +1,13 @@
 package daytona
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"mime/multipart"
 	"net/http"
 	"net/url"
+	pathpkg "path"
 	"strings"
 	"time"
 )
@@ -55,18 +58,46 @@ func (c *Client) Execute(ctx context.Context, sb *Sandbox, req ExecuteRequest) (
 // (the runtime's cap), which a slow link needs minutes for.
 const transferTimeout = 10 * time.Minute
 
-// UploadFile writes data to path in the sandbox (POST /files/upload-v2 with a raw body;
-// parents are created, existing files overwritten).
+// UploadFile writes data to path in the sandbox, its parents created and an existing
+// file overwritten, through POST /files/bulk-upload with one file (multipart
+// files[0].path, then files[0].file), which every daemon has: the v0.190 daemon
+// (apps/daemon/pkg/toolbox/fs/upload_files.go) and the v0.205 OpenAPI document.
+// /files/upload-v2 is recent (public since 2026-07-25); older and self-hosted daemons
+// answer it 404, as the proxy answers for a sandbox that is gone, so a fall-back on 404
+// could not tell the two apart. The Go SDK streams its uploads through bulk-upload too.
+// A failure is a 400 whose errors name the file.
 func (c *Client) UploadFile(ctx context.Context, sb *Sandbox, path string, data []byte) error {
-	u, err := toolboxURL(sb, "/files/upload-v2")
+	u, err := toolboxURL(sb, "/files/bulk-upload")
 	if err != nil {
 		return err
 	}
-	if data == nil {
-		data = []byte{}
+	body, ctype, err := bulkUploadBody(path, data)
+	if err != nil {
+		return err
 	}
-	_, err = c.do(ctx, &request{method: http.MethodPost, url: u, query: url.Values{"path": {path}}, raw: data, idempotent: true, timeout: transferTimeout}, nil)
+	_, err = c.do(ctx, &request{method: http.MethodPost, url: u, raw: body, rawType: ctype, idempotent: true, timeout: transferTimeout}, nil)
 	return err
+}
+
+// bulkUploadBody is the multipart body of a bulk upload of data to path.
+func bulkUploadBody(path string, data []byte) ([]byte, string, error) {
+	var b bytes.Buffer
+	b.Grow(len(data) + len(path) + 512)
+	mw := multipart.NewWriter(&b)
+	if err := mw.WriteField("files[0].path", path); err != nil {
+		return nil, "", err
+	}
+	fw, err := mw.CreateFormFile("files[0].file", pathpkg.Base(path))
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := fw.Write(data); err != nil {
+		return nil, "", err
+	}
+	if err := mw.Close(); err != nil {
+		return nil, "", err
+	}
+	return b.Bytes(), mw.FormDataContentType(), nil
 }
 
 // DownloadFile reads a file from the sandbox (GET /files/download).

@@ -101,6 +101,7 @@ type config struct {
 	regions    []Region // WithRegions (regions.go)
 	// activationCooldown and buildLogsDelay: snapshotstates.go.
 	activationCooldown, buildLogsDelay time.Duration
+	noUploadV2                         bool // WithoutUploadV2 (uploads.go)
 }
 
 // Fixed behaviour of the emulator: injected 429s ask for a 1 s wait (Retry-After), a
@@ -314,7 +315,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 
 	tb := func(route string, fn http.HandlerFunc) { s.handle(mux, "/toolbox/{sandboxId}", route, "", fn) }
 	tb("POST /process/execute", s.execute)
-	tb("POST /files/upload-v2", s.upload)
+	tb("POST /files/upload-v2", s.uploadV2) // uploads.go
+	tb("POST /files/upload", s.uploadV1)
+	tb("POST /files/bulk-upload", s.bulkUpload)
 	tb("GET /files/download", s.download)
 	tb("GET /files", s.listFiles)
 	tb("GET /files/info", s.fileInfo)
