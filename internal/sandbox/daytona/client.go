@@ -20,9 +20,11 @@
 //     7 days, auto-delete never (Default*); files up to 64 MiB; at most 10 allowed domains;
 //     limits must equal the snapshot's resources (what Daytona enforces) and harness egress
 //     proxies are refused (network policy is networkBlockAll and domainAllowList).
-//   - interactive commands (Runtime.Exec with Interactive): one session command each
-//     (session.go, interactive.go); logs polled every 2 ms while output flows or input
-//     was just sent, backing off to 50 ms; session calls 30 s per attempt.
+//   - commands (Runtime.Exec): one session command each (session.go, interactive.go),
+//     never /process/execute, whose command outlives a cancelled caller; logs polled
+//     every 2 ms while output flows or input was just sent, backing off to 50 ms
+//     (interactive) or 500 ms (plain); session calls 30 s per attempt.
+//   - uploads: /files/bulk-upload, which daemons without /files/upload-v2 have too.
 package daytona
 
 import (

@@ -44,7 +44,7 @@ import (
 //     while it flows, and within the poll interval (plus a round trip) otherwise; a
 //     round trip of a line on the emulator takes 2.5 ms and about 4 requests
 //     (BenchmarkInteractiveRoundTrip), a quiet command costs one or two requests per
-//     interval; a short plain command takes about 6 requests (BenchmarkExecRoundTrip).
+//     interval; a short plain command takes about 8 requests (BenchmarkExecRoundTrip).
 //  4. At the end, on cancel and on timeout, DELETE of the session kills what the
 //     command left (the daemon signals the session shell's process group and every
 //     descendant: SIGTERM, then SIGKILL after up to 5 s) and answers once they are gone,
