@@ -22,25 +22,23 @@ var GPUTypes = []string{"H100", "H200", "RTX-PRO-6000", "RTX-4090", "RTX-5090"}
 // says otherwise.
 var DefaultGPURunners = []string{"H100"}
 
-// DefaultImages are the images a Dockerfile may start FROM unless AddImages adds more:
-// the release image of the daytona package and a few public ones. A build from any
-// other base fails as a pull of an image that does not exist does.
-var DefaultImages = []string{"daytonaio/sandbox:0.4.3", "ubuntu:24.04", "ubuntu:22.04", "debian:12",
-	"python:3.12", "python:3.12-slim", "node:22", "alpine:3.20"}
+// A Dockerfile's base image is found by the emulated registry unless its registry host
+// is under the reserved top-level domain .invalid (RFC 2606), for example
+// "example.invalid/nothing:1", or MissingImages names it: a build from such a base fails
+// as a pull of an image that does not exist does.
 
 // buildInputState is the emulator's state for declarative builds: object storage, the
-// runners' GPU types and the images a pull finds. Guarded by Server.mu.
+// runners' GPU types and the images a pull does not find. Guarded by Server.mu.
 type buildInputState struct {
 	objects    map[string][]byte
 	gpuRunners []string
-	images     []string
+	missing    []string
 	init       bool
 }
 
 func (s *Server) bis() *buildInputState {
 	if !s.bi.init {
-		s.bi = buildInputState{objects: map[string][]byte{}, gpuRunners: slices.Clone(DefaultGPURunners),
-			images: slices.Clone(DefaultImages), init: true}
+		s.bi = buildInputState{objects: map[string][]byte{}, gpuRunners: slices.Clone(DefaultGPURunners), init: true}
 	}
 	return &s.bi
 }
@@ -52,11 +50,20 @@ func (s *Server) SetGPURunners(types ...string) {
 	s.bis().gpuRunners = slices.Clone(types)
 }
 
-// AddImages adds images that a Dockerfile's FROM may name.
-func (s *Server) AddImages(images ...string) {
+// MissingImages makes builds FROM images fail as pulls of images that do not exist.
+func (s *Server) MissingImages(images ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.bis().images = append(s.bis().images, images...)
+	s.bis().missing = append(s.bis().missing, images...)
+}
+
+// pullable reports whether the emulated registry has image.
+func (st *buildInputState) pullable(image string) bool {
+	host, _, ok := strings.Cut(image, "/")
+	if ok && (strings.HasSuffix(host, ".invalid") || strings.Contains(host, ".invalid:")) {
+		return false
+	}
+	return !slices.Contains(st.missing, image)
 }
 
 // SnapshotInputs is what a snapshot was created with, beyond its name and resources.
@@ -200,7 +207,7 @@ func (s *Server) applyBuildInputs(w http.ResponseWriter, r *http.Request, sn *sn
 	case base == "":
 		sn.fail = &failure{reason: "Failed to build the image: the Dockerfile has no FROM instruction",
 			log: "ERROR: failed to solve: no build stage in current context"}
-	case !slices.Contains(st.images, base):
+	case !st.pullable(base):
 		sn.fail = &failure{reason: "Failed to build the image: pull access denied for " + base +
 			", repository does not exist or may require authorization",
 			log: "ERROR: failed to solve: " + base + ": not found"}
