@@ -74,16 +74,9 @@ func (b *Builder) StartBuild(ctx context.Context, req sandbox.BuildRequest) erro
 	if req.ID == "" {
 		return errors.New("daytona: start build: no snapshot id")
 	}
-	base := req.Spec.Image
-	if base == "" || base == sandbox.PlatformImage {
-		base = b.ReleaseImage
-	}
-	cr := CreateSnapshotRequest{
-		Name:      req.ID,
-		BuildInfo: &BuildInfo{DockerfileContent: Dockerfile(base, req.Spec.BuildScript)},
-		CPU:       max(req.Spec.CPU, 0),
-		Memory:    max(req.Spec.MemoryGB, 0),
-		Disk:      max(req.Spec.DiskGB, 0),
+	cr, err := b.snapshotRequest(ctx, req) // buildinfo.go
+	if err != nil {
+		return fmt.Errorf("daytona: start build of %s: %w", req.ID, err)
 	}
 	region, err := b.snapshotRegion(ctx, req.Spec.Region)
 	if err != nil {
