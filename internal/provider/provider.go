@@ -235,5 +235,6 @@ func (p *trueforgeProvider) DataSources(context.Context) []func() datasource.Dat
 		NewEnvironmentsDataSource,
 		NewAgentDataSource,
 		NewAgentsDataSource,
+		NewSnapshotManifestDataSource,
 	}
 }

@@ -1,0 +1,207 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/manifest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+var (
+	_ datasource.DataSource              = (*snapshotManifestDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*snapshotManifestDataSource)(nil)
+)
+
+type snapshotManifestDataSource struct {
+	cp *controlPlane
+}
+
+type snapshotManifestModel struct {
+	SnapshotID   types.String `tfsdk:"snapshot_id"`
+	Environment  types.String `tfsdk:"environment"`
+	Digest       types.String `tfsdk:"digest"`
+	Packages     types.List   `tfsdk:"packages"`
+	PackageCount types.Int64  `tfsdk:"package_count"`
+	Counts       types.Map    `tfsdk:"counts"`
+	Omitted      types.Int64  `tfsdk:"omitted"`
+	Bytes        types.Int64  `tfsdk:"bytes"`
+	Distro       types.String `tfsdk:"distro"`
+	CycloneDX    types.String `tfsdk:"cyclonedx"`
+}
+
+var manifestPackageAttrTypes = map[string]attr.Type{
+	"ecosystem": types.StringType,
+	"name":      types.StringType,
+	"version":   types.StringType,
+	"arch":      types.StringType,
+	"purl":      types.StringType,
+}
+
+// NewSnapshotManifestDataSource is the trueforge_snapshot_manifest data source.
+func NewSnapshotManifestDataSource() datasource.DataSource { return &snapshotManifestDataSource{} }
+
+func (d *snapshotManifestDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_snapshot_manifest"
+}
+
+func (d *snapshotManifestDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Reads what a snapshot contains: the packages its package databases list (Debian's dpkg, Alpine's apk), " +
+			"the Python distributions and the Node packages installed in it, recorded when its build turned Ready, and the same as a " +
+			"CycloneDX 1.5 SBOM. Set exactly one of `snapshot_id` and `environment`. The manifest is capped at 4 MiB " +
+			"(`omitted` counts the packages left out); see the supply chain guide for what is read and where.",
+		Attributes: map[string]schema.Attribute{
+			"snapshot_id": schema.StringAttribute{
+				MarkdownDescription: "The snapshot to read (an environment's `snapshot_id`). Conflicts with `environment`; computed from it when that is set.",
+				Optional:            true,
+				Computed:            true,
+				Validators: []validator.String{stringvalidator.ExactlyOneOf(path.MatchRoot("snapshot_id"), path.MatchRoot("environment")),
+					stringvalidator.LengthAtLeast(1)},
+			},
+			"environment": schema.StringAttribute{
+				MarkdownDescription: "Name of an environment whose current snapshot to read. Conflicts with `snapshot_id`.",
+				Optional:            true,
+				Validators:          []validator.String{validName()},
+			},
+			"digest": schema.StringAttribute{
+				MarkdownDescription: "`sha256:` and the hex SHA-256 of the manifest's canonical JSON: what artifacts record as their `manifest_digest`.",
+				Computed:            true,
+			},
+			"packages": schema.ListNestedAttribute{
+				MarkdownDescription: "The packages, sorted by ecosystem, name and version.",
+				Computed:            true,
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"ecosystem": schema.StringAttribute{MarkdownDescription: "`deb`, `apk`, `pypi` or `npm`.", Computed: true},
+					"name":      schema.StringAttribute{MarkdownDescription: "Package name (PyPI names normalized: lower case, runs of `-_.` as `-`).", Computed: true},
+					"version":   schema.StringAttribute{MarkdownDescription: "Installed version, as the package database spells it.", Computed: true},
+					"arch":      schema.StringAttribute{MarkdownDescription: "Architecture (`deb`, `apk`); empty for the others.", Computed: true},
+					"purl":      schema.StringAttribute{MarkdownDescription: "Package URL, for example `pkg:pypi/requests@2.31.0`.", Computed: true},
+				}},
+			},
+			"package_count": schema.Int64Attribute{
+				MarkdownDescription: "How many packages the manifest lists.",
+				Computed:            true,
+			},
+			"counts": schema.MapAttribute{
+				MarkdownDescription: "Packages per ecosystem (only ecosystems with at least one).",
+				Computed:            true,
+				ElementType:         types.Int64Type,
+			},
+			"omitted": schema.Int64Attribute{
+				MarkdownDescription: "Packages left out to keep the manifest within 4 MiB (0 when none).",
+				Computed:            true,
+			},
+			"bytes": schema.Int64Attribute{
+				MarkdownDescription: "Size of the manifest's canonical JSON.",
+				Computed:            true,
+			},
+			"distro": schema.StringAttribute{
+				MarkdownDescription: "`ID` and `VERSION_ID` of the snapshot's os-release (for example `debian 12`); empty when it has none.",
+				Computed:            true,
+			},
+			"cyclonedx": schema.StringAttribute{
+				MarkdownDescription: "The manifest as a CycloneDX 1.5 JSON SBOM (one `library` component per package, with its purl).",
+				Computed:            true,
+			},
+		},
+	}
+}
+
+func (d *snapshotManifestDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *snapshotManifestDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	m, ok := decode[snapshotManifestModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	id, attrPath := m.SnapshotID.ValueString(), path.Root("snapshot_id")
+	if name := m.Environment.ValueString(); name != "" {
+		attrPath = path.Root("environment")
+		env, err := d.cp.store.GetEnvironment(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			resp.Diagnostics.AddAttributeError(attrPath, "Environment Not Found",
+				fmt.Sprintf("No environment %q exists in this control plane. Check the name, or reference the trueforge_environment resource so Terraform creates it first.", name))
+			return
+		}
+		if err != nil {
+			resp.Diagnostics.AddError("Error Reading Environment", fmt.Sprintf("Environment %q could not be read.\n\nOriginal Error: %s", name, err))
+			return
+		}
+		id = env.SnapshotID
+	}
+	snap, err := d.cp.store.GetSnapshot(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		resp.Diagnostics.AddAttributeError(attrPath, "Snapshot Not Found",
+			fmt.Sprintf("No snapshot %q exists in this control plane. Use an environment's snapshot_id, or set environment instead.", id))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Snapshot", fmt.Sprintf("Snapshot %q could not be read.\n\nOriginal Error: %s", id, err))
+		return
+	}
+	coord, _, err := d.cp.coordinator(ctx, snap.Provider)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Opening Sandbox Provider", fmt.Sprintf("The backend of sandbox provider %q could not be opened to read snapshot %s.\n\nOriginal Error: %s", snap.Provider, id, err))
+		return
+	}
+	sm, err := coord.Manifest(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		resp.Diagnostics.AddAttributeError(attrPath, "Snapshot Manifest Not Available",
+			fmt.Sprintf("Snapshot %s (status %s) has no package manifest. A manifest is recorded when a build turns Ready; a Building snapshot "+
+				"has one after its build, and a failed extraction is retried by the next plan or refresh (run with TF_LOG_PROVIDER=WARN to see why it failed).", id, snap.Status))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Error Reading Snapshot Manifest", fmt.Sprintf("The manifest of snapshot %s could not be read.\n\nOriginal Error: %s", id, err))
+		return
+	}
+	man := sm.Manifest
+	pkgs := make([]attr.Value, 0, len(man.Packages))
+	for _, p := range man.Packages {
+		obj, diags := types.ObjectValue(manifestPackageAttrTypes, map[string]attr.Value{
+			"ecosystem": types.StringValue(p.Ecosystem), "name": types.StringValue(p.Name), "version": types.StringValue(p.Version),
+			"arch": types.StringValue(p.Arch), "purl": types.StringValue(manifest.PURL(man, p)),
+		})
+		resp.Diagnostics.Append(diags...)
+		pkgs = append(pkgs, obj)
+	}
+	list, diags := types.ListValue(types.ObjectType{AttrTypes: manifestPackageAttrTypes}, pkgs)
+	resp.Diagnostics.Append(diags...)
+	counts := map[string]attr.Value{}
+	for eco, n := range man.Counts() {
+		counts[eco] = types.Int64Value(int64(n))
+	}
+	countMap, diags := types.MapValue(types.Int64Type, counts)
+	resp.Diagnostics.Append(diags...)
+	bom, err := manifest.CycloneDX(man, id)
+	if err != nil {
+		resp.Diagnostics.AddError("Error Rendering SBOM", fmt.Sprintf("The CycloneDX document of snapshot %s could not be rendered.\n\nOriginal Error: %s", id, err))
+		return
+	}
+	distro := man.Distro
+	if man.DistroVersion != "" {
+		distro += " " + man.DistroVersion
+	}
+	m.SnapshotID = types.StringValue(id)
+	m.Digest = types.StringValue(sm.Digest)
+	m.Packages = list
+	m.PackageCount = types.Int64Value(int64(len(man.Packages)))
+	m.Counts = countMap
+	m.Omitted = types.Int64Value(int64(man.Omitted))
+	m.Bytes = types.Int64Value(sm.Bytes)
+	m.Distro = types.StringValue(distro)
+	m.CycloneDX = types.StringValue(string(bom))
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
