@@ -499,6 +499,30 @@ else
 	status=1
 fi
 
+# Snapshot manifests (issue 18): the time taking a Ready snapshot's package manifest adds
+# to a build of the quickstart environment (local backend: read from the layers), and the
+# manifest's size (target: under 5% of the build or under 1 s).
+echo "== snapshot manifest: extraction time per build and manifest size (quickstart environment)"
+if go test -run '^$' -bench '^BenchmarkManifest$' -benchtime "${BENCH_MANIFEST_N:-5}x" ./internal/sandbox/local/ >"$out/manifest-bench.txt" 2>&1; then
+	python3 - "$out/manifest-bench.txt" <<'EOF2' | tee -a "$out/results.txt"
+import re, sys
+for line in open(sys.argv[1]):
+    if line.startswith("BenchmarkManifest"):
+        f = {unit: float(v) for v, unit in re.findall(r"([\d.]+) ([\w%/-]+)", line)}
+        ok = f["manifest-%-of-build"] <= 5 or f["manifest-ms"] < 1000
+        print()
+        print("snapshot manifest (local backend, quickstart environment, medians)")
+        print(f"  build {f['build-ms']:.1f} ms, manifest {f['manifest-ms']:.1f} ms ({f['manifest-%-of-build']:.1f}% of the build; "
+              f"target under 5% or under 1 s: {'met' if ok else 'MISSED'}), {f['manifest-bytes']:.0f} bytes, {f['packages']:.0f} packages")
+        print(f"RESULT manifest_ms={f['manifest-ms']:.1f} manifest_build_ms={f['build-ms']:.1f} manifest_pct={f['manifest-%-of-build']:.1f} "
+              f"manifest_bytes={f['manifest-bytes']:.0f} manifest_packages={f['packages']:.0f}")
+EOF2
+else
+	echo "bench: the manifest benchmark failed:" >&2
+	tail -30 "$out/manifest-bench.txt" >&2
+	status=1
+fi
+
 # Egress proxy (internal/egress): the latency the proxy adds to one HTTPS request (opaque
 # tunnel and TLS termination with a secret substituted; new connection and keep-alive)
 # against the same request made directly, and the throughput of a 100 MB download through

@@ -82,7 +82,7 @@ func helperEnvOf(root, id, script string) []string {
 	return []string{helperEnv + "=1", "HELPER_ROOT=" + root, "HELPER_ID=" + id, "HELPER_SCRIPT=" + script}
 }
 
-func requireTools(t *testing.T) {
+func requireTools(t testing.TB) {
 	t.Helper()
 	for _, tool := range []string{"bwrap", "unshare"} {
 		if _, err := findTool(tool); err != nil {
@@ -92,7 +92,7 @@ func requireTools(t *testing.T) {
 }
 
 // newTestBuilder returns a builder on a fresh root with its release prepared.
-func newTestBuilder(t *testing.T) (*Builder, string) {
+func newTestBuilder(t testing.TB) (*Builder, string) {
 	t.Helper()
 	requireTools(t)
 	b, err := NewBuilder(filepath.Join(t.TempDir(), "local-backend"))
