@@ -49,8 +49,13 @@ resource "trueforge_environment" "training" {
   name             = "training"
   sandbox_provider = trueforge_sandbox_provider.daytona.name
 
-  dockerfile    = file("${path.module}/training/Dockerfile") # FROM registry.example.com/ml/base:2026-11
-  build_context = "${path.module}/training/context"          # files the Dockerfile COPYs
+  # Or file("${path.module}/training/Dockerfile").
+  dockerfile    = <<-EOT
+    FROM registry.example.com/ml/base:2026-11
+    COPY requirements.txt /opt/train/
+    RUN pip install --no-cache-dir -r /opt/train/requirements.txt
+  EOT
+  build_context = "${path.module}/training/context" # the files the Dockerfile COPYs
   registry      = trueforge_registry.internal.name
   gpu           = 1
   gpu_type      = "H100"
