@@ -4,12 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
+
+// checkRefs checks what an environment's settings name in the store: its volumes and
+// its registry (with the image it pulls from it). planning=true is the plan's check,
+// where what may be created by the same apply only warns; at apply it refuses. Nothing
+// is checked while the provider or those attributes are unknown.
+func (r *environmentResource) checkRefs(ctx context.Context, plan *environmentModel, planning bool) diag.Diagnostics {
+	if r.cp == nil || plan.SandboxProvider.IsUnknown() || plan.Volumes.IsUnknown() || plan.Registry.IsUnknown() || plan.Image.IsUnknown() {
+		return nil
+	}
+	providerName := plan.SandboxProvider.ValueString()
+	diags := r.cp.volumesDiags(ctx, providerName, plan.volumes(ctx), planning)
+	diags.Append(r.cp.checkRegistry(ctx, providerName, plan.Registry.ValueString(), plan.Image.ValueString(), planning)...)
+	return diags
+}
 
 // checkVolumes refuses, at apply, an environment of sandbox provider providerName whose
 // volumes name a volume that does not exist or belongs to another sandbox provider,
@@ -49,8 +65,13 @@ func (cp *controlPlane) volumesDiags(ctx context.Context, providerName string, v
 
 // checkRegistry refuses an environment of sandbox provider providerName whose registry
 // does not exist (at apply; at plan, planning=true, it warns) or belongs to another
-// sandbox provider, naming the attribute (registry). "" (a public image) is fine.
-func (cp *controlPlane) checkRegistry(ctx context.Context, providerName, registry string, planning bool) diag.Diagnostics {
+// sandbox provider, naming the attribute (registry), and an image that Daytona would not
+// pull with it: Daytona picks the organization's registry whose URL matches the image's
+// host (findSourceRegistryBySnapshotImageName in
+// apps/api/src/docker-registry/services/docker-registry.service.ts, v0.190), so an image
+// of another host would be pulled without these credentials. "" (a public image) is
+// fine.
+func (cp *controlPlane) checkRegistry(ctx context.Context, providerName, registry, image string, planning bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	if registry == "" {
 		return diags
@@ -70,6 +91,35 @@ func (cp *controlPlane) checkRegistry(ctx context.Context, providerName, registr
 		diags.AddAttributeError(at, "Registry Of Another Sandbox Provider",
 			fmt.Sprintf("Registry %q belongs to sandbox provider %q, but this environment builds on %q. Create a trueforge_registry with sandbox_provider = %q and name that one.",
 				registry, g.Provider, providerName, providerName))
+	case image != "" && image != sandbox.PlatformImage && imageHost(image) != registryHost(g.URL):
+		diags.AddAttributeError(path.Root("image"), "Image Not From Registry",
+			fmt.Sprintf("image %q is pulled from %s, but registry %q is for %s (url %q). Daytona uses the registry whose URL matches the image's host, "+
+				"so this image would be pulled without the registry's credentials. Name the image by the registry's host (for example %s/<repository>:<tag>), or fix the registry's url.",
+				image, imageHost(image), registry, registryHost(g.URL), g.URL, registryHost(g.URL)))
 	}
 	return diags
+}
+
+// imageHost is the registry host of an image reference, as Docker reads it: the first
+// component when it has a '.' or ':' or is localhost, else Docker Hub.
+func imageHost(image string) string {
+	first, _, ok := strings.Cut(image, "/")
+	if ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		if strings.Contains(first, "docker.io") {
+			return "docker.io"
+		}
+		return first
+	}
+	return "docker.io"
+}
+
+// registryHost is the host of a registry URL as Daytona stores it (remoteRegistryURL),
+// without a scheme or path.
+func registryHost(url string) string {
+	u := remoteRegistryURL(url)
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		u = rest
+	}
+	host, _, _ := strings.Cut(u, "/")
+	return host
 }

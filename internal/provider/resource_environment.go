@@ -310,6 +310,7 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	plan.PackageIndexHosts = plan.packageIndexHosts(ctx)
 	checkVolumeMounts(plan.volumes(ctx), &resp.Diagnostics)
+	resp.Diagnostics.Append(r.checkRefs(ctx, &plan, true)...) // volumes and registry (environment_volumes.go)
 	r.checkBackend(ctx, &plan, state, resp)
 
 	if state == nil {

@@ -61,6 +61,10 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		resp.Diagnostics.Append(checked.Errors()...)
 		return
 	}
+	if d := r.checkRefs(ctx, &plan, false); d.HasError() { // volumes and registry (environment_volumes.go)
+		resp.Diagnostics.Append(d...)
+		return
+	}
 	blockAll, allow := plan.network(ctx)
 	env := store.Environment{
 		ID: newID("env"), Name: name, Provider: prov.Name, Owner: r.cp.owner,
@@ -243,6 +247,10 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	coord, prov, err := r.cp.coordinator(ctx, env.Provider)
 	if err != nil {
 		addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q, opening its sandbox provider %q", name, env.Provider), err)
+		return
+	}
+	if d := r.checkRefs(ctx, &plan, false); d.HasError() { // volumes and registry (environment_volumes.go)
+		resp.Diagnostics.Append(d...)
 		return
 	}
 	spec, _ := plan.spec(ctx)

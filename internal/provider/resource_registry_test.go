@@ -103,6 +103,13 @@ func TestAccRegistry_daytona(t *testing.T) {
 				Config: cfg("bot", 2, true),
 			},
 			{
+				// Daytona picks a registry by the image's host: an image of another host
+				// would be pulled without these credentials.
+				Config: f.config(registryHCL("daytona", "bot", "  password_wo = \"pw-2\"\n  password_wo_version = 2") +
+					daytonaEnvHCL("py", "", "  image = \"docker.io/library/python:3.12\"\n  registry = trueforge_registry.ghcr.name")),
+				ExpectError: regexp.MustCompile(`(?s)Image Not From Registry.*docker\.io.*ghcr\.io`),
+			},
+			{
 				// The environment names it (literally, so Terraform does not order them):
 				// deleting the registry is refused, naming the environment.
 				Config:      f.config(daytonaEnvHCL("py", "", `  registry = "ghcr"`)),

@@ -147,3 +147,19 @@ func TestAccVolume_daytona(t *testing.T) {
 		},
 	})
 }
+
+// An environment naming a volume that does not exist is warned about at plan (the same
+// apply may create it) and refused at apply, on volumes[0].volume, naming the volume.
+func TestAccVolume_environmentNamesMissingVolume(t *testing.T) {
+	f := newFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps: []resource.TestStep{
+			{
+				Config:      f.config(envHCL("", mountsCache(`"nope"`))),
+				ExpectError: regexp.MustCompile(`(?s)Volume Not Found.*No volume "nope" exists`),
+			},
+		},
+	})
+}

@@ -1,0 +1,6 @@
+import {
+  to = trueforge_registry.internal
+  identity = {
+    name = "internal"
+  }
+}

@@ -1,0 +1,6 @@
+import {
+  to = trueforge_volume.datasets
+  identity = {
+    name = "datasets"
+  }
+}
