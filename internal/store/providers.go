@@ -170,6 +170,11 @@ func (s *Store) DeleteSandboxProvider(ctx context.Context, name string) error {
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		kept, err := volumesAndRegistriesOf(ctx, tx, name) // volumes.go
+		if err != nil {
+			return err
+		}
+		users = append(users, kept...)
 		if len(users) > 0 {
 			return fmt.Errorf("sandbox provider %q is used by %v: %w", name, users, ErrInUse)
 		}

@@ -167,3 +167,29 @@ func (s *Store) DeleteVolume(ctx context.Context, name string) error {
 		return nil
 	})
 }
+
+// volumesAndRegistriesOf names the volumes and registries a sandbox provider keeps
+// ("volume x", "registry y"): they hold files and credentials in its backend, so the
+// provider is not deleted from under them.
+func volumesAndRegistriesOf(ctx context.Context, q querier, provider string) ([]string, error) {
+	var out []string
+	for _, t := range []struct{ kind, table string }{{"volume", "volumes"}, {"registry", "registries"}} {
+		rows, err := q.QueryContext(ctx, `SELECT name FROM `+t.table+` WHERE provider = ? ORDER BY name`, provider)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, t.kind+" "+n)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

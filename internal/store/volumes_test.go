@@ -40,6 +40,11 @@ func TestVolumeAndRegistryInUseCannotBeDeleted(t *testing.T) {
 			t.Fatalf("deleting a registry in use: %v (want ErrInUse naming py)", err)
 		}
 
+		// The provider keeps them: it cannot be deleted from under them.
+		if err := st.DeleteSandboxProvider(ctx, "local"); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "volume cache") || !strings.Contains(err.Error(), "registry ghcr") {
+			t.Fatalf("deleting the provider of a volume and a registry: %v (want ErrInUse naming both)", err)
+		}
+
 		env.Settings.Volumes, env.Settings.Registry = nil, ""
 		must(t, st.UpdateEnvironment(ctx, env))
 		must(t, st.DeleteVolume(ctx, "cache"))
