@@ -161,6 +161,19 @@ print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM session_sandbox
 EOF2
 }
 
+step "Supply chain: what the python environment's snapshot contains (package manifest, recorded when its build turned Ready)"
+echo "\$ trueforge-harness snapshots show python | head -12"
+"$harness" snapshots show python >"$work/manifest.txt" || fail "snapshots show python failed"
+head -12 "$work/manifest.txt"
+grep -q "^digest    sha256:" "$work/manifest.txt" || fail "the python environment's snapshot has no manifest digest"
+"$harness" snapshots show python --sbom >"$work/sbom.json"
+python3 - "$work/sbom.json" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"     SBOM: {d['bomFormat']} {d['specVersion']}, {len(d['components'])} components (trueforge-harness snapshots show python --sbom)")
+EOF2
+ok "manifest and CycloneDX SBOM of snapshot $snap1"
+
 step "Harness: a question that needs no code (no sandbox is provisioned)"
 echo "\$ trueforge-harness run demo \"What is the capital of France?\""
 "$harness" run demo "What is the capital of France?" | tee "$work/turn1.txt"
