@@ -11,11 +11,13 @@ import (
 // already); it widens a non-empty one by the indexes' hosts, where they apply.
 
 // SandboxAllow is the allow list of a sandbox of an environment whose allow_domains is
-// allow and whose package indexes are names, reachable in in (InBuild, InBuildAndSandbox,
-// or "" for DefaultIn): allow, plus the indexes' hosts when in is InBuildAndSandbox and
-// allow is not empty. An empty result admits every public host, as allow_domains does;
-// block_all is the caller's, and wins over both.
-func SandboxAllow(allow, names []string, in string) ([]string, error) {
+// allow, whose allow_cidrs is cidrs, and whose package indexes are names, reachable in in
+// (InBuild, InBuildAndSandbox, or "" for DefaultIn): allow, plus the indexes' hosts when
+// in is InBuildAndSandbox and the sandbox is restricted at all (allow or cidrs is not
+// empty: an address range alone limits a sandbox to that range). An empty result with
+// no cidrs admits every public host, as allow_domains does; block_all is the caller's,
+// and wins over both.
+func SandboxAllow(allow, cidrs, names []string, in string) ([]string, error) {
 	if in == "" {
 		in = DefaultIn
 	}
@@ -23,7 +25,7 @@ func SandboxAllow(allow, names []string, in string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in != InBuildAndSandbox || len(allow) == 0 || len(hosts) == 0 {
+	if in != InBuildAndSandbox || (len(allow) == 0 && len(cidrs) == 0) || len(hosts) == 0 {
 		return allow, nil
 	}
 	return union(allow, hosts), nil

@@ -10,23 +10,26 @@ func TestSandboxAllow(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		allow []string
+		cidrs []string
 		names []string
 		in    string
 		want  []string
 	}{
-		{"build only keeps the allow list", []string{"api.example.com"}, pypi, InBuild, []string{"api.example.com"}},
-		{"the default is build only", []string{"api.example.com"}, pypi, "", []string{"api.example.com"}},
-		{"build and sandbox adds the hosts", []string{"api.example.com", "pypi.org"}, pypi, InBuildAndSandbox,
+		{"build only keeps the allow list", []string{"api.example.com"}, nil, pypi, InBuild, []string{"api.example.com"}},
+		{"the default is build only", []string{"api.example.com"}, nil, pypi, "", []string{"api.example.com"}},
+		{"build and sandbox adds the hosts", []string{"api.example.com", "pypi.org"}, nil, pypi, InBuildAndSandbox,
 			[]string{"api.example.com", "pypi.org", "files.pythonhosted.org"}},
-		{"an empty allow list stays every host", nil, pypi, InBuildAndSandbox, nil},
-		{"no index changes nothing", []string{"a.example"}, nil, InBuildAndSandbox, []string{"a.example"}},
+		{"an empty allow list stays every host", nil, nil, pypi, InBuildAndSandbox, nil},
+		{"address ranges alone restrict the sandbox, so the hosts are added", nil, []string{"10.0.0.0/8"}, pypi, InBuildAndSandbox,
+			[]string{"files.pythonhosted.org", "pypi.org"}},
+		{"no index changes nothing", []string{"a.example"}, nil, nil, InBuildAndSandbox, []string{"a.example"}},
 	} {
-		got, err := SandboxAllow(c.allow, c.names, c.in)
+		got, err := SandboxAllow(c.allow, c.cidrs, c.names, c.in)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: SandboxAllow(%v, %v, %q) = %v, %v; want %v", c.name, c.allow, c.names, c.in, got, err, c.want)
 		}
 	}
-	if _, err := SandboxAllow([]string{"a.example"}, []string{"pipy"}, InBuildAndSandbox); err == nil {
+	if _, err := SandboxAllow([]string{"a.example"}, nil, []string{"pipy"}, InBuildAndSandbox); err == nil {
 		t.Error("an unknown index name was accepted")
 	}
 }

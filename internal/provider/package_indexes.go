@@ -35,7 +35,7 @@ func (m *environmentModel) buildNetwork(ctx context.Context, req *sandbox.BuildR
 // (Daytona's domainAllowList has a size cap), not allow_domains alone.
 func (m *environmentModel) sandboxAllowDomains(ctx context.Context, allow []string) []string {
 	ns := m.networkSettings(ctx)
-	out, err := packageindex.SandboxAllow(allow, ns.packageIndexes, ns.packageIndexesIn)
+	out, err := packageindex.SandboxAllow(allow, ns.allowCIDRs, ns.packageIndexes, ns.packageIndexesIn)
 	if err != nil {
 		return allow // the package_indexes validator says why
 	}

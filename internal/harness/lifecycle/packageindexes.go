@@ -14,7 +14,7 @@ import (
 // in the sandbox_provisioned summary. Local sandboxes get the same list from their
 // egress proxy (sandboxnet).
 func sandboxAllow(env store.Environment, summary map[string]any) ([]string, error) {
-	allow, err := packageindex.SandboxAllow(env.AllowDomains, env.Settings.PackageIndexes, env.Settings.PackageIndexesIn)
+	allow, err := packageindex.SandboxAllow(env.AllowDomains, env.Settings.AllowCIDRs, env.Settings.PackageIndexes, env.Settings.PackageIndexesIn)
 	if err != nil {
 		return nil, fmt.Errorf("environment %q: network.package_indexes: %w", env.Name, err)
 	}

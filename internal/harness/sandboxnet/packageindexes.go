@@ -13,7 +13,7 @@ import (
 // admits every public host already). It is recorded with the sandbox's egress state,
 // so a proxy recreated later keeps it.
 func allowDomains(env store.Environment) ([]string, error) {
-	allow, err := packageindex.SandboxAllow(env.AllowDomains, env.Settings.PackageIndexes, env.Settings.PackageIndexesIn)
+	allow, err := packageindex.SandboxAllow(env.AllowDomains, env.Settings.AllowCIDRs, env.Settings.PackageIndexes, env.Settings.PackageIndexesIn)
 	if err != nil {
 		return nil, fmt.Errorf("environment %q: network.package_indexes: %w", env.Name, err)
 	}
