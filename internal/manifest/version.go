@@ -17,7 +17,7 @@ import (
 // before "1.0". It is not a full PEP 440 or SemVer implementation: local versions
 // ("+local") and PyPI's "post" releases compare as plain suffixes (after the release).
 func CompareVersions(eco, a, b string) int {
-	a, b = comparable(eco, a), comparable(eco, b)
+	a, b = canonicalVersion(eco, a), canonicalVersion(eco, b)
 	ea, ra := splitEpoch(a)
 	eb, rb := splitEpoch(b)
 	if c := cmpNum(ea, eb); c != 0 {
@@ -28,7 +28,7 @@ func CompareVersions(eco, a, b string) int {
 
 var pyPre = regexp.MustCompile(`([0-9])[-_.]?(a|alpha|b|beta|c|rc|pre|preview|dev)([0-9]*)`)
 
-func comparable(eco, v string) string {
+func canonicalVersion(eco, v string) string {
 	v = strings.TrimSpace(v)
 	switch eco {
 	case NPM:
