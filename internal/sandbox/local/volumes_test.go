@@ -37,8 +37,25 @@ func TestVolumeSharedBetweenSandboxes(t *testing.T) {
 	if got := mustSh(t, r, "b", "echo from-b >> /workspace/shared/hello && stat -c %u /workspace/shared/hello /srv/team/note && id -u"); got != "1000\n1000\n1000" {
 		t.Fatalf("owners inside b (files, then b's user): %q; want the sandbox user (1000) for all", got)
 	}
+	// A restarted sandbox, and a restored one (with a new id slot), mounts its volumes
+	// again.
+	if err := r.Stop(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
 	if got := mustSh(t, r, "a", "cat /data/hello"); got != "from-a\nfrom-b" {
-		t.Fatalf("sandbox a reads %q after b appended", got)
+		t.Fatalf("sandbox a reads %q after b appended and a restarted", got)
+	}
+	if err := r.Archive(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustSh(t, r, "a", "echo restored >> /data/hello && cat /data/hello"); got != "from-a\nfrom-b\nrestored" {
+		t.Fatalf("sandbox a reads %q after a restore", got)
 	}
 
 	// A missing subpath is created, as a folder of the volume.
