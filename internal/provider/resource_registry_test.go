@@ -100,6 +100,19 @@ func TestAccRegistry_daytona(t *testing.T) {
 				Check: f.registryIs("bot", "pw-2"),
 			},
 			{
+				// The plain password: kept in state (sealed in the store), rotated in
+				// place, and read back without drift.
+				Config: f.config(registryHCL("daytona", "bot", `  password = "pw-plain"`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: f.registryIs("bot", "pw-plain"),
+			},
+			{
+				Config:           f.config(registryHCL("daytona", "bot", `  password = "pw-plain"`)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
 				Config: cfg("bot", 2, true),
 			},
 			{
