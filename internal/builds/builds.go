@@ -199,9 +199,9 @@ func (c *Coordinator) Refresh(ctx context.Context, id string) (store.Snapshot, e
 			return snap, err
 		}
 		snap.Status, snap.Reason, snap.LogTail = st.Status, st.Reason, st.LogTail
-	}
-	if snap.Status == sandbox.StatusReady {
-		c.recordManifest(ctx, id) // manifest.go
+		if snap.Status == sandbox.StatusReady {
+			c.recordManifest(ctx, id) // manifest.go
+		}
 	}
 	return snap, nil
 }

@@ -2,6 +2,7 @@ package builds
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -26,8 +27,10 @@ type Manifester interface {
 var manifestFailed sync.Map
 
 // recordManifest takes and stores the manifest of Ready snapshot id when the builder
-// can take one and none is stored yet: after its build, or, for a snapshot built before
-// manifests existed, on the first refresh that finds it Ready. A failure is logged and
+// can take one and none is stored yet. Refresh calls it when it sees a build turn Ready
+// (every Ready row got there through one such refresh), so a plan that only reads
+// environments costs no query for it; Manifest calls it for a snapshot that has none
+// (built before manifests existed, or whose extraction failed). A failure is logged and
 // leaves the snapshot usable: a manifest describes a snapshot, it does not gate it.
 func (c *Coordinator) recordManifest(ctx context.Context, id string) {
 	mf, ok := c.Builder.(Manifester)
@@ -62,11 +65,12 @@ func (c *Coordinator) recordManifest(ctx context.Context, id string) {
 // snapshot is Ready and none is stored (store.ErrNotFound when none can be had).
 func (c *Coordinator) Manifest(ctx context.Context, id string) (store.SnapshotManifest, error) {
 	sm, err := c.Store.GetSnapshotManifest(ctx, id)
-	if err == nil {
-		return sm, nil
+	if !errors.Is(err, store.ErrNotFound) {
+		return sm, err
 	}
 	if snap, serr := c.Refresh(ctx, id); serr != nil || snap.Status != sandbox.StatusReady {
 		return sm, err
 	}
+	c.recordManifest(ctx, id)
 	return c.Store.GetSnapshotManifest(ctx, id)
 }

@@ -76,4 +76,25 @@ func TestReadyBuildRecordsItsManifestOnce(t *testing.T) {
 	if _, err := st.GetSnapshotManifest(ctx, snap2.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("manifest of the failed extraction: %v", err)
 	}
+
+	// A snapshot that turned Ready under a builder that took no manifest (built before
+	// manifests existed) gets one when it is asked for.
+	plain := newFakeBuilder()
+	c3 := &Coordinator{Store: st, Builder: plain, Provider: "p"}
+	snap3, err := c3.Ensure(ctx, sandbox.BuildRequest{Spec: sandbox.SnapshotSpec{Image: "platform", BuildScript: "echo 3"}, Base: "snap-release"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap3, err = c3.Wait(ctx, snap3.ID); err != nil || snap3.Status != sandbox.StatusReady {
+		t.Fatalf("wait: %+v %v", snap3, err)
+	}
+	later := &manifestBuilder{fakeBuilder: plain}
+	c4 := &Coordinator{Store: st, Builder: later, Provider: "p"}
+	if _, err := c4.Refresh(ctx, snap3.ID); err != nil || later.calls.Load() != 0 {
+		t.Fatalf("a refresh of a snapshot that stays Ready took its manifest (%d calls, %v): plans would pay for it", later.calls.Load(), err)
+	}
+	sm3, err := c4.Manifest(ctx, snap3.ID)
+	if err != nil || sm3.Manifest.Packages[0].Name != snap3.ID || later.calls.Load() != 1 {
+		t.Fatalf("Manifest of a snapshot without one = %+v, %v (%d calls)", sm3, err, later.calls.Load())
+	}
 }
