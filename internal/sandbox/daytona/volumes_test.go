@@ -51,6 +51,25 @@ func TestVolumeStore(t *testing.T) {
 	if got := srv.SandboxVolumes("s1"); len(got) != 1 || got[0]["volumeId"] != v.ID || got[0]["mountPath"] != "/data" || got[0]["subpath"] != "team" {
 		t.Fatalf("sandbox's volumes: %v", got)
 	}
+	// On the emulator's local sandboxes a volume is really shared: what one sandbox
+	// writes in it another reads.
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "s2", SnapshotID: snap, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/mnt/all"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !srv.LocalSandboxes() {
+		t.Log("the emulator's sandboxes are host processes here (no bubblewrap): volumes are recorded, not mounted")
+	} else {
+		if res, err := rt.Exec(ctx, "s1", sandbox.ExecRequest{Shell: "echo shared > /data/note"}); err != nil || res.ExitCode != 0 {
+			t.Fatalf("writing in s1's volume: %+v, %v", res, err)
+		}
+		res, err := rt.Exec(ctx, "s2", sandbox.ExecRequest{Shell: "cat /mnt/all/team/note"})
+		if err != nil || res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "shared" {
+			t.Fatalf("s2 reading s1's file through the volume: %q %q, %v", res.Stdout, res.Stderr, err)
+		}
+	}
+	if err := rt.Delete(ctx, "s2"); err != nil {
+		t.Fatal(err)
+	}
 	err = vs.Delete(ctx, v.ID)
 	if err == nil || !strings.Contains(err.Error(), "still mounted") {
 		t.Fatalf("deleting a mounted volume: %v; want a refusal", err)

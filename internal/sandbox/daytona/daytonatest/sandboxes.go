@@ -225,7 +225,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	}
 	bx, err := s.sandboxBox()
 	if err == nil {
-		err = bx.create(id, b.NetworkBlockAll)
+		err = s.createBox(bx, id, b.NetworkBlockAll, vols) // volumes_box_linux.go
 	}
 	if err == nil {
 		err = s.provision(bx, id, sn) // buildinputs.go
