@@ -126,7 +126,7 @@ func snapshotManifest(ctx context.Context, st *store.Store, ref string) (store.S
 	}
 	sm, err := st.GetSnapshotManifest(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return sm, fmt.Errorf("snapshot %s has no manifest yet: it is recorded when its build turns Ready, or, for a snapshot built before manifests existed, by the next plan or refresh that reads its environment", id)
+		return sm, fmt.Errorf("snapshot %s has no manifest yet: it is recorded when its build turns Ready; for a snapshot built before manifests existed, or whose extraction failed, read it once with the trueforge_snapshot_manifest data source, which takes it", id)
 	}
 	return sm, err
 }

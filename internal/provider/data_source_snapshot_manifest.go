@@ -160,7 +160,7 @@ func (d *snapshotManifestDataSource) Read(ctx context.Context, req datasource.Re
 	if errors.Is(err, store.ErrNotFound) {
 		resp.Diagnostics.AddAttributeError(attrPath, "Snapshot Manifest Not Available",
 			fmt.Sprintf("Snapshot %s (status %s) has no package manifest. A manifest is recorded when a build turns Ready; a Building snapshot "+
-				"has one after its build, and a failed extraction is retried by the next plan or refresh (run with TF_LOG_PROVIDER=WARN to see why it failed).", id, snap.Status))
+				"has one after its build. A failed extraction is retried when this data source is read again (run with TF_LOG_PROVIDER=WARN to see why it failed).", id, snap.Status))
 		return
 	}
 	if err != nil {
