@@ -102,3 +102,55 @@ func TestVolumeMissingRefusesSandbox(t *testing.T) {
 		t.Fatalf("the tool result %q does not say which volume is missing", out)
 	}
 }
+
+// On Daytona (the emulator, whose sandboxes are local ones) the same holds: the
+// sandboxes of two sessions are created with the environment's volume by its Daytona
+// id, and share its files.
+func TestDaytonaVolumeSharedBetweenSessions(t *testing.T) {
+	f := newDaytonaFixture(t)
+	ctx := context.Background()
+	v, err := f.client.CreateVolume(ctx, "trueforge-shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err = f.client.WaitVolume(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.st.CreateVolume(ctx, store.Volume{Name: "shared", Provider: "dt", Owner: harnesstest.Owner, RemoteID: v.ID}))
+	e, err := f.st.GetEnvironment(ctx, "dtenv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Settings.Volumes = []store.EnvironmentVolume{{Volume: "shared", MountPath: "/data", Subpath: "sessions"}}
+	must(t, f.st.UpdateEnvironment(ctx, e))
+
+	run := func(agent, cmd string) (string, string) {
+		harnesstest.AddAgent(t, f.st, agent, "dtenv", harnesstest.AgentSpec{
+			"model":   harnesstest.Script(exec(cmd), text("done")),
+			"sandbox": harnesstest.Sandbox("dtenv", 15, 60, 120),
+		})
+		r := f.runner(t, agent)
+		sid, err := r.NewSession(ctx, harnesstest.Owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRun(t, r, sid, "go")
+		res := results(t, f.st, sid)
+		out, _ := res[len(res)-1]["text"].(string)
+		return sid, out
+	}
+	sa, _ := run("writer", "echo from-session-a > /data/note")
+	sb, out := run("reader", "cat /data/note")
+	for _, sid := range []string{sa, sb} {
+		rec, err := f.st.GetSessionSandbox(ctx, sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.srv.SandboxVolumes(rec.SandboxID); len(got) != 1 || got[0]["volumeId"] != v.ID || got[0]["mountPath"] != "/data" || got[0]["subpath"] != "sessions" {
+			t.Fatalf("session %s's Daytona sandbox volumes: %v", sid, got)
+		}
+	}
+	if f.srv.LocalSandboxes() && !strings.Contains(out, "from-session-a") {
+		t.Fatalf("session B's sandbox read %q from the volume; want session A's file", out)
+	}
+}
