@@ -134,3 +134,24 @@ data "trueforge_snapshot_manifest" "mf" {
 		}},
 	})
 }
+
+// On a shared PostgreSQL control plane the team role whose apply builds writes the
+// manifest (it is granted like snapshots), and reads it back.
+func TestAccPostgres_snapshotManifest(t *testing.T) {
+	f := newPGFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{{
+			Config: f.config(pgTeamHCL("a", "v1", `"api.example.com"`, "Be brief.") + `
+data "trueforge_snapshot_manifest" "team" {
+  snapshot_id = ` + envAddr + `.snapshot_id
+}
+`),
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestMatchResourceAttr("data.trueforge_snapshot_manifest.team", "digest", regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)),
+				resource.TestCheckResourceAttrWith("data.trueforge_snapshot_manifest.team", "package_count", positive),
+			),
+		}},
+	})
+}
