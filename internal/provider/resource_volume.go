@@ -59,7 +59,9 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"data directory (`<data dir>/local-backend/volumes/<name>`, or under the shared snapshot directory), owned by the user running Terraform " +
 			"and shown to each sandbox as its own user's; on `daytona` it is a Daytona volume named `trueforge-<name>` (S3-backed), created ready " +
 			"before apply finishes. Deleting a volume that an environment (any team's) lists is refused, naming the environments; deleting it " +
-			"deletes its files. An environment may list at most " + fmt.Sprint(sandbox.MaxVolumes) + " volumes. Import with the name.",
+			"deletes its files. To retire a volume, remove it from the environments' `volumes` and apply, then remove the volume: Terraform " +
+			"deletes a resource before it updates those that referenced it, so both in one apply are refused. An environment may list at most " +
+			fmt.Sprint(sandbox.MaxVolumes) + " volumes. Import with the name.",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				MarkdownDescription: "Name of the volume, unique in the control plane: " + sandbox.VolumeNameRule + ". Changing it replaces the volume (and loses its files).",
