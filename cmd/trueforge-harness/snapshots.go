@@ -60,13 +60,15 @@ func newSnapshotsCmd(g *globals) *cobra.Command {
 	addOutputFlag(show, &showOut, "")
 
 	var affOut outputFormat
+	var allOwners bool
 	affected := &cobra.Command{
 		Use:   "affected PACKAGE[@RANGE]",
 		Short: "List the snapshots, environments, sessions and artifacts whose packages include an affected version (a store lookup; no network)",
 		Long: "PACKAGE may start with an ecosystem (deb:, apk:, pypi:, npm:). RANGE is an exact version or comparisons joined by\n" +
 			"commas: pypi:requests@<2.32, openssl@>=3.0,<3.0.14, npm:@types/node@20.1.0. Versions compare as Debian's do\n" +
 			"(numeric runs numerically, an epoch first, ~ before everything), PyPI and npm pre-releases before their release.\n" +
-			"Artifacts are found through their snapshot and through packages their session installed before the offer.",
+			"Artifacts are found through their snapshot and through packages their session installed before the offer.\n" +
+			"Sessions and artifacts are yours (--owner) unless --all-owners is given; snapshots and environments are shared.",
 		Args: cobra.ExactArgs(1),
 		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error {
 			q, err := manifest.ParseQuery(args[0])
@@ -76,6 +78,9 @@ func newSnapshotsCmd(g *globals) *cobra.Command {
 			aff, err := h.store.AffectedBy(ctx, q)
 			if err != nil {
 				return err
+			}
+			if !allOwners {
+				aff = ownedBy(aff, h.me)
 			}
 			doc := affectedDoc(aff)
 			out := cmd.OutOrStdout()
@@ -107,6 +112,8 @@ func newSnapshotsCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		}),
 	}
+	affected.Flags().BoolVar(&allOwners, "all-owners", false,
+		"list every owner's sessions and artifacts (an operator's view, to invalidate a whole team's results), not only yours")
 	addOutputFlag(affected, &affOut, "")
 	cmd.AddCommand(show, affected)
 	return cmd
@@ -260,4 +267,23 @@ func lineageCells(a offeredFileJSON) string {
 		installs = packagesLine(a.SessionInstalls)
 	}
 	return digest + "\t" + installs
+}
+
+// ownedBy keeps the sessions and artifacts of owner: like sessions list, the advisory
+// query shows a caller its own work unless asked for everyone's.
+func ownedBy(a store.Affected, owner string) store.Affected {
+	sessions := a.Sessions[:0:0]
+	for _, s := range a.Sessions {
+		if s.Owner == owner {
+			sessions = append(sessions, s)
+		}
+	}
+	artifacts := a.Artifacts[:0:0]
+	for _, x := range a.Artifacts {
+		if x.Owner == owner {
+			artifacts = append(artifacts, x)
+		}
+	}
+	a.Sessions, a.Artifacts = sessions, artifacts
+	return a
 }

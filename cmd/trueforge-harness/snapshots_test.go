@@ -154,6 +154,20 @@ func TestSupplyChainLineageAndAffected(t *testing.T) {
 	if doc = affected("pypi:pinned-pkg@>=2"); len(doc.Snapshots)+len(doc.Artifacts) != 0 {
 		t.Errorf("a range outside the installed version matched: %+v", doc)
 	}
+	// Another user sees the shared snapshot and environment, not this user's work,
+	// unless asking for every owner's.
+	out, _, err = run(t, st.Path(), "", "--owner", "mallory", "snapshots", "affected", "pinned-pkg", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other affectedJSON
+	if err := json.Unmarshal([]byte(out), &other); err != nil || len(other.Snapshots) != 1 || len(other.Sessions)+len(other.Artifacts) != 0 {
+		t.Errorf("another owner's view: %v %+v", err, other)
+	}
+	out, _, err = run(t, st.Path(), "", "--owner", "mallory", "snapshots", "affected", "pinned-pkg", "--all-owners", "-o", "json")
+	if err != nil || json.Unmarshal([]byte(out), &other) != nil || len(other.Sessions) != 1 || len(other.Artifacts) != 2 {
+		t.Errorf("--all-owners: %v %+v", err, other)
+	}
 	if _, _, err := run(t, st.Path(), "", "snapshots", "affected", "pinned-pkg@>=1,<"); err == nil || !strings.Contains(err.Error(), "without a version") {
 		t.Errorf("a bad range: %v", err)
 	}

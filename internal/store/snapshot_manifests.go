@@ -176,6 +176,7 @@ type AffectedSession struct {
 // AffectedArtifact is an artifact whose lineage holds a matching package.
 type AffectedArtifact struct {
 	ID, SessionID, Path, SHA256, SnapshotID string
+	Owner                                   string // the session's owner
 	Via                                     string // "snapshot" or "session install"
 	Packages                                []manifest.Package
 }
@@ -315,6 +316,7 @@ func (s *Store) affectedArtifacts(ctx context.Context, q manifest.Query, bySnap 
 		if err := rows.Scan(&a.ID, &a.SessionID, &a.Path, &a.SHA256, &a.SnapshotID, &installs, &owner); err != nil {
 			return err
 		}
+		a.Owner = owner
 		var inst []manifest.Package
 		_ = json.Unmarshal([]byte(installs), &inst)
 		for _, p := range inst {
