@@ -225,6 +225,9 @@ func checkSubpath(s string) string {
 	if posixpath.IsAbs(s) || c == ".." || strings.HasPrefix(c, "../") || c == "." || strings.Contains(s, "\\") {
 		return "use a relative folder of the volume without '..', such as \"team-a\""
 	}
+	if c != s {
+		return fmt.Sprintf("write it as %q (no '.', empty or trailing components)", c)
+	}
 	return ""
 }
 
