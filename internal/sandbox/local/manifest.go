@@ -57,7 +57,7 @@ type mergedFS struct {
 	layerAt []string   // their host paths (for extended attributes)
 	usr     *os.Root   // the host /usr, lowest under usr
 	host    *os.Root   // the host root, for hostPackageDBs only
-	links   map[string]string
+	links   map[string]string // the root's bin, lib...: their target, "" for a host bind
 }
 
 func (b *Builder) mergedFS(layers []string) (*mergedFS, error) {
@@ -80,6 +80,8 @@ func (b *Builder) mergedFS(layers []string) (*mergedFS, error) {
 		m.host = r
 	}
 	for _, l := range hostRootLinks(b.hostRoot) {
+		// "" is a host directory bound read-only (a host without merged /usr).
+		m.links[l.name] = ""
 		if l.target != "" {
 			m.links[l.name] = strings.TrimPrefix(path.Clean(l.target), "/")
 		}
@@ -107,6 +109,12 @@ type source struct {
 func (m *mergedFS) sources(name string) []source {
 	first, rest, _ := strings.Cut(name, "/")
 	if t, ok := m.links[first]; ok {
+		if t == "" {
+			if m.host == nil {
+				return nil
+			}
+			return []source{{m.host, name, -1}}
+		}
 		name = path.Join(t, rest)
 		first, rest, _ = strings.Cut(name, "/")
 	}
