@@ -53,10 +53,10 @@ var hostPackageDBs = []string{"var/lib/dpkg", "lib/apk/db"}
 // opened as an os.Root, so a symlink in a layer never leads out of it (one that would is
 // read as missing).
 type mergedFS struct {
-	layers  []*os.Root // topmost first; each holds TopDirs
-	layerAt []string   // their host paths (for extended attributes)
-	usr     *os.Root   // the host /usr, lowest under usr
-	host    *os.Root   // the host root, for hostPackageDBs only
+	layers  []*os.Root        // topmost first; each holds TopDirs
+	layerAt []string          // their host paths (for extended attributes)
+	usr     *os.Root          // the host /usr, lowest under usr
+	host    *os.Root          // the host root, for hostPackageDBs only
 	links   map[string]string // the root's bin, lib...: their target, "" for a host bind
 }
 
