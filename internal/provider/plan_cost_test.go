@@ -18,16 +18,29 @@ import (
 // the control-plane database, whatever the number of resources (issue 13: at most 10).
 const maxPlanQueries = 10
 
-// planCostHCL is n environments, each with a secret and an agent on it.
+// planCostHCL is n environments, each with a secret, an agent and a volume of its own,
+// and every setting an environment has.
 func planCostHCL(n int) string {
 	return fmt.Sprintf(`
+resource "trueforge_volume" "data" {
+  count            = %[1]d
+  name             = "data-${count.index}"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+}
+
 resource "trueforge_environment" "env" {
   count            = %[1]d
   name             = "env-${count.index}"
   sandbox_provider = trueforge_sandbox_provider.local.name
   build_script     = "echo cost"
   env              = { INDEX = tostring(count.index) }
-  network          = { allow_domains = ["api.example.com"] }
+  labels           = { team = "t-${count.index}" }
+  volumes          = [{ volume = trueforge_volume.data[count.index].name, mount_path = "/data" }]
+  network = {
+    allow_domains   = ["api.example.com"]
+    allow_cidrs     = ["10.0.0.0/8"]
+    package_indexes = ["pypi"]
+  }
 }
 
 resource "trueforge_secret" "tok" {
@@ -82,10 +95,10 @@ func TestAccPlanCost_postgresNoOpPlan(t *testing.T) {
 	}
 	for id, q := range totals {
 		if q > maxPlanQueries {
-			t.Errorf("a provider process (store %s) spent %d queries on a no-op plan of %d resources; want at most %d", id, q, 3*n+1, maxPlanQueries)
+			t.Errorf("a provider process (store %s) spent %d queries on a no-op plan of %d resources; want at most %d", id, q, 4*n+1, maxPlanQueries)
 		}
 	}
-	t.Logf("queries per provider process of the no-op plans of %d resources: %v", 3*n+1, totals)
+	t.Logf("queries per provider process of the no-op plans of %d resources: %v", 4*n+1, totals)
 }
 
 // queryTotals reads a store.QueryLogEnv file: each store's last count.

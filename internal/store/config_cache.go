@@ -40,8 +40,8 @@ import (
 // turns the cache on.
 
 // configLoadQueries is what one load costs in statements: begin, one select per table
-// (sandbox providers, environments, the snapshots they reference, secrets, agents), and
-// commit.
+// (sandbox providers with their volumes and registries, environments, the snapshots they
+// reference, secrets, agents), and commit.
 const configLoadQueries = 7
 
 // cacheStrikes is how many copies in a row may be dropped before they served
@@ -70,6 +70,8 @@ type configSnapshot struct {
 	// reads counts the reads the copy served.
 	reads       atomic.Int64
 	providers   []SandboxProvider // in the database's order
+	volumes     []Volume          // by provider, then name (config_cache_children.go)
+	registries  []Registry        // by provider, then name
 	envs        []Environment     // ordered by name, as ListEnvironments
 	envByName   map[string]int
 	secrets     []Secret // ordered by environment, then variable name
@@ -167,7 +169,7 @@ func (s *Store) loadConfig(ctx context.Context, gen uint64) (*configSnapshot, er
 	defer func() { _ = sqlTx.Rollback() }() // after a commit, only sql.ErrTxDone
 	tx := &txn{tx: sqlTx, d: s.db}
 	snap := &configSnapshot{gen: gen}
-	if snap.providers, err = selectAll(ctx, tx, providerSelect, scanProvider); err != nil {
+	if snap.providers, snap.volumes, snap.registries, err = selectProvidersWithChildren(ctx, tx, s.db.dialect); err != nil {
 		return nil, err
 	}
 	if snap.envs, err = listEnvironments(ctx, tx); err != nil {

@@ -55,6 +55,14 @@ func planReads(t *testing.T, st *Store, envs, secrets, agents, snapshots []strin
 		sn, err := st.GetSnapshot(ctx, id)
 		add("snapshot "+id, sn, err)
 	}
+	for _, name := range []string{"vol-a", "vol-b", "missing"} {
+		v, err := st.GetVolume(ctx, name)
+		add("volume "+name, v, err)
+	}
+	for _, name := range []string{"reg-a", "missing"} {
+		r, err := st.GetRegistry(ctx, name)
+		add("registry "+name, r, err)
+	}
 	return out
 }
 
@@ -89,6 +97,11 @@ func seedPlane(t *testing.T, st *Store, owner string, n int) (envs, secrets, age
 	}
 	must(t, st.CreateAgent(ctx, Agent{ID: "nosandbox", Name: "nosandbox", Owner: owner, Spec: []byte("{}")}))
 	agents = append(agents, "nosandbox")
+	// Volumes and a registry, read from the providers' row by the cache.
+	must(t, st.CreateVolume(ctx, Volume{Name: "vol-b", Provider: "local", Owner: owner, RemoteID: "rb"}))
+	must(t, st.CreateVolume(ctx, Volume{Name: "vol-a", Provider: "local", Owner: owner, RemoteID: "ra"}))
+	must(t, st.CreateRegistry(ctx, Registry{Name: "reg-a", Provider: "local", Owner: owner, URL: "registry.example.com", Username: "u",
+		PasswordEnc: []byte{0, 1, 0xfe, 'x'}, Project: "p", RemoteID: "r1"}))
 	return envs, secrets, agents, []string{"snap-1", "snap-rel", "snap-orphan"}
 }
 

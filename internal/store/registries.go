@@ -49,6 +49,9 @@ func (s *Store) CreateRegistry(ctx context.Context, r Registry) error {
 
 // GetRegistry reads a registry by name.
 func (s *Store) GetRegistry(ctx context.Context, name string) (Registry, error) {
+	if c := s.config(ctx); c != nil {
+		return c.registry(name)
+	}
 	var r Registry
 	err := s.db.QueryRowContext(ctx, `SELECT name, provider, owner, url, username, password_enc, project, remote_id, version FROM registries WHERE name = ?`, name).
 		Scan(&r.Name, &r.Provider, &r.Owner, &r.URL, &r.Username, &r.PasswordEnc, &r.Project, &r.RemoteID, &r.Version)

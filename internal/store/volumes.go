@@ -90,6 +90,9 @@ func (s *Store) CreateVolume(ctx context.Context, v Volume) error {
 
 // GetVolume reads a volume by name.
 func (s *Store) GetVolume(ctx context.Context, name string) (Volume, error) {
+	if c := s.config(ctx); c != nil {
+		return c.volume(name)
+	}
 	var v Volume
 	err := s.db.QueryRowContext(ctx, `SELECT name, provider, owner, remote_id FROM volumes WHERE name = ?`, name).
 		Scan(&v.Name, &v.Provider, &v.Owner, &v.RemoteID)

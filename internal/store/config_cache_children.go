@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// A sandbox provider's volumes and registries are read by the config cache in the same
+// statement as the providers, as one JSON array each per provider row, so that caching
+// them costs no statement of its own: a no-op plan's cost stays a fixed number of
+// statements (configLoadQueries) however many tables the configuration has. A
+// registry's sealed password travels hex-encoded.
+
+func childrenSelect(d dialect) string {
+	if d == postgres {
+		return `SELECT name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner, require_limits,
+	COALESCE((SELECT json_agg(json_build_array(v.name, v.owner, v.remote_id) ORDER BY v.name) FROM volumes v WHERE v.provider = p.name), '[]')::text,
+	COALESCE((SELECT json_agg(json_build_array(r.name, r.owner, r.url, r.username, encode(r.password_enc, 'hex'), r.project, r.remote_id, r.version) ORDER BY r.name)
+		FROM registries r WHERE r.provider = p.name), '[]')::text
+FROM sandbox_providers p`
+	}
+	return `SELECT name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner, require_limits,
+	(SELECT json_group_array(json_array(v.name, v.owner, v.remote_id)) FROM (SELECT * FROM volumes WHERE provider = p.name ORDER BY name) v),
+	(SELECT json_group_array(json_array(r.name, r.owner, r.url, r.username, hex(r.password_enc), r.project, r.remote_id, r.version))
+		FROM (SELECT * FROM registries WHERE provider = p.name ORDER BY name) r)
+FROM sandbox_providers p`
+}
+
+// selectProvidersWithChildren reads every provider with its volumes and registries.
+func selectProvidersWithChildren(ctx context.Context, q querier, d dialect) ([]SandboxProvider, []Volume, []Registry, error) {
+	rows, err := q.QueryContext(ctx, childrenSelect(d))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading the configuration: %w", err)
+	}
+	defer rows.Close()
+	var (
+		providers []SandboxProvider
+		volumes   []Volume
+		regs      []Registry
+	)
+	for rows.Next() {
+		var vols, rs string
+		var sc scanFunc = func(dest ...any) error { return rows.Scan(append(dest, &vols, &rs)...) }
+		p, err := scanProvider(sc)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("reading the configuration: %w", err)
+		}
+		providers = append(providers, p)
+		var vrows [][]any
+		if err := json.Unmarshal([]byte(vols), &vrows); err != nil {
+			return nil, nil, nil, fmt.Errorf("reading the volumes of sandbox provider %q: %w", p.Name, err)
+		}
+		for _, r := range vrows {
+			if len(r) != 3 {
+				return nil, nil, nil, fmt.Errorf("reading the volumes of sandbox provider %q: a row of %d values", p.Name, len(r))
+			}
+			volumes = append(volumes, Volume{Name: str(r[0]), Provider: p.Name, Owner: str(r[1]), RemoteID: str(r[2])})
+		}
+		var rrows [][]any
+		if err := json.Unmarshal([]byte(rs), &rrows); err != nil {
+			return nil, nil, nil, fmt.Errorf("reading the registries of sandbox provider %q: %w", p.Name, err)
+		}
+		for _, r := range rrows {
+			if len(r) != 8 {
+				return nil, nil, nil, fmt.Errorf("reading the registries of sandbox provider %q: a row of %d values", p.Name, len(r))
+			}
+			enc, err := hex.DecodeString(str(r[4]))
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("reading registry %q: %w", str(r[0]), err)
+			}
+			version, _ := r[7].(float64)
+			regs = append(regs, Registry{
+				Name: str(r[0]), Provider: p.Name, Owner: str(r[1]), URL: str(r[2]), Username: str(r[3]), PasswordEnc: enc,
+				Project: str(r[5]), RemoteID: str(r[6]), Version: int64(version),
+			})
+		}
+	}
+	return providers, volumes, regs, rows.Err()
+}
+
+// scanFunc adapts a function to the Scan interface the scan helpers take.
+type scanFunc func(dest ...any) error
+
+func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func (c *configSnapshot) volume(name string) (Volume, error) {
+	for _, v := range c.volumes {
+		if v.Name == name {
+			return v, nil
+		}
+	}
+	return Volume{}, fmt.Errorf("volume %q: %w", name, ErrNotFound)
+}
+
+func (c *configSnapshot) registry(name string) (Registry, error) {
+	for _, r := range c.registries {
+		if r.Name == name {
+			r.PasswordEnc = append([]byte(nil), r.PasswordEnc...)
+			return r, nil
+		}
+	}
+	return Registry{}, fmt.Errorf("registry %q: %w", name, ErrNotFound)
+}
