@@ -63,7 +63,7 @@ resource "trueforge_agent" "agent" {
 
 // A no-op plan on PostgreSQL costs a few queries, not one or more per resource: the
 // provider reads the control plane once (the store's config cache) and every refresh
-// and plan of 61 resources is served from that read. Every provider process of the plan
+// and plan of 81 resources is served from that read. Every provider process of the plan
 // steps (plan, refresh, plan again) stays within maxPlanQueries; the same plan without
 // the cache costs several queries per resource.
 func TestAccPlanCost_postgresNoOpPlan(t *testing.T) {
