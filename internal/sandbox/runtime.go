@@ -119,6 +119,9 @@ type Lifecycle struct {
 	IdleStop     time.Duration
 	ArchiveAfter time.Duration
 	DeleteAfter  time.Duration
+	// DeleteOnStop: the sandbox is deleted when it stops, files and all (Daytona requires
+	// it of GPU sandboxes). The next call that needs a sandbox gets a new one.
+	DeleteOnStop bool
 }
 
 // Egress routes a sandbox's network through a harness-side proxy.

@@ -43,6 +43,10 @@ func liveSettings(req *sandbox.CreateRequest, a *agents.Agent, summary map[strin
 		}
 	}
 	req.Lifecycle = sandboxLifecycle(TimingsOf(a.Spec.Sandbox))
+	// A GPU is held while a sandbox exists, stopped or not: Daytona makes GPU sandboxes
+	// ephemeral (autoDeleteInterval 0), so the idle stop deletes them and the next call
+	// that needs a sandbox gets a new one from the snapshot.
+	req.Lifecycle.DeleteOnStop = env.Settings.GPU > 0
 }
 
 // sandboxLifecycle turns an agent's timings, each counted from the sandbox's last use,

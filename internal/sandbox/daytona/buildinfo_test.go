@@ -2,12 +2,14 @@ package daytona_test
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
@@ -247,5 +249,39 @@ func TestCheckEnvironmentBuildInputs(t *testing.T) {
 	}
 	if ps := check(sandbox.SnapshotSpec{GPU: 2, GPUType: "H100", Dockerfile: "# syntax=docker/dockerfile:1\nARG V=1\nFROM python:3.12\n"}); len(ps) != 0 {
 		t.Errorf("valid inputs: %+v", ps)
+	}
+}
+
+// TestGPUSandboxesAreEphemeral: Daytona refuses a GPU sandbox that is not ephemeral
+// (autoDeleteInterval 0), so a sandbox of a GPU snapshot is created with DeleteOnStop,
+// and its idle stop deletes it instead of keeping a GPU allocated while it is stopped.
+func TestGPUSandboxesAreEphemeral(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	ctx := testCtx(t)
+	b := daytona.NewBuilder(c)
+	req := specReq(sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: "true", GPU: 1, GPUType: "H100"}, "")
+	if err := b.StartBuild(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		t.Fatalf("build: %+v", st)
+	}
+	rt := &daytona.Runtime{C: c, WorkDir: "/workspace"}
+	lc := sandbox.Lifecycle{IdleStop: 10 * time.Minute, DeleteAfter: 24 * time.Hour}
+	err := rt.Create(ctx, sandbox.CreateRequest{ID: "gpu-kept", SnapshotID: req.ID, Lifecycle: lc})
+	if err == nil || !strings.Contains(err.Error(), "ephemeral") {
+		t.Fatalf("a GPU sandbox kept after its stop: %v; want Daytona's refusal", err)
+	}
+	lc.DeleteOnStop = true
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "gpu", SnapshotID: req.ID, Lifecycle: lc}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "gpu") })
+	if err := rt.Stop(ctx, "gpu"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Get(ctx, "gpu"); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("the GPU sandbox after its stop: %v; want it deleted", err)
 	}
 }

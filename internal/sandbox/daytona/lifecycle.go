@@ -58,6 +58,12 @@ func (r *Runtime) lifecycleIntervals(l sandbox.Lifecycle) (stop, archive, del *i
 		never := -1
 		del = &never
 	}
+	if l.DeleteOnStop {
+		// Ephemeral: deleted as it stops ("0 = delete immediately when stopped"), which
+		// Daytona requires of GPU sandboxes.
+		zero := 0
+		del = &zero
+	}
 	if *del >= 0 && *del < MaxAutoArchive {
 		// Deleted before Daytona would archive it (see above); 0 is the maximum.
 		zero := 0

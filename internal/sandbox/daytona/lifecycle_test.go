@@ -27,6 +27,8 @@ func TestLifecycleIntervals(t *testing.T) {
 		{sandbox.Lifecycle{IdleStop: 30 * time.Second, ArchiveAfter: 61 * time.Second, DeleteAfter: 90*time.Minute + time.Second}, 1, 43200, 91},
 		{sandbox.Lifecycle{IdleStop: time.Minute, ArchiveAfter: time.Hour, DeleteAfter: 31 * 24 * time.Hour}, 1, 60, 44640},
 		{sandbox.Lifecycle{IdleStop: time.Minute, ArchiveAfter: time.Hour, DeleteAfter: -1}, 1, 60, -1},
+		// Ephemeral (a GPU sandbox): deleted as it stops, whatever the delete timing.
+		{sandbox.Lifecycle{IdleStop: 10 * time.Minute, ArchiveAfter: time.Hour, DeleteAfter: 7 * 24 * time.Hour, DeleteOnStop: true}, 10, 43200, 0},
 	} {
 		id := fmt.Sprintf("iv-%d", i)
 		if err := rt.Create(ctx, sandbox.CreateRequest{ID: id, SnapshotID: snap, Lifecycle: tc.l}); err != nil {

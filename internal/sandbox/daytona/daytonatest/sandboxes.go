@@ -193,6 +193,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	case b.AutoStopInterval != nil && *b.AutoStopInterval < 0:
 		writeErr(w, r, 400, "autoStopInterval must be >= 0")
 		return
+	case sn.inputs != nil && sn.inputs.GPU > 0 && (b.AutoDeleteInterval == nil || *b.AutoDeleteInterval != 0):
+		// GPU sandboxes must be ephemeral (CreateSandbox in the v0.205 OpenAPI document;
+		// /work/shared/reference/daytona-api.md §5).
+		writeErr(w, r, 400, "GPU sandboxes must be ephemeral: set autoDeleteInterval to 0")
+		return
 	}
 	if msg := checkList(b.NetworkAllowList, checkCIDR); msg != "" {
 		writeErr(w, r, 400, msg)
