@@ -101,7 +101,8 @@ type config struct {
 	regions    []Region // WithRegions (regions.go)
 	// activationCooldown and buildLogsDelay: snapshotstates.go.
 	activationCooldown, buildLogsDelay time.Duration
-	noUploadV2                         bool // WithoutUploadV2 (uploads.go)
+	noUploadV2                         bool          // WithoutUploadV2 (uploads.go)
+	toolboxLatency                     time.Duration // WithToolboxLatency (latency.go)
 }
 
 // Fixed behaviour of the emulator: injected 429s ask for a 1 s wait (Retry-After), a
@@ -275,6 +276,7 @@ func (s *Server) handle(mux *http.ServeMux, prefix, route, perm string, fn func(
 			// Toolbox calls run outside the lock (exec may take long).
 			s.mu.Unlock()
 			locked = false
+			s.toolboxRoundTrip()
 		}
 		fn(w, r)
 	})

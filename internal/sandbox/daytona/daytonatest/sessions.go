@@ -36,9 +36,16 @@ import (
 //     apps/daemon/pkg/session/delete.go) and answers when they are gone; stopping or
 //     deleting the sandbox ends its sessions.
 //
+//   - An exec on a session that does not exist answers 404 "session not found" and runs
+//     nothing (apps/daemon/pkg/session/execute.go), as after a restart of the daemon;
+//     the daytona package's session pool starts the command again on a new session.
+//
 // Differences: commands do not share a shell (cd and variables do not carry from one
-// command of a session to the next), and DELETE sends SIGKILL at once where the daemon
-// sends SIGTERM and waits up to 5 s before SIGKILL.
+// command of a session to the next), DELETE sends SIGKILL at once where the daemon
+// sends SIGTERM and waits up to 5 s before SIGKILL, and a background process still
+// holding a command's stdout or stderr delays its exit code by at most a second (box.go's
+// WaitDelay) where the daemon's wrapper waits for it to close them (execute.go's
+// cmdWrapperFormat waits for its labellers), and the session with it.
 
 // The daemon's stream markers in a command's log.
 var (

@@ -1,0 +1,16 @@
+package daytonatest
+
+import "time"
+
+// WithToolboxLatency makes every toolbox request wait d before it is handled: a round
+// trip to a sandbox's daemon through Daytona's proxy, which the emulator, in process,
+// otherwise answers in well under a millisecond. Benchmarks use it to see what a
+// command costs when each request takes as long as it does against Daytona itself.
+func WithToolboxLatency(d time.Duration) Option { return func(c *config) { c.toolboxLatency = d } }
+
+// toolboxRoundTrip waits out WithToolboxLatency's delay.
+func (s *Server) toolboxRoundTrip() {
+	if d := s.cfg.toolboxLatency; d > 0 {
+		time.Sleep(d)
+	}
+}
