@@ -8,6 +8,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,7 +21,8 @@ import (
 // own timeout (apps/daemon/pkg/toolbox/process/execute.go, v0.190), so a cancelled turn
 // would leave it running; it has no stdin and answers only when the command ends, over
 // a request held open for as long as the command runs. A session command can be killed,
-// and its output read while it runs:
+// and its output read while it runs. Plain commands (not Interactive) run on sessions the
+// runtime keeps (plainexec.go, sessionpool.go); interactive ones as follows:
 //
 //  1. POST /process/session with a random id, then .../exec {runAsync, suppressInputEcho}
 //     with one shell line: a script under /bin/sh given the working directory, the
@@ -35,16 +37,14 @@ import (
 //  3. GET .../logs is polled (JSON, streams apart) and the bytes new since the last
 //     poll go to Stdout and Stderr: at once after input was sent, then every pollMin
 //     while output flows and for pollActive after output, input or the start, then
-//     doubling while the command is quiet, up to pollMax for an interactive command
-//     and plainPollMax for a plain one; never more often than a poll takes (against
-//     Daytona, a request round trip). On a quiet poll GET .../command/{id} is read for
-//     the exit code; the logs read after it appears are complete. A plain command with
-//     neither Stdout nor Stderr set polls only the exit code and reads the logs once at
-//     the end. So output reaches the writers about pollMin after the daemon logged it
+//     doubling while the command is quiet, up to pollMax; never more often than a poll
+//     takes (against Daytona, a request round trip). On a quiet poll GET
+//     .../command/{id} is read for the exit code; the logs read after it appears are
+//     complete. So output reaches the writers about pollMin after the daemon logged it
 //     while it flows, and within the poll interval (plus a round trip) otherwise; a
 //     round trip of a line on the emulator takes 2.5 ms and about 4 requests
 //     (BenchmarkInteractiveRoundTrip), a quiet command costs one or two requests per
-//     interval; a short plain command takes about 8 requests (BenchmarkExecRoundTrip).
+//     interval.
 //  4. At the end, on cancel and on timeout, DELETE of the session kills what the
 //     command left (the daemon signals the session shell's process group and every
 //     descendant: SIGTERM, then SIGKILL after up to 5 s) and answers once they are gone,
@@ -111,12 +111,15 @@ c=$?
 ` + printEnd
 
 // printEnd ends a script: after the command, the end marker (endPlaceholder, replaced by
-// the command's own) as a line on stdout and on stderr, then the command's exit code.
-// The daemon's read loop ends a command's last line with a newline whether it had one
-// or not; with the marker after it, that line is the marker's, so logStream, dropping
-// the marker, gives back the streams exactly.
-const printEnd = `printf '%s\n' @END@
-printf '%s\n' @END@ >&2
+// the command's own) and the command's exit code as a line "MARKER:CODE" on stdout and
+// on stderr, then the exit code. The daemon's read loop ends a command's last line with
+// a newline whether it had one or not; with the marker after it, that line is the
+// marker's, so logStream, dropping the marker, gives back the streams exactly. Once both
+// streams' logs hold their marker line, all the command wrote before it ended is in
+// them and its exit code is known: one read of the logs tells a finished command's
+// whole result (plainexec.go).
+const printEnd = `printf '%s:%d\n' @END@ "$c"
+printf '%s:%d\n' @END@ "$c" >&2
 exit $c`
 
 // endPlaceholder stands for the end marker in the scripts.
@@ -210,18 +213,34 @@ func newEndMarker() string { return "trueforge-end-" + randHex() + randHex() }
 // whole lines while the command runs, without the end marker's line.
 type logStream struct {
 	seen, sent int
-	end        string // the end marker's line: marker and newline
+	end        string // the start of the end marker's line: marker and ":"
 	buf        *sandbox.OutputBuffer
 	w          io.Writer // the caller's; nil once it failed
+	// ended is set once the end marker's line has been read, and code to the exit code
+	// it carries.
+	ended bool
+	code  int
+}
+
+// newLogStream delivers a stream to buf and w (nil for none); end is the command's end
+// marker.
+func newLogStream(end string, outputCap int, w io.Writer) *logStream {
+	return &logStream{end: end + ":", buf: sandbox.NewOutputBuffer(outputCap), w: w}
 }
 
 // update takes the stream's text so far and delivers what is new (all of it with all,
 // else up to its last newline). grew reports a longer text than last time.
 func (s *logStream) update(text string, all bool) (grew bool) {
 	// The marker comes last, unless a background child of the command writes after it;
-	// taking it out leaves the bytes as written either way.
+	// taking it out leaves the bytes as written either way. The daemon logs whole lines,
+	// so a marker in the log has its newline.
 	if i := strings.Index(text, s.end); i >= 0 {
-		text = text[:i] + text[i+len(s.end):]
+		if j := strings.IndexByte(text[i:], '\n'); j >= 0 {
+			if code, err := strconv.Atoi(text[i+len(s.end) : i+j]); err == nil {
+				s.ended, s.code = true, code
+			}
+			text = text[:i] + text[i+j+1:]
+		}
 	}
 	if len(text) > s.seen {
 		grew, s.seen = true, len(text)
@@ -247,33 +266,31 @@ func (s *logStream) update(text string, all bool) (grew bool) {
 	return grew
 }
 
-// session is one command's session.
+// session is an interactive command's session.
 type session struct {
 	r       *Runtime
 	sb      *Sandbox
 	sid     string
 	cmdID   string
-	stream  bool          // deliver output while the command runs
-	maxPoll time.Duration // the longest interval between polls
 	kick    chan struct{} // input was sent: poll soon
 	stdinEr chan error    // input could not be sent
 }
 
-// execSession runs argv in cwd as a session command (see the top of this file). A plain
-// (not interactive) command reads its stdin from stdinFile in the sandbox ("" = none).
+// execSession runs argv in cwd as a session command (see the top of this file): an
+// interactive one on a session of its own, a plain one through execPlain, its stdin read
+// from stdinFile in the sandbox ("" = none).
 func (r *Runtime) execSession(ctx context.Context, id string, sb *Sandbox, req sandbox.ExecRequest, argv []string, cwd, stdinFile string) (sandbox.ExecResult, error) {
+	if !req.Interactive {
+		return r.execPlain(ctx, id, sb, req, argv, cwd, stdinFile)
+	}
 	res := sandbox.ExecResult{ExitCode: -1}
-	live := req.Interactive && req.Stdin != nil
+	live := req.Stdin != nil
 	end := newEndMarker()
 	line, err := commandLine(cwd, req.Env, argv, live, stdinFile, end)
 	if err != nil {
 		return res, err
 	}
-	s := &session{r: r, sb: sb, sid: "trueforge-" + randHex(), kick: make(chan struct{}, 1), stdinEr: make(chan error, 1),
-		stream: req.Interactive || req.Stdout != nil || req.Stderr != nil, maxPoll: plainPollMax}
-	if req.Interactive {
-		s.maxPoll = pollMax
-	}
+	s := &session{r: r, sb: sb, sid: "trueforge-" + randHex(), kick: make(chan struct{}, 1), stdinEr: make(chan error, 1)}
 	if err := r.C.CreateSession(ctx, sb, s.sid); err != nil {
 		return res, r.toolboxErr(ctx, id, err)
 	}
@@ -315,8 +332,8 @@ func (r *Runtime) execSession(ctx context.Context, id string, sb *Sandbox, req s
 		go s.forward(fwdCtx, req.Stdin)
 	}
 
-	out := &logStream{end: end + "\n", buf: sandbox.NewOutputBuffer(req.OutputCap), w: req.Stdout}
-	errOut := &logStream{end: end + "\n", buf: sandbox.NewOutputBuffer(req.OutputCap), w: req.Stderr}
+	out := newLogStream(end, req.OutputCap, req.Stdout)
+	errOut := newLogStream(end, req.OutputCap, req.Stderr)
 	finish := func() {
 		res.Duration = time.Since(start)
 		var t bool
@@ -351,18 +368,7 @@ func (r *Runtime) execSession(ctx context.Context, id string, sb *Sandbox, req s
 	}
 	derr := deleteSession()
 	finish()
-	perr = r.toolboxErr(ctx, id, perr)
-	switch {
-	case errors.Is(perr, sandbox.ErrStopped):
-		// Stopped underneath: the command ended with the sandbox, as on the local
-		// backend (exit code -1, no error).
-		return res, nil
-	case IsNotFound(perr) && !errors.Is(perr, sandbox.ErrLost):
-		// The sandbox is there but the session is not: the daemon restarted and took
-		// the command with it. Not ErrNotFound, which would say the sandbox is gone.
-		return res, fmt.Errorf("%w: the command's session %s is gone (%v)", sandbox.ErrLost, s.sid, perr)
-	}
-	return res, errors.Join(perr, derr)
+	return res, r.sessionErr(ctx, id, s.sid, perr, derr)
 }
 
 // poll delivers the command's output until it exits and returns its exit code; an error
@@ -383,15 +389,12 @@ func (s *session) poll(ctx context.Context, out, errOut *logStream) (int, error)
 		case <-timer.C:
 		}
 		began := time.Now()
-		grew := false
-		if s.stream {
-			logs, err := c.SessionCommandLogs(ctx, s.sb, s.sid, s.cmdID)
-			if err != nil {
-				return 0, err
-			}
-			grew = out.update(logs.Stdout, false)
-			grew = errOut.update(logs.Stderr, false) || grew
+		logs, err := c.SessionCommandLogs(ctx, s.sb, s.sid, s.cmdID)
+		if err != nil {
+			return 0, err
 		}
+		grew := out.update(logs.Stdout, false)
+		grew = errOut.update(logs.Stderr, false) || grew
 		if grew {
 			interval, active = pollMin, began
 		} else {
@@ -411,7 +414,7 @@ func (s *session) poll(ctx context.Context, out, errOut *logStream) (int, error)
 				return *cmd.ExitCode, nil
 			}
 			if time.Since(active) > pollActive {
-				interval = min(interval*2, s.maxPoll)
+				interval = min(interval*2, pollMax)
 			}
 		}
 		// Never poll more often than a poll takes: a large log costs its transfer.

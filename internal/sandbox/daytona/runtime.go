@@ -70,6 +70,7 @@ type Runtime struct {
 
 	mu    sync.Mutex
 	cache map[string]*Sandbox // toolbox URLs by id; stable for a sandbox's life
+	pool  sessionPool         // idle sessions for plain commands (sessionpool.go)
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -241,6 +242,7 @@ func (r *Runtime) remember(id string, sb *Sandbox) {
 }
 
 func (r *Runtime) forget(id string) {
+	r.pool.drop(id)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.cache, id)
