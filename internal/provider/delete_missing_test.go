@@ -132,10 +132,11 @@ func missingEnvironment(t *testing.T, s schema.Schema, provider string) environm
 		Image: types.StringValue(sandbox.PlatformImage), BuildScript: types.StringValue("echo gone"),
 		CPU: types.Int64Value(1), Memory: types.Int64Value(1), Disk: types.Int64Value(3),
 		Triggers: types.MapNull(types.StringType), Env: types.MapValueMust(types.StringType, map[string]attr.Value{"MODE": types.StringValue("a")}),
-		Network:      types.ObjectValueMust(networkAttrTypes, map[string]attr.Value{"block_all": types.BoolValue(false), "allow_domains": stringList([]string{"api.github.com"})}),
+		Network:      testNetwork(types.BoolValue(false), stringList([]string{"api.github.com"})),
 		WaitForReady: types.BoolValue(true), SnapshotID: types.StringValue("snap-ffffffffffffffffffff"), BuildHash: types.StringValue(strings.Repeat("f", 64)),
 		Status: types.StringValue(sandbox.StatusReady), Owner: types.StringValue("alice"), Timeouts: nullTimeouts(t, s),
 	}
+	nullSettings(&m)
 	return m
 }
 

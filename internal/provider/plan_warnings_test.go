@@ -77,10 +77,11 @@ func pyEnvironment(t *testing.T, s schema.Schema, cp *controlPlane, blockAll boo
 		Image: types.StringValue(sandbox.PlatformImage), BuildScript: types.StringValue(""),
 		CPU: types.Int64Value(1), Memory: types.Int64Value(1), Disk: types.Int64Value(3),
 		Triggers: types.MapNull(types.StringType), Env: types.MapNull(types.StringType),
-		Network:      types.ObjectValueMust(networkAttrTypes, map[string]attr.Value{"block_all": types.BoolValue(blockAll), "allow_domains": allowList}),
+		Network:      testNetwork(types.BoolValue(blockAll), allowList),
 		WaitForReady: types.BoolValue(true), SnapshotID: types.StringValue(env.SnapshotID), BuildHash: types.StringValue(env.BuildHash),
 		Status: types.StringValue(sandbox.StatusReady), Owner: types.StringValue(env.Owner), Timeouts: nullTimeouts(t, s),
 	}
+	nullSettings(&m)
 	if spec, _ := m.spec(t.Context()); spec.BuildHash() != env.BuildHash {
 		t.Fatalf("the seeded build hash %s is not the model's %s", env.BuildHash, spec.BuildHash())
 	}
@@ -233,4 +234,22 @@ func TestSecretOnBlockedEnvironmentWarnsAtPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testNetwork is a network object with block_all and allow_domains set and the other
+// attributes unset.
+func testNetwork(blockAll types.Bool, allow types.List) types.Object {
+	return types.ObjectValueMust(networkAttrTypes, map[string]attr.Value{
+		"block_all": blockAll, "allow_domains": allow,
+		"allow_cidrs": types.ListNull(types.StringType), "package_indexes": types.ListNull(types.StringType), "package_indexes_in": types.StringNull(),
+	})
+}
+
+// nullSettings sets the settings document's attributes of m to typed nulls, as an
+// environment that sets none of them is decoded.
+func nullSettings(m *environmentModel) {
+	m.GPU, m.GPUType, m.Dockerfile, m.BuildContext = types.Int64Null(), types.StringNull(), types.StringNull(), types.StringNull()
+	m.Entrypoint, m.Region, m.Registry = types.ListNull(types.StringType), types.StringNull(), types.StringNull()
+	m.Labels, m.Volumes = types.MapNull(types.StringType), types.ListNull(types.ObjectType{AttrTypes: volumeAttrTypes})
+	m.PackageIndexHosts = types.ListNull(types.StringType)
 }
