@@ -470,6 +470,12 @@ fi
 echo "== Daytona: API requests per plan and retry behaviour (go test -bench)"
 go test -run '^$' -bench 'BenchmarkDaytonaPlan|BenchmarkClientRetry' -benchtime "${BENCH_DAYTONA_TIME:-3x}" \
 	./internal/provider/ ./internal/sandbox/daytona/ | tee "$out/daytona.txt" || status=1
+# A short command's round trip on the emulator, through the session pool (cancellable)
+# against /process/execute (one request, but the daemon ignores a cancel), at the
+# emulator's own speed and with 20 ms per toolbox request standing in for the network.
+echo "== Daytona: a short Exec's round trip, session pool vs /process/execute (go test -bench)"
+go test -run '^$' -bench '^Benchmark(ExecRoundTrip|ExecuteBaseline)$' -benchtime "${BENCH_DAYTONA_EXEC_N:-200}x" \
+	./internal/sandbox/daytona/ | tee "$out/daytona-exec.txt" || status=1
 
 # Local sandbox runtime: cold start (create from a Ready snapshot + first exec of true) and
 # warm exec round trip, as medians and as ratios to a bare fork/exec of true measured in
