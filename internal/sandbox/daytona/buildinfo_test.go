@@ -201,16 +201,19 @@ func TestDockerfileBuildFailures(t *testing.T) {
 	}
 }
 
-// TestEmulatorRefusesUnknownSnapshotFields: the emulator refuses a CreateSnapshot property
+// TestEmulatorRefusesUnknownFields: the emulator refuses a CreateSnapshot or CreateSandbox property
 // the OpenAPI document does not have, and a gpuType outside GpuType.
-func TestEmulatorRefusesUnknownSnapshotFields(t *testing.T) {
+func TestEmulatorRefusesUnknownFields(t *testing.T) {
 	t.Parallel()
 	srv, _ := setup(t)
-	for body, want := range map[string]string{
-		`{"name":"x","imageName":"ubuntu:24.04","gpuTypes":["H100"]}`:        "property gpuTypes should not exist",
-		`{"name":"x","imageName":"ubuntu:24.04","gpu":1,"gpuType":["A100"]}`: "each value in gpuType must be one of",
+	for _, c := range []struct{ route, body, want string }{
+		{"/snapshots", `{"name":"x","imageName":"ubuntu:24.04","gpuTypes":["H100"]}`, "property gpuTypes should not exist"},
+		{"/snapshots", `{"name":"x","imageName":"ubuntu:24.04","gpu":1,"gpuType":["A100"]}`, "each value in gpuType must be one of"},
+		// CreateSandbox too: a field the OpenAPI document does not have is refused.
+		{"/sandbox", `{"name":"x","snapshot":"release","networkAllowListV2":"10.0.0.0/8"}`, "property networkAllowListV2 should not exist"},
 	} {
-		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, srv.URL()+"/snapshots", bytes.NewReader([]byte(body)))
+		body, want := c.body, c.want
+		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, srv.URL()+c.route, bytes.NewReader([]byte(body)))
 		req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)

@@ -153,18 +153,39 @@ func checkDomain(p string) string {
 }
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
+	// The CreateSandbox schema of the v0.205 OpenAPI document, whole: the API's
+	// validation pipe refuses any other property (decodeStrict), so a client that sends a
+	// field Daytona does not have fails here as it would there.
 	var b struct {
-		Name, Snapshot, User, Target          string
-		Env, Labels                           map[string]string
-		NetworkBlockAll                       bool
-		NetworkAllowList, DomainAllowList     string
-		CPU, Memory, Disk, GPU                int64
-		AutoStopInterval, AutoArchiveInterval *int
-		AutoDeleteInterval                    *int
-		Secrets                               []map[string]string
-		Volumes                               []sandboxVolume
+		Name                string              `json:"name"`
+		Snapshot            string              `json:"snapshot"`
+		User                string              `json:"user"`
+		Env                 map[string]string   `json:"env"`
+		Labels              map[string]string   `json:"labels"`
+		Public              bool                `json:"public"`
+		Class               string              `json:"class"`
+		Target              string              `json:"target"`
+		CPU                 int64               `json:"cpu"`
+		GPU                 int64               `json:"gpu"`
+		GPUType             []string            `json:"gpuType"`
+		Memory              int64               `json:"memory"`
+		Disk                int64               `json:"disk"`
+		AutoStopInterval    *int                `json:"autoStopInterval"`
+		AutoArchiveInterval *int                `json:"autoArchiveInterval"`
+		AutoDeleteInterval  *int                `json:"autoDeleteInterval"`
+		AutoPauseInterval   *int                `json:"autoPauseInterval"`
+		TTLMinutes          *int                `json:"ttlMinutes"`
+		Volumes             []sandboxVolume     `json:"volumes"`
+		BuildInfo           json.RawMessage     `json:"buildInfo"`
+		NetworkBlockAll     bool                `json:"networkBlockAll"`
+		NetworkAllowList    string              `json:"networkAllowList"`
+		DomainAllowList     string              `json:"domainAllowList"`
+		OutboundProxyURL    string              `json:"outboundProxyUrl"`
+		LinkedSandbox       string              `json:"linkedSandbox"`
+		Secrets             []map[string]string `json:"secrets"`
+		Spot                bool                `json:"spot"`
 	}
-	if !decode(w, r, &b) {
+	if !decodeStrict(w, r, &b) {
 		return
 	}
 	sn := s.findSnap(b.Snapshot)
