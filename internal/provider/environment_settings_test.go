@@ -31,8 +31,11 @@ func TestAccEnvironment_settingsValidation(t *testing.T) {
 		{"not a cidr", `network = { allow_cidrs = ["example.com"] }`, `(?s)allow_cidrs.*not a CIDR`},
 		{"unknown package index", `network = { package_indexes = ["pipy"] }`, `(?s)package_indexes.*pypi`},
 		{"bad package_indexes_in", `network = { package_indexes_in = "always" }`, `(?s)package_indexes_in.*build_and_sandbox`},
-		{"volume over a system folder", `volumes = [{ volume = "v", mount_path = "/etc/x" }]`, `(?s)mount_path.*/etc is a system folder`},
-		{"volume escaping subpath", `volumes = [{ volume = "v", mount_path = "/data", subpath = "../other" }]`, `(?s)subpath.*without '\.\.'`},
+		{"volume over a system folder", `volumes = [{ volume = "v", mount_path = "/etc/x" }]`, `(?s)mount_path.*is\s+in\s+system\s+directory\s+/etc`},
+		{"volume over the egress plumbing", `volumes = [{ volume = "v", mount_path = "/run/trueforge" }]`, `(?s)mount_path.*system\s+directory\s+/run`},
+		{"volume over the workspace", `volumes = [{ volume = "v", mount_path = "/workspace" }]`, `(?s)mount_path.*cannot\s+replace\s+the\s+whole\s+workspace`},
+		{"unclean subpath", `volumes = [{ volume = "v", mount_path = "/data", subpath = "a/./b" }]`, `(?s)subpath.*cannot\s+contain\s+empty`},
+		{"volume escaping subpath", `volumes = [{ volume = "v", mount_path = "/data", subpath = "../other" }]`, `(?s)subpath.*cannot\s+contain\s+empty,\s+'\.'\s+or\s+'\.\.'`},
 		{"overlapping volumes", `volumes = [{ volume = "a", mount_path = "/data" }, { volume = "b", mount_path = "/data/b" }]`, `(?s)Overlapping Volume Mounts.*volumes\[0\] at /data and volumes\[1\] at /data/b`},
 		{"missing build context", `
   dockerfile    = "FROM platform"

@@ -32,18 +32,23 @@ func CheckVolumeName(name string) error {
 
 // forbiddenMounts are the directories a volume may not be mounted at or under: Daytona's
 // own list (apps/api/src/sandbox/utils/volume-mount-path-validation.util.ts, v0.190),
-// kept on every backend so that a configuration valid on one is valid on the other, and
-// /tmp, which the local backend mounts per sandbox.
-var forbiddenMounts = []string{"/proc", "/sys", "/dev", "/boot", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/tmp"}
+// kept on every backend so that a configuration valid on one is valid on the other; /tmp,
+// which the local backend mounts per sandbox; the image's other system folders (/usr,
+// /var, /lib32, /libx32), so that a volume never hides what the snapshot installed; and
+// the sandbox's own plumbing (/run: the egress socket and helper; /.skills).
+var forbiddenMounts = []string{"/proc", "/sys", "/dev", "/boot", "/etc", "/bin", "/sbin", "/lib", "/lib64",
+	"/tmp", "/usr", "/var", "/lib32", "/libx32", "/run", "/.skills"}
 
-// CheckMountPath reports a mount path that is not absolute, is "/", has relative or
-// empty components, or lies in a system directory.
+// CheckMountPath reports a mount path that is not absolute, is "/" or the whole
+// workspace, has relative or empty components, or lies in a system directory.
 func CheckMountPath(p string) error {
 	switch {
 	case !strings.HasPrefix(p, "/"):
 		return fmt.Errorf("mount path %q must be absolute (for example /data)", p)
 	case p == "/":
 		return fmt.Errorf("mount path %q: a volume cannot be mounted at the root directory", p)
+	case p == "/workspace":
+		return fmt.Errorf("mount path %q: a volume cannot replace the whole workspace; mount it at /data or a folder of /workspace", p)
 	case strings.HasSuffix(p, "/"):
 		return fmt.Errorf("mount path %q must not end with '/'", p)
 	}
@@ -94,12 +99,20 @@ func CheckVolumeMounts(mounts []VolumeMount) error {
 		if err := CheckSubpath(m.Subpath); err != nil {
 			return err
 		}
-		if seen[m.MountPath] {
-			return fmt.Errorf("mount path %q is used twice", m.MountPath)
+		for other := range seen {
+			if MountsOverlap(m.MountPath, other) {
+				return fmt.Errorf("mount paths %q and %q overlap: one volume would hide the other's files", other, m.MountPath)
+			}
 		}
 		seen[m.MountPath] = true
 	}
 	return nil
+}
+
+// MountsOverlap reports whether two mount paths are the same or one lies inside the
+// other, so that the later mount would hide the earlier one's files.
+func MountsOverlap(a, b string) bool {
+	return a == b || strings.HasPrefix(b, a+"/") || strings.HasPrefix(a, b+"/")
 }
 
 // VolumeStore keeps a provider's volumes.
