@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	posixpath "path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,7 +30,6 @@ const (
 	maxGPU          = 8
 	maxLabels       = 32
 	maxLabelValue   = 255
-	maxVolumes      = 8
 	maxAllowCIDRs   = 32
 	maxEntrypoint   = 64
 	maxDockerfileKB = 256
@@ -112,9 +110,9 @@ func environmentSettingsAttributes(bakes, live string) map[string]schema.Attribu
 		},
 		"volumes": schema.ListNestedAttribute{
 			MarkdownDescription: fmt.Sprintf("Volumes (`trueforge_volume`) mounted read-write in every sandbox of the environment; at most %d, each at its own path. "+
-				"Files written there outlive sandboxes and are shared by every sandbox that mounts the volume.", maxVolumes) + live,
+				"Files written there outlive sandboxes and are shared by every sandbox that mounts the volume.", sandbox.MaxVolumes) + live,
 			Optional:   true,
-			Validators: []validator.List{listvalidator.SizeAtMost(maxVolumes)},
+			Validators: []validator.List{listvalidator.SizeAtMost(sandbox.MaxVolumes)},
 			NestedObject: schema.NestedAttributeObject{
 				Attributes: map[string]schema.Attribute{
 					"volume": schema.StringAttribute{
@@ -201,35 +199,12 @@ func checkCIDR(s string) string {
 	return ""
 }
 
-// systemMounts are the sandbox paths a volume may not cover: the system folders of the
-// image and the sandbox's own plumbing.
-var systemMounts = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var", "/.skills"}
+// checkMountPath and checkSubpath are the runtimes' own rules (sandbox.CheckMountPath,
+// sandbox.CheckSubpath), asked at plan time so that a plan never passes what a sandbox
+// would refuse.
+func checkMountPath(s string) string { return errString(sandbox.CheckMountPath(s)) }
 
-func checkMountPath(s string) string {
-	if !posixpath.IsAbs(s) || posixpath.Clean(s) != s {
-		return "use a clean absolute path such as /data"
-	}
-	if s == "/" || s == "/workspace" {
-		return "a volume cannot replace the sandbox's root or its whole workspace; mount it at /data or a folder of /workspace"
-	}
-	for _, sys := range systemMounts {
-		if s == sys || strings.HasPrefix(s, sys+"/") {
-			return fmt.Sprintf("%s is a system folder of the sandbox; mount the volume elsewhere, for example /data", sys)
-		}
-	}
-	return ""
-}
-
-func checkSubpath(s string) string {
-	c := posixpath.Clean(s)
-	if posixpath.IsAbs(s) || c == ".." || strings.HasPrefix(c, "../") || c == "." || strings.Contains(s, "\\") {
-		return "use a relative folder of the volume without '..', such as \"team-a\""
-	}
-	if c != s {
-		return fmt.Sprintf("write it as %q (no '.', empty or trailing components)", c)
-	}
-	return ""
-}
+func checkSubpath(s string) string { return errString(sandbox.CheckSubpath(s)) }
 
 // checkDockerfile accepts content whose first instruction, after comments, parser
 // directives and ARG lines, is FROM with an image.
@@ -254,7 +229,7 @@ func checkDockerfile(s string) string {
 	return "it holds no instructions; begin it with FROM and an image, for example FROM python:3.12-slim"
 }
 
-// settingsModel is the part of environmentModel kept in the settings document.
+// volumeModel is one element of an environment's volumes.
 type volumeModel struct {
 	Volume    types.String `tfsdk:"volume"`
 	MountPath types.String `tfsdk:"mount_path"`
@@ -351,7 +326,7 @@ func (m *environmentModel) volumes(ctx context.Context) []store.EnvironmentVolum
 func checkVolumeMounts(vols []store.EnvironmentVolume, diags *diag.Diagnostics) {
 	for i, a := range vols {
 		for j, b := range vols {
-			if i < j && (a.MountPath == b.MountPath || strings.HasPrefix(b.MountPath, a.MountPath+"/") || strings.HasPrefix(a.MountPath, b.MountPath+"/")) {
+			if i < j && sandbox.MountsOverlap(a.MountPath, b.MountPath) {
 				diags.AddAttributeError(path.Root("volumes").AtListIndex(j).AtName("mount_path"), "Overlapping Volume Mounts",
 					fmt.Sprintf("volumes[%d] at %s and volumes[%d] at %s overlap: one would hide the other's files. Mount each volume at its own folder, side by side (for example /data/a and /data/b).",
 						i, a.MountPath, j, b.MountPath))
@@ -406,7 +381,7 @@ func (m *environmentModel) packageIndexHosts(ctx context.Context) types.List {
 
 // settingsFromStore sets the attributes of the settings document from the control
 // plane, keeping the configuration's representation of what is unset (null or empty).
-func (m *environmentModel) settingsFromStore(ctx context.Context, st store.EnvironmentSettings) {
+func (m *environmentModel) settingsFromStore(st store.EnvironmentSettings) {
 	m.GPU = optionalInt(st.GPU)
 	m.GPUType = optionalString(st.GPUType)
 	m.Dockerfile = optionalString(st.Dockerfile)
@@ -417,9 +392,8 @@ func (m *environmentModel) settingsFromStore(ctx context.Context, st store.Envir
 		m.Entrypoint = stringList(st.Entrypoint)
 	}
 	m.Labels = keepEmptyMap(m.Labels, st.Labels)
-	if len(st.Volumes) == 0 && (m.Volumes.IsNull() || len(m.Volumes.Elements()) == 0) && !m.Volumes.IsUnknown() {
-		// unset stays unset, [] stays []
-	} else {
+	// Unset stays unset and [] stays []; anything else reads back what is stored.
+	if len(st.Volumes) > 0 || m.Volumes.IsUnknown() || (!m.Volumes.IsNull() && len(m.Volumes.Elements()) > 0) {
 		vals := make([]attr.Value, 0, len(st.Volumes))
 		for _, v := range st.Volumes {
 			vals = append(vals, types.ObjectValueMust(volumeAttrTypes, map[string]attr.Value{
@@ -428,12 +402,10 @@ func (m *environmentModel) settingsFromStore(ctx context.Context, st store.Envir
 		}
 		m.Volumes = types.ListValueMust(types.ObjectType{AttrTypes: volumeAttrTypes}, vals)
 	}
-	if len(st.PackageIndexes) == 0 {
-		m.PackageIndexHosts = types.ListNull(types.StringType)
-	} else if hosts, err := packageindex.Hosts(st.PackageIndexes); err == nil {
+	m.PackageIndexHosts = types.ListNull(types.StringType)
+	if hosts, err := packageindex.Hosts(st.PackageIndexes); err == nil && len(hosts) > 0 {
 		m.PackageIndexHosts = stringList(hosts)
 	}
-	_ = ctx
 }
 
 func optionalInt(v int64) types.Int64 {

@@ -188,7 +188,7 @@ func (m *environmentModel) fromStore(ctx context.Context, env store.Environment,
 	if m.WaitForReady.IsNull() {
 		m.WaitForReady = types.BoolValue(true)
 	}
-	m.settingsFromStore(ctx, env.Settings)
+	m.settingsFromStore(env.Settings)
 	var diags diag.Diagnostics
 	st := env.Settings
 	if m.Network.IsNull() && !env.BlockAll && len(env.AllowDomains) == 0 && len(st.AllowCIDRs) == 0 && len(st.PackageIndexes) == 0 {
