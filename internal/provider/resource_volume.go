@@ -57,7 +57,8 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 		MarkdownDescription: "A volume of a sandbox provider: files that outlive sandboxes, mounted read-write by every sandbox of the environments " +
 			"that list it in `volumes` (so two sessions' sandboxes share them). On the `local` backend it is a directory under the control plane's " +
 			"data directory (`<data dir>/local-backend/volumes/<name>`, or under the shared snapshot directory), owned by the user running Terraform " +
-			"and shown to each sandbox as its own user's; on `daytona` it is a Daytona volume named `trueforge-<name>` (S3-backed), created ready " +
+			"and shown to each sandbox as its own user's (what a sandbox writes there is stored as that user, so the `volumes` folder is that " +
+			"user's alone, mode 0700: no other user of the host can reach a file a sandbox left there); on `daytona` it is a Daytona volume named `trueforge-<name>` (S3-backed), created ready " +
 			"before apply finishes. Deleting a volume that an environment (any team's) lists is refused, naming the environments; deleting it " +
 			"deletes its files. To retire a volume, remove it from the environments' `volumes` and apply, then remove the volume: Terraform " +
 			"deletes a resource before it updates those that referenced it, so both in one apply are refused. An environment may list at most " +

@@ -55,10 +55,18 @@ func (s volumeStore) Create(_ context.Context, name string) (sandbox.Volume, err
 	if err != nil {
 		return sandbox.Volume{}, err
 	}
-	if err := os.MkdirAll(s.dir, 0o711); err != nil {
+	// What a sandbox writes into a volume is stored as the runtime's user: root, when
+	// the runtime runs as root. A sandbox may so leave a set-user-ID program owned by
+	// root there (it owns the file in its own view, and may set the bit), so no other
+	// user of the host may reach the volumes at all: the directory is 0700, whatever
+	// mode an earlier release left it with, and only the runtime's user traverses it.
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return sandbox.Volume{}, fmt.Errorf("local: volumes directory: %w", err)
 	}
-	// 0755: the sandbox user owns it inside (see above); others on the host only read.
+	if err := os.Chmod(s.dir, 0o700); err != nil {
+		return sandbox.Volume{}, fmt.Errorf("local: volumes directory: %w", err)
+	}
+	// 0755: the sandbox user owns it inside (see above); the parent keeps others out.
 	if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return sandbox.Volume{}, fmt.Errorf("local: creating volume %s: %w", name, err)
 	}

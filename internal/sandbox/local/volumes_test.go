@@ -5,8 +5,10 @@ package local
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -127,5 +129,58 @@ func TestLocalRegistriesRefused(t *testing.T) {
 	_, err := NewBackend().Registries(context.Background(), sandbox.ProviderConfig{})
 	if err == nil || !strings.Contains(err.Error(), "need a daytona provider") {
 		t.Fatalf("Registries: %v", err)
+	}
+}
+
+// The attack from the host's side: a sandbox copies a shell into its volume and sets the
+// set-user-ID bit. On the host the copy belongs to the runtime's user (root, when the
+// runtime runs as root), so no other user of the host may reach it: the volumes
+// directory is the runtime user's alone (0700), and the unprivileged account cannot even
+// look the file up, let alone run it.
+func TestVolumeSetuidFileUnreachableFromHost(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	ctx := context.Background()
+	vs := volumeStore{dir: volumesDir(r.b.root)}
+	// An earlier release made the directory 0711: Create tightens it.
+	if err := os.MkdirAll(vs.dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	v, err := vs.Create(ctx, "loot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, r, sandbox.CreateRequest{ID: "suid", SnapshotID: rel, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/data"}}})
+	t.Cleanup(func() { _ = r.Delete(ctx, "suid") })
+	mustSh(t, r, "suid", "cp /bin/sh /data/sh && chmod 4755 /data/sh")
+	shell := filepath.Join(vs.dir, v.ID, "sh")
+	fi, err := os.Stat(shell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	t.Logf("on the host: %s uid %d mode %v", shell, st.Uid, fi.Mode())
+	if int(st.Uid) != os.Geteuid() {
+		t.Fatalf("the sandbox's file is owned by host uid %d; want the runtime's user %d", st.Uid, os.Geteuid())
+	}
+	di, err := os.Stat(vs.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if di.Mode().Perm() != 0o700 || int(di.Sys().(*syscall.Stat_t).Uid) != os.Geteuid() {
+		t.Fatalf("volumes directory %s: mode %v owner %d; want 0700, the runtime's user's", vs.dir, di.Mode(), di.Sys().(*syscall.Stat_t).Uid)
+	}
+	if os.Geteuid() != 0 {
+		return // the file is this user's own: there is nobody to escalate from
+	}
+	// As the unprivileged account: the set-user-ID shell cannot be reached.
+	cmd := exec.Command(shell, "-c", "id -u")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: unprivUID, Gid: unprivUID}}
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.TrimSpace(string(out)) == "0" {
+		t.Fatalf("uid %d ran the sandbox's set-user-ID shell: %v, %q", unprivUID, err, out)
+	}
+	if _, err := os.Stat(filepath.Dir(shell)); err != nil {
+		t.Fatal(err)
 	}
 }
