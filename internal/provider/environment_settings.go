@@ -206,28 +206,8 @@ func checkMountPath(s string) string { return errString(sandbox.CheckMountPath(s
 
 func checkSubpath(s string) string { return errString(sandbox.CheckSubpath(s)) }
 
-// checkDockerfile accepts content whose first instruction, after comments, parser
-// directives and ARG lines, is FROM with an image.
-func checkDockerfile(s string) string {
-	for _, line := range strings.Split(s, "\n") {
-		t := strings.TrimSpace(line)
-		if t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		f := strings.Fields(t)
-		switch strings.ToUpper(f[0]) {
-		case "ARG":
-			continue
-		case "FROM":
-			if len(f) < 2 {
-				return "FROM names no image; write FROM followed by an image, for example FROM python:3.12-slim"
-			}
-			return ""
-		}
-		return fmt.Sprintf("its first instruction is %s; a Dockerfile must start from an image: begin it with FROM, for example FROM python:3.12-slim", strings.ToUpper(f[0]))
-	}
-	return "it holds no instructions; begin it with FROM and an image, for example FROM python:3.12-slim"
-}
+// checkDockerfile is sandbox.CheckDockerfile as a plan-time check.
+func checkDockerfile(s string) string { return errString(sandbox.CheckDockerfile(s)) }
 
 // volumeModel is one element of an environment's volumes.
 type volumeModel struct {

@@ -29,29 +29,10 @@ func checkBuildInputs(env sandbox.EnvironmentSpec) []sandbox.Problem {
 			Detail: fmt.Sprintf("Environment %q sets gpu_type = %q but no gpu count; Daytona places a snapshot by GPU type only when it asks for GPUs. Set gpu to the number of GPUs, or remove gpu_type.",
 				env.Name, s.GPUType)})
 	}
-	if s.Dockerfile != "" && !startsFromImage(s.Dockerfile) {
+	if s.Dockerfile != "" && sandbox.CheckDockerfile(s.Dockerfile) != nil {
 		ps = append(ps, sandbox.Problem{Attribute: "dockerfile", Summary: "Dockerfile Without A Base Image",
 			Detail: fmt.Sprintf("The Dockerfile of environment %q does not start with a FROM instruction (ARG lines and comments may come before it). "+
 				"Start it with `FROM <image:tag>`, or `FROM %s` for trueforge's platform image.", env.Name, sandbox.PlatformImage)})
 	}
 	return ps
-}
-
-// startsFromImage reports whether the first instruction of dockerfile, past comments,
-// blank lines, parser directives and ARGs, is FROM with an image.
-func startsFromImage(dockerfile string) bool {
-	for l := range strings.SplitSeq(dockerfile, "\n") {
-		f := strings.Fields(l)
-		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
-			continue
-		}
-		switch strings.ToUpper(f[0]) {
-		case "ARG":
-			continue
-		case "FROM":
-			return len(f) >= 2
-		}
-		return false
-	}
-	return false
 }
