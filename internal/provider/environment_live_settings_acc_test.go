@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -127,7 +127,7 @@ func (f *daytonaFixture) newSandboxGets(t *testing.T, session string, labels map
 			return err
 		}
 		got := maps.Clone(sb.Labels)
-		maps.DeleteFunc(got, func(k, _ string) bool { return strings.HasPrefix(k, lifecycle.ReservedLabelPrefix) })
+		maps.DeleteFunc(got, func(k, _ string) bool { return sandbox.ReservedLabel(k) })
 		if !maps.Equal(got, labels) && (len(got) != 0 || len(labels) != 0) {
 			return fmt.Errorf("sandbox labels %v; want %v beside the trueforge.* ones", sb.Labels, labels)
 		}

@@ -35,10 +35,6 @@ const (
 	maxDockerfileKB = 256
 )
 
-// labelPrefixReserved is the prefix of the labels the harness sets itself (session,
-// agent, control plane): users cannot set or override them.
-const labelPrefixReserved = "trueforge."
-
 var labelKeyRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._/-]{0,61}[A-Za-z0-9])?$`)
 
 // environmentSettingsAttributes are the attributes of trueforge_environment kept in its
@@ -83,7 +79,7 @@ func environmentSettingsAttributes(bakes, live string) map[string]schema.Attribu
 		"labels": schema.MapAttribute{
 			MarkdownDescription: fmt.Sprintf("Labels set on every sandbox of the environment (and its snapshots where the backend labels them), for cost allocation. "+
 				"At most %d; keys of letters, digits, `.`, `_`, `/` and `-` (at most 63 characters), values of at most %d characters. "+
-				"Keys starting with `%s` are the harness's own and cannot be set.", maxLabels, maxLabelValue, labelPrefixReserved) + live,
+				"Keys starting with `%s` are the harness's own and cannot be set.", maxLabels, maxLabelValue, sandbox.ReservedLabelPrefix) + live,
 			Optional:    true,
 			ElementType: types.StringType,
 			Validators: []validator.Map{
@@ -179,8 +175,8 @@ func quotedNames(names []string) string {
 }
 
 func checkLabelKey(k string) string {
-	if strings.HasPrefix(strings.ToLower(k), labelPrefixReserved) {
-		return fmt.Sprintf("keys starting with %q are set by the harness itself; choose another prefix (for example \"team\" or \"cost-center\")", labelPrefixReserved)
+	if sandbox.ReservedLabel(k) {
+		return fmt.Sprintf("keys starting with %q are set by the harness itself; choose another prefix (for example \"team\" or \"cost-center\")", sandbox.ReservedLabelPrefix)
 	}
 	if !labelKeyRe.MatchString(k) {
 		return "use letters, digits, '.', '_', '/' and '-', starting and ending with a letter or digit, at most 63 characters"

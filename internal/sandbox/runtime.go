@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"strings"
 	"time"
 )
 
@@ -99,6 +100,17 @@ type CreateRequest struct {
 	// (Daytona's intervals), are the agent's timings; zero values mean the backend's
 	// defaults. The harness's reaper enforces the same timings as a second line.
 	Lifecycle Lifecycle
+}
+
+// ReservedLabelPrefix starts the labels trueforge sets on sandboxes itself: the harness's
+// (session, agent, owner, environment) and the backends' (managed, id, plane). An
+// environment's labels may not use it (ReservedLabel): the provider refuses them at plan,
+// and the harness drops them, so no row can relabel a sandbox as another session's.
+const ReservedLabelPrefix = "trueforge."
+
+// ReservedLabel reports whether label key k is trueforge's own, in any letter case.
+func ReservedLabel(k string) bool {
+	return len(k) >= len(ReservedLabelPrefix) && strings.EqualFold(k[:len(ReservedLabelPrefix)], ReservedLabelPrefix)
 }
 
 // VolumeMount mounts a volume (a trueforge_volume) into a sandbox.

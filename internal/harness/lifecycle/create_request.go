@@ -2,19 +2,11 @@ package lifecycle
 
 import (
 	"maps"
-	"strings"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
-
-// ReservedLabelPrefix starts the labels the harness sets on every sandbox (LabelSession,
-// LabelAgent, LabelOwner, LabelEnvironment) and the backends' own (trueforge.managed,
-// trueforge.id, trueforge.plane). An environment's labels with this prefix are dropped:
-// the provider refuses them at plan time, and a row written otherwise must not relabel a
-// sandbox as another session's or make a backend refuse it as reserved.
-const ReservedLabelPrefix = "trueforge."
 
 // liveSettings fills what a new sandbox takes from its environment's live settings and
 // its agent, besides the snapshot and the network mode (network): the environment's
@@ -27,7 +19,7 @@ func liveSettings(req *sandbox.CreateRequest, a *agents.Agent, summary map[strin
 	env := a.Environment
 	labels := make(map[string]string, len(env.Settings.Labels)+len(req.Labels))
 	for k, v := range env.Settings.Labels {
-		if !strings.HasPrefix(k, ReservedLabelPrefix) {
+		if !sandbox.ReservedLabel(k) {
 			labels[k] = v
 		}
 	}
