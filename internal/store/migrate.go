@@ -401,6 +401,9 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationEnvironmentSettings, // 11: environment_settings.go
 	migrationVolumesRegistries,   // 12: volumes.go
 	migrationSupplyChain,         // 13: snapshot_manifests.go
+	migrationSharing,             // 14: sharing.go
+	migrationVolumeSize,          // 15: volume_size.go
+	migrationPackageIndexOwners,  // 16: package_index_owners.go
 }
 
 // migrationLock is the PostgreSQL advisory lock that migrations take, so that two
