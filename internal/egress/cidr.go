@@ -27,7 +27,7 @@ func parseCIDRs(list []string) ([]netip.Prefix, error) {
 	for _, s := range list {
 		p, err := netip.ParsePrefix(strings.TrimSpace(s))
 		if err != nil {
-			return nil, fmt.Errorf("allow_cidrs: %q is not a CIDR such as 203.0.113.0/24: %w", s, err)
+			return nil, fmt.Errorf("allow_cidrs: %q is not a CIDR such as 192.30.252.0/22: %w", s, err)
 		}
 		out = append(out, p.Masked())
 	}
