@@ -1,26 +1,36 @@
 // Package policy is the operator's policy for the MCP calls the harness makes for an
 // agent: a JSON file of rules, each allowing or denying calls by the calling user, the
-// agent, the tool and the tool's arguments. It is consulted after the agent's
-// allowed_tools, for every call, whether the model made it directly or a Code Mode
-// script made it through the bridge.
+// agent's owner, the MCP server (its URL), the tool and the tool's arguments. It is
+// consulted after the agent's allowed_tools, for every call, whether the model made it
+// directly or a Code Mode script made it through the bridge.
 //
 // The file (docs/guides/mcp-policy.md has the full description):
 //
 //	{
 //	  "rules": [
-//	    {"effect": "deny", "users": ["bob"], "tools": ["github__delete_*"], "reason": "Bob may not delete"},
-//	    {"effect": "deny", "tools": ["db__query"], "args": {"database": ["prod*"]}},
-//	    {"effect": "allow", "agents": ["ops-*"]}
+//	    {"effect": "deny", "users": ["bob"], "servers": ["https://api.githubcopilot.com"], "tools": ["delete_*"], "reason": "Bob may not delete"},
+//	    {"effect": "deny", "servers": ["https://db.example.com"], "tools": ["query"], "args": {"database": ["prod*"]}},
+//	    {"effect": "allow", "owners": ["ops-*"]}
 //	  ],
 //	  "default": "deny"
 //	}
 //
 // Rules are tried in order and the first that matches decides; when none does,
 // "default" does. A rule matches when each of its conditions does (a condition left out
-// matches anything): users, agents and tools are lists of patterns of which one must
-// match; args maps an argument name to patterns of which one must match the argument's
-// value. Patterns are globs in path.Match's syntax, except that "*" also matches "/"
-// (so "/etc/*" covers "/etc/ssl/cert.pem", as an operator writing a deny rule expects).
+// matches anything): users, owners, agents, servers and tools are lists of patterns of
+// which one must match; args maps an argument name to patterns of which one must match
+// the argument's value. Patterns are globs (package glob): path.Match's syntax, except
+// that "*" also matches "/" (so "/etc/*" covers "/etc/ssl/cert.pem", as an operator
+// writing a deny rule expects).
+//
+// The conditions match what the operator controls, so that no `terraform apply` can
+// step around a rule: servers match the server's URL (not the name an agent gives it),
+// tools the server's own tool name (not "<name>__<tool>", whose prefix is the agent's
+// author's choice), owners the agent's owner (a PostgreSQL role, an SQLite owner). What
+// an agent's author chooses is refused where it would decide alone: a tools pattern
+// with "__" (the old "<name>__<tool>" form), and agents in a rule without owners (an
+// agent's name is its author's choice; with owners, only owners the operator named
+// choose it).
 //
 // The file is read once, by Load; a change takes effect when the harness loads it again
 // (at its next start). A Policy is immutable and safe for concurrent use.
@@ -31,11 +41,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/glob"
 )
 
 // Decision is the outcome for one call.
@@ -47,10 +60,14 @@ type Decision struct {
 
 // Request is one MCP call to decide.
 type Request struct {
-	User  string         // the calling user: the session's owner
-	Agent string         // the agent's name
-	Tool  string         // the model-facing tool name, "<server>__<tool>"
-	Args  map[string]any // the call's arguments, as decoded from JSON
+	User  string // the calling user: the session's owner
+	Owner string // the agent's owner: the PostgreSQL role or SQLite owner that published it
+	Agent string // the agent's name (its author's choice)
+	// Server is the MCP server's URL as the agent's spec gives it (the URL the harness
+	// connects to); servers patterns match its origin or its origin and path.
+	Server string
+	Tool   string         // the server's own name for the tool (not "<name>__<tool>")
+	Args   map[string]any // the call's arguments, as decoded from JSON
 }
 
 // Policy is a loaded policy file.
@@ -61,10 +78,20 @@ type Policy struct {
 }
 
 type rule struct {
-	allow                bool
-	users, agents, tools patterns // nil: any
-	args                 []argCondition
-	reason               string
+	allow                        bool
+	users, owners, agents, tools patterns // nil: any
+	servers                      []serverPattern
+	args                         []argCondition
+	reason                       string
+}
+
+// serverPattern matches a server's URL: its origin ("https://facts.example.com", the
+// default port left out) when the pattern has no path, else its origin and path. An
+// origin pattern never looks at the path, so "https://*.example.com" cannot be met by
+// https://evil.example/.example.com.
+type serverPattern struct {
+	re       *regexp.Regexp
+	withPath bool
 }
 
 type argCondition struct {
@@ -129,7 +156,10 @@ func (p *Policy) String() string {
 }
 
 func (ru *rule) matches(r Request) bool {
-	if !ru.users.match(r.User) || !ru.agents.match(r.Agent) || !ru.tools.match(r.Tool) {
+	if !ru.users.match(r.User) || !ru.owners.match(r.Owner) || !ru.agents.match(r.Agent) || !ru.tools.match(r.Tool) {
+		return false
+	}
+	if ru.servers != nil && !matchServer(ru.servers, r.Server) {
 		return false
 	}
 	for _, c := range ru.args {
@@ -175,7 +205,7 @@ func effectName(allow bool) string {
 
 var (
 	topFields  = []string{"rules", "default"}
-	ruleFields = []string{"effect", "users", "agents", "tools", "args", "reason"}
+	ruleFields = []string{"effect", "users", "owners", "agents", "servers", "tools", "args", "reason"}
 )
 
 func parse(data []byte) (*Policy, error) {
@@ -201,7 +231,7 @@ func parse(data []byte) (*Policy, error) {
 	var rules []json.RawMessage
 	if raw, ok := top["rules"]; ok {
 		if err := json.Unmarshal(raw, &rules); err != nil {
-			return nil, errors.New(`"rules" must be a list of rule objects: "rules": [{"effect": "deny", "tools": ["..."]}]`)
+			return nil, errors.New(`"rules" must be a list of rule objects: "rules": [{"effect": "deny", "servers": ["https://..."], "tools": ["..."]}]`)
 		}
 	}
 	for i, raw := range rules {
@@ -218,7 +248,7 @@ func parseRule(data json.RawMessage, at string) (rule, error) {
 	var ru rule
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
-		return ru, fmt.Errorf(`%s: a rule must be a JSON object, like {"effect": "deny", "tools": ["github__delete_*"]}`, at)
+		return ru, fmt.Errorf(`%s: a rule must be a JSON object, like {"effect": "deny", "servers": ["https://api.githubcopilot.com"], "tools": ["delete_*"]}`, at)
 	}
 	if err := knownFields(fields, ruleFields, at+"."); err != nil {
 		return ru, err
@@ -234,11 +264,19 @@ func parseRule(data json.RawMessage, at string) (rule, error) {
 	for _, f := range []struct {
 		name string
 		into *patterns
-	}{{"users", &ru.users}, {"agents", &ru.agents}, {"tools", &ru.tools}} {
+	}{{"users", &ru.users}, {"owners", &ru.owners}, {"agents", &ru.agents}, {"tools", &ru.tools}} {
 		if raw, ok := fields[f.name]; ok {
 			if *f.into, err = patternList(raw, at+"."+f.name); err != nil {
 				return ru, err
 			}
+		}
+	}
+	if err := authorChosen(fields, at); err != nil {
+		return ru, err
+	}
+	if raw, ok := fields["servers"]; ok {
+		if ru.servers, err = serverList(raw, at+".servers"); err != nil {
+			return ru, err
 		}
 	}
 	if raw, ok := fields["args"]; ok {
@@ -270,6 +308,98 @@ func parseRule(data json.RawMessage, at string) (rule, error) {
 	return ru, nil
 }
 
+// authorChosen refuses the conditions that would let an agent's author decide a rule:
+// a tools pattern in the old "<name>__<tool>" form (the name is the agent's choice, and
+// tools now match the server's own tool name, so such a pattern would silently match
+// nothing), and agents without owners (an agent's name is its author's choice).
+func authorChosen(fields map[string]json.RawMessage, at string) error {
+	if raw, ok := fields["tools"]; ok {
+		var list []string
+		_ = json.Unmarshal(raw, &list)
+		for i, pat := range list {
+			if strings.Contains(pat, "__") {
+				return fmt.Errorf(`%s.tools[%d] %q: tools match the server's own tool name, not the "<name>__<tool>" the model sees, whose prefix the agent's author chooses (another agent could publish the same server under another name). `+
+					`Name the server by its URL and the tool by its own name, like "servers": ["https://facts.example.com"], "tools": ["capital"] (a tool whose own name has "__" is written with "\_\_")`, at, i, pat)
+			}
+		}
+	}
+	if _, ok := fields["agents"]; ok {
+		if _, ok := fields["owners"]; !ok {
+			return fmt.Errorf(`%s.agents: an agent's name is chosen by whoever publishes the agent, so a rule on agents alone is sidestepped by another name. `+
+				`Add "owners" (the owners whose agents the rule is about: PostgreSQL roles or SQLite owner names, like "owners": ["ops"]), or match the agents' owners instead of their names`, at)
+		}
+	}
+	return nil
+}
+
+// serverList reads the servers condition: patterns of URLs, each with a scheme.
+func serverList(raw json.RawMessage, at string) ([]serverPattern, error) {
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil || list == nil {
+		return nil, fmt.Errorf(`%s must be a list of server URL patterns, like ["https://facts.example.com"], not %s`, at, clip(string(bytes.TrimSpace(raw))))
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf(`%s is an empty list, which would match nothing: list at least one server URL, or leave the field out to match any server`, at)
+	}
+	out := make([]serverPattern, len(list))
+	for i, pat := range list {
+		scheme, rest, ok := strings.Cut(pat, "://")
+		if pat != "*" && (!ok || scheme == "" || rest == "") {
+			return nil, fmt.Errorf(`%s[%d] %q: servers match the MCP server's URL, not the name an agent gives it; write its scheme and host, like "https://facts.example.com" (any path on it) or "https://facts.example.com/mcp"`, at, i, pat)
+		}
+		host, path, withPath := strings.Cut(rest, "/")
+		norm := pat
+		if ok {
+			// Scheme and host are compared as URLs compare them: without case, and
+			// with the scheme's default port left out.
+			norm = strings.ToLower(scheme) + "://" + dropDefaultPort(strings.ToLower(scheme), strings.ToLower(host))
+			if withPath {
+				norm += "/" + path
+			}
+		}
+		re, err := glob.Compile(norm)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d] %q: %v", at, i, pat, err)
+		}
+		out[i] = serverPattern{re: re, withPath: withPath}
+	}
+	return out, nil
+}
+
+func dropDefaultPort(scheme, hostPort string) string {
+	switch {
+	case scheme == "https" && strings.HasSuffix(hostPort, ":443"):
+		return strings.TrimSuffix(hostPort, ":443")
+	case scheme == "http" && strings.HasSuffix(hostPort, ":80"):
+		return strings.TrimSuffix(hostPort, ":80")
+	}
+	return hostPort
+}
+
+// matchServer reports whether the server at rawURL matches one of pats. A URL that
+// does not parse, or has no host, matches no pattern but "*".
+func matchServer(pats []serverPattern, rawURL string) bool {
+	origin, full := "", ""
+	if u, err := url.Parse(rawURL); err == nil && u.Host != "" {
+		scheme := strings.ToLower(u.Scheme)
+		origin = scheme + "://" + dropDefaultPort(scheme, strings.ToLower(u.Host))
+		full = origin + u.EscapedPath()
+		if !strings.HasPrefix(u.EscapedPath(), "/") {
+			full = origin + "/" + u.EscapedPath()
+		}
+	}
+	for _, p := range pats {
+		s := origin
+		if p.withPath {
+			s = full
+		}
+		if p.re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
 func effect(raw json.RawMessage, at string) (bool, error) {
 	var s string
 	_ = json.Unmarshal(raw, &s)
@@ -292,93 +422,13 @@ func patternList(raw json.RawMessage, at string) (patterns, error) {
 	}
 	ps := make(patterns, len(list))
 	for i, pat := range list {
-		re, err := compileGlob(pat)
+		re, err := glob.Compile(pat)
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d] %q: %v", at, i, pat, err)
 		}
 		ps[i] = re
 	}
 	return ps, nil
-}
-
-const loneBackslash = `it ends with a lone backslash, which escapes nothing: a literal backslash is two in the pattern ("\\\\" in JSON)`
-
-// compileGlob turns a glob into an anchored regular expression: "*" is any run of
-// characters ("/" included), "?" one character, "[...]" one character of a class
-// ("[^...]" outside it, ranges with "-"), and "\" makes the next character literal.
-// Regular expressions match in linear time, whatever the pattern or the value.
-func compileGlob(pat string) (*regexp.Regexp, error) {
-	if pat == "" {
-		return nil, errors.New(`an empty pattern matches only an empty value; use "*" to match anything`)
-	}
-	var b strings.Builder
-	b.WriteString(`^(?s:`)
-	rs := []rune(pat)
-	for i := 0; i < len(rs); i++ {
-		switch c := rs[i]; c {
-		case '*':
-			b.WriteString(`.*`)
-		case '?':
-			b.WriteString(`.`)
-		case '\\':
-			if i+1 == len(rs) {
-				return nil, errors.New(loneBackslash)
-			}
-			i++
-			b.WriteString(regexp.QuoteMeta(string(rs[i])))
-		case '[':
-			end, class, err := globClass(rs, i)
-			if err != nil {
-				return nil, err
-			}
-			b.WriteString(class)
-			i = end
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
-	}
-	b.WriteString(`)$`)
-	return regexp.Compile(b.String())
-}
-
-// globClass reads the class that starts at rs[start] == '[' and returns the index of
-// its ']' and the class as a regular expression.
-func globClass(rs []rune, start int) (int, string, error) {
-	var b strings.Builder
-	b.WriteByte('[')
-	i := start + 1
-	if i < len(rs) && rs[i] == '^' {
-		b.WriteByte('^')
-		i++
-	}
-	n := 0
-	for ; i < len(rs) && rs[i] != ']'; i++ {
-		c, escaped := rs[i], false
-		if c == '\\' {
-			if i+1 == len(rs) {
-				return 0, "", errors.New(loneBackslash)
-			}
-			i++
-			c, escaped = rs[i], true
-		}
-		if n > 0 && c == '-' && !escaped && i+1 < len(rs) && rs[i+1] != ']' {
-			b.WriteByte('-') // a range, like a-z
-			continue
-		}
-		if strings.ContainsRune(`\-]^[`, c) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(c)
-		n++
-	}
-	if i >= len(rs) {
-		return 0, "", errors.New(`a "[" class is not closed with "]"; write "\[" for a literal bracket`)
-	}
-	if n == 0 {
-		return 0, "", errors.New(`a "[]" class is empty; list characters like "[abc]" or ranges like "[a-z]"`)
-	}
-	b.WriteByte(']')
-	return i, b.String(), nil
 }
 
 // knownFields fails on a field that is not one of known, suggesting the closest.

@@ -30,38 +30,94 @@ func load(t *testing.T, text string) *Policy {
 func TestDecideFirstMatchWins(t *testing.T) {
 	p := load(t, `{
 	  "rules": [
-	    {"effect": "deny", "users": ["bob"], "agents": ["*"], "tools": ["github__delete_*"], "reason": "Bob may not delete on GitHub"},
-	    {"effect": "deny", "tools": ["db__query"], "args": {"database": ["prod*"]}},
-	    {"effect": "allow", "tools": ["db__*", "github__*"]},
-	    {"effect": "allow", "users": ["ops-*"], "agents": ["oncall"]}
+	    {"effect": "deny", "users": ["bob"], "servers": ["https://api.githubcopilot.com"], "tools": ["delete_*"], "reason": "Bob may not delete on GitHub"},
+	    {"effect": "deny", "servers": ["https://db.example.com"], "tools": ["query"], "args": {"database": ["prod*"]}},
+	    {"effect": "allow", "servers": ["https://db.example.com", "https://api.githubcopilot.com/mcp/*"]},
+	    {"effect": "allow", "users": ["ops-*"], "owners": ["ops"], "agents": ["oncall"]}
 	  ],
 	  "default": "deny"
 	}`)
+	const gh, db, pager = "https://api.githubcopilot.com/mcp/", "https://db.example.com/mcp", "https://pager.example.com"
 	for _, c := range []struct {
 		name string
 		req  Request
 		want Decision
 	}{
-		{"a deny rule with a reason", Request{User: "bob", Agent: "a", Tool: "github__delete_repo"},
+		{"a deny rule with a reason", Request{User: "bob", Agent: "a", Server: gh, Tool: "delete_repo"},
 			Decision{Allow: false, Rule: 0, Reason: "Bob may not delete on GitHub"}},
-		{"another user passes the deny to the allow", Request{User: "ann", Agent: "a", Tool: "github__delete_repo"},
+		{"another user passes the deny to the allow", Request{User: "ann", Agent: "a", Server: gh, Tool: "delete_repo"},
 			Decision{Allow: true, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
-		{"bob's other tools", Request{User: "bob", Agent: "a", Tool: "github__list_repos"},
+		{"bob's other tools", Request{User: "bob", Agent: "a", Server: gh, Tool: "list_repos"},
 			Decision{Allow: true, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
-		{"an argument matching", Request{User: "ann", Agent: "a", Tool: "db__query", Args: map[string]any{"database": "prod-eu", "sql": "select 1"}},
+		{"an argument matching", Request{User: "ann", Agent: "a", Server: db, Tool: "query", Args: map[string]any{"database": "prod-eu", "sql": "select 1"}},
 			Decision{Allow: false, Rule: 1, Reason: "rule 1 of the policy (deny)"}},
-		{"an argument not matching", Request{User: "ann", Agent: "a", Tool: "db__query", Args: map[string]any{"database": "staging"}},
+		{"an argument not matching", Request{User: "ann", Agent: "a", Server: db, Tool: "query", Args: map[string]any{"database": "staging"}},
 			Decision{Allow: true, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
-		{"an argument missing", Request{User: "ann", Agent: "a", Tool: "db__query"},
+		{"an argument missing", Request{User: "ann", Agent: "a", Server: db, Tool: "query"},
 			Decision{Allow: true, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
-		{"users and agents together", Request{User: "ops-kim", Agent: "oncall", Tool: "pager__ack"},
+		{"users, owners and agents together", Request{User: "ops-kim", Owner: "ops", Agent: "oncall", Server: pager, Tool: "ack"},
 			Decision{Allow: true, Rule: 3, Reason: "rule 3 of the policy (allow)"}},
-		{"the default", Request{User: "ops-kim", Agent: "other", Tool: "pager__ack"},
+		{"the agent's name under another owner", Request{User: "ops-kim", Owner: "team_a", Agent: "oncall", Server: pager, Tool: "ack"},
+			Decision{Allow: false, Rule: -1, Reason: "no rule of the policy matched; its default is deny"}},
+		{"the default", Request{User: "ops-kim", Owner: "ops", Agent: "other", Server: pager, Tool: "ack"},
 			Decision{Allow: false, Rule: -1, Reason: "no rule of the policy matched; its default is deny"}},
 	} {
 		if got := p.Decide(c.req); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 		}
+	}
+}
+
+// A servers pattern matches the server's URL however the agent spells it (case, the
+// default port) and whatever the agent names it; an origin pattern never matches by
+// a URL's path, and a pattern with a path matches the path.
+func TestServersMatchTheURL(t *testing.T) {
+	p := load(t, `{"rules": [
+	  {"effect": "deny", "servers": ["https://facts.example.com"], "tools": ["capital"]},
+	  {"effect": "deny", "servers": ["https://*.internal.example"]},
+	  {"effect": "deny", "servers": ["http://127.0.0.1:8080/admin/*"]}
+	], "default": "allow"}`)
+	for _, c := range []struct {
+		url, tool string
+		rule      int
+	}{
+		{"https://facts.example.com/mcp", "capital", 0},
+		{"HTTPS://Facts.Example.COM:443/other", "capital", 0},
+		{"https://facts.example.com", "capital", 0},
+		{"https://facts.example.com/mcp", "population", -1},
+		{"http://facts.example.com/mcp", "capital", -1},
+		{"https://facts.example.com:8443/mcp", "capital", -1},
+		{"https://facts.example.com.evil.test/mcp", "capital", -1},
+		{"https://a.internal.example/mcp", "x", 1},
+		{"https://evil.test/.internal.example", "x", -1},
+		{"http://127.0.0.1:8080/admin/mcp", "x", 2},
+		{"http://127.0.0.1:8080/public/mcp", "x", -1},
+		{"not a url", "capital", -1},
+	} {
+		if d := p.Decide(Request{Server: c.url, Tool: c.tool, Agent: "renamed"}); d.Rule != c.rule {
+			t.Errorf("%s %s: rule %d, want %d", c.url, c.tool, d.Rule, c.rule)
+		}
+	}
+}
+
+// What an agent's author chooses cannot decide a rule alone: the old "<name>__<tool>"
+// tools form and agents without owners are refused at Load, saying what to write.
+func TestAuthorChosenConditionsRefused(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{`{"default": "allow", "rules": [{"effect": "deny", "tools": ["facts__*"]}]}`, `rules[0].tools[0] "facts__*": tools match the server's own tool name`},
+		{`{"default": "allow", "rules": [{"effect": "deny", "agents": ["evil"]}]}`, `rules[0].agents: an agent's name is chosen by whoever publishes the agent`},
+		{`{"default": "allow", "rules": [{"effect": "deny", "servers": ["facts"]}]}`, `rules[0].servers[0] "facts": servers match the MCP server's URL`},
+		{`{"default": "allow", "rules": [{"effect": "deny", "servers": []}]}`, `rules[0].servers is an empty list`},
+	} {
+		_, err := Load(write(t, c.text))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want %q", c.text, err, c.want)
+		}
+	}
+	// A tool whose own name has "__" is written escaped.
+	p := load(t, `{"default": "allow", "rules": [{"effect": "deny", "tools": ["a\\_\\_b"]}]}`)
+	if d := p.Decide(Request{Tool: "a__b"}); d.Rule != 0 {
+		t.Errorf("an escaped __: %+v", d)
 	}
 }
 
@@ -123,43 +179,6 @@ func TestArgumentValuesAsText(t *testing.T) {
 	}
 }
 
-func TestGlobs(t *testing.T) {
-	for _, c := range []struct {
-		pat   string
-		match []string
-		miss  []string
-	}{
-		{"*", []string{"", "a", "a/b", "a\nb"}, nil},
-		{"github__delete_*", []string{"github__delete_repo", "github__delete_"}, []string{"github__delete", "xgithub__delete_repo", "gitlab__delete_x"}},
-		{"a?c", []string{"abc", "a/c", "aéc"}, []string{"ac", "abbc"}},
-		{"[abc]x", []string{"ax", "cx"}, []string{"dx", "x"}},
-		{"[^abc]x", []string{"dx", "éx"}, []string{"ax"}},
-		{"[a-c]", []string{"b"}, []string{"d", "-"}},
-		{"[a-]", []string{"a", "-"}, []string{"b"}},
-		{`[\]]`, []string{"]"}, []string{`\`}},
-		{`\*`, []string{"*"}, []string{"x"}},
-		{`a\\b`, []string{`a\b`}, []string{"ab"}},
-		{"a.b(c)+$", []string{"a.b(c)+$"}, []string{"axb(c)+$", "a.bcc"}},
-		{"prod*", []string{"prod", "production"}, []string{"Prod", "preprod"}},
-	} {
-		re, err := compileGlob(c.pat)
-		if err != nil {
-			t.Errorf("%q: %v", c.pat, err)
-			continue
-		}
-		for _, s := range c.match {
-			if !re.MatchString(s) {
-				t.Errorf("%q should match %q", c.pat, s)
-			}
-		}
-		for _, s := range c.miss {
-			if re.MatchString(s) {
-				t.Errorf("%q should not match %q", c.pat, s)
-			}
-		}
-	}
-}
-
 // Every mistake names the file, the rule and the field, and says what to write.
 func TestLoadErrors(t *testing.T) {
 	for _, c := range []struct {
@@ -179,7 +198,7 @@ func TestLoadErrors(t *testing.T) {
 		{`{"default": "allow", "rules": ["deny"]}`, []string{`rules[0]: a rule must be a JSON object`}},
 		{`{"default": "allow", "rules": [{"effect": "allow"}, {"tools": ["x"]}]}`, []string{`rules[1].effect is missing`}},
 		{`{"default": "allow", "rules": [{"effect": "Deny"}]}`, []string{`rules[0].effect is "Deny": it must be "allow" or "deny"`}},
-		{`{"default": "allow", "rules": [{"effect": "deny", "user": ["bob"]}]}`, []string{`rules[0]."user" is not a field of a rule; did you mean "users"?`, "fields: effect, users, agents, tools, args, reason"}},
+		{`{"default": "allow", "rules": [{"effect": "deny", "user": ["bob"]}]}`, []string{`rules[0]."user" is not a field of a rule; did you mean "users"?`, "fields: effect, users, owners, agents, servers, tools, args, reason"}},
 		{`{"default": "allow", "rules": [{"effect": "deny", "Tools": ["x"]}]}`, []string{`did you mean "tools"?`}},
 		{`{"default": "allow", "rules": [{"effect": "deny", "priority": 1}]}`, []string{`rules[0]."priority" is not a field of a rule (fields:`}},
 		{`{"default": "allow", "rules": [{"effect": "deny", "users": "bob"}]}`, []string{`rules[0].users must be a list of patterns, like ["prod*"], not "bob"`}},
@@ -187,8 +206,8 @@ func TestLoadErrors(t *testing.T) {
 		{`{"default": "allow", "rules": [{"effect": "deny", "tools": ["ok", "[a-"]}]}`, []string{`rules[0].tools[1] "[a-": a "[" class is not closed`}},
 		{`{"default": "allow", "rules": [{"effect": "deny", "tools": ["[]"]}]}`, []string{`rules[0].tools[0] "[]": a "[]" class is empty`}},
 		{`{"default": "allow", "rules": [{"effect": "deny", "tools": ["[z-a]"]}]}`, []string{`rules[0].tools[0] "[z-a]"`, "invalid character class range"}},
-		{`{"default": "allow", "rules": [{"effect": "deny", "agents": ["a\\"]}]}`, []string{`rules[0].agents[0] "a\\": it ends with a lone backslash`}},
-		{`{"default": "allow", "rules": [{"effect": "deny", "agents": [""]}]}`, []string{`rules[0].agents[0] "": an empty pattern`, `use "*"`}},
+		{`{"default": "allow", "rules": [{"effect": "deny", "owners": ["a\\"]}]}`, []string{`rules[0].owners[0] "a\\": it ends with a lone backslash`}},
+		{`{"default": "allow", "rules": [{"effect": "deny", "owners": [""]}]}`, []string{`rules[0].owners[0] "": an empty pattern`, `use "*"`}},
 		{`{"default": "allow", "rules": [{"effect": "deny", "args": ["database"]}]}`, []string{`rules[0].args must be an object of argument names to lists of patterns`}},
 		{`{"default": "allow", "rules": [{"effect": "deny", "args": {}}]}`, []string{`rules[0].args is empty`}},
 		{`{"default": "allow", "rules": [{"effect": "deny", "args": {"database": "prod"}}]}`, []string{`rules[0].args["database"] must be a list of patterns`}},
