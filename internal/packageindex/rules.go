@@ -32,8 +32,8 @@ func SandboxAllow(allow, cidrs, names []string, in string) ([]string, error) {
 }
 
 // BuildNetwork is the network of a snapshot build of an environment: blocked (block),
-// through an egress proxy that admits only hosts (proxied), or neither (the build shares
-// its builder's network, as before package indexes existed).
+// through an egress proxy that admits only hosts (proxied), or neither (every public
+// host; the local backend still proxies such a build, never giving it the host's network).
 //
 //   - block_all with no package index: blocked, as before.
 //   - block_all with package indexes: proxied, the indexes' hosts alone. block_all keeps

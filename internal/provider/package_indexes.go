@@ -10,9 +10,10 @@ import (
 // buildNetwork sets the network of a build of this environment (packageindex.BuildNetwork):
 // blocked under block_all without package indexes; through an egress proxy that admits
 // allow_domains plus the package indexes' hosts when allow_domains is not empty, or the
-// indexes' hosts alone under block_all; the builder's network otherwise. The local
-// backend enforces the proxy; Daytona builds run on Daytona's builders with their own
-// network and ignore it. A package index name the validators let through but the table
+// indexes' hosts alone under block_all; every public host otherwise (no Egress: the local
+// backend still routes that build through a proxy, refusing host loopback, private and
+// link-local addresses). The local backend enforces the proxy; Daytona builds run on
+// Daytona's builders with their own network and ignore it. A package index name the validators let through but the table
 // does not know (impossible short of a bug) blocks the build's network rather than
 // widening it.
 func (m *environmentModel) buildNetwork(ctx context.Context, req *sandbox.BuildRequest) {

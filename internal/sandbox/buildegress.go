@@ -1,7 +1,8 @@
 package sandbox
 
 // BuildEgress routes a snapshot build's network through an egress proxy that admits only
-// AllowDomains, instead of the builder's network (BuildRequest.Egress).
+// AllowDomains (BuildRequest.Egress). The local backend routes a build without it through
+// the same proxy admitting every public host, so that no build shares the host's network.
 //
 // Backends that build on infrastructure they do not control say so in their docs and
 // ignore it: Daytona builds run on Daytona's builders, with their network.

@@ -94,8 +94,9 @@ type BuildRequest struct {
 	Base string
 	// BlockNetwork runs the build with no network at all.
 	BlockNetwork bool
-	// Egress, when set, gives the build the network of an egress proxy instead of the
-	// builder's (buildegress.go); BlockNetwork wins over it.
+	// Egress, when set, limits the build to its allow list, through an egress proxy
+	// (buildegress.go); BlockNetwork wins over it. A local build without it still goes
+	// through a proxy, one that admits every public host, never the host's network.
 	Egress *BuildEgress
 	// ContextDir is the build_context folder on this machine when Spec.Dockerfile is set
 	// ("" for none). The builder reads it again with ReadBuildContext and refuses it when

@@ -23,9 +23,14 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
-// Build egress (BuildRequest.Egress): a build that may reach some hosts only, the hosts
-// of its environment's allow_domains and package indexes, gets no network interface but
-// lo, and an egress proxy (package egress) that admits those hosts alone.
+// Build egress (BuildRequest.Egress): every build that is not BlockNetwork gets no network
+// interface but lo, and an egress proxy (package egress): one that admits the hosts of
+// its environment's allow_domains and package indexes alone when Egress lists them, one
+// that admits every public host otherwise. Never the host's network: a build runs a
+// script its environment's author wrote, and on the host's network it reached the
+// services of the host's loopback (the harness's MCP servers, PostgreSQL) and link-local
+// ones (cloud metadata). Through the proxy it is refused the forbidden ranges (loopback,
+// private, link-local, metadata...) as a sandbox is, whatever the allow list.
 //
 // Where the proxy lives: a build outlives the process that started it (a Terraform
 // timeout, a provider that exits), so its proxy cannot live in that process. The build's
@@ -72,18 +77,23 @@ type buildEgress struct {
 }
 
 // planEgress sets the build's egress from the request: nothing under BlockNetwork (it
-// wins) or without Egress; otherwise the proxy's configuration, its allow list checked
-// now so that a bad pattern fails StartBuild rather than the build.
+// wins); otherwise the proxy's configuration, admitting Egress's allow list (checked now,
+// so that a bad pattern fails StartBuild rather than the build), or every public host
+// without Egress.
 func (b *Builder) planEgress(plan *buildPlan, req sandbox.BuildRequest) error {
-	if req.Egress == nil || req.BlockNetwork {
+	if req.BlockNetwork {
 		return nil
 	}
-	if _, err := egress.ParsePatterns("allow_domains", req.Egress.AllowDomains); err != nil {
+	var allow []string
+	if req.Egress != nil {
+		allow = req.Egress.AllowDomains
+	}
+	if _, err := egress.ParsePatterns("allow_domains", allow); err != nil {
 		return err
 	}
 	plan.egress = &buildEgress{
 		SandboxID:    "build-" + req.ID,
-		AllowDomains: req.Egress.AllowDomains,
+		AllowDomains: allow,
 		Socket:       filepath.Join(plan.dir(), buildEgressDir, sandbox.EgressSocketName),
 		Hosts:        b.egressHosts,
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,6 +125,130 @@ func TestUnprivilegedBuildEgress(t *testing.T) {
 	run := asuser.Prepare(t, "local.test")
 	out, err := run.Command(sandboxPath, nil, "-test.run=^TestBuildEgressReachesOnlyItsAllowList$", "-test.v").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestBuildEgressReachesOnlyItsAllowList") {
+		t.Fatalf("as uid %d: %v\n%s", unprivUID, err, out)
+	}
+}
+
+// loopbackServer is a TCP server on the host's loopback (addr "127.0.0.1:0" or
+// "[::1]:0") that counts the connections it accepts, standing for a service that trusts
+// local connections (an MCP server, PostgreSQL). port is "" when the address family is
+// not available.
+func loopbackServer(t *testing.T, addr string) (port string, accepted func() int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", func() int64 { return 0 }
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	_, port, _ = net.SplitHostPort(ln.Addr().String())
+	return port, n.Load
+}
+
+// TestBuildWithoutAllowListRefusesHostServices: a build of an environment with no allow
+// list (no BuildRequest.Egress) does not share the host's network: it has lo alone, and
+// its proxy, which admits public hosts, refuses the host's loopback (IPv4 and IPv6) and
+// link-local addresses by every route a script has (plain proxy, CONNECT, SOCKS,
+// directly), while a public-looking host (a name resolved, for the test, to 127.0.0.2)
+// is reached. The loopback servers see no connection and the refusals are in the log.
+func TestBuildWithoutAllowListRefusesHostServices(t *testing.T) {
+	t.Parallel()
+	b, rel := newTestBuilder(t)
+	// The test's stand-in for a public host is on 127.0.0.2, exempted by address
+	// (egressHosts); 127.0.0.1 and ::1 are not.
+	pub := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "public: %s\n", r.Host)
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("skipping: cannot listen on 127.0.0.2: %v", err)
+	}
+	pub.Listener = ln
+	pub.Start()
+	t.Cleanup(pub.Close)
+	_, pubPort, _ := net.SplitHostPort(ln.Addr().String())
+	b.egressHosts = map[string]string{"public.example": "127.0.0.2"}
+	port4, accepted4 := loopbackServer(t, "127.0.0.1:0")
+	port6, accepted6 := loopbackServer(t, "[::1]:0")
+
+	// Each probe records "reached" or "refused"; curl's explicit --proxy and
+	// --noproxy '' override the NO_PROXY the build gets, which exempts loopback.
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `mkdir -p /usr/local/share/probe
+cd /usr/local/share/probe
+probe() { f=$1; shift; if curl -fsS --max-time 10 "$@" >/dev/null 2>>errors; then echo reached > "$f"; else echo refused > "$f"; fi; }
+curl -fsS --max-time 20 http://public.example:%s/ > public
+probe v4-direct --noproxy '*' http://127.0.0.1:%s/
+probe v4-plain --noproxy '' --proxy http://127.0.0.1:3128 http://127.0.0.1:%[2]s/
+probe v4-connect --noproxy '' --proxy http://127.0.0.1:3128 --proxytunnel http://127.0.0.1:%[2]s/
+probe v4-socks --noproxy '' --socks5-hostname 127.0.0.1:1080 http://127.0.0.1:%[2]s/
+probe linklocal --noproxy '' --proxy http://127.0.0.1:3128 http://169.254.169.254/latest/meta-data/
+cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' ' > interfaces
+`, pubPort, port4)
+	if port6 != "" {
+		fmt.Fprintf(&sb, `probe v6-plain --noproxy '' --proxy http://127.0.0.1:3128 'http://[::1]:%[1]s/'
+probe v6-connect --noproxy '' --proxy http://127.0.0.1:3128 --proxytunnel 'http://[::1]:%[1]s/'
+probe v6-compat --noproxy '' --proxy http://127.0.0.1:3128 --proxytunnel 'http://[::127.0.0.1]:%[2]s/'
+`, port6, port4)
+	}
+	startBuild(t, b, sandbox.BuildRequest{ID: "snap-open-net", Base: rel, Spec: sandbox.SnapshotSpec{BuildScript: sb.String()}})
+	st := waitDone(t, b, "snap-open-net", 90*time.Second)
+	log := b.LogTail("snap-open-net")
+	requireReady(t, st)
+	if got := readLayerFile(t, b, "snap-open-net", "usr/local/share/probe/public"); got != "public: public.example:"+pubPort {
+		t.Errorf("the public host through the proxy = %q; log:\n%s", got, log)
+	}
+	probes := []string{"v4-direct", "v4-plain", "v4-connect", "v4-socks", "linklocal"}
+	if port6 != "" {
+		probes = append(probes, "v6-plain", "v6-connect", "v6-compat")
+	}
+	for _, p := range probes {
+		if got := readLayerFile(t, b, "snap-open-net", "usr/local/share/probe/"+p); got != "refused" {
+			t.Errorf("probe %s: %s; log:\n%s", p, got, log)
+		}
+	}
+	if got := readLayerFile(t, b, "snap-open-net", "usr/local/share/probe/interfaces"); got != "lo" {
+		t.Errorf("the build sees interfaces %q, want lo alone", got)
+	}
+	if n4, n6 := accepted4(), accepted6(); n4 != 0 || n6 != 0 {
+		t.Errorf("the host's loopback servers accepted %d (IPv4) and %d (IPv6) connections from the build", n4, n6)
+	}
+	for _, want := range []string{
+		"the build reaches the network through a proxy that admits every public host",
+		"trueforge egress: refused (forbidden_address) plain 127.0.0.1:" + port4,
+		"trueforge egress: refused (forbidden_address) tunnel 127.0.0.1:" + port4,
+		"trueforge egress: refused (forbidden_address) plain 169.254.169.254:80",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the build log lacks %q:\n%s", want, log)
+		}
+	}
+	if port6 != "" && !strings.Contains(log, "trueforge egress: refused (forbidden_address) plain ::1:"+port6) {
+		t.Errorf("the IPv6 loopback refusal is not in the build log:\n%s", log)
+	}
+}
+
+// TestUnprivilegedBuildWithoutAllowList runs the test above as a user without
+// privileges, as TestUnprivilegedBuildEgress does.
+func TestUnprivilegedBuildWithoutAllowList(t *testing.T) {
+	t.Parallel()
+	requireTools(t)
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: not root, so TestBuildWithoutAllowListRefusesHostServices already ran unprivileged")
+	}
+	run := asuser.Prepare(t, "local.test")
+	out, err := run.Command(sandboxPath, nil, "-test.run=^TestBuildWithoutAllowListRefusesHostServices$", "-test.v").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestBuildWithoutAllowListRefusesHostServices") {
 		t.Fatalf("as uid %d: %v\n%s", unprivUID, err, out)
 	}
 }
