@@ -318,6 +318,7 @@ func cloneEnv(e Environment) Environment {
 	e.Triggers = maps.Clone(e.Triggers)
 	e.Env = maps.Clone(e.Env)
 	e.AllowDomains = slices.Clone(e.AllowDomains)
+	e.SharedWith = slices.Clone(e.SharedWith)
 	return e
 }
 

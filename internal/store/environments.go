@@ -29,21 +29,30 @@ type Environment struct {
 	SnapshotID   string
 	// Settings are the attributes added after the first release (environment_settings.go).
 	Settings EnvironmentSettings
+	// SharedWith names the owners, besides Owner, whose agents may use the environment's
+	// secrets ("*": every owner); UsableBy (sharing.go) decides.
+	SharedWith []string
+	// HasSecrets reports whether the environment has any secret, read through
+	// environments_with_secrets so that a team that may not read another team's secrets
+	// still knows (sharing.go); writes ignore it.
+	HasSecrets bool
 }
 
 const envSelect = `SELECT e.id, e.name, e.provider, e.owner, e.reserved, e.image, e.build_script, e.cpu, e.memory, e.disk,
-	e.triggers, e.env, e.block_all, e.allow_domains, e.build_hash, e.snapshot_id, e.settings FROM environments e`
+	e.triggers, e.env, e.block_all, e.allow_domains, e.build_hash, e.snapshot_id, e.settings, e.shared_with,
+	CASE WHEN EXISTS (SELECT 1 FROM environments_with_secrets x WHERE x.environment = e.name) THEN 1 ELSE 0 END FROM environments e`
 
 func scanEnv(sc interface{ Scan(...any) error }) (Environment, error) {
 	var e Environment
-	var reserved, blockAll int64
-	var triggers, env, allow, settings string
+	var reserved, blockAll, hasSecrets int64
+	var triggers, env, allow, settings, sharedWith string
 	err := sc.Scan(&e.ID, &e.Name, &e.Provider, &e.Owner, &reserved, &e.Image, &e.BuildScript, &e.CPU, &e.MemoryGB, &e.DiskGB,
-		&triggers, &env, &blockAll, &allow, &e.BuildHash, &e.SnapshotID, &settings)
+		&triggers, &env, &blockAll, &allow, &e.BuildHash, &e.SnapshotID, &settings, &sharedWith, &hasSecrets)
 	if err != nil {
 		return e, err
 	}
-	e.Reserved, e.BlockAll = reserved != 0, blockAll != 0
+	e.Reserved, e.BlockAll, e.HasSecrets = reserved != 0, blockAll != 0, hasSecrets != 0
+	_ = json.Unmarshal([]byte(sharedWith), &e.SharedWith)
 	_ = json.Unmarshal([]byte(triggers), &e.Triggers)
 	_ = json.Unmarshal([]byte(env), &e.Env)
 	_ = json.Unmarshal([]byte(allow), &e.AllowDomains)
@@ -51,12 +60,13 @@ func scanEnv(sc interface{ Scan(...any) error }) (Environment, error) {
 	return e, nil
 }
 
-func envArgs(e Environment) (triggers, env, allow, settings string) {
+func envArgs(e Environment) (triggers, env, allow, settings, sharedWith string) {
 	t, _ := json.Marshal(nonNilMap(e.Triggers))
 	v, _ := json.Marshal(nonNilMap(e.Env))
 	a, _ := json.Marshal(nonNil(e.AllowDomains))
 	st, _ := json.Marshal(e.Settings)
-	return string(t), string(v), string(a), string(st)
+	sw, _ := json.Marshal(nonNil(e.SharedWith))
+	return string(t), string(v), string(a), string(st), string(sw)
 }
 
 func nonNilMap(m map[string]string) map[string]string {
@@ -84,10 +94,10 @@ func (s *Store) CreateEnvironment(ctx context.Context, e Environment) error {
 		if err := snapshotUsable(ctx, tx, e.SnapshotID); err != nil {
 			return fmt.Errorf("environment %q: %w", e.Name, err)
 		}
-		t, v, a, st := envArgs(e)
-		_, err := tx.ExecContext(ctx, `INSERT INTO environments(id, name, provider, owner, reserved, image, build_script, cpu, memory, disk, triggers, env, block_all, allow_domains, build_hash, snapshot_id, settings, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, e.Name, e.Provider, e.Owner, b2i(e.Reserved), e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, st, now, now)
+		t, v, a, st, sw := envArgs(e)
+		_, err := tx.ExecContext(ctx, `INSERT INTO environments(id, name, provider, owner, reserved, image, build_script, cpu, memory, disk, triggers, env, block_all, allow_domains, build_hash, snapshot_id, settings, shared_with, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.Name, e.Provider, e.Owner, b2i(e.Reserved), e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, st, sw, now, now)
 		if isUnique(err) {
 			return fmt.Errorf("environment %q: %w", e.Name, ErrAlreadyExists)
 		}
@@ -122,9 +132,9 @@ func (s *Store) UpdateEnvironment(ctx context.Context, e Environment) error {
 		if err := snapshotUsable(ctx, tx, e.SnapshotID); err != nil {
 			return fmt.Errorf("environment %q: %w", e.Name, err)
 		}
-		t, v, a, st := envArgs(e)
-		res, err := tx.ExecContext(ctx, `UPDATE environments SET image = ?, build_script = ?, cpu = ?, memory = ?, disk = ?, triggers = ?, env = ?, block_all = ?, allow_domains = ?, build_hash = ?, snapshot_id = ?, settings = ?, updated_at = ? WHERE name = ?`,
-			e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, st, now, e.Name)
+		t, v, a, st, sw := envArgs(e)
+		res, err := tx.ExecContext(ctx, `UPDATE environments SET image = ?, build_script = ?, cpu = ?, memory = ?, disk = ?, triggers = ?, env = ?, block_all = ?, allow_domains = ?, build_hash = ?, snapshot_id = ?, settings = ?, shared_with = ?, updated_at = ? WHERE name = ?`,
+			e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, st, sw, now, e.Name)
 		if err != nil {
 			return fmt.Errorf("updating environment %q: %w", e.Name, err)
 		}

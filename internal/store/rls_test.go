@@ -70,8 +70,13 @@ func TestRLSOwnerIsTheRole(t *testing.T) {
 	if err := p.asBob.CreateEnvironment(ctx, Environment{ID: "e3", Name: "bobs", Provider: "local", Owner: p.bob, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h1", SnapshotID: "snap-1"}); err != nil {
 		t.Fatalf("bob creating his own environment: %v", err)
 	}
-	if err := p.asBob.CreateAgent(ctx, Agent{ID: "a9", Name: "bobs-helper", Owner: p.bob, Environment: "py", Spec: []byte("{}")}); err != nil {
-		t.Fatalf("bob's agent on alice's environment (environments are shared for reading): %v", err)
+	if err := p.asBob.CreateAgent(ctx, Agent{ID: "a9", Name: "bobs-helper", Owner: p.bob, Environment: "bobs", Spec: []byte("{}")}); err != nil {
+		t.Fatalf("bob's agent on his own environment: %v", err)
+	}
+	// Alice's py has a secret she has not shared: bob's agents may not use it
+	// (TestRLSEnvironmentSecretsNeedSharing).
+	if err := p.asBob.CreateAgent(ctx, Agent{ID: "a10", Name: "bobs-other", Owner: p.bob, Environment: "py", Spec: []byte("{}")}); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("bob's agent on alice's environment with an unshared secret: %v; want ErrForbidden", err)
 	}
 }
 

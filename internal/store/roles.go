@@ -45,6 +45,9 @@ var (
 	// foreign key keeps referenced content, row-level security others' references)
 	// but never update: content stays what its digest says.
 	contentTables = []string{"skill_blobs", "agent_skills"}
+	// views are read by both kinds and written by neither: environments_with_secrets
+	// (sharing.go) names the environments that have secrets, for every team.
+	views = []string{"environments_with_secrets"}
 )
 
 // grantsSQL grants the group roles what their kind needs on the tables of schema. It
@@ -66,6 +69,7 @@ func grantsSQL(schema string) string {
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT ON %s TO %s, %s;\n", tableList(q, sharedTables), TeamGroup, HarnessGroup)
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, DELETE ON %s TO %s;\n", tableList(q, contentTables), TeamGroup)
 	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", tableList(q, contentTables), HarnessGroup)
+	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s, %s;\n", tableList(q, views), TeamGroup, HarnessGroup)
 	return b.String()
 }
 

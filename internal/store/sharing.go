@@ -14,5 +14,65 @@ func UsableBy(owner string, sharedWith []string, who string) bool {
 	return who == owner || slices.Contains(sharedWith, ShareAll) || slices.Contains(sharedWith, who)
 }
 
-// migrationSharing (14): placeholder, replaced by the change that fills it in.
-var migrationSharing = migration{sql: `SELECT 1`}
+// UsableBy reports whether the agents of owner who may run on the environment. One
+// without secrets is a blueprint anyone may build sandboxes from (its env, network and
+// build inputs are readable by every team anyway); one with secrets lends its owner's
+// authority to whoever runs on it, so it needs the owner's consent (store.UsableBy on
+// its owner and SharedWith). The reserved default environment follows the same rule:
+// its secrets serve the sandbox provider's owner alone, since it has no shared_with.
+// The harness decides by this at run time, whatever the rows say, so a secret added, or
+// a name unshared, after another owner's agent selected the environment still never
+// reaches that agent.
+func (e Environment) UsableBy(who string) bool {
+	return !e.HasSecrets || UsableBy(e.Owner, e.SharedWith, who)
+}
+
+// migrationSharing (14): who may use an environment that has secrets (issue 23). An
+// environment gains shared_with, a JSON array of owner names or "*" (default: nobody
+// but its owner). environments_with_secrets names the environments that have any
+// secret: a view, so that on PostgreSQL it reads secrets with its owner's (the tables'
+// owner's) rights, and every team can tell which environments it may not use without
+// reading another team's secrets; only names leave it, never a variable name or a
+// value.
+//
+// On PostgreSQL trueforge_usable_by is store.UsableBy in SQL, and the agents policies
+// refuse a team's INSERT or UPDATE of an agent that references an environment with
+// secrets its owner may not use (trueforge_environment_usable), so psql cannot do what
+// the provider refuses. Adding a secret to, or unsharing, an environment that other
+// owners' agents already use is not refused: consent is the owner's to withdraw, and
+// the harness refuses those agents at run time (Environment.UsableBy). SQLite has one
+// operator, who owns the file and could drop any trigger, so there the provider and
+// the harness enforce the rule.
+var migrationSharing = migration{sql: `
+ALTER TABLE environments ADD COLUMN shared_with TEXT NOT NULL DEFAULT '[]';
+CREATE VIEW environments_with_secrets AS SELECT DISTINCT environment FROM secrets;
+`, postgres: `
+ALTER TABLE environments ADD COLUMN shared_with TEXT NOT NULL DEFAULT '[]'
+	CHECK (jsonb_typeof(shared_with::jsonb) = 'array');
+CREATE VIEW environments_with_secrets AS SELECT DISTINCT environment FROM secrets;
+
+-- store.UsableBy: shared_with is a JSON array of owner names, or "*" for everyone.
+CREATE FUNCTION trueforge_usable_by(owner TEXT, shared_with TEXT, who TEXT) RETURNS BOOLEAN
+	LANGUAGE sql IMMUTABLE AS $$
+	SELECT COALESCE($3 = $1, false)
+		OR COALESCE($2::jsonb @> '["*"]'::jsonb OR $2::jsonb @> jsonb_build_array($3), false)
+$$;
+
+-- Environment.UsableBy: no environment, one without secrets, or one whose owner lets who
+-- use it. The search path is the one the tables were created in, whatever the caller's.
+-- The body names its arguments by position: a column (environments.env) would win over
+-- an argument's name.
+CREATE FUNCTION trueforge_environment_usable(environment_name TEXT, who TEXT) RETURNS BOOLEAN
+	LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+	SELECT $1 IS NULL
+		OR NOT EXISTS (SELECT 1 FROM environments_with_secrets s WHERE s.environment = $1)
+		OR EXISTS (SELECT 1 FROM environments e WHERE e.name = $1 AND trueforge_usable_by(e.owner, e.shared_with, $2))
+$$;
+
+DROP POLICY agents_insert ON agents;
+CREATE POLICY agents_insert ON agents FOR INSERT
+	WITH CHECK (owner = current_user AND trueforge_environment_usable(environment, owner));
+DROP POLICY agents_update ON agents;
+CREATE POLICY agents_update ON agents FOR UPDATE USING (owner = current_user)
+	WITH CHECK (owner = current_user AND trueforge_environment_usable(environment, owner));
+`}
