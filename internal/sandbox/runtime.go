@@ -36,6 +36,10 @@ var (
 	ErrStopped  = errors.New("sandbox is stopped")
 	ErrExists   = errors.New("already exists")
 	ErrTooLarge = errors.New("file too large")
+	// ErrNotRegular: a file call found no regular file at the path but a symlink (never
+	// followed), a directory, a FIFO or a device, possibly swapped in while the call was
+	// opening it. It is the caller's request that fails, not the runtime.
+	ErrNotRegular = errors.New("not a regular file")
 	// ErrLost: the sandbox vanished or its processes died underneath a call (crash,
 	// out-of-band delete). The caller may recreate it; files may be gone.
 	ErrLost = errors.New("sandbox lost")

@@ -14,12 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/manifest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/termsafe"
 )
 
 // Downloads (GET /sessions/{id}/files/{path}) serve what the agent offered
@@ -297,6 +299,9 @@ func (s *Server) getWorkspaceFile(w http.ResponseWriter, r *http.Request, ss sto
 	if errors.Is(err, sandbox.ErrNotFound) {
 		return notFound("file " + quote(p) + " of the workspace")
 	}
+	if errors.Is(err, sandbox.ErrNotRegular) {
+		return errorf(http.StatusUnprocessableEntity, CodeNotRegular, "%s: %v", p, err)
+	}
 	if err != nil {
 		return errorf(http.StatusBadRequest, CodeBadRequest, "%s: %v", p, err)
 	}
@@ -312,8 +317,10 @@ func (s *Server) getWorkspaceFile(w http.ResponseWriter, r *http.Request, ss sto
 		return errorf(http.StatusUnprocessableEntity, CodeFileTooLarge, "%s grew over the download cap of %d bytes", p, MaxDownloadBytes)
 	case errors.Is(err, sandbox.ErrNotFound):
 		return notFound("file " + quote(p) + " of the workspace")
-	case err != nil && strings.Contains(err.Error(), "refusing"):
-		return errorf(http.StatusUnprocessableEntity, CodeNotRegular, "%s: %v", p, err)
+	case errors.Is(err, sandbox.ErrNotRegular):
+		// Swapped for a symlink (or a FIFO...) since the StatFile above: the sandbox's
+		// doing, refused as the same request would be now.
+		return errorf(http.StatusUnprocessableEntity, CodeNotRegular, "%s is not a regular file (any more): only regular files are downloaded, and a symlink is never followed: %v", p, err)
 	case err != nil:
 		return fmt.Errorf("reading %s from sandbox %s: %w", p, rec.SandboxID, err)
 	}
@@ -377,10 +384,20 @@ func (s *Server) sendFile(w http.ResponseWriter, p string, data []byte, sum [32]
 }
 
 // contentDisposition names the file for saving: an ASCII fallback and the UTF-8 name
-// (RFC 6266), never anything a header could be split with.
+// (RFC 6266), never anything a header could be split with. A name is the sandbox's
+// choice: in both forms, a character termsafe would escape on a terminal (controls,
+// bidi overrides such as U+202E that show "evil\u202etxt.exe" as "evilexe.txt", other
+// invisible format characters) and invalid UTF-8 become '_', as they would mislead
+// whoever saves or opens the file.
 func contentDisposition(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || termsafe.Unsafe(r, false) {
+			return '_'
+		}
+		return r
+	}, strings.ToValidUTF8(name, "_"))
 	ascii := strings.Map(func(r rune) rune {
-		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' || r == ';' {
+		if r > 0x7e || r == '"' || r == '\\' || r == ';' {
 			return '_'
 		}
 		return r

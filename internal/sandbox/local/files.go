@@ -170,14 +170,19 @@ func (r *Runtime) readFile(_ context.Context, id, p string, maxBytes int64) ([]b
 	defer root.Close()
 	fi, err := root.Lstat(rel)
 	if err != nil {
-		return nil, err
+		return nil, escaped(err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("refusing to read a %s", kind(fi.Mode()))
+		return nil, fmt.Errorf("refusing to read a %s: %w", kind(fi.Mode()), sandbox.ErrNotRegular)
 	}
 	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, err
+		// The sandbox swapped the file for a symlink since the Lstat: O_NOFOLLOW (ELOOP)
+		// or os.Root (a link leading out) refused it.
+		if now, lerr := root.Lstat(rel); lerr == nil && !now.Mode().IsRegular() || errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("refusing to read it: it was replaced while being opened: %w", sandbox.ErrNotRegular)
+		}
+		return nil, escaped(err)
 	}
 	defer f.Close()
 	ofi, err := f.Stat()
@@ -185,7 +190,7 @@ func (r *Runtime) readFile(_ context.Context, id, p string, maxBytes int64) ([]b
 		return nil, err
 	}
 	if !ofi.Mode().IsRegular() || !os.SameFile(fi, ofi) {
-		return nil, errors.New("file changed while being opened")
+		return nil, fmt.Errorf("refusing to read it: it was replaced while being opened: %w", sandbox.ErrNotRegular)
 	}
 	if ofi.Size() > maxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, over %d", sandbox.ErrTooLarge, ofi.Size(), maxBytes)
@@ -198,6 +203,17 @@ func (r *Runtime) readFile(_ context.Context, id, p string, maxBytes int64) ([]b
 		return nil, fmt.Errorf("%w: over %d bytes", sandbox.ErrTooLarge, maxBytes)
 	}
 	return data, nil
+}
+
+// escaped is err, or ErrNotRegular when err is os.Root refusing a symlink in the path
+// that leads out of the workspace: the sandbox's doing, not the runtime's failure. os
+// keeps that error unexported; TestReadFileRefusesASymlinkSwappedIn notices a change.
+func escaped(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Err.Error() == "path escapes from parent" {
+		return fmt.Errorf("refusing to follow a symlink out of the workspace: %w (%w)", sandbox.ErrNotRegular, err)
+	}
+	return err
 }
 
 func kind(m fs.FileMode) string {
@@ -233,7 +249,7 @@ func (r *Runtime) StatFile(_ context.Context, id, p string) (sandbox.FileInfo, e
 	defer root.Close()
 	fi, err := root.Lstat(rel)
 	if err != nil {
-		return sandbox.FileInfo{}, fileErr("stat", id, p, err)
+		return sandbox.FileInfo{}, fileErr("stat", id, p, escaped(err))
 	}
 	return fileInfo(rel, fi), nil
 }
