@@ -119,6 +119,9 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating the directory of database %s: %w", path, err)
 	}
+	if err := secureSQLiteFiles(path); err != nil {
+		return nil, err
+	}
 	// WAL lets readers (the harness) run beside a writer (apply); busy_timeout makes
 	// concurrent writers wait instead of failing; foreign keys carry referential rules.
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
