@@ -54,7 +54,7 @@ resource "trueforge_environment" "live" {
   volumes          = [{ volume = trueforge_volume.data.name, mount_path = "/data", subpath = "team" }]
   network = {
     allow_domains      = ["api.example.com"]
-    allow_cidrs        = ["10.0.0.0/8"]
+    allow_cidrs        = ["192.30.252.0/22"]
     package_indexes    = ["pypi"]
     package_indexes_in = "build_and_sandbox"
   }

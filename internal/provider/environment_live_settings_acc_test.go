@@ -56,18 +56,18 @@ func TestAccEnvironment_liveSettingsNoRebuild(t *testing.T) {
 		ProtoV6ProviderFactories: f.providers,
 		Steps: []resource.TestStep{
 			{
-				Config: f.config(liveSettingsHCL(`{ team = "ml" }`, `["203.0.113.0/24"]`)),
+				Config: f.config(liveSettingsHCL(`{ team = "ml" }`, `["192.30.252.0/22"]`)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 					snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
 				},
 				Check: resource.ComposeTestCheckFunc(
 					func(*terraformState) error { snapshotCreates = f.srv.Count("POST /snapshots"); return nil },
-					f.newSandboxGets(t, "s-1", map[string]string{"team": "ml"}, "203.0.113.0/24"),
+					f.newSandboxGets(t, "s-1", map[string]string{"team": "ml"}, "192.30.252.0/22"),
 				),
 			},
 			{
-				Config: f.config(liveSettingsHCL(`{ team = "ml", cost_center = "42" }`, `["203.0.113.0/24", "198.51.100.0/24"]`)),
+				Config: f.config(liveSettingsHCL(`{ team = "ml", cost_center = "42" }`, `["192.30.252.0/22", "140.82.112.0/20"]`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
@@ -75,7 +75,7 @@ func TestAccEnvironment_liveSettingsNoRebuild(t *testing.T) {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id"))},
 				Check: resource.ComposeTestCheckFunc(noNewSnapshot,
-					f.newSandboxGets(t, "s-2", map[string]string{"team": "ml", "cost_center": "42"}, "203.0.113.0/24,198.51.100.0/24")),
+					f.newSandboxGets(t, "s-2", map[string]string{"team": "ml", "cost_center": "42"}, "192.30.252.0/22,140.82.112.0/20")),
 			},
 			{
 				// Removing both is live as well.

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -56,6 +57,7 @@ func environmentSettingsAttributes(bakes, live string) map[string]schema.Attribu
 			Validators: []validator.String{
 				stringvalidator.LengthAtMost(maxDockerfileKB << 10),
 				stringCheck{"a Dockerfile that starts from an image", checkDockerfile},
+				noNUL("a Dockerfile is text: its RUN lines reach a shell, which stops reading at the NUL"),
 				stringvalidator.ConflictsWith(path.MatchRoot("build_script"), path.MatchRoot("image")),
 			},
 		},
@@ -64,7 +66,8 @@ func environmentSettingsAttributes(bakes, live string) map[string]schema.Attribu
 				"The `local` backend has no main process and refuses it.", maxEntrypoint) + bakes,
 			Optional:    true,
 			ElementType: types.StringType,
-			Validators:  []validator.List{listvalidator.SizeBetween(1, maxEntrypoint)},
+			Validators: []validator.List{listvalidator.SizeBetween(1, maxEntrypoint),
+				listvalidator.ValueStringsAre(noNUL("an argument of a process cannot hold one"))},
 		},
 		"gpu": schema.Int64Attribute{
 			MarkdownDescription: fmt.Sprintf("GPUs for each sandbox (1 to %d). Unset means none. The `local` backend has no GPUs and refuses it.", maxGPU) + bakes,
@@ -86,6 +89,7 @@ func environmentSettingsAttributes(bakes, live string) map[string]schema.Attribu
 				mapvalidator.SizeAtMost(maxLabels),
 				mapKeysCheck{"label keys", checkLabelKey},
 				mapvalidator.ValueStringsAre(stringvalidator.LengthAtMost(maxLabelValue)),
+				noNUL("labels reach the sandbox's backend and the control-plane database as text, which cannot hold one"),
 			},
 		},
 		"package_index_hosts": schema.ListAttribute{
@@ -143,7 +147,7 @@ func networkSettingsAttributes() map[string]schema.Attribute {
 			ElementType: types.StringType,
 			Validators: []validator.List{
 				listvalidator.SizeAtMost(maxAllowCIDRs), listvalidator.UniqueValues(),
-				listvalidator.ValueStringsAre(stringCheck{"a CIDR such as 10.0.0.0/8", checkCIDR}),
+				listvalidator.ValueStringsAre(stringCheck{"a CIDR of public addresses such as 192.30.252.0/22", checkCIDR}),
 			},
 		},
 		"package_indexes": schema.ListAttribute{
@@ -191,6 +195,12 @@ func checkCIDR(s string) string {
 	}
 	if p.Masked() != p {
 		return fmt.Sprintf("has host bits set; write it as %s", p.Masked())
+	}
+	// The egress proxy's own list (egress.AlwaysForbidden), so that plan refuses exactly
+	// the ranges no sandbox may ever reach.
+	if r, always := egress.AlwaysForbidden(p); always {
+		return fmt.Sprintf("%s lies in %s, a range no sandbox may reach whatever its policy (%s), so this entry could never admit a connection. "+
+			"List public ranges only (for example 192.30.252.0/22); for a service on a private network, publish it under a public address or host name, or run the agent's tools outside the sandbox", s, r, egress.ForbiddenRangeText())
 	}
 	return ""
 }

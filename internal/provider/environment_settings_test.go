@@ -91,7 +91,7 @@ resource "trueforge_environment" "py" {
 				Config: hcl(`  labels = { team = "data", "cost-center" = "42" }
   network = {
     allow_domains   = ["api.example.com"]
-    allow_cidrs     = ["10.0.0.0/8", "fd00::/8"]
+    allow_cidrs     = ["192.30.252.0/22", "2606:4700::/32"]
     package_indexes = ["pypi", "npm"]
   }`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{

@@ -38,7 +38,7 @@ resource "trueforge_environment" "env" {
   volumes          = [{ volume = trueforge_volume.data[count.index].name, mount_path = "/data" }]
   network = {
     allow_domains   = ["api.example.com"]
-    allow_cidrs     = ["10.0.0.0/8"]
+    allow_cidrs     = ["192.30.252.0/22"]
     package_indexes = ["pypi"]
   }
 }

@@ -133,6 +133,7 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Optional:            true,
 				Computed:            true,
 				Default:             stringdefault.StaticString(""),
+				Validators:          []validator.String{noNUL("sh reads the script as text, so the text after the NUL would not run as written")},
 			},
 			"cpu": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("CPUs for each sandbox (1 to %d). Defaults to 1.", maxCPU) + bakes,
@@ -152,7 +153,8 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 				MarkdownDescription: "Environment variables of every sandbox process. Not for credentials: use `trueforge_secret`." + live,
 				Optional:            true,
 				ElementType:         types.StringType,
-				Validators:          []validator.Map{mapKeysCheck{"environment variable names", checkEnvVarName}},
+				Validators: []validator.Map{mapKeysCheck{"environment variable names", checkEnvVarName},
+					noNUL("a process environment cannot hold one, so every sandbox of this environment would fail to start")},
 			},
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The environment's name.",
@@ -164,7 +166,7 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Optional:            true,
 				Computed:            true,
 				Default:             stringdefault.StaticString(sandbox.PlatformImage),
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1), noNUL("no image reference has one")},
 			},
 			"memory": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("Memory in GB for each sandbox (1 to %d). Defaults to 1.", maxMemoryGB) + bakes,

@@ -60,7 +60,7 @@ var secretCredential = credential{
 	plainDoc:   "The credential (sensitive; kept in state). Prefer `value_wo`. Changing it rotates the secret in place.",
 	woDoc:      "Write-only credential (Terraform 1.11 or later): never stored in plan or state. Increment `value_wo_version` to rotate.",
 	versionDoc: "Version of `value_wo`; change it to send a new value (a rotation, in place).",
-	validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+	validators: []validator.String{stringvalidator.LengthAtLeast(1), validSecretValue()},
 }
 
 func (r *secretResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {

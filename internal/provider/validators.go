@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
 var (
@@ -168,4 +169,71 @@ func validHost() stringCheck {
 
 func validDomain() stringCheck {
 	return stringCheck{"an exact host name or `*.suffix` (subdomains only), with no scheme, port or path", func(s string) string { return checkDomain(s, false) }}
+}
+
+// noNUL refuses a NUL character in a string, in each value of a map or (with
+// listvalidator.ValueStringsAre) in each element of a list. Text that reaches a sandbox
+// or a build as a C string (an environment value, an argv element, a script) ends at a
+// NUL: an env value with one makes every sandbox fail to start, and a build_script with
+// one runs only the text before it. PostgreSQL's TEXT cannot hold one either. why says
+// what the NUL would break, for the diagnostic.
+func noNUL(why string) nulCheck { return nulCheck{why: why} }
+
+type nulCheck struct{ why string }
+
+func (v nulCheck) Description(context.Context) string {
+	return "no NUL character (" + v.why + ")"
+}
+func (v nulCheck) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v nulCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if msg := v.check(req.Path.String(), req.ConfigValue.ValueString()); msg != "" {
+		resp.Diagnostics.AddAttributeError(req.Path, "NUL Character Not Allowed", msg)
+	}
+}
+
+func (v nulCheck) ValidateMap(_ context.Context, req validator.MapRequest, resp *validator.MapResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for k, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsNull() || s.IsUnknown() {
+			continue
+		}
+		if msg := v.check(fmt.Sprintf("%s key %q", req.Path, k), s.ValueString()); msg != "" {
+			resp.Diagnostics.AddAttributeError(req.Path.AtMapKey(k), "NUL Character Not Allowed", msg)
+		}
+	}
+}
+
+func (v nulCheck) check(what, s string) string {
+	i := strings.IndexByte(s, 0)
+	if i < 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s contains a NUL character (\\x00) at byte %d: %s. Remove it: look for a \"\\u0000\" escape, "+
+		"or a binary file read with file() (encode binary data, for example with base64encode()).", what, i, v.why)
+}
+
+// validSecretValue refuses what the egress proxy could not put in a request header: the
+// value is substituted into header values (exact, "Bearer x", Basic), where a control
+// character other than tab is invalid (a CR or LF would start another header). The usual
+// cause is the newline that file() keeps at the end of a token file.
+func validSecretValue() stringCheck {
+	return stringCheck{"no control characters other than tab", func(s string) string {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+				fix := "remove it"
+				if c == '\n' || c == '\r' {
+					fix = "a token read with file() keeps its trailing newline: use trimspace(file(...))"
+				}
+				return fmt.Sprintf("the value has a control character (byte %d is 0x%02x), which the egress proxy cannot send in a request header; %s", i, c, fix)
+			}
+		}
+		return ""
+	}}
 }

@@ -28,7 +28,7 @@ resource "trueforge_environment" "python" {
   }
   network = {
     allow_domains = ["api.github.com"]
-    allow_cidrs   = ["10.20.0.0/16"] # an internal range, matched against the address connected to
+    allow_cidrs   = ["192.30.252.0/22"] # public ranges only (here one of GitHub's), matched against the address connected to; private, loopback and link-local ranges are never reachable
     # pypi.org and files.pythonhosted.org, reachable by builds only: packages are
     # installed and pinned in the snapshot, and a sandbox cannot fetch more.
     package_indexes    = ["pypi"]
