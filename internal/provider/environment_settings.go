@@ -142,6 +142,7 @@ func networkSettingsAttributes() map[string]schema.Attribute {
 	return map[string]schema.Attribute{
 		"allow_cidrs": schema.ListAttribute{
 			MarkdownDescription: fmt.Sprintf("Address ranges (CIDR, IPv4 or IPv6) the sandbox may reach besides `allow_domains`, matched against the address actually connected to; at most %d. "+
+				"Public ranges only: a range inside the ranges no sandbox may reach (private, loopback, link-local and metadata, CGNAT, documentation, multicast, reserved) is refused at plan, on every backend. "+
 				"On Daytona this is the sandbox's `networkAllowList`. Ignored while `block_all` is on.", maxAllowCIDRs),
 			Optional:    true,
 			ElementType: types.StringType,
