@@ -91,6 +91,9 @@
 //     refused in a user namespace by the kernel whatever the capabilities; raw sockets and
 //     privileged ports of the host network need capabilities in the host's user
 //     namespace, which no sandbox or build has.
+//   - the host's network: a build never shares it (buildegress.go: lo alone and an egress
+//     proxy, which refuses host loopback, private and link-local addresses whatever the
+//     allow list; TestBuildWithoutAllowListRefusesHostServices).
 //   - not covered: a sandbox without an egress hook and without BlockNetwork shares the
 //     host's network namespace (the harness never creates one): it can reach services
 //     on the host's loopback that trust any local connection.
