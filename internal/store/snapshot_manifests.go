@@ -344,7 +344,9 @@ func (s *Store) affectedArtifacts(ctx context.Context, q manifest.Query, bySnap 
 }
 
 // The manifest tables are granted like snapshots (configTables, roles.go): teams, whose
-// applies build, write them; harnesses read them for lineage and the advisory query.
+// applies build, write them; harnesses read them for lineage and the advisory query. On
+// PostgreSQL only the role that recorded a manifest may replace or delete it and its
+// package rows (migration 16, package_index_owners.go).
 func init() {
 	configTables = append(configTables, "snapshot_manifests", "snapshot_packages")
 }
