@@ -33,6 +33,8 @@ type globals struct {
 	logLevel    string
 	owner       string
 	policyFile  string
+	// credentialsFile is the operator's credentials file (--credentials).
+	credentialsFile string
 }
 
 func newRootCmd() *cobra.Command {
@@ -52,6 +54,9 @@ func newRootCmd() *cobra.Command {
 		"who you are, checked against a session's owner (default $TRUEFORGE_OWNER, else the OS user); on PostgreSQL you are the database role, and a different --owner is refused")
 	root.PersistentFlags().StringVar(&g.policyFile, "policy", os.Getenv("TRUEFORGE_POLICY"),
 		"the operator's rules for MCP calls, a JSON file (default $TRUEFORGE_POLICY; none: allowed_tools alone decides); see docs/guides/mcp-policy.md")
+	root.PersistentFlags().StringVar(&g.credentialsFile, "credentials", os.Getenv("TRUEFORGE_CREDENTIALS"),
+		"the operator's credentials, a JSON file: each credential's variable, the origins it may go to and the owners whose agents may use it (default $TRUEFORGE_CREDENTIALS; "+
+			"none: on SQLite your own agents may name your variables, on PostgreSQL no credential is sent); see docs/guides/running-agents.md")
 	root.AddCommand(newRunCmd(g), newChatCmd(g), newAgentsCmd(g), newEnvironmentsCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newSnapshotsCmd(g),
 		newServeCmd(g), newUsersCmd(g), newDBCmd(g), newVersionCmd())
 	markUsageErrors(root)
@@ -78,6 +83,8 @@ type harness struct {
 	logger   *slog.Logger
 	// policy is the operator's MCP policy (nil: none).
 	policy *policy.Policy
+	// credentials is the operator's credentials file (nil: none, or not read yet).
+	credentials *agents.Credentials
 	// codeModes are the Code Mode tools of the runners this process made: close waits
 	// for the MCP calls their scripts left running, so each outcome is recorded. mu
 	// guards them and policy: serve builds runners for concurrent requests.
@@ -227,7 +234,16 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	if err != nil {
 		return nil, err
 	}
-	m, err := a.NewModel(agents.ModelOptions{})
+	auth, err := h.authority(a)
+	if err != nil {
+		return nil, err
+	}
+	// Every credential is decided before the run starts: a refused one stops it before
+	// the model is called or any MCP server is dialled.
+	if err := a.CheckCredentials(auth); err != nil {
+		return nil, err
+	}
+	m, err := a.NewModel(agents.ModelOptions{Credentials: auth})
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +261,7 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	x := &tools.Executor{Store: h.store, Sandboxes: h.manager}
 	var ts *mcptools.Toolset
 	if len(a.Spec.MCPServers) > 0 {
-		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name}
+		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth}
 		if pol != nil {
 			opts.Policy = pol
 		}
@@ -273,6 +289,29 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 		Store: h.store, Agent: a, Model: m, Logger: h.logger, Tools: x,
 		MaxTurns: f.maxTurns, TokenBudget: f.tokenBudget,
 	}, nil
+}
+
+// authority is what decides a's credentials: the operator's credentials file, read when
+// an agent is first about to run (as the policy is), and without one the single-user
+// default, which on SQLite serves the harness's own owner and on PostgreSQL no one.
+func (h *harness) authority(a *agents.Agent) (agents.Authority, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.g.credentialsFile != "" && h.credentials == nil {
+		c, err := agents.LoadCredentials(h.g.credentialsFile)
+		if err == nil {
+			err = agents.CheckCredentialEnvsVar(c)
+		}
+		if err != nil {
+			return agents.Authority{}, fmt.Errorf("--credentials (TRUEFORGE_CREDENTIALS): %w", err)
+		}
+		h.credentials = c
+	}
+	operator := h.me
+	if h.store.Shared() {
+		operator = ""
+	}
+	return a.Authority(h.credentials, operator), nil
 }
 
 // withHarness is a command body that runs with the harness open (and closed after).

@@ -94,20 +94,26 @@ type Spec struct {
 	TokenBudget    int64           `json:"token_budget"`
 }
 
-// Model names the model and the harness variable that holds its key.
+// Model names the model and the credential that is its key: APIKeyCredential names a
+// credential of the harness operator's; APIKeyEnv, the older form, names a harness
+// variable (at most one of the two is set).
 type Model struct {
-	Provider  string  `json:"provider"` // one of ModelProviders
-	Name      *string `json:"name,omitempty"`
-	BaseURL   *string `json:"base_url,omitempty"`
-	APIKeyEnv *string `json:"api_key_env,omitempty"`
-	Script    *string `json:"script,omitempty"`
+	Provider         string  `json:"provider"` // one of ModelProviders
+	Name             *string `json:"name,omitempty"`
+	BaseURL          *string `json:"base_url,omitempty"`
+	APIKeyCredential *string `json:"api_key_credential,omitempty"`
+	APIKeyEnv        *string `json:"api_key_env,omitempty"`
+	Script           *string `json:"script,omitempty"`
 }
 
 // MCPServer is an MCP server the agent may call; its credential stays in the harness.
-// AllowedTools nil means every tool the server offers.
+// Credential names a credential of the harness operator's; CredentialEnv, the older
+// form, names a harness variable (at most one of the two is set). AllowedTools nil
+// means every tool the server offers.
 type MCPServer struct {
 	Name          string   `json:"name"`
 	URL           string   `json:"url"`
+	Credential    *string  `json:"credential,omitempty"`
 	CredentialEnv *string  `json:"credential_env,omitempty"`
 	AllowedTools  []string `json:"allowed_tools"`
 }

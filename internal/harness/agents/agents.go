@@ -41,19 +41,25 @@ type Spec struct {
 	TokenBudget int64
 }
 
-// ModelSpec names the model and where its key comes from.
+// ModelSpec names the model and where its key comes from: a credential of the
+// operator's (APIKeyCredential) or, in the older form, a harness variable (APIKeyEnv);
+// see Authority.
 type ModelSpec struct {
-	Provider  string // agentspec.ModelOpenAI, ModelAnthropic or ModelScripted
-	Name      string
-	BaseURL   string
-	APIKeyEnv string
-	Script    string
+	Provider         string // agentspec.ModelOpenAI, ModelAnthropic or ModelScripted
+	Name             string
+	BaseURL          string
+	APIKeyCredential string
+	APIKeyEnv        string
+	Script           string
 }
 
 // MCPServer is an MCP server the agent may call; its credential stays in the harness.
+// Credential names a credential of the operator's, CredentialEnv (the older form) a
+// harness variable; see Authority.
 type MCPServer struct {
 	Name          string
 	URL           string
+	Credential    string
 	CredentialEnv string
 	AllowedTools  []string // nil: every tool (allowed_tools omitted or empty)
 }
@@ -73,7 +79,8 @@ func SpecOf(s agentspec.Spec) Spec {
 		Instructions: agentspec.Text(s.Instructions),
 		Model: ModelSpec{
 			Provider: s.Model.Provider, Name: agentspec.Text(s.Model.Name), BaseURL: agentspec.Text(s.Model.BaseURL),
-			APIKeyEnv: agentspec.Text(s.Model.APIKeyEnv), Script: agentspec.Text(s.Model.Script),
+			APIKeyCredential: agentspec.Text(s.Model.APIKeyCredential),
+			APIKeyEnv:        agentspec.Text(s.Model.APIKeyEnv), Script: agentspec.Text(s.Model.Script),
 		},
 		Skills:      s.Skills,
 		CodeMode:    s.CodeMode,
@@ -83,7 +90,7 @@ func SpecOf(s agentspec.Spec) Spec {
 		TokenBudget: s.TokenBudget,
 	}
 	for _, m := range s.MCPServers {
-		srv := MCPServer{Name: m.Name, URL: m.URL, CredentialEnv: agentspec.Text(m.CredentialEnv)}
+		srv := MCPServer{Name: m.Name, URL: m.URL, Credential: agentspec.Text(m.Credential), CredentialEnv: agentspec.Text(m.CredentialEnv)}
 		if len(m.AllowedTools) > 0 {
 			// The provider documents an empty list as every tool, as an omitted one is.
 			srv.AllowedTools = m.AllowedTools
@@ -210,16 +217,21 @@ func (a *Agent) IsReplay() bool { return a.Spec.Model.Provider == agentspec.Mode
 type ModelOptions struct {
 	HTTPClient *http.Client        // nil: the SDK default
 	Getenv     func(string) string // nil: os.Getenv
+	// Credentials decides whether the model's key may be sent to its endpoint; the
+	// zero Authority sends none (a scripted model needs none).
+	Credentials Authority
 }
 
-// NewModel builds the agent's model client. Keys are not read here but at each call.
+// NewModel builds the agent's model client. Keys are not read here but at each call,
+// from the variable of the credential o.Credentials grants for the model's endpoint.
 func (a *Agent) NewModel(o ModelOptions) (model.Model, error) {
 	m := a.Spec.Model
-	if err := m.CheckCredential(); err != nil {
+	grant, err := m.AuthorizeKey(o.Credentials)
+	if err != nil {
 		return nil, fmt.Errorf("agent %q: %w", a.Name, err)
 	}
 	o.HTTPClient = sameHostRedirects(o.HTTPClient)
-	endpoint := model.Endpoint{Model: m.Name, BaseURL: m.BaseURL, KeyEnv: m.APIKeyEnv, HTTPClient: o.HTTPClient, Getenv: o.Getenv}
+	endpoint := model.Endpoint{Model: m.Name, BaseURL: m.BaseURL, KeyEnv: grant.Env, HTTPClient: o.HTTPClient, Getenv: o.Getenv}
 	switch m.Provider {
 	case agentspec.ModelOpenAI:
 		return openaicompat.New(endpoint)

@@ -14,12 +14,21 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 )
 
+// operator is the single-user default: the harness's own agent, no credentials file.
+var operator = agents.Authority{Agent: "x", Owner: "me", Operator: "me"}
+
+func checkCredential(envField, env, urlField, rawURL string) error {
+	_, err := operator.Authorize(agents.CredentialUse{Field: envField, Env: env, URLField: urlField, URL: rawURL})
+	return err
+}
+
+// The single-user default keeps the rules of before credentials files: no TRUEFORGE_*
+// variable, and https or loopback http only.
 func TestCheckCredential(t *testing.T) {
 	for _, c := range []struct {
 		env, url string
 		want     string // "" means accepted
 	}{
-		{"OPENAI_API_KEY", "", ""},
 		{"OPENAI_API_KEY", "https://api.example.com/v1", ""},
 		{"TF_KEY", "HTTPS://api.example.com", ""},
 		{"TF_KEY", "http://127.0.0.1:8080/v1", ""},
@@ -38,7 +47,7 @@ func TestCheckCredential(t *testing.T) {
 		{"TF_KEY", "api.example.com/v1", "has no host"},
 		{"TF_KEY", "http://bad host/", "is not a URL"},
 	} {
-		err := agents.CheckCredential("x.key_env", c.env, "x.url", c.url)
+		err := checkCredential("x.key_env", c.env, "x.url", c.url)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s to %s: %v; want it accepted", c.env, c.url, err)
@@ -83,7 +92,7 @@ func getenv(name string) string {
 // generate builds the agent's model and runs one call; the error is NewModel's, else
 // Generate's.
 func generate(a *agents.Agent, hc *http.Client) (built bool, err error) {
-	m, err := a.NewModel(agents.ModelOptions{HTTPClient: hc, Getenv: getenv})
+	m, err := a.NewModel(agents.ModelOptions{HTTPClient: hc, Getenv: getenv, Credentials: agents.Authority{Agent: a.Name, Owner: "me", Operator: "me"}})
 	if err != nil {
 		return false, err
 	}
@@ -170,16 +179,16 @@ func TestModelKeyReachesLoopbackHTTP(t *testing.T) {
 // agent may have sent; any other is refused before a request is made.
 func TestCredentialEnvsListLimitsWhatAgentsMayName(t *testing.T) {
 	t.Setenv(agents.CredentialEnvsVar, "MODEL_KEY, GITHUB_MCP_TOKEN")
-	if err := agents.CheckCredential("model.api_key_env", "MODEL_KEY", "model.base_url", "https://api.example.com/v1"); err != nil {
+	if err := checkCredential("model.api_key_env", "MODEL_KEY", "model.base_url", "https://api.example.com/v1"); err != nil {
 		t.Fatalf("a listed variable was refused: %v", err)
 	}
-	err := agents.CheckCredential("mcp_servers[0].credential_env", "AWS_SECRET_ACCESS_KEY", "mcp_servers[0].url", "https://mcp.example.com")
+	err := checkCredential("mcp_servers[0].credential_env", "AWS_SECRET_ACCESS_KEY", "mcp_servers[0].url", "https://mcp.example.com")
 	if err == nil || !strings.Contains(err.Error(), "mcp_servers[0].credential_env \"AWS_SECRET_ACCESS_KEY\"") ||
 		!strings.Contains(err.Error(), "MODEL_KEY, GITHUB_MCP_TOKEN") {
 		t.Fatalf("an unlisted variable: %v", err)
 	}
 	t.Setenv(agents.CredentialEnvsVar, "")
-	if err := agents.CheckCredential("mcp_servers[0].credential_env", "AWS_SECRET_ACCESS_KEY", "mcp_servers[0].url", "https://mcp.example.com"); err != nil {
+	if err := checkCredential("mcp_servers[0].credential_env", "AWS_SECRET_ACCESS_KEY", "mcp_servers[0].url", "https://mcp.example.com"); err != nil {
 		t.Fatalf("without a list, any non-harness variable may be named: %v", err)
 	}
 }

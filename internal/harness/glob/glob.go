@@ -87,4 +87,3 @@ func globClass(rs []rune, start int) (int, string, error) {
 	b.WriteByte(']')
 	return i, b.String(), nil
 }
-

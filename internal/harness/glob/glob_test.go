@@ -38,4 +38,3 @@ func TestGlobs(t *testing.T) {
 		}
 	}
 }
-

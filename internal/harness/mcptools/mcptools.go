@@ -4,10 +4,11 @@
 // (credential_env) and sent as a bearer token by the HTTP transport at each request, so
 // it never enters a sandbox, the store or a log, and a rotated value is picked up at once.
 //
-// The credential reaches only the server the agent named: before connecting, the
-// variable and URL pass agents.CheckCredential (no TRUEFORGE_* variable, no plain http
-// beyond loopback); the transport adds the token only to requests for the URL's own
-// scheme and host:port; and a redirect to any other scheme or host:port is refused.
+// The credential is the harness operator's and reaches only an origin it is bound to:
+// before connecting, Options.Credentials (agents.Authority) decides it from the
+// operator's credentials file and the agent's owner (a refusal sends nothing); the
+// transport adds the token only to requests for the URL's own scheme and host:port;
+// and a redirect to any other scheme or host:port is refused.
 //
 // Tool names: "<server>__<tool>" (model APIs allow only letters, digits, _ and -); an
 // allowed_tools list, when given, limits which tools are exposed and callable. Servers
@@ -31,6 +32,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 )
 
 // Separator joins a server's name and a tool's name in the model's tool list.
@@ -46,8 +48,13 @@ type Options struct {
 	// carries them (UserHeader, AgentHeader), so the server can act for that subject,
 	// and the Policy decides each call by them.
 	User, Agent string
+	// Owner is the agent's owner, which the Policy decides by.
+	Owner string
 	// Policy is the operator's rules for MCP calls (nil allows what allowed_tools does).
 	Policy Decider
+	// Credentials decides which server may be sent which credential; the zero
+	// Authority sends none (a server naming one is then not connected).
+	Credentials agents.Authority
 }
 
 // Headers that name the subject of a call to an MCP server: the user the harness acts
@@ -58,11 +65,10 @@ const (
 	AgentHeader = "X-Trueforge-Agent"
 )
 
-// Decider is the operator's policy, as the toolset asks it (policy.Policy).
+// Decider is the operator's policy, as the toolset asks it (policy.Policy): each call
+// is decided by the server's URL and its own tool name, the user and the agent's owner.
 type Decider interface {
-	// Allow decides a call; reason says why it was refused, rule which rule decided
-	// (-1: the default).
-	Allow(user, agent, tool string, args map[string]any) (ok bool, rule int, reason string)
+	Decide(policy.Request) policy.Decision
 }
 
 // Toolset is the MCP tools of one agent.
@@ -80,6 +86,7 @@ type Toolset struct {
 
 type route struct {
 	server, tool string
+	url          string         // the server's URL, which the policy decides by
 	output       map[string]any // the tool's output schema, nil when it declares none
 }
 
@@ -149,12 +156,14 @@ func setHeader(h http.Header, name, v string) {
 }
 
 // connect opens the session of s, the i-th of the agent's mcp_servers. The credential
-// variable and URL are checked first, so a refused one is never sent.
+// is decided first (Options.Credentials), so a refused one is never sent, nor is the
+// server dialled.
 func (t *Toolset) connect(ctx context.Context, i int, s agents.MCPServer) (*mcp.ClientSession, error) {
 	if cs, ok := t.sessions[s.Name]; ok {
 		return cs, nil
 	}
-	if err := s.CheckCredential(i); err != nil {
+	grant, _, err := s.AuthorizeCredential(t.opts.Credentials, i)
+	if err != nil {
 		return nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
 	}
 	u, err := url.Parse(s.URL)
@@ -167,7 +176,7 @@ func (t *Toolset) connect(ctx context.Context, i int, s agents.MCPServer) (*mcp.
 		base = http.DefaultTransport
 	}
 	hc := *t.opts.HTTPClient
-	hc.Transport = bearer{base: base, origin: want, env: s.CredentialEnv, getenv: t.opts.Getenv, user: t.opts.User, agent: t.opts.Agent}
+	hc.Transport = bearer{base: base, origin: want, env: grant.Env, getenv: t.opts.Getenv, user: t.opts.User, agent: t.opts.Agent}
 	hc.CheckRedirect = agents.SameOriginRedirects(fmt.Sprintf("MCP server %q", s.Name), "if the server has moved, set its url to the new address", t.opts.HTTPClient.CheckRedirect)
 	client := mcp.NewClient(&mcp.Implementation{Name: "trueforge-harness", Version: t.opts.Version}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &hc, MaxRetries: 1, DisableStandaloneSSE: true}, nil)
@@ -212,7 +221,7 @@ func (t *Toolset) Specs(ctx context.Context) []model.ToolSpec {
 					if schema == nil {
 						schema = map[string]any{"type": "object", "properties": map[string]any{}}
 					}
-					t.routes[name] = route{s.Name, tool.Name, asObject(tool.OutputSchema)}
+					t.routes[name] = route{s.Name, tool.Name, s.URL, asObject(tool.OutputSchema)}
 					t.descs = append(t.descs, Descriptor{Name: name, Server: s.Name, Tool: tool.Name, Description: tool.Description,
 						Input: schema, Output: asObject(tool.OutputSchema)})
 					t.specs = append(t.specs, model.ToolSpec{Name: name, Description: fmt.Sprintf("[MCP %s] %s", s.Name, tool.Description), Parameters: schema})

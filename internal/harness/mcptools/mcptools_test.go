@@ -139,7 +139,7 @@ func TestCredentialDoesNotFollowARedirectToAnotherHost(t *testing.T) {
 
 			var log warnings
 			ts := mcptools.New([]agents.MCPServer{{Name: "kb", URL: namedSrv.URL + "/mcp", CredentialEnv: "TF_TEST_MCP_TOKEN"}},
-				mcptools.Options{HTTPClient: namedSrv.Client(), Getenv: getenv, Logger: slog.New(&log)})
+				mcptools.Options{HTTPClient: namedSrv.Client(), Getenv: getenv, Logger: slog.New(&log), Credentials: operator})
 			defer ts.Close()
 			if names := toolNames(ts); names != "" {
 				t.Fatalf("tools %q listed through a redirect to another host; want none", names)
@@ -173,7 +173,7 @@ func TestCredentialReachesTheNamedServer(t *testing.T) {
 	defer srv.Close()
 	var log warnings
 	ts := mcptools.New([]agents.MCPServer{{Name: "kb", URL: srv.URL + "/old", CredentialEnv: "TF_TEST_MCP_TOKEN"}},
-		mcptools.Options{Getenv: getenv, Logger: slog.New(&log)})
+		mcptools.Options{Getenv: getenv, Logger: slog.New(&log), Credentials: operator})
 	defer ts.Close()
 	if names := toolNames(ts); names != "kb__lookup" {
 		t.Fatalf("tools %q (warnings %q); want kb__lookup", names, log.String())
@@ -218,7 +218,7 @@ func TestAuthorCannotExfiltrateHarnessCredentials(t *testing.T) {
 		{Name: "kb", URL: srv.URL, CredentialEnv: "TF_TEST_MCP_TOKEN"},
 		{Name: "steal", URL: attackerSrv.URL, CredentialEnv: "TRUEFORGE_SECRET_KEY"},
 		{Name: "steal2", URL: attackerSrv.URL, CredentialEnv: "trueforge_secret_key"},
-	}, mcptools.Options{Getenv: getenv, Logger: slog.New(&log)})
+	}, mcptools.Options{Getenv: getenv, Logger: slog.New(&log), Credentials: operator})
 	defer ts.Close()
 	if names := toolNames(ts); names != "kb__lookup" {
 		t.Fatalf("tools %q; want only kb__lookup", names)
@@ -238,7 +238,7 @@ func TestAuthorCannotExfiltrateHarnessCredentials(t *testing.T) {
 	var wire countingTransport
 	var log2 warnings
 	ts2 := mcptools.New([]agents.MCPServer{{Name: "far", URL: "http://example.invalid/mcp", CredentialEnv: "TF_TEST_MCP_TOKEN"}},
-		mcptools.Options{HTTPClient: &http.Client{Transport: &wire}, Getenv: getenv, Logger: slog.New(&log2)})
+		mcptools.Options{HTTPClient: &http.Client{Transport: &wire}, Getenv: getenv, Logger: slog.New(&log2), Credentials: operator})
 	defer ts2.Close()
 	if names := toolNames(ts2); names != "" {
 		t.Fatalf("tools %q; want none", names)
@@ -251,3 +251,8 @@ func TestAuthorCannotExfiltrateHarnessCredentials(t *testing.T) {
 		t.Fatalf("warning %q; want %q and the https fix", log2.String(), want)
 	}
 }
+
+// operator is the single-user default (no credentials file, the harness's own agent),
+// under which these tests name harness variables as agents did before credentials
+// files.
+var operator = agents.Authority{Agent: "x", Owner: "me", Operator: "me"}

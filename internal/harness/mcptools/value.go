@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 )
 
 // Descriptor is one allowed tool with its schemas, as Code Mode builds a typed API from
@@ -51,11 +53,13 @@ var ErrUnknownTool = errors.New("not one of the agent's MCP tools")
 
 // decide asks the operator's policy about a call (allowed_tools was applied when the
 // tools were listed: a tool it leaves out has no route), recording its verdict in v.
-func (t *Toolset) decide(name string, args map[string]any, v *Value) bool {
+func (t *Toolset) decide(name string, r route, args map[string]any, v *Value) bool {
 	if t.opts.Policy == nil {
 		return true
 	}
-	ok, rule, reason := t.opts.Policy.Allow(t.opts.User, t.opts.Agent, name, args)
+	d := t.opts.Policy.Decide(policy.Request{User: t.opts.User, Owner: t.opts.Owner, Agent: t.opts.Agent,
+		Server: r.url, Tool: r.tool, Args: args})
+	ok, rule, reason := d.Allow, d.Rule, d.Reason
 	v.Rule = &rule
 	if !ok {
 		if reason == "" {
@@ -83,7 +87,7 @@ func (t *Toolset) CallValue(ctx context.Context, name string, args map[string]an
 		return Value{}, fmt.Errorf("%q: %w", name, ErrUnknownTool)
 	}
 	var v Value
-	if !t.decide(name, args, &v) {
+	if !t.decide(name, r, args, &v) {
 		return v, fmt.Errorf("%w: %s", ErrDenied, v.Refusal)
 	}
 	if args == nil {

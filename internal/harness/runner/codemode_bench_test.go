@@ -40,7 +40,7 @@ print("LAT " + json.dumps(lat))`
 	ctx := context.Background()
 	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	mustRun(b, r, sid, "warm up") // provisions the sandbox and connects the MCP session
-	direct := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{User: harnesstest.Owner, Agent: "bench"})
+	direct := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{User: harnesstest.Owner, Agent: "bench", Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
 	defer direct.Close()
 	direct.Descriptors(ctx)
 	var viaScript, viaHarness []float64

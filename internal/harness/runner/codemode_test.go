@@ -18,6 +18,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -111,7 +112,7 @@ func (f *fixture) codeAgent(t testing.TB, name string, kb *kbServer, limits map[
 func (f *fixture) codeRunner(t testing.TB, name, user string, policy mcptools.Decider) (*runner.Runner, *codemode.Mode) {
 	t.Helper()
 	r := f.runner(t, name)
-	ts := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{User: user, Agent: name, Policy: policy})
+	ts := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{User: user, Agent: name, Owner: r.Agent.Owner, Policy: policy, Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
 	t.Cleanup(ts.Close)
 	r.Tools.MCP = ts
 	cm := codemode.New(ts, nil)
@@ -256,7 +257,7 @@ func TestCodeModeCallsActForTheSessionOwner(t *testing.T) {
 	f := newFixture(t)
 	t.Setenv("TF_TEST_KB_TOKEN", "tok")
 	kb := newKB(t, "tok")
-	pol := denyFor{user: "bob", tool: "kb__forecast"}
+	pol := denyFor{user: "bob", tool: "forecast"}
 	code := `try:
     print("forecast", kb.forecast(city="Rome")["temp_c"])
 except ToolError as e:
@@ -304,11 +305,11 @@ print("population", kb.population(city="Rome"))`
 // denyFor denies one user one tool.
 type denyFor struct{ user, tool string }
 
-func (d denyFor) Allow(user, agent, tool string, args map[string]any) (bool, int, string) {
-	if user == d.user && tool == d.tool {
-		return false, 0, d.user + " is not allowed " + d.tool
+func (d denyFor) Decide(r policy.Request) policy.Decision {
+	if r.User == d.user && r.Tool == d.tool {
+		return policy.Decision{Allow: false, Rule: 0, Reason: d.user + " is not allowed " + d.tool}
 	}
-	return true, -1, ""
+	return policy.Decision{Allow: true, Rule: -1}
 }
 
 // Cancel while a script waits in a slow MCP call: the run ends at once, the script and

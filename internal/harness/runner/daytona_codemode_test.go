@@ -24,7 +24,7 @@ func (f *dtFixture) codeRunner(t *testing.T, name string, kb *kbServer, turns ..
 		"code_mode":   true,
 	})
 	r := f.runner(t, name)
-	ts := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{User: harnesstest.Owner, Agent: name})
+	ts := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{User: harnesstest.Owner, Agent: name, Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
 	t.Cleanup(ts.Close)
 	r.Tools.MCP = ts
 	cm := codemode.New(ts, nil)

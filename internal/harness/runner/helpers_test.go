@@ -67,7 +67,9 @@ func (f *fixture) runnerWith(t testing.TB, agent string, ex *tools.Executor) *ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := a.NewModel(agents.ModelOptions{})
+	// The fixture's agents are the test owner's, run as the single-user default (no
+	// credentials file), under which they may name the harness's variables.
+	m, err := a.NewModel(agents.ModelOptions{Credentials: a.Authority(nil, harnesstest.Owner)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestMCPOnlyTurnProvisionsNoSandbox(t *testing.T) {
 		"sandbox":     harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "mcpagent")
-	ts2 := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{})
+	ts2 := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
 	defer ts2.Close()
 	r.Tools.MCP = ts2
 	specs := r.Tools.AllSpecs(context.Background(), r.Agent)

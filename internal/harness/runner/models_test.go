@@ -146,12 +146,12 @@ func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := f.runner(t, "creds")
 	r.Logger = logger
-	m, err := r.Agent.NewModel(agents.ModelOptions{HTTPClient: ts.Client()})
+	m, err := r.Agent.NewModel(agents.ModelOptions{HTTPClient: ts.Client(), Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Model = m
-	r.Tools.MCP = mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{Logger: logger})
+	r.Tools.MCP = mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{Logger: logger, Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
 	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	var streamed strings.Builder
 	out, err := r.Run(context.Background(), sid, "look around", func(e runner.Event) {
@@ -283,7 +283,7 @@ func TestAnthropicModelRunsToolLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := a.NewModel(agents.ModelOptions{HTTPClient: ts.Client()})
+	m, err := a.NewModel(agents.ModelOptions{HTTPClient: ts.Client(), Credentials: a.Authority(nil, harnesstest.Owner)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestMissingModelKeyNamesTheVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := a.NewModel(agents.ModelOptions{})
+	m, _ := a.NewModel(agents.ModelOptions{Credentials: a.Authority(nil, harnesstest.Owner)})
 	r := &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st}}
 	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	out, _ := r.Run(ctx, sid, "hi", nil)
@@ -343,7 +343,7 @@ func TestModelKeyIsReadAtCallTime(t *testing.T) {
 		"model": map[string]any{"provider": "openai", "name": "fake-gpt", "base_url": ts.URL + "/v1", "api_key_env": "TF_TEST_ROTATING_KEY"},
 	})
 	r := (&fixture{env: &harnesstest.Env{Store: st}}).runnerNoSandbox(t, "rot")
-	m, err := r.Agent.NewModel(agents.ModelOptions{HTTPClient: ts.Client()})
+	m, err := r.Agent.NewModel(agents.ModelOptions{HTTPClient: ts.Client(), Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
 	if err != nil {
 		t.Fatal(err)
 	}
