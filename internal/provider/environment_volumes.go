@@ -28,8 +28,9 @@ func (r *environmentResource) checkRefs(ctx context.Context, plan *environmentMo
 }
 
 // checkVolumes refuses, at apply, an environment of sandbox provider providerName whose
-// volumes name a volume that does not exist or belongs to another sandbox provider,
-// naming the attribute (volumes[i].volume).
+// volumes name a volume that does not exist, belongs to another sandbox provider, or
+// that the applying owner may not use (store.UsableBy: another owner's volume not shared
+// with it), naming the attribute (volumes[i].volume).
 func (cp *controlPlane) checkVolumes(ctx context.Context, providerName string, vols []store.EnvironmentVolume) diag.Diagnostics {
 	return cp.volumesDiags(ctx, providerName, vols, false)
 }
@@ -54,6 +55,11 @@ func (cp *controlPlane) volumesDiags(ctx context.Context, providerName string, v
 				fmt.Sprintf("No volume %q exists. Create it with a trueforge_volume of sandbox provider %q, and reference its name attribute so that Terraform creates it first.", v.Volume, providerName))
 		case err != nil:
 			diags.AddAttributeError(at, "Error Reading Volume", fmt.Sprintf("volume %q: %s", v.Volume, err))
+		case !got.UsableBy(cp.owner):
+			diags.AddAttributeError(at, "Volume Not Shared With This Owner",
+				fmt.Sprintf("volumes[%d] names volume %q, which is owned by %q and not shared with %q: an environment mounts only its owner's volumes "+
+					"and those shared with its owner. Ask %q to add %q (or \"*\") to the volume's shared_with and apply, or mount a volume of your own.",
+					i, v.Volume, got.Owner, cp.owner, got.Owner, cp.owner))
 		case got.Provider != providerName:
 			diags.AddAttributeError(at, "Volume Of Another Sandbox Provider",
 				fmt.Sprintf("Volume %q belongs to sandbox provider %q, but this environment's sandboxes run on %q: a volume is mounted only by sandboxes of its own provider. "+

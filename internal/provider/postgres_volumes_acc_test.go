@@ -33,10 +33,15 @@ func TestAccPostgres_volumeOwnershipAndUse(t *testing.T) {
 				Config: f.config(volumeHCL("local") + envHCL("", "")),
 			},
 			{
-				// Bob's own environment mounts alice's volume: she cannot delete it.
+				// Bob's own environment mounts alice's volume, which she shares with him
+				// (issue 23: without that the database refuses his row): she cannot
+				// delete it.
 				PreConfig: func() {
 					bob := f.storeAs(f.bob)
 					ctx := t.Context()
+					if err := f.storeAs(f.alice).UpdateVolume(ctx, "cache", store.DefaultVolumeSizeGB, []string{f.bob}); err != nil {
+						t.Fatal(err)
+					}
 					if _, _, err := bob.ClaimSnapshot(ctx, store.Snapshot{ID: "snap-bobs", Provider: "local", BuildHash: "h-bobs", Spec: "{}"}, sandbox.StatusBuilding, sandbox.StatusFailed); err != nil {
 						t.Fatal(err)
 					}

@@ -8,11 +8,16 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -42,7 +47,31 @@ type volumeResourceModel struct {
 	Name            types.String   `tfsdk:"name"`
 	SandboxProvider types.String   `tfsdk:"sandbox_provider"`
 	RemoteID        types.String   `tfsdk:"remote_id"`
+	Size            types.Int64    `tfsdk:"size"`
+	SharedWith      types.Set      `tfsdk:"shared_with"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
+}
+
+// sharedWith is the model's shared_with as a list (nil for none).
+func (m volumeResourceModel) sharedWith(ctx context.Context, diags *diag.Diagnostics) []string {
+	var out []string
+	if !m.SharedWith.IsNull() && !m.SharedWith.IsUnknown() {
+		diags.Append(m.SharedWith.ElementsAs(ctx, &out, false)...)
+	}
+	return out
+}
+
+// checkShareName is the rule of a shared_with entry: store.ShareAll, or an owner's name
+// as the control plane spells it (a PostgreSQL role, an SQLite owner), compared exactly.
+func checkShareName(s string) string {
+	if s == store.ShareAll {
+		return ""
+	}
+	if s == "" || len(s) > 63 || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '*' }) {
+		return fmt.Sprintf("%q is not an owner name; name an owner exactly as the control plane does (a PostgreSQL role such as team_b, "+
+			"or an SQLite owner), at most 63 characters without spaces, or \"*\" to share with every owner", s)
+	}
+	return ""
 }
 
 // NewVolumeResource is the trueforge_volume resource.
@@ -59,7 +88,9 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"data directory (`<data dir>/local-backend/volumes/<name>`, or under the shared snapshot directory), owned by the user running Terraform " +
 			"and shown to each sandbox as its own user's (what a sandbox writes there is stored as that user, so the `volumes` folder is that " +
 			"user's alone, mode 0700: no other user of the host can reach a file a sandbox left there); on `daytona` it is a Daytona volume named `trueforge-<name>` (S3-backed), created ready " +
-			"before apply finishes. Deleting a volume that an environment (any team's) lists is refused, naming the environments; deleting it " +
+			"before apply finishes. Only environments of the volume's owner may mount it, unless the owner shares it (`shared_with`): the provider " +
+			"refuses others at plan, the harness refuses to provision their sandboxes and, on PostgreSQL, the database refuses to store an environment " +
+			"that mounts a volume its owner may not use. Deleting a volume that an environment (any team's) lists is refused, naming the environments; deleting it " +
 			"deletes its files. To retire a volume, remove it from the environments' `volumes` and apply, then remove the volume: Terraform " +
 			"deletes a resource before it updates those that referenced it, so both in one apply are refused. An environment may list at most " +
 			fmt.Sprint(sandbox.MaxVolumes) + " volumes. Import with the name.",
@@ -86,8 +117,36 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Computed:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
+			"size": schema.Int64Attribute{
+				MarkdownDescription: fmt.Sprintf("Size of the volume in GB (%d to %d, default %d): what sandboxes may write into it. On the `local` backend, "+
+					"run as root with e2fsprogs, the volume is an ext4 image of that size (sparse: it takes on the host what was written), loop-mounted at "+
+					"its directory, so a write past it fails with \"No space left on device\" inside the sandbox and the host filesystem is not filled. "+
+					"Unprivileged, or with the volumes on a shared snapshot directory, it cannot be enforced: plan warns, and with the sandbox provider's "+
+					"`require_limits` the volume is refused. Daytona volumes have no size (S3-backed; its API takes none): the size is recorded, not sent, "+
+					"and plan warns when it is set. Growing it is done in place (on `local`, online while sandboxes mount it where the host lets root resize "+
+					"a mounted filesystem, else once they are stopped); shrinking it replaces the volume, and loses its files.",
+					store.MinVolumeSizeGB, store.MaxVolumeSizeGB, store.DefaultVolumeSizeGB),
+				Optional:      true,
+				Computed:      true,
+				Default:       int64default.StaticInt64(store.DefaultVolumeSizeGB),
+				Validators:    []validator.Int64{int64validator.Between(store.MinVolumeSizeGB, store.MaxVolumeSizeGB)},
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.RequiresReplaceIf(volumeShrinks, shrinkDoc, shrinkDoc)},
+			},
+			"shared_with": schema.SetAttribute{
+				MarkdownDescription: "Owners, besides the volume's own, whose environments may mount it: exact owner names (PostgreSQL role names, or " +
+					"SQLite owner names), or `\"*\"` for every owner. Default: none, only the owner's environments. Removing an owner from the list " +
+					"is live: from then on the harness refuses to provision a sandbox of that owner's environments that mounts the volume, and their " +
+					"next plan refuses them until they drop it; a sandbox that already runs keeps it mounted until it stops. A volume still listed " +
+					"by such an environment cannot be deleted until that environment drops it.",
+				Optional:    true,
+				Computed:    true,
+				ElementType: types.StringType,
+				Default:     setdefault.StaticValue(types.SetValueMust(types.StringType, nil)),
+				Validators:  []validator.Set{setvalidator.ValueStringsAre(stringCheck{"an owner name or \"*\"", checkShareName})},
+			},
 			"timeouts": timeoutsAttribute(ctx, "How long apply waits for the volume's backend.", map[string]string{
 				"create": "How long creating the volume (until it can be mounted) may take. Defaults to 10 minutes.",
+				"update": "How long growing the volume may take. Defaults to 10 minutes.",
 				"delete": "How long deleting the volume may take. Defaults to 10 minutes.",
 			}),
 		},
@@ -125,8 +184,62 @@ func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	if resp.Diagnostics.HasError() || plan.Name.IsUnknown() {
 		return
 	}
+	var prior *volumeResourceModel
+	if !req.State.Raw.IsNull() {
+		prior = new(volumeResourceModel)
+		resp.Diagnostics.Append(req.State.Get(ctx, prior)...)
+		if v, err := r.cp.store.GetVolume(ctx, prior.ID.ValueString()); err == nil && v.Owner != r.cp.owner {
+			r.cp.addOwnerError(&resp.Diagnostics, "Volume", v.Name, v.Owner, "changed")
+			return
+		}
+	}
+	r.checkSize(ctx, req, plan, prior, &resp.Diagnostics)
 	plan.ID = types.StringValue(plan.Name.ValueString())
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+const shrinkDoc = "Shrinking a volume replaces it, and its files are lost; growing it is in place."
+
+// volumeShrinks: a smaller size replaces the volume (no backend shrinks a filesystem
+// that holds files safely); a larger one is grown in place (Update).
+func volumeShrinks(_ context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
+	resp.RequiresReplace = !req.StateValue.IsNull() && !req.PlanValue.IsUnknown() && req.PlanValue.ValueInt64() < req.StateValue.ValueInt64()
+}
+
+// checkSize adds the backend's findings about the planned size (sandbox.VolumeChecker)
+// when the volume is created or its size changes: on local, whether this host can keep
+// the volume to it; on Daytona, that it has no size (only when size is set).
+func (r *volumeResource) checkSize(ctx context.Context, req resource.ModifyPlanRequest, plan volumeResourceModel, prior *volumeResourceModel, diags *diag.Diagnostics) {
+	if plan.Size.IsUnknown() || plan.SandboxProvider.IsUnknown() || (prior != nil && prior.Size.Equal(plan.Size)) {
+		return
+	}
+	p, err := r.cp.store.GetSandboxProvider(ctx, plan.SandboxProvider.ValueString())
+	if err != nil {
+		return // the provider is created by this apply, or its absence is reported at apply
+	}
+	b, err := r.cp.backend(p)
+	if err != nil {
+		return
+	}
+	vc, ok := b.(sandbox.VolumeChecker)
+	if !ok {
+		return
+	}
+	if !b.Info().Capabilities.HostLimits {
+		// A backend that keeps no volume on a host of ours (Daytona) has only a
+		// warning to give, and only for a size the configuration asked for.
+		var configured types.Int64
+		diags.Append(req.Config.GetAttribute(ctx, path.Root("size"), &configured)...)
+		if configured.IsNull() {
+			return
+		}
+	}
+	settings, err := r.cp.settings(ctx, p)
+	if err != nil {
+		addOperationError(diags, "Control Plane Unavailable", fmt.Sprintf("volume %q", plan.Name.ValueString()), err)
+		return
+	}
+	addProblems(diags, vc.CheckVolume(ctx, settings, plan.Name.ValueString(), plan.Size.ValueInt64()))
 }
 
 // volumes opens the volume store of the named sandbox provider.
@@ -190,7 +303,9 @@ func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest,
 			return
 		}
 	}
-	v, cerr := vs.Create(ctx, name)
+	size := plan.Size.ValueInt64()
+	shared := plan.sharedWith(ctx, &resp.Diagnostics)
+	v, cerr := vs.Create(ctx, sandbox.VolumeSpec{Name: name, SizeMB: size * 1024})
 	if timedOut(ctx, cerr) {
 		addTimeoutError(&resp.Diagnostics, "Timed Out Creating Volume", "create", timeout,
 			fmt.Sprintf("Creating volume %q in %s", name, title), "Nothing was stored in trueforge. Raise timeouts.create and apply again.", cerr)
@@ -203,9 +318,11 @@ func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest,
 	}
 	tflog.Debug(ctx, "volume: created in the backend", map[string]any{"volume": name, "backend": title, "remote_id": v.ID})
 	if err == nil {
-		err = r.cp.store.SetVolumeRemoteID(ctx, name, v.ID)
+		if err = r.cp.store.SetVolumeRemoteID(ctx, name, v.ID); err == nil {
+			err = r.cp.store.UpdateVolume(ctx, name, size, shared)
+		}
 	} else {
-		err = r.cp.store.CreateVolume(ctx, store.Volume{Name: name, Provider: providerName, Owner: r.cp.owner, RemoteID: v.ID})
+		err = r.cp.store.CreateVolume(ctx, store.Volume{Name: name, Provider: providerName, Owner: r.cp.owner, RemoteID: v.ID, SizeGB: size, SharedWith: shared})
 	}
 	if err != nil {
 		_ = vs.Delete(context.WithoutCancel(ctx), v.ID)
@@ -258,15 +375,71 @@ func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, res
 	}
 	state.ID, state.Name = types.StringValue(v.Name), types.StringValue(v.Name)
 	state.SandboxProvider, state.RemoteID = types.StringValue(v.Provider), types.StringValue(v.RemoteID)
+	state.Size = types.Int64Value(v.SizeGB)
+	shared, d := types.SetValueFrom(ctx, types.StringType, nonNil(v.SharedWith))
+	resp.Diagnostics.Append(d...)
+	state.SharedWith = shared
 	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// Update never runs: every attribute but timeouts replaces the volume.
+// Update grows the volume (a smaller size replaces it) and changes whom it is shared
+// with. The backend grows first, then the store records it, so the recorded size never
+// exceeds what the backend gives; unsharing takes effect in the store at once (the
+// harness reads it when it provisions a sandbox).
 func (r *volumeResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan volumeResourceModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	plan, ok := decode[volumeResourceModel](ctx, r.cp, req.Plan.Get, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	var state volumeResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	timeout, d := plan.Timeouts.Update(ctx, defaultVolumeTimeout)
+	resp.Diagnostics.Append(d...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	name := state.ID.ValueString()
+	v, err := r.cp.store.GetVolume(ctx, name)
+	if err != nil {
+		addOperationError(&resp.Diagnostics, "Error Reading Volume", fmt.Sprintf("volume %q", name), err)
+		return
+	}
+	if v.Owner != r.cp.owner {
+		r.cp.addOwnerError(&resp.Diagnostics, "Volume", name, v.Owner, "changed")
+		return
+	}
+	size := plan.Size.ValueInt64()
+	if size > v.SizeGB {
+		vs, title := r.volumes(ctx, v.Provider, &resp.Diagnostics)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		if g, ok := vs.(sandbox.VolumeResizer); ok {
+			if err := g.Grow(ctx, v.RemoteID, size*1024); err != nil {
+				resp.Diagnostics.AddAttributeError(path.Root("size"), fmt.Sprintf("Error Growing %s Volume", title),
+					fmt.Sprintf("Volume %q could not grow from %d to %d GB; it keeps %d GB and nothing was changed.\n\nOriginal Error: %s", name, v.SizeGB, size, v.SizeGB, err))
+				return
+			}
+		}
+	}
+	if err := r.cp.store.UpdateVolume(ctx, name, size, plan.sharedWith(ctx, &resp.Diagnostics)); err != nil {
+		addOperationError(&resp.Diagnostics, "Error Updating Volume", fmt.Sprintf("volume %q", name), err)
+		return
+	}
+	plan.ID, plan.RemoteID = state.ID, state.RemoteID
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // Delete removes the volume from the store first, in the transaction that checks no

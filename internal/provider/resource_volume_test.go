@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -30,6 +31,24 @@ resource "trueforge_volume" "cache" {
 // dependency).
 func mountsCache(ref string) string {
 	return fmt.Sprintf("  volumes = [{ volume = %s, mount_path = \"/data\", subpath = \"team\" }]", ref)
+}
+
+// removeLocalVolume deletes a local volume outside Terraform: its directory, and its
+// image (unmounted first) where it has one.
+func removeLocalVolume(t *testing.T, dir string) {
+	t.Helper()
+	if out, err := exec.Command("mountpoint", "-q", dir).CombinedOutput(); err == nil {
+		if out, err = exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Fatalf("umount %s: %v: %s", dir, err, out)
+		}
+	} else {
+		_ = out
+	}
+	for _, p := range []string{dir, dir + ".img", dir + ".lock"} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // On the local backend a volume is a directory under the data directory: created,
@@ -69,11 +88,7 @@ func TestAccVolume_local(t *testing.T) {
 			},
 			{
 				// Deleted outside Terraform: the plan creates it again.
-				PreConfig: func() {
-					if err := os.RemoveAll(dir); err != nil {
-						t.Fatal(err)
-					}
-				},
+				PreConfig: func() { removeLocalVolume(t, dir) },
 				Config: f.config(withEnv),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionCreate),

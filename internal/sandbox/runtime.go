@@ -56,7 +56,7 @@ type Limits struct {
 // UnenforcedLimit is a limit that a runtime runs a sandbox without, or enforces only in
 // part (per process, per file), because the host does not let it do better.
 type UnenforcedLimit struct {
-	// Limit is "cpu", "memory", "pids" or "disk".
+	// Limit is "cpu", "memory", "pids", "disk" or "volume" (a volume's size).
 	Limit string `json:"limit"`
 	// Reason says why, and what is enforced instead if anything.
 	Reason string `json:"reason"`

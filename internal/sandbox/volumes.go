@@ -117,14 +117,44 @@ func MountsOverlap(a, b string) bool {
 
 // VolumeStore keeps a provider's volumes.
 type VolumeStore interface {
-	// Create creates volume name and waits until it can be mounted. A volume of that
+	// Create creates the volume and waits until it can be mounted. A volume of that
 	// name left by an earlier attempt is adopted.
-	Create(ctx context.Context, name string) (Volume, error)
+	Create(ctx context.Context, spec VolumeSpec) (Volume, error)
 	// Get reads a volume by its backend id; nil means it does not exist (or is being
 	// deleted).
 	Get(ctx context.Context, id string) (*Volume, error)
 	// Delete deletes a volume and its files; a missing one is fine.
 	Delete(ctx context.Context, id string) error
+}
+
+// VolumeSpec is a volume to create.
+type VolumeSpec struct {
+	Name string
+	// SizeMB caps what sandboxes may write into it, where the backend can (the local
+	// backend: an image of that size); 0 is no cap. Daytona's volumes have no size
+	// (v0.190), so it is not sent there.
+	SizeMB int64
+}
+
+// VolumeLimitReporter is implemented by runtimes that may mount a volume without its
+// size enforced (the local runtime, for a volume kept as a plain directory):
+// UnenforcedVolumes lists those of mounts, as LimitReporter does for Limits.
+type VolumeLimitReporter interface {
+	UnenforcedVolumes(mounts []VolumeMount) []UnenforcedLimit
+}
+
+// VolumeChecker is implemented by backends that can say, before a volume is created or
+// resized, whether its size will be enforced: nothing when it will, a warning when it
+// will not, an error when the provider requires limits (require_limits) and it will not.
+type VolumeChecker interface {
+	CheckVolume(ctx context.Context, p ProviderConfig, name string, sizeGB int64) []Problem
+}
+
+// VolumeResizer is implemented by volume stores that can grow a volume in place.
+type VolumeResizer interface {
+	// Grow makes volume id sizeMB large; a volume already that large or larger, or
+	// one kept without a size, is left as it is.
+	Grow(ctx context.Context, id string, sizeMB int64) error
 }
 
 // Volume is a volume as its backend reports it.

@@ -16,13 +16,13 @@ import (
 func childrenSelect(d dialect) string {
 	if d == postgres {
 		return `SELECT name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner, require_limits,
-	COALESCE((SELECT json_agg(json_build_array(v.name, v.owner, v.remote_id) ORDER BY v.name) FROM volumes v WHERE v.provider = p.name), '[]')::text,
+	COALESCE((SELECT json_agg(json_build_array(v.name, v.owner, v.remote_id, v.size, v.shared_with) ORDER BY v.name) FROM volumes v WHERE v.provider = p.name), '[]')::text,
 	COALESCE((SELECT json_agg(json_build_array(r.name, r.owner, r.url, r.username, encode(r.password_enc, 'hex'), r.project, r.remote_id, r.version) ORDER BY r.name)
 		FROM registries r WHERE r.provider = p.name), '[]')::text
 FROM sandbox_providers p`
 	}
 	return `SELECT name, type, api_url, target, api_key_enc, scopes, release_snapshot, status, owner, require_limits,
-	(SELECT json_group_array(json_array(v.name, v.owner, v.remote_id)) FROM (SELECT * FROM volumes WHERE provider = p.name ORDER BY name) v),
+	(SELECT json_group_array(json_array(v.name, v.owner, v.remote_id, v.size, v.shared_with)) FROM (SELECT * FROM volumes WHERE provider = p.name ORDER BY name) v),
 	(SELECT json_group_array(json_array(r.name, r.owner, r.url, r.username, hex(r.password_enc), r.project, r.remote_id, r.version))
 		FROM (SELECT * FROM registries WHERE provider = p.name ORDER BY name) r)
 FROM sandbox_providers p`
@@ -53,10 +53,12 @@ func selectProvidersWithChildren(ctx context.Context, q querier, d dialect) ([]S
 			return nil, nil, nil, fmt.Errorf("reading the volumes of sandbox provider %q: %w", p.Name, err)
 		}
 		for _, r := range vrows {
-			if len(r) != 3 {
+			if len(r) != 5 {
 				return nil, nil, nil, fmt.Errorf("reading the volumes of sandbox provider %q: a row of %d values", p.Name, len(r))
 			}
-			volumes = append(volumes, Volume{Name: str(r[0]), Provider: p.Name, Owner: str(r[1]), RemoteID: str(r[2])})
+			size, _ := r[3].(float64)
+			volumes = append(volumes, Volume{Name: str(r[0]), Provider: p.Name, Owner: str(r[1]), RemoteID: str(r[2]),
+				SizeGB: int64(size), SharedWith: decodeSharedWith(str(r[4]))})
 		}
 		var rrows [][]any
 		if err := json.Unmarshal([]byte(rs), &rrows); err != nil {

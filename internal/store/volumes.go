@@ -65,7 +65,16 @@ type Volume struct {
 	Owner    string
 	// RemoteID is the backend's id of the volume (sandbox.VolumeMount.Volume).
 	RemoteID string
+	// SizeGB is the volume's size (migration 15); 0 in a row written before reads as
+	// DefaultVolumeSizeGB.
+	SizeGB int64
+	// SharedWith are the owners, besides Owner, whose environments may mount it
+	// (ShareAll: every owner); UsableBy decides.
+	SharedWith []string
 }
+
+// UsableBy reports whether owner who's environments may mount the volume.
+func (v Volume) UsableBy(who string) bool { return UsableBy(v.Owner, v.SharedWith, who) }
 
 // CreateVolume stores a new volume.
 func (s *Store) CreateVolume(ctx context.Context, v Volume) error {
@@ -74,8 +83,16 @@ func (s *Store) CreateVolume(ctx context.Context, v Volume) error {
 		if err := ensureOwner(ctx, tx, v.Owner, now); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO volumes(name, provider, owner, remote_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			v.Name, v.Provider, v.Owner, v.RemoteID, now, now)
+		shared, err := encodeSharedWith(v.SharedWith)
+		if err != nil {
+			return err
+		}
+		size := v.SizeGB
+		if size == 0 {
+			size = DefaultVolumeSizeGB
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO volumes(name, provider, owner, remote_id, size, shared_with, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			v.Name, v.Provider, v.Owner, v.RemoteID, size, shared, now, now)
 		switch {
 		case isUnique(err):
 			return fmt.Errorf("volume %q: %w", v.Name, ErrAlreadyExists)
@@ -94,8 +111,10 @@ func (s *Store) GetVolume(ctx context.Context, name string) (Volume, error) {
 		return c.volume(name)
 	}
 	var v Volume
-	err := s.db.QueryRowContext(ctx, `SELECT name, provider, owner, remote_id FROM volumes WHERE name = ?`, name).
-		Scan(&v.Name, &v.Provider, &v.Owner, &v.RemoteID)
+	var shared string
+	err := s.db.QueryRowContext(ctx, `SELECT name, provider, owner, remote_id, size, shared_with FROM volumes WHERE name = ?`, name).
+		Scan(&v.Name, &v.Provider, &v.Owner, &v.RemoteID, &v.SizeGB, &shared)
+	v.SharedWith = decodeSharedWith(shared)
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, fmt.Errorf("volume %q: %w", name, ErrNotFound)
 	}

@@ -132,12 +132,40 @@ func TestRLSVolumesAndRegistries(t *testing.T) {
 		t.Errorf("alice's registry after bob's attempts: %+v, %v", r, err)
 	}
 
-	// Bob's environment mounting alice's volume keeps her from deleting it.
+	// Issue 23: bob's environment may not mount alice's volume until she shares it; the
+	// database refuses the row, however it is written.
 	if _, _, err := b.ClaimSnapshot(ctx, Snapshot{ID: "snap-b", Provider: "local", BuildHash: "hb", Spec: "{}"}, "Building", "Failed"); err != nil {
 		t.Fatal(err)
 	}
-	must(t, b.CreateEnvironment(ctx, Environment{ID: "e2", Name: "bobs", Provider: "local", Owner: p.bob, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3,
-		BuildHash: "hb", SnapshotID: "snap-b", Settings: EnvironmentSettings{Volumes: []EnvironmentVolume{{Volume: "cache", MountPath: "/data"}}}}))
+	bobs := Environment{ID: "e2", Name: "bobs", Provider: "local", Owner: p.bob, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3,
+		BuildHash: "hb", SnapshotID: "snap-b", Settings: EnvironmentSettings{Volumes: []EnvironmentVolume{{Volume: "cache", MountPath: "/data"}}}}
+	if err := b.CreateEnvironment(ctx, bobs); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("bob's environment mounting alice's unshared volume: %v, want the database's refusal (ErrForbidden)", err)
+	}
+	if res, err := b.DB().Exec(`UPDATE volumes SET shared_with = '["*"]'`); err == nil {
+		if n, _ := res.RowsAffected(); n != 0 {
+			t.Fatalf("bob shared alice's volume himself (%d rows)", n)
+		}
+	}
+	plain := bobs
+	plain.Settings = EnvironmentSettings{}
+	must(t, b.CreateEnvironment(ctx, plain))
+	for _, q := range []string{
+		`UPDATE environments SET settings = '{"volumes":[{"volume":"cache","mount_path":"/data"}]}' WHERE name = 'bobs'`,
+		`UPDATE environments SET settings = '{"volumes":[{"volume":"ghost","mount_path":"/data"}]}' WHERE name = 'bobs'`,
+	} {
+		if _, err := b.DB().Exec(q); err == nil || sqlState(err) != "42501" {
+			t.Errorf("bob's %q: %v, want the database's refusal (42501)", q, err)
+		}
+	}
+	must(t, a.UpdateVolume(ctx, "cache", 10, []string{p.bob}))
+	if _, err := b.DB().Exec(`UPDATE environments SET settings = '{"volumes":[{"volume":"cache","mount_path":"/data"}]}' WHERE name = 'bobs'`); err != nil {
+		t.Fatalf("bob mounting alice's volume once shared with him: %v", err)
+	}
+	if v, err := b.GetVolume(ctx, "cache"); err != nil || !v.UsableBy(p.bob) || v.UsableBy("carol") {
+		t.Fatalf("alice's volume shared with bob: %+v, %v", v, err)
+	}
+	// Bob's environment mounting alice's volume keeps her from deleting it.
 	if err := a.DeleteVolume(ctx, "cache"); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "bobs") {
 		t.Errorf("alice deleting her volume that bob's environment mounts: %v (want ErrInUse naming bobs)", err)
 	}

@@ -205,6 +205,11 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 		// A harness died mid-call: its busy mark would keep the sandbox busy forever.
 		_ = st.ClearStaleSandboxUse(ctx, sessionID, rec.ExecOwner)
 	}
+	if rec.State != store.SandboxStateDeleted {
+		if err := m.checkSharingOf(ctx, a, rec.Environment); err != nil { // sharing.go
+			return nil, false, err
+		}
+	}
 	p, err := st.GetSandboxProvider(ctx, rec.Provider)
 	if err != nil {
 		return nil, false, fmt.Errorf("sandbox provider %q of session %s: %w", rec.Provider, sessionID, err)
@@ -393,6 +398,9 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		return nil, err
 	}
 	env := a.Environment
+	if err := checkSharing(a, env); err != nil { // sharing.go
+		return nil, err
+	}
 	if err := m.checkPlace(ctx, rt, env.Name, env.SnapshotID); err != nil {
 		return nil, err
 	}
@@ -420,6 +428,9 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	var unenforced []sandbox.UnenforcedLimit
 	if r, ok := rt.(sandbox.LimitReporter); ok {
 		unenforced = r.UnenforcedLimits(req.Limits)
+	}
+	if r, ok := rt.(sandbox.VolumeLimitReporter); ok {
+		unenforced = append(unenforced, r.UnenforcedVolumes(req.Volumes)...) // a volume's size
 	}
 	began := time.Now()
 	network, err := m.network(ctx, sessionID, a, &req)

@@ -9,12 +9,20 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
+// ErrVolumeNotShared is wrapped when an environment mounts a volume that its owner may
+// not use (store.UsableBy).
+var ErrVolumeNotShared = errors.New("volume not shared with the environment's owner")
+
 // volumes puts the environment's volumes (its settings' volumes, by trueforge_volume
 // name) into req, each resolved to its backend's id through the store, so that the
 // sandbox mounts them. A volume gone since the environment was applied, or of another
 // sandbox provider, refuses the sandbox with the reason: mounting nothing there would
-// lose what the agent writes.
+// lose what the agent writes. So does a volume the environment's owner may not use
+// (another owner's, not shared with it: a row written past the provider, or a volume
+// unshared since): a row grants nothing by itself. Every volume is checked before any
+// is put into req, so a refused sandbox mounts nothing.
 func (m *Manager) volumes(ctx context.Context, env store.Environment, req *sandbox.CreateRequest) error {
+	var mounts []sandbox.VolumeMount
 	for _, v := range env.Settings.Volumes {
 		vol, err := m.cfg.Store.GetVolume(ctx, v.Volume)
 		if errors.Is(err, store.ErrNotFound) {
@@ -26,7 +34,13 @@ func (m *Manager) volumes(ctx context.Context, env store.Environment, req *sandb
 		if vol.Provider != env.Provider {
 			return fmt.Errorf("environment %q runs on sandbox provider %q but mounts volume %q of provider %q", env.Name, env.Provider, v.Volume, vol.Provider)
 		}
-		req.Volumes = append(req.Volumes, sandbox.VolumeMount{Volume: vol.RemoteID, MountPath: v.MountPath, Subpath: v.Subpath})
+		if !vol.UsableBy(env.Owner) {
+			return fmt.Errorf("environment %q (owner %q) mounts volume %q, which is owned by %q and not shared with %q; "+
+				"the volume's owner must add %q to its shared_with, or the environment must drop it: %w",
+				env.Name, env.Owner, v.Volume, vol.Owner, env.Owner, env.Owner, ErrVolumeNotShared)
+		}
+		mounts = append(mounts, sandbox.VolumeMount{Volume: vol.RemoteID, MountPath: v.MountPath, Subpath: v.Subpath})
 	}
+	req.Volumes = append(req.Volumes, mounts...)
 	return nil
 }

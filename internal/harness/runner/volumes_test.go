@@ -34,7 +34,7 @@ func TestVolumeSharedBetweenSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := vs.Create(ctx, "shared")
+	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "shared"})
 	if err != nil {
 		t.Fatal(err)
 	}

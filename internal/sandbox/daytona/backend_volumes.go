@@ -32,6 +32,19 @@ func (b *Backend) Registries(_ context.Context, p sandbox.ProviderConfig) (sandb
 	return registryStore{c}, nil
 }
 
+// CheckVolume warns that a volume's size is not enforced on Daytona: a volume is an S3
+// bucket, and v0.190's CreateVolumeDto has no size (apps/api/src/sandbox/dto/
+// create-volume.dto.ts:10-16). It fills no disk of a host of ours.
+func (b *Backend) CheckVolume(_ context.Context, _ sandbox.ProviderConfig, name string, sizeGB int64) []sandbox.Problem {
+	if sizeGB <= 0 {
+		return nil
+	}
+	return []sandbox.Problem{{Attribute: "size", Warning: true, Summary: "Volume Size Not Enforced By Daytona",
+		Detail: fmt.Sprintf("Volume %q has size = %d GB, but Daytona volumes are S3-backed and have no size: its API takes only a name "+
+			"(CreateVolume, Daytona v0.190). The size is recorded, not enforced; what sandboxes write there is bounded by your Daytona "+
+			"organization's storage, not by this volume. Remove size to silence this warning.", name, sizeGB)}}
+}
+
 // volumeStore keeps trueforge volumes as Daytona volumes (sandbox.VolumeStore).
 type volumeStore struct{ c *Client }
 
@@ -39,8 +52,11 @@ func toVolume(v *Volume) sandbox.Volume {
 	return sandbox.Volume{ID: v.ID, Name: v.Name, State: v.State}
 }
 
-func (s volumeStore) Create(ctx context.Context, name string) (sandbox.Volume, error) {
-	remote := VolumeName(name)
+// Create creates the Daytona volume. Its size is not sent: CreateVolumeDto of v0.190
+// has only a name (apps/api/src/sandbox/dto/create-volume.dto.ts:10-16) and a volume is
+// an S3 bucket without a cap, so the provider warns that the size is not enforced.
+func (s volumeStore) Create(ctx context.Context, spec sandbox.VolumeSpec) (sandbox.Volume, error) {
+	remote := VolumeName(spec.Name)
 	v, err := s.c.CreateVolume(ctx, remote)
 	if IsVolumeNameTaken(err) {
 		// Left by an earlier apply whose answer was lost: adopt it.

@@ -23,7 +23,7 @@ func TestVolumeStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := vs.Create(ctx, "cache")
+	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "cache"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestVolumeStore(t *testing.T) {
 	if srv.Count("GET /volumes/{id}") < 1 {
 		t.Error("Create did not wait for the volume to be ready")
 	}
-	again, err := vs.Create(ctx, "cache")
+	again, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "cache"})
 	if err != nil || again.ID != v.ID {
 		t.Fatalf("second Create: %+v, %v; want the same volume adopted", again, err)
 	}

@@ -21,6 +21,9 @@ const Type = "local"
 type Backend struct {
 	// Probe, when set, replaces ProbeLimits (tests).
 	Probe func(sandbox.Limits) []sandbox.UnenforcedLimit
+	// VolumeProbe, when set, replaces volumeSizeUnenforced (tests): why a volume's size
+	// would not be enforced, or "".
+	VolumeProbe func(shared bool) string
 	// SharedDir, when set, holds the snapshots instead of DataDir/local-backend: a
 	// directory every machine of the control plane mounts at this path (SharedDirEnv).
 	SharedDir string

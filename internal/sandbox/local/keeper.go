@@ -119,6 +119,13 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 	if err := r.ensureData(ctx, id, info); err != nil {
 		return err
 	}
+	for _, v := range info.Volumes {
+		// After a reboot a volume's image is not mounted: binding its directory would
+		// give the sandbox the empty directory under it, on the host filesystem.
+		if err := ensureVolumeMounted(ctx, v.Dir); err != nil {
+			return err
+		}
+	}
 	layers, err := r.b.Layers(info.SnapshotID)
 	if err != nil {
 		return err

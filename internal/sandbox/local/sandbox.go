@@ -174,7 +174,7 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	if err := checkEgress(req.Egress); err != nil {
 		return err
 	}
-	vols, err := r.resolveVolumes(req.Volumes)
+	vols, err := r.resolveVolumes(ctx, req.Volumes)
 	if err != nil {
 		return err
 	}

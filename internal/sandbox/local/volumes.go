@@ -23,8 +23,15 @@ import (
 // volumesDir is where the volumes of a builder rooted at root live.
 func volumesDir(root string) string { return filepath.Join(root, "volumes") }
 
-// volumeStore is the local backend's sandbox.VolumeStore.
-type volumeStore struct{ dir string }
+// volumeStore is the local backend's sandbox.VolumeStore. A volume with a size is kept
+// on an image of that size where this process can mount one (volume_image.go); shared
+// says the volumes are on a shared snapshot directory (never an image there), require
+// refuses a size that would not be enforced (the provider's require_limits).
+type volumeStore struct {
+	dir     string
+	shared  bool
+	require bool
+}
 
 // Volumes returns the control plane's volume store.
 func (b *Backend) Volumes(_ context.Context, p sandbox.ProviderConfig) (sandbox.VolumeStore, error) {
@@ -32,7 +39,34 @@ func (b *Backend) Volumes(_ context.Context, p sandbox.ProviderConfig) (sandbox.
 	if err != nil {
 		return nil, err
 	}
-	return volumeStore{dir: volumesDir(root)}, nil
+	return volumeStore{dir: volumesDir(root), shared: b.SharedDir != "", require: RequireLimitsFor(p.RequireLimits)}, nil
+}
+
+// CheckVolume says whether a volume of sizeGB will be kept to its size on this host,
+// for the user running the check (sandbox.VolumeChecker): a warning when it will not
+// (an unprivileged user, a shared snapshot directory), an error when the provider
+// requires limits (RequireLimitsFor), as CheckEnvironment says for sandbox limits.
+func (b *Backend) CheckVolume(_ context.Context, p sandbox.ProviderConfig, name string, sizeGB int64) []sandbox.Problem {
+	probe := b.VolumeProbe
+	if probe == nil {
+		probe = volumeSizeUnenforced
+	}
+	why := probe(b.SharedDir != "")
+	if why == "" || sizeGB <= 0 {
+		return nil
+	}
+	what := fmt.Sprintf("Volume %q (size = %d GB) cannot be kept to its size on this host by the user running Terraform (uid %d): %s.\n\n",
+		name, sizeGB, os.Geteuid(), why)
+	if RequireLimitsFor(p.RequireLimits) {
+		return []sandbox.Problem{{Attribute: "size", Summary: "Volume Size Cannot Be Enforced", Detail: what + fmt.Sprintf(
+			"Sandbox provider %q requires limits (require_limits, or root by default), so the volume is refused. Run Terraform and "+
+				"trueforge-harness as root with e2fsprogs installed and the volumes outside a shared snapshot directory, or set "+
+				"require_limits = false on the sandbox provider to keep volumes without a cap.", p.Name)}}
+	}
+	return []sandbox.Problem{{Attribute: "size", Warning: true, Summary: "Volume Size Not Enforced On This Host", Detail: what + fmt.Sprintf(
+		"The volume is still created, as a plain directory on the host filesystem: a sandbox may fill it, and the filesystem under it. "+
+			"The harness records this on each sandbox_provisioned event that mounts it. To enforce the size, create the volume as root "+
+			"(e2fsprogs installed, no shared snapshot directory); to refuse such volumes instead, set require_limits = true on sandbox provider %q.", p.Name)}}
 }
 
 // ErrRegistries is why the local backend has no registries.
@@ -50,10 +84,17 @@ func (s volumeStore) path(id string) (string, error) {
 	return filepath.Join(s.dir, id), nil
 }
 
-func (s volumeStore) Create(_ context.Context, name string) (sandbox.Volume, error) {
+func (s volumeStore) Create(ctx context.Context, spec sandbox.VolumeSpec) (sandbox.Volume, error) {
+	name := spec.Name
 	p, err := s.path(name)
 	if err != nil {
 		return sandbox.Volume{}, err
+	}
+	why := ""
+	if spec.SizeMB > 0 {
+		if why = volumeSizeUnenforced(s.shared); why != "" && s.require {
+			return sandbox.Volume{}, &UnenforcedError{Limits: []sandbox.UnenforcedLimit{{Limit: "volume", Reason: why}}}
+		}
 	}
 	// What a sandbox writes into a volume is stored as the runtime's user: root, when
 	// the runtime runs as root. A sandbox may so leave a set-user-ID program owned by
@@ -69,6 +110,11 @@ func (s volumeStore) Create(_ context.Context, name string) (sandbox.Volume, err
 	// 0755: the sandbox user owns it inside (see above); the parent keeps others out.
 	if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return sandbox.Volume{}, fmt.Errorf("local: creating volume %s: %w", name, err)
+	}
+	if spec.SizeMB > 0 && why == "" {
+		if err := makeVolumeImage(ctx, p, spec.SizeMB); err != nil {
+			return sandbox.Volume{}, fmt.Errorf("local: volume %s, an image of %d MiB: %w", name, spec.SizeMB, err)
+		}
 	}
 	return sandbox.Volume{ID: name, Name: name, State: "ready"}, nil
 }
@@ -96,8 +142,16 @@ func (s volumeStore) Delete(_ context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	if err := unmountVolume(p); err != nil {
+		return fmt.Errorf("local: deleting volume %s: %w", id, err)
+	}
 	if err := removeAll(p); err != nil {
 		return fmt.Errorf("local: deleting volume %s: %w", id, err)
+	}
+	for _, f := range []string{volumeImage(p), volumeLock(p)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("local: deleting volume %s: %w", id, err)
+		}
 	}
 	return nil
 }
@@ -112,14 +166,21 @@ type volumeBind struct {
 	MountPath string `json:"mount_path"`
 }
 
-// resolveVolumes checks a create request's volume mounts and makes each subpath that is
-// missing (a folder of its volume; never through a symbolic link out of it).
-func (r *Runtime) resolveVolumes(mounts []sandbox.VolumeMount) ([]volumeBind, error) {
+// resolveVolumes checks a create request's volume mounts, mounts their images where
+// missing, and makes each subpath that is missing (a folder of its volume; never
+// through a symbolic link out of it). Under RequireLimits a volume without its size
+// limit (UnenforcedVolumes) refuses the sandbox.
+func (r *Runtime) resolveVolumes(ctx context.Context, mounts []sandbox.VolumeMount) ([]volumeBind, error) {
 	if len(mounts) == 0 {
 		return nil, nil
 	}
 	if err := sandbox.CheckVolumeMounts(mounts); err != nil {
 		return nil, err
+	}
+	if r.limits.require.Load() {
+		if u := r.UnenforcedVolumes(mounts); len(u) > 0 {
+			return nil, &UnenforcedError{Limits: u}
+		}
 	}
 	vs := volumeStore{dir: volumesDir(r.b.root)}
 	var out []volumeBind
@@ -130,6 +191,10 @@ func (r *Runtime) resolveVolumes(mounts []sandbox.VolumeMount) ([]volumeBind, er
 		}
 		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("volume %s does not exist (create it with trueforge_volume)", m.Volume)
+		}
+		// Before the subpath is made: it belongs on the image, not under it.
+		if err := ensureVolumeMounted(ctx, dir); err != nil {
+			return nil, err
 		}
 		if m.Subpath != "" {
 			root, err := os.OpenRoot(dir)

@@ -26,7 +26,7 @@ func (s *Server) createBox(bx box, id string, blockNetwork bool, vols []sandboxV
 	}
 	req := sandbox.CreateRequest{ID: id, SnapshotID: lb.rel, BlockNetwork: blockNetwork}
 	for _, v := range vols {
-		if _, err := store.Create(ctx, v.VolumeID); err != nil {
+		if _, err := store.Create(ctx, sandbox.VolumeSpec{Name: v.VolumeID}); err != nil {
 			return err
 		}
 		req.Volumes = append(req.Volumes, sandbox.VolumeMount{Volume: v.VolumeID, MountPath: v.MountPath, Subpath: v.Subpath})
