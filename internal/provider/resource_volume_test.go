@@ -37,12 +37,10 @@ func mountsCache(ref string) string {
 // image (unmounted first) where it has one.
 func removeLocalVolume(t *testing.T, dir string) {
 	t.Helper()
-	if out, err := exec.Command("mountpoint", "-q", dir).CombinedOutput(); err == nil {
-		if out, err = exec.Command("umount", dir).CombinedOutput(); err != nil {
+	if exec.Command("mountpoint", "-q", dir).Run() == nil {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
 			t.Fatalf("umount %s: %v: %s", dir, err, out)
 		}
-	} else {
-		_ = out
 	}
 	for _, p := range []string{dir, dir + ".img", dir + ".lock"} {
 		if err := os.RemoveAll(p); err != nil {
@@ -89,7 +87,7 @@ func TestAccVolume_local(t *testing.T) {
 			{
 				// Deleted outside Terraform: the plan creates it again.
 				PreConfig: func() { removeLocalVolume(t, dir) },
-				Config: f.config(withEnv),
+				Config:    f.config(withEnv),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionCreate),
 				}},
