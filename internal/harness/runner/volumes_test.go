@@ -2,12 +2,15 @@ package runner_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -71,6 +74,104 @@ func TestVolumeSharedBetweenSessions(t *testing.T) {
 	}
 	if !strings.Contains(out, "No such file") {
 		t.Fatalf("session B's sandbox sees session A's workspace: %q", out)
+	}
+}
+
+// The attack of issue 23, past the provider: team B's volume holds a file; a row of team
+// A's (the environment's settings, written straight into the store) mounts it, and team
+// A's agent tries to read B's file and leave one of its own. The harness refuses to
+// provision, with the reason, and on the host B's volume holds only B's file. Once B
+// shares the volume with A the same environment mounts it; once B takes that back, a new
+// sandbox is refused again.
+func TestVolumeOfAnotherOwnerRefused(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	st := f.env.Store
+	prov, err := st.GetSandboxProvider(ctx, "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := backends.Default().Get(prov.Type)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := controlplane.New(st).Provider(ctx, prov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := be.Volumes(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "team-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = vs.Delete(context.Background(), v.ID) })
+	const teamB = "team_b"
+	must(t, st.CreateVolume(ctx, store.Volume{Name: "team-b", Provider: "local", Owner: teamB, RemoteID: v.ID}))
+	// Where the volume lives on the host: the local backend's volumes directory.
+	hostDir := filepath.Join(cfg.DataDir, "local-backend", "volumes", v.ID)
+	if _, err := os.Stat(hostDir); err != nil {
+		t.Fatalf("team B's volume on the host: %v", err)
+	}
+	must(t, os.WriteFile(filepath.Join(hostDir, "b-secret.txt"), []byte("team-b-private-figures\n"), 0o644))
+
+	env, err := st.GetEnvironment(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.Owner == teamB {
+		t.Fatalf("the fixture's environment is team B's own")
+	}
+	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "team-b", MountPath: "/data"}}
+	must(t, st.UpdateEnvironment(ctx, env))
+
+	attack := "cat /data/b-secret.txt; echo from-team-a > /data/from-a.txt; ls /data"
+	thief := func(name string) (string, string) {
+		r, sid := f.session(t, name, harnesstest.AgentSpec{
+			"model":   harnesstest.Script(exec(attack), text("done")),
+			"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+		})
+		mustRun(t, r, sid, "go")
+		res := results(t, st, sid)
+		out, _ := res[len(res)-1]["text"].(string)
+		return sid, out
+	}
+	_, out := thief("thief")
+	if got := f.env.Runtime.Calls("Create"); got != 0 {
+		t.Fatalf("Create called %d times for an environment mounting another owner's unshared volume; want 0", got)
+	}
+	if strings.Contains(out, "team-b-private-figures") || !strings.Contains(out, `volume "team-b"`) || !strings.Contains(out, "not shared with") {
+		t.Fatalf("the tool result %q: want the refusal naming the volume, and none of team B's file", out)
+	}
+	onHost := func() []string {
+		entries, err := os.ReadDir(hostDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	if got := onHost(); len(got) != 1 || got[0] != "b-secret.txt" {
+		t.Fatalf("team B's volume on the host holds %v; want only b-secret.txt", got)
+	}
+
+	// Shared with the environment's owner, it mounts; taken back, it does not.
+	must(t, st.UpdateVolume(ctx, "team-b", store.DefaultVolumeSizeGB, []string{env.Owner}))
+	if _, out := thief("guest"); !strings.Contains(out, "team-b-private-figures") {
+		t.Fatalf("with team B's consent the sandbox reads %q; want B's file", out)
+	}
+	must(t, st.UpdateVolume(ctx, "team-b", store.DefaultVolumeSizeGB, nil))
+	before := f.env.Runtime.Calls("Create")
+	if _, out := thief("after-unshare"); !strings.Contains(out, "not shared with") {
+		t.Fatalf("after team B unshared the volume: %q; want the refusal", out)
+	}
+	if got := f.env.Runtime.Calls("Create"); got != before {
+		t.Fatalf("a sandbox was created after team B unshared its volume")
 	}
 }
 

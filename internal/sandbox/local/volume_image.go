@@ -30,8 +30,9 @@ import (
 // Only a root runtime can mount an image, and an image on a shared snapshot directory
 // (SharedDirEnv) could be mounted by two machines at once, which ext4 does not survive.
 // There the volume is a plain directory and its size is not enforced: volumeSizeUnenforced
-// says why, the provider warns at plan, and with require_limits the volume (and a
-// sandbox mounting such a volume) is refused, as for the sandbox limits (limits.go).
+// says why, the provider warns at plan, and with require_limits the volume is refused
+// at creation, as the sandbox limits are (limits.go). A sandbox mounting a plain
+// directory volume says so on its event (UnenforcedVolumes).
 
 // volumeImage is the image file of volume directory dir.
 func volumeImage(dir string) string { return dir + ".img" }

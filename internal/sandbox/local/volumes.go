@@ -168,19 +168,17 @@ type volumeBind struct {
 
 // resolveVolumes checks a create request's volume mounts, mounts their images where
 // missing, and makes each subpath that is missing (a folder of its volume; never
-// through a symbolic link out of it). Under RequireLimits a volume without its size
-// limit (UnenforcedVolumes) refuses the sandbox.
+// through a symbolic link out of it). A volume kept as a plain directory (one of an
+// earlier release, or made where its size could not be enforced, which require_limits
+// refused at its creation) is mounted all the same: refusing it would stop every
+// sandbox of its environments at the upgrade, while UnenforcedVolumes reports it on
+// each sandbox's event.
 func (r *Runtime) resolveVolumes(ctx context.Context, mounts []sandbox.VolumeMount) ([]volumeBind, error) {
 	if len(mounts) == 0 {
 		return nil, nil
 	}
 	if err := sandbox.CheckVolumeMounts(mounts); err != nil {
 		return nil, err
-	}
-	if r.limits.require.Load() {
-		if u := r.UnenforcedVolumes(mounts); len(u) > 0 {
-			return nil, &UnenforcedError{Limits: u}
-		}
 	}
 	vs := volumeStore{dir: volumesDir(r.b.root)}
 	var out []volumeBind

@@ -190,8 +190,8 @@ func TestVolumeSetuidFileUnreachableFromHost(t *testing.T) {
 // As root the volume is an image of its size: the write fails with ENOSPC inside the
 // sandbox, the sandbox keeps working, a second sandbox shares the same files, the host
 // keeps at most about the size for it, and growing it in place makes room. Unprivileged
-// (no mount) the size cannot be enforced: the runtime says so, and with require_limits
-// the volume and a sandbox mounting such a volume are refused.
+// (no mount) the size cannot be enforced: with require_limits the volume is refused,
+// without it the volume is a plain directory and the runtime says so.
 func TestAttackVolumeFill(t *testing.T) {
 	t.Parallel()
 	r, rel := newTestRuntime(t)
@@ -211,10 +211,6 @@ func TestAttackVolumeFill(t *testing.T) {
 		mounts := []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/data"}}
 		if u := r.UnenforcedVolumes(mounts); len(u) != 1 || u[0].Limit != "volume" {
 			t.Fatalf("unenforced volumes %v, want the volume's size", u)
-		}
-		r.SetRequireLimits(true)
-		if err := r.Create(ctx, sandbox.CreateRequest{ID: "fill", SnapshotID: rel, Volumes: mounts}); !errors.As(err, &ue) {
-			t.Fatalf("a sandbox mounting it, limits required: %v, want an UnenforcedError", err)
 		}
 		t.Skipf("skipping the fill: a volume's size is not enforced here (documented): %s", why)
 	}
