@@ -135,9 +135,10 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"shared_with": schema.SetAttribute{
 				MarkdownDescription: "Owners, besides the volume's own, whose environments may mount it: exact owner names (PostgreSQL role names, or " +
 					"SQLite owner names), or `\"*\"` for every owner. Default: none, only the owner's environments. Removing an owner from the list " +
-					"is live: from then on the harness refuses to provision a sandbox of that owner's environments that mounts the volume, and their " +
-					"next plan refuses them until they drop it; a sandbox that already runs keeps it mounted until it stops. A volume still listed " +
-					"by such an environment cannot be deleted until that environment drops it.",
+					"is live: from then on the harness refuses to provision a sandbox of that owner's environments that mounts the volume (the " +
+					"environment stays, and any change to it is refused, by plan and on PostgreSQL by the database, until it drops the volume); a " +
+					"sandbox that already runs keeps it mounted until it stops. A volume still listed by such an environment cannot be deleted until " +
+					"that environment drops it.",
 				Optional:    true,
 				Computed:    true,
 				ElementType: types.StringType,
