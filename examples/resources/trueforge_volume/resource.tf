@@ -2,9 +2,15 @@
 # mounts it read-write, so sessions share what they write there. On Daytona it is a
 # Daytona volume named trueforge-<name>; on the local backend a directory under the
 # control plane's data directory.
+#
+# Only this owner's environments may mount it, unless shared_with names other owners
+# (PostgreSQL roles, or SQLite owner names; "*" for all). size (GB, default 10) caps it
+# on the local backend (an ext4 image of that size, as root); Daytona volumes have no
+# size, so there it is recorded only and plan warns when it is set.
 resource "trueforge_volume" "datasets" {
   name             = "datasets"
   sandbox_provider = trueforge_sandbox_provider.daytona.name
+  shared_with      = ["team_research"]
 }
 
 resource "trueforge_environment" "analysis" {
