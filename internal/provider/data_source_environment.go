@@ -39,6 +39,8 @@ type environmentDataSourceModel struct {
 	Network         types.Object `tfsdk:"network"`
 	Labels          types.Map    `tfsdk:"labels"`
 	Owner           types.String `tfsdk:"owner"`
+	SharedWith      types.Set    `tfsdk:"shared_with"`
+	HasSecrets      types.Bool   `tfsdk:"has_secrets"`
 	SandboxProvider types.String `tfsdk:"sandbox_provider"`
 	SnapshotID      types.String `tfsdk:"snapshot_id"`
 	Status          types.String `tfsdk:"status"`
@@ -105,6 +107,15 @@ func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 				MarkdownDescription: "Who created the environment.",
 				Computed:            true,
 			},
+			"shared_with": schema.SetAttribute{
+				MarkdownDescription: "Owners, besides `owner`, whose agents may use the environment's secrets (`\"*\"`: every owner); empty when only the owner's may.",
+				Computed:            true,
+				ElementType:         types.StringType,
+			},
+			"has_secrets": schema.BoolAttribute{
+				MarkdownDescription: "Whether the environment has secrets. One without secrets may be used by every owner's agents; one with secrets only by its owner's and those of the owners `shared_with` names.",
+				Computed:            true,
+			},
 			"sandbox_provider": schema.StringAttribute{
 				MarkdownDescription: "Name of the sandbox provider the environment belongs to.",
 				Computed:            true,
@@ -158,6 +169,7 @@ func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadReq
 	m.Memory = types.Int64Value(env.MemoryGB)
 	m.Name = types.StringValue(env.Name)
 	m.Owner = types.StringValue(env.Owner)
+	m.SharedWith, m.HasSecrets = stringSet(env.SharedWith), types.BoolValue(env.HasSecrets)
 	m.SandboxProvider = types.StringValue(env.Provider)
 	m.SnapshotID = types.StringValue(env.SnapshotID)
 	m.Status = types.StringValue(status)

@@ -49,6 +49,8 @@ var environmentItemAttrTypes = map[string]attr.Type{
 	"network":          types.ObjectType{AttrTypes: networkAttrTypes},
 	"labels":           types.MapType{ElemType: types.StringType},
 	"owner":            types.StringType,
+	"shared_with":      types.SetType{ElemType: types.StringType},
+	"has_secrets":      types.BoolType,
 	"reserved":         types.BoolType,
 	"sandbox_provider": types.StringType,
 	"snapshot_id":      types.StringType,
@@ -118,6 +120,15 @@ func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 						},
 						"owner": schema.StringAttribute{
 							MarkdownDescription: "Who created the environment.",
+							Computed:            true,
+						},
+						"shared_with": schema.SetAttribute{
+							MarkdownDescription: "Owners, besides `owner`, whose agents may use the environment's secrets (`\"*\"`: every owner); empty when only the owner's may.",
+							Computed:            true,
+							ElementType:         types.StringType,
+						},
+						"has_secrets": schema.BoolAttribute{
+							MarkdownDescription: "Whether the environment has secrets. One without secrets may be used by every owner's agents; one with secrets only by its owner's and those of the owners `shared_with` names.",
 							Computed:            true,
 						},
 						"reserved": schema.BoolAttribute{
@@ -260,6 +271,8 @@ func environmentItem(env store.Environment, status string) (attr.Value, diag.Dia
 		"network":          network,
 		"labels":           knownStringMap(env.Settings.Labels),
 		"owner":            types.StringValue(env.Owner),
+		"shared_with":      stringSet(env.SharedWith),
+		"has_secrets":      types.BoolValue(env.HasSecrets),
 		"reserved":         types.BoolValue(env.Reserved),
 		"sandbox_provider": types.StringValue(env.Provider),
 		"snapshot_id":      types.StringValue(env.SnapshotID),

@@ -160,8 +160,8 @@ func (f *pgFixture) harnessRunsHelper(t *testing.T, value, instructions string) 
 // Two team roles on one database. Bob plans alice's configuration clean, and cannot
 // change or delete her environment, secret, agent or sandbox provider through Terraform:
 // each is refused at plan with both roles named, and nothing of hers changes. Both teams
-// apply their own configurations, bob's agent on alice's environment, and each plans
-// clean.
+// apply their own configurations, bob's agent on alice's environment (which she shares
+// with him), and each plans clean.
 func TestAccPostgres_ownership(t *testing.T) {
 	f := newPGFixture(t)
 	cfg := pgTeamHCL("a", "v1", `"api.example.com"`, "Be brief.")
@@ -243,8 +243,12 @@ resource "trueforge_agent" "bobs" {
 				PlanOnly:  true,
 			},
 			{
-				Config: f.config(cfg),
-				Check:  bobApplies,
+				// Her environment has a secret: bob's agents may use it once she shares it
+				// (environment_sharing_acc_test.go).
+				Config: f.config(envHCL("", fmt.Sprintf(`  env = { MODE = "a" }
+  network = { allow_domains = ["api.example.com", "uploads.example.com"] }
+  shared_with = [%q]`, f.bob)) + pgSecretHCL("v1", `"api.example.com"`) + pgAgentHCL("Be brief.")),
+				Check: bobApplies,
 			},
 		},
 	})

@@ -92,8 +92,15 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	}
 	spec, raw := plan.spec(ctx)
 	env := spec.EnvironmentRef() // none while the sandbox is off
-	if selectsEnvironment(ctx, &state, spec.Sandbox.Enabled, env) && !r.checkEnvironment(ctx, spec.Name, env, &resp.Diagnostics) {
-		return
+	if selectsEnvironment(ctx, &state, spec.Sandbox.Enabled, env) {
+		if !r.checkEnvironment(ctx, spec.Name, env, &resp.Diagnostics) {
+			return
+		}
+	} else if env != "" {
+		// Kept, not selected anew: its owner must still allow it (environment_sharing.go).
+		if e, err := r.cp.store.GetEnvironment(ctx, env); err == nil && !checkEnvironmentSharing(spec.Name, r.cp.owner, e, &resp.Diagnostics) {
+			return
+		}
 	}
 	err := r.cp.store.UpdateAgent(ctx, store.Agent{Name: spec.Name, Environment: env, Spec: raw, Skills: blobs})
 	if err != nil {

@@ -60,6 +60,7 @@ type environmentModel struct {
 	BuildHash       types.String   `tfsdk:"build_hash"`
 	Status          types.String   `tfsdk:"status"`
 	Owner           types.String   `tfsdk:"owner"`
+	SharedWith      types.Set      `tfsdk:"shared_with"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
 	// The settings document (environment_settings.go).
 	GPU               types.Int64  `tfsdk:"gpu"`
@@ -122,7 +123,9 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 		MarkdownDescription: "A reusable blueprint for the sandboxes agents create. `image`, `build_script`, `cpu`, `memory`, `disk` and " +
 			"`triggers` are build inputs: they bake a content-addressed snapshot, so identical inputs in any two environments build once. " +
 			"`env` and `network` are applied without a rebuild. Environments are owned by their creator; one referenced by an agent cannot " +
-			"be deleted. The name `default` is reserved for the environment the sandbox provider creates.",
+			"be deleted. The name `default` is reserved for the environment the sandbox provider creates. " +
+			"An environment without secrets is a blueprint every owner's agents may use; one with a `trueforge_secret` serves only its owner's agents " +
+			"and the owners `shared_with` names, so that no other team's agent makes the egress proxy send its secrets.",
 		Attributes: map[string]schema.Attribute{
 			"build_hash": schema.StringAttribute{
 				MarkdownDescription: "SHA-256 over the build inputs: the snapshot's content address.",
@@ -196,6 +199,7 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Required:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
+			"shared_with": sharedWithAttribute("environment's secrets"),
 			"snapshot_id": schema.StringAttribute{
 				MarkdownDescription: "The snapshot new sandboxes are cloned from. Unknown in a plan only when a build input changed.",
 				Computed:            true,
@@ -325,6 +329,9 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if state.Owner.ValueString() != r.cp.owner {
 		r.cp.addOwnerError(&resp.Diagnostics, "Environment", state.Name.ValueString(), state.Owner.ValueString(), "changed")
 		return
+	}
+	if !plan.SharedWith.IsUnknown() && !plan.SharedWith.Equal(state.SharedWith) {
+		r.warnUnshared(ctx, state.Name.ValueString(), setFrom(ctx, state.SharedWith), setFrom(ctx, plan.SharedWith), &resp.Diagnostics) // environment_sharing.go
 	}
 	rebuild := !known || plan.BuildHash.ValueString() != state.BuildHash.ValueString() ||
 		state.Status.ValueString() == sandbox.StatusFailed || state.SnapshotID.ValueString() == ""

@@ -70,7 +70,7 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		ID: newID("env"), Name: name, Provider: prov.Name, Owner: r.cp.owner,
 		Image: spec.Image, BuildScript: spec.BuildScript, CPU: spec.CPU, MemoryGB: spec.MemoryGB, DiskGB: spec.DiskGB,
 		Triggers: spec.Triggers, Env: mapFrom(ctx, plan.Env), BlockAll: blockAll, AllowDomains: allow,
-		Settings: plan.settings(ctx, spec),
+		Settings: plan.settings(ctx, spec), SharedWith: setFrom(ctx, plan.SharedWith),
 	}
 	snap, saveErr, err := coord.Use(ctx, plan.buildRequest(spec, prov.ReleaseSnapshot, blockAll), func(snap store.Snapshot) error {
 		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
@@ -185,6 +185,7 @@ func (m *environmentModel) fromStore(ctx context.Context, env store.Environment,
 	m.BuildHash = types.StringValue(env.BuildHash)
 	m.Status = types.StringValue(status)
 	m.Owner = types.StringValue(env.Owner)
+	m.SharedWith = stringSet(env.SharedWith)
 	if m.WaitForReady.IsNull() {
 		m.WaitForReady = types.BoolValue(true)
 	}
@@ -256,6 +257,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	spec, _ := plan.spec(ctx)
 	blockAll, allow := plan.network(ctx)
 	env.Env, env.BlockAll, env.AllowDomains = mapFrom(ctx, plan.Env), blockAll, allow
+	env.SharedWith = setFrom(ctx, plan.SharedWith)
 	settings := plan.settings(ctx, spec)
 	plan.ID, plan.Owner = state.ID, state.Owner
 	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
