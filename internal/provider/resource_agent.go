@@ -59,17 +59,15 @@ type agentModel struct {
 }
 
 type modelSettingsModel struct {
-	APIKeyCredential types.String `tfsdk:"api_key_credential"`
-	APIKeyEnv        types.String `tfsdk:"api_key_env"`
-	BaseURL          types.String `tfsdk:"base_url"`
-	Name             types.String `tfsdk:"name"`
-	Provider         types.String `tfsdk:"provider"`
-	Script           types.String `tfsdk:"script"`
+	APIKeyEnv types.String `tfsdk:"api_key_env"`
+	BaseURL   types.String `tfsdk:"base_url"`
+	Name      types.String `tfsdk:"name"`
+	Provider  types.String `tfsdk:"provider"`
+	Script    types.String `tfsdk:"script"`
 }
 
 type mcpServerModel struct {
 	AllowedTools  types.List   `tfsdk:"allowed_tools"`
-	Credential    types.String `tfsdk:"credential"`
 	CredentialEnv types.String `tfsdk:"credential_env"`
 	Name          types.String `tfsdk:"name"`
 	URL           types.String `tfsdk:"url"`
@@ -92,17 +90,15 @@ type agentSandboxModel struct {
 }
 
 var modelSettingsAttrTypes = map[string]attr.Type{
-	"api_key_credential": types.StringType,
-	"api_key_env":        types.StringType,
-	"base_url":           types.StringType,
-	"name":               types.StringType,
-	"provider":           types.StringType,
-	"script":             types.StringType,
+	"api_key_env": types.StringType,
+	"base_url":    types.StringType,
+	"name":        types.StringType,
+	"provider":    types.StringType,
+	"script":      types.StringType,
 }
 
 var mcpServerAttrTypes = map[string]attr.Type{
 	"allowed_tools":  types.ListType{ElemType: types.StringType},
-	"credential":     types.StringType,
 	"credential_env": types.StringType,
 	"name":           types.StringType,
 	"url":            types.StringType,
@@ -194,17 +190,9 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 							ElementType:         types.StringType,
 							Validators:          []validator.List{listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
 						},
-						"credential": schema.StringAttribute{
-							MarkdownDescription: "Name of the credential the harness sends to this server as a bearer token: one its operator declares in the harness's " +
-								"`--credentials` file, bound to this server's origin and to owners that include this agent's owner (the harness refuses otherwise, " +
-								"and sends nothing). Name the credential, never the token. See the running-agents guide.",
-							Optional:   true,
-							Validators: []validator.String{validCredentialName()},
-						},
 						"credential_env": schema.StringAttribute{
-							MarkdownDescription: "The older form of `credential`: the name of a harness environment variable holding the server's bearer token " +
-								"(for example `GITHUB_MCP_TOKEN`). The harness sends it only where its credentials file lets a credential holding that variable go " +
-								"for this agent's owner (or, without a file on SQLite, for its operator's own agents). Prefer `credential`; set at most one of the two.",
+							MarkdownDescription: "Name of the harness's environment variable holding the server's bearer token (for example `GITHUB_MCP_TOKEN`). " +
+								"Name the variable, never the token: the value stays in the harness.",
 							Optional:   true,
 							Validators: []validator.String{validCredentialEnv()},
 						},
@@ -225,17 +213,9 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				MarkdownDescription: "The model the agent runs on." + inPlace,
 				Required:            true,
 				Attributes: map[string]schema.Attribute{
-					"api_key_credential": schema.StringAttribute{
-						MarkdownDescription: "Name of the credential the harness sends as the model API key: one its operator declares in the harness's " +
-							"`--credentials` file, bound to the model's origin (`base_url`, else the provider's public API) and to owners that include this " +
-							"agent's owner (the harness refuses otherwise, and sends nothing). See the running-agents guide.",
-						Optional:   true,
-						Validators: []validator.String{validCredentialName()},
-					},
 					"api_key_env": schema.StringAttribute{
-						MarkdownDescription: "The older form of `api_key_credential`: the name of a harness environment variable holding the model API key " +
-							"(for example `OPENAI_API_KEY`). Defaults to the provider's usual variable when neither is set. The harness sends it only where its " +
-							"credentials file lets a credential holding that variable go for this agent's owner. Prefer `api_key_credential`; set at most one of the two.",
+						MarkdownDescription: "Name of the harness's environment variable holding the model API key (for example `OPENAI_API_KEY`). " +
+							"Name the variable, never the key: the key stays in the harness. Defaults to the provider's usual variable.",
 						Optional:   true,
 						Validators: []validator.String{validCredentialEnv()},
 					},
@@ -425,14 +405,26 @@ func (r *agentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	}
 	sb, ok := plan.sandboxSettings(ctx)
-	if !ok || sb.Enabled.IsUnknown() || sb.Environment.IsUnknown() || !selectsEnvironment(ctx, state, sb.Enabled.ValueBool(), sb.Environment.ValueString()) {
+	if !ok || sb.Enabled.IsUnknown() || sb.Environment.IsUnknown() || !sb.Enabled.ValueBool() {
 		return
 	}
 	// An environment that does not exist yet may be created by this same apply; Create
 	// checks again once it has run.
 	name := sb.Environment.ValueString()
+	if !selectsEnvironment(ctx, state, true, name) {
+		// Every change rewrites the agent's reference, which its environment's owner
+		// must still allow (they may have unshared it since; PostgreSQL refuses the
+		// write then).
+		if env, err := r.cp.store.GetEnvironment(ctx, name); err == nil {
+			checkEnvironmentSharing(plan.Name.ValueString(), r.cp.owner, env, &resp.Diagnostics) // environment_sharing.go
+		}
+		return
+	}
 	env, status, reason, err := r.environmentStatus(ctx, name)
 	if err != nil {
+		return
+	}
+	if !checkEnvironmentSharing(plan.Name.ValueString(), r.cp.owner, env, &resp.Diagnostics) {
 		return
 	}
 	if status != sandbox.StatusReady {
@@ -473,10 +465,13 @@ func (r *agentResource) environmentStatus(ctx context.Context, name string) (sto
 	return env, snap.Status, snap.Reason, nil
 }
 
-// checkEnvironment is the apply-time check of the selected environment: it must exist
-// and be Ready.
+// checkEnvironment is the apply-time check of the selected environment: it must exist,
+// be usable by this owner's agents and be Ready.
 func (r *agentResource) checkEnvironment(ctx context.Context, agent, name string, diags *diag.Diagnostics) bool {
 	env, status, reason, err := r.environmentStatus(ctx, name)
+	if err == nil && !checkEnvironmentSharing(agent, r.cp.owner, env, diags) {
+		return false
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		addEnvironmentNotFound(diags, agent, name)
