@@ -24,7 +24,7 @@ func (m *agentModel) spec(ctx context.Context) (agentspec.Spec, []byte) {
 		Instructions: stringPtr(m.Instructions),
 		Model: agentspec.Model{
 			Provider: mm.Provider.ValueString(), Name: stringPtr(mm.Name), BaseURL: stringPtr(mm.BaseURL),
-			APIKeyEnv: stringPtr(mm.APIKeyEnv), Script: stringPtr(mm.Script),
+			APIKeyCredential: stringPtr(mm.APIKeyCredential), APIKeyEnv: stringPtr(mm.APIKeyEnv), Script: stringPtr(mm.Script),
 		},
 		CodeMode:       m.CodeMode.ValueBool(),
 		CodeModeLimits: m.codeModeLimits(ctx),
@@ -40,7 +40,7 @@ func (m *agentModel) spec(ctx context.Context) (agentspec.Spec, []byte) {
 		servers := knownObjects[mcpServerModel](ctx, m.MCPServers)
 		for i := range len(m.MCPServers.Elements()) {
 			v := servers[i]
-			srv := agentspec.MCPServer{Name: v.Name.ValueString(), URL: v.URL.ValueString(), CredentialEnv: stringPtr(v.CredentialEnv)}
+			srv := agentspec.MCPServer{Name: v.Name.ValueString(), URL: v.URL.ValueString(), Credential: stringPtr(v.Credential), CredentialEnv: stringPtr(v.CredentialEnv)}
 			if !v.AllowedTools.IsNull() {
 				srv.AllowedTools = append([]string{}, listFrom(ctx, v.AllowedTools)...)
 			}
@@ -82,11 +82,12 @@ func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnost
 
 	var d diag.Diagnostics
 	m.Model, d = types.ObjectValue(modelSettingsAttrTypes, map[string]attr.Value{
-		"api_key_env": ptrString(s.Model.APIKeyEnv),
-		"base_url":    ptrString(s.Model.BaseURL),
-		"name":        ptrString(s.Model.Name),
-		"provider":    types.StringValue(s.Model.Provider),
-		"script":      ptrString(s.Model.Script),
+		"api_key_credential": ptrString(s.Model.APIKeyCredential),
+		"api_key_env":        ptrString(s.Model.APIKeyEnv),
+		"base_url":           ptrString(s.Model.BaseURL),
+		"name":               ptrString(s.Model.Name),
+		"provider":           types.StringValue(s.Model.Provider),
+		"script":             ptrString(s.Model.Script),
 	})
 	diags.Append(d...)
 
@@ -111,6 +112,7 @@ func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnost
 			}
 			obj, d := types.ObjectValue(mcpServerAttrTypes, map[string]attr.Value{
 				"allowed_tools":  tools,
+				"credential":     ptrString(srv.Credential),
 				"credential_env": ptrString(srv.CredentialEnv),
 				"name":           types.StringValue(srv.Name),
 				"url":            types.StringValue(srv.URL),

@@ -22,11 +22,17 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 	str, null := types.StringValue, types.StringNull()
 	model := func(provider, name, baseURL, keyEnv, script types.String) types.Object {
 		return types.ObjectValueMust(modelSettingsAttrTypes, map[string]attr.Value{
-			"api_key_env": keyEnv, "base_url": baseURL, "name": name, "provider": provider, "script": script,
+			"api_key_credential": null, "api_key_env": keyEnv, "base_url": baseURL, "name": name, "provider": provider, "script": script,
 		})
 	}
 	server := func(name, url string, credEnv types.String, tools types.List) attr.Value {
-		return types.ObjectValueMust(mcpServerAttrTypes, map[string]attr.Value{"allowed_tools": tools, "credential_env": credEnv, "name": str(name), "url": str(url)})
+		return types.ObjectValueMust(mcpServerAttrTypes, map[string]attr.Value{"allowed_tools": tools, "credential": null, "credential_env": credEnv, "name": str(name), "url": str(url)})
+	}
+	// fullServer sets every attribute, both forms of the credential included (which
+	// validate refuses together; the spec carries whatever it is given).
+	fullServer := func(name, url, cred, credEnv string, tools types.List) attr.Value {
+		return types.ObjectValueMust(mcpServerAttrTypes, map[string]attr.Value{"allowed_tools": tools, "credential": str(cred),
+			"credential_env": str(credEnv), "name": str(name), "url": str(url)})
 	}
 	servers := func(v ...attr.Value) types.List {
 		return types.ListValueMust(types.ObjectType{AttrTypes: mcpServerAttrTypes}, v)
@@ -46,8 +52,11 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 	// model uses: the spec carries it regardless).
 	full := agent("full")
 	full.Description, full.Instructions = str("Answers questions"), str("Be brief.")
-	full.Model = model(str("openai"), str("gpt-4.1"), str("https://llm.example.com/v1"), str("OPENAI_API_KEY"), str(`{"turns":[]}`))
-	full.MCPServers = servers(server("github", "https://api.githubcopilot.com/mcp/", str("GITHUB_MCP_TOKEN"), stringList([]string{"get_issue"})))
+	full.Model = types.ObjectValueMust(modelSettingsAttrTypes, map[string]attr.Value{
+		"api_key_credential": str("openai"), "api_key_env": str("OPENAI_API_KEY"), "base_url": str("https://llm.example.com/v1"),
+		"name": str("gpt-4.1"), "provider": str("openai"), "script": str(`{"turns":[]}`),
+	})
+	full.MCPServers = servers(fullServer("github", "https://api.githubcopilot.com/mcp/", "github", "GITHUB_MCP_TOKEN", stringList([]string{"get_issue"})))
 	full.Skills = skills(types.ObjectValueMust(skillAttrTypes, map[string]attr.Value{"name": str("pdf"), "path": str("./skills/pdf"),
 		"description": str("Reads PDFs."), "digest": str("sha256:0123")}))
 	full.CodeMode, full.MaxTurns, full.TokenBudget = types.BoolValue(true), types.Int64Value(12), types.Int64Value(200000)
@@ -57,9 +66,11 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 	fullRun := agents.Spec{
 		CodeLimits: fullLimits,
 		Name:       "full", Description: "Answers questions", Instructions: "Be brief.",
-		Model:      agents.ModelSpec{Provider: "openai", Name: "gpt-4.1", BaseURL: "https://llm.example.com/v1", APIKeyEnv: "OPENAI_API_KEY", Script: `{"turns":[]}`},
-		MCPServers: []agents.MCPServer{{Name: "github", URL: "https://api.githubcopilot.com/mcp/", CredentialEnv: "GITHUB_MCP_TOKEN", AllowedTools: []string{"get_issue"}}},
-		Skills:     []agents.Skill{{Name: "pdf", Path: "./skills/pdf", Description: "Reads PDFs.", Digest: "sha256:0123"}}, CodeMode: true,
+		Model: agents.ModelSpec{Provider: "openai", Name: "gpt-4.1", BaseURL: "https://llm.example.com/v1", APIKeyCredential: "openai", APIKeyEnv: "OPENAI_API_KEY",
+			Script: `{"turns":[]}`},
+		MCPServers: []agents.MCPServer{{Name: "github", URL: "https://api.githubcopilot.com/mcp/", Credential: "github", CredentialEnv: "GITHUB_MCP_TOKEN",
+			AllowedTools: []string{"get_issue"}}},
+		Skills: []agents.Skill{{Name: "pdf", Path: "./skills/pdf", Description: "Reads PDFs.", Digest: "sha256:0123"}}, CodeMode: true,
 		Sandbox:  agents.SandboxSpec{Enabled: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120},
 		MaxTurns: 12, TokenBudget: 200000,
 	}

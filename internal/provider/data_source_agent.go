@@ -69,8 +69,12 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 							Computed:            true,
 							ElementType:         types.StringType,
 						},
+						"credential": schema.StringAttribute{
+							MarkdownDescription: "Name of the credential (declared in the harness's credentials file) the harness sends to the server.",
+							Computed:            true,
+						},
 						"credential_env": schema.StringAttribute{
-							MarkdownDescription: "Name of the harness's environment variable holding the server's token.",
+							MarkdownDescription: "The older form of `credential`: name of the harness's environment variable holding the server's token.",
 							Computed:            true,
 						},
 						"name": schema.StringAttribute{
@@ -88,8 +92,12 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				MarkdownDescription: "The model the agent runs on.",
 				Computed:            true,
 				Attributes: map[string]schema.Attribute{
+					"api_key_credential": schema.StringAttribute{
+						MarkdownDescription: "Name of the credential (declared in the harness's credentials file) the harness sends as the model API key.",
+						Computed:            true,
+					},
 					"api_key_env": schema.StringAttribute{
-						MarkdownDescription: "Name of the harness's environment variable holding the model API key.",
+						MarkdownDescription: "The older form of `api_key_credential`: name of the harness's environment variable holding the model API key.",
 						Computed:            true,
 					},
 					"base_url": schema.StringAttribute{

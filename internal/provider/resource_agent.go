@@ -59,15 +59,17 @@ type agentModel struct {
 }
 
 type modelSettingsModel struct {
-	APIKeyEnv types.String `tfsdk:"api_key_env"`
-	BaseURL   types.String `tfsdk:"base_url"`
-	Name      types.String `tfsdk:"name"`
-	Provider  types.String `tfsdk:"provider"`
-	Script    types.String `tfsdk:"script"`
+	APIKeyCredential types.String `tfsdk:"api_key_credential"`
+	APIKeyEnv        types.String `tfsdk:"api_key_env"`
+	BaseURL          types.String `tfsdk:"base_url"`
+	Name             types.String `tfsdk:"name"`
+	Provider         types.String `tfsdk:"provider"`
+	Script           types.String `tfsdk:"script"`
 }
 
 type mcpServerModel struct {
 	AllowedTools  types.List   `tfsdk:"allowed_tools"`
+	Credential    types.String `tfsdk:"credential"`
 	CredentialEnv types.String `tfsdk:"credential_env"`
 	Name          types.String `tfsdk:"name"`
 	URL           types.String `tfsdk:"url"`
@@ -90,15 +92,17 @@ type agentSandboxModel struct {
 }
 
 var modelSettingsAttrTypes = map[string]attr.Type{
-	"api_key_env": types.StringType,
-	"base_url":    types.StringType,
-	"name":        types.StringType,
-	"provider":    types.StringType,
-	"script":      types.StringType,
+	"api_key_credential": types.StringType,
+	"api_key_env":        types.StringType,
+	"base_url":           types.StringType,
+	"name":               types.StringType,
+	"provider":           types.StringType,
+	"script":             types.StringType,
 }
 
 var mcpServerAttrTypes = map[string]attr.Type{
 	"allowed_tools":  types.ListType{ElemType: types.StringType},
+	"credential":     types.StringType,
 	"credential_env": types.StringType,
 	"name":           types.StringType,
 	"url":            types.StringType,
@@ -190,9 +194,17 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 							ElementType:         types.StringType,
 							Validators:          []validator.List{listvalidator.UniqueValues(), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
 						},
+						"credential": schema.StringAttribute{
+							MarkdownDescription: "Name of the credential the harness sends to this server as a bearer token: one its operator declares in the harness's " +
+								"`--credentials` file, bound to this server's origin and to owners that include this agent's owner (the harness refuses otherwise, " +
+								"and sends nothing). Name the credential, never the token. See the running-agents guide.",
+							Optional:   true,
+							Validators: []validator.String{validCredentialName()},
+						},
 						"credential_env": schema.StringAttribute{
-							MarkdownDescription: "Name of the harness's environment variable holding the server's bearer token (for example `GITHUB_MCP_TOKEN`). " +
-								"Name the variable, never the token: the value stays in the harness.",
+							MarkdownDescription: "The older form of `credential`: the name of a harness environment variable holding the server's bearer token " +
+								"(for example `GITHUB_MCP_TOKEN`). The harness sends it only where its credentials file lets a credential holding that variable go " +
+								"for this agent's owner (or, without a file on SQLite, for its operator's own agents). Prefer `credential`; set at most one of the two.",
 							Optional:   true,
 							Validators: []validator.String{validCredentialEnv()},
 						},
@@ -213,9 +225,17 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				MarkdownDescription: "The model the agent runs on." + inPlace,
 				Required:            true,
 				Attributes: map[string]schema.Attribute{
+					"api_key_credential": schema.StringAttribute{
+						MarkdownDescription: "Name of the credential the harness sends as the model API key: one its operator declares in the harness's " +
+							"`--credentials` file, bound to the model's origin (`base_url`, else the provider's public API) and to owners that include this " +
+							"agent's owner (the harness refuses otherwise, and sends nothing). See the running-agents guide.",
+						Optional:   true,
+						Validators: []validator.String{validCredentialName()},
+					},
 					"api_key_env": schema.StringAttribute{
-						MarkdownDescription: "Name of the harness's environment variable holding the model API key (for example `OPENAI_API_KEY`). " +
-							"Name the variable, never the key: the key stays in the harness. Defaults to the provider's usual variable.",
+						MarkdownDescription: "The older form of `api_key_credential`: the name of a harness environment variable holding the model API key " +
+							"(for example `OPENAI_API_KEY`). Defaults to the provider's usual variable when neither is set. The harness sends it only where its " +
+							"credentials file lets a credential holding that variable go for this agent's owner. Prefer `api_key_credential`; set at most one of the two.",
 						Optional:   true,
 						Validators: []validator.String{validCredentialEnv()},
 					},

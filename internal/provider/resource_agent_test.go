@@ -585,14 +585,14 @@ func TestAgentValidateAtApply(t *testing.T) {
 	null := types.StringNull()
 	model := func(provider, name, baseURL, keyEnv types.String) types.Object {
 		return types.ObjectValueMust(modelSettingsAttrTypes, map[string]attr.Value{
-			"api_key_env": keyEnv, "base_url": baseURL, "name": name, "provider": provider, "script": null,
+			"api_key_credential": null, "api_key_env": keyEnv, "base_url": baseURL, "name": name, "provider": provider, "script": null,
 		})
 	}
 	servers := func(names ...string) types.List {
 		var vals []attr.Value
 		for _, n := range names {
 			vals = append(vals, types.ObjectValueMust(mcpServerAttrTypes, map[string]attr.Value{
-				"allowed_tools": types.ListNull(types.StringType), "credential_env": str("GITHUB_TOKEN"), "name": str(n), "url": str("ftp://x"),
+				"allowed_tools": types.ListNull(types.StringType), "credential": null, "credential_env": str("GITHUB_TOKEN"), "name": str(n), "url": str("ftp://x"),
 			}))
 		}
 		return types.ListValueMust(types.ObjectType{AttrTypes: mcpServerAttrTypes}, vals)
@@ -623,6 +623,9 @@ func TestAgentValidateAtApply(t *testing.T) {
 			m.Model = model(str("openai"), str("g"), null, str("sk-proj-4f9a8b7c6d5e4f3a2b1c"))
 		}, "looks like a credential"},
 		{"mcp url and duplicate", func(m *agentModel) { m.MCPServers = servers("gh", "gh") }, "mcp_servers[0].url"},
+		{"harness variable", func(m *agentModel) {
+			m.Model = model(str("openai"), str("g"), null, str("TRUEFORGE_SECRET_KEY"))
+		}, `model.api_key_env: "TRUEFORGE_SECRET_KEY": variables named TRUEFORGE_* are the harness's own settings`},
 		{"timing", func(m *agentModel) { m.Sandbox = sb(0) }, "sandbox.idle_stop_minutes is 0; it must be at least 1 minute"},
 		{"code mode", func(m *agentModel) { m.CodeMode = types.BoolValue(true) }, "Code Mode Requires The Sandbox"},
 	}

@@ -121,6 +121,8 @@ func (m *agentModel) validate(ctx context.Context, atApply bool, diags *diag.Dia
 		})
 		checkString(mp.AtName("base_url"), mm.BaseURL, checkHTTPURL)
 		checkString(mp.AtName("api_key_env"), mm.APIKeyEnv, validCredentialEnv().check)
+		checkString(mp.AtName("api_key_credential"), mm.APIKeyCredential, validCredentialName().check)
+		checkOneCredential(mp.AtName("api_key_credential"), "model", "api_key_credential", mm.APIKeyCredential, "api_key_env", mm.APIKeyEnv, diags)
 		if !mm.Provider.IsUnknown() {
 			switch provider := mm.Provider.ValueString(); provider {
 			case agentspec.ModelScripted:
@@ -149,6 +151,8 @@ func (m *agentModel) validate(ctx context.Context, atApply bool, diags *diag.Dia
 		checkString(sp.AtName("name"), s.Name, checkName)
 		checkString(sp.AtName("url"), s.URL, checkHTTPURL)
 		checkString(sp.AtName("credential_env"), s.CredentialEnv, validCredentialEnv().check)
+		checkString(sp.AtName("credential"), s.Credential, validCredentialName().check)
+		checkOneCredential(sp.AtName("credential"), fmt.Sprintf("mcp_servers[%d]", i), "credential", s.Credential, "credential_env", s.CredentialEnv, diags)
 		if s.Name.IsUnknown() || s.Name.IsNull() {
 			continue
 		}

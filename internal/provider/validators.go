@@ -83,7 +83,7 @@ func validCredentialEnv() stringCheck {
 		if looksLikeCredential(s) {
 			return "the value looks like a credential, not a variable name. Put the credential in the harness's environment and name the variable here (for example OPENAI_API_KEY); rotate the credential, since it is now in your configuration"
 		}
-		return checkEnvVarName(s)
+		return checkCredentialEnv(s) // credential_validators.go: the harness's own rule
 	}}
 }
 
