@@ -290,7 +290,7 @@ func (x *Proxies) start(ctx context.Context, rec store.SandboxEgress, st *egress
 	cfg := egress.Config{
 		SandboxID: rec.SandboxID,
 		Policy:    policyOf(rec), // cidrs.go
-		Secrets:   x.secretSource(rec.Environment),
+		Secrets:   x.secretSource(rec.SessionID, rec.Environment),
 		State:     st,
 		Resolver:  x.cfg.Resolver, AllowAddrs: x.cfg.AllowAddrs, RootCAs: x.cfg.RootCAs, SystemRoots: x.cfg.SystemRoots,
 	}
@@ -336,8 +336,11 @@ func (x *Proxies) start(ctx context.Context, rec store.SandboxEgress, st *egress
 	return r, nil
 }
 
-// secretSource reads environment's secrets at each call, opened with the secret box.
-func (x *Proxies) secretSource(environment string) egress.SecretSource {
+// secretSource reads environment's secrets at each call, opened with the secret box,
+// for a sandbox of session sessionID: only while the owner of the session's agent may
+// use them (store.Environment.UsableBy), read at each call too, so that an environment
+// unshared under a running sandbox stops lending its secrets at the next request.
+func (x *Proxies) secretSource(sessionID, environment string) egress.SecretSource {
 	return func(ctx context.Context) ([]egress.Secret, error) {
 		box, err := x.secretBox(ctx)
 		if err != nil {
@@ -346,6 +349,11 @@ func (x *Proxies) secretSource(environment string) egress.SecretSource {
 		list, err := x.cfg.Store.ListSecrets(ctx, environment)
 		if err != nil {
 			return nil, err
+		}
+		if len(list) > 0 {
+			if err := x.mayUseSecrets(ctx, sessionID, environment); err != nil {
+				return nil, err
+			}
 		}
 		out := make([]egress.Secret, 0, len(list))
 		for _, s := range list {
@@ -357,6 +365,30 @@ func (x *Proxies) secretSource(environment string) egress.SecretSource {
 		}
 		return out, nil
 	}
+}
+
+// mayUseSecrets refuses the secrets of environment to the sandbox of session sessionID
+// unless the owner of the session's agent may use them. A session or agent that cannot
+// be read is refused too: no owner, no consent.
+func (x *Proxies) mayUseSecrets(ctx context.Context, sessionID, environment string) error {
+	sess, err := x.cfg.Store.GetSession(ctx, sessionID)
+	if err != nil {
+		return fmt.Errorf("session %s of the sandbox: %w", sessionID, err)
+	}
+	a, err := x.cfg.Store.GetAgent(ctx, sess.Agent)
+	if err != nil {
+		return fmt.Errorf("agent %q of session %s: %w", sess.Agent, sessionID, err)
+	}
+	env, err := x.cfg.Store.GetEnvironment(ctx, environment)
+	if err != nil {
+		return fmt.Errorf("environment %q of the sandbox: %w", environment, err)
+	}
+	env.HasSecrets = true // the caller read them
+	if !env.UsableBy(a.Owner) {
+		return fmt.Errorf("environment %q is owned by %q and its secrets are not shared with %q, the owner of agent %q (trueforge_environment.shared_with)",
+			environment, env.Owner, a.Owner, a.Name)
+	}
+	return nil
 }
 
 // Detach closes the proxy of sandboxID, if it runs here; forget also deletes its

@@ -42,6 +42,10 @@ func fixture(t testing.TB) (*store.Store, store.Environment, *secretbox.Box) {
 	if err := st.CreateSecret(ctx, store.Secret{ID: "web/TOKEN", Environment: "web", EnvName: "TOKEN", Hosts: []string{"api.example.com"}, ValueEnc: sealed}); err != nil {
 		t.Fatal(err)
 	}
+	// The session's agent is the environment owner's: its secrets are its own.
+	if err := st.CreateAgent(ctx, store.Agent{ID: "a", Name: "a", Owner: harnesstest.Owner, Environment: "web", Spec: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.CreateSession(ctx, store.Session{ID: "s-1", Agent: "a", Owner: harnesstest.Owner}); err != nil {
 		t.Fatal(err)
 	}
@@ -347,5 +351,42 @@ func TestEachSandboxHasItsOwnSocketDirectory(t *testing.T) {
 	}
 	if _, _, err := y.Attach(ctx, "s-1", "tf-s-1-1", env); err == nil || !strings.Contains(err.Error(), "not a directory owned by this user") {
 		t.Fatalf("attach through a planted sandbox directory link: %v", err)
+	}
+}
+
+// The proxy's secrets serve a sandbox only while the owner of its session's agent may
+// use them: an environment unshared, or an agent of another owner, gets an error (the
+// proxy then denies the request) instead of the values, at the very next read.
+func TestSecretSourceRefusesAnotherOwnersAgent(t *testing.T) {
+	st, env, _ := fixture(t)
+	ctx := context.Background()
+	x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: t.TempDir(), Helper: fakeHelper(t)})
+	if list, err := x.SecretSource("s-1", env.Name)(ctx); err != nil || len(list) != 1 || list[0].Value != "real-value-123" {
+		t.Fatalf("the owner's own agent: %v, %v; want its one secret", list, err)
+	}
+	if err := st.CreateAgent(ctx, store.Agent{ID: "b", Name: "thief", Owner: "team_a", Environment: "web", Spec: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSession(ctx, store.Session{ID: "s-2", Agent: "thief", Owner: "someone"}); err != nil {
+		t.Fatal(err)
+	}
+	src := x.SecretSource("s-2", env.Name)
+	if list, err := src(ctx); err == nil || len(list) != 0 || !strings.Contains(err.Error(), `not shared with "team_a"`) {
+		t.Fatalf("another owner's agent: %v, %v; want no secrets and an error naming the owner", list, err)
+	}
+	env, _ = st.GetEnvironment(ctx, env.Name)
+	env.SharedWith = []string{"team_a"}
+	if err := st.UpdateEnvironment(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := src(ctx); err != nil || len(list) != 1 {
+		t.Fatalf("shared with team_a: %v, %v; want the secret", list, err)
+	}
+	env.SharedWith = nil
+	if err := st.UpdateEnvironment(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := src(ctx); err == nil || len(list) != 0 {
+		t.Fatalf("unshared again: %v, %v; want no secrets", list, err)
 	}
 }

@@ -32,7 +32,7 @@ func BenchmarkSecretSource(b *testing.B) {
 			}
 		}
 		x := sandboxnet.New(sandboxnet.Config{Store: st, Dir: b.TempDir(), Helper: fakeHelper(b)})
-		fromStore := x.SecretSource(env.Name)
+		fromStore := x.SecretSource("s-1", env.Name)
 		want, err := fromStore(ctx)
 		if err != nil || len(want) != n {
 			b.Fatalf("store source: %d secrets, %v; want %d", len(want), err, n)
