@@ -67,7 +67,8 @@ var codeModeLimitsDescription = "What one Code Mode script (one `run_code` call)
 
 func codeModeLimitsSchema(inPlace string) schema.SingleNestedAttribute {
 	d := agentspec.DefaultCodeModeLimits()
-	limit := func(desc string, def, lo, hi int64) schema.Int64Attribute {
+	limit := func(desc string, def int64, field string) schema.Int64Attribute {
+		lo, hi := agentBound("code_mode_limits." + field)
 		return schema.Int64Attribute{
 			MarkdownDescription: fmt.Sprintf("%s %d to %d, defaults to %d.", desc, lo, hi, def),
 			Optional:            true,
@@ -83,11 +84,11 @@ func codeModeLimitsSchema(inPlace string) schema.SingleNestedAttribute {
 		Default:             objectdefault.StaticValue(codeModeLimitsObject(d)),
 		Attributes: map[string]schema.Attribute{
 			"call_timeout_seconds": limit("Seconds one MCP call of a script may take; past it the call raises an error in the script "+
-				"(the server may still carry it out: the call is recorded as unknown).", d.CallTimeoutSeconds, 1, agentspec.MaxCodeCallTimeoutSeconds),
-			"max_calls": limit("MCP calls one script may make; the call past it stops the script.", d.MaxCalls, 1, agentspec.MaxCodeMaxCalls),
+				"(the server may still carry it out: the call is recorded as unknown).", d.CallTimeoutSeconds, "call_timeout_seconds"),
+			"max_calls": limit("MCP calls one script may make; the call past it stops the script.", d.MaxCalls, "max_calls"),
 			"max_result_bytes": limit("Bytes of MCP results (JSON, after minimizing to the declared fields) one script may receive, all calls together; "+
-				"the result that passes it is withheld and the script stopped.", d.MaxResultBytes, 1024, agentspec.MaxCodeMaxResultBytes),
-			"run_timeout_seconds": limit("Seconds a script may run, its calls included.", d.RunTimeoutSeconds, 1, agentspec.MaxCodeRunTimeoutSeconds),
+				"the result that passes it is withheld and the script stopped.", d.MaxResultBytes, "max_result_bytes"),
+			"run_timeout_seconds": limit("Seconds a script may run, its calls included.", d.RunTimeoutSeconds, "run_timeout_seconds"),
 		},
 	}
 }

@@ -159,7 +159,7 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Optional:   true,
 				Computed:   true,
 				Default:    int64default.StaticInt64(agentspec.DefaultMaxTurns),
-				Validators: []validator.Int64{int64validator.Between(1, agentspec.MaxMaxTurns)},
+				Validators: []validator.Int64{int64validator.Between(agentBound("max_turns"))},
 			},
 			"token_budget": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("How many tokens (input plus output, summed over the steps) one user message may use before the harness stops the run. "+
@@ -167,7 +167,7 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Optional:   true,
 				Computed:   true,
 				Default:    int64default.StaticInt64(agentspec.DefaultTokenBudget),
-				Validators: []validator.Int64{int64validator.Between(agentspec.MinTokenBudget, agentspec.MaxTokenBudget)},
+				Validators: []validator.Int64{int64validator.Between(agentBound("token_budget"))},
 			},
 			"description": schema.StringAttribute{
 				MarkdownDescription: "What the agent is for, shown to users." + inPlace,

@@ -184,6 +184,17 @@ func (m *agentModel) validate(ctx context.Context, atApply bool, diags *diag.Dia
 	if sbKnown {
 		m.validateTimings(sb, atApply, diags)
 	}
+	// The harness's own check of every spec it reads, on the spec apply is about to
+	// store, read back as the harness reads it: a bound the schema above missed is
+	// caught here, not by the harness later.
+	if atApply && !diags.HasError() {
+		_, raw := m.spec(ctx)
+		if s, err := agentspec.Decode(raw); err == nil {
+			if err := s.CheckBounds(); err != nil {
+				diags.AddError("Agent Limit Out Of Bounds", fmt.Sprintf("Agent %q: %s.", s.Name, err))
+			}
+		}
+	}
 }
 
 // validateTimings checks idle <= archive <= delete (and, at apply, each >= 1).

@@ -113,7 +113,7 @@ type Agent struct {
 }
 
 // ErrNotReady is returned (wrapped) when the agent's environment is missing or its
-// snapshot is not Ready.
+// snapshot is not Ready, or its stored spec is past the provider's bounds.
 var ErrNotReady = errors.New("environment not ready")
 
 // Load reads an agent and checks that what it needs is published and Ready.
@@ -134,6 +134,11 @@ func Load(ctx context.Context, st *store.Store, name string) (*Agent, error) {
 	spec, err := agentspec.Decode(row.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: the stored spec is not valid JSON (apply the configuration again to rewrite it): %w", name, err)
+	}
+	// The row may have been written past terraform (psql, another writer): it gets no
+	// more than a configuration could, and nothing runs until it is fixed.
+	if err := checkBounds(name, spec); err != nil {
+		return nil, err
 	}
 	a := &Agent{Name: row.Name, Owner: row.Owner, Spec: SpecOf(spec)}
 	if !spec.Sandbox.Enabled {
