@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/codemode"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
@@ -395,8 +396,10 @@ func TestCodeModeLimits(t *testing.T) {
 			map[string]any{"call_timeout_seconds": 1}, []string{"exit code 0", "caught:", "code_mode_limits.call_timeout_seconds"}, 1},
 		{"run_timeout", "import time\ntime.sleep(30)\nprint('never')",
 			map[string]any{"run_timeout_seconds": 1}, []string{"stopped:", "code_mode_limits.run_timeout_seconds"}, 0},
-		{"max_result_bytes", "for i in range(10):\n    kb.population(city=str(i))\nprint('never')",
-			map[string]any{"max_result_bytes": 25}, []string{"stopped:", "passed 25 bytes", "code_mode_limits.max_result_bytes"}, 3},
+		// 9 bytes a result ("2100000" as JSON): the 114th passes the least bound the
+		// provider (and so the harness) accepts.
+		{"max_result_bytes", "for i in range(1000):\n    kb.population(city=str(i))\nprint('never')",
+			map[string]any{"max_result_bytes": agentspec.MinCodeMaxResultBytes, "max_calls": 1000}, []string{"stopped:", "passed 1024 bytes", "code_mode_limits.max_result_bytes"}, 114},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
