@@ -13,6 +13,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/termsafe"
 )
 
 func newFilesCmd(g *globals) *cobra.Command {
@@ -35,7 +36,7 @@ func newFilesCmd(g *globals) *cobra.Command {
 			tw := newTable(out)
 			fmt.Fprintln(tw, "OFFERED FILE\tSIZE\tSHA256\tCLASSIFICATION\tEXPIRES\tSNAPSHOT\tSOURCE EVENT\tCOMMANDS\tMANIFEST\tSESSION INSTALLS")
 			for _, a := range doc.Offered {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\t%s\n", a.Path, a.Size, a.SHA256[:min(16, len(a.SHA256))], a.Classification,
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\t%s\n", termsafe.Line(a.Path), a.Size, a.SHA256[:min(16, len(a.SHA256))], a.Classification,
 					a.ExpiresAt.Format(time.RFC3339), a.Snapshot, a.SourceEvent, len(a.Commands), lineageCells(a))
 			}
 			tw.Flush()
@@ -48,7 +49,7 @@ func newFilesCmd(g *globals) *cobra.Command {
 			default:
 				fmt.Fprintf(out, "\nworkspace of %s (%s):\n", ws.Sandbox, ws.State)
 				for _, f := range ws.Files {
-					fmt.Fprintf(out, "  %s\t%d\t%s\n", f.Mode, f.Size, f.Path)
+					fmt.Fprintf(out, "  %s\t%d\t%s\n", f.Mode, f.Size, termsafe.Line(f.Path))
 				}
 			}
 			return nil
@@ -105,7 +106,11 @@ func newFilesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if dest == "" || dest == "-" {
-				_, err = cmd.OutOrStdout().Write(data)
+				out, escaped := rawOut(cmd)
+				if escaped {
+					fmt.Fprintln(cmd.ErrOrStderr(), "stdout is a terminal: control characters are shown escaped; use --dest FILE or a redirect for the exact bytes")
+				}
+				_, err = out.Write(data)
 				return err
 			}
 			return os.WriteFile(dest, data, 0o644)

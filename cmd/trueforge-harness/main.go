@@ -19,6 +19,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/netd"
+	"github.com/trueforge/terraform-provider-trueforge/internal/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -42,7 +43,8 @@ func main() {
 		// A bare exit status was said already (the run's own events say why it ended).
 		var ec exitCode
 		if !errors.As(err, &ec) {
-			fmt.Fprintln(os.Stderr, "Error:", err)
+			// An error may quote a model's, a server's or a sandbox's text.
+			fmt.Fprintln(termsafe.NewWriter(os.Stderr), "Error:", err)
 		}
 		os.Exit(exitStatus(err))
 	}

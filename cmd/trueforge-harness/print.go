@@ -7,10 +7,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/termsafe"
 )
 
 // printer renders a session's events for people (or as JSON lines).
@@ -126,7 +128,7 @@ func (p *printer) render(e store.Event, textShown bool) {
 			fmt.Fprintf(w, "%s: %s\n", sp, v.Text)
 		}
 		for _, c := range v.ToolCalls {
-			fmt.Fprintf(w, "  -> %s %s\n", c.Name, clip(plainJSON(c.Arguments), 200))
+			fmt.Fprintf(w, "  -> %s %s\n", termsafe.Line(c.Name), termsafe.Line(clip(plainJSON(c.Arguments), 200)))
 		}
 	case events.ToolResult:
 		mark := "<-"
@@ -137,10 +139,10 @@ func (p *printer) render(e store.Event, textShown bool) {
 		if v.Truncated {
 			extra = fmt.Sprintf(" (cut for the model from %d bytes; full output: sessions show SESSION --tool-output %s)", v.FullSize, v.ID)
 		}
-		fmt.Fprintf(w, "  %s %s%s\n%s\n", mark, v.Name, extra, indent(clipLines(v.Text, 12), "     "))
+		fmt.Fprintf(w, "  %s %s%s\n%s\n", mark, termsafe.Line(v.Name), extra, indent(clipLines(v.Text, 12), "     "))
 		if a := v.Artifact; a != nil {
 			fmt.Fprintf(w, "  [download] %s: %d bytes, sha256 %s, %s, expires %s, snapshot %s\n",
-				a.Path, a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID)
+				termsafe.Line(a.Path), a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID)
 		}
 	case events.Usage:
 		fmt.Fprintf(w, "  · tokens: step %d in / %d out; this turn %d / %d\n", v.Step.InputTokens, v.Step.OutputTokens, v.RunInputTokens, v.RunOutputTokens)
@@ -259,6 +261,10 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	// At a rune boundary: half a rune would be shown as the escapes of its bytes.
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
 	return s[:n] + "…"
 }
 
@@ -284,9 +290,9 @@ func (p *printer) renderMCPCall(c events.MCPCall) {
 	if c.Late {
 		when = " (after its script ended)"
 	}
-	fmt.Fprintf(p.w, "  [mcp] %s call %d for %s%s: %s in %d ms", c.Tool, c.Call, c.User, when, what, c.DurationMS)
+	fmt.Fprintf(p.w, "  [mcp] %s call %d for %s%s: %s in %d ms", termsafe.Line(c.Tool), c.Call, c.User, when, what, c.DurationMS)
 	if c.Error != "" && c.Outcome != events.OutcomeCompleted {
-		fmt.Fprintf(p.w, ": %s", clip(c.Error, 200))
+		fmt.Fprintf(p.w, ": %s", termsafe.Line(clip(c.Error, 200)))
 	}
 	fmt.Fprintln(p.w)
 }

@@ -60,6 +60,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRunCmd(g), newChatCmd(g), newAgentsCmd(g), newEnvironmentsCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newSnapshotsCmd(g),
 		newServeCmd(g), newUsersCmd(g), newDBCmd(g), newVersionCmd())
 	markUsageErrors(root)
+	safeOutput(root)
 	return root
 }
 
