@@ -22,11 +22,15 @@ func secureSQLiteFiles(path string) error {
 	if path == ":memory:" {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, sqliteFileMode)
-	if err != nil {
-		return fmt.Errorf("creating database %s: %w", path, err)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, sqliteFileMode)
+		if err != nil && !errors.Is(err, fs.ErrExist) { // another process's open made it first
+			return fmt.Errorf("creating database %s: %w", path, err)
+		}
+		if f != nil {
+			f.Close()
+		}
 	}
-	f.Close()
 	for _, p := range []string{path, path + "-wal", path + "-shm"} {
 		fi, err := os.Stat(p)
 		if errors.Is(err, fs.ErrNotExist) {
