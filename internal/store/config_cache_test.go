@@ -99,7 +99,7 @@ func seedPlane(t *testing.T, st *Store, owner string, n int) (envs, secrets, age
 	agents = append(agents, "nosandbox")
 	// Volumes and a registry, read from the providers' row by the cache.
 	must(t, st.CreateVolume(ctx, Volume{Name: "vol-b", Provider: "local", Owner: owner, RemoteID: "rb"}))
-	must(t, st.CreateVolume(ctx, Volume{Name: "vol-a", Provider: "local", Owner: owner, RemoteID: "ra"}))
+	must(t, st.CreateVolume(ctx, Volume{Name: "vol-a", Provider: "local", Owner: owner, RemoteID: "ra", SizeGB: 3, SharedWith: []string{"team_b", ShareAll}}))
 	must(t, st.CreateRegistry(ctx, Registry{Name: "reg-a", Provider: "local", Owner: owner, URL: "registry.example.com", Username: "u",
 		PasswordEnc: []byte{0, 1, 0xfe, 'x'}, Project: "p", RemoteID: "r1"}))
 	return envs, secrets, agents, []string{"snap-1", "snap-rel", "snap-orphan"}
