@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/termsafe"
 )
 
 // Shell completion (cobra's `completion bash|zsh|fish|powershell`) completes agent names
@@ -20,7 +21,14 @@ func (g *globals) completeAgents(cmd *cobra.Command, args []string, _ string) ([
 	}
 	var names []string
 	g.withCompletionStore(cmd, func(st *store.Store, _ string) {
-		names, _ = st.ListAgentNames(context.Background())
+		all, _ := st.ListAgentNames(context.Background())
+		for _, n := range all {
+			// A name written past the provider's checks with control characters is
+			// not offered: the shell would insert it raw, and it cannot be typed.
+			if termsafe.Line(n) == n {
+				names = append(names, n)
+			}
+		}
 	})
 	return names, cobra.ShellCompDirectiveNoFileComp
 }
@@ -47,7 +55,7 @@ func (g *globals) sessionIDs(cmd *cobra.Command) []string {
 			return
 		}
 		for _, s := range ss {
-			ids = append(ids, s.ID+"\t"+s.Agent)
+			ids = append(ids, s.ID+"\t"+termsafe.Line(s.Agent))
 		}
 	})
 	return ids
