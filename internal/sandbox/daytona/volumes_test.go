@@ -23,9 +23,14 @@ func TestVolumeStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "cache"})
+	// A size is not sent: CreateVolumeDto of v0.190 has only a name (the emulator refuses
+	// any other property), and the plan check says it is not enforced.
+	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "cache", SizeMB: 10 << 10})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if p := testBackend().CheckVolume(ctx, sandbox.ProviderConfig{Name: "d"}, "cache", 10); len(p) != 1 || !p[0].Warning || p[0].Attribute != "size" {
+		t.Fatalf("CheckVolume of a sized Daytona volume: %+v; want one warning on size", p)
 	}
 	if v.Name != "trueforge-cache" || v.State != daytona.VolumeReady || srv.VolumeState(v.ID) != "ready" {
 		t.Fatalf("created volume %+v (emulator: %s); want trueforge-cache, ready", v, srv.VolumeState(v.ID))
