@@ -1,22 +1,23 @@
-# An agent with a sandbox cloned from the python environment. The model API key stays in
-# the harness's environment: the agent only names the variable.
+# An agent with a sandbox cloned from the python environment. The model API key and the
+# MCP token stay in the harness: the agent only names credentials that the harness
+# operator declares in its --credentials file, each bound to its origins and owners.
 resource "trueforge_agent" "coder" {
   name         = "coder"
   description  = "Writes and runs Python against GitHub repositories."
   instructions = "You are a careful engineer. Run the tests before you answer."
 
   model = {
-    provider    = "anthropic"
-    name        = "claude-sonnet-4-5"
-    api_key_env = "ANTHROPIC_API_KEY"
+    provider           = "anthropic"
+    name               = "claude-sonnet-4-5"
+    api_key_credential = "anthropic"
   }
 
   mcp_servers = [
     {
-      name           = "github"
-      url            = "https://api.githubcopilot.com/mcp/"
-      credential_env = "GITHUB_MCP_TOKEN"
-      allowed_tools  = ["get_file_contents", "search_code"]
+      name          = "github"
+      url           = "https://api.githubcopilot.com/mcp/"
+      credential    = "github"
+      allowed_tools = ["get_file_contents", "search_code"]
     },
   ]
 
