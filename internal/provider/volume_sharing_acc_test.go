@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
@@ -31,7 +32,10 @@ type volumePlane struct {
 }
 
 // teamBVolumeHCL is team B's volume cache, shared as given ("" leaves shared_with out).
-func teamBVolumeHCL(sharedWith string) string {
+func teamBVolumeHCL(sharedWith string) string { return teamBVolumeSized(sharedWith, 1) }
+
+// teamBVolumeSized is teamBVolumeHCL of size GB.
+func teamBVolumeSized(sharedWith string, size int) string {
 	extra := ""
 	if sharedWith != "" {
 		extra = "  shared_with = " + sharedWith + "\n"
@@ -40,9 +44,9 @@ func teamBVolumeHCL(sharedWith string) string {
 resource "trueforge_volume" "cache" {
   name             = "cache"
   sandbox_provider = trueforge_sandbox_provider.local.name
-  size             = 1
+  size             = %d
 %s}
-`, extra)
+`, size, extra)
 }
 
 // teamAVolumeHCL is team A's own environment, mounting team B's volume by name.
@@ -112,6 +116,20 @@ func testVolumeSharing(t *testing.T, p volumePlane) {
 				ImportStateId:           "cache",
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				// Growing is in place; shrinking replaces.
+				Config: p.configAs(p.teamB, teamBVolumeSized(fmt.Sprintf("[%q]", p.teamA), 2)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("size"), knownvalue.Int64Exact(2))},
+			},
+			{
+				Config: p.configAs(p.teamB, teamBVolumeSized(fmt.Sprintf("[%q]", p.teamA), 1)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionReplace),
+				}},
 			},
 		},
 	})
