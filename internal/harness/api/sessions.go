@@ -75,6 +75,9 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request, _ *caller) e
 				why = s.envNotReady(ctx, env)
 				ready[env] = why
 			}
+			if why == "" {
+				why = s.envNotUsable(ctx, env, row.Owner, name)
+			}
 			a.Ready, a.NotReady = why == "", why
 		}
 		out = append(out, a)
@@ -99,6 +102,16 @@ func (s *Server) envNotReady(ctx context.Context, name string) string {
 	return ""
 }
 
+// envNotUsable says why agent, owned by owner, may not run on environment name ("" when
+// it may): its secrets are its owner's unless shared (store.Environment.UsableBy).
+func (s *Server) envNotUsable(ctx context.Context, name, owner, agent string) string {
+	env, err := s.cfg.Store.GetEnvironment(ctx, name)
+	if err != nil || env.UsableBy(owner) {
+		return ""
+	}
+	return fmt.Sprintf("environment %q has secrets that its owner %q does not share with %q, the owner of agent %q", name, env.Owner, owner, agent)
+}
+
 // environmentJSON is a Ready environment a session may be created on.
 type environmentJSON struct {
 	Name            string `json:"name"`
@@ -110,15 +123,33 @@ type environmentJSON struct {
 	Reserved        bool   `json:"reserved"`
 }
 
-// listEnvironments lists the Ready environments (only those may be chosen).
+// listEnvironments lists the Ready environments (only those may be chosen) that agent
+// ?agent= may run on: without secrets, its owner's, or shared with its owner. Without
+// ?agent=, those every agent may run on (no secrets, or shared with "*"): an
+// environment's secrets are not offered to a session of an agent whose owner was not
+// given them.
 func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request, _ *caller) error {
 	ctx := r.Context()
+	who := "" // no owner: only what everyone may use
+	if name := r.URL.Query().Get("agent"); name != "" {
+		row, err := s.cfg.Store.GetAgent(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return errorf(http.StatusUnprocessableEntity, CodeUnknownAgent, "agent %q (query parameter \"agent\") is not published; GET /api/v1/agents lists the agents", name)
+		}
+		if err != nil {
+			return err
+		}
+		who = row.Owner
+	}
 	envs, err := s.cfg.Store.ListEnvironments(ctx)
 	if err != nil {
 		return err
 	}
 	out := []environmentJSON{}
 	for _, e := range envs {
+		if !e.UsableBy(who) {
+			continue
+		}
 		snap, err := s.cfg.Store.GetSnapshot(ctx, e.SnapshotID)
 		if err != nil || snap.Status != sandbox.StatusReady {
 			continue
@@ -222,6 +253,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c *caller
 		}
 		if why := s.envNotReady(ctx, req.Environment); why != "" {
 			return errorf(http.StatusUnprocessableEntity, CodeBadEnvironment, "%s; only a Ready environment may be chosen (GET /api/v1/environments lists them)", why)
+		}
+		if why := s.envNotUsable(ctx, req.Environment, a.Owner, a.Name); why != "" {
+			return errorf(http.StatusUnprocessableEntity, CodeBadEnvironment, "field \"environment\": %s, so it cannot be chosen for this agent's session (GET /api/v1/environments?agent=%s lists those it may use)",
+				why, a.Name)
 		}
 	}
 	ss := store.Session{ID: "s-" + randomHex(8), Agent: a.Name, Owner: c.user.Name, Replay: a.IsReplay(), Environment: req.Environment}

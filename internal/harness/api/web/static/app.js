@@ -22,6 +22,7 @@ const state = {
   me: null, // {user, admin, csrf}
   agents: [],
   envs: [],
+  envsFor: {}, // agent -> the environments it may run on (null while loading)
   sessions: [],
   session: null, // the open session ({id, agent, ...}); null on a new chat
   draftAgent: '',
@@ -508,6 +509,22 @@ function toggleTools(open) {
   }
 }
 
+// envsFor is the environments agent may run on (GET /environments?agent=): one with
+// secrets is offered only to agents whose owner may use them. The first call loads them
+// and renders the panels again.
+function envsFor(agent) {
+  if (!(agent in state.envsFor)) {
+    state.envsFor[agent] = null;
+    api('GET', '/environments?agent=' + encodeURIComponent(agent))
+      .then((r) => listOf(r, 'environments'), () => [])
+      .then((list) => {
+        state.envsFor[agent] = list;
+        renderToolsMenu();
+      });
+  }
+  return state.envsFor[agent] || [];
+}
+
 function selectTab(which) {
   for (const t of ['env', 'agent']) {
     $('tab-' + t).setAttribute('aria-selected', String(t === which));
@@ -534,7 +551,7 @@ function renderToolsMenu() {
       return h('label.env-opt', { for: id, dataset: { env: value } }, input, h('span.env-text', h('span.env-name', title), h('span.env-detail', detail)));
     };
     list.append(opt('', `Agent default (${agent.environment || 'default'})`, 'The environment the agent was published with'));
-    const ready = state.envs.filter((e) => e.name !== agent.environment);
+    const ready = envsFor(agent.name).filter((e) => e.name !== agent.environment);
     for (const e of ready) {
       list.append(opt(e.name, e.name, [e.image, e.cpu ? `${e.cpu} CPU` : '', e.memory ? `${e.memory} GB memory` : '', e.disk ? `${e.disk} GB disk` : ''].filter(Boolean).join(' · ')));
     }

@@ -1,0 +1,118 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// seedSharing adds, beside seedNoSandbox's, Ready environments gpu (no secrets) and b-env
+// (team_b's, with a secret), and two agents on gpu: a-agent of team_a and b-agent of
+// team_b. Owners are set by hand, as another team's apply would have written them.
+func seedSharing(t *testing.T, st *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	harnesstest.AddEnvironment(t, st, "gpu", "Ready")
+	harnesstest.AddEnvironment(t, st, "b-env", "Ready")
+	harnesstest.AddAgent(t, st, "a-agent", "gpu", harnesstest.AgentSpec{"model": script(), "sandbox": harnesstest.Sandbox("gpu", 5, 10, 20)})
+	harnesstest.AddAgent(t, st, "b-agent", "gpu", harnesstest.AgentSpec{"model": script(), "sandbox": harnesstest.Sandbox("gpu", 5, 10, 20)})
+	for _, q := range []string{
+		`INSERT INTO owners(name, created_at) VALUES ('team_a', 0), ('team_b', 0) ON CONFLICT DO NOTHING`,
+		`UPDATE environments SET owner = 'team_b' WHERE name = 'b-env'`,
+		`UPDATE agents SET owner = 'team_a' WHERE name = 'a-agent'`,
+		`UPDATE agents SET owner = 'team_b' WHERE name = 'b-agent'`,
+	} {
+		if _, err := st.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, st.CreateSecret(ctx, store.Secret{ID: store.SecretID("b-env", "B_TOKEN"), Environment: "b-env", EnvName: "B_TOKEN",
+		Hosts: []string{"b.example.com"}, ValueEnc: []byte("sealed")}))
+}
+
+func envNames(t *testing.T, f *fixture, query string) []string {
+	t.Helper()
+	r := f.req("GET", "/api/v1/environments"+query, "alice", nil)
+	want(t, "environments"+query, r, http.StatusOK, "")
+	var body struct{ Environments []struct{ Name string } }
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range body.Environments {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// checkSharingAPI is issue 23's attack through the API: a user's session of team A's
+// agent cannot pick team B's environment, which has a secret (422 naming the field),
+// and the environment list does not offer it; once team B shares it, both do. owner is
+// a store that may change team B's environment.
+func checkSharingAPI(t *testing.T, f *fixture, owner *store.Store) {
+	ctx := context.Background()
+	if got := envNames(t, f, "?agent=a-agent"); !slices.Contains(got, "gpu") || slices.Contains(got, "b-env") {
+		t.Fatalf("environments for team A's agent: %v; want gpu and not b-env", got)
+	}
+	if got := envNames(t, f, ""); slices.Contains(got, "b-env") {
+		t.Fatalf("environments for no agent: %v; want no environment with unshared secrets", got)
+	}
+	if got := envNames(t, f, "?agent=b-agent"); !slices.Contains(got, "b-env") {
+		t.Fatalf("environments for team B's agent: %v; want b-env", got)
+	}
+	want(t, "an unknown agent", f.req("GET", "/api/v1/environments?agent=nope", "alice", nil), http.StatusUnprocessableEntity, api.CodeUnknownAgent)
+
+	r := f.req("POST", "/api/v1/sessions", "alice", map[string]any{"agent": "a-agent", "environment": "b-env"})
+	want(t, "team A's agent on team B's environment", r, http.StatusUnprocessableEntity, api.CodeBadEnvironment)
+	if msg := string(r.body); !strings.Contains(msg, `field \"environment\"`) || !strings.Contains(msg, `\"team_b\" does not share with \"team_a\"`) {
+		t.Fatalf("refusal %s; want the field and both owners named", msg)
+	}
+	want(t, "team B's agent on its own environment", f.req("POST", "/api/v1/sessions", "alice", map[string]any{"agent": "b-agent", "environment": "b-env"}),
+		http.StatusCreated, "")
+
+	env, err := owner.GetEnvironment(ctx, "b-env")
+	must(t, err)
+	env.SharedWith = []string{"team_a"}
+	must(t, owner.UpdateEnvironment(ctx, env))
+	if got := envNames(t, f, "?agent=a-agent"); !slices.Contains(got, "b-env") {
+		t.Fatalf("environments for team A's agent once shared: %v; want b-env", got)
+	}
+	want(t, "team A's agent on team B's shared environment", f.req("POST", "/api/v1/sessions", "alice", map[string]any{"agent": "a-agent", "environment": "b-env"}),
+		http.StatusCreated, "")
+}
+
+func TestSessionEnvironmentMustBeShared(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	seedSharing(t, f.st)
+	checkSharingAPI(t, f, f.st)
+}
+
+// The same on PostgreSQL, the API serving as a harness role.
+func TestSessionEnvironmentMustBeSharedOnPostgreSQL(t *testing.T) {
+	c := pgtest.Get(t)
+	admin := c.Database(t)
+	ctx := context.Background()
+	owner, err := store.Open(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	role := c.Role(t, "harness")
+	must(t, owner.ApplyRoles(ctx, store.HarnessRole, role))
+	seedNoSandbox(t, owner)
+	seedSharing(t, owner)
+	asHarness, err := store.Open(ctx, c.URL(pgtest.Name(admin), role))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asHarness.Close()
+	checkSharingAPI(t, newFixture(t, fixtureOpts{st: asHarness}), owner)
+}
