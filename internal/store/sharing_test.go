@@ -134,6 +134,14 @@ func TestRLSEnvironmentSecretsNeedSharing(t *testing.T) {
 		t.Fatalf("bob rewriting his agent on py after alice unshared it: %v; want ErrForbidden", err)
 	}
 
+	// Alice adds a secret to plain, which bob's agent already uses: not refused (the
+	// row is bob's), but the harness no longer finds plain usable by bob.
+	must(t, b.CreateAgent(ctx, Agent{ID: "a5", Name: "bobs-plain", Owner: p.bob, Environment: "plain", Spec: []byte("{}")}))
+	must(t, a.CreateSecret(ctx, Secret{ID: SecretID("plain", "LATE"), Environment: "plain", EnvName: "LATE", ValueEnc: []byte("sealed")}))
+	if plain, err := p.asHarness.GetEnvironment(ctx, "plain"); err != nil || !plain.HasSecrets || plain.UsableBy(p.bob) {
+		t.Fatalf("plain after alice added a secret, as the harness reads it: %+v, %v; want HasSecrets and not usable by bob", plain, err)
+	}
+
 	// "*" shares with every team.
 	env.SharedWith = []string{ShareAll}
 	must(t, a.UpdateEnvironment(ctx, env))
