@@ -69,6 +69,10 @@ func (b *Backend) CheckVolume(_ context.Context, p sandbox.ProviderConfig, name 
 			"(e2fsprogs installed, no shared snapshot directory); to refuse such volumes instead, set require_limits = true on sandbox provider %q.", p.Name)}}
 }
 
+// ErrVolumeSizeUnenforced is wrapped when a volume with a size is refused because this
+// host cannot keep it to that size and limits are required.
+var ErrVolumeSizeUnenforced = errors.New("volume size cannot be enforced")
+
 // ErrRegistries is why the local backend has no registries.
 var ErrRegistries = fmt.Errorf("the local backend runs only the platform image; remote images and registries need a daytona provider: %w", sandbox.ErrUnsupported)
 
@@ -93,7 +97,10 @@ func (s volumeStore) Create(ctx context.Context, spec sandbox.VolumeSpec) (sandb
 	why := ""
 	if spec.SizeMB > 0 {
 		if why = volumeSizeUnenforced(s.shared); why != "" && s.require {
-			return sandbox.Volume{}, &UnenforcedError{Limits: []sandbox.UnenforcedLimit{{Limit: "volume", Reason: why}}}
+			return sandbox.Volume{}, fmt.Errorf("local: volume %s: its size (%d MiB) cannot be enforced on this host, and limits are required "+
+				"(the sandbox provider's require_limits): %s. Create it as root with e2fsprogs installed and the volumes outside a shared "+
+				"snapshot directory, or set require_limits = false on the sandbox provider to keep it without a cap: %w",
+				name, spec.SizeMB, why, ErrVolumeSizeUnenforced)
 		}
 	}
 	// What a sandbox writes into a volume is stored as the runtime's user: root, when

@@ -200,9 +200,8 @@ func TestAttackVolumeFill(t *testing.T) {
 	const sizeMB = 16
 	if why := volumeSizeUnenforced(false); why != "" {
 		req := volumeStore{dir: vs.dir, require: true}
-		var ue *UnenforcedError
-		if _, err := req.Create(ctx, sandbox.VolumeSpec{Name: "capped", SizeMB: sizeMB}); !errors.As(err, &ue) {
-			t.Fatalf("a volume whose size cannot be enforced, limits required: %v, want an UnenforcedError", err)
+		if _, err := req.Create(ctx, sandbox.VolumeSpec{Name: "capped", SizeMB: sizeMB}); !errors.Is(err, ErrVolumeSizeUnenforced) {
+			t.Fatalf("a volume whose size cannot be enforced, limits required: %v, want ErrVolumeSizeUnenforced", err)
 		}
 		v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "capped", SizeMB: sizeMB})
 		if err != nil {
