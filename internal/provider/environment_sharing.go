@@ -43,25 +43,12 @@ func checkEnvironmentSharing(agent, who string, env store.Environment, diags *di
 // whose agents use it, that those agents lose it: the harness refuses them until the
 // environment is shared again or they select another. Unsharing is not refused:
 // consent is the owner's to withdraw.
-func (r *environmentResource) warnUnshared(ctx context.Context, name string, before, after []string, diags *diag.Diagnostics) {
+func (r *environmentResource) warnUnshared(ctx context.Context, name string, after []string, diags *diag.Diagnostics) {
 	env, err := r.cp.store.GetEnvironment(ctx, name)
 	if err != nil || !env.HasSecrets {
 		return
 	}
-	names, err := r.cp.store.AgentsUsing(ctx, name)
-	if err != nil {
-		return
-	}
-	var lost []string
-	for _, n := range names {
-		a, err := r.cp.store.GetAgent(ctx, n)
-		if err != nil {
-			continue
-		}
-		if store.UsableBy(env.Owner, before, a.Owner) && !store.UsableBy(env.Owner, after, a.Owner) {
-			lost = append(lost, fmt.Sprintf("%s (owner %s)", a.Name, a.Owner))
-		}
-	}
+	lost := agentsLosing(ctx, r.cp.store, env, func(who string) bool { return store.UsableBy(env.Owner, after, who) })
 	if len(lost) == 0 {
 		return
 	}
@@ -69,4 +56,41 @@ func (r *environmentResource) warnUnshared(ctx context.Context, name string, bef
 		fmt.Sprintf("Environment %q has secrets and will no longer be shared with the owners of agent(s) %s. The harness will refuse to create sandboxes for them "+
 			"and its egress proxy stops sending the secrets for their running sandboxes; their owners must select another environment, or keep them in shared_with.",
 			name, strings.Join(lost, ", ")))
+}
+
+// warnFirstSecret warns, when a secret is added to an environment without secrets that
+// other owners' agents use and shared_with does not name, that those agents lose it.
+// Adding it is not refused: the secret is the owner's.
+func warnFirstSecret(ctx context.Context, st *store.Store, env store.Environment, diags *diag.Diagnostics) {
+	if env.HasSecrets {
+		return // whom it serves does not change
+	}
+	lost := agentsLosing(ctx, st, env, func(who string) bool { return store.UsableBy(env.Owner, env.SharedWith, who) })
+	if len(lost) == 0 {
+		return
+	}
+	diags.AddAttributeWarning(path.Root("environment"), "Agents Lose This Environment",
+		fmt.Sprintf("Environment %q has no secrets yet and is used by agent(s) %s of other owners, which its shared_with does not name. Once this secret is added, "+
+			"the harness refuses to create sandboxes for them; add their owners to the environment's shared_with if they should keep it.",
+			env.Name, strings.Join(lost, ", ")))
+}
+
+// agentsLosing lists, as "name (owner owner)", the agents on env whose owners may use it
+// now and would not where usable says no.
+func agentsLosing(ctx context.Context, st *store.Store, env store.Environment, usable func(who string) bool) []string {
+	names, err := st.AgentsUsing(ctx, env.Name)
+	if err != nil {
+		return nil
+	}
+	var lost []string
+	for _, n := range names {
+		a, err := st.GetAgent(ctx, n)
+		if err != nil {
+			continue
+		}
+		if env.UsableBy(a.Owner) && !usable(a.Owner) {
+			lost = append(lost, fmt.Sprintf("%s (owner %s)", a.Name, a.Owner))
+		}
+	}
+	return lost
 }

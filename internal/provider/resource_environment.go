@@ -331,7 +331,7 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 	if !plan.SharedWith.IsUnknown() && !plan.SharedWith.Equal(state.SharedWith) {
-		r.warnUnshared(ctx, state.Name.ValueString(), setFrom(ctx, state.SharedWith), setFrom(ctx, plan.SharedWith), &resp.Diagnostics) // environment_sharing.go
+		r.warnUnshared(ctx, state.Name.ValueString(), setFrom(ctx, plan.SharedWith), &resp.Diagnostics) // environment_sharing.go
 	}
 	rebuild := !known || plan.BuildHash.ValueString() != state.BuildHash.ValueString() ||
 		state.Status.ValueString() == sandbox.StatusFailed || state.SnapshotID.ValueString() == ""

@@ -157,6 +157,9 @@ func (r *secretResource) checkEnvironment(ctx context.Context, name string, addi
 		r.cp.addOwnerError(diags, "Environment", name, env.Owner, "changed (its secrets are part of it)")
 		return true
 	}
+	if adding && planning {
+		warnFirstSecret(ctx, r.cp.store, env, diags) // environment_sharing.go
+	}
 	if adding && env.BlockAll && planning {
 		diags.AddAttributeWarning(path.Root("environment"), "Environment Blocks All Network",
 			fmt.Sprintf("Environment %q has network.block_all = true now. Unless this apply turns it off first, adding this secret will fail: secrets cannot be added while block_all is on.", name))
