@@ -302,6 +302,7 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 					"environment": schema.StringAttribute{
 						MarkdownDescription: "The environment sandboxes are cloned from; it must be Ready when selected. Reference `trueforge_environment.<name>.name` " +
 							"so Terraform creates it first. Defaults to `default`. An environment that rebuilds later does not block edits of an agent already using it. " +
+							"Another owner's environment that has secrets may be selected only when its `shared_with` names this provider's `owner` (or `\"*\"`). " +
 							"Used only with `enabled = true`: while the sandbox is off, the environment is not checked or referenced, and need not exist.",
 						Optional:   true,
 						Computed:   true,
