@@ -1,8 +1,9 @@
 // Package mcptools exposes an agent's MCP servers to its model as tools, through the
 // MCP Go SDK's streamable HTTP client. The harness is the MCP client: each server's
-// credential is read from the harness environment variable the agent names
-// (credential_env) and sent as a bearer token by the HTTP transport at each request, so
-// it never enters a sandbox, the store or a log, and a rotated value is picked up at once.
+// credential (the agent's credential, or credential_env in the older form) is read from
+// the harness environment variable it grants and sent as a bearer token by the HTTP
+// transport at each request, so it never enters a sandbox, the store or a log, and a
+// rotated value is picked up at once.
 //
 // The credential is the harness operator's and reaches only an origin it is bound to:
 // before connecting, Options.Credentials (agents.Authority) decides it from the

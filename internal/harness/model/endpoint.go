@@ -40,7 +40,7 @@ func (e Endpoint) Complete(api, example, keyEnv string) (Endpoint, error) {
 func (e Endpoint) Key() (string, error) {
 	key := e.Getenv(e.KeyEnv)
 	if key == "" {
-		return "", fmt.Errorf("%w: export %s in the harness's environment (the agent's model.api_key_env)", ErrNoKey, e.KeyEnv)
+		return "", fmt.Errorf("%w: export %s in the harness's environment (the variable of the agent's model key: model.api_key_credential's, or model.api_key_env)", ErrNoKey, e.KeyEnv)
 	}
 	return key, nil
 }
