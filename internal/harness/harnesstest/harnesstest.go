@@ -269,6 +269,14 @@ func (c *Counting) UnenforcedLimits(lim sandbox.Limits) []sandbox.UnenforcedLimi
 	return nil
 }
 
+// UnenforcedVolumes passes sandbox.VolumeLimitReporter through to the wrapped runtime.
+func (c *Counting) UnenforcedVolumes(mounts []sandbox.VolumeMount) []sandbox.UnenforcedLimit {
+	if r, ok := c.Runtime.(sandbox.VolumeLimitReporter); ok {
+		return r.UnenforcedVolumes(mounts)
+	}
+	return nil
+}
+
 // Source adapts Counting to lifecycle.RuntimeSource.
 type Source struct{ C *Counting }
 

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,6 +75,12 @@ func TestVolumeSharedBetweenSessions(t *testing.T) {
 	}
 	if !strings.Contains(out, "No such file") {
 		t.Fatalf("session B's sandbox sees session A's workspace: %q", out)
+	}
+	// The volume was made without a size (a plain directory): the sandbox's event says
+	// that its size is not enforced.
+	events := payloads(t, st, rs, "sandbox_provisioned")
+	if len(events) != 1 || !strings.Contains(fmt.Sprint(events[0]["unenforced_limits"]), "volume shared has no size limit") {
+		t.Fatalf("sandbox_provisioned %v; want the volume's size among the unenforced limits", events)
 	}
 }
 
