@@ -163,7 +163,7 @@ func missingAgent(name string) agentModel {
 		MCPServers: types.ListNull(types.ObjectType{AttrTypes: mcpServerAttrTypes}),
 		Skills:     types.ListNull(types.ObjectType{AttrTypes: skillAttrTypes}),
 		Model: types.ObjectValueMust(modelSettingsAttrTypes, map[string]attr.Value{
-			"api_key_env": types.StringNull(), "base_url": types.StringNull(), "name": types.StringNull(),
+			"api_key_credential": types.StringNull(), "api_key_env": types.StringNull(), "base_url": types.StringNull(), "name": types.StringNull(),
 			"provider": types.StringValue(agentspec.ModelScripted), "script": types.StringValue("[]"),
 		}),
 		Sandbox:        defaultAgentSandbox(),
