@@ -16,32 +16,35 @@ import (
 // On PostgreSQL a restrictive policy on environments makes the database refuse a row,
 // inserted or updated, whose settings mount a volume its owner may not use (or one that
 // does not exist): a team writing its environment's settings by hand gets no further
-// than the provider would let it. It decides by the rule of UsableBy, written in SQL of
-// its own (trueforge_volumes_usable), so that it does not depend on migration 14. The
-// volumes are read as the writing role: every team reads every volume (migration 12),
-// so the check sees them all. An environment that mounts a volume whose owner stops
-// sharing it keeps its row, but cannot be written again until it drops the volume, and
-// the harness refuses its sandboxes (lifecycle/volumes.go).
-var migrationVolumeSize = migration{sql: volumeSizeSQL, postgres: volumeSizeSQL + volumeConsentPolicies}
+// than the provider would let it. It decides by migration 14's trueforge_usable_by
+// (store.UsableBy in SQL). The volumes are read as the writing role: every team reads
+// every volume (migration 12), so the check sees them all. An environment that mounts a
+// volume whose owner stops sharing it keeps its row, but cannot be written again until
+// it drops the volume, and the harness refuses its sandboxes (lifecycle/volumes.go).
+var migrationVolumeSize = migration{sql: volumeSizeSQL, postgres: volumeSizePostgres}
 
 const volumeSizeSQL = `
 ALTER TABLE volumes ADD COLUMN size BIGINT NOT NULL DEFAULT 10;
 ALTER TABLE volumes ADD COLUMN shared_with TEXT NOT NULL DEFAULT '[]';
 `
 
-// volumeConsentPolicies: SET search_path FROM CURRENT binds "volumes" to the schema the
-// migration ran in, whatever the writing session's search_path says.
-const volumeConsentPolicies = `
+// volumeSizePostgres: SET search_path FROM CURRENT binds "volumes" to the schema the
+// migration ran in, whatever the writing session's search_path says; the body names its
+// arguments by position, as migration 14's functions do (a column would win over an
+// argument's name).
+const volumeSizePostgres = `
+ALTER TABLE volumes ADD COLUMN size BIGINT NOT NULL DEFAULT 10;
+ALTER TABLE volumes ADD COLUMN shared_with TEXT NOT NULL DEFAULT '[]'
+	CHECK (jsonb_typeof(shared_with::jsonb) = 'array');
+
+-- Whether owner $1's environment with settings $2 mounts only volumes $1 may use.
 CREATE FUNCTION trueforge_volumes_usable(env_owner TEXT, settings TEXT) RETURNS BOOLEAN
-LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+	LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
 	SELECT NOT EXISTS (
 		SELECT 1
-		FROM json_array_elements(CASE WHEN json_typeof(settings::json -> 'volumes') = 'array' THEN settings::json -> 'volumes' ELSE '[]'::json END) AS m(v)
+		FROM json_array_elements(CASE WHEN json_typeof($2::json -> 'volumes') = 'array' THEN $2::json -> 'volumes' ELSE '[]'::json END) AS m(v)
 		LEFT JOIN volumes ON volumes.name = m.v ->> 'volume'
-		WHERE volumes.name IS NULL
-		   OR NOT (volumes.owner = env_owner
-		           OR volumes.shared_with::jsonb @> jsonb_build_array(env_owner)
-		           OR volumes.shared_with::jsonb @> '["*"]'::jsonb)
+		WHERE volumes.name IS NULL OR NOT trueforge_usable_by(volumes.owner, volumes.shared_with, $1)
 	)
 $$;
 CREATE POLICY environments_volumes_insert ON environments AS RESTRICTIVE FOR INSERT

@@ -16,8 +16,9 @@ import (
 // directory name); a registry's password is sealed with the secret box like an API key.
 // Environments name them in their settings document (environment_settings.go), so a
 // volume or registry in use is found by reading those, in the delete's transaction. On
-// PostgreSQL every team reads them all (an environment may mount another team's volume)
-// and writes its own rows, as with environments (migration 8).
+// PostgreSQL every team reads them all (an environment may mount another team's volume
+// that team shares with it: migration 15) and writes its own rows, as with environments
+// (migration 8).
 var migrationVolumesRegistries = migration{sql: volumesSQL, postgres: pgTypes(volumesSQL) + volumesPolicies}
 
 const volumesSQL = `
