@@ -61,19 +61,6 @@ func (m volumeResourceModel) sharedWith(ctx context.Context, diags *diag.Diagnos
 	return out
 }
 
-// checkShareName is the rule of a shared_with entry: store.ShareAll, or an owner's name
-// as the control plane spells it (a PostgreSQL role, an SQLite owner), compared exactly.
-func checkShareName(s string) string {
-	if s == store.ShareAll {
-		return ""
-	}
-	if s == "" || len(s) > 63 || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '*' }) {
-		return fmt.Sprintf("%q is not an owner name; name an owner exactly as the control plane does (a PostgreSQL role such as team_b, "+
-			"or an SQLite owner), at most 63 characters without spaces, or \"*\" to share with every owner", s)
-	}
-	return ""
-}
-
 // NewVolumeResource is the trueforge_volume resource.
 func NewVolumeResource() resource.Resource { return &volumeResource{} }
 
@@ -134,7 +121,7 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			},
 			"shared_with": schema.SetAttribute{
 				MarkdownDescription: "Owners, besides the volume's own, whose environments may mount it: exact owner names (PostgreSQL role names, or " +
-					"SQLite owner names), or `\"*\"` for every owner. Default: none, only the owner's environments. Removing an owner from the list " +
+					"SQLite owner names), or `\"*\"` for every owner; at most " + fmt.Sprint(maxSharedWith) + ". Default: none, only the owner's environments. Removing an owner from the list " +
 					"is live: from then on the harness refuses to provision a sandbox of that owner's environments that mounts the volume (the " +
 					"environment stays, and any change to it is refused, by plan and on PostgreSQL by the database, until it drops the volume); a " +
 					"sandbox that already runs keeps it mounted until it stops. A volume still listed by such an environment cannot be deleted until " +
@@ -143,7 +130,10 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				Computed:    true,
 				ElementType: types.StringType,
 				Default:     setdefault.StaticValue(types.SetValueMust(types.StringType, nil)),
-				Validators:  []validator.Set{setvalidator.ValueStringsAre(stringCheck{"an owner name or \"*\"", checkShareName})},
+				Validators: []validator.Set{
+					setvalidator.SizeAtMost(maxSharedWith),
+					setvalidator.ValueStringsAre(stringCheck{"an owner name or \"*\"", checkSharedWithEntry}), // shared_with.go
+				},
 			},
 			"timeouts": timeoutsAttribute(ctx, "How long apply waits for the volume's backend.", map[string]string{
 				"create": "How long creating the volume (until it can be mounted) may take. Defaults to 10 minutes.",
@@ -377,9 +367,7 @@ func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, res
 	state.ID, state.Name = types.StringValue(v.Name), types.StringValue(v.Name)
 	state.SandboxProvider, state.RemoteID = types.StringValue(v.Provider), types.StringValue(v.RemoteID)
 	state.Size = types.Int64Value(v.SizeGB)
-	shared, d := types.SetValueFrom(ctx, types.StringType, nonNil(v.SharedWith))
-	resp.Diagnostics.Append(d...)
-	state.SharedWith = shared
+	state.SharedWith = stringSet(v.SharedWith)
 	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -434,13 +422,6 @@ func (r *volumeResource) Update(ctx context.Context, req resource.UpdateRequest,
 	plan.ID, plan.RemoteID = state.ID, state.RemoteID
 	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // Delete removes the volume from the store first, in the transaction that checks no
