@@ -214,11 +214,12 @@ func TestAccAgent_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.Null()),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), defaultSandboxValue(false, "default")),
 					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("model"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"api_key_env": knownvalue.Null(),
-						"base_url":    knownvalue.Null(),
-						"name":        knownvalue.Null(),
-						"provider":    knownvalue.StringExact("scripted"),
-						"script":      knownvalue.StringExact("[]"),
+						"api_key_credential": knownvalue.Null(),
+						"api_key_env":        knownvalue.Null(),
+						"base_url":           knownvalue.Null(),
+						"name":               knownvalue.Null(),
+						"provider":           knownvalue.StringExact("scripted"),
+						"script":             knownvalue.StringExact("[]"),
 					})),
 				},
 				Check: func(*terraformState) error {
