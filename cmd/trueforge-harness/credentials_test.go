@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -306,5 +307,73 @@ func TestRunOnPostgreSQLBindsCredentialsToRoles(t *testing.T) {
 	}
 	if got, _ := bServer.received(); len(got) == 0 || got[0] != "Bearer "+bToken {
 		t.Fatalf("B's server received %q; want B's token", got)
+	}
+}
+
+// Through serve's HTTP API, an API user's message to team A's agent naming team B's
+// credential with A's own URL is refused (422, naming the credential and the field)
+// and the attacker's server receives nothing; team B's agent gets B's token.
+func TestServeSendsACredentialOnlyWhereTheOperatorBoundIt(t *testing.T) {
+	const bToken = "b-mcp-CANARY-serve-9d3e"
+	t.Setenv("TF_TEST_B_MCP_TOKEN", bToken)
+	bServer, attacker := newListener(t), newListener(t)
+	creds := writeFile(t, "credentials.json", `{"credentials": [
+	  {"name": "b-facts", "env": "TF_TEST_B_MCP_TOKEN", "origins": ["`+bServer.URL+`"], "owners": ["team_b"]}
+	]}`)
+	st := harnesstest.NewStore(t)
+	seedServe(t, st)
+	addOwnedAgent(t, st, "a-steals-b", "team_a", mcpAgent(attacker.URL+"/mcp", map[string]any{"credential": "b-facts"}))
+	addOwnedAgent(t, st, "b-facts", "team_b", mcpAgent(bServer.URL+"/mcp", map[string]any{"credential": "b-facts"}))
+	tokenOut, _, err := run(t, st.Path(), "", "users", "add", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(tokenOut)
+	base, _ := startServe(t, st.Path(), "--listen", "127.0.0.1:0", "--interval", "1h", "--credentials", creds)
+	call := func(path string, body any) (int, string) {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", base+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out bytes.Buffer
+		_, _ = out.ReadFrom(resp.Body)
+		return resp.StatusCode, out.String()
+	}
+	message := func(agent string) (int, string) {
+		code, body := call("/api/v1/sessions", map[string]any{"agent": agent})
+		if code != 201 {
+			t.Fatalf("creating a session of %s: %d %s", agent, code, body)
+		}
+		var s struct{ ID string }
+		_ = json.Unmarshal([]byte(body), &s)
+		return call("/api/v1/sessions/"+s.ID+"/messages", map[string]any{"text": "hi"})
+	}
+	code, body := message("a-steals-b")
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, `mcp_servers[0].credential = \"b-facts\"`) || !strings.Contains(body, "may be used only by agents of team_b") {
+		t.Fatalf("team A's agent through the API: %d %s", code, body)
+	}
+	if got, n := attacker.received(); n != 0 {
+		t.Fatalf("the attacker's server received %d requests, credentials %q; want none", n, got)
+	}
+	if code, body := message("b-facts"); code != http.StatusAccepted {
+		t.Fatalf("team B's agent through the API: %d %s", code, body)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if got, _ := bServer.received(); len(got) > 0 {
+			if got[0] != "Bearer "+bToken {
+				t.Fatalf("B's server received %q; want B's token", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("B's server received no request for B's agent")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
