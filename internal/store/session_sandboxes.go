@@ -33,21 +33,25 @@ type SessionSandbox struct {
 	ActiveExecs  int64
 	ExecOwner    string
 	Uncertain    []string // workspace paths a dead call was writing
-	CreatedAt    time.Time
-	LastUsedAt   time.Time
-	StateAt      time.Time
+	// Volumes are the trueforge_volume names the sandbox mounts (migration 15), so that
+	// a volume its environment's owner may no longer use stops its reuse too.
+	Volumes    []string
+	CreatedAt  time.Time
+	LastUsedAt time.Time
+	StateAt    time.Time
 }
 
 const sandboxSelect = `SELECT session_id, provider, provider_type, sandbox_id, environment, snapshot_id, state, generation,
-	active_execs, exec_owner, uncertain, created_at, last_used_at, state_at FROM session_sandboxes`
+	active_execs, exec_owner, uncertain, created_at, last_used_at, state_at, volumes FROM session_sandboxes`
 
 func scanSandbox(sc interface{ Scan(...any) error }) (SessionSandbox, error) {
 	var b SessionSandbox
-	var unc string
+	var unc, vols string
 	var created, used, stateAt int64
 	err := sc.Scan(&b.SessionID, &b.Provider, &b.ProviderType, &b.SandboxID, &b.Environment, &b.SnapshotID, &b.State, &b.Generation,
-		&b.ActiveExecs, &b.ExecOwner, &unc, &created, &used, &stateAt)
+		&b.ActiveExecs, &b.ExecOwner, &unc, &created, &used, &stateAt, &vols)
 	_ = json.Unmarshal([]byte(unc), &b.Uncertain)
+	_ = json.Unmarshal([]byte(vols), &b.Volumes)
 	b.CreatedAt, b.LastUsedAt, b.StateAt = time.UnixMilli(created), time.UnixMilli(used), time.UnixMilli(stateAt)
 	return b, err
 }
@@ -55,14 +59,15 @@ func scanSandbox(sc interface{ Scan(...any) error }) (SessionSandbox, error) {
 // PutSessionSandbox records (or replaces) a session's sandbox.
 func (s *Store) PutSessionSandbox(ctx context.Context, b SessionSandbox) error {
 	unc, _ := json.Marshal(nonNil(b.Uncertain))
+	vols, _ := json.Marshal(nonNil(b.Volumes))
 	_, err := s.db.ExecContext(ctx, `INSERT INTO session_sandboxes(session_id, provider, provider_type, sandbox_id, environment, snapshot_id, state,
-		generation, active_execs, exec_owner, uncertain, created_at, last_used_at, state_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?)
+		generation, active_execs, exec_owner, uncertain, created_at, last_used_at, state_at, volumes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, '', ?, ?, ?, ?, ?)
 		ON CONFLICT(session_id) DO UPDATE SET provider = excluded.provider, provider_type = excluded.provider_type, sandbox_id = excluded.sandbox_id,
 		environment = excluded.environment, snapshot_id = excluded.snapshot_id, state = excluded.state, generation = excluded.generation,
 		active_execs = 0, exec_owner = '', uncertain = excluded.uncertain, created_at = excluded.created_at,
-		last_used_at = excluded.last_used_at, state_at = excluded.state_at`,
+		last_used_at = excluded.last_used_at, state_at = excluded.state_at, volumes = excluded.volumes`,
 		b.SessionID, b.Provider, b.ProviderType, b.SandboxID, b.Environment, b.SnapshotID, b.State, b.Generation, string(unc),
-		b.CreatedAt.UnixMilli(), b.LastUsedAt.UnixMilli(), b.StateAt.UnixMilli())
+		b.CreatedAt.UnixMilli(), b.LastUsedAt.UnixMilli(), b.StateAt.UnixMilli(), string(vols))
 	if isForeignKey(err) {
 		return fmt.Errorf("session %q: %w", b.SessionID, ErrNotFound)
 	}

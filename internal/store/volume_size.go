@@ -20,12 +20,15 @@ import (
 // (store.UsableBy in SQL). The volumes are read as the writing role: every team reads
 // every volume (migration 12), so the check sees them all. An environment that mounts a
 // volume whose owner stops sharing it keeps its row, but cannot be written again until
-// it drops the volume, and the harness refuses its sandboxes (lifecycle/volumes.go).
+// it drops the volume, and the harness refuses its sandboxes (lifecycle/volumes.go):
+// new ones, and, by the volume names each session's sandbox records (session_sandboxes
+// .volumes, '[]' for a sandbox of an earlier release), the reuse of existing ones.
 var migrationVolumeSize = migration{sql: volumeSizeSQL, postgres: volumeSizePostgres}
 
 const volumeSizeSQL = `
 ALTER TABLE volumes ADD COLUMN size BIGINT NOT NULL DEFAULT 10;
 ALTER TABLE volumes ADD COLUMN shared_with TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE session_sandboxes ADD COLUMN volumes TEXT NOT NULL DEFAULT '[]';
 `
 
 // volumeSizePostgres: SET search_path FROM CURRENT binds "volumes" to the schema the
@@ -36,6 +39,7 @@ const volumeSizePostgres = `
 ALTER TABLE volumes ADD COLUMN size BIGINT NOT NULL DEFAULT 10;
 ALTER TABLE volumes ADD COLUMN shared_with TEXT NOT NULL DEFAULT '[]'
 	CHECK (jsonb_typeof(shared_with::jsonb) = 'array');
+ALTER TABLE session_sandboxes ADD COLUMN volumes TEXT NOT NULL DEFAULT '[]';
 
 -- Whether owner $1's environment with settings $2 mounts only volumes $1 may use.
 CREATE FUNCTION trueforge_volumes_usable(env_owner TEXT, settings TEXT) RETURNS BOOLEAN

@@ -209,6 +209,9 @@ func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.A
 		if err := m.checkSharingOf(ctx, a, rec.Environment); err != nil { // sharing.go
 			return nil, false, err
 		}
+		if err := m.checkVolumesOf(ctx, a, rec); err != nil { // volumes.go
+			return nil, false, err
+		}
 	}
 	p, err := st.GetSandboxProvider(ctx, rec.Provider)
 	if err != nil {
@@ -458,7 +461,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	rec := store.SessionSandbox{
 		SessionID: sessionID, Provider: a.Provider.Name, ProviderType: a.Provider.Type, SandboxID: id,
 		Environment: env.Name, SnapshotID: env.SnapshotID, State: store.SandboxStateRunning, Generation: gen,
-		CreatedAt: now, LastUsedAt: now, StateAt: now,
+		CreatedAt: now, LastUsedAt: now, StateAt: now, Volumes: volumeNames(env),
 	}
 	if err := st.PutSessionSandbox(ctx, rec); err != nil {
 		_ = rt.Delete(context.WithoutCancel(ctx), id)

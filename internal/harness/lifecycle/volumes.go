@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -42,5 +44,50 @@ func (m *Manager) volumes(ctx context.Context, env store.Environment, req *sandb
 		mounts = append(mounts, sandbox.VolumeMount{Volume: vol.RemoteID, MountPath: v.MountPath, Subpath: v.Subpath})
 	}
 	req.Volumes = append(req.Volumes, mounts...)
+	return nil
+}
+
+// volumeNames are the trueforge_volume names env's sandboxes mount, as the session's
+// sandbox record keeps them (checkVolumesOf).
+func volumeNames(env store.Environment) []string {
+	var out []string
+	for _, v := range env.Settings.Volumes {
+		if !slices.Contains(out, v.Volume) {
+			out = append(out, v.Volume)
+		}
+	}
+	return out
+}
+
+// checkVolumesOf refuses the reuse of a session's existing sandbox that mounts a volume
+// its environment's owner may no longer use (the volume's owner unshared it since): the
+// mount was made when it was allowed, and the sandbox is not used again; its files stay
+// until the reaper deletes it. The environment read now names the
+// owner (an environment deleted since: the agent's owner, who ran it).
+func (m *Manager) checkVolumesOf(ctx context.Context, a *agents.Agent, rec store.SessionSandbox) error {
+	if len(rec.Volumes) == 0 {
+		return nil
+	}
+	owner := a.Owner
+	env, err := m.cfg.Store.GetEnvironment(ctx, rec.Environment)
+	switch {
+	case err == nil:
+		owner = env.Owner
+	case !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("environment %q of the session's sandbox: %w", rec.Environment, err)
+	}
+	for _, name := range rec.Volumes {
+		vol, err := m.cfg.Store.GetVolume(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted since, with its files: nothing of it is left to reach
+		}
+		if err != nil {
+			return fmt.Errorf("volume %q of the session's sandbox: %w", name, err)
+		}
+		if !vol.UsableBy(owner) {
+			return fmt.Errorf("the session's sandbox mounts volume %q, owned by %q, which no longer shares it with %q; "+
+				"the sandbox is not used: %w", name, vol.Owner, owner, ErrVolumeNotShared)
+		}
+	}
 	return nil
 }

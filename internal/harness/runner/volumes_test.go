@@ -167,12 +167,24 @@ func TestVolumeOfAnotherOwnerRefused(t *testing.T) {
 		t.Fatalf("team B's volume on the host holds %v; want only b-secret.txt", got)
 	}
 
-	// Shared with the environment's owner, it mounts; taken back, it does not.
+	// Shared with the environment's owner, it mounts; taken back, it does not: neither
+	// in a new sandbox nor by reusing the one that mounted it.
 	must(t, st.UpdateVolume(ctx, "team-b", store.DefaultVolumeSizeGB, []string{env.Owner}))
-	if _, out := thief("guest"); !strings.Contains(out, "team-b-private-figures") {
+	guest, gs := f.session(t, "guest", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(exec(attack), text("done"), exec("cat /data/b-secret.txt"), text("again")),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	mustRun(t, guest, gs, "go")
+	res := results(t, st, gs)
+	if out, _ := res[len(res)-1]["text"].(string); !strings.Contains(out, "team-b-private-figures") {
 		t.Fatalf("with team B's consent the sandbox reads %q; want B's file", out)
 	}
 	must(t, st.UpdateVolume(ctx, "team-b", store.DefaultVolumeSizeGB, nil))
+	mustRun(t, guest, gs, "again")
+	res = results(t, st, gs)
+	if out, _ := res[len(res)-1]["text"].(string); strings.Contains(out, "team-b-private-figures") || !strings.Contains(out, "no longer shares it") {
+		t.Fatalf("reusing the sandbox after team B unshared its volume: %q; want the refusal", out)
+	}
 	before := f.env.Runtime.Calls("Create")
 	if _, out := thief("after-unshare"); !strings.Contains(out, "not shared with") {
 		t.Fatalf("after team B unshared the volume: %q; want the refusal", out)
