@@ -123,8 +123,8 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 				MarkdownDescription: "Owners, besides the volume's own, whose environments may mount it: exact owner names (PostgreSQL role names, or " +
 					"SQLite owner names), or `\"*\"` for every owner; at most " + fmt.Sprint(maxSharedWith) + ". Default: none, only the owner's environments. Removing an owner from the list " +
 					"is live: from then on the harness refuses to provision a sandbox of that owner's environments that mounts the volume (the " +
-					"environment stays, and any change to it is refused, by plan and on PostgreSQL by the database, until it drops the volume); a " +
-					"sandbox that already runs keeps it mounted until it stops. A volume still listed by such an environment cannot be deleted until " +
+					"environment stays, and any change to it is refused, by plan and on PostgreSQL by the database, until it drops the volume), and a " +
+					"session's sandbox that already mounts it is not used again (the session's next tool call is refused). A volume still listed by such an environment cannot be deleted until " +
 					"that environment drops it.",
 				Optional:    true,
 				Computed:    true,
