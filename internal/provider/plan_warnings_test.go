@@ -252,4 +252,5 @@ func nullSettings(m *environmentModel) {
 	m.Entrypoint, m.Region, m.Registry = types.ListNull(types.StringType), types.StringNull(), types.StringNull()
 	m.Labels, m.Volumes = types.MapNull(types.StringType), types.ListNull(types.ObjectType{AttrTypes: volumeAttrTypes})
 	m.PackageIndexHosts = types.ListNull(types.StringType)
+	m.SharedWith = types.SetNull(types.StringType)
 }
