@@ -422,7 +422,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 			LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: sess.Owner, LabelEnvironment: env.Name,
 		},
 	}
-	if err := m.volumes(ctx, env, &req); err != nil { // volumes.go
+	if err := m.volumes(ctx, env, a, &req); err != nil { // volumes.go
 		return nil, err
 	}
 	// Limits the backend cannot enforce on this host (a local runtime without a

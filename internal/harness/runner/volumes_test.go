@@ -194,6 +194,38 @@ func TestVolumeOfAnotherOwnerRefused(t *testing.T) {
 	}
 }
 
+// The same attack by another route: team X's environment (no secrets, so any team's
+// agent may run on it) mounts X's own volume; team A's agent on it gets no sandbox, so
+// X's volume serves only the owners X shares it with.
+func TestVolumeNotLentThroughEnvironment(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	st := f.env.Store
+	const teamX = "team_x"
+	must(t, st.CreateVolume(ctx, store.Volume{Name: "team-x", Provider: "local", Owner: teamX, RemoteID: "team-x"}))
+	env, err := st.GetEnvironment(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "team-x", MountPath: "/data"}}
+	must(t, st.UpdateEnvironment(ctx, env))
+	if _, err := st.Exec(ctx, `UPDATE environments SET owner = ? WHERE name = 'default'`, teamX); err != nil {
+		t.Fatal(err)
+	}
+	r, sid := f.session(t, "borrower", harnesstest.AgentSpec{
+		"model":   harnesstest.Script(exec("ls /data"), text("done")),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	mustRun(t, r, sid, "go")
+	if got := f.env.Runtime.Calls("Create"); got != 0 {
+		t.Fatalf("Create called %d times for another owner's agent on an environment mounting its owner's unshared volume; want 0", got)
+	}
+	res := results(t, st, sid)
+	if out, _ := res[len(res)-1]["text"].(string); !strings.Contains(out, `mounts volume "team-x", owned by "team_x" and not shared with "`+harnesstest.Owner+`"`) {
+		t.Fatalf("the tool result %q: want the refusal naming the volume and the agent's owner", out)
+	}
+}
+
 // A sandbox whose environment mounts a volume that is gone is refused with the reason,
 // rather than created without the volume.
 func TestVolumeMissingRefusesSandbox(t *testing.T) {
