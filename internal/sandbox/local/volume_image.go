@@ -71,7 +71,8 @@ func withVolumeLock(dir string, f func() error) error {
 	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
 		return err
 	}
-	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
+	// Closing the file releases the lock too, so an unlock that fails loses nothing.
+	defer func() { _ = syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) }()
 	return f()
 }
 
