@@ -19,11 +19,28 @@ import (
 // agent selected the environment.
 
 // checkEnvironmentSharing adds an error on sandbox.environment when agent, applied by
-// owner who, may not use env. It reports whether it may.
-func checkEnvironmentSharing(agent, who string, env store.Environment, diags *diag.Diagnostics) bool {
-	if env.UsableBy(who) {
-		return true
+// owner who, may not use env: its secrets, or one of the volumes it mounts, are another
+// owner's and not shared with who. It reports whether it may.
+func checkEnvironmentSharing(ctx context.Context, st *store.Store, agent, who string, env store.Environment, diags *diag.Diagnostics) bool {
+	if !env.UsableBy(who) {
+		addEnvironmentNotShared(agent, who, env, diags)
+		return false
 	}
+	vol, unusable, err := st.UnusableVolume(ctx, env, who)
+	if err != nil || !unusable {
+		return true // a volume that cannot be read now is the harness's to refuse
+	}
+	diags.AddAttributeError(path.Root("sandbox").AtName("environment"), "Volume Not Shared With This Owner",
+		fmt.Sprintf("Agent %q selects environment %q (sandbox.environment), which mounts volume %q, owned by %q and not shared with %q. "+
+			"A volume serves only its owner's agents and those of the owners its shared_with names, whichever environment mounts it. "+
+			"Ask %q to add %q to the volume's shared_with and apply it, or select an environment that does not mount it.",
+			agent, env.Name, vol.Name, vol.Owner, who, vol.Owner, who))
+	return false
+}
+
+// addEnvironmentNotShared is the error of an agent on an environment whose secrets its
+// owner does not share with who.
+func addEnvironmentNotShared(agent, who string, env store.Environment, diags *diag.Diagnostics) {
 	fix := fmt.Sprintf("Ask %q to add %q to the environment's shared_with (shared_with = [%q], or [\"*\"] for every owner) and apply it, "+
 		"or select an environment of your own.", env.Owner, who, who)
 	if env.Reserved {
@@ -36,7 +53,6 @@ func checkEnvironmentSharing(agent, who string, env store.Environment, diags *di
 		fmt.Sprintf("Agent %q selects environment %q (sandbox.environment), owned by %q, which has secrets and does not share them with %q. "+
 			"An environment's secrets are sent by the egress proxy for its owner's agents and the owners its shared_with names only. %s",
 			agent, env.Name, env.Owner, who, fix))
-	return false
 }
 
 // warnUnshared warns, when an environment with secrets stops being shared with an owner

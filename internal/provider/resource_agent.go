@@ -437,7 +437,7 @@ func (r *agentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		// must still allow (they may have unshared it since; PostgreSQL refuses the
 		// write then).
 		if env, err := r.cp.store.GetEnvironment(ctx, name); err == nil {
-			checkEnvironmentSharing(plan.Name.ValueString(), r.cp.owner, env, &resp.Diagnostics) // environment_sharing.go
+			checkEnvironmentSharing(ctx, r.cp.store, plan.Name.ValueString(), r.cp.owner, env, &resp.Diagnostics) // environment_sharing.go
 		}
 		return
 	}
@@ -445,7 +445,7 @@ func (r *agentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if err != nil {
 		return
 	}
-	if !checkEnvironmentSharing(plan.Name.ValueString(), r.cp.owner, env, &resp.Diagnostics) {
+	if !checkEnvironmentSharing(ctx, r.cp.store, plan.Name.ValueString(), r.cp.owner, env, &resp.Diagnostics) {
 		return
 	}
 	if status != sandbox.StatusReady {
@@ -490,7 +490,7 @@ func (r *agentResource) environmentStatus(ctx context.Context, name string) (sto
 // be usable by this owner's agents and be Ready.
 func (r *agentResource) checkEnvironment(ctx context.Context, agent, name string, diags *diag.Diagnostics) bool {
 	env, status, reason, err := r.environmentStatus(ctx, name)
-	if err == nil && !checkEnvironmentSharing(agent, r.cp.owner, env, diags) {
+	if err == nil && !checkEnvironmentSharing(ctx, r.cp.store, agent, r.cp.owner, env, diags) {
 		return false
 	}
 	switch {

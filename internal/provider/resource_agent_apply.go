@@ -98,7 +98,7 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		}
 	} else if env != "" {
 		// Kept, not selected anew: its owner must still allow it (environment_sharing.go).
-		if e, err := r.cp.store.GetEnvironment(ctx, env); err == nil && !checkEnvironmentSharing(spec.Name, r.cp.owner, e, &resp.Diagnostics) {
+		if e, err := r.cp.store.GetEnvironment(ctx, env); err == nil && !checkEnvironmentSharing(ctx, r.cp.store, spec.Name, r.cp.owner, e, &resp.Diagnostics) {
 			return
 		}
 	}

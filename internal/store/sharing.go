@@ -1,6 +1,11 @@
 package store
 
-import "slices"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
 
 // ShareAll in a shared_with list shares an object with every owner of the control plane.
 const ShareAll = "*"
@@ -76,3 +81,24 @@ DROP POLICY agents_update ON agents;
 CREATE POLICY agents_update ON agents FOR UPDATE USING (owner = current_user)
 	WITH CHECK (owner = current_user AND trueforge_environment_usable(environment, owner));
 `}
+
+// UnusableVolume returns the first volume env mounts that who may not use, and whether
+// there is one. An environment lends its volumes as well as its secrets: one without
+// secrets may serve another owner's agents, but its volumes serve only the owners their
+// owner shares them with (the harness refuses the sandbox then, whatever the rows say).
+// A volume gone since the environment was applied is not this check's to report.
+func (s *Store) UnusableVolume(ctx context.Context, env Environment, who string) (Volume, bool, error) {
+	for _, v := range env.Settings.Volumes {
+		vol, err := s.GetVolume(ctx, v.Volume)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return Volume{}, false, fmt.Errorf("environment %q, volume %q: %w", env.Name, v.Volume, err)
+		}
+		if !vol.UsableBy(who) {
+			return vol, true, nil
+		}
+	}
+	return Volume{}, false, nil
+}

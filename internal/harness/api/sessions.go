@@ -103,13 +103,20 @@ func (s *Server) envNotReady(ctx context.Context, name string) string {
 }
 
 // envNotUsable says why agent, owned by owner, may not run on environment name ("" when
-// it may): its secrets are its owner's unless shared (store.Environment.UsableBy).
+// it may): its secrets are its owner's unless shared (store.Environment.UsableBy), and
+// so are the volumes it mounts (store.UnusableVolume).
 func (s *Server) envNotUsable(ctx context.Context, name, owner, agent string) string {
 	env, err := s.cfg.Store.GetEnvironment(ctx, name)
-	if err != nil || env.UsableBy(owner) {
+	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("environment %q has secrets that its owner %q does not share with %q, the owner of agent %q", name, env.Owner, owner, agent)
+	if !env.UsableBy(owner) {
+		return fmt.Sprintf("environment %q has secrets that its owner %q does not share with %q, the owner of agent %q", name, env.Owner, owner, agent)
+	}
+	if vol, unusable, err := s.cfg.Store.UnusableVolume(ctx, env, owner); err == nil && unusable {
+		return fmt.Sprintf("environment %q mounts volume %q, which its owner %q does not share with %q, the owner of agent %q", name, vol.Name, vol.Owner, owner, agent)
+	}
+	return ""
 }
 
 // environmentJSON is a Ready environment a session may be created on.
@@ -148,6 +155,9 @@ func (s *Server) listEnvironments(w http.ResponseWriter, r *http.Request, _ *cal
 	out := []environmentJSON{}
 	for _, e := range envs {
 		if !e.UsableBy(who) {
+			continue
+		}
+		if _, unusable, err := s.cfg.Store.UnusableVolume(ctx, e, who); err != nil || unusable {
 			continue
 		}
 		snap, err := s.cfg.Store.GetSnapshot(ctx, e.SnapshotID)

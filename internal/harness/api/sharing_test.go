@@ -116,3 +116,41 @@ func TestSessionEnvironmentMustBeSharedOnPostgreSQL(t *testing.T) {
 	defer asHarness.Close()
 	checkSharingAPI(t, newFixture(t, fixtureOpts{st: asHarness}), owner)
 }
+
+// The volume route: team B's environment v-env has no secrets (anyone may use it) but
+// mounts team B's volume cache, which it does not share. Team A's agent is not offered
+// v-env and may not pick it (422 naming the field and the volume); team B's agent may;
+// once team B shares the volume with team A, team A's may too.
+func TestSessionEnvironmentVolumesMustBeShared(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	seedSharing(t, f.st)
+	ctx := context.Background()
+	harnesstest.AddEnvironment(t, f.st, "v-env", "Ready")
+	must(t, f.st.CreateVolume(ctx, store.Volume{Name: "cache", Provider: "local", Owner: "team_b", RemoteID: "cache"}))
+	env, err := f.st.GetEnvironment(ctx, "v-env")
+	must(t, err)
+	env.Owner = "team_b"
+	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "cache", MountPath: "/data"}}
+	must(t, f.st.UpdateEnvironment(ctx, env))
+	if _, err := f.st.Exec(ctx, `UPDATE environments SET owner = 'team_b' WHERE name = 'v-env'`); err != nil {
+		t.Fatal(err)
+	}
+
+	if got := envNames(t, f, "?agent=a-agent"); slices.Contains(got, "v-env") {
+		t.Fatalf("environments for team A's agent: %v; want no v-env (it mounts team B's unshared volume)", got)
+	}
+	if got := envNames(t, f, "?agent=b-agent"); !slices.Contains(got, "v-env") {
+		t.Fatalf("environments for team B's agent: %v; want v-env", got)
+	}
+	r := f.req("POST", "/api/v1/sessions", "alice", map[string]any{"agent": "a-agent", "environment": "v-env"})
+	want(t, "team A's agent on an environment mounting team B's volume", r, http.StatusUnprocessableEntity, api.CodeBadEnvironment)
+	if msg := string(r.body); !strings.Contains(msg, `field \"environment\"`) || !strings.Contains(msg, `volume \"cache\"`) {
+		t.Fatalf("refusal %s; want the field and the volume named", msg)
+	}
+	want(t, "team B's agent on its own environment", f.req("POST", "/api/v1/sessions", "alice", map[string]any{"agent": "b-agent", "environment": "v-env"}),
+		http.StatusCreated, "")
+
+	must(t, f.st.UpdateVolume(ctx, "cache", 10, []string{"team_a"}))
+	want(t, "team A's agent once the volume is shared", f.req("POST", "/api/v1/sessions", "alice", map[string]any{"agent": "a-agent", "environment": "v-env"}),
+		http.StatusCreated, "")
+}
