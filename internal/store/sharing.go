@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -101,4 +103,60 @@ func (s *Store) UnusableVolume(ctx context.Context, env Environment, who string)
 		}
 	}
 	return Volume{}, false, nil
+}
+
+// SecretsConsent is what decides whether an environment's secrets may serve a session's
+// sandbox: the owner of the session's agent, and the environment's owner and
+// shared_with (store.UsableBy).
+type SecretsConsent struct {
+	Agent, AgentOwner string
+	EnvOwner          string
+	SharedWith        []string
+}
+
+// Allowed reports whether the agent's owner may use the environment's secrets.
+func (c SecretsConsent) Allowed() bool { return UsableBy(c.EnvOwner, c.SharedWith, c.AgentOwner) }
+
+// SessionSecrets reads environment's secrets with the SecretsConsent of session
+// sessionID's sandbox made from it, in one statement: the egress proxy asks it before
+// each request that may carry a secret, so an unshared environment stops lending them at
+// the next one, for the cost of the one read it made before consent was checked. A
+// session, agent or environment that does not exist is ErrNotFound: no owner, no consent.
+func (s *Store) SessionSecrets(ctx context.Context, sessionID, environment string) ([]Secret, SecretsConsent, error) {
+	var c SecretsConsent
+	rows, err := s.db.QueryContext(ctx, `SELECT a.name, a.owner, e.owner, e.shared_with,
+		sec.id, sec.environment, sec.env_name, sec.hosts, sec.value_enc, sec.version
+		FROM sessions s JOIN agents a ON a.name = s.agent JOIN environments e ON e.name = ?
+		LEFT JOIN secrets sec ON sec.environment = e.name
+		WHERE s.id = ? ORDER BY sec.env_name`, environment, sessionID)
+	if err != nil {
+		return nil, c, fmt.Errorf("reading environment %q's secrets for session %q: %w", environment, sessionID, err)
+	}
+	defer rows.Close()
+	var out []Secret
+	found := false
+	for rows.Next() {
+		found = true
+		var shared string
+		var id, env, name, hosts sql.NullString
+		var value []byte
+		var version sql.NullInt64
+		if err := rows.Scan(&c.Agent, &c.AgentOwner, &c.EnvOwner, &shared, &id, &env, &name, &hosts, &value, &version); err != nil {
+			return nil, c, fmt.Errorf("reading environment %q's secrets for session %q: %w", environment, sessionID, err)
+		}
+		c.SharedWith = decodeSharedWith(shared)
+		if !id.Valid {
+			continue // the environment has none: the LEFT JOIN's one empty row
+		}
+		sec := Secret{ID: id.String, Environment: env.String, EnvName: name.String, ValueEnc: value, Version: version.Int64}
+		_ = json.Unmarshal([]byte(hosts.String), &sec.Hosts)
+		out = append(out, sec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, c, fmt.Errorf("reading environment %q's secrets for session %q: %w", environment, sessionID, err)
+	}
+	if !found {
+		return nil, c, fmt.Errorf("session %q, its agent or environment %q: %w", sessionID, environment, ErrNotFound)
+	}
+	return out, c, nil
 }

@@ -146,4 +146,19 @@ func TestRLSEnvironmentSecretsNeedSharing(t *testing.T) {
 	env.SharedWith = []string{ShareAll}
 	must(t, a.UpdateEnvironment(ctx, env))
 	must(t, b.UpdateAgent(ctx, Agent{Name: "bobs", Environment: "py", Spec: []byte(`{"v":3}`)}))
+
+	// What the egress proxy reads, as the harness role, before it lends a secret: plain's
+	// secret with the consent of bob's session's agent, which plain does not give.
+	h := p.asHarness
+	must(t, h.CreateSession(ctx, Session{ID: "s-bob", Agent: "bobs-plain", Owner: p.bob}))
+	secrets, c, err := h.SessionSecrets(ctx, "s-bob", "plain")
+	if err != nil || len(secrets) != 1 || secrets[0].EnvName != "LATE" || c.AgentOwner != p.bob || c.EnvOwner != p.alice || c.Allowed() {
+		t.Fatalf("SessionSecrets(s-bob, plain) = %+v, %+v, %v; want LATE, owners bob and alice, not allowed", secrets, c, err)
+	}
+	if secrets, c, err = h.SessionSecrets(ctx, "s-bob", "py"); err != nil || len(secrets) != 1 || !c.Allowed() {
+		t.Fatalf("SessionSecrets(s-bob, py), py shared with everyone: %+v, %+v, %v; want its secret, allowed", secrets, c, err)
+	}
+	if _, _, err := h.SessionSecrets(ctx, "no-such-session", "py"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("SessionSecrets of a missing session: %v; want ErrNotFound", err)
+	}
 }

@@ -346,14 +346,9 @@ func (x *Proxies) secretSource(sessionID, environment string) egress.SecretSourc
 		if err != nil {
 			return nil, err
 		}
-		list, err := x.cfg.Store.ListSecrets(ctx, environment)
+		list, err := x.secretsFor(ctx, sessionID, environment)
 		if err != nil {
 			return nil, err
-		}
-		if len(list) > 0 {
-			if err := x.mayUseSecrets(ctx, sessionID, environment); err != nil {
-				return nil, err
-			}
 		}
 		out := make([]egress.Secret, 0, len(list))
 		for _, s := range list {
@@ -367,28 +362,27 @@ func (x *Proxies) secretSource(sessionID, environment string) egress.SecretSourc
 	}
 }
 
-// mayUseSecrets refuses the secrets of environment to the sandbox of session sessionID
-// unless the owner of the session's agent may use them. A session or agent that cannot
-// be read is refused too: no owner, no consent.
-func (x *Proxies) mayUseSecrets(ctx context.Context, sessionID, environment string) error {
-	sess, err := x.cfg.Store.GetSession(ctx, sessionID)
+// secretsFor reads the secrets of environment for the sandbox of session sessionID,
+// refused unless the owner of the session's agent may use them. A session or agent that
+// cannot be read is refused too (no owner, no consent), unless there are no secrets to
+// lend.
+func (x *Proxies) secretsFor(ctx context.Context, sessionID, environment string) ([]store.Secret, error) {
+	list, c, err := x.cfg.Store.SessionSecrets(ctx, sessionID, environment)
+	if errors.Is(err, store.ErrNotFound) {
+		list, lerr := x.cfg.Store.ListSecrets(ctx, environment)
+		if lerr != nil || len(list) > 0 {
+			return nil, errors.Join(err, lerr)
+		}
+		return nil, nil
+	}
 	if err != nil {
-		return fmt.Errorf("session %s of the sandbox: %w", sessionID, err)
+		return nil, err
 	}
-	a, err := x.cfg.Store.GetAgent(ctx, sess.Agent)
-	if err != nil {
-		return fmt.Errorf("agent %q of session %s: %w", sess.Agent, sessionID, err)
+	if len(list) > 0 && !c.Allowed() {
+		return nil, fmt.Errorf("environment %q is owned by %q and its secrets are not shared with %q, the owner of agent %q (trueforge_environment.shared_with)",
+			environment, c.EnvOwner, c.AgentOwner, c.Agent)
 	}
-	env, err := x.cfg.Store.GetEnvironment(ctx, environment)
-	if err != nil {
-		return fmt.Errorf("environment %q of the sandbox: %w", environment, err)
-	}
-	env.HasSecrets = true // the caller read them
-	if !env.UsableBy(a.Owner) {
-		return fmt.Errorf("environment %q is owned by %q and its secrets are not shared with %q, the owner of agent %q (trueforge_environment.shared_with)",
-			environment, env.Owner, a.Owner, a.Name)
-	}
-	return nil
+	return list, nil
 }
 
 // Detach closes the proxy of sandboxID, if it runs here; forget also deletes its
