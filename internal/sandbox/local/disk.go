@@ -24,6 +24,17 @@ import (
 
 // makeDiskImage creates an image of mb MiB at img and mounts it on mnt.
 func makeDiskImage(ctx context.Context, img, mnt string, mb int64) error {
+	if err := newExt4Image(ctx, img, mb); err != nil {
+		return err
+	}
+	return mountImage(ctx, img, mnt)
+}
+
+// newExt4Image creates a sparse ext4 image of mb MiB at img, which must not exist, with
+// no journal and no reserved blocks (the whole size is its user's), its root owned by
+// the runtime's user as a plain directory would be. The sandbox disk and sized volumes
+// are made so; on failure nothing is left at img.
+func newExt4Image(ctx context.Context, img string, mb int64) error {
 	f, err := os.OpenFile(img, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
@@ -32,20 +43,33 @@ func makeDiskImage(ctx context.Context, img, mnt string, mb int64) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		var out []byte
+		out, err = exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
+			"-E", "lazy_itable_init=1,root_owner="+strconv.Itoa(os.Getuid())+":"+strconv.Itoa(os.Getgid()), img).CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
+		}
 	}
-	out, err := exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "lazy_itable_init=1,root_owner="+strconv.Itoa(os.Getuid())+":"+strconv.Itoa(os.Getgid()), img).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
+		_ = os.Remove(img)
 	}
-	return mountImage(ctx, img, mnt)
+	return err
 }
 
 func mountImage(ctx context.Context, img, mnt string) error {
+	if err := mountExt4(ctx, img, mnt); err != nil {
+		return fmt.Errorf("mount the sandbox disk image: %w", err)
+	}
+	return nil
+}
+
+// mountExt4 loop-mounts ext4 image img on mnt (nosuid, nodev) and removes the
+// lost+found folder mkfs made, which is not the sandbox's.
+func mountExt4(ctx context.Context, img, mnt string) error {
 	out, err := exec.CommandContext(ctx, "mount", "-t", "ext4", "-o", "loop,nosuid,nodev", img, mnt).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("mount the sandbox disk image: %v: %s", err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
 	}
 	_ = os.Remove(filepath.Join(mnt, "lost+found"))
 	return nil

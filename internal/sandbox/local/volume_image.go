@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -88,27 +87,9 @@ func makeVolumeImage(ctx context.Context, dir string, mb int64) error {
 		if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
 			return err
 		}
-		f, err := os.OpenFile(img, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return err
-		}
-		err = f.Truncate(mb << 20)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			// No journal and no reserved blocks, as for the sandbox disk: the whole size
-			// is the volume's. The root is the runtime's user's, as the plain directory's
-			// is; sandboxes see it as their own through the idmapped bind.
-			var out []byte
-			out, err = exec.CommandContext(ctx, "mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
-				"-E", "lazy_itable_init=1,root_owner="+strconv.Itoa(os.Getuid())+":"+strconv.Itoa(os.Getgid()), img).CombinedOutput()
-			if err != nil {
-				err = fmt.Errorf("mkfs.ext4: %v: %s", err, strings.TrimSpace(string(out)))
-			}
-		}
-		if err != nil {
-			_ = os.Remove(img)
+		// Its root is the runtime's user's, as the plain directory's is; sandboxes see
+		// it as their own through the idmapped bind.
+		if err := newExt4Image(ctx, img, mb); err != nil {
 			return err
 		}
 		if err := mountVolume(ctx, dir); err != nil {
@@ -127,11 +108,9 @@ func mountVolume(ctx context.Context, dir string) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("volume %s: its image is not mounted and only root can mount it; start the harness as root once, or ask root to", filepath.Base(dir))
 	}
-	out, err := exec.CommandContext(ctx, "mount", "-t", "ext4", "-o", "loop,nosuid,nodev", volumeImage(dir), dir).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("mount the image of volume %s: %v: %s", filepath.Base(dir), err, strings.TrimSpace(string(out)))
+	if err := mountExt4(ctx, volumeImage(dir), dir); err != nil {
+		return fmt.Errorf("mount the image of volume %s: %w", filepath.Base(dir), err)
 	}
-	_ = os.Remove(filepath.Join(dir, "lost+found"))
 	return nil
 }
 
