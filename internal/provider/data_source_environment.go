@@ -58,7 +58,7 @@ func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads an environment by name, including the reserved `default` environment the sandbox provider creates. " +
 			"`status` is refreshed from the sandbox backend.",
-		Attributes: map[string]schema.Attribute{
+		Attributes: withSharingAttributes(map[string]schema.Attribute{
 			"build_hash": schema.StringAttribute{
 				MarkdownDescription: "SHA-256 over the build inputs: the snapshot's content address.",
 				Computed:            true,
@@ -107,15 +107,6 @@ func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 				MarkdownDescription: "Who created the environment.",
 				Computed:            true,
 			},
-			"shared_with": schema.SetAttribute{
-				MarkdownDescription: "Owners, besides `owner`, whose agents may use the environment's secrets (`\"*\"`: every owner); empty when only the owner's may.",
-				Computed:            true,
-				ElementType:         types.StringType,
-			},
-			"has_secrets": schema.BoolAttribute{
-				MarkdownDescription: "Whether the environment has secrets. One without secrets may be used by every owner's agents; one with secrets only by its owner's and those of the owners `shared_with` names.",
-				Computed:            true,
-			},
 			"sandbox_provider": schema.StringAttribute{
 				MarkdownDescription: "Name of the sandbox provider the environment belongs to.",
 				Computed:            true,
@@ -133,7 +124,7 @@ func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 				Computed:            true,
 				ElementType:         types.StringType,
 			},
-		},
+		}),
 	}
 }
 
@@ -195,6 +186,21 @@ func networkObject(env store.Environment) (types.Object, diag.Diagnostics) {
 		"package_indexes":    stringList(env.Settings.PackageIndexes),
 		"package_indexes_in": types.StringValue(in),
 	})
+}
+
+// withSharingAttributes adds to attrs, an environment data source's attributes, who may
+// use the environment's secrets, as both environment data sources show it.
+func withSharingAttributes(attrs map[string]schema.Attribute) map[string]schema.Attribute {
+	attrs["shared_with"] = schema.SetAttribute{
+		MarkdownDescription: "Owners, besides `owner`, whose agents may use the environment's secrets (`\"*\"`: every owner); empty when only the owner's may.",
+		Computed:            true,
+		ElementType:         types.StringType,
+	}
+	attrs["has_secrets"] = schema.BoolAttribute{
+		MarkdownDescription: "Whether the environment has secrets. One without secrets may be used by every owner's agents; one with secrets only by its owner's and those of the owners `shared_with` names.",
+		Computed:            true,
+	}
+	return attrs
 }
 
 // dataNetworkAttributes is the network object of the environment data sources.

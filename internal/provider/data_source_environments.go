@@ -78,7 +78,7 @@ func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 				MarkdownDescription: "The matching environments, ordered by name.",
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{
-					Attributes: map[string]schema.Attribute{
+					Attributes: withSharingAttributes(map[string]schema.Attribute{
 						"build_hash": schema.StringAttribute{
 							MarkdownDescription: "SHA-256 over the build inputs: the snapshot's content address.",
 							Computed:            true,
@@ -122,15 +122,6 @@ func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 							MarkdownDescription: "Who created the environment.",
 							Computed:            true,
 						},
-						"shared_with": schema.SetAttribute{
-							MarkdownDescription: "Owners, besides `owner`, whose agents may use the environment's secrets (`\"*\"`: every owner); empty when only the owner's may.",
-							Computed:            true,
-							ElementType:         types.StringType,
-						},
-						"has_secrets": schema.BoolAttribute{
-							MarkdownDescription: "Whether the environment has secrets. One without secrets may be used by every owner's agents; one with secrets only by its owner's and those of the owners `shared_with` names.",
-							Computed:            true,
-						},
 						"reserved": schema.BoolAttribute{
 							MarkdownDescription: "Whether this is the sandbox provider's reserved `default` environment.",
 							Computed:            true,
@@ -147,7 +138,7 @@ func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 							MarkdownDescription: "`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent.",
 							Computed:            true,
 						},
-					},
+					}),
 				},
 			},
 			"names": schema.ListAttribute{
