@@ -220,16 +220,20 @@ func hasStatus(err error, status int) bool {
 func TestExecOutlivesTheDefaultRequestTimeout(t *testing.T) {
 	t.Parallel()
 	srv := daytonatest.NewServer(t)
+	// The sandbox is made by a client with the default timeout: creating one starts a
+	// real box, which a busy machine can take over 2 s to do, and that is not what this
+	// test is about. Only the command goes through the client with the short default.
+	setup := daytona.New(srv.URL(), daytonatest.DefaultKey, daytona.WithRetryPolicy(fastRetry), daytona.WithPollInterval(5*time.Millisecond))
 	c := daytona.New(srv.URL(), daytonatest.DefaultKey, daytona.WithRetryPolicy(fastRetry), daytona.WithPollInterval(5*time.Millisecond),
 		daytona.WithRequestTimeout(2*time.Second))
 	ctx := testCtx(t)
-	snap := readySnapshot(t, ctx, c, "true")
-	sb, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "long", Snapshot: snap})
+	snap := readySnapshot(t, ctx, setup, "true")
+	sb, err := setup.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "long", Snapshot: snap})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sb.State != daytona.SandboxStarted {
-		if sb, err = c.WaitSandbox(ctx, sb.ID, daytona.SandboxStarted); err != nil {
+		if sb, err = setup.WaitSandbox(ctx, sb.ID, daytona.SandboxStarted); err != nil {
 			t.Fatal(err)
 		}
 	}
