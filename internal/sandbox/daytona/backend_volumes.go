@@ -175,11 +175,15 @@ func (s registryStore) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// sandboxVolumes are a create request's volume mounts as CreateSandbox takes them.
-func sandboxVolumes(mounts []sandbox.VolumeMount) []SandboxVolume {
+// sandboxVolumes are a create request's volume mounts as CreateSandbox takes them. Daytona
+// mounts a volume at the literal mountPath (apps/api/src/sandbox/services/sandbox.service.ts:3334-3366,
+// v0.190), so a path in the contract's /workspace goes through mapPath (Runtime.fromSandbox,
+// as for the cwd and the file tools): /workspace/data mounts at <WorkDir>/data, where the
+// agent's file tools and relative paths reach it.
+func sandboxVolumes(mounts []sandbox.VolumeMount, mapPath func(string) string) []SandboxVolume {
 	var out []SandboxVolume
 	for _, m := range mounts {
-		out = append(out, SandboxVolume{VolumeID: m.Volume, MountPath: m.MountPath, Subpath: m.Subpath})
+		out = append(out, SandboxVolume{VolumeID: m.Volume, MountPath: mapPath(m.MountPath), Subpath: m.Subpath})
 	}
 	return out
 }

@@ -150,7 +150,7 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	if !req.BlockNetwork && len(req.AllowDomains) > 0 {
 		cr.DomainAllowList = strings.Join(req.AllowDomains, ",")
 	}
-	cr.Volumes = sandboxVolumes(req.Volumes)
+	cr.Volumes = sandboxVolumes(req.Volumes, r.fromSandbox)
 	cr.Target = r.snapshotTarget(ctx, req.SnapshotID) // regions.go
 	envs := make([]string, 0, len(req.Secrets))
 	for env := range req.Secrets {

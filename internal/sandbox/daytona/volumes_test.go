@@ -213,3 +213,44 @@ func TestRegistryStore(t *testing.T) {
 		t.Fatalf("deleting a missing registry: %v", err)
 	}
 }
+
+// H1: Daytona mounts a volume at the literal mountPath (sandbox.service.ts:3334-3366,
+// v0.190), and trueforge's workspace on Daytona is DefaultWorkDir, so a mount the HCL puts
+// at /workspace/data must be sent as DefaultWorkDir/data (where the file tools and
+// relative paths of exec reach), through the same mapping as the cwd; a mount outside the
+// workspace is sent as written.
+//
+// The emulator cannot yet run sandboxes with the production work directory (its local
+// sandboxes serve /workspace only, and the runtime's mkdir -p /home/daytona/workspace
+// fails there), so this checks the CreateSandbox request, not files read back through the
+// mount; Create's error after the request was made is logged, not judged.
+func TestVolumeMountPathInWorkDir(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	v, err := c.CreateVolume(ctx, "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitVolume(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	snap := readySnapshot(t, ctx, c, "true")
+	rt, err := testBackend().Runtime(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rt.Create(ctx, sandbox.CreateRequest{ID: "h1", SnapshotID: snap, Volumes: []sandbox.VolumeMount{
+		{Volume: v.ID, MountPath: "/workspace/data"}, {Volume: v.ID, MountPath: "/data", Subpath: "team"}}})
+	t.Logf("create with the production work dir on the emulator: %v", err)
+	got := srv.SandboxVolumes("h1")
+	if len(got) != 2 {
+		t.Fatalf("sandbox's volumes: %v; want the two mounts sent", got)
+	}
+	if want := daytona.DefaultWorkDir + "/data"; got[0]["mountPath"] != want {
+		t.Errorf("mountPath of the /workspace/data mount: %q; want %q (inside the work directory)", got[0]["mountPath"], want)
+	}
+	if got[1]["mountPath"] != "/data" || got[1]["subpath"] != "team" {
+		t.Errorf("mount outside the workspace: %v; want /data as written", got[1])
+	}
+}
