@@ -97,7 +97,7 @@ func (s volumeStore) Delete(ctx context.Context, id string) error {
 		return nil
 	}
 	if IsConflict(err) {
-		return fmt.Errorf("daytona: volume %s is still mounted by a sandbox (delete or stop the sandboxes of the environments that used it, then try again): %w", id, err)
+		return fmt.Errorf("daytona: volume %s is still mounted by a sandbox (delete the sandboxes of the environments that used it, then try again; stopping them is not enough, and stopped and archived sandboxes count too): %w", id, err)
 	}
 	return err
 }

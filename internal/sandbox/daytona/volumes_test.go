@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
@@ -252,5 +253,104 @@ func TestVolumeMountPathInWorkDir(t *testing.T) {
 	}
 	if got[1]["mountPath"] != "/data" || got[1]["subpath"] != "team" {
 		t.Errorf("mount outside the workspace: %v; want /data as written", got[1])
+	}
+}
+
+// M4: Daytona refuses (409) to delete a volume while any sandbox whose desiredState is not
+// destroyed mounts it (volume.service.ts:145-164, v0.190): a stopped sandbox and an
+// archived one block it as a started one does, and the refusal tells the user to delete
+// the sandboxes, not to stop them.
+func TestVolumeDeleteRefusedWhileStoppedOrArchivedSandboxMountsIt(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	vs, err := testBackend().Volumes(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "m4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := readySnapshot(t, ctx, c, "true")
+	b := testBackend()
+	b.WorkDir = "/workspace" // the emulator's sandboxes serve /workspace
+	rt, err := b.Runtime(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"stopped", "archived"} {
+		if err := rt.Create(ctx, sandbox.CreateRequest{ID: id, SnapshotID: snap, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/data"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Stop(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.ArchiveSandbox(ctx, "archived"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitSandbox(ctx, "archived", daytona.SandboxArchived); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.SandboxState("stopped"); st != "stopped" {
+		t.Fatalf("first sandbox is %s; want stopped", st)
+	}
+	refused := func(what string) {
+		t.Helper()
+		err := vs.Delete(ctx, v.ID)
+		if !daytona.IsConflict(err) {
+			t.Fatalf("deleting the volume %s: %v; want 409", what, err)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "delete the sandboxes") || strings.Contains(msg, "or stop") || !strings.Contains(msg, "archived") {
+			t.Fatalf("refusal %s: %q; want it to say delete the sandboxes (stopping is not enough, archived ones count)", what, msg)
+		}
+	}
+	refused("while a stopped and an archived sandbox mount it")
+	if err := rt.Delete(ctx, "stopped"); err != nil {
+		t.Fatal(err)
+	}
+	refused("while an archived sandbox mounts it")
+	if err := rt.Delete(ctx, "archived"); err != nil {
+		t.Fatal(err)
+	}
+	if err := vs.Delete(ctx, v.ID); err != nil {
+		t.Fatalf("deleting the volume once its sandboxes are deleted: %v", err)
+	}
+}
+
+// The emulator, as the server (volume.service.ts:145-164), no longer counts a sandbox whose
+// desiredState is destroyed: an ephemeral one (autoDeleteInterval 0) still stopping, which
+// its stop destroys, does not block the volume's delete.
+func TestEmulatorVolumeDeleteIgnoresDestroyedDesiredState(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t, daytonatest.WithTransitionDelay("stopping", time.Hour))
+	ctx := testCtx(t)
+	v, err := c.CreateVolume(ctx, "eph")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitVolume(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	snap := readySnapshot(t, ctx, c, "true")
+	zero := 0
+	sb, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "eph", Snapshot: snap, AutoDeleteInterval: &zero,
+		Volumes: []daytona.SandboxVolume{{VolumeID: v.ID, MountPath: "/data"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitSandbox(ctx, sb.ID, daytona.SandboxStarted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StopSandbox(ctx, sb.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.SandboxState(sb.ID); st != "stopping" {
+		t.Fatalf("ephemeral sandbox is %s; want stopping (held an hour)", st)
+	}
+	if err := c.DeleteVolume(ctx, v.ID); err != nil {
+		t.Fatalf("deleting a volume mounted only by a sandbox being destroyed: %v; want accepted", err)
 	}
 }

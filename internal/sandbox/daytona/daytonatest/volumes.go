@@ -181,8 +181,15 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 400, "Volume must be in 'ready' or 'error' state in order to be deleted")
 		return
 	}
+	// 409 while any sandbox whose desiredState is not destroyed mounts the volume: started,
+	// stopped, archived and errored ones alike; only a sandbox being destroyed (deleted, or
+	// stopping with autoDeleteInterval 0) no longer counts (apps/api/src/sandbox/services/
+	// volume.service.ts:145-164, v0.190).
 	s.advanceSandboxes()
 	for _, sb := range s.sandboxes {
+		if sb.DesiredState == "destroyed" {
+			continue
+		}
 		if slices.ContainsFunc(s.vols.mounts[sb.ID], func(m sandboxVolume) bool { return m.VolumeID == v.ID }) {
 			writeErr(w, r, 409, "Volume cannot be deleted because it is in use by one or more sandboxes (e.g. "+sb.Name+")")
 			return
