@@ -154,6 +154,13 @@ func (c *Client) SessionExec(ctx context.Context, sb *Sandbox, sessionID string,
 	if _, err := c.do(ctx, r, &out); err != nil {
 		return nil, err
 	}
+	// cmdId is required in the daemon's SessionExecuteResponse (apps/daemon/pkg/toolbox/
+	// process/session/types.go:24, v0.190; "required": ["cmdId"] in its swagger.json):
+	// without it the command cannot be followed (its logs, exit code and input are all
+	// under .../command/{cmdId}), so the answer is refused rather than polling .../command//logs.
+	if out.CmdID == "" {
+		return nil, fmt.Errorf("daytona: exec in session %s: malformed answer from the sandbox's daemon: the required field cmdId is missing or empty, so the command cannot be followed", sessionID)
+	}
 	return &out, nil
 }
 
