@@ -250,7 +250,9 @@ type APIKey struct {
 	UserID      string     `json:"userId"`
 }
 
-// CurrentAPIKey introspects the calling API key (API-key auth only; a JWT gets 403).
+// CurrentAPIKey introspects the calling API key (API-key auth only: the route allows only the
+// API-key strategy, so a JWT fails authentication and gets 401 "Invalid credentials",
+// apps/api/src/auth/global-auth.guard.ts:62-65, v0.190; the controller's 403 is never reached).
 func (c *Client) CurrentAPIKey(ctx context.Context) (*APIKey, error) {
 	var k APIKey
 	if _, err := c.do(ctx, c.api(http.MethodGet, "/api-keys/current"), &k); err != nil {
