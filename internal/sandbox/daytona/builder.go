@@ -24,10 +24,11 @@ const logTailBytes = 4 << 10
 // Mapping of a build request:
 //   - the snapshot name is req.ID;
 //   - the Dockerfile is the spec's own (`FROM platform` read as ReleaseImage, its build
-//     context uploaded first), else Dockerfile(base, req.Spec.BuildScript), where base is
+//     context uploaded first), else Dockerfile(base, user, req.Spec.BuildScript), where base is
 //     req.Spec.Image when it names a real image, else ReleaseImage (the platform image: a
 //     Daytona snapshot cannot be used in FROM, so req.Base only has to exist and is not
-//     referenced); the entrypoint is appended to it (snapshotRequest, buildinfo.go);
+//     referenced) and user is PlatformImageUser for ReleaseImage, else unknown (""); the
+//     entrypoint is appended to it (snapshotRequest, buildinfo.go);
 //   - cpu/memory/disk/gpu come from the spec when > 0 (they become every sandbox's
 //     resources), gpu_type as the one preferred GPU type;
 //   - req.BlockNetwork is not supported by Daytona builds and is ignored (builds use

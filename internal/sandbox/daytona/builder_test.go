@@ -14,11 +14,14 @@ import (
 
 func TestDockerfile(t *testing.T) {
 	t.Parallel()
-	if got := daytona.Dockerfile("ubuntu:24.04", "  \n"); got != "FROM ubuntu:24.04\n" {
+	if got := daytona.Dockerfile("ubuntu:24.04", "", "  \n"); got != "FROM ubuntu:24.04\n" {
 		t.Fatalf("no script: %q", got)
 	}
+	if got := daytona.Dockerfile("img:1", daytona.PlatformImageUser, "  \n"); got != "FROM img:1\n" {
+		t.Fatalf("no script, platform user: %q", got)
+	}
 	script := "set -x\necho 'quoted' \"$HOME\" \\\n  && apt-get install -y jq\n"
-	got := daytona.Dockerfile("ubuntu:24.04", script)
+	got := daytona.Dockerfile("ubuntu:24.04", "", script)
 	lines := strings.Split(strings.TrimSpace(got), "\n")
 	if len(lines) != 2 || lines[0] != "FROM ubuntu:24.04" || !strings.HasPrefix(lines[1], "RUN echo ") {
 		t.Fatalf("dockerfile:\n%s", got)
@@ -27,6 +30,26 @@ func TestDockerfile(t *testing.T) {
 	dec, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil || string(dec) != script {
 		t.Fatalf("script does not round-trip: %q %v", dec, err)
+	}
+	// root needs no switch.
+	if got := daytona.Dockerfile("ubuntu:24.04", "root", script); strings.Contains(got, "USER") {
+		t.Fatalf("root image user:\n%s", got)
+	}
+}
+
+// TestDockerfileRunsScriptAsRoot: on an image whose user is not root (the platform
+// image's daytona), the script's RUN is between USER root and USER <the image's user>,
+// so that the script runs as root and the sandboxes as the image's user (M2).
+func TestDockerfileRunsScriptAsRoot(t *testing.T) {
+	t.Parallel()
+	if daytona.PlatformImageUser != "daytona" {
+		t.Fatalf("PlatformImageUser = %q", daytona.PlatformImageUser)
+	}
+	got := daytona.Dockerfile("daytonaio/sandbox:0.4.3", daytona.PlatformImageUser, "apt-get install -y jq\n")
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if len(lines) != 4 || lines[0] != "FROM daytonaio/sandbox:0.4.3" || lines[1] != "USER root" ||
+		!strings.HasPrefix(lines[2], "RUN echo ") || lines[3] != "USER daytona" {
+		t.Fatalf("dockerfile:\n%s", got)
 	}
 }
 

@@ -17,7 +17,8 @@ import (
 
 // snapshotRequest maps a build request onto the body of POST /snapshots. Every build is a
 // declarative one (buildInfo): the environment's own Dockerfile when it has one, else the
-// Dockerfile generated from its image and build script (Dockerfile). Then:
+// Dockerfile generated from its image and build script (Dockerfile; the script runs as
+// root and the platform image's sandboxes as PlatformImageUser). Then:
 //   - cpu, memory, disk and gpu come from the spec when > 0, and gpu_type as the one
 //     preferred GPU type (Daytona takes an ordered preference list);
 //   - the entrypoint becomes the Dockerfile's last ENTRYPOINT instruction: Daytona refuses
@@ -50,11 +51,13 @@ func (b *Builder) snapshotRequest(ctx context.Context, req sandbox.BuildRequest)
 		}
 		hashes = h
 	} else {
-		base := spec.Image
+		// The script runs as root; the user to switch back to is known for the
+		// platform image only (Dockerfile).
+		base, user := spec.Image, ""
 		if base == "" || base == sandbox.PlatformImage {
-			base = b.ReleaseImage
+			base, user = b.ReleaseImage, PlatformImageUser
 		}
-		dockerfile = Dockerfile(base, spec.BuildScript)
+		dockerfile = Dockerfile(base, user, spec.BuildScript)
 	}
 	cr.BuildInfo = &BuildInfo{DockerfileContent: withEntrypoint(dockerfile, spec.Entrypoint), ContextHashes: hashes}
 	return cr, nil
