@@ -234,11 +234,11 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 						return err
 					}
 					// The snapshot is the Daytona snapshot named by the build hash, built from
-					// a Dockerfile carrying the build script.
+					// a Dockerfile carrying the build script, run as root.
 					if st := f.srv.SnapshotState(snapName); st != "active" {
 						return fmt.Errorf("Daytona snapshot %s is %q, want active", snapName, st)
 					}
-					if df := f.srv.SnapshotDockerfile(snapName); !strings.HasPrefix(df, "FROM "+daytona.DefaultReleaseImage+"\nRUN ") {
+					if df := f.srv.SnapshotDockerfile(snapName); !strings.HasPrefix(df, "FROM "+daytona.DefaultReleaseImage+"\nUSER root\nRUN ") {
 						return fmt.Errorf("dockerfile:\n%s", df)
 					}
 					// Release, default environment, py.

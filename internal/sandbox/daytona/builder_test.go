@@ -82,7 +82,7 @@ func TestBuildToReadyAndReuse(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 	df := srv.SnapshotDockerfile(req.ID)
-	if !strings.HasPrefix(df, "FROM "+daytona.DefaultReleaseImage+"\nRUN ") {
+	if !strings.HasPrefix(df, "FROM "+daytona.DefaultReleaseImage+"\nUSER root\nRUN ") {
 		t.Fatalf("dockerfile:\n%s", df)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +75,9 @@ type SnapshotInputs struct {
 	Dockerfile string
 	// ContextHashes are buildInfo.contextHashes.
 	ContextHashes []string
+	// User is the user the built image runs as: the base image's, then the
+	// Dockerfile's last USER (buildUsers; "" for a snapshot of an image, not built).
+	User string
 }
 
 // SnapshotInputs returns the build inputs of the snapshot named name (ok false if none).
@@ -86,7 +90,7 @@ func (s *Server) SnapshotInputs(name string) (SnapshotInputs, bool) {
 	}
 	in := sn.inputs
 	return SnapshotInputs{GPU: in.GPU, GPUType: slices.Clone(in.GPUType), Entrypoint: slices.Clone(in.entrypoint),
-		Dockerfile: sn.Dockerfile, ContextHashes: slices.Clone(in.contextHashes())}, true
+		Dockerfile: sn.Dockerfile, ContextHashes: slices.Clone(in.contextHashes()), User: in.user}, true
 }
 
 // buildInputs is the whole CreateSnapshot body of the OpenAPI document, decoded strictly.
@@ -108,8 +112,10 @@ type buildInputs struct {
 
 	// Set by applyBuildInputs.
 	resolvedGPU string
-	entrypoint  []string
-	steps       []buildStep
+	// user is the USER the built image runs as (buildUsers).
+	user       string
+	entrypoint []string
+	steps      []buildStep
 }
 
 func (in *buildInputs) contextHashes() []string {
@@ -212,6 +218,10 @@ func (s *Server) applyBuildInputs(w http.ResponseWriter, r *http.Request, sn *sn
 			", repository does not exist or may require authorization",
 			log: "ERROR: failed to solve: " + base + ": not found"}
 	}
+	if sn.fail == nil {
+		user, f := buildUsers(in.BuildInfo.DockerfileContent, imageUser(base))
+		in.user, sn.fail = user, f
+	}
 	for _, h := range in.BuildInfo.ContextHashes {
 		if _, ok := st.objects[contextKey(h)]; !ok && sn.fail == nil {
 			sn.fail = &failure{reason: "failed to get tar from storage with hash " + h + ": The specified key does not exist.",
@@ -219,6 +229,109 @@ func (s *Server) applyBuildInputs(w http.ResponseWriter, r *http.Request, sn *sn
 		}
 	}
 	return true
+}
+
+// imageUser is the user a base image runs as: `daytona` for Daytona's sandbox image,
+// whose Dockerfile ends with `USER daytona` (v0.190 images/sandbox/Dockerfile:96), else
+// root, Docker's default for an image that sets no USER (the emulator knows no other
+// image's configuration).
+func imageUser(base string) string {
+	repo := base
+	if i := strings.LastIndexByte(repo, ':'); i > strings.LastIndexByte(repo, '/') {
+		repo = repo[:i]
+	}
+	repo, _, _ = strings.Cut(repo, "@")
+	if repo == "daytonaio/sandbox" || strings.HasSuffix(repo, "/daytonaio/sandbox") {
+		return "daytona"
+	}
+	return "root"
+}
+
+// buildUsers follows a Dockerfile's USER lines from the base image's user and checks
+// each RUN line (and the script inside the RUN the daytona package generates for a
+// build_script, base64 in an `echo ... | base64 -d`) against the user it runs as: the
+// runner hands the Dockerfile unchanged to `docker build` (v0.190
+// apps/runner/pkg/docker/image_build.go:46-56, 161-197), so a RUN runs as the last USER
+// before it. The emulator does not run build RUN lines as another user (its local box
+// runs every command as one unprivileged user); it models the common case instead: a
+// command that needs root (rootOnly) fails the build unless the user is root. It
+// returns the image's final user, or the failure, which is Docker's BuildKit message for
+// a RUN that exits non-zero.
+func buildUsers(dockerfile, user string) (string, *failure) {
+	for _, l := range dockerfileLines(dockerfile) {
+		kw, rest, _ := strings.Cut(l, " ")
+		rest = strings.TrimSpace(rest)
+		switch strings.ToUpper(kw) {
+		case "USER":
+			if u, _, _ := strings.Cut(rest, ":"); u != "" {
+				user = u
+			}
+		case "RUN":
+			if user == "root" || user == "0" {
+				continue
+			}
+			cmd := rest
+			for _, sub := range b64RunRE.FindAllStringSubmatch(rest, -1) {
+				if b, err := base64.StdEncoding.DecodeString(sub[1]); err == nil {
+					cmd += "\n" + string(b)
+				}
+			}
+			if what := rootOnly(cmd); what != "" {
+				return user, &failure{
+					reason: `Failed to build the image: process "/bin/sh -c ` + rest + `" did not complete successfully: exit code: 1`,
+					log:    "ERROR: " + what + ": Permission denied (RUN as user " + user + ", not root)"}
+			}
+		}
+	}
+	return user, nil
+}
+
+var (
+	// pkgManagerRE: package managers that write the system's package database.
+	pkgManagerRE = regexp.MustCompile(`^(apt-get|apt|dpkg|apk|yum|dnf|microdnf|useradd|groupadd|adduser|update-ca-certificates)$`)
+	// rootPathRE: paths only root may write in an image. /usr/local/lib and
+	// /usr/local/share/nvm are daytona's in the platform image (v0.190
+	// images/sandbox/Dockerfile:81-82,87).
+	rootPathRE = regexp.MustCompile(`^/(usr|etc|opt|var|root|srv|lib|lib64|bin|sbin)(/|$)`)
+	userPathRE = regexp.MustCompile(`^/usr/local/(lib|share/nvm)(/|$)`)
+	// shellSplitRE splits a command line into simple commands.
+	shellSplitRE = regexp.MustCompile(`&&|\|\||[;|\n()]`)
+	// writeCmdRE: commands whose path arguments they write.
+	writeCmdRE = regexp.MustCompile(`^(mkdir|touch|cp|mv|ln|install|chmod|chown|rm|tee|sed)$`)
+	redirectRE = regexp.MustCompile(`>>?\s*(\S+)`)
+)
+
+// rootOnly names what in a shell command needs root ("" for nothing): a package
+// manager, a write (redirection, mkdir, cp, tee, ...) to a system path. A command run
+// with sudo (the platform image's daytona has passwordless sudo,
+// images/sandbox/Dockerfile:78) needs nothing.
+func rootOnly(cmd string) string {
+	system := func(p string) bool {
+		p = strings.Trim(p, `"'`)
+		return rootPathRE.MatchString(p) && !userPathRE.MatchString(p)
+	}
+	for _, c := range shellSplitRE.Split(cmd, -1) {
+		f := strings.Fields(c)
+		if len(f) == 0 || f[0] == "sudo" {
+			continue
+		}
+		for _, m := range redirectRE.FindAllStringSubmatch(c, -1) {
+			if system(m[1]) {
+				return "cannot create " + strings.Trim(m[1], `"'`)
+			}
+		}
+		if pkgManagerRE.MatchString(f[0]) {
+			return f[0] + ": are you root?"
+		}
+		if writeCmdRE.MatchString(f[0]) {
+			for _, a := range f[1:] {
+				if system(a) {
+					return f[0] + ": " + strings.Trim(a, `"'`)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // addTo adds the recorded inputs to a SnapshotDto.
@@ -261,22 +374,7 @@ type buildStep struct{ run, src, dst string }
 // the emulator replays in each new sandbox (provision). Other instructions are ignored,
 // and so is the RUN that the daytona package generates for a build_script.
 func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
-	var lines []string
-	var cur strings.Builder
-	for l := range strings.SplitSeq(dockerfile, "\n") {
-		t := strings.TrimSpace(l)
-		if cur.Len() == 0 && (t == "" || strings.HasPrefix(t, "#")) {
-			continue
-		}
-		if c, ok := strings.CutSuffix(t, `\`); ok {
-			cur.WriteString(c + " ")
-			continue
-		}
-		cur.WriteString(t)
-		lines = append(lines, cur.String())
-		cur.Reset()
-	}
-	for _, l := range lines {
+	for _, l := range dockerfileLines(dockerfile) {
 		kw, rest, _ := strings.Cut(l, " ")
 		rest = strings.TrimSpace(rest)
 		switch strings.ToUpper(kw) {
@@ -299,6 +397,27 @@ func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
 		}
 	}
 	return base, steps
+}
+
+// dockerfileLines splits a Dockerfile into instructions, joining continued lines and
+// dropping comments and blank lines.
+func dockerfileLines(dockerfile string) []string {
+	var lines []string
+	var cur strings.Builder
+	for l := range strings.SplitSeq(dockerfile, "\n") {
+		t := strings.TrimSpace(l)
+		if cur.Len() == 0 && (t == "" || strings.HasPrefix(t, "#")) {
+			continue
+		}
+		if c, ok := strings.CutSuffix(t, `\`); ok {
+			cur.WriteString(c + " ")
+			continue
+		}
+		cur.WriteString(t)
+		lines = append(lines, cur.String())
+		cur.Reset()
+	}
+	return lines
 }
 
 // provision replays a Dockerfile snapshot's steps in the new sandbox id: the emulator's
