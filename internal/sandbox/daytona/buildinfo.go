@@ -67,9 +67,33 @@ func (b *Builder) snapshotRequest(ctx context.Context, req sandbox.BuildRequest)
 var fromPlatformRE = regexp.MustCompile(`(?im)^(\s*FROM\s+)platform(\s+AS\s+\S+)?\s*$`)
 
 // platformBase replaces the base image "platform" with image, so that a Dockerfile that
-// builds on the platform image means the same on every backend.
+// builds on the platform image means the same on every backend: as on the local backend,
+// its instructions run as root, so each `FROM platform` is followed by `USER root`, and a
+// final stage on the platform image that sets no USER of its own ends with `USER
+// PlatformImageUser`, so that its sandboxes run as the platform image's user as those of
+// image + build_script do (Dockerfile). A stage's own USER lines are kept as written.
 func platformBase(dockerfile, image string) string {
-	return fromPlatformRE.ReplaceAllString(dockerfile, "${1}"+image+"${2}")
+	finalOnPlatform, userSet := false, false
+	for l := range strings.SplitSeq(dockerfile, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		switch strings.ToUpper(f[0]) {
+		case "FROM":
+			finalOnPlatform, userSet = fromPlatformRE.MatchString(l), false
+		case "USER":
+			userSet = true
+		}
+	}
+	out := fromPlatformRE.ReplaceAllString(dockerfile, "${1}"+image+"${2}\nUSER root")
+	if finalOnPlatform && !userSet {
+		if !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += "USER " + PlatformImageUser + "\n"
+	}
+	return out
 }
 
 // withEntrypoint appends an exec-form ENTRYPOINT for entrypoint (none when it is empty;

@@ -1,6 +1,8 @@
 package daytona_test
 
 import (
+	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -31,44 +33,83 @@ func TestBuildScriptRunsAsRootOnThePlatformImage(t *testing.T) {
 	}
 }
 
-// TestEmulatorRunsBuildLinesAsTheirUser: the emulator follows a Dockerfile's USER lines
-// from the base image's user and fails a RUN that needs root under another user, as
-// `docker build` on the runner does (apps/runner/pkg/docker/image_build.go).
-func TestEmulatorRunsBuildLinesAsTheirUser(t *testing.T) {
+// TestPlatformDockerfileRunsAsRoot (issue 24 M2): a user's Dockerfile on `FROM
+// platform` runs its instructions as root, as on the local backend, and its sandboxes as
+// the platform image's user unless the final stage sets a USER of its own.
+func TestPlatformDockerfileRunsAsRoot(t *testing.T) {
 	t.Parallel()
 	srv, c := setup(t)
 	ctx := testCtx(t)
 	b := daytona.NewBuilder(c)
-	for _, tc := range []struct {
-		dockerfile string
-		fail       bool
-		user       string
-	}{
-		{"FROM platform\nRUN apt-get install -y jq\n", true, ""},
-		{"FROM platform\nRUN echo x > /etc/x\n", true, ""},
-		{"FROM platform\nRUN mkdir -p /usr/share/x\n", true, ""},
-		{"FROM platform\nRUN echo x > /tmp/x && sudo apt-get install -y jq\n", false, "daytona"},
-		{"FROM platform\nUSER root\nRUN apt-get install -y jq\nUSER app\n", false, "app"},
-		{"FROM platform\nUSER root\nRUN true\nUSER daytona\nRUN echo x >> /etc/x\n", true, ""},
-		{"FROM ubuntu:24.04\nRUN apt-get install -y jq\n", false, "root"},
-		{"FROM ubuntu:24.04\nUSER app:app\nRUN touch /opt/x\n", true, ""},
+	for _, tc := range []struct{ dockerfile, user, text string }{
+		{"FROM platform\nRUN apt-get install -y jq && echo x > /etc/x\n", "daytona",
+			"FROM " + daytona.DefaultReleaseImage + "\nUSER root\nRUN apt-get install -y jq && echo x > /etc/x\nUSER daytona\n"},
+		{"FROM platform AS base\nRUN touch /opt/x\nUSER app\n", "app",
+			"FROM " + daytona.DefaultReleaseImage + " AS base\nUSER root\nRUN touch /opt/x\nUSER app\n"},
+		{"FROM platform\nUSER root\nRUN touch /opt/x", "root",
+			"FROM " + daytona.DefaultReleaseImage + "\nUSER root\nUSER root\nRUN touch /opt/x"},
+		{"FROM platform AS b\nRUN true\nFROM ubuntu:24.04\nRUN apt-get install -y jq\n", "root",
+			"FROM " + daytona.DefaultReleaseImage + " AS b\nUSER root\nRUN true\nFROM ubuntu:24.04\nRUN apt-get install -y jq\n"},
 	} {
 		req := specReq(sandbox.SnapshotSpec{Dockerfile: tc.dockerfile}, "")
 		if err := b.StartBuild(ctx, req); err != nil {
 			t.Fatal(err)
 		}
-		st := waitBuild(t, ctx, b, req.ID)
-		if tc.fail {
-			if st.Status != sandbox.StatusFailed || !strings.Contains(st.Reason, "did not complete successfully") {
-				t.Errorf("%q: want a failed build, got %+v", tc.dockerfile, st)
-			}
-			continue
-		}
-		if st.Status != sandbox.StatusReady {
+		if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
 			t.Errorf("%q: want ready, got %+v", tc.dockerfile, st)
 			continue
 		}
-		if in, _ := srv.SnapshotInputs(req.ID); in.User != tc.user {
+		in, _ := srv.SnapshotInputs(req.ID)
+		if in.User != tc.user || in.Dockerfile != tc.text {
+			t.Errorf("%q: image user %q, want %q; sent:\n%s\nwant:\n%s", tc.dockerfile, in.User, tc.user, in.Dockerfile, tc.text)
+		}
+	}
+}
+
+// TestEmulatorRunsBuildLinesAsTheirUser: the emulator follows a Dockerfile's USER lines
+// from the base image's user and fails a RUN that needs root under another user, as
+// `docker build` on the runner does (apps/runner/pkg/docker/image_build.go). The
+// Dockerfiles go to the API as written (no `FROM platform` rewriting).
+func TestEmulatorRunsBuildLinesAsTheirUser(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	img := daytona.DefaultReleaseImage
+	for i, tc := range []struct {
+		dockerfile string
+		fail       bool
+		user       string
+	}{
+		{"FROM " + img + "\nRUN apt-get install -y jq\n", true, ""},
+		{"FROM " + img + "\nRUN echo x > /etc/x\n", true, ""},
+		{"FROM " + img + "\nRUN mkdir -p /usr/share/x\n", true, ""},
+		{"FROM " + img + "\nRUN echo x > /tmp/x && sudo apt-get install -y jq && mkdir -p /usr/local/lib/y\n", false, "daytona"},
+		{"FROM " + img + "\nUSER root\nRUN apt-get install -y jq\nUSER app\n", false, "app"},
+		{"FROM " + img + "\nUSER root\nRUN true\nUSER daytona\nRUN echo x >> /etc/x\n", true, ""},
+		{"FROM " + img + "\nRUN echo " + base64.StdEncoding.EncodeToString([]byte("touch /etc/x\n")) + " | base64 -d > /tmp/s.sh && sh -e /tmp/s.sh\n", true, ""},
+		{"FROM ubuntu:24.04\nRUN apt-get install -y jq\n", false, "root"},
+		{"FROM ubuntu:24.04\nUSER app:app\nRUN touch /opt/x\n", true, ""},
+	} {
+		name := fmt.Sprintf("users-%d", i)
+		if _, err := c.CreateSnapshot(ctx, daytona.CreateSnapshotRequest{Name: name,
+			BuildInfo: &daytona.BuildInfo{DockerfileContent: tc.dockerfile}}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.WaitSnapshot(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.fail {
+			if s.State != daytona.SnapshotBuildFailed || !strings.Contains(s.ErrorReason, "did not complete successfully") {
+				t.Errorf("%q: want a failed build, got %s %q", tc.dockerfile, s.State, s.ErrorReason)
+			}
+			continue
+		}
+		if s.State != daytona.SnapshotActive {
+			t.Errorf("%q: want active, got %s %q", tc.dockerfile, s.State, s.ErrorReason)
+			continue
+		}
+		if in, _ := srv.SnapshotInputs(name); in.User != tc.user {
 			t.Errorf("%q: image user %q, want %q", tc.dockerfile, in.User, tc.user)
 		}
 	}
