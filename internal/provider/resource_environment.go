@@ -132,7 +132,7 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Computed:            true,
 			},
 			"build_script": schema.StringAttribute{
-				MarkdownDescription: "Shell script run as root with `sh -e` on top of the image; its changes under `/usr`, `/etc`, `/opt`, `/var`, `/srv`, `/home` and `/root` become the snapshot." + bakes,
+				MarkdownDescription: "Shell script run as root with `sh -e` on top of the image (on Daytona with an `image` other than `platform`, as that image's default user); sandboxes still run as the image's user (`daytona` for the platform image). Its changes under `/usr`, `/etc`, `/opt`, `/var`, `/srv`, `/home` and `/root` become the snapshot." + bakes,
 				Optional:            true,
 				Computed:            true,
 				Default:             stringdefault.StaticString(""),
