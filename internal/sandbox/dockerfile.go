@@ -27,3 +27,28 @@ func CheckDockerfile(dockerfile string) error {
 	}
 	return fmt.Errorf("it holds no instructions; begin it with FROM and an image, for example FROM python:3.12-slim")
 }
+
+// DockerfileInstructions splits a Dockerfile into instructions, joining continued lines
+// and dropping comments and blank lines (a last line continued past the end is kept).
+// The local backend reads its builds by it, and the Daytona emulator replays them.
+func DockerfileInstructions(dockerfile string) []string {
+	var out []string
+	var cur strings.Builder
+	for l := range strings.SplitSeq(dockerfile, "\n") {
+		t := strings.TrimSpace(l)
+		if cur.Len() == 0 && (t == "" || strings.HasPrefix(t, "#")) {
+			continue
+		}
+		if c, ok := strings.CutSuffix(t, `\`); ok {
+			cur.WriteString(c + " ")
+			continue
+		}
+		cur.WriteString(t)
+		out = append(out, cur.String())
+		cur.Reset()
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}

@@ -18,7 +18,7 @@ import (
 func dockerfileScript(dockerfile string) (string, error) {
 	var script strings.Builder
 	from := false
-	for _, ins := range dockerfileInstructions(dockerfile) {
+	for _, ins := range sandbox.DockerfileInstructions(dockerfile) {
 		kw, rest, _ := strings.Cut(ins, " ")
 		rest = strings.TrimSpace(rest)
 		switch kw = strings.ToUpper(kw); {
@@ -42,30 +42,6 @@ func dockerfileScript(dockerfile string) (string, error) {
 		return "", fmt.Errorf("the Dockerfile has no FROM instruction: start it with `FROM %s`", sandbox.PlatformImage)
 	}
 	return script.String(), nil
-}
-
-// dockerfileInstructions splits a Dockerfile into instructions, joining continued lines
-// and dropping comments and blank lines.
-func dockerfileInstructions(dockerfile string) []string {
-	var out []string
-	var cur strings.Builder
-	for l := range strings.SplitSeq(dockerfile, "\n") {
-		t := strings.TrimSpace(l)
-		if cur.Len() == 0 && (t == "" || strings.HasPrefix(t, "#")) {
-			continue
-		}
-		if c, ok := strings.CutSuffix(t, `\`); ok {
-			cur.WriteString(c + " ")
-			continue
-		}
-		cur.WriteString(t)
-		out = append(out, cur.String())
-		cur.Reset()
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
 }
 
 // buildScriptOf is the script a build of spec runs: build_script, or the RUN lines of its

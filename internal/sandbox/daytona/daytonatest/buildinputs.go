@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // GPUTypes are the v0.205 OpenAPI document's GpuType values.
@@ -258,7 +260,7 @@ func imageUser(base string) string {
 // returns the image's final user, or the failure, which is Docker's BuildKit message for
 // a RUN that exits non-zero.
 func buildUsers(dockerfile, user string) (string, *failure) {
-	for _, l := range dockerfileLines(dockerfile) {
+	for _, l := range sandbox.DockerfileInstructions(dockerfile) {
 		kw, rest, _ := strings.Cut(l, " ")
 		rest = strings.TrimSpace(rest)
 		switch strings.ToUpper(kw) {
@@ -374,7 +376,7 @@ type buildStep struct{ run, src, dst string }
 // the emulator replays in each new sandbox (provision). Other instructions are ignored,
 // and so is the RUN that the daytona package generates for a build_script.
 func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
-	for _, l := range dockerfileLines(dockerfile) {
+	for _, l := range sandbox.DockerfileInstructions(dockerfile) {
 		kw, rest, _ := strings.Cut(l, " ")
 		rest = strings.TrimSpace(rest)
 		switch strings.ToUpper(kw) {
@@ -397,27 +399,6 @@ func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
 		}
 	}
 	return base, steps
-}
-
-// dockerfileLines splits a Dockerfile into instructions, joining continued lines and
-// dropping comments and blank lines.
-func dockerfileLines(dockerfile string) []string {
-	var lines []string
-	var cur strings.Builder
-	for l := range strings.SplitSeq(dockerfile, "\n") {
-		t := strings.TrimSpace(l)
-		if cur.Len() == 0 && (t == "" || strings.HasPrefix(t, "#")) {
-			continue
-		}
-		if c, ok := strings.CutSuffix(t, `\`); ok {
-			cur.WriteString(c + " ")
-			continue
-		}
-		cur.WriteString(t)
-		lines = append(lines, cur.String())
-		cur.Reset()
-	}
-	return lines
 }
 
 // provision replays a Dockerfile snapshot's steps in the new sandbox id: the emulator's
