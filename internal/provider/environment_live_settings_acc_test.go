@@ -114,7 +114,7 @@ func (f *daytonaFixture) newSandboxGets(t *testing.T, session string, labels map
 		}
 		rts := backend.New(controlplane.New(st))
 		// The emulator's sandboxes serve /workspace; a short poll keeps the test quick.
-		rts.Backends[daytona.Type] = &daytona.Backend{Options: []daytona.Option{daytona.WithPollInterval(10 * time.Millisecond)}, WorkDir: "/workspace"}
+		rts.Backends[daytona.Type] = &daytona.Backend{Options: []daytona.Option{daytona.WithPollInterval(10 * time.Millisecond)}}
 		m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: rts})
 		lease, err := m.Acquire(ctx, session, a)
 		if err != nil {

@@ -79,7 +79,7 @@ func newDaytonaFixture(t *testing.T) *dtFixture {
 	// The default registry's daytona backend with two test settings: a fast poll, and the
 	// emulator's work directory (its local sandboxes serve /workspace).
 	rts := backend.New(controlplane.New(st))
-	rts.Backends[daytona.Type] = &daytona.Backend{Options: []daytona.Option{daytona.WithPollInterval(5 * time.Millisecond)}, WorkDir: "/workspace"}
+	rts.Backends[daytona.Type] = &daytona.Backend{Options: []daytona.Option{daytona.WithPollInterval(5 * time.Millisecond)}}
 	clock := newClock()
 	m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: rts, Now: clock.Now})
 	t.Cleanup(func() {

@@ -45,8 +45,7 @@ const (
 type Backend struct {
 	// Options are added to every client (tests shorten polling and backoff).
 	Options []Option
-	// WorkDir, when set, replaces DefaultWorkDir as the sandboxes' workspace (the
-	// emulator's sandboxes serve /workspace).
+	// WorkDir, when set, replaces DefaultWorkDir as the sandboxes' workspace.
 	WorkDir string
 }
 

@@ -94,7 +94,8 @@ func (b *Builder) StartBuild(ctx context.Context, req sandbox.BuildRequest) erro
 }
 
 // ensure gets the snapshot by name and: leaves it alone if active or in progress, activates
-// it if inactive, deletes and recreates it if failed, creates it if missing. One that is
+// it if inactive, deletes and recreates it if failed or built without the workspace
+// (outdatedLayout), creates it if missing. One that is
 // not available in region counts as missing: it is replaced by one made there (names are
 // unique in an organization, and Daytona has no call that adds a region to a snapshot).
 func (b *Builder) ensure(ctx context.Context, req CreateSnapshotRequest, region RegionRef) error {
@@ -108,6 +109,16 @@ func (b *Builder) ensure(ctx context.Context, req CreateSnapshotRequest, region 
 	if !inRegion(s, region) && s.State != SnapshotRemoving {
 		if err := b.C.DeleteSnapshot(ctx, s.ID); err != nil && !IsNotFound(err) {
 			return fmt.Errorf("replacing snapshot %s, which is in region(s) %v, not in %s: %w", req.Name, s.RegionIDs, region, err)
+		}
+		if err := b.waitGone(ctx, req.Name); err != nil {
+			return err
+		}
+		return b.create(ctx, req)
+	}
+	switch {
+	case s.State == SnapshotActive && outdatedLayout(s):
+		if err := b.C.DeleteSnapshot(ctx, s.ID); err != nil && !IsNotFound(err) {
+			return fmt.Errorf("replacing snapshot %s, built without the workspace: %w", req.Name, err)
 		}
 		if err := b.waitGone(ctx, req.Name); err != nil {
 			return err
@@ -190,6 +201,10 @@ func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState
 	}
 	switch s.State {
 	case SnapshotActive:
+		if outdatedLayout(s) {
+			// As for an inactive one: the next plan proposes a build, which replaces it.
+			return sandbox.BuildState{Status: sandbox.StatusFailed, Reason: OutdatedReason}, nil
+		}
 		return sandbox.BuildState{Status: sandbox.StatusReady}, nil
 	case SnapshotBuildFailed, SnapshotError:
 		st := sandbox.BuildState{Status: sandbox.StatusFailed, Reason: firstLine(s.ErrorReason)}
@@ -208,6 +223,19 @@ func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState
 	default:
 		return sandbox.BuildState{Status: sandbox.StatusBuilding}, nil
 	}
+}
+
+// OutdatedReason is BuildState's reason for an active snapshot built before builds made
+// the workspace (WithWorkspace): its sandboxes' user may be unable to create /workspace.
+const OutdatedReason = "snapshot was built without the /workspace directory (by trueforge before builds ended with WORKDIR /workspace); the next apply rebuilds it"
+
+// outdatedLayout reports whether s is a build of an older trueforge, whose Dockerfile did
+// not make the workspace. The API returns a snapshot's build info with it (v0.190
+// apps/api/src/sandbox/entities/snapshot.entity.ts:115-120, eager; dto/snapshot.dto.ts:
+// 133-139). Snapshots without build info (the release, made from an image) are not
+// environment builds and are left alone.
+func outdatedLayout(s *Snapshot) bool {
+	return s.BuildInfo != nil && !hasWorkspace(s.BuildInfo.DockerfileContent)
 }
 
 // DeleteSnapshot deletes the snapshot named id; a missing one is not an error.

@@ -26,7 +26,9 @@ import (
 //     (v0.190 apps/api/src/sandbox/controllers/snapshot.controller.ts createSnapshot, and
 //     services/snapshot.service.ts getEntrypointFromDockerfile);
 //   - `FROM platform` in a Dockerfile names the release image, as the platform image does;
-//   - the build context is uploaded first (uploadContext) and named in contextHashes.
+//   - the build context is uploaded first (uploadContext) and named in contextHashes;
+//   - the Dockerfile ends by making /workspace, the sandboxes' work directory, owned by
+//     the image's user (withWorkspace).
 //
 // The region (regionId) is StartBuild's, as resolved for the spec's region or target.
 func (b *Builder) snapshotRequest(ctx context.Context, req sandbox.BuildRequest) (CreateSnapshotRequest, error) {
@@ -41,10 +43,10 @@ func (b *Builder) snapshotRequest(ctx context.Context, req sandbox.BuildRequest)
 	if spec.GPUType != "" {
 		cr.GPUType = []string{spec.GPUType}
 	}
-	var dockerfile string
+	var dockerfile, user string
 	var hashes []string
 	if spec.Dockerfile != "" {
-		dockerfile = platformBase(spec.Dockerfile, b.ReleaseImage)
+		dockerfile, user = platformBase(spec.Dockerfile, b.ReleaseImage)
 		h, err := b.uploadContext(ctx, req)
 		if err != nil {
 			return CreateSnapshotRequest{}, err
@@ -53,13 +55,13 @@ func (b *Builder) snapshotRequest(ctx context.Context, req sandbox.BuildRequest)
 	} else {
 		// The script runs as root; the user to switch back to is known for the
 		// platform image only (Dockerfile).
-		base, user := spec.Image, ""
+		base := spec.Image
 		if base == "" || base == sandbox.PlatformImage {
 			base, user = b.ReleaseImage, PlatformImageUser
 		}
 		dockerfile = Dockerfile(base, user, spec.BuildScript)
 	}
-	cr.BuildInfo = &BuildInfo{DockerfileContent: withEntrypoint(dockerfile, spec.Entrypoint), ContextHashes: hashes}
+	cr.BuildInfo = &BuildInfo{DockerfileContent: withEntrypoint(withWorkspace(dockerfile, user), spec.Entrypoint), ContextHashes: hashes}
 	return cr, nil
 }
 
@@ -72,8 +74,11 @@ var fromPlatformRE = regexp.MustCompile(`(?im)^(\s*FROM\s+)platform(\s+AS\s+\S+)
 // final stage on the platform image that sets no USER of its own ends with `USER
 // PlatformImageUser`, so that its sandboxes run as the platform image's user as those of
 // image + build_script do (Dockerfile). A stage's own USER lines are kept as written.
-func platformBase(dockerfile, image string) string {
-	finalOnPlatform, userSet := false, false
+// It also returns the user the image runs as when the Dockerfile says it: the final
+// stage's last USER, or PlatformImageUser for a final stage on the platform image that
+// sets none ("" when neither: the base image's user is not known here).
+func platformBase(dockerfile, image string) (string, string) {
+	finalOnPlatform, userSet, user := false, false, ""
 	for l := range strings.SplitSeq(dockerfile, "\n") {
 		f := strings.Fields(l)
 		if len(f) == 0 {
@@ -81,9 +86,12 @@ func platformBase(dockerfile, image string) string {
 		}
 		switch strings.ToUpper(f[0]) {
 		case "FROM":
-			finalOnPlatform, userSet = fromPlatformRE.MatchString(l), false
+			finalOnPlatform, userSet, user = fromPlatformRE.MatchString(l), false, ""
 		case "USER":
 			userSet = true
+			if len(f) > 1 {
+				user, _, _ = strings.Cut(f[1], ":")
+			}
 		}
 	}
 	out := fromPlatformRE.ReplaceAllString(dockerfile, "${1}"+image+"${2}\nUSER root")
@@ -92,8 +100,9 @@ func platformBase(dockerfile, image string) string {
 			out += "\n"
 		}
 		out += "USER " + PlatformImageUser + "\n"
+		user = PlatformImageUser
 	}
-	return out
+	return out, user
 }
 
 // withEntrypoint appends an exec-form ENTRYPOINT for entrypoint (none when it is empty;

@@ -153,8 +153,10 @@ func TestDockerfileBuildSandboxSeesRun(t *testing.T) {
 	ctx := testCtx(t)
 	b := daytona.NewBuilder(c)
 	dir, hash := writeContext(t, map[string]string{"app.txt": "from the context\n"})
-	spec := sandbox.SnapshotSpec{Dockerfile: "# comment\nFROM platform\nCOPY app.txt app.txt\n" +
-		"RUN cat app.txt > copied.txt && \\\n    echo ran > from-run.txt\n", ContextHash: hash}
+	// Relative paths are Docker's, from the WORKDIR; files put in /workspace as root are
+	// the sandbox user's afterwards (withWorkspace), so the agent can change them.
+	spec := sandbox.SnapshotSpec{Dockerfile: "# comment\nFROM platform\nWORKDIR /workspace\nCOPY app.txt app.txt\n" +
+		"RUN cat app.txt > copied.txt && \\\n    echo ran > /workspace/from-run.txt\n", ContextHash: hash}
 	req := specReq(spec, dir)
 	if err := b.StartBuild(ctx, req); err != nil {
 		t.Fatal(err)
@@ -163,7 +165,7 @@ func TestDockerfileBuildSandboxSeesRun(t *testing.T) {
 		t.Fatalf("build: %+v", st)
 	}
 	zero := 0
-	rt := &daytona.Runtime{C: c, WorkDir: "/workspace", AutoStop: &zero}
+	rt := &daytona.Runtime{C: c, AutoStop: &zero}
 	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "df-1", SnapshotID: req.ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +173,9 @@ func TestDockerfileBuildSandboxSeesRun(t *testing.T) {
 	res := mustExec(t, rt, "df-1", sandbox.ExecRequest{Shell: "cat copied.txt from-run.txt"})
 	if got := string(res.Stdout); got != "from the context\nran\n" {
 		t.Fatalf("sandbox sees %q (stderr %q); want the COPY's and RUN's files", got, res.Stderr)
+	}
+	if err := rt.WriteFile(ctx, "df-1", "app.txt", strings.NewReader("changed by the agent\n"), 0o644); err != nil {
+		t.Fatalf("the agent changing a file the build copied into /workspace as root: %v", err)
 	}
 }
 
@@ -270,7 +275,7 @@ func TestGPUSandboxesAreEphemeral(t *testing.T) {
 	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
 		t.Fatalf("build: %+v", st)
 	}
-	rt := &daytona.Runtime{C: c, WorkDir: "/workspace"}
+	rt := &daytona.Runtime{C: c}
 	lc := sandbox.Lifecycle{IdleStop: 10 * time.Minute, DeleteAfter: 24 * time.Hour}
 	err := rt.Create(ctx, sandbox.CreateRequest{ID: "gpu-kept", SnapshotID: req.ID, Lifecycle: lc})
 	if err == nil || !strings.Contains(err.Error(), "ephemeral") {

@@ -41,15 +41,23 @@ func TestPlatformDockerfileRunsAsRoot(t *testing.T) {
 	srv, c := setup(t)
 	ctx := testCtx(t)
 	b := daytona.NewBuilder(c)
+	// Every build ends by making the workspace its user's (issue 24 M1): with a RUN as
+	// root when the Dockerfile says who the user is, and a WORKDIR in any case.
+	ws := func(user string) string {
+		if user == "" {
+			return "WORKDIR /workspace\n"
+		}
+		return "USER root\nRUN mkdir -p /workspace && chown -R " + user + " /workspace\nUSER " + user + "\nWORKDIR /workspace\n"
+	}
 	for _, tc := range []struct{ dockerfile, user, text string }{
 		{"FROM platform\nRUN apt-get install -y jq && echo x > /etc/x\n", "daytona",
-			"FROM " + daytona.DefaultReleaseImage + "\nUSER root\nRUN apt-get install -y jq && echo x > /etc/x\nUSER daytona\n"},
+			"FROM " + daytona.DefaultReleaseImage + "\nUSER root\nRUN apt-get install -y jq && echo x > /etc/x\nUSER daytona\n" + ws("daytona")},
 		{"FROM platform AS base\nRUN touch /opt/x\nUSER app\n", "app",
-			"FROM " + daytona.DefaultReleaseImage + " AS base\nUSER root\nRUN touch /opt/x\nUSER app\n"},
+			"FROM " + daytona.DefaultReleaseImage + " AS base\nUSER root\nRUN touch /opt/x\nUSER app\n" + ws("app")},
 		{"FROM platform\nUSER root\nRUN touch /opt/x", "root",
-			"FROM " + daytona.DefaultReleaseImage + "\nUSER root\nUSER root\nRUN touch /opt/x"},
+			"FROM " + daytona.DefaultReleaseImage + "\nUSER root\nUSER root\nRUN touch /opt/x\n" + ws("")},
 		{"FROM platform AS b\nRUN true\nFROM ubuntu:24.04\nRUN apt-get install -y jq\n", "root",
-			"FROM " + daytona.DefaultReleaseImage + " AS b\nUSER root\nRUN true\nFROM ubuntu:24.04\nRUN apt-get install -y jq\n"},
+			"FROM " + daytona.DefaultReleaseImage + " AS b\nUSER root\nRUN true\nFROM ubuntu:24.04\nRUN apt-get install -y jq\n" + ws("")},
 	} {
 		req := specReq(sandbox.SnapshotSpec{Dockerfile: tc.dockerfile}, "")
 		if err := b.StartBuild(ctx, req); err != nil {

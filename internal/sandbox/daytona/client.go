@@ -16,7 +16,7 @@
 //     build log tail 4 KiB.
 //   - sandboxes (Runtime): name = the runtime's id, labels trueforge.managed=true and
 //     trueforge.id=<id> plus Runtime.Labels and the request's; work directory
-//     DefaultWorkDir (/home/daytona/workspace) for /workspace; auto-stop 15 min, auto-archive
+//     DefaultWorkDir (/workspace, made by every build); auto-stop 15 min, auto-archive
 //     7 days, auto-delete never (Default*); files up to 64 MiB; at most 10 allowed domains;
 //     limits must equal the snapshot's resources (what Daytona enforces) and harness egress
 //     proxies are refused (network policy is networkBlockAll and domainAllowList).

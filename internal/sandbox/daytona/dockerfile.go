@@ -3,7 +3,48 @@ package daytona
 import (
 	"encoding/base64"
 	"strings"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
+
+// workspaceLine ends every Dockerfile the Builder sends (withWorkspace).
+const workspaceLine = "WORKDIR " + sandbox.WorkspaceDir
+
+// withWorkspace ends a build's Dockerfile so that every snapshot's sandboxes have the
+// workspace at the path the local backend has it, /workspace, owned by the user the image
+// runs as, and start there:
+//   - when that user is known (user: the platform image's, or the final stage's USER) and
+//     is not root, a RUN as root makes /workspace and gives it, with whatever COPY or RUN
+//     put in it as root, to the user (chown -R), then switches back to the user;
+//   - in any case it ends with `WORKDIR /workspace`. BuildKit makes a missing WORKDIR, with
+//     its parents, owned by the stage's USER (moby/buildkit frontend/dockerfile/
+//     dockerfile2llb/convert.go dispatchWorkdir: llb.Mkdir with llb.WithParents and
+//     llb.WithUser of the image's Config.User), so an image whose user is not known (an
+//     `image` other than the platform's) still gets a workspace its user owns, unless an
+//     instruction of its own made /workspace as root. Daytona's runners build with
+//     BuildKit (v0.190 apps/runner/pkg/docker/image_build.go:193-198); a runner set to the
+//     legacy builder makes the directory root's.
+func withWorkspace(dockerfile, user string) string {
+	if !strings.HasSuffix(dockerfile, "\n") {
+		dockerfile += "\n"
+	}
+	if user != "" && user != "root" && user != "0" {
+		dockerfile += "USER root\nRUN mkdir -p " + sandbox.WorkspaceDir + " && chown -R " + user + " " + sandbox.WorkspaceDir + "\nUSER " + user + "\n"
+	}
+	return dockerfile + workspaceLine + "\n"
+}
+
+// hasWorkspace reports whether a snapshot's Dockerfile made the workspace (withWorkspace):
+// snapshots built before it did have no /workspace, which their sandboxes' users cannot
+// create (outdatedLayout).
+func hasWorkspace(dockerfile string) bool {
+	for _, l := range sandbox.DockerfileInstructions(dockerfile) {
+		if l == workspaceLine {
+			return true
+		}
+	}
+	return false
+}
 
 // PlatformImageUser is the user the platform image (DefaultReleaseImage, a
 // daytonaio/sandbox image) runs as: its Dockerfile creates `daytona` with passwordless

@@ -186,7 +186,7 @@ func benchSandbox(b *testing.B, rtt time.Duration) (*daytonatest.Server, *dayton
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	snap := readySnapshot(b, ctx, c, "true")
-	rt := &daytona.Runtime{C: c, WorkDir: "/workspace"}
+	rt := &daytona.Runtime{C: c}
 	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "inter", SnapshotID: snap}); err != nil {
 		b.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func BenchmarkExecuteBaseline(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := daytona.ExecuteRequest{Command: "echo hi", Cwd: "/workspace", Timeout: 60}
+			req := daytona.ExecuteRequest{Command: "echo hi", Cwd: daytona.DefaultWorkDir, Timeout: 60}
 			benchCommands(b, srv, func() error {
 				res, err := c.Execute(ctx, sb, req)
 				if err != nil || res.ExitCode != 0 || res.Result != "hi\n" {

@@ -35,7 +35,7 @@ func interactiveSandbox(t testing.TB) (*daytonatest.Server, *daytona.Client, *da
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	snap := readySnapshot(t, ctx, c, "true")
-	rt := &daytona.Runtime{C: c, WorkDir: "/workspace"}
+	rt := &daytona.Runtime{C: c}
 	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "inter", SnapshotID: snap}); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestSnapshotsFollowTheTargetRegion(t *testing.T) {
 	}
 	// The runtime creates the sandbox where the snapshot lives, and the snapshot reads as
 	// Ready (it is usable: no rebuild on every plan).
-	rt := &daytona.Runtime{C: eu, WorkDir: "/workspace"}
+	rt := &daytona.Runtime{C: eu}
 	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "follows", SnapshotID: snap}); err != nil {
 		t.Fatalf("create from a snapshot in another region: %v", err)
 	}

@@ -28,9 +28,10 @@ const (
 
 // Runtime defaults.
 const (
-	// DefaultWorkDir stands for the contract's /workspace inside a Daytona sandbox: the
-	// default user "daytona" owns its home, not /workspace.
-	DefaultWorkDir = "/home/daytona/workspace"
+	// DefaultWorkDir is the contract's /workspace, the same path as on the local backend:
+	// every snapshot the Builder makes ends with `WORKDIR /workspace` (WithWorkspace), which
+	// the build creates owned by the image's user, whoever that is.
+	DefaultWorkDir = sandbox.WorkspaceDir
 	// DefaultAutoStop (minutes) stops an idle sandbox; Daytona counts only API and
 	// toolbox activity, so a long background job is not activity.
 	DefaultAutoStop = 15

@@ -22,7 +22,7 @@ func newRuntime(t *testing.T, opts ...daytonatest.Option) (*daytonatest.Server, 
 	srv, c := setup(t, opts...)
 	snap := readySnapshot(t, testCtx(t), c, "true")
 	zero := 0
-	rt := &daytona.Runtime{C: c, WorkDir: "/workspace", AutoStop: &zero, Labels: map[string]string{"trueforge.plane": "test"}}
+	rt := &daytona.Runtime{C: c, AutoStop: &zero, Labels: map[string]string{"trueforge.plane": "test"}}
 	return srv, c, rt, snap
 }
 
@@ -195,7 +195,7 @@ func TestRuntimeLifecycleAndOrphans(t *testing.T) {
 	if _, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "not-ours", Snapshot: snap}); err != nil {
 		t.Fatal(err)
 	}
-	other := &daytona.Runtime{C: c, WorkDir: "/workspace", Labels: map[string]string{"trueforge.plane": "other"}}
+	other := &daytona.Runtime{C: c, Labels: map[string]string{"trueforge.plane": "other"}}
 	if err := other.Create(ctx, sandbox.CreateRequest{ID: "other-plane", SnapshotID: snap}); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestRuntimeStopRaces(t *testing.T) {
 	}
 
 	zero := 0
-	eph := &daytona.Runtime{C: c, WorkDir: "/workspace", AutoStop: &zero, AutoDelete: &zero}
+	eph := &daytona.Runtime{C: c, AutoStop: &zero, AutoDelete: &zero}
 	if err := eph.Create(ctx, sandbox.CreateRequest{ID: "eph", SnapshotID: snap}); err != nil {
 		t.Fatal(err)
 	}

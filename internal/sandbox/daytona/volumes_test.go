@@ -2,6 +2,7 @@ package daytona_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,7 +47,6 @@ func TestVolumeStore(t *testing.T) {
 
 	snap := readySnapshot(t, ctx, c, "true")
 	b := testBackend()
-	b.WorkDir = "/workspace" // the emulator's sandboxes serve /workspace
 	rt, err := b.Runtime(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
 	if err != nil {
 		t.Fatal(err)
@@ -216,16 +216,12 @@ func TestRegistryStore(t *testing.T) {
 }
 
 // H1: Daytona mounts a volume at the literal mountPath (sandbox.service.ts:3334-3366,
-// v0.190), and trueforge's workspace on Daytona is DefaultWorkDir, so a mount the HCL puts
-// at /workspace/data must be sent as DefaultWorkDir/data (where the file tools and
-// relative paths of exec reach), through the same mapping as the cwd; a mount outside the
-// workspace is sent as written.
-//
-// The emulator cannot yet run sandboxes with the production work directory (its local
-// sandboxes serve /workspace only, and the runtime's mkdir -p /home/daytona/workspace
-// fails there), so this checks the CreateSandbox request, not files read back through the
-// mount; Create's error after the request was made is logged, not judged.
-func TestVolumeMountPathInWorkDir(t *testing.T) {
+// v0.190), so a volume the HCL puts at /workspace/data must be mounted where the file tools
+// and the relative paths of exec write: in the work directory, /workspace on Daytona as on
+// the local backend. What one session's sandbox writes there, through WriteFile and through
+// a command with a relative path, a second session's sandbox reads back; a mount outside
+// the workspace is sent as written.
+func TestVolumeInTheWorkspaceHoldsWhatTheAgentWrites(t *testing.T) {
 	t.Parallel()
 	srv, c := setup(t)
 	ctx := testCtx(t)
@@ -241,18 +237,33 @@ func TestVolumeMountPathInWorkDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = rt.Create(ctx, sandbox.CreateRequest{ID: "h1", SnapshotID: snap, Volumes: []sandbox.VolumeMount{
-		{Volume: v.ID, MountPath: "/workspace/data"}, {Volume: v.ID, MountPath: "/data", Subpath: "team"}}})
-	t.Logf("create with the production work dir on the emulator: %v", err)
-	got := srv.SandboxVolumes("h1")
-	if len(got) != 2 {
-		t.Fatalf("sandbox's volumes: %v; want the two mounts sent", got)
+	mounts := []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/workspace/data"}, {Volume: v.ID, MountPath: "/data", Subpath: "team"}}
+	for _, id := range []string{"session-1", "session-2"} {
+		if err := rt.Create(ctx, sandbox.CreateRequest{ID: id, SnapshotID: snap, Volumes: mounts}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rt.Delete(context.Background(), id) })
 	}
-	if want := daytona.DefaultWorkDir + "/data"; got[0]["mountPath"] != want {
-		t.Errorf("mountPath of the /workspace/data mount: %q; want %q (inside the work directory)", got[0]["mountPath"], want)
+	got := srv.SandboxVolumes("session-1")
+	if len(got) != 2 || got[0]["mountPath"] != daytona.DefaultWorkDir+"/data" || got[1]["mountPath"] != "/data" || got[1]["subpath"] != "team" {
+		t.Fatalf("sandbox's volumes: %v; want %s/data and /data (subpath team)", got, daytona.DefaultWorkDir)
 	}
-	if got[1]["mountPath"] != "/data" || got[1]["subpath"] != "team" {
-		t.Errorf("mount outside the workspace: %v; want /data as written", got[1])
+	if !srv.LocalSandboxes() {
+		t.Skip("the emulator's sandboxes are host processes here (no bubblewrap): volumes are recorded, not mounted")
+	}
+	if err := rt.WriteFile(ctx, "session-1", "data/x", strings.NewReader("from write_file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := rt.Exec(ctx, "session-1", sandbox.ExecRequest{Shell: "echo from exec > data/y"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec writing data/y: %+v, %v", res, err)
+	}
+	b, err := rt.ReadFile(ctx, "session-2", "data/x", 0)
+	if err != nil || string(b) != "from write_file\n" {
+		t.Fatalf("the second session's sandbox reading data/x: %q, %v; want what the first wrote", b, err)
+	}
+	res, err := rt.Exec(ctx, "session-2", sandbox.ExecRequest{Shell: "cat data/y /workspace/data/x"})
+	if err != nil || string(res.Stdout) != "from exec\nfrom write_file\n" {
+		t.Fatalf("the second session's sandbox reading data/y and /workspace/data/x: %q %q, %v", res.Stdout, res.Stderr, err)
 	}
 }
 
@@ -274,7 +285,6 @@ func TestVolumeDeleteRefusedWhileStoppedOrArchivedSandboxMountsIt(t *testing.T) 
 	}
 	snap := readySnapshot(t, ctx, c, "true")
 	b := testBackend()
-	b.WorkDir = "/workspace" // the emulator's sandboxes serve /workspace
 	rt, err := b.Runtime(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,13 @@ type fileInfo struct {
 	ModifiedAt  string `json:"modifiedAt"`
 }
 
+// servedDir is the directory whose paths every box serves to file calls and as a cwd: the
+// local box's sandboxes serve only their /workspace (box_local_linux.go).
+const servedDir = "/workspace"
+
+// served reports whether the clean absolute path p is servedDir or in it.
+func served(p string) bool { return p == servedDir || strings.HasPrefix(p, servedDir+"/") }
+
 // errBadPath is a path the box cannot serve (400).
 var errBadPath = errors.New("path outside the emulated sandbox")
 

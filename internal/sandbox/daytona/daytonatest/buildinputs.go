@@ -36,6 +36,7 @@ type buildInputState struct {
 	objects    map[string][]byte
 	gpuRunners []string
 	missing    []string
+	users      map[string]string // ImageUser
 	init       bool
 }
 
@@ -51,6 +52,27 @@ func (s *Server) SetGPURunners(types ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bis().gpuRunners = slices.Clone(types)
+}
+
+// ImageUser says that image's configuration sets USER user, as the image in a registry
+// would: builds FROM it start as that user and its sandboxes run as it (the emulator
+// knows the platform image's user, daytona; any other image runs as root).
+func (s *Server) ImageUser(image, user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.bis()
+	if st.users == nil {
+		st.users = map[string]string{}
+	}
+	st.users[image] = user
+}
+
+// userOf is the user image runs as: ImageUser's, else imageUser's.
+func (st *buildInputState) userOf(image string) string {
+	if u, ok := st.users[image]; ok {
+		return u
+	}
+	return imageUser(image)
 }
 
 // MissingImages makes builds FROM images fail as pulls of images that do not exist.
@@ -221,7 +243,7 @@ func (s *Server) applyBuildInputs(w http.ResponseWriter, r *http.Request, sn *sn
 			log: "ERROR: failed to solve: " + base + ": not found"}
 	}
 	if sn.fail == nil {
-		user, f := buildUsers(in.BuildInfo.DockerfileContent, imageUser(base))
+		user, f := buildUsers(in.BuildInfo.DockerfileContent, st.userOf)
 		in.user, sn.fail = user, f
 	}
 	for _, h := range in.BuildInfo.ContextHashes {
@@ -249,7 +271,7 @@ func imageUser(base string) string {
 	return "root"
 }
 
-// buildUsers follows a Dockerfile's USER lines from the base image's user and checks
+// buildUsers follows a Dockerfile's USER lines from each base image's user and checks
 // each RUN line (and the script inside the RUN the daytona package generates for a
 // build_script, base64 in an `echo ... | base64 -d`) against the user it runs as: the
 // runner hands the Dockerfile unchanged to `docker build` (v0.190
@@ -259,11 +281,15 @@ func imageUser(base string) string {
 // command that needs root (rootOnly) fails the build unless the user is root. It
 // returns the image's final user, or the failure, which is Docker's BuildKit message for
 // a RUN that exits non-zero.
-func buildUsers(dockerfile, user string) (string, *failure) {
+func buildUsers(dockerfile string, userOf func(image string) string) (string, *failure) {
+	user := "root"
 	for _, l := range sandbox.DockerfileInstructions(dockerfile) {
 		kw, rest, _ := strings.Cut(l, " ")
 		rest = strings.TrimSpace(rest)
 		switch strings.ToUpper(kw) {
+		case "FROM":
+			base, _, _ := strings.Cut(rest, " ")
+			user = userOf(base)
 		case "USER":
 			if u, _, _ := strings.Cut(rest, ":"); u != "" {
 				user = u
@@ -369,13 +395,15 @@ func dockerfileEntrypoint(dockerfile string) []string {
 	return []string{strings.NewReplacer(`"`, "", `'`, "").Replace(raw)}
 }
 
-// buildStep is a RUN (run) or a COPY/ADD from the context (src, dst) of a Dockerfile.
-type buildStep struct{ run, src, dst string }
+// buildStep is a RUN (run) or a COPY/ADD from the context (src, dst) of a Dockerfile; dir
+// is the WORKDIR it runs in ("/" when none is set, Docker's default).
+type buildStep struct{ run, src, dst, dir string }
 
 // parseDockerfile returns a Dockerfile's first base image and the RUN and COPY/ADD steps
 // the emulator replays in each new sandbox (provision). Other instructions are ignored,
 // and so is the RUN that the daytona package generates for a build_script.
 func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
+	dir := "/"
 	for _, l := range sandbox.DockerfileInstructions(dockerfile) {
 		kw, rest, _ := strings.Cut(l, " ")
 		rest = strings.TrimSpace(rest)
@@ -384,17 +412,24 @@ func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
 			if base == "" {
 				base, _, _ = strings.Cut(rest, " ")
 			}
+			dir = "/"
+		case "WORKDIR":
+			dir = path.Join(dir, rest) // a relative WORKDIR is relative to the last one
 		case "RUN":
 			// The RUN of a build script that the daytona package generates is not
 			// replayed: sandboxes of image + build_script snapshots start as the
 			// release, as they always have in the emulator.
-			if !b64RunRE.MatchString(rest) {
-				steps = append(steps, buildStep{run: rest})
+			// Nor is one that only gives /workspace to a user, or one that needs root
+			// (useradd, a package manager: rootOnly), which buildUsers judged against
+			// its user: the local box runs sandboxes as one unprivileged user, and the
+			// users and the workspace's owner are modelled instead (workspaceOwner).
+			if !b64RunRE.MatchString(rest) && !chownOnlyRE.MatchString(rest) && rootOnly(rest) == "" {
+				steps = append(steps, buildStep{run: rest, dir: dir})
 			}
 		case "COPY", "ADD":
 			f := strings.Fields(rest)
 			if len(f) == 2 && !strings.HasPrefix(f[0], "--") {
-				steps = append(steps, buildStep{src: f[0], dst: f[1]})
+				steps = append(steps, buildStep{src: f[0], dst: f[1], dir: dir})
 			}
 		}
 	}
@@ -402,9 +437,10 @@ func parseDockerfile(dockerfile string) (base string, steps []buildStep) {
 }
 
 // provision replays a Dockerfile snapshot's steps in the new sandbox id: the emulator's
-// stand-in for the image layers a real build makes. RUN lines run with /bin/sh in the
-// sandbox's /workspace (the emulator's working directory); COPY and ADD copy context files,
-// a relative destination being under /workspace. Called with mu held.
+// stand-in for the image layers a real build makes. A RUN runs with /bin/sh in its
+// WORKDIR when the box serves it (servedDir), else in the box's default directory; COPY and ADD copy context
+// files, a relative destination being relative to the WORKDIR, as in Docker. Called with
+// mu held.
 func (s *Server) provision(bx box, id string, sn *snap) error {
 	in := sn.inputs
 	if in == nil || len(in.steps) == 0 {
@@ -414,17 +450,13 @@ func (s *Server) provision(bx box, id string, sn *snap) error {
 	if err != nil {
 		return err
 	}
-	// Makes the work directory, whichever box it is, and leaves nothing behind.
-	const mark = "/workspace/.daytonatest-build"
-	if err := bx.write(id, mark, strings.NewReader("")); err != nil {
-		return fmt.Errorf("preparing the build of %s: %w", sn.Name, err)
-	}
-	if err := bx.del(id, mark, false); err != nil {
-		return fmt.Errorf("preparing the build of %s: %w", sn.Name, err)
-	}
 	for _, st := range in.steps {
 		if st.run != "" {
-			res, err := bx.exec(context.Background(), id, st.run, "/workspace", nil, execLimit)
+			cwd := ""
+			if served(st.dir) {
+				cwd = st.dir
+			}
+			res, err := bx.exec(context.Background(), id, st.run, cwd, nil, execLimit)
 			if err != nil {
 				return fmt.Errorf("RUN %s: %w", st.run, err)
 			}
@@ -444,7 +476,10 @@ func copyStep(bx box, id string, files map[string][]byte, st buildStep) error {
 	src := path.Clean(st.src)
 	dst := st.dst
 	if !path.IsAbs(dst) {
-		dst = "/workspace/" + dst
+		dst = path.Join(st.dir, dst)
+		if strings.HasSuffix(st.dst, "/") || st.dst == "." {
+			dst += "/"
+		}
 	}
 	n := 0
 	for name, b := range files {
@@ -461,7 +496,7 @@ func copyStep(bx box, id string, files map[string][]byte, st buildStep) error {
 		default:
 			continue
 		}
-		if err := bx.write(id, to, bytes.NewReader(b)); err != nil {
+		if err := writeAnywhere(bx, id, to, b); err != nil {
 			return fmt.Errorf("COPY %s %s: %w", st.src, st.dst, err)
 		}
 		n++
@@ -470,6 +505,23 @@ func copyStep(bx box, id string, files map[string][]byte, st buildStep) error {
 		return fmt.Errorf("COPY %s %s: %s: not found in the build context", st.src, st.dst, st.src)
 	}
 	return nil
+}
+
+// writeAnywhere writes a file of a build step: through the box's file calls where they
+// serve the path, else by a command (the local box serves file calls in servedDir only,
+// while its commands write the sandbox's overlays, /opt, /usr, /etc...).
+func writeAnywhere(bx box, id, p string, b []byte) error {
+	err := bx.write(id, p, bytes.NewReader(b))
+	if !errors.Is(err, errBadPath) {
+		return err
+	}
+	q := "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+	cmd := "mkdir -p \"$(dirname " + q + ")\" && echo " + base64.StdEncoding.EncodeToString(b) + " | base64 -d > " + q
+	res, err := bx.exec(context.Background(), id, cmd, "", nil, execLimit)
+	if err == nil && (res.code != 0 || res.timedOut) {
+		err = fmt.Errorf("exit %d: %s", res.code, res.out)
+	}
+	return err
 }
 
 // contextFiles merges the uploaded context tarballs, as the runner does.

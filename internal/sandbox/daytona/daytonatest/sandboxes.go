@@ -26,6 +26,9 @@ type sbox struct {
 	CreatedAt, UpdatedAt              time.Time
 	transitionEnd                     time.Time
 	toolbox                           string
+	// runAs is the user the sandbox's commands and file calls run as, and wsOwner the
+	// owner of its /workspace ("" for none), from its snapshot (sandboxUser, workspace.go).
+	runAs, wsOwner string
 }
 
 // transitional states and where they lead.
@@ -268,6 +271,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		AutoStop: deref(b.AutoStopInterval, 15), AutoArchive: deref(b.AutoArchiveInterval, 10080),
 		AutoDelete: deref(b.AutoDeleteInterval, -1), Secrets: b.Secrets, CreatedAt: now, UpdatedAt: now,
 		toolbox: s.ts.URL + "/toolbox"}
+	sb.runAs, sb.wsOwner = s.sandboxUser(sn)
 	if sb.User == "" {
 		sb.User = "daytona"
 	}

@@ -41,7 +41,7 @@ func (s *Server) toolboxTarget(w http.ResponseWriter, r *http.Request) (box, str
 			}
 		}
 	}
-	return s.bx, sb.ID, env, true
+	return guard(s.bx, sb), sb.ID, env, true
 }
 
 // fileErr answers a box error the way the daemon does.
