@@ -44,20 +44,33 @@ var _ sandbox.SnapshotBuilder = (*Builder)(nil)
 // NewBuilder returns a Builder on c with the default release image.
 func NewBuilder(c *Client) *Builder { return &Builder{C: c, ReleaseImage: DefaultReleaseImage} }
 
-// ReleaseName is the release snapshot's name: "trueforge-release-<hash of the image>".
-func (b *Builder) ReleaseName() string {
-	sum := sha256.Sum256([]byte("trueforge-release/v1\n" + b.ReleaseImage))
+// ReleaseName is the release snapshot's name in the organization's default region:
+// "trueforge-release-<hash of the image>" (releaseName).
+func (b *Builder) ReleaseName() string { return b.releaseName(RegionRef{}) }
+
+// releaseName is the release snapshot's name in region: the image's hash, with the
+// region's id in it for any region but the default. Snapshot names are unique in an
+// organization and a snapshot lives in the regions it was made in (v0.190
+// apps/api/src/sandbox/entities/snapshot.entity.ts:26; no API adds a region to one), so
+// two sandbox providers with different targets on one organization each need a release
+// of their own, not one that each replaces by turns (issue 24 M3).
+func (b *Builder) releaseName(region RegionRef) string {
+	in := "trueforge-release/v1\n" + b.ReleaseImage
+	if region.ID != "" {
+		in += "\nregion " + region.ID
+	}
+	sum := sha256.Sum256([]byte(in))
 	return "trueforge-release-" + hex.EncodeToString(sum[:])[:16]
 }
 
 // PrepareRelease makes sure the release snapshot exists and is active, waiting for it (bounded
 // by ctx). It reuses an active one, activates an inactive one and replaces a failed one.
 func (b *Builder) PrepareRelease(ctx context.Context) (string, error) {
-	name := b.ReleaseName()
 	region, err := b.snapshotRegion(ctx, "")
 	if err != nil {
-		return "", fmt.Errorf("daytona: prepare release %s: %w", name, err)
+		return "", fmt.Errorf("daytona: prepare release: %w", err)
 	}
+	name := b.releaseName(region)
 	req := CreateSnapshotRequest{Name: name, ImageName: b.ReleaseImage, RegionID: region.ID}
 	if err := b.ensure(ctx, req, region); err != nil {
 		return "", fmt.Errorf("daytona: prepare release %s: %w", name, err)
@@ -95,9 +108,10 @@ func (b *Builder) StartBuild(ctx context.Context, req sandbox.BuildRequest) erro
 
 // ensure gets the snapshot by name and: leaves it alone if active or in progress, activates
 // it if inactive, deletes and recreates it if failed or built without the workspace
-// (outdatedLayout), creates it if missing. One that is
-// not available in region counts as missing: it is replaced by one made there (names are
-// unique in an organization, and Daytona has no call that adds a region to a snapshot).
+// (outdatedLayout), creates it if missing. One that lives in another region is refused
+// (ErrOtherRegion), never replaced: names are unique in an organization and Daytona has no
+// call that adds a region to a snapshot, so it is another sandbox provider's (another
+// target on the same organization), whose sandboxes would lose it.
 func (b *Builder) ensure(ctx context.Context, req CreateSnapshotRequest, region RegionRef) error {
 	s, err := b.C.GetSnapshot(ctx, req.Name)
 	switch {
@@ -107,13 +121,8 @@ func (b *Builder) ensure(ctx context.Context, req CreateSnapshotRequest, region 
 		return err
 	}
 	if !inRegion(s, region) && s.State != SnapshotRemoving {
-		if err := b.C.DeleteSnapshot(ctx, s.ID); err != nil && !IsNotFound(err) {
-			return fmt.Errorf("replacing snapshot %s, which is in region(s) %v, not in %s: %w", req.Name, s.RegionIDs, region, err)
-		}
-		if err := b.waitGone(ctx, req.Name); err != nil {
-			return err
-		}
-		return b.create(ctx, req)
+		return fmt.Errorf("%w: snapshot %s exists in region(s) %s of this Daytona organization, not in %s. Daytona names snapshots per organization and cannot add a region to one, so an environment with the same build inputs cannot have its own snapshot here. Set region on the environment (a region is a build input: the snapshot gets a name of its own), or, if this sandbox provider's target was changed and the old snapshot is no longer used, delete it in Daytona and apply again",
+			ErrOtherRegion, req.Name, strings.Join(s.RegionIDs, ", "), region)
 	}
 	switch {
 	case s.State == SnapshotActive && outdatedLayout(s):
@@ -224,6 +233,9 @@ func (b *Builder) BuildState(ctx context.Context, id string) (sandbox.BuildState
 		return sandbox.BuildState{Status: sandbox.StatusBuilding}, nil
 	}
 }
+
+// ErrOtherRegion: a snapshot of the name exists in another region of the organization.
+var ErrOtherRegion = errors.New("snapshot exists in another region")
 
 // OutdatedReason is BuildState's reason for an active snapshot built before builds made
 // the workspace (WithWorkspace): its sandboxes' user may be unable to create /workspace.

@@ -2,6 +2,7 @@ package daytona_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -52,32 +53,42 @@ func TestSnapshotsFollowTheTargetRegion(t *testing.T) {
 		t.Fatalf("build state: %+v %v", st, err)
 	}
 
-	// Asked to build it with the target eu, the builder replaces it with one made in eu
-	// (by the region's id), and sandboxes from it run there.
+	// Asked to build it with the target eu (a second sandbox provider on the same
+	// organization), the builder refuses (issue 24 M3): names are unique per
+	// organization, so replacing it would take the other provider's snapshot from under
+	// its sandboxes. The refusal says how to get a snapshot of its own; the snapshot and
+	// its sandboxes are left alone.
 	req := buildReq("echo regions")
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
+	err = b.StartBuild(ctx, req)
+	if !errors.Is(err, daytona.ErrOtherRegion) || !strings.Contains(err.Error(), "Set region on the environment") {
+		t.Fatalf("building in eu a snapshot that lives in us: %v; want ErrOtherRegion with the fix", err)
 	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
-		t.Fatalf("rebuild in eu: %+v", st)
+	if s, err := eu.GetSnapshot(ctx, snap); err != nil || strings.Join(s.RegionIDs, ",") != "r-us-1" || s.State != daytona.SnapshotActive {
+		t.Fatalf("the other region's snapshot after the refusal: %+v %v; want it untouched", s, err)
 	}
-	if s, err := eu.GetSnapshot(ctx, snap); err != nil || strings.Join(s.RegionIDs, ",") != "r-eu-1" {
-		t.Fatalf("snapshot after the rebuild: %+v %v", s, err)
-	}
-	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "in-eu", SnapshotID: snap}); err != nil {
-		t.Fatalf("create in eu: %v", err)
-	}
-	t.Cleanup(func() { _ = rt.Delete(context.Background(), "in-eu") })
-	if sb, err := eu.GetSandbox(ctx, "in-eu"); err != nil || sb.Target != "r-eu-1" {
-		t.Fatalf("sandbox: %+v %v", sb, err)
+	if res, err := rt.Exec(ctx, "follows", sandbox.ExecRequest{Shell: "true"}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("the other provider's sandbox after the refusal: %+v %v", res, err)
 	}
 
-	// The release snapshot follows the target too; a region id is taken as one.
-	if _, err := daytona.NewBuilder(client("r-eu-1")).PrepareRelease(ctx); err != nil {
+	// Each target gets a release of its own, so two providers never replace each other's.
+	relDef, err := daytona.NewBuilder(def).PrepareRelease(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := eu.GetSnapshot(ctx, daytona.NewBuilder(eu).ReleaseName()); err != nil || strings.Join(s.RegionIDs, ",") != "r-eu-1" {
-		t.Fatalf("release snapshot: %+v %v", s, err)
+	relEU, err := daytona.NewBuilder(client("r-eu-1")).PrepareRelease(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if relDef != daytona.NewBuilder(def).ReleaseName() || relEU == relDef {
+		t.Fatalf("releases: default %q, eu %q; want the default name and another for eu", relDef, relEU)
+	}
+	if again, err := daytona.NewBuilder(eu).PrepareRelease(ctx); err != nil || again != relEU {
+		t.Fatalf("eu by name: %q %v; want %q (a region name resolves to its id)", again, err, relEU)
+	}
+	for name, want := range map[string]string{relDef: "r-us-1", relEU: "r-eu-1"} {
+		if s, err := eu.GetSnapshot(ctx, name); err != nil || strings.Join(s.RegionIDs, ",") != want || s.State != daytona.SnapshotActive {
+			t.Fatalf("release %s: %+v %v; want active in %s", name, s, err, want)
+		}
 	}
 	if ref, err := eu.ResolveRegion(ctx, "r-eu-1"); err != nil || ref.ByName || ref.String() != "region r-eu-1 (given as its id)" {
 		t.Fatalf("resolve an id: %+v %v", ref, err)
