@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,6 +149,7 @@ func (b *Builder) uploadContext(ctx context.Context, req sandbox.BuildRequest) (
 	if bc.Hash != want {
 		return nil, fmt.Errorf("daytona: the build context %q changed since the plan (its files hash to %.12s, the plan to %.12s): plan and apply again", req.ContextDir, bc.Hash, want)
 	}
+	want = tarHash(bc)
 	access, err := b.C.PushAccess(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("daytona: object storage access for the build context: %w", err)
@@ -168,14 +171,39 @@ func (b *Builder) uploadContext(ctx context.Context, req sandbox.BuildRequest) (
 	return []string{want}, nil
 }
 
+// contextDockerfile is the name Daytona's runner builds from: it writes the API's
+// Dockerfile under it first, then every context file by its name, so a context file of that
+// name comes later and replaces it (v0.190 apps/runner/pkg/docker/image_build.go:45-118,
+// buildOpts Dockerfile "Dockerfile" at :161-163). contextTar leaves such a file out: the
+// environment's dockerfile is the build's Dockerfile, as on every backend, even when the
+// folder holds the same file (build_context = "." next to dockerfile = file("Dockerfile")).
+const contextDockerfile = "Dockerfile"
+
+// tarHash is the hash the context's tarball is stored and named under: the context's own
+// content hash, or, for a context with a root Dockerfile (left out of the tarball), a hash
+// derived from it, so that a tarball an older release stored with the Dockerfile in it is
+// never reused.
+func tarHash(bc *sandbox.BuildContext) string {
+	for _, f := range bc.Files {
+		if f.Path == contextDockerfile {
+			sum := sha256.Sum256([]byte("trueforge-context/without-Dockerfile\n" + bc.Hash))
+			return hex.EncodeToString(sum[:])
+		}
+	}
+	return bc.Hash
+}
+
 // contextTar packs bc's files with their paths relative to the folder (Daytona's runner
 // extracts every context tarball at the root of the build context, next to the
 // Dockerfile), modes 0644 or 0755 and no times or owners, so the same files always make
-// the same bytes.
+// the same bytes. A root Dockerfile is left out (contextDockerfile).
 func contextTar(dir string, bc *sandbox.BuildContext) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range bc.Files {
+		if f.Path == contextDockerfile {
+			continue
+		}
 		if err := addContextFile(tw, dir, bc, f); err != nil {
 			return nil, fmt.Errorf("daytona: packing the build context %q: %w", dir, err)
 		}

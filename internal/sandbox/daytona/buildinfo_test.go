@@ -293,3 +293,37 @@ func TestGPUSandboxesAreEphemeral(t *testing.T) {
 		t.Fatalf("the GPU sandbox after its stop: %v; want it deleted", err)
 	}
 }
+
+// TestContextDockerfileDoesNotReplaceTheEnvironments (issue 24 M5): Daytona's runner
+// writes the API's Dockerfile first and the context's files after it, so a context file
+// named Dockerfile would be the one built (v0.190 apps/runner/pkg/docker/image_build.go:
+// 45-118). With build_context = "." next to dockerfile = file("Dockerfile"), that raw file
+// says FROM platform, which no registry has. The client leaves a root Dockerfile out of
+// the uploaded context, under a name of its own, so the environment's dockerfile (with
+// FROM platform replaced) is what builds; the context's other files are still there.
+func TestContextDockerfileDoesNotReplaceTheEnvironments(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	b := daytona.NewBuilder(c)
+	df := "FROM platform\nCOPY app.txt /workspace/app.txt\n"
+	dir, hash := writeContext(t, map[string]string{"Dockerfile": df, "app.txt": "from the context\n"})
+	req := specReq(sandbox.SnapshotSpec{Dockerfile: df, ContextHash: hash}, dir)
+	if err := b.StartBuild(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		t.Fatalf("a build whose context holds its Dockerfile: %+v", st)
+	}
+	if srv.HasContext(hash) {
+		t.Error("the context with its Dockerfile was stored under the context's own hash, where an older release's tarball (Dockerfile included) may be")
+	}
+	rt := daytona.NewRuntime(c)
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "m5", SnapshotID: req.ID}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(testCtx(t), "m5") })
+	if b, err := rt.ReadFile(ctx, "m5", "app.txt", 0); err != nil || string(b) != "from the context\n" {
+		t.Fatalf("the context's file in the sandbox: %q, %v", b, err)
+	}
+}

@@ -137,7 +137,10 @@ type buildInputs struct {
 	// Set by applyBuildInputs.
 	resolvedGPU string
 	// user is the USER the built image runs as (buildUsers).
-	user       string
+	user string
+	// dockerfile is what the runner builds: buildInfo's, or a context file's that
+	// replaces it (applyBuildInputs).
+	dockerfile string
 	entrypoint []string
 	steps      []buildStep
 }
@@ -227,8 +230,19 @@ func (s *Server) applyBuildInputs(w http.ResponseWriter, r *http.Request, sn *sn
 	if in.BuildInfo == nil {
 		return true
 	}
-	in.entrypoint = dockerfileEntrypoint(in.BuildInfo.DockerfileContent)
-	base, steps := parseDockerfile(in.BuildInfo.DockerfileContent)
+	// The runner writes the API's Dockerfile into the build context first and every
+	// context file after it by name, so a context file named Dockerfile replaces it
+	// (v0.190 apps/runner/pkg/docker/image_build.go:45-118; docker builds "Dockerfile",
+	// :161-163).
+	dockerfile := in.BuildInfo.DockerfileContent
+	if files, err := s.contextFiles(in.BuildInfo.ContextHashes); err == nil {
+		if b, ok := files["Dockerfile"]; ok {
+			dockerfile = string(b)
+		}
+	}
+	in.dockerfile = dockerfile
+	in.entrypoint = dockerfileEntrypoint(dockerfile)
+	base, steps := parseDockerfile(dockerfile)
 	in.steps = steps
 	if sn.fail != nil {
 		return true
@@ -243,7 +257,7 @@ func (s *Server) applyBuildInputs(w http.ResponseWriter, r *http.Request, sn *sn
 			log: "ERROR: failed to solve: " + base + ": not found"}
 	}
 	if sn.fail == nil {
-		user, f := buildUsers(in.BuildInfo.DockerfileContent, st.userOf)
+		user, f := buildUsers(dockerfile, st.userOf)
 		in.user, sn.fail = user, f
 	}
 	for _, h := range in.BuildInfo.ContextHashes {

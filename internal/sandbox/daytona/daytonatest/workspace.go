@@ -94,7 +94,7 @@ func (s *Server) sandboxUser(sn *snap) (user, owner string) {
 	in, st := sn.inputs, s.bis()
 	switch {
 	case in != nil && in.BuildInfo != nil:
-		return in.user, workspaceOwner(in.BuildInfo.DockerfileContent, st.userOf)
+		return in.user, workspaceOwner(in.dockerfile, st.userOf)
 	case sn.ImageName != "":
 		return st.userOf(sn.ImageName), ""
 	}
