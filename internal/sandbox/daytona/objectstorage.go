@@ -3,14 +3,9 @@ package daytona
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"sort"
 	"strings"
 	"time"
 )
@@ -57,14 +52,15 @@ func (a *PushAccess) objectURL(key string) string {
 	if !strings.Contains(base, "://") {
 		base = "https://" + base
 	}
-	return base + "/" + url.PathEscape(a.Bucket) + "/" + escapeKey(key)
+	return base + "/" + uriEncode(a.Bucket) + "/" + escapeKey(key)
 }
 
-// escapeKey escapes each segment of an object key, keeping the slashes.
+// escapeKey encodes each segment of an object key as SigV4 does, keeping the slashes,
+// so that the path sent is the canonical URI signed.
 func escapeKey(key string) string {
 	segs := strings.Split(key, "/")
 	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+		segs[i] = uriEncode(s)
 	}
 	return strings.Join(segs, "/")
 }
@@ -99,9 +95,8 @@ func (c *Client) putObject(ctx context.Context, a *PushAccess, key string, body 
 	return nil
 }
 
-// s3 sends one S3 request signed with AWS Signature Version 4 (the SDKs use the AWS S3
-// client with these credentials; this module has no AWS SDK, and a PUT and a HEAD need
-// only the signature). The Daytona API token is never sent to object storage.
+// s3 sends one S3 request signed with AWS Signature Version 4 (s3sign.go). The Daytona
+// API token is never sent to object storage.
 func (c *Client) s3(ctx context.Context, a *PushAccess, method, key string, body []byte) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
 	var rd io.Reader
@@ -135,51 +130,4 @@ func (c cancelOnClose) Close() error {
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err
-}
-
-// signV4 adds the headers of an AWS SigV4 signature for service s3 to req.
-func signV4(req *http.Request, a *PushAccess, body []byte, now time.Time) {
-	payload := sha256.Sum256(body)
-	payloadHex := hex.EncodeToString(payload[:])
-	amzDate := now.Format("20060102T150405Z")
-	day := now.Format("20060102")
-	req.Header.Set("X-Amz-Date", amzDate)
-	req.Header.Set("X-Amz-Content-Sha256", payloadHex)
-	if a.SessionToken != "" {
-		req.Header.Set("X-Amz-Security-Token", a.SessionToken)
-	}
-	names := []string{"host"}
-	for k := range req.Header {
-		if lk := strings.ToLower(k); strings.HasPrefix(lk, "x-amz-") || lk == "content-type" {
-			names = append(names, lk)
-		}
-	}
-	sort.Strings(names)
-	var canonHeaders strings.Builder
-	for _, n := range names {
-		v := req.URL.Host
-		if n != "host" {
-			v = strings.TrimSpace(req.Header.Get(n))
-		}
-		canonHeaders.WriteString(n + ":" + v + "\n")
-	}
-	signed := strings.Join(names, ";")
-	canonical := strings.Join([]string{req.Method, req.URL.EscapedPath(), req.URL.RawQuery,
-		canonHeaders.String(), signed, payloadHex}, "\n")
-	scope := day + "/" + a.Region + "/s3/aws4_request"
-	ch := sha256.Sum256([]byte(canonical))
-	toSign := "AWS4-HMAC-SHA256\n" + amzDate + "\n" + scope + "\n" + hex.EncodeToString(ch[:])
-	k := hmacSHA256([]byte("AWS4"+a.Secret), day)
-	k = hmacSHA256(k, a.Region)
-	k = hmacSHA256(k, "s3")
-	k = hmacSHA256(k, "aws4_request")
-	sig := hex.EncodeToString(hmacSHA256(k, toSign))
-	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+a.AccessKey+"/"+scope+
-		", SignedHeaders="+signed+", Signature="+sig)
-}
-
-func hmacSHA256(key []byte, s string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(s))
-	return m.Sum(nil)
 }
