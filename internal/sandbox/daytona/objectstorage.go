@@ -3,9 +3,11 @@ package daytona
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -46,13 +48,36 @@ func ContextKey(organizationID, hash string) string {
 	return organizationID + "/" + hash + "/context.tar"
 }
 
-// objectURL is the path-style URL of key in a's bucket (the SDKs set UsePathStyle).
-func (a *PushAccess) objectURL(key string) string {
+// s3Op is one S3 request: an object's (key set) or the bucket's (key "").
+type s3Op struct {
+	method, key string
+	query       url.Values
+	body        []byte
+}
+
+// what names op's target in errors.
+func (op s3Op) what() string {
+	if op.key != "" {
+		return op.method + " " + op.key
+	}
+	return op.method + " ?" + canonicalQuery(op.query)
+}
+
+// url is op's path-style URL in a's bucket (the SDKs set UsePathStyle), path and query
+// in SigV4's canonical encoding, which is what is signed.
+func (a *PushAccess) url(op s3Op) string {
 	base := strings.TrimRight(a.StorageURL, "/")
 	if !strings.Contains(base, "://") {
 		base = "https://" + base
 	}
-	return base + "/" + uriEncode(a.Bucket) + "/" + escapeKey(key)
+	u := base + "/" + uriEncode(a.Bucket)
+	if op.key != "" {
+		u += "/" + escapeKey(op.key)
+	}
+	if len(op.query) > 0 {
+		u += "?" + canonicalQuery(op.query)
+	}
+	return u
 }
 
 // escapeKey encodes each segment of an object key as SigV4 does, keeping the slashes,
@@ -65,69 +90,69 @@ func escapeKey(key string) string {
 	return strings.Join(segs, "/")
 }
 
-// objectExists reports whether key is stored (HEAD: 200 yes, 404 no).
+// objectExists reports whether key is stored, by listing the bucket with key as the
+// prefix, as the SDK checks for a context (clients v0.205 sdk-go/pkg/daytona/
+// object_storage.go:195-207: ListObjectsV2 with Prefix and MaxKeys 1). Not HEAD: the
+// push-access credentials may list only prefixes under the organization's
+// (object-storage.service.ts:62-71) and have no plain s3:ListBucket, and without that S3
+// answers a HEAD of a missing key 403, not 404 (AWS S3 API Reference, HeadObject,
+// "Permissions"). The SDK lists the context's folder; this lists the key itself, so
+// only the object the runner reads counts, and as the key sorts before every longer key
+// it prefixes, one key of listing is enough.
 func (c *Client) objectExists(ctx context.Context, a *PushAccess, key string) (bool, error) {
-	resp, err := c.s3(ctx, a, http.MethodHead, key, nil)
+	op := s3Op{method: http.MethodGet, query: url.Values{"list-type": {"2"}, "prefix": {key}, "max-keys": {"1"}}}
+	body, err := c.s3(ctx, a, op)
 	if err != nil {
 		return false, err
 	}
-	resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return false, nil
-	case resp.StatusCode/100 == 2:
-		return true, nil
+	var res struct {
+		Contents []struct {
+			Key string `xml:"Key"`
+		} `xml:"Contents"`
 	}
-	return false, fmt.Errorf("daytona: object storage HEAD %s: %s", key, resp.Status)
+	if err := xml.Unmarshal(body, &res); err != nil {
+		return false, fmt.Errorf("daytona: object storage %s: reading ListBucketResult: %w", op.what(), err)
+	}
+	return len(res.Contents) > 0 && res.Contents[0].Key == key, nil
 }
 
 // putObject uploads body under key.
 func (c *Client) putObject(ctx context.Context, a *PushAccess, key string, body []byte) error {
-	resp, err := c.s3(ctx, a, http.MethodPut, key, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("daytona: object storage PUT %s: %s: %s", key, resp.Status, strings.TrimSpace(string(msg)))
-	}
-	return nil
+	_, err := c.s3(ctx, a, s3Op{method: http.MethodPut, key: key, body: body})
+	return err
 }
 
-// s3 sends one S3 request signed with AWS Signature Version 4 (s3sign.go). The Daytona
-// API token is never sent to object storage.
-func (c *Client) s3(ctx context.Context, a *PushAccess, method, key string, body []byte) (*http.Response, error) {
+// maxS3Answer caps what is read of an S3 answer: a one-key listing or an error.
+const maxS3Answer = 1 << 20
+
+// s3 sends op signed with AWS Signature Version 4 (s3sign.go) and returns the body of a
+// 2xx answer. The Daytona API token is never sent to object storage.
+func (c *Client) s3(ctx context.Context, a *PushAccess, op s3Op) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+	defer cancel()
 	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if op.body != nil {
+		rd = bytes.NewReader(op.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.objectURL(key), rd)
+	req, err := http.NewRequestWithContext(ctx, op.method, a.url(op), rd)
 	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("daytona: object storage %s %s: %w", method, key, err)
+		return nil, fmt.Errorf("daytona: object storage %s: %w", op.what(), err)
 	}
-	if body != nil {
+	if op.body != nil {
 		req.Header.Set("Content-Type", "application/x-tar")
 	}
-	signV4(req, a, body, time.Now().UTC())
+	signV4(req, a, op.body, time.Now().UTC())
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("daytona: object storage %s %s: %w", method, key, err)
+		return nil, fmt.Errorf("daytona: object storage %s: %w", op.what(), err)
 	}
-	resp.Body = cancelOnClose{resp.Body, cancel}
-	return resp, nil
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c cancelOnClose) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxS3Answer))
+	if err != nil {
+		return nil, fmt.Errorf("daytona: object storage %s: reading the answer: %w", op.what(), err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("daytona: object storage %s: %s: %s", op.what(), resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -76,4 +77,26 @@ func uriEncode(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// canonicalQuery is q in SigV4's canonical form, which is also a valid query string:
+// names and values uriEncoded, sorted by name and then value.
+func canonicalQuery(q url.Values) string {
+	names := make([]string, 0, len(q))
+	for n := range q {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return uriEncode(names[i]) < uriEncode(names[j]) })
+	var parts []string
+	for _, n := range names {
+		vals := make([]string, len(q[n]))
+		for i, v := range q[n] {
+			vals[i] = uriEncode(v)
+		}
+		sort.Strings(vals)
+		for _, v := range vals {
+			parts = append(parts, uriEncode(n)+"="+v)
+		}
+	}
+	return strings.Join(parts, "&")
 }

@@ -73,6 +73,7 @@ type Server struct {
 	failSandbox string
 	delayNext   time.Duration
 	bi          buildInputState // buildinputs.go, objectstorage.go
+	st          storageState    // objectstorage.go
 
 	bx    box // chosen on the first sandbox (sandboxBox)
 	bxErr error
@@ -103,6 +104,9 @@ type config struct {
 	activationCooldown, buildLogsDelay time.Duration
 	noUploadV2                         bool          // WithoutUploadV2 (uploads.go)
 	toolboxLatency                     time.Duration // WithToolboxLatency (latency.go)
+	// WithStorageRegion, WithoutPushAccessRegion (objectstorage.go).
+	storageRegion string
+	noPushRegion  bool
 }
 
 // Fixed behaviour of the emulator: injected 429s ask for a 1 s wait (Retry-After), a

@@ -1,0 +1,231 @@
+package daytona_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
+)
+
+// s3Answer is an S3 answer: its status and, but for a HEAD, its error code and region.
+type s3Answer struct {
+	status       int
+	code, region string
+	body         string
+}
+
+// s3Raw sends one request to the emulator's object storage, signed with a's credentials
+// (daytona.SignS3); tamper, when set, changes the request after signing.
+func s3Raw(t *testing.T, a *daytona.PushAccess, method, pathAndQuery string, body []byte, tamper func(*http.Request)) s3Answer {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, a.StorageURL+"/"+a.Bucket+pathAndQuery, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	daytona.SignS3(req, a, body, time.Now().UTC())
+	if tamper != nil {
+		tamper(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var e struct {
+		Code   string `xml:"Code"`
+		Region string `xml:"Region"`
+	}
+	_ = xml.Unmarshal(b, &e)
+	return s3Answer{status: resp.StatusCode, code: e.Code, region: e.Region, body: string(b)}
+}
+
+func pushAccess(t *testing.T, c *daytona.Client) *daytona.PushAccess {
+	t.Helper()
+	a, err := c.PushAccess(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestObjectStoragePolicy: the emulator grants the push-access credentials what the
+// v0.190 session policy grants (object-storage.service.ts:50-72): Put/GetObject under
+// the organization's prefix, ListBucket only with a prefix under it, and a HEAD or GET
+// of a missing key is 403 (no plain ListBucket), as on AWS.
+func TestObjectStoragePolicy(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	a := pushAccess(t, c)
+	org := a.OrganizationID
+	key := "/" + org + "/abc/context.tar"
+	cases := []struct {
+		name, method, target string
+		body                 []byte
+		status               int
+		code                 string
+	}{
+		{"HEAD of a missing key", "HEAD", key, nil, 403, ""},
+		{"GET of a missing key", "GET", key, nil, 403, "AccessDenied"},
+		{"PUT under the organization", "PUT", key, []byte("tar"), 200, ""},
+		{"HEAD of a stored key", "HEAD", key, nil, 200, ""},
+		{"PUT under another organization", "PUT", "/other-org/abc/context.tar", []byte("tar"), 403, "AccessDenied"},
+		{"PUT at the bare organization id", "PUT", "/" + org, []byte("tar"), 403, "AccessDenied"},
+		{"GET under another organization", "GET", "/other-org/abc/context.tar", nil, 403, "AccessDenied"},
+		{"list without a prefix", "GET", "?list-type=2", nil, 403, "AccessDenied"},
+		{"list with another organization's prefix", "GET", "?list-type=2&prefix=other-org%2F", nil, 403, "AccessDenied"},
+		{"list with a prefix that only starts like the organization's", "GET", "?list-type=2&prefix=" + org + "x", nil, 403, "AccessDenied"},
+		{"list with the bare organization id", "GET", "?list-type=2&prefix=" + org, nil, 200, ""},
+		{"list with a prefix under the organization", "GET", "?list-type=2&prefix=" + org + "%2Fabc%2F", nil, 200, ""},
+		{"HeadBucket", "HEAD", "", nil, 403, ""},
+		{"another bucket", "PUT", "-other" + key, []byte("tar"), 404, "NoSuchBucket"},
+	}
+	for _, tc := range cases {
+		got := s3Raw(t, a, tc.method, tc.target, tc.body, nil)
+		if got.status != tc.status || got.code != tc.code {
+			t.Errorf("%s: %d %q, want %d %q\n%s", tc.name, got.status, got.code, tc.status, tc.code, got.body)
+		}
+	}
+	if got := s3Raw(t, a, "GET", "?list-type=2&prefix="+org, nil, nil); !strings.Contains(got.body, "<Key>"+org+"/abc/context.tar</Key>") {
+		t.Errorf("the listing does not hold the stored key:\n%s", got.body)
+	}
+}
+
+// TestObjectStorageChecksSignatures: the emulator recomputes each request's SigV4
+// signature and refuses as S3 does what does not verify.
+func TestObjectStorageChecksSignatures(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	a := pushAccess(t, c)
+	key := "/" + a.OrganizationID + "/abc/context.tar"
+	with := func(f func(*daytona.PushAccess)) *daytona.PushAccess {
+		b := *a
+		f(&b)
+		return &b
+	}
+	cases := []struct {
+		name   string
+		access *daytona.PushAccess
+		tamper func(*http.Request)
+		status int
+		code   string
+	}{
+		{"signed as issued", a, nil, 200, ""},
+		{"a wrong secret", with(func(b *daytona.PushAccess) { b.Secret += "x" }), nil, 403, "SignatureDoesNotMatch"},
+		{"a signature changed", a, func(r *http.Request) {
+			h := r.Header.Get("Authorization")
+			last := "0"
+			if strings.HasSuffix(h, "0") {
+				last = "1"
+			}
+			r.Header.Set("Authorization", h[:len(h)-1]+last)
+		}, 403, "SignatureDoesNotMatch"},
+		{"the key changed after signing", a, func(r *http.Request) { r.URL.Path = strings.Replace(r.URL.Path, "abc", "abd", 1) }, 403, "SignatureDoesNotMatch"},
+		{"an unknown access key", with(func(b *daytona.PushAccess) { b.AccessKey = "AKIAUNKNOWN" }), nil, 403, "InvalidAccessKeyId"},
+		{"no session token", with(func(b *daytona.PushAccess) { b.SessionToken = "" }), nil, 403, "InvalidAccessKeyId"},
+		{"another session token", with(func(b *daytona.PushAccess) { b.SessionToken += "x" }), nil, 400, "InvalidToken"},
+		{"another region", with(func(b *daytona.PushAccess) { b.Region = "eu-central-1" }), nil, 400, "AuthorizationHeaderMalformed"},
+		{"an x-amz header added after signing", a, func(r *http.Request) { r.Header.Set("X-Amz-Meta-Extra", "1") }, 403, "AccessDenied"},
+		{"a date an hour off", a, func(r *http.Request) {
+			// Re-signed for a time an hour ago: a valid signature, a stale request.
+			daytona.SignS3(r, a, []byte("tar"), time.Now().UTC().Add(-time.Hour))
+		}, 403, "RequestTimeTooSkewed"},
+		{"no signature", a, func(r *http.Request) { r.Header.Del("Authorization") }, 403, "AccessDenied"},
+	}
+	for _, tc := range cases {
+		got := s3Raw(t, tc.access, "PUT", key, []byte("tar"), tc.tamper)
+		if got.status != tc.status || got.code != tc.code {
+			t.Errorf("%s: %d %q, want %d %q\n%s", tc.name, got.status, got.code, tc.status, tc.code, got.body)
+		}
+	}
+	// The body is part of what is signed (its SHA-256 in X-Amz-Content-Sha256).
+	req, _ := http.NewRequest("PUT", a.StorageURL+"/"+a.Bucket+key, bytes.NewReader([]byte("tar")))
+	daytona.SignS3(req, a, []byte("tar"), time.Now().UTC())
+	req.Body, req.ContentLength = io.NopCloser(strings.NewReader("tax")), 3
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a body changed after signing: %s, want 400 XAmzContentSHA256Mismatch", resp.Status)
+	}
+	if got := s3Raw(t, with(func(b *daytona.PushAccess) { b.Region = "eu-central-1" }), "GET", "?list-type=2&prefix="+a.OrganizationID, nil, nil); got.region != daytonatest.DefaultStorageRegion {
+		t.Errorf("AuthorizationHeaderMalformed names region %q, want the bucket's %q", got.region, daytonatest.DefaultStorageRegion)
+	}
+}
+
+// TestS3SignerMatchesAWSExample: the client signs AWS's worked "GET Bucket (List
+// Objects)" example (Amazon S3 API Reference, "Signature Calculations for the
+// Authorization Header") to AWS's signature.
+func TestS3SignerMatchesAWSExample(t *testing.T) {
+	t.Parallel()
+	req, err := http.NewRequest("GET", "https://examplebucket.s3.amazonaws.com/?max-keys=2&prefix=J", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &daytona.PushAccess{AccessKey: "AKIAIOSFODNN7EXAMPLE", Secret: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", Region: "us-east-1"}
+	daytona.SignS3(req, a, nil, time.Date(2013, 5, 24, 0, 0, 0, 0, time.UTC))
+	const want = "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, " +
+		"SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"
+	if got := req.Header.Get("Authorization"); got != want {
+		t.Fatalf("Authorization\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestContextExistenceIsAListing: before uploading a build context the builder asks
+// whether it is stored with a ListObjectsV2 under the organization's prefix, as the SDK
+// does, never a HEAD (which the push-access credentials get 403 for on a missing key):
+// a new context is listed and uploaded, the same context again only listed.
+func TestContextExistenceIsAListing(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	b := daytona.NewBuilder(c)
+	dir, hash := writeContext(t, map[string]string{"app.txt": "v1\n"})
+	for i, df := range []string{"FROM platform\nCOPY app.txt /workspace/app.txt\n", "FROM platform\nCOPY . /workspace/src\n"} {
+		req := specReq(sandbox.SnapshotSpec{Dockerfile: df, ContextHash: hash}, dir)
+		if err := b.StartBuild(ctx, req); err != nil {
+			t.Fatalf("build %d: %v", i+1, err)
+		}
+		if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+			t.Fatalf("build %d: %+v", i+1, st)
+		}
+		lists, puts, heads := srv.Count(daytonatest.StorageListRoute), srv.ContextUploads(), srv.Count(daytonatest.StorageHeadRoute)
+		if lists != i+1 || puts != 1 || heads != 0 {
+			t.Fatalf("after build %d: %d listings, %d PUTs, %d HEADs; want %d, 1, 0", i+1, lists, puts, heads, i+1)
+		}
+	}
+}
+
+// TestObjectKeysInSigV4Encoding: a key with characters url.PathEscape keeps but S3
+// encodes ('+', '=', '@', '$', ':', '&', a space) is stored and then found, so its path
+// and its listing's query are signed as S3 computes them.
+func TestObjectKeysInSigV4Encoding(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	ctx := testCtx(t)
+	a := pushAccess(t, c)
+	key := a.OrganizationID + "/a+b=c@d$e:f&g h/context.tar"
+	if err := daytona.PutObject(c, ctx, a, key, []byte("tar")); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := daytona.ObjectExists(c, ctx, a, key)
+	if err != nil || !ok {
+		t.Fatalf("ObjectExists after the PUT: %v, %v", ok, err)
+	}
+	if ok, err := daytona.ObjectExists(c, ctx, a, key+".other"); err != nil || ok {
+		t.Fatalf("ObjectExists of a key never stored: %v, %v", ok, err)
+	}
+}
