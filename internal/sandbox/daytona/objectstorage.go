@@ -152,7 +152,7 @@ func (c *Client) s3(ctx context.Context, a *PushAccess, op s3Op) ([]byte, error)
 		return nil, fmt.Errorf("daytona: object storage %s: reading the answer: %w", op.what(), err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("daytona: object storage %s: %s: %s", op.what(), resp.Status, strings.TrimSpace(string(body)))
+		return nil, newS3Error(op.what(), resp.StatusCode, body, a)
 	}
 	return body, nil
 }

@@ -3,6 +3,7 @@ package daytona_test
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -227,5 +228,38 @@ func TestObjectKeysInSigV4Encoding(t *testing.T) {
 	}
 	if ok, err := daytona.ObjectExists(c, ctx, a, key+".other"); err != nil || ok {
 		t.Fatalf("ObjectExists of a key never stored: %v, %v", ok, err)
+	}
+}
+
+// TestObjectStorageErrorsSayWhatToDo: an S3 refusal comes back as a *daytona.S3Error
+// with S3's code and message and what to do about it, and the provider's diagnostics see
+// it as a backend's answer (sandbox.APIError).
+func TestObjectStorageErrorsSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	ctx := testCtx(t)
+	a := pushAccess(t, c)
+	cases := []struct {
+		name   string
+		access func(b *daytona.PushAccess)
+		key    string
+		code   string
+		hint   string
+	}{
+		{"outside the organization", nil, "other-org/abc/context.tar", "AccessDenied", "only under " + a.OrganizationID + "/"},
+		{"a wrong secret", func(b *daytona.PushAccess) { b.Secret += "x" }, a.OrganizationID + "/abc/context.tar", "SignatureDoesNotMatch", "a proxy rewriting"},
+		{"a stale session token", func(b *daytona.PushAccess) { b.SessionToken += "x" }, a.OrganizationID + "/abc/context.tar", "InvalidToken", "apply again"},
+	}
+	for _, tc := range cases {
+		b := *a
+		if tc.access != nil {
+			tc.access(&b)
+		}
+		err := daytona.PutObject(c, ctx, &b, tc.key, []byte("tar"))
+		var s3e *daytona.S3Error
+		var api sandbox.APIError
+		if !errors.As(err, &s3e) || s3e.Code != tc.code || !strings.Contains(err.Error(), tc.hint) || !errors.As(err, &api) {
+			t.Errorf("%s: %v; want an S3Error %s saying %q", tc.name, err, tc.code, tc.hint)
+		}
 	}
 }
