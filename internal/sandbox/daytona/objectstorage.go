@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -125,10 +126,47 @@ func (c *Client) putObject(ctx context.Context, a *PushAccess, key string, body 
 // maxS3Answer caps what is read of an S3 answer: a one-key listing or an error.
 const maxS3Answer = 1 << 20
 
+// contextUploadRate is the slowest uplink an object storage request is given time for,
+// 128 KiB/s (about 1 Mbit/s): an attempt's deadline is the request timeout (60 s by
+// default) plus its body's time at this rate, so a context of a few KiB gets about 60 s
+// and the largest (sandbox.MaxContextBytes, 64 MiB) 60 s + 512 s, about 9.5 minutes,
+// which is within the 10 minutes of a toolbox file transfer. The SDK sets no deadline of
+// its own (clients v0.205 sdk-go/pkg/daytona/object_storage.go:302-307).
+const contextUploadRate = 128 << 10
+
+// s3Timeout is the deadline of one attempt of a request with a body of n bytes.
+func (c *Client) s3Timeout(n int) time.Duration {
+	return c.reqTimeout + time.Duration(n)*time.Second/contextUploadRate
+}
+
 // s3 sends op signed with AWS Signature Version 4 (s3sign.go) and returns the body of a
-// 2xx answer. The Daytona API token is never sent to object storage.
+// 2xx answer. An attempt that fails in transport or with a 5xx is made once more (a
+// listing and a PUT of the same bytes under the same key are both safe to repeat; the
+// body is a byte slice, so it is sent again whole), unless the retry policy disables
+// retries. An attempt that ran out of its deadline is not: the deadline is sized to the
+// body, and a second one at the same speed would only double the wait. The Daytona API
+// token is never sent to object storage.
 func (c *Client) s3(ctx context.Context, a *PushAccess, op s3Op) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.reqTimeout)
+	attempts := 2
+	if c.retry.MaxAttempts <= 1 {
+		attempts = 1
+	}
+	for attempt := 1; ; attempt++ {
+		body, retry, err := c.s3Once(ctx, a, op)
+		if err == nil || !retry || attempt >= attempts || ctx.Err() != nil {
+			return body, err
+		}
+		select {
+		case <-time.After(c.retry.backoff(attempt)):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// s3Once makes one attempt of op; retry says whether a failure may be retried.
+func (c *Client) s3Once(ctx context.Context, a *PushAccess, op s3Op) (_ []byte, retry bool, _ error) {
+	ctx, cancel := context.WithTimeout(ctx, c.s3Timeout(len(op.body)))
 	defer cancel()
 	var rd io.Reader
 	if op.body != nil {
@@ -136,23 +174,26 @@ func (c *Client) s3(ctx context.Context, a *PushAccess, op s3Op) ([]byte, error)
 	}
 	req, err := http.NewRequestWithContext(ctx, op.method, a.url(op), rd)
 	if err != nil {
-		return nil, fmt.Errorf("daytona: object storage %s: %w", op.what(), err)
+		return nil, false, fmt.Errorf("daytona: object storage %s: %w", op.what(), err)
 	}
 	if op.body != nil {
 		req.Header.Set("Content-Type", "application/x-tar")
 	}
 	signV4(req, a, op.body, time.Now().UTC())
+	transport := func(err error) ([]byte, bool, error) {
+		return nil, !errors.Is(err, context.DeadlineExceeded), fmt.Errorf("daytona: object storage %s: %w", op.what(), err)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("daytona: object storage %s: %w", op.what(), err)
+		return transport(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxS3Answer))
 	if err != nil {
-		return nil, fmt.Errorf("daytona: object storage %s: reading the answer: %w", op.what(), err)
+		return transport(err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, newS3Error(op.what(), resp.StatusCode, body, a)
+		return nil, resp.StatusCode >= 500, newS3Error(op.what(), resp.StatusCode, body, a)
 	}
-	return body, nil
+	return body, false, nil
 }

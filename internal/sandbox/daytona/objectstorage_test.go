@@ -263,3 +263,66 @@ func TestObjectStorageErrorsSayWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// buildContext builds a Dockerfile snapshot with a new build context of files and
+// returns the build's error (StartBuild's, or the build's failure) and the hash.
+func buildContext(t *testing.T, b *daytona.Builder, files map[string]string) (string, error) {
+	t.Helper()
+	ctx := testCtx(t)
+	dir, hash := writeContext(t, files)
+	req := specReq(sandbox.SnapshotSpec{Dockerfile: "FROM platform\nCOPY . /workspace/src\n", ContextHash: hash}, dir)
+	if err := b.StartBuild(ctx, req); err != nil {
+		return hash, err
+	}
+	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		t.Fatalf("build: %+v", st)
+	}
+	return hash, nil
+}
+
+// TestContextUploadRetriedOnce: a context PUT that fails with a 5xx or loses its
+// connection is sent once more, whole; a second failure is the build's error (L11).
+func TestContextUploadRetriedOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		inject func(*daytonatest.Server)
+	}{
+		{"a 503 SlowDown", func(s *daytonatest.Server) {
+			s.InjectFaults(daytonatest.StoragePutRoute, 1, http.StatusServiceUnavailable)
+		}},
+		{"a 500 InternalError", func(s *daytonatest.Server) {
+			s.InjectFaults(daytonatest.StoragePutRoute, 1, http.StatusInternalServerError)
+		}},
+		{"a dropped connection", func(s *daytonatest.Server) { s.InjectStorageDrops(daytonatest.StoragePutRoute, 1) }},
+	} {
+		srv, c := setup(t)
+		tc.inject(srv)
+		hash, err := buildContext(t, daytona.NewBuilder(c), map[string]string{"app.txt": tc.name})
+		if err != nil || srv.ContextUploads() != 2 || !srv.HasContext(hash) {
+			t.Errorf("%s: %v after %d PUTs (stored: %v); want success after 2", tc.name, err, srv.ContextUploads(), srv.HasContext(hash))
+		}
+	}
+	srv, c := setup(t)
+	srv.InjectFaults(daytonatest.StoragePutRoute, 2, http.StatusServiceUnavailable)
+	_, err := buildContext(t, daytona.NewBuilder(c), map[string]string{"app.txt": "twice"})
+	var s3e *daytona.S3Error
+	if !errors.As(err, &s3e) || s3e.Code != "SlowDown" || srv.ContextUploads() != 2 {
+		t.Errorf("two 503s: %v after %d PUTs; want SlowDown after 2", err, srv.ContextUploads())
+	}
+}
+
+// TestContextUploadDeadlineSizedToBody: a context PUT's deadline grows with its size
+// (request timeout + size at 128 KiB/s), so a slow uplink finishes an upload that a
+// flat request timeout would cut (L11). Here the request timeout is 400 ms and the
+// 256 KiB context takes 1 s at 256 KiB/s: its deadline is 2.4 s.
+func TestContextUploadDeadlineSizedToBody(t *testing.T) {
+	t.Parallel()
+	srv := daytonatest.NewServer(t, daytonatest.WithStorageBandwidth(256<<10))
+	c := daytona.New(srv.URL(), daytonatest.DefaultKey, daytona.WithRetryPolicy(fastRetry),
+		daytona.WithPollInterval(5*time.Millisecond), daytona.WithRequestTimeout(400*time.Millisecond))
+	hash, err := buildContext(t, daytona.NewBuilder(c), map[string]string{"big.bin": strings.Repeat("x", 256<<10)})
+	if err != nil || !srv.HasContext(hash) || srv.ContextUploads() != 1 {
+		t.Fatalf("a 1 s upload with a 400 ms request timeout: %v after %d PUTs", err, srv.ContextUploads())
+	}
+}

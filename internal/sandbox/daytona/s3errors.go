@@ -31,7 +31,7 @@ func (e *S3Error) Error() string {
 	}
 	s := fmt.Sprintf("daytona: object storage %s: %d %s", e.Op, e.Status, what)
 	if e.Message != "" {
-		s += ": " + e.Message
+		s += ": " + strings.TrimSuffix(e.Message, ".") // the hint follows after ". "
 	}
 	if h := e.hint(); h != "" {
 		s += ". " + h

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -49,6 +50,7 @@ var issuedCreds = storageCreds{storageAccessKey, storageSecret, storageSessionTo
 // Guarded by Server.mu.
 type storageState struct {
 	modified map[string]time.Time // when each object was stored
+	drops    map[string]int       // InjectStorageDrops: connections still to drop, by route
 }
 
 // WithStorageRegion puts the bucket in region: push-access reports it (v0.205
@@ -61,6 +63,25 @@ func WithStorageRegion(region string) Option { return func(c *config) { c.storag
 // StorageAccessDto has none (apps/api/src/sandbox/dto/storage-access-dto.ts:8-44) and
 // object-storage.service.ts:126-133 and :162-169 return none.
 func WithoutPushAccessRegion() Option { return func(c *config) { c.noPushRegion = true } }
+
+// WithStorageBandwidth makes an object's PUT take as long as its body takes at
+// bytesPerSecond (a slow uplink) before S3 answers; a client that gives up before then
+// stores nothing. Default: no delay.
+func WithStorageBandwidth(bytesPerSecond int) Option {
+	return func(c *config) { c.storageBandwidth = bytesPerSecond }
+}
+
+// InjectStorageDrops makes the next n requests to an object storage route lose their
+// connection after their body arrived, with no answer: a transport error at the client
+// (a connection reset by a proxy or a flaky link).
+func (s *Server) InjectStorageDrops(route string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.drops == nil {
+		s.st.drops = map[string]int{}
+	}
+	s.st.drops[route] += n
+}
 
 func (s *Server) storageRegion() string {
 	if s.cfg.storageRegion != "" {
@@ -137,12 +158,32 @@ func writeS3Error(w http.ResponseWriter, r *http.Request, e *s3Err) {
 	_, _ = w.Write(body)
 }
 
-// s3Request serves one S3 request of route: counting first (as handle does for the
-// API), then the body, the signature, the bucket and the operation.
+// faultError is S3's answer for an injected status (InjectFaults on a storage route).
+func faultError(status int) *s3Err {
+	switch status {
+	case http.StatusInternalServerError:
+		return &s3Err{status: status, code: "InternalError", message: "We encountered an internal error. Please try again."}
+	case http.StatusServiceUnavailable:
+		return &s3Err{status: status, code: "SlowDown", message: "Please reduce your request rate."}
+	}
+	return &s3Err{status: status, code: strings.ReplaceAll(http.StatusText(status), " ", ""), message: "injected fault"}
+}
+
+// s3Request serves one S3 request of route: counting and faults first (as handle does
+// for the API), then the body, the signature, the bucket and the operation.
 func (s *Server) s3Request(w http.ResponseWriter, r *http.Request, route string) {
 	s.mu.Lock()
 	s.counts[route]++
+	f, faulted := s.takeFault(route)
+	drop := s.st.drops[route] > 0
+	if drop {
+		s.st.drops[route]--
+	}
 	s.mu.Unlock()
+	if faulted {
+		writeS3Error(w, r, faultError(f.status))
+		return
+	}
 	if r.Method == http.MethodPut && r.ContentLength < 0 {
 		writeS3Error(w, r, &s3Err{status: http.StatusLengthRequired, code: "MissingContentLength",
 			message: "You must provide the Content-Length HTTP header."})
@@ -158,6 +199,22 @@ func (s *Server) s3Request(w http.ResponseWriter, r *http.Request, route string)
 		writeS3Error(w, r, &s3Err{status: http.StatusBadRequest, code: "EntityTooLarge",
 			message: "Your proposed upload exceeds the maximum allowed size"})
 		return
+	}
+	if drop {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler) // no hijacking (HTTP/2): abort the stream instead
+	}
+	if bw := s.cfg.storageBandwidth; bw > 0 && len(body) > 0 {
+		select {
+		case <-time.After(time.Duration(len(body)) * time.Second / time.Duration(bw)):
+		case <-r.Context().Done():
+			return // the client gave up before its body was through: nothing stored
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

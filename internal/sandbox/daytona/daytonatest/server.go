@@ -104,9 +104,10 @@ type config struct {
 	activationCooldown, buildLogsDelay time.Duration
 	noUploadV2                         bool          // WithoutUploadV2 (uploads.go)
 	toolboxLatency                     time.Duration // WithToolboxLatency (latency.go)
-	// WithStorageRegion, WithoutPushAccessRegion (objectstorage.go).
-	storageRegion string
-	noPushRegion  bool
+	// WithStorageRegion, WithoutPushAccessRegion, WithStorageBandwidth (objectstorage.go).
+	storageRegion    string
+	noPushRegion     bool
+	storageBandwidth int
 }
 
 // Fixed behaviour of the emulator: injected 429s ask for a 1 s wait (Retry-After), a
@@ -214,7 +215,9 @@ type fault struct {
 }
 
 // InjectFaults makes the next n requests to route answer status (429s carry Retry-After,
-// Retry-After-authenticated and X-RateLimit-Reset-authenticated).
+// Retry-After-authenticated and X-RateLimit-Reset-authenticated). On an object storage
+// route (StoragePutRoute and the others) the answer is S3's error document: 500
+// InternalError, 503 SlowDown.
 func (s *Server) InjectFaults(route string, n, status int) {
 	s.InjectFaultsMessage(route, n, status, "injected fault")
 }
