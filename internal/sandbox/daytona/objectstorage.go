@@ -15,8 +15,10 @@ import (
 
 // PushAccess is StorageAccessDto, the answer of GET /object-storage/push-access: temporary
 // S3 credentials that may put and get objects under the organization's prefix of bucket
-// (Daytona v0.190 apps/api/src/object-storage/services/object-storage.service.ts grants
-// s3:PutObject and s3:GetObject on {bucket}/{organizationId}/*).
+// and list prefixes under it (Daytona v0.190 apps/api/src/object-storage/services/
+// object-storage.service.ts:50-72: s3:PutObject and s3:GetObject on
+// {bucket}/{organizationId}/*, s3:ListBucket on {bucket} with s3:prefix {organizationId}
+// or {organizationId}/*).
 type PushAccess struct {
 	StorageURL     string `json:"storageUrl"`
 	AccessKey      string `json:"accessKey"`
@@ -38,6 +40,9 @@ func (c *Client) PushAccess(ctx context.Context) (*PushAccess, error) {
 		a.Bucket = "daytona-volume-builds"
 	}
 	if a.Region == "" {
+		// v0.205's StorageAccessDto requires region; v0.190's has none (apps/api/src/
+		// sandbox/dto/storage-access-dto.ts:8-44). us-east-1 is the default of S3 and MinIO;
+		// a bucket elsewhere refuses it naming its region, which s3 then signs for.
 		a.Region = "us-east-1"
 	}
 	return &a, nil
@@ -144,15 +149,25 @@ func (c *Client) s3Timeout(n int) time.Duration {
 // listing and a PUT of the same bytes under the same key are both safe to repeat; the
 // body is a byte slice, so it is sent again whole), unless the retry policy disables
 // retries. An attempt that ran out of its deadline is not: the deadline is sized to the
-// body, and a second one at the same speed would only double the wait. The Daytona API
-// token is never sent to object storage.
+// body, and a second one at the same speed would only double the wait. A refusal for a
+// wrong region is signed again, once, for the region S3 names (issue 24 L15). The
+// Daytona API token is never sent to object storage.
 func (c *Client) s3(ctx context.Context, a *PushAccess, op s3Op) ([]byte, error) {
 	attempts := 2
 	if c.retry.MaxAttempts <= 1 {
 		attempts = 1
 	}
+	resigned := false
 	for attempt := 1; ; attempt++ {
 		body, retry, err := c.s3Once(ctx, a, op)
+		if r, ok := bucketRegion(err, a); ok && !resigned {
+			// Signed for the wrong region (a server before v0.205 names none, and
+			// us-east-1 was assumed): S3 names the bucket's, so sign for it, for this
+			// request and the ones after it on a (the upload after the listing).
+			a.Region, resigned = r, true
+			attempt--
+			continue
+		}
 		if err == nil || !retry || attempt >= attempts || ctx.Err() != nil {
 			return body, err
 		}
@@ -162,6 +177,16 @@ func (c *Client) s3(ctx context.Context, a *PushAccess, op s3Op) ([]byte, error)
 			return nil, err
 		}
 	}
+}
+
+// bucketRegion is the bucket's region when err is S3's refusal of a signature made for
+// another region (400 AuthorizationHeaderMalformed with <Region>).
+func bucketRegion(err error, a *PushAccess) (string, bool) {
+	var e *S3Error
+	if !errors.As(err, &e) || e.Code != "AuthorizationHeaderMalformed" || e.Region == "" || e.Region == a.Region {
+		return "", false
+	}
+	return e.Region, true
 }
 
 // s3Once makes one attempt of op; retry says whether a failure may be retried.

@@ -326,3 +326,45 @@ func TestContextUploadDeadlineSizedToBody(t *testing.T) {
 		t.Fatalf("a 1 s upload with a 400 ms request timeout: %v after %d PUTs", err, srv.ContextUploads())
 	}
 }
+
+// TestContextUploadSignsForTheBucketsRegion: the client signs for the region push-access
+// reports (v0.205 StorageAccessDto.region), which the emulator's S3 insists on; with no
+// region reported (v0.190) it assumes us-east-1, and when the bucket is elsewhere it
+// signs again, once, for the region S3's AuthorizationHeaderMalformed names (L15).
+func TestContextUploadSignsForTheBucketsRegion(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name          string
+		opts          []daytonatest.Option
+		reported      string
+		lists, lists2 int // listings for the first build, in all after a second
+	}{
+		{"reported us-east-1", nil, "us-east-1", 1, 2},
+		{"reported eu-central-1", []daytonatest.Option{daytonatest.WithStorageRegion("eu-central-1")}, "eu-central-1", 1, 2},
+		{"none reported, bucket in us-east-1", []daytonatest.Option{daytonatest.WithoutPushAccessRegion()}, "us-east-1", 1, 2},
+		// One listing refused for us-east-1, then signed for eu-central-1, and so the PUT;
+		// the next build starts from us-east-1 again (push access is asked each time).
+		{"none reported, bucket in eu-central-1", []daytonatest.Option{daytonatest.WithStorageRegion("eu-central-1"),
+			daytonatest.WithoutPushAccessRegion()}, "us-east-1", 2, 4},
+	}
+	for _, tc := range cases {
+		srv, c := setup(t, tc.opts...)
+		if a := pushAccess(t, c); a.Region != tc.reported {
+			t.Errorf("%s: push access region %q, want %q", tc.name, a.Region, tc.reported)
+		}
+		b := daytona.NewBuilder(c)
+		files := map[string]string{"app.txt": tc.name}
+		hash, err := buildContext(t, b, files)
+		if err != nil || !srv.HasContext(hash) || srv.ContextUploads() != 1 || srv.Count(daytonatest.StorageListRoute) != tc.lists {
+			t.Errorf("%s: %v after %d PUTs and %d listings; want success after 1 and %d", tc.name, err,
+				srv.ContextUploads(), srv.Count(daytonatest.StorageListRoute), tc.lists)
+			continue
+		}
+		dir, _ := writeContext(t, files)
+		req := specReq(sandbox.SnapshotSpec{Dockerfile: "FROM platform\nCOPY app.txt /workspace/app.txt\n", ContextHash: hash}, dir)
+		if err := b.StartBuild(testCtx(t), req); err != nil || srv.ContextUploads() != 1 || srv.Count(daytonatest.StorageListRoute) != tc.lists2 {
+			t.Errorf("%s: the same context again: %v after %d PUTs and %d listings; want 1 and %d", tc.name, err,
+				srv.ContextUploads(), srv.Count(daytonatest.StorageListRoute), tc.lists2)
+		}
+	}
+}
