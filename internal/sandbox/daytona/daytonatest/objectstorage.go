@@ -95,7 +95,7 @@ func (s *Server) storagePolicy() []policyStatement {
 }
 
 // contextKey is where the runner reads a build context (apps/runner/pkg/storage/
-// minio_client.go GetObject).
+// minio_client.go:68-70 GetObject).
 func contextKey(hash string) string { return OrganizationID + "/" + hash + "/context.tar" }
 
 // objectStorageRoutes adds the push-access endpoint and the S3 endpoint to mux.
@@ -106,6 +106,9 @@ func (s *Server) objectStorageRoutes(mux *http.ServeMux) {
 	}
 }
 
+// pushAccess answers StorageAccessDto as getPushAccess does (object-storage.service.ts:
+// 33-87, the fields at :126-133 and :162-169), with v0.205's region unless
+// WithoutPushAccessRegion.
 func (s *Server) pushAccess(w http.ResponseWriter, _ *http.Request) {
 	dto := map[string]string{
 		"accessKey": storageAccessKey, "secret": storageSecret, "sessionToken": storageSessionToken,
