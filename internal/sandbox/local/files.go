@@ -18,21 +18,123 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
-// File operations work on the sandbox's workspace from the host, through os.Root: no
-// path, ".." or symlink (absolute or relative, in any component) reaches outside it. On
+// File operations work on the sandbox's workspace from the host, through os.Root, or on
+// the volume mounted where the path lies (openFor): no path, ".." or symlink (absolute or
+// relative, in any component) reaches outside the workspace or that volume. On
 // top of that the last component is never followed when it is a symlink, and only
 // regular files are read or written (a FIFO or device planted by the sandbox is refused,
 // never opened in a way that could block).
 
-func (r *Runtime) openWorkspace(id string) (*os.Root, error) {
+// openFor opens what workspace path rel (cleaned, relative to /workspace) lies in, as
+// the sandbox's commands see it: the volume mounted at the longest mount path of the
+// sandbox that holds /workspace/<rel>, else the workspace. In a volume, root is the
+// volume's directory or its subpath, and inner is the rest of rel ("." for the mount
+// point itself, the volume's root). owner is the host uid and gid that the files and
+// directories the operation makes must get so that the sandbox user owns them (nil: this
+// process's own).
+//
+// A volume is opened as the setup step binds it (stageVolume): the volume's directory,
+// then each folder of the subpath, none of which may be a symbolic link (a sandbox that
+// mounts the whole volume can put one where the subpath was), the subpath opened through
+// the volume's os.Root, so that a link swapped in meanwhile still cannot lead out of the
+// volume. Inside the opened root, os.Root keeps every operation there, as in the
+// workspace.
+func (r *Runtime) openFor(ctx context.Context, id, rel string) (root *os.Root, inner string, owner *[2]int, err error) {
 	rec, err := r.readRecord(id)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if err := r.ensureData(ctx, id, rec); err != nil {
+		return nil, "", nil, err
+	}
+	v, inner := volumeAt(rec.Volumes, rel)
+	if v == nil {
+		if owner, err = r.workspaceOwner(id); err != nil {
+			return nil, "", nil, err
+		}
+		root, err = os.OpenRoot(r.wsDir(id))
+		return root, rel, owner, err
+	}
+	if root, err = openVolume(ctx, *v); err != nil {
+		return nil, "", nil, fmt.Errorf("volume mounted at %s: %w", v.MountPath, err)
+	}
+	return root, inner, r.volumeOwner(), nil
+}
+
+// volumeAt is the volume of vols whose mount path holds workspace path rel (the longest,
+// though mount paths never overlap) and the rest of rel inside it, or nil and rel.
+func volumeAt(vols []volumeBind, rel string) (*volumeBind, string) {
+	abs := path.Join(sandbox.WorkspaceDir, rel)
+	var best *volumeBind
+	for i := range vols {
+		m := vols[i].MountPath
+		if (abs == m || strings.HasPrefix(abs, m+"/")) && (best == nil || len(m) > len(best.MountPath)) {
+			best = &vols[i]
+		}
+	}
+	if best == nil {
+		return nil, rel
+	}
+	if abs == best.MountPath {
+		return best, "."
+	}
+	return best, strings.TrimPrefix(abs, best.MountPath+"/")
+}
+
+// mountUnder is the mount path of a volume of vols strictly inside workspace path rel,
+// or "".
+func mountUnder(vols []volumeBind, rel string) string {
+	abs := path.Join(sandbox.WorkspaceDir, rel)
+	for _, v := range vols {
+		if strings.HasPrefix(v.MountPath, abs+"/") {
+			return v.MountPath
+		}
+	}
+	return ""
+}
+
+// openVolume opens the folder of a volume that a sandbox mounts (see openFor), its image
+// mounted first when missing, as a sandbox's setup does: the runtime must write onto the
+// image, not into the directory under it.
+func openVolume(ctx context.Context, v volumeBind) (*os.Root, error) {
+	if err := ensureVolumeMounted(ctx, v.Dir); err != nil {
+		return nil, err
+	}
+	vol, err := os.OpenRoot(v.Dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.ensureData(context.Background(), id, rec); err != nil {
-		return nil, err
+	if v.Subpath == "" {
+		return vol, nil
 	}
-	return os.OpenRoot(r.wsDir(id))
+	defer vol.Close()
+	cur := ""
+	for _, part := range strings.Split(v.Subpath, "/") {
+		cur = path.Join(cur, part)
+		fi, err := vol.Lstat(cur)
+		if err != nil {
+			return nil, fmt.Errorf("subpath %q: %w", v.Subpath, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("subpath %q: %s is a %s, not a folder of the volume: %w", v.Subpath, cur, kind(fi.Mode()), sandbox.ErrNotRegular)
+		}
+	}
+	sub, err := vol.OpenRoot(v.Subpath)
+	if err != nil {
+		return nil, fmt.Errorf("subpath %q: %w", v.Subpath, escaped(err))
+	}
+	return sub, nil
+}
+
+// volumeOwner is the host uid and gid that files written into a volume get. A sandbox
+// with an id slot mounts its volumes idmapped (mapUser): host id 0, the runtime's user
+// that owns the volume's directory, shows as the sandbox user, so that is what they get.
+// Unprivileged (no slot, no idmapping) this process's ids are the sandbox user's: nil.
+func (r *Runtime) volumeOwner() *[2]int {
+	if r.b.ids == nil {
+		return nil
+	}
+	return &[2]int{0, 0}
 }
 
 // fileErr wraps a file operation's error; a missing file is sandbox.ErrNotFound too, as
@@ -53,7 +155,7 @@ func (r *Runtime) WriteFile(ctx context.Context, id, p string, src io.Reader, mo
 	return nil
 }
 
-func (r *Runtime) writeFile(_ context.Context, id, p string, src io.Reader, mode fs.FileMode) error {
+func (r *Runtime) writeFile(ctx context.Context, id, p string, src io.Reader, mode fs.FileMode) error {
 	rel, err := sandbox.WorkspacePath(p)
 	if err != nil {
 		return err
@@ -61,18 +163,18 @@ func (r *Runtime) writeFile(_ context.Context, id, p string, src io.Reader, mode
 	if rel == "." {
 		return errors.New("not a file path")
 	}
-	root, err := r.openWorkspace(id)
+	// From here rel is relative to root: the workspace's, or a volume's.
+	root, rel, owner, err := r.openFor(ctx, id, rel)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	owner, err := r.workspaceOwner(id)
-	if err != nil {
-		return err
+	if rel == "." {
+		return errors.New("not a file path: a volume is mounted there")
 	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := mkdirAllOwned(root, dir, owner); err != nil {
-			return err
+			return escaped(err)
 		}
 	}
 	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
@@ -83,7 +185,7 @@ func (r *Runtime) writeFile(_ context.Context, id, p string, src io.Reader, mode
 	}
 	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, mode.Perm())
 	if err != nil {
-		return err
+		return escaped(err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
@@ -155,7 +257,7 @@ func (r *Runtime) ReadFile(ctx context.Context, id, p string, maxBytes int64) ([
 	return data, nil
 }
 
-func (r *Runtime) readFile(_ context.Context, id, p string, maxBytes int64) ([]byte, error) {
+func (r *Runtime) readFile(ctx context.Context, id, p string, maxBytes int64) ([]byte, error) {
 	if maxBytes <= 0 {
 		maxBytes = r.maxFile()
 	}
@@ -163,7 +265,8 @@ func (r *Runtime) readFile(_ context.Context, id, p string, maxBytes int64) ([]b
 	if err != nil {
 		return nil, err
 	}
-	root, err := r.openWorkspace(id)
+	// From here rel is relative to root: the workspace's, or a volume's.
+	root, rel, _, err := r.openFor(ctx, id, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -206,12 +309,13 @@ func (r *Runtime) readFile(_ context.Context, id, p string, maxBytes int64) ([]b
 }
 
 // escaped is err, or ErrNotRegular when err is os.Root refusing a symlink in the path
-// that leads out of the workspace: the sandbox's doing, not the runtime's failure. os
-// keeps that error unexported; TestReadFileRefusesASymlinkSwappedIn notices a change.
+// that leads out of the workspace (or of the volume the path is in): the sandbox's doing,
+// not the runtime's failure. os keeps that error unexported;
+// TestReadFileRefusesASymlinkSwappedIn notices a change.
 func escaped(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Err.Error() == "path escapes from parent" {
-		return fmt.Errorf("refusing to follow a symlink out of the workspace: %w (%w)", sandbox.ErrNotRegular, err)
+		return fmt.Errorf("refusing to follow a symlink out of the workspace or volume: %w (%w)", sandbox.ErrNotRegular, err)
 	}
 	return err
 }
@@ -237,17 +341,17 @@ func fileInfo(rel string, fi fs.FileInfo) sandbox.FileInfo {
 }
 
 // StatFile describes one entry of the workspace without following a final symlink.
-func (r *Runtime) StatFile(_ context.Context, id, p string) (sandbox.FileInfo, error) {
+func (r *Runtime) StatFile(ctx context.Context, id, p string) (sandbox.FileInfo, error) {
 	rel, err := sandbox.WorkspacePath(p)
 	if err != nil {
 		return sandbox.FileInfo{}, fileErr("stat", id, p, err)
 	}
-	root, err := r.openWorkspace(id)
+	root, inner, _, err := r.openFor(ctx, id, rel)
 	if err != nil {
 		return sandbox.FileInfo{}, fileErr("stat", id, p, err)
 	}
 	defer root.Close()
-	fi, err := root.Lstat(rel)
+	fi, err := root.Lstat(inner)
 	if err != nil {
 		return sandbox.FileInfo{}, fileErr("stat", id, p, escaped(err))
 	}
@@ -255,22 +359,22 @@ func (r *Runtime) StatFile(_ context.Context, id, p string) (sandbox.FileInfo, e
 }
 
 // ListFiles lists a workspace directory (not recursively), by name.
-func (r *Runtime) ListFiles(_ context.Context, id, dir string) ([]sandbox.FileInfo, error) {
+func (r *Runtime) ListFiles(ctx context.Context, id, dir string) ([]sandbox.FileInfo, error) {
 	rel, err := sandbox.WorkspacePath(dir)
 	if err != nil {
 		return nil, fileErr("list", id, dir, err)
 	}
-	root, err := r.openWorkspace(id)
+	root, inner, _, err := r.openFor(ctx, id, rel)
 	if err != nil {
 		return nil, fileErr("list", id, dir, err)
 	}
 	defer root.Close()
-	if fi, err := root.Lstat(rel); err != nil {
+	if fi, err := root.Lstat(inner); err != nil {
 		return nil, fileErr("list", id, dir, err)
 	} else if !fi.IsDir() {
 		return nil, fileErr("list", id, dir, fmt.Errorf("not a directory but a %s", kind(fi.Mode())))
 	}
-	d, err := root.Open(rel)
+	d, err := root.Open(inner)
 	if err != nil {
 		return nil, fileErr("list", id, dir, err)
 	}
@@ -291,8 +395,12 @@ func (r *Runtime) ListFiles(_ context.Context, id, dir string) ([]sandbox.FileIn
 	return out, nil
 }
 
-// DeleteFile removes a file, symlink (not its target) or directory tree of the workspace.
-func (r *Runtime) DeleteFile(_ context.Context, id, p string) error {
+// DeleteFile removes a file, symlink (not its target) or directory tree of the workspace
+// or of a volume mounted in it. A volume's mount point, or a directory holding one, is
+// refused: it is a mount, not a file, and removing the directory under it on the host
+// would silently detach the volume from the running sandbox (the kernel unmounts what
+// other namespaces mounted on a removed directory).
+func (r *Runtime) DeleteFile(ctx context.Context, id, p string) error {
 	rel, err := sandbox.WorkspacePath(p)
 	if err != nil {
 		return fileErr("delete", id, p, err)
@@ -300,12 +408,22 @@ func (r *Runtime) DeleteFile(_ context.Context, id, p string) error {
 	if rel == "." {
 		return fileErr("delete", id, p, errors.New("refusing to delete the workspace"))
 	}
-	root, err := r.openWorkspace(id)
+	rec, err := r.readRecord(id)
+	if err != nil {
+		return fileErr("delete", id, p, err)
+	}
+	if m := mountUnder(rec.Volumes, rel); m != "" {
+		return fileErr("delete", id, p, fmt.Errorf("refusing to delete a directory that holds volume mount %s", m))
+	}
+	root, inner, _, err := r.openFor(ctx, id, rel)
 	if err != nil {
 		return fileErr("delete", id, p, err)
 	}
 	defer root.Close()
-	if err := root.RemoveAll(rel); err != nil {
+	if inner == "." {
+		return fileErr("delete", id, p, fmt.Errorf("refusing to delete %s: a volume is mounted there (it is a mount, not a file)", path.Join(sandbox.WorkspaceDir, rel)))
+	}
+	if err := root.RemoveAll(inner); err != nil {
 		return fileErr("delete", id, p, err)
 	}
 	return nil
