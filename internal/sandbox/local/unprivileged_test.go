@@ -78,7 +78,7 @@ func checkUnprivilegedLayer(t *testing.T, b *Builder) {
 
 // unprivilegedTests are the runtime tests TestUnprivilegedRuntime runs again as the unprivileged user:
 // the attacks, the limits (enforced through rlimits there), lifecycle and egress.
-const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestArchiveRestoreSparse|TestEgressHook|TestEgressResolvConfSymlink|TestEgressEndToEnd|TestEgressSurvivesANewListener|TestEgressSocketDirChecked|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes|TestVolumeSharedBetweenSandboxes|TestVolumeSubpathEscape|TestVolumeSetuidFileUnreachableFromHost)$"
+const unprivilegedTests = "^(TestExecBasics|TestAttack.*|TestSeccomp|TestStopStart|TestEndlessOutputCapped|TestEndlessLoopTimeout|TestLimits.*|TestArchiveRestore|TestArchiveRestoreSparse|TestEgressHook|TestEgressResolvConfSymlink|TestEgressEndToEnd|TestEgressSurvivesANewListener|TestEgressSocketDirChecked|TestLost|TestOwnerCrash|TestFiles|TestConcurrentSandboxes|TestVolumeSharedBetweenSandboxes|TestVolumeSubpathEscape|TestVolumeSetuidFileUnreachableFromHost|TestVolumeFiles.*)$"
 
 // TestUnprivilegedRuntime runs the key runtime tests as a user without privileges: as
 // root, through a copy of this test binary started as unprivUID (with its own TMPDIR);
@@ -94,7 +94,8 @@ func TestUnprivilegedRuntime(t *testing.T) {
 	mustPass := []string{"TestAttackHostFiles", "TestAttackHostProcesses", "TestAttackNetworkBlocked", "TestAttackOtherSandbox",
 		"TestAttackSymlinkDownload", "TestAttackForkBomb", "TestAttackMemoryHog", "TestAttackDiskFill", "TestAttackInit",
 		"TestAttackDeleteLeavesNothing", "TestEndlessOutputCapped", "TestEndlessLoopTimeout", "TestStopStart", "TestOwnerCrash",
-		"TestVolumeSharedBetweenSandboxes", "TestVolumeSubpathEscape", "TestVolumeSetuidFileUnreachableFromHost"}
+		"TestVolumeSharedBetweenSandboxes", "TestVolumeSubpathEscape", "TestVolumeSetuidFileUnreachableFromHost",
+		"TestVolumeFilesInWorkspace", "TestVolumeFilesSymlinkEscape"}
 	if _, err := exec.LookPath("go"); err == nil {
 		// The helpers are built here, as root, and copied where unprivUID can run them.
 		for _, h := range []struct{ env, src, name string }{

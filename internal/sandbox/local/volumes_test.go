@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -277,5 +278,183 @@ func TestAttackVolumeFill(t *testing.T) {
 	}
 	if got := mustSh(t, r, "peer", "head -c 24000000 /dev/zero > /srv/v/more && cat /srv/v/small && rm /srv/v/more"); got != "ok" {
 		t.Fatalf("after growing: %q", got)
+	}
+}
+
+// The runtime's file operations (an agent's write_file, read_file, ...) on a path inside
+// a volume mounted in the workspace work on the volume, as the sandbox's commands see
+// it, not on the host's workspace directory under the mount point (where a write was
+// hidden from the sandbox and lost with it): a file written is in the volume, for this
+// sandbox's commands and for another sandbox, owned by the sandbox user; a file a
+// command wrote is read, stated, listed and deleted; a subpath mount is its folder of
+// the volume; a mount point is the volume's root and cannot be deleted.
+func TestVolumeFilesInWorkspace(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	ctx := context.Background()
+	vs := volumeStore{dir: volumesDir(r.b.root)}
+	for _, name := range []string{"cache", "team"} {
+		if _, err := vs.Create(ctx, sandbox.VolumeSpec{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(t, r, sandbox.CreateRequest{ID: "a", SnapshotID: rel, Volumes: []sandbox.VolumeMount{
+		{Volume: "cache", MountPath: "/workspace/data"},
+		{Volume: "team", MountPath: "/data", Subpath: "red"},
+		{Volume: "team", MountPath: "/workspace/sub/red", Subpath: "red"},
+	}})
+	create(t, r, sandbox.CreateRequest{ID: "b", SnapshotID: rel, Volumes: []sandbox.VolumeMount{{Volume: "cache", MountPath: "/workspace/data"}}})
+
+	// Written by the runtime: in the volume, on the host and in both sandboxes.
+	if err := r.WriteFile(ctx, "a", "data/x", strings.NewReader("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteFile(ctx, "a", "/workspace/data/deep/dir/f", strings.NewReader("f\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteFile(ctx, "a", "sub/red/note", strings.NewReader("red\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustSh(t, r, "a", "cat /workspace/data/x data/deep/dir/f /data/note"); got != "hello\nf\nred" {
+		t.Fatalf("sandbox a reads %q of the files the runtime wrote into its volumes", got)
+	}
+	host := filepath.Join(vs.dir, "cache", "x")
+	if data, err := os.ReadFile(host); err != nil || string(data) != "hello\n" {
+		t.Fatalf("the volume's file on the host: %q, %v", data, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(vs.dir, "team", "red", "note")); err != nil || string(data) != "red\n" {
+		t.Fatalf("the subpath's file on the host: %q, %v", data, err)
+	}
+	if _, err := os.Lstat(filepath.Join(r.wsDir("a"), "data", "x")); err == nil {
+		t.Fatal("the file was written into the host's workspace directory, under the mount point")
+	}
+	if data, err := r.ReadFile(ctx, "b", "data/x", 0); err != nil || string(data) != "hello\n" {
+		t.Fatalf("sandbox b's ReadFile of the shared volume: %q, %v", data, err)
+	}
+	if got := mustSh(t, r, "b", "cat /workspace/data/x"); got != "hello" {
+		t.Fatalf("sandbox b reads %q from the shared volume", got)
+	}
+
+	// Owned by the sandbox user inside (the runtime's user on the host, as what a
+	// sandbox writes there): the sandbox's commands append to them and delete them.
+	if got := mustSh(t, r, "a", "stat -c %u /workspace/data/x /workspace/data/deep /workspace/data/deep/dir/f && id -u"); got != "1000\n1000\n1000\n1000" {
+		t.Fatalf("owners inside a (x, deep, deep/dir/f, then a's user): %q; want the sandbox user (1000)", got)
+	}
+	if fi, err := os.Stat(host); err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != os.Geteuid() {
+		t.Fatalf("the volume's file on the host: %v; want it owned by the runtime's user %d", err, os.Geteuid())
+	}
+	if got := mustSh(t, r, "b", "echo more >> /workspace/data/x && touch data/deep/dir/g && rm -r data/deep && cat data/x"); got != "hello\nmore" {
+		t.Fatalf("sandbox b appending to and deleting the runtime's files: %q", got)
+	}
+
+	// Written by a command: read, stated, listed, deleted.
+	mustSh(t, r, "a", "echo from-a > /workspace/data/y")
+	if data, err := r.ReadFile(ctx, "a", "data/y", 0); err != nil || string(data) != "from-a\n" {
+		t.Fatalf("ReadFile of a command's file in the volume: %q, %v", data, err)
+	}
+	if fi, err := r.StatFile(ctx, "b", "data/y"); err != nil || fi.Size != 7 || !fi.Mode.IsRegular() || fi.Path != "data/y" {
+		t.Fatalf("StatFile: %+v, %v", fi, err)
+	}
+	if fi, err := r.StatFile(ctx, "a", "data"); err != nil || !fi.Mode.IsDir() {
+		t.Fatalf("StatFile of the mount point: %+v, %v; want the volume's root directory", fi, err)
+	}
+	list, err := r.ListFiles(ctx, "a", "/workspace/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range list {
+		names = append(names, f.Path)
+	}
+	if strings.Join(names, ",") != "data/x,data/y" {
+		t.Fatalf("ListFiles of the mount point: %v; want the volume's files", names)
+	}
+	if err := r.DeleteFile(ctx, "a", "data/y"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(vs.dir, "cache", "y")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the deleted file on the host: %v", err)
+	}
+	if got := mustSh(t, r, "b", "test -e data/y && echo yes || echo no"); got != "no" {
+		t.Fatalf("the deleted file in sandbox b: %q", got)
+	}
+
+	// A mount point, or a directory holding one, is a mount, not a file.
+	for _, p := range []string{"data", "/workspace/data/", "sub", "sub/red"} {
+		err := r.DeleteFile(ctx, "a", p)
+		if err == nil || !strings.Contains(err.Error(), "volume") {
+			t.Errorf("DeleteFile(%q): %v; want it refused as a volume mount", p, err)
+		}
+	}
+	if err := r.WriteFile(ctx, "a", "data", strings.NewReader("x"), 0); err == nil {
+		t.Error("WriteFile over a mount point succeeded")
+	}
+	if got := mustSh(t, r, "a", "cat data/x sub/red/note"); got != "hello\nmore\nred" {
+		t.Fatalf("the volumes after the refused deletes: %q", got)
+	}
+}
+
+// A symbolic link a sandbox plants in a volume is no way out of it for the runtime's
+// file operations, as in the workspace: not to a directory of the host (which the link
+// names by its host path), not to /etc, not up out of the volume, and not as the
+// subpath of a mount (which the sandbox, mounting the whole volume elsewhere, replaced).
+// Nothing is written outside the volume.
+func TestVolumeFilesSymlinkEscape(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	ctx := context.Background()
+	vs := volumeStore{dir: volumesDir(r.b.root)}
+	if _, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "shared"}); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("HOST-CANARY"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	create(t, r, sandbox.CreateRequest{ID: "attacker", SnapshotID: rel, Volumes: []sandbox.VolumeMount{
+		{Volume: "shared", MountPath: "/workspace/data"},
+		{Volume: "shared", MountPath: "/workspace/team", Subpath: "team"},
+	}})
+	mustSh(t, r, "attacker", "ln -s /etc data/evil && ln -s "+outside+" data/out && ln -s ../../.. data/up && "+
+		"mv data/team data/team.old && ln -s "+outside+" data/team")
+
+	for _, p := range []string{"data/evil/passwd", "data/out/secret", "data/up/etc/passwd", "data/evil", "team/secret"} {
+		if data, err := r.ReadFile(ctx, "attacker", p, 0); !errors.Is(err, sandbox.ErrNotRegular) {
+			t.Errorf("ReadFile(%q): %q, %v; want ErrNotRegular", p, data, err)
+		}
+	}
+	for _, p := range []string{"data/out/secret", "data/out/planted", "data/out/new/planted", "data/evil/trueforge-planted", "data/up/planted", "team/planted"} {
+		if err := r.WriteFile(ctx, "attacker", p, strings.NewReader("PLANTED"), 0o644); err == nil {
+			t.Errorf("WriteFile(%q) succeeded", p)
+		} else {
+			t.Logf("WriteFile(%q) refused: %v", p, err)
+		}
+	}
+	if _, err := r.ListFiles(ctx, "attacker", "team"); err == nil {
+		t.Error("ListFiles through a subpath replaced by a symbolic link succeeded")
+	}
+	for _, p := range []string{"data/out", "data/evil"} {
+		if err := r.DeleteFile(ctx, "attacker", p); err != nil {
+			t.Errorf("DeleteFile(%q), the link itself: %v", p, err)
+		}
+	}
+	entries, err := os.ReadDir(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != "secret" {
+		t.Errorf("the host directory the links named holds %v; want only its own file", entries)
+	}
+	if data, err := os.ReadFile(filepath.Join(outside, "secret")); err != nil || string(data) != "HOST-CANARY" {
+		t.Errorf("the host file: %q, %v", data, err)
+	}
+	// data/up leads, on the host, from the volume's directory to the builder root's parent.
+	for _, p := range []string{"/etc/trueforge-planted", filepath.Join(filepath.Dir(r.b.root), "planted")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written on the host", p)
+		}
+	}
+	if got := mustSh(t, r, "attacker", "ls /etc/passwd && ls -A data"); got != "/etc/passwd\nteam\nteam.old\nup" {
+		t.Errorf("inside after the deletes: %q", got)
 	}
 }
