@@ -82,7 +82,9 @@
 //   - files of host root: sandbox processes own nothing of the host but their slot's
 //     files; as the slot's root a build may chown only within the slot; the runtime's
 //     own operations on sandbox files (archive, restore, file transfers, shifting) go
-//     through os.Root or lchown and never follow a link out.
+//     through os.Root or lchown and never follow a link out; file transfers to a path in
+//     a volume mounted in the workspace go to the volume, through an os.Root of it
+//     (TestVolumeFilesInWorkspace, TestVolumeFilesSymlinkEscape).
 //   - signals, ptrace and /proc/<pid>: the sandbox's processes see only their pid
 //     namespace; the init and the egress helper are not dumpable, so the commands (same
 //     uid) cannot reach their memory (TestAttackInit, TestAttackNetdTakeover against both
