@@ -206,16 +206,24 @@ func TestDockerfileBuildFailures(t *testing.T) {
 	}
 }
 
-// TestEmulatorRefusesUnknownFields: the emulator refuses a CreateSnapshot or CreateSandbox property
-// the OpenAPI document does not have, and a gpuType outside GpuType.
-func TestEmulatorRefusesUnknownFields(t *testing.T) {
+// TestEmulatorLintsUnknownFields: the emulator refuses a CreateSnapshot or CreateSandbox
+// property the OpenAPI document does not have, as a lint for our client's field names.
+// Daytona itself does not: v0.190's ValidationPipe has no forbidNonWhitelisted
+// (apps/api/src/main.ts:72-76), so it ignores such a property. A gpuType outside GpuType
+// is refused by both. CreateSandbox's schema is the v0.205 document's: `class` (in
+// neither v0.190's DTO nor v0.205's document) is refused and otelEndpointOverride
+// (v0.205) is accepted.
+func TestEmulatorLintsUnknownFields(t *testing.T) {
 	t.Parallel()
 	srv, _ := setup(t)
 	for _, c := range []struct{ route, body, want string }{
 		{"/snapshots", `{"name":"x","imageName":"ubuntu:24.04","gpuTypes":["H100"]}`, "property gpuTypes should not exist"},
 		{"/snapshots", `{"name":"x","imageName":"ubuntu:24.04","gpu":1,"gpuType":["A100"]}`, "each value in gpuType must be one of"},
-		// CreateSandbox too: a field the OpenAPI document does not have is refused.
 		{"/sandbox", `{"name":"x","snapshot":"release","networkAllowListV2":"10.0.0.0/8"}`, "property networkAllowListV2 should not exist"},
+		{"/sandbox", `{"name":"x","snapshot":"release","class":"small"}`, "property class should not exist"},
+		// A known v0.205 field gets past the decoding (and fails later on the missing
+		// snapshot, not on the property).
+		{"/sandbox", `{"name":"x","snapshot":"nope","otelEndpointOverride":"https://otel.example.com:4318"}`, "Snapshot nope not found"},
 	} {
 		body, want := c.body, c.want
 		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, srv.URL()+c.route, bytes.NewReader([]byte(body)))

@@ -25,8 +25,9 @@ func TestVolumeStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A size is not sent: CreateVolumeDto of v0.190 has only a name (the emulator refuses
-	// any other property), and the plan check says it is not enforced.
+	// A size is not sent: CreateVolumeDto of v0.190 has only a name (Daytona would ignore
+	// a size; the emulator refuses any other property as a lint), and the plan check says
+	// it is not enforced.
 	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "cache", SizeMB: 10 << 10})
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +154,9 @@ func TestEmulatorVolumes(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
-		t.Fatalf("a field the document lacks (size): %d; want 400", resp.StatusCode)
+		// Daytona v0.190 would ignore size (no forbidNonWhitelisted, apps/api/src/main.ts:
+		// 72-76); the emulator refuses it as a lint of our client's fields.
+		t.Fatalf("the emulator's lint of a field the document lacks (size): %d; want 400", resp.StatusCode)
 	}
 }
 

@@ -156,9 +156,10 @@ func checkDomain(p string) string {
 }
 
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
-	// The CreateSandbox schema of the v0.205 OpenAPI document, whole: the API's
-	// validation pipe refuses any other property (decodeStrict), so a client that sends a
-	// field Daytona does not have fails here as it would there.
+	// The CreateSandbox schema of the v0.205 OpenAPI document (daytona/clients
+	// api-client-go/api/openapi.yaml, CreateSandbox), whole. decodeStrict refuses any
+	// other property, which Daytona does not (it ignores them: apps/api/src/main.ts:72-76,
+	// v0.190), so that a field our client invents fails a test instead of being dropped.
 	var b struct {
 		Name                string              `json:"name"`
 		Snapshot            string              `json:"snapshot"`
@@ -166,7 +167,6 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		Env                 map[string]string   `json:"env"`
 		Labels              map[string]string   `json:"labels"`
 		Public              bool                `json:"public"`
-		Class               string              `json:"class"`
 		Target              string              `json:"target"`
 		CPU                 int64               `json:"cpu"`
 		GPU                 int64               `json:"gpu"`
@@ -184,6 +184,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		NetworkAllowList    string              `json:"networkAllowList"`
 		DomainAllowList     string              `json:"domainAllowList"`
 		OutboundProxyURL    string              `json:"outboundProxyUrl"`
+		OtelEndpoint        string              `json:"otelEndpointOverride"`
 		LinkedSandbox       string              `json:"linkedSandbox"`
 		Secrets             []map[string]string `json:"secrets"`
 		Spot                bool                `json:"spot"`

@@ -14,6 +14,12 @@
 // nothing. Either way domainAllowList is validated and stored but not enforced, and
 // /process/execute returns stdout followed by stderr.
 //
+// The emulator is stricter than Daytona in one deliberate way: a request body with a
+// property its DTO does not declare is refused ("property X should not exist"), which
+// v0.190's API does not do (its ValidationPipe has no forbidNonWhitelisted,
+// apps/api/src/main.ts:72-76; it ignores the property). That catches our own field
+// typos, which Daytona would drop silently; see decodeStrict.
+//
 // State changes are computed lazily from elapsed time on every request, so there are no
 // background goroutines but those running session commands. Daytona's auto-stop,
 // auto-archive and auto-delete crons run only when a test moves the emulator's clock

@@ -271,8 +271,13 @@ func (s *Server) recordSandboxVolumes(sandboxID string, vols []sandboxVolume) {
 	s.vols.mounts[sandboxID] = vols
 }
 
-// decodeStrict decodes a JSON body that may hold only the fields of v, as the API's
-// validation pipe (forbidNonWhitelisted) refuses others: "property X should not exist".
+// decodeStrict decodes a JSON body that may hold only the fields of v, and refuses any
+// other with class-validator's forbidNonWhitelisted message, "property X should not
+// exist". The emulator is stricter than Daytona here, on purpose: v0.190's global
+// ValidationPipe({transform: true}) sets neither whitelist nor forbidNonWhitelisted
+// (apps/api/src/main.ts:72-76), so the real API silently ignores an unknown property. The
+// refusal is a lint for our own client: a misspelt or invented field would be dropped
+// without a word by Daytona, and fails a test here instead.
 func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
