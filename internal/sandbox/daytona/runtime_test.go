@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -337,5 +340,59 @@ func TestRuntimeStopRaces(t *testing.T) {
 	}
 	if _, err := eph.Get(ctx, "eph"); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("an ephemeral sandbox after stop: %v; want it gone", err)
+	}
+}
+
+// startBeforeArchive is an http.RoundTripper that, on the first archive request, starts
+// the sandbox through another client first: another caller restarting it between the
+// runtime's stop and its archive.
+type startBeforeArchive struct {
+	other *daytona.Client
+	once  sync.Once
+}
+
+func (s *startBeforeArchive) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/archive") {
+		var err error
+		s.once.Do(func() {
+			_, err = s.other.StartSandbox(req.Context(), path.Base(path.Dir(req.URL.Path))) // /api/sandbox/{id}/archive
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestRuntimeArchiveAfterRestart: Daytona refuses to archive a sandbox that is not
+// stopped with 400 "Sandbox is not stopped" (v0.190 sandbox.service.ts:363-366); when
+// another caller starts the sandbox between Archive's stop and its archive call, the
+// runtime reads it again, stops it again and archives it, rather than failing with the
+// raw 400.
+func TestRuntimeArchiveAfterRestart(t *testing.T) {
+	t.Parallel()
+	srv, c, _, snap := newRuntime(t)
+	ctx := testCtx(t)
+	hooked := daytona.New(srv.URL(), daytonatest.DefaultKey, daytona.WithRetryPolicy(fastRetry), daytona.WithPollInterval(5*time.Millisecond),
+		daytona.WithHTTPClient(&http.Client{Transport: &startBeforeArchive{other: c}}))
+	zero := 0
+	rt := &daytona.Runtime{C: hooked, WorkDir: "/workspace", AutoStop: &zero}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "restarted", SnapshotID: snap}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "restarted") })
+
+	// The emulator answers as Daytona does.
+	if _, err := c.ArchiveSandbox(ctx, "restarted"); err == nil || !strings.Contains(err.Error(), "Sandbox is not stopped") {
+		t.Fatalf("archive of a started sandbox: %v; want 400 Sandbox is not stopped", err)
+	}
+	if err := rt.Archive(ctx, "restarted"); err != nil {
+		t.Fatalf("archive of a sandbox restarted after its stop: %v", err)
+	}
+	if st := srv.SandboxState("restarted"); st != "archived" {
+		t.Fatalf("after archive: %q; want archived", st)
+	}
+	if n := srv.Count("POST /sandbox/{id}/start"); n != 1 {
+		t.Fatalf("%d starts; want the one restart", n)
 	}
 }

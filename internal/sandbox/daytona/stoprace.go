@@ -15,7 +15,9 @@ import (
 // "Sandbox is not in a stoppable state" once the sandbox is stopped; with
 // autoDeleteInterval 0 it soft-deletes the sandbox, which then reads as destroyed or 404.
 // So every refusal is followed by a fresh read, and stopped, archived and gone all count
-// as done.
+// as done. archive() answers 400 "Sandbox is not stopped" for any other state (a sandbox
+// started again since our stop) and 409 while a transition runs (sandbox.service.ts:
+// 355-374); the re-read then stops it again before archiving.
 
 // Transitional states that end stopped and archived.
 const (
@@ -86,7 +88,8 @@ func (r *Runtime) waitStopped(ctx context.Context, sbID string) error {
 }
 
 // archive archives a stopped sandbox and waits for `archived`; one already archived (by
-// Daytona's auto-archive, racing this call) is fine.
+// Daytona's auto-archive, racing this call) is fine, and one started again since it was
+// stopped (by another caller) is stopped again first.
 func (r *Runtime) archive(ctx context.Context, id string) error {
 	for attempt := 0; ; attempt++ {
 		sb, err := r.C.GetSandbox(ctx, id)
@@ -103,6 +106,13 @@ func (r *Runtime) archive(ctx context.Context, id string) error {
 			return err
 		case attempt >= 3:
 			return fmt.Errorf("sandbox is %s and Daytona refused to archive it", sb.State)
+		case sb.State != SandboxStopped:
+			// Started (or starting) again since the caller's stop: Daytona archives only a
+			// stopped sandbox ("Sandbox is not stopped").
+			if err := r.stop(ctx, sb.ID); err != nil {
+				return err
+			}
+			continue
 		}
 		if _, err := r.C.ArchiveSandbox(ctx, sb.ID); err != nil {
 			if refusedForState(err) {
@@ -117,12 +127,16 @@ func (r *Runtime) archive(ctx context.Context, id string) error {
 
 // refusedForState reports Daytona's refusals of a lifecycle call because of the
 // sandbox's current state: 409 "state change in progress" (left after the client's
-// retries) and 400 "not in a stoppable state" / "not in valid state".
+// retries), and the 400s of v0.190's sandbox.service.ts: stop's "Sandbox is not in a
+// stoppable state" (2161), start's "Sandbox is not in valid state" (2079) and archive's
+// "Sandbox is not stopped" (365). Archive's "Ephemeral sandboxes cannot be archived"
+// (373) is not one: no state makes it pass.
 func refusedForState(err error) bool {
 	e, ok := asAPI(err)
 	if !ok {
 		return false
 	}
 	msg := strings.ToLower(e.Message)
-	return isStateChange(e) || (e.Status == 400 && (strings.Contains(msg, "stoppable state") || strings.Contains(msg, "valid state")))
+	return isStateChange(e) || (e.Status == 400 && (strings.Contains(msg, "stoppable state") ||
+		strings.Contains(msg, "valid state") || strings.Contains(msg, "is not stopped")))
 }

@@ -402,8 +402,13 @@ func (s *Server) stopSandbox(w http.ResponseWriter, r *http.Request) {
 	s.lifecycle(w, r, map[string]string{"started": "stopping"}, "", "Sandbox is not in a stoppable state", box.stop)
 }
 
+// archiveSandbox is archive() of v0.190's apps/api/src/sandbox/services/
+// sandbox.service.ts:355-374: errored 400, a transition 409, any state but stopped 400
+// "Sandbox is not stopped". Its "Ephemeral sandboxes cannot be archived" (372-374) is not
+// modelled: the emulator's ephemeral sandboxes are destroyed as they stop and are never
+// stopped.
 func (s *Server) archiveSandbox(w http.ResponseWriter, r *http.Request) {
-	s.lifecycle(w, r, map[string]string{"stopped": "archiving"}, "", "Sandbox is not in valid state", nil)
+	s.lifecycle(w, r, map[string]string{"stopped": "archiving"}, "", "Sandbox is not stopped", nil)
 }
 
 func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
