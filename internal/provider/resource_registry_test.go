@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -130,6 +131,41 @@ func TestAccRegistry_daytona(t *testing.T) {
 			},
 			{
 				Config: cfg("bot", 2, true),
+			},
+		},
+	})
+}
+
+// Removing project from a Daytona registry clears it on Daytona: the update sends
+// project "" (Daytona keeps a project the PATCH omits, docker-registry.service.ts:151-159,
+// v0.190), so the next plan is empty rather than showing the stale project as drift.
+func TestAccRegistry_daytonaProjectRemoved(t *testing.T) {
+	f := newDaytonaFixture(t)
+	withProject := f.config(registryHCL("daytona", "bot", `  password = "pw"`))
+	without := strings.Replace(withProject, `  project          = "acme"`+"\n", "", 1)
+	projectIs := func(want string) func(*terraformState) error {
+		return func(*terraformState) error {
+			if got, ok := f.srv.RegistryProject("trueforge-ghcr"); !ok || got != want {
+				return fmt.Errorf("Daytona registry trueforge-ghcr project %q (exists %v); want %q", got, ok, want)
+			}
+			return nil
+		}
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{
+			{Config: withProject, Check: projectIs("acme")},
+			{
+				Config: without,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(projectIs(""), resource.TestCheckNoResourceAttr(registryAddr, "project")),
+			},
+			{
+				Config:           without,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
 	})

@@ -12,7 +12,8 @@ import (
 // stored without trailing slashes ("docker.io" for Docker Hub or an empty URL); a
 // snapshot's image is pulled with the organization registry whose URL matches its host
 // (findSourceRegistryBySnapshotImageName); an update sets name, url, username and
-// project, and the password only when one is sent; delete answers 204.
+// project (an omitted project is kept), and the password only when one is sent; delete
+// answers 204.
 
 // DockerRegistry is the DockerRegistry object (never the password).
 type DockerRegistry struct {
@@ -36,13 +37,16 @@ type CreateDockerRegistryRequest struct {
 }
 
 // UpdateDockerRegistryRequest is UpdateDockerRegistry: name, url and username are
-// required; an empty Password leaves the password as it is.
+// required; an empty Password leaves the password as it is. Project is always sent:
+// Daytona keeps the stored project when the property is omitted and clears it on ""
+// (update() in docker-registry.service.ts:151-159, v0.190; TypeORM skips undefined), so
+// an omitted empty project would never remove one.
 type UpdateDockerRegistryRequest struct {
 	Name     string `json:"name"`
 	URL      string `json:"url"`
 	Username string `json:"username"`
 	Password string `json:"password,omitempty"`
-	Project  string `json:"project,omitempty"`
+	Project  string `json:"project"`
 }
 
 // CreateDockerRegistry sends POST /docker-registry (needs write:registries).

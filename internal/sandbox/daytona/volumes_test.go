@@ -218,6 +218,37 @@ func TestRegistryStore(t *testing.T) {
 	}
 }
 
+// TestEmulatorRegistryPatchProject: as Daytona's update() (docker-registry.service.ts:
+// 151-159, v0.190), a PATCH that omits project keeps the stored one and project ""
+// clears it; the client always sends project, so removing it reaches Daytona.
+func TestEmulatorRegistryPatchProject(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	g, err := c.CreateDockerRegistry(ctx, daytona.CreateDockerRegistryRequest{Name: "r", URL: "ghcr.io", Username: "bot", Password: "pw", Project: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPatch, srv.URL()+"/docker-registry/"+g.ID,
+		strings.NewReader(`{"name":"r","url":"ghcr.io","username":"bot"}`))
+	req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if p, _ := srv.RegistryProject("r"); resp.StatusCode != 200 || p != "acme" {
+		t.Fatalf("PATCH without project: %d, project %q; want 200 and acme kept", resp.StatusCode, p)
+	}
+	if _, err := c.UpdateDockerRegistry(ctx, g.ID, daytona.UpdateDockerRegistryRequest{Name: "r", URL: "ghcr.io", Username: "bot"}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := srv.RegistryProject("r"); p != "" {
+		t.Fatalf("update with an empty project: project %q; want it cleared", p)
+	}
+}
+
 // H1: Daytona mounts a volume at the literal mountPath (sandbox.service.ts:3334-3366,
 // v0.190), so a volume the HCL puts at /workspace/data must be mounted where the file tools
 // and the relative paths of exec write: in the work directory, /workspace on Daytona as on

@@ -11,8 +11,9 @@ import (
 // (CreateDockerRegistry, UpdateDockerRegistry, DockerRegistry) describe them: the
 // organization's registries (registryType organization), at most 100; the URL stored
 // without trailing slashes ("docker.io" for Docker Hub or an empty URL); an update
-// requires name, url and username and keeps the password unless one is sent; delete
-// answers 204. Passwords are never returned; RegistryPassword shows them to tests.
+// requires name, url and username, keeps the password unless one is sent and the
+// project unless the property is sent (an empty string clears it); delete
+// answers 204. Passwords are never returned; Registry shows them to tests.
 
 type registry struct {
 	ID, Name, URL, Username, Project, password string
@@ -59,6 +60,18 @@ func (s *Server) Registry(name string) (url, username, password string, ok bool)
 		}
 	}
 	return "", "", "", false
+}
+
+// RegistryProject returns a registry's project by name (ok false if there is none).
+func (s *Server) RegistryProject(name string) (project string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range s.vols.registries {
+		if g.Name == name {
+			return g.Project, true
+		}
+	}
+	return "", false
 }
 
 // DeleteRegistryOutOfBand deletes a registry by name as someone using the dashboard
@@ -167,9 +180,15 @@ func (s *Server) patchRegistry(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 400, msg)
 		return
 	}
-	g.Name, g.URL, g.Username, g.Project = *b.Name, normalizeRegistryURL(*b.URL), *b.Username, deref0(b.Project)
+	g.Name, g.URL, g.Username = *b.Name, normalizeRegistryURL(*b.URL), *b.Username
 	if b.Password != nil && *b.Password != "" {
 		g.password = *b.Password
+	}
+	// update() assigns registry.project = updateDto.project and saves: TypeORM's save
+	// skips an undefined property, so an omitted project stays as it was and "" clears it
+	// (apps/api/src/docker-registry/services/docker-registry.service.ts:151-159, v0.190).
+	if b.Project != nil {
+		g.Project = *b.Project
 	}
 	g.UpdatedAt = time.Now().UTC()
 	writeJSON(w, 200, g.dto())
