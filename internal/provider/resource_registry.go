@@ -88,9 +88,10 @@ func (r *registryResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			},
 			"url": schema.StringAttribute{
 				MarkdownDescription: "The registry's host, with a port or path prefix if it has one, for example `ghcr.io`, `registry.example.com:5000` or " +
-					"`https://index.docker.io/v1/`-style URLs without the trailing `/`. Daytona stores Docker Hub URLs as `docker.io`. Changed in place.",
+					"`https://index.docker.io/v1/`-style URLs without the trailing `/`. Daytona stores Docker Hub URLs as `docker.io`. " +
+					"The host must be a domain name with a top-level domain or an IP address: Daytona refuses a bare name such as `localhost:5000` or `registry:5000`. Changed in place.",
 				Required:   true,
-				Validators: []validator.String{stringCheck{"a registry URL without a trailing '/'", checkRegistryURL}},
+				Validators: []validator.String{stringCheck{"a registry URL with a top-level domain or an IP address, without a trailing '/'", checkRegistryURL}},
 			},
 			"username": schema.StringAttribute{
 				MarkdownDescription: "User name to pull with. Changed in place.",
@@ -123,6 +124,10 @@ func checkRegistryURL(s string) string {
 		return fmt.Sprintf("%q is not a registry URL; give the registry's host, for example ghcr.io", s)
 	case strings.HasSuffix(s, "/"):
 		return fmt.Sprintf("registry URL %q ends with '/'; leave it out (Daytona strips it, which would show as a change at every plan)", s)
+	case !daytonaRegistryURL(s):
+		return fmt.Sprintf("Daytona refuses registry URL %q: it wants a host name with a top-level domain (for example registry.example.com:5000) "+
+			"or an IP address (for example 10.0.0.5:5000), with an optional port of 1-65535 and an optional http://, https:// or ftp:// scheme; "+
+			"a bare name such as localhost or registry is not accepted", s)
 	}
 	return ""
 }

@@ -171,6 +171,24 @@ func TestAccRegistry_daytonaProjectRemoved(t *testing.T) {
 	})
 }
 
+// A url Daytona's @IsUrl() refuses (no top-level domain) is refused at plan, on url,
+// before anything reaches Daytona.
+func TestAccRegistry_daytonaURLRefused(t *testing.T) {
+	f := newDaytonaFixture(t)
+	hcl := strings.Replace(registryHCL("daytona", "bot", `  password = "pw"`), `"ghcr.io"`, `"localhost:5000"`, 1)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{{
+			Config:      f.config(hcl),
+			ExpectError: regexp.MustCompile(`(?s)url:\s+Daytona\s+refuses\s+registry\s+URL\s+"localhost:5000".*top-level\s+domain`),
+		}},
+	})
+	if n := f.srv.Count("POST /docker-registry"); n != 0 {
+		t.Fatalf("%d registry creates reached Daytona; want none", n)
+	}
+}
+
 // The local backend runs only the platform image: a registry of a local provider is
 // refused at plan, on the sandbox_provider attribute, saying what to use instead.
 func TestAccRegistry_localRefused(t *testing.T) {

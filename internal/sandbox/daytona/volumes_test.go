@@ -3,6 +3,7 @@ package daytona_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -246,6 +247,32 @@ func TestEmulatorRegistryPatchProject(t *testing.T) {
 	}
 	if p, _ := srv.RegistryProject("r"); p != "" {
 		t.Fatalf("update with an empty project: project %q; want it cleared", p)
+	}
+}
+
+// TestEmulatorRegistryURL: as Daytona's @IsUrl() on url (create-docker-registry.dto.ts:
+// 17-19, update-docker-registry.dto.ts:17-19, v0.190), a url without a top-level domain
+// is a 400 "url must be a URL address", on create and on update; a host with a TLD and a
+// port is fine.
+func TestEmulatorRegistryURL(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	ctx := testCtx(t)
+	for _, u := range []string{"registry:5000", "localhost:5000"} {
+		_, err := c.CreateDockerRegistry(ctx, daytona.CreateDockerRegistryRequest{Name: "r", URL: u, Username: "bot", Password: "pw"})
+		var e *daytona.APIError
+		if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, "url must be a URL address") {
+			t.Fatalf("create with url %q: %v; want 400 url must be a URL address", u, err)
+		}
+	}
+	g, err := c.CreateDockerRegistry(ctx, daytona.CreateDockerRegistryRequest{Name: "r", URL: "registry.example.com:5000", Username: "bot", Password: "pw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.UpdateDockerRegistry(ctx, g.ID, daytona.UpdateDockerRegistryRequest{Name: "r", URL: "registry:5000", Username: "bot"})
+	var e *daytona.APIError
+	if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, "url must be a URL address") {
+		t.Fatalf("update with url registry:5000: %v; want 400 url must be a URL address", err)
 	}
 }
 

@@ -9,11 +9,12 @@ import (
 
 // Docker registries, as apps/api/src/docker-registry (v0.190) and the OpenAPI document
 // (CreateDockerRegistry, UpdateDockerRegistry, DockerRegistry) describe them: the
-// organization's registries (registryType organization), at most 100; the URL stored
-// without trailing slashes ("docker.io" for Docker Hub or an empty URL); an update
-// requires name, url and username, keeps the password unless one is sent and the
-// project unless the property is sent (an empty string clears it); delete
-// answers 204. Passwords are never returned; Registry shows them to tests.
+// organization's registries (registryType organization), at most 100; the url must be a
+// URL with a top-level domain (@IsUrl(), isurl.go) and is stored without trailing
+// slashes ("docker.io" for Docker Hub); an update requires name, url and username, keeps
+// the password unless one is sent and the project unless the property is sent (an empty
+// string clears it); delete answers 204. Passwords are never returned; Registry shows
+// them to tests.
 
 type registry struct {
 	ID, Name, URL, Username, Project, password string
@@ -105,17 +106,19 @@ type registryBody struct {
 	Project  *string `json:"project"`
 }
 
-// missing names the required fields a body lacks, as class-validator's messages do.
+// missing names the required fields a body lacks, as class-validator's messages do, and
+// a url that is not @IsUrl() (isurl.go): "url must be a URL address".
 func (b registryBody) missing(password bool) string {
 	var msgs []string
 	for _, f := range []struct {
 		name string
 		v    *string
 	}{{"name", b.Name}, {"url", b.URL}, {"username", b.Username}, {"password", b.Password}} {
-		if f.name == "password" && !password {
-			continue
-		}
-		if f.v == nil {
+		switch {
+		case f.name == "password" && !password:
+		case f.name == "url" && (f.v == nil || !isURL(*f.v)):
+			msgs = append(msgs, "url must be a URL address")
+		case f.v == nil:
 			msgs = append(msgs, f.name+" must be a string")
 		}
 	}
