@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,11 +20,15 @@ import (
 const contextUploads = "PUT /storage/{bucket}/{key...}"
 
 // dockerfileEnvHCL renders a Daytona environment "df" built from dockerfile with the
-// build context folder dir, gpu GPUs of type H100 and entrypoint.
+// build context folder dir, gpu GPUs of type H100 (none when gpu is 0) and entrypoint.
 func dockerfileEnvHCL(dockerfile, dir string, gpu int, entrypoint ...string) string {
 	q := make([]string, len(entrypoint))
 	for i, e := range entrypoint {
 		q[i] = fmt.Sprintf("%q", e)
+	}
+	gpus := ""
+	if gpu != 0 {
+		gpus = fmt.Sprintf("  gpu              = %d\n  gpu_type         = \"H100\"\n", gpu)
 	}
 	return fmt.Sprintf(`
 resource "trueforge_environment" "df" {
@@ -31,11 +36,9 @@ resource "trueforge_environment" "df" {
   sandbox_provider = trueforge_sandbox_provider.daytona.name
   dockerfile       = %q
   build_context    = %q
-  gpu              = %d
-  gpu_type         = "H100"
-  entrypoint       = [%s]
+%s  entrypoint       = [%s]
 }
-`, dockerfile, dir, gpu, strings.Join(q, ", "))
+`, dockerfile, dir, gpus, strings.Join(q, ", "))
 }
 
 // TestAccDaytona_buildInputsBakeOnce: each of gpu, dockerfile, a file of build_context
@@ -84,29 +87,30 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 		ProtoV6ProviderFactories: f.providers,
 		Steps: []resource.TestStep{
 			{
-				Config:            f.config(dockerfileEnvHCL(df1, dir, 1, "sleep", "infinity")),
+				Config:            f.config(dockerfileEnvHCL(df1, dir, 0, "sleep", "infinity")),
 				ConfigStateChecks: []statecheck.StateCheck{snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id"))},
 				Check: built(func(gpu int64, d string, hashes []string) error {
 					firstHashes = hashes
-					if gpu != 1 || len(hashes) != 1 || !strings.HasSuffix(d, "ENTRYPOINT [\"sleep\",\"infinity\"]\n") {
+					if gpu != 0 || len(hashes) != 1 || !strings.HasSuffix(d, "ENTRYPOINT [\"sleep\",\"infinity\"]\n") {
 						return fmt.Errorf("gpu %d, contextHashes %v, Dockerfile:\n%s", gpu, hashes, d)
 					}
 					return nil
 				}, -1, 0, 1),
 			},
 			{
-				Config:            f.config(dockerfileEnvHCL(df1, dir, 2, "sleep", "infinity")),
+				// Daytona allows one GPU at most (buildcheck.go): the change is 0 to 1.
+				Config:            f.config(dockerfileEnvHCL(df1, dir, 1, "sleep", "infinity")),
 				ConfigPlanChecks:  rebuildPlanned,
 				ConfigStateChecks: []statecheck.StateCheck{snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id"))},
 				Check: built(func(gpu int64, _ string, _ []string) error {
-					if gpu != 2 {
-						return fmt.Errorf("gpu %d, want 2", gpu)
+					if gpu != 1 {
+						return fmt.Errorf("gpu %d, want 1", gpu)
 					}
 					return nil
 				}, 1, 1, 0),
 			},
 			{
-				Config:            f.config(dockerfileEnvHCL(df2, dir, 2, "sleep", "infinity")),
+				Config:            f.config(dockerfileEnvHCL(df2, dir, 1, "sleep", "infinity")),
 				ConfigPlanChecks:  rebuildPlanned,
 				ConfigStateChecks: []statecheck.StateCheck{snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id"))},
 				Check: built(func(_ int64, d string, hashes []string) error {
@@ -119,7 +123,7 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 			{
 				// The configuration is the same; one file of the folder changed.
 				PreConfig:         func() { writeFile("v2\n") },
-				Config:            f.config(dockerfileEnvHCL(df2, dir, 2, "sleep", "infinity")),
+				Config:            f.config(dockerfileEnvHCL(df2, dir, 1, "sleep", "infinity")),
 				ConfigPlanChecks:  rebuildPlanned,
 				ConfigStateChecks: []statecheck.StateCheck{snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id"))},
 				Check: built(func(_ int64, _ string, hashes []string) error {
@@ -130,7 +134,7 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 				}, 1, 1, 1),
 			},
 			{
-				Config:            f.config(dockerfileEnvHCL(df2, dir, 2, "/usr/bin/env", "serve")),
+				Config:            f.config(dockerfileEnvHCL(df2, dir, 1, "/usr/bin/env", "serve")),
 				ConfigPlanChecks:  rebuildPlanned,
 				ConfigStateChecks: []statecheck.StateCheck{snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id"))},
 				Check: built(func(_ int64, d string, _ []string) error {
@@ -141,7 +145,7 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 				}, 1, 1, 0),
 			},
 			{
-				Config: f.config(dockerfileEnvHCL(df2, dir, 2, "/usr/bin/env", "serve")),
+				Config: f.config(dockerfileEnvHCL(df2, dir, 1, "/usr/bin/env", "serve")),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectEmptyPlan(),
 				}},
@@ -149,6 +153,27 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestAccDaytona_refusesMoreThanOneGPU: Daytona's CreateSnapshot takes gpu 1 at most
+// (@Max(1), create-snapshot.dto.ts:69-73, v0.190), so gpu = 2 on a Daytona provider is
+// refused at plan, on gpu, saying so, and nothing is built.
+func TestAccDaytona_refusesMoreThanOneGPU(t *testing.T) {
+	f := newDaytonaFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{
+			{Config: f.config(""), Check: func(*terraformState) error { f.srv.ResetCounts(); return nil }},
+			{
+				Config: f.config(dockerfileEnvHCL("FROM platform\n", t.TempDir(), 2, "sleep", "infinity")),
+				ExpectError: regexp.MustCompile(`(?s)` + spaced("Too Many GPUs").String() + ".*" +
+					spaced("gpu = 2, but Daytona allows at most 1 GPU per sandbox").String() + ".*" + spaced("Set gpu = 1.").String()),
+			},
+		},
+	})
+	if n := f.srv.Count("POST /snapshots"); n != 0 {
+		t.Fatalf("%d snapshot creates after the refused plan; want none", n)
+	}
 }
 
 // TestAccEnvironment_localRefusesGPU: a GPU on the local backend is refused (at plan time

@@ -70,9 +70,10 @@ func environmentSettingsAttributes(bakes, live string) map[string]schema.Attribu
 				listvalidator.ValueStringsAre(noNUL("an argument of a process cannot hold one"))},
 		},
 		"gpu": schema.Int64Attribute{
-			MarkdownDescription: fmt.Sprintf("GPUs for each sandbox (1 to %d). Unset means none. The `local` backend has no GPUs and refuses it.", maxGPU) + bakes,
-			Optional:            true,
-			Validators:          []validator.Int64{int64validator.Between(1, maxGPU)},
+			MarkdownDescription: fmt.Sprintf("GPUs for each sandbox (1 to %d). Unset means none. Daytona allows at most 1 GPU per sandbox and refuses more at plan time; "+
+				"the `local` backend has no GPUs and refuses it.", maxGPU) + bakes,
+			Optional:   true,
+			Validators: []validator.Int64{int64validator.Between(1, maxGPU)},
 		},
 		"gpu_type": schema.StringAttribute{
 			MarkdownDescription: "GPU model (for example `H100`), as the sandbox provider names it. Requires `gpu`." + bakes,

@@ -13,12 +13,23 @@ import (
 // when the snapshot is created (400 "No available runners with GPU type: ...").
 var GPUTypes = []string{"H100", "H200", "RTX-PRO-6000", "RTX-4090", "RTX-5090"}
 
+// MaxGPU is the most GPUs a Daytona snapshot, and so each of its sandboxes, may have:
+// CreateSnapshotDto's gpu is @Max(1) (apps/api/src/sandbox/dto/create-snapshot.dto.ts:
+// 69-73, v0.190; CreateSandboxDto's too), so a larger count is a 400 "gpu must not be
+// greater than 1" at apply.
+const MaxGPU = 1
+
 // checkBuildInputs reports, without reading anything remote, the build inputs Daytona
-// would refuse: a gpu_type it does not know, a gpu_type without a gpu (Daytona ignores it),
-// and a Dockerfile that does not start from an image.
+// would refuse: more than MaxGPU GPUs, a gpu_type it does not know, a gpu_type without a
+// gpu (Daytona ignores it), and a Dockerfile that does not start from an image.
 func checkBuildInputs(env sandbox.EnvironmentSpec) []sandbox.Problem {
 	var ps []sandbox.Problem
 	s := env.Spec
+	if s.GPU > MaxGPU {
+		ps = append(ps, sandbox.Problem{Attribute: "gpu", Summary: "Too Many GPUs",
+			Detail: fmt.Sprintf("Environment %q asks for gpu = %d, but Daytona allows at most %d GPU per sandbox and refuses the snapshot otherwise. Set gpu = %d.",
+				env.Name, s.GPU, MaxGPU, MaxGPU)})
+	}
 	if s.GPUType != "" && !slices.Contains(GPUTypes, s.GPUType) {
 		ps = append(ps, sandbox.Problem{Attribute: "gpu_type", Summary: "Unknown GPU Type",
 			Detail: fmt.Sprintf("Environment %q asks for gpu_type = %q, which Daytona does not offer. Use one of %s, or remove gpu_type to take any GPU the organization's runners have.",

@@ -82,7 +82,7 @@ func TestBuildGPUTypeUnavailable(t *testing.T) {
 	t.Parallel()
 	srv, c := setup(t)
 	srv.SetGPURunners("H100")
-	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, GPU: 2, GPUType: "H200"}
+	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, GPU: 1, GPUType: "H200"}
 	err := daytona.NewBuilder(c).StartBuild(testCtx(t), specReq(spec, ""))
 	if err == nil || !strings.Contains(err.Error(), "No available runners with GPU type: H200") {
 		t.Fatalf("StartBuild: %v; want Daytona's 'No available runners with GPU type: H200'", err)
@@ -242,7 +242,34 @@ func TestEmulatorLintsUnknownFields(t *testing.T) {
 	}
 }
 
-// TestCheckEnvironmentBuildInputs: Daytona's plan-time check names an unknown GPU type, a
+// TestEmulatorSnapshotGPUBounds: as v0.190's CreateSnapshotDto (create-snapshot.dto.ts:
+// 69-73, 92-96), the emulator refuses gpu > 1 and more than one gpuType with
+// class-validator's messages.
+func TestEmulatorSnapshotGPUBounds(t *testing.T) {
+	t.Parallel()
+	srv, _ := setup(t)
+	for body, want := range map[string]string{
+		`{"name":"x","imageName":"ubuntu:24.04","gpu":2}`:                           "gpu must not be greater than 1",
+		`{"name":"x","imageName":"ubuntu:24.04","gpu":1,"gpuType":["H100","H200"]}`: "gpuType must contain no more than 1 elements",
+	} {
+		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, srv.URL()+"/snapshots", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg bytes.Buffer
+		_, _ = msg.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(msg.String(), want) {
+			t.Errorf("%s: %d %s; want 400 %q", body, resp.StatusCode, msg.String(), want)
+		}
+	}
+}
+
+// TestCheckEnvironmentBuildInputs: Daytona's plan-time check names more GPUs than Daytona
+// allows (gpu is @Max(1) in v0.190's create-snapshot.dto.ts:69-73), an unknown GPU type, a
 // GPU type without GPUs and a Dockerfile that starts from no image.
 func TestCheckEnvironmentBuildInputs(t *testing.T) {
 	t.Parallel()
@@ -254,6 +281,7 @@ func TestCheckEnvironmentBuildInputs(t *testing.T) {
 		spec       sandbox.SnapshotSpec
 		attr, want string
 	}{
+		{sandbox.SnapshotSpec{GPU: 2}, "gpu", "Daytona allows at most 1 GPU per sandbox"},
 		{sandbox.SnapshotSpec{GPU: 1, GPUType: "A100"}, "gpu_type", "Use one of H100, H200"},
 		{sandbox.SnapshotSpec{GPUType: "H100"}, "gpu_type", "Set gpu to the number of GPUs"},
 		{sandbox.SnapshotSpec{Dockerfile: "# x\nRUN true\n"}, "dockerfile", "does not start with a FROM"},
@@ -263,7 +291,7 @@ func TestCheckEnvironmentBuildInputs(t *testing.T) {
 			t.Errorf("%+v: %+v; want one error on %s containing %q", c.spec, ps, c.attr, c.want)
 		}
 	}
-	if ps := check(sandbox.SnapshotSpec{GPU: 2, GPUType: "H100", Dockerfile: "# syntax=docker/dockerfile:1\nARG V=1\nFROM python:3.12\n"}); len(ps) != 0 {
+	if ps := check(sandbox.SnapshotSpec{GPU: 1, GPUType: "H100", Dockerfile: "# syntax=docker/dockerfile:1\nARG V=1\nFROM python:3.12\n"}); len(ps) != 0 {
 		t.Errorf("valid inputs: %+v", ps)
 	}
 }

@@ -231,6 +231,16 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// CreateSnapshotDto (v0.190 apps/api/src/sandbox/dto/create-snapshot.dto.ts:69-73,
+	// 92-96): gpu is @Max(1) and gpuType @ArrayMaxSize(1), class-validator's messages.
+	switch {
+	case in.GPU > 1:
+		writeErr(w, r, http.StatusBadRequest, "gpu must not be greater than 1")
+		return
+	case len(in.GPUType) > 1:
+		writeErr(w, r, http.StatusBadRequest, "gpuType must contain no more than 1 elements")
+		return
+	}
 	var b struct {
 		Name      string `json:"name"`
 		ImageName string `json:"imageName"`
