@@ -86,3 +86,23 @@ func TestAccDaytona_packageIndexesCountTowardsTheDomainCap(t *testing.T) {
 		},
 	})
 }
+
+// An allowed domain Daytona's domainAllowList pattern refuses (network-validation.util.ts:
+// 49, v0.190: dotted names with an alphabetic top-level domain), such as localhost, passes
+// the attribute's own check but is refused at plan on a Daytona provider, naming the
+// entry and the fix, rather than failing every sandbox create at run time.
+func TestAccDaytona_allowDomainsDaytonaRefuses(t *testing.T) {
+	f := newDaytonaFixture(t)
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{
+			{Config: f.config("")},
+			{
+				Config:   f.config(daytonaEnvHCL("net", "", `  network = { allow_domains = ["api.example.com", "localhost"] }`)),
+				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)` + spaced(`Allowed Domain Refused By Daytona`).String() + ".*" +
+					spaced(`allows the domain "localhost", which Daytona's domainAllowList refuses`).String() + ".*" + spaced(`Give the host's full name`).String()),
+			},
+		},
+	})
+}

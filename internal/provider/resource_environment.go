@@ -104,7 +104,8 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 	networkAttrs := map[string]schema.Attribute{
 		"allow_domains": schema.ListAttribute{
 			MarkdownDescription: "Hosts the sandbox may reach: exact names or `*.suffix` (subdomains only). Empty means every host. Ignored while `block_all` is on. " +
-				"When not empty, snapshot builds on the `local` backend are held to it too, plus the hosts of `package_indexes` (Daytona builds use Daytona's network).",
+				"When not empty, snapshot builds on the `local` backend are held to it too, plus the hosts of `package_indexes` (Daytona builds use Daytona's network). " +
+				"Daytona takes at most 10 entries, each a dotted name ending in a top-level domain of ASCII letters (no `localhost`, IP addresses or non-ASCII names), and refuses others at plan time.",
 			Optional:    true,
 			ElementType: types.StringType,
 			Validators:  []validator.List{listvalidator.ValueStringsAre(validDomain()), listvalidator.UniqueValues()},

@@ -148,16 +148,10 @@ func MissingScopesDetail(keyName string, missing []string) string {
 }
 
 // CheckEnvironment reports what Daytona would refuse when the environment's sandboxes
-// are created: more allowed domains than domainAllowList takes (an error), and sizes
-// above an organization's default caps (a warning: they may have been raised).
+// are created: more allowed domains than domainAllowList takes or one it refuses (errors),
+// and sizes above an organization's default caps (a warning: they may have been raised).
 func (b *Backend) CheckEnvironment(_ context.Context, _ sandbox.ProviderConfig, env sandbox.EnvironmentSpec) []sandbox.Problem {
-	var problems []sandbox.Problem
-	if len(env.AllowDomains) > MaxDomains {
-		problems = append(problems, sandbox.Problem{Attribute: "network.allow_domains", Summary: "Too Many Allowed Domains For Daytona",
-			Detail: fmt.Sprintf("network.allow_domains has %d entries; Daytona's domainAllowList takes at most %d. Use `*.` wildcards to cover several hosts of one domain, or split the work across environments. "+
-				"The count includes the hosts of network.package_indexes when package_indexes_in is \"build_and_sandbox\".",
-				len(env.AllowDomains), MaxDomains)})
-	}
+	problems := checkAllowDomains(env)                    // domains.go
 	problems = append(problems, checkCIDRs(env)...)       // lifecycle.go
 	problems = append(problems, checkBuildInputs(env)...) // buildcheck.go
 	var sizes []string

@@ -75,6 +75,28 @@ func TestCheckEnvironment(t *testing.T) {
 	}
 }
 
+// TestCheckEnvironmentAllowDomains: the plan check applies Daytona's domainAllowList
+// pattern (network-validation.util.ts:49, v0.190) to every allowed domain: an entry it
+// refuses is an error on network.allow_domains naming the entry and the fix.
+func TestCheckEnvironmentAllowDomains(t *testing.T) {
+	t.Parallel()
+	b := testBackend()
+	check := func(domains ...string) []sandbox.Problem {
+		return b.CheckEnvironment(t.Context(), sandbox.ProviderConfig{}, sandbox.EnvironmentSpec{Name: "net",
+			Spec: sandbox.SnapshotSpec{CPU: 1, MemoryGB: 1, DiskGB: 3}, AllowDomains: domains})
+	}
+	for _, d := range []string{"localhost", "10.0.0.1", "example.com.", "bücher.de", "example.xn--p1ai", "*.com", "a_b.example.com", "-a.example.com"} {
+		got := check("api.example.com", d)
+		if len(got) != 1 || got[0].Warning || got[0].Attribute != "network.allow_domains" ||
+			!strings.Contains(got[0].Detail, fmt.Sprintf("%q", d)) || !strings.Contains(got[0].Detail, "Give the host's full name") {
+			t.Errorf("%q: %+v; want one error on network.allow_domains naming it and the fix", d, got)
+		}
+	}
+	if got := check("api.example.com", "*.example.com", "A.EXAMPLE.COM", "xn--bcher-kva.de"); len(got) != 0 {
+		t.Errorf("domains Daytona accepts: %+v", got)
+	}
+}
+
 // TestSecretName pins the naming rule of Daytona secrets: Daytona's name pattern, and
 // unambiguous across environment and variable names.
 func TestSecretName(t *testing.T) {

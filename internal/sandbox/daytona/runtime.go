@@ -127,8 +127,11 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 		return errors.New("no snapshot id")
 	case req.Egress != nil:
 		return errors.New("a harness egress proxy cannot be attached to a Daytona sandbox; use BlockNetwork, AllowDomains and Secrets")
-	case len(req.AllowDomains) > 10:
-		return fmt.Errorf("%d allowed domains; Daytona's domainAllowList takes at most 10", len(req.AllowDomains))
+	case len(req.AllowDomains) > MaxDomains:
+		return fmt.Errorf("%d allowed domains; Daytona's domainAllowList takes at most %d", len(req.AllowDomains), MaxDomains)
+	}
+	if d, bad := badAllowedDomain(req.AllowDomains); bad { // domains.go
+		return fmt.Errorf("allowed domain %q: Daytona's domainAllowList takes only dotted host names ending in a top-level domain of letters", d)
 	}
 	if err := r.checkLimits(ctx, req); err != nil {
 		return err

@@ -396,3 +396,23 @@ func TestRuntimeArchiveAfterRestart(t *testing.T) {
 		t.Fatalf("%d starts; want the one restart", n)
 	}
 }
+
+// TestRuntimeRefusesDomainDaytonaRefuses: a create whose allowed domains Daytona's
+// pattern refuses (network-validation.util.ts:49, v0.190) fails before reaching the API,
+// naming the entry; the emulator refuses it too, with the server's message.
+func TestRuntimeRefusesDomainDaytonaRefuses(t *testing.T) {
+	t.Parallel()
+	srv, c, rt, snap := newRuntime(t)
+	ctx := testCtx(t)
+	err := rt.Create(ctx, sandbox.CreateRequest{ID: "net", SnapshotID: snap, AllowDomains: []string{"api.example.com", "localhost"}})
+	if err == nil || !strings.Contains(err.Error(), `"localhost"`) {
+		t.Fatalf("create with localhost allowed: %v; want a refusal naming it", err)
+	}
+	if n := srv.Count("POST /sandbox"); n != 0 {
+		t.Fatalf("%d creates reached Daytona; want none", n)
+	}
+	_, err = c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "raw", Snapshot: snap, DomainAllowList: "localhost"})
+	if err == nil || !strings.Contains(err.Error(), `400 Invalid domain: "localhost". Must be a valid domain name`) {
+		t.Fatalf("the emulator's answer: %v; want Daytona's 400", err)
+	}
+}

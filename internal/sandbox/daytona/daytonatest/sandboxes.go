@@ -119,6 +119,9 @@ func (sb *sbox) dto() map[string]any {
 	}
 }
 
+// domainRE is validateDomainAllowList's pattern (v0.190 apps/api/src/sandbox/utils/
+// network-validation.util.ts:49), kept here rather than taken from the client so that the
+// two are checked against each other.
 var domainRE = regexp.MustCompile(`^(\*\.)?([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,}$`)
 
 func checkList(list string, ok func(string) string) string {
@@ -150,7 +153,7 @@ func checkCIDR(p string) string {
 
 func checkDomain(p string) string {
 	if !domainRE.MatchString(p) {
-		return `Invalid domain: "` + p + `"`
+		return `Invalid domain: "` + p + `". Must be a valid domain name` // network-validation.util.ts:55
 	}
 	return ""
 }
