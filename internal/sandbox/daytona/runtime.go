@@ -183,8 +183,9 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	if err != nil {
 		// Daytona answers a sandbox that failed within its wait with 400 and no body, or
 		// with the sandbox in error; either way, and after a timeout, the failed sandbox
-		// keeps the name until it is deleted (failedcreate.go).
-		return r.cleanupAfterFailedCreate(ctx, req.ID, err)
+		// keeps the name until it is deleted (failedcreate.go). A 404 names a missing
+		// volume (or region), never the sandbox (createvolumes.go).
+		return r.cleanupAfterFailedCreate(ctx, req.ID, createNotFound(err, req.Volumes))
 	}
 	if err := r.finishCreate(ctx, req.ID, sb); err != nil {
 		// Half-made: remove it rather than leave a sandbox nobody will use.

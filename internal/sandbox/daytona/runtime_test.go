@@ -416,3 +416,30 @@ func TestRuntimeRefusesDomainDaytonaRefuses(t *testing.T) {
 		t.Fatalf("the emulator's answer: %v; want Daytona's 400", err)
 	}
 }
+
+// TestRuntimeCreateAnswersUnknown: Daytona's POST /sandbox answers the DTO from before its
+// wait for the start, state unknown, when the sandbox has not started within 30 s
+// (sandbox.controller.ts:303-311, v0.190); the emulator does so with a "creating" delay,
+// and the runtime waits for started before using the sandbox.
+func TestRuntimeCreateAnswersUnknown(t *testing.T) {
+	t.Parallel()
+	srv, c, rt, snap := newRuntime(t, daytonatest.WithTransitionDelay("creating", 300*time.Millisecond))
+	ctx := testCtx(t)
+	sb, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "raw", Snapshot: snap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.State != "unknown" || srv.SandboxState("raw") != "creating" {
+		t.Fatalf("create answered %q (emulator: %q); want unknown while creating", sb.State, srv.SandboxState("raw"))
+	}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "slow", SnapshotID: snap}); err != nil {
+		t.Fatalf("create of a slow sandbox: %v", err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "slow") })
+	if st := srv.SandboxState("slow"); st != "started" {
+		t.Fatalf("after Create: %q; want started", st)
+	}
+	if res := mustExec(t, rt, "slow", sandbox.ExecRequest{Shell: "echo ok"}); strings.TrimSpace(string(res.Stdout)) != "ok" {
+		t.Fatalf("exec: %+v", res)
+	}
+}

@@ -125,14 +125,14 @@ func TestEmulatorVolumes(t *testing.T) {
 		vol  daytona.SandboxVolume
 		want string
 	}{
-		{daytona.SandboxVolume{VolumeID: "nope", MountPath: "/data"}, "could not be resolved"},
+		{daytona.SandboxVolume{VolumeID: "nope", MountPath: "/data"}, "404 Volume 'nope' not found"},
 		{daytona.SandboxVolume{VolumeID: "data", MountPath: "/etc/x"}, "cannot mount to system directory"},
 		{daytona.SandboxVolume{VolumeID: "data", MountPath: "data"}, "must be absolute"},
 		{daytona.SandboxVolume{VolumeID: "data", MountPath: "/data", Subpath: "../x"}, "cannot contain .."},
 	} {
 		_, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "bad", Snapshot: snap, Volumes: []daytona.SandboxVolume{tc.vol}})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("volume %+v: %v; want 400 %q", tc.vol, err, tc.want)
+			t.Errorf("volume %+v: %v; want %q", tc.vol, err, tc.want)
 		}
 	}
 	// By name: resolved to the id, as the server stores only ids.
@@ -216,6 +216,35 @@ func TestRegistryStore(t *testing.T) {
 	}
 	if err := rs.Delete(ctx, again.ID); err != nil {
 		t.Fatalf("deleting a missing registry: %v", err)
+	}
+}
+
+// TestCreateWithMissingOrPendingVolume: Daytona resolves a create's volumes with
+// getVolumesByIdOrName (volume.service.ts:268-275, v0.190): a volume that does not exist
+// is a 404 and one not ready yet a 400. The runtime does not read that 404 as
+// sandbox.ErrNotFound (the sandbox being gone, which a caller would retry as a lost
+// sandbox) but as ErrVolumeNotFound naming the volume and its mount path.
+func TestCreateWithMissingOrPendingVolume(t *testing.T) {
+	t.Parallel()
+	srv, c, rt, snap := newRuntime(t)
+	ctx := testCtx(t)
+	missing := "0b5e4a52-0000-4000-8000-000000000000"
+	err := rt.Create(ctx, sandbox.CreateRequest{ID: "novol", SnapshotID: snap, Volumes: []sandbox.VolumeMount{{Volume: missing, MountPath: "/data"}}})
+	if !errors.Is(err, daytona.ErrVolumeNotFound) || errors.Is(err, sandbox.ErrNotFound) ||
+		!strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "/data") {
+		t.Fatalf("create with a missing volume: %v; want ErrVolumeNotFound naming it, not sandbox.ErrNotFound", err)
+	}
+	if st := srv.SandboxState("novol"); st != "" {
+		t.Fatalf("a sandbox %q was left by the refused create", st)
+	}
+	v, err := c.CreateVolume(ctx, "young")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "early", Snapshot: snap, Volumes: []daytona.SandboxVolume{{VolumeID: v.ID, MountPath: "/data"}}})
+	var e *daytona.APIError
+	if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(e.Message, "Volume 'young' is not in a ready state. Current state: pending_create") {
+		t.Fatalf("create with a pending_create volume: %v; want 400 not in a ready state", err)
 	}
 }
 

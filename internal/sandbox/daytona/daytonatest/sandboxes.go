@@ -31,9 +31,11 @@ type sbox struct {
 	runAs, wsOwner string
 }
 
-// transitional states and where they lead.
+// transitional states and where they lead. "creating" is a new sandbox's, only with
+// WithTransitionDelay("creating", d) (slowCreate).
 var transitions = map[string]string{
 	"starting": "started", "restoring": "started", "stopping": "stopped", "archiving": "archived",
+	"creating": "started",
 }
 
 // advance completes a due transition. Called with mu held. An ephemeral sandbox
@@ -243,9 +245,9 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	vols, msg := s.checkSandboxVolumes(b.Volumes)
+	vols, status, msg := s.checkSandboxVolumes(b.Volumes) // volumes.go: 404 or 400
 	if msg != "" {
-		writeErr(w, r, 400, msg)
+		writeErr(w, r, status, msg)
 		return
 	}
 	id := newUUID()
@@ -291,7 +293,29 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 400, "Sandbox failed to start: "+sb.errorReason)
 		return
 	}
+	if s.slowCreate(w, sb) {
+		return
+	}
 	writeJSON(w, 200, sb.dto())
+}
+
+// slowCreate answers a create as Daytona does when the sandbox has not started within the
+// controller's wait, if WithTransitionDelay("creating", d) made creates slow: the sandbox
+// stays creating for d, and the answer is the DTO createFromSnapshot returned before the
+// wait, whose state is the entity's default, unknown (v0.190 apps/api/src/sandbox/
+// controllers/sandbox.controller.ts:303-311 does not reassign waitForSandboxStarted's
+// result; entities/sandbox.entity.ts:93-98). The emulator answers at once rather than
+// after Daytona's 30 s. Called with mu held.
+func (s *Server) slowCreate(w http.ResponseWriter, sb *sbox) bool {
+	d := s.cfg.transition["creating"]
+	if d <= 0 {
+		return false
+	}
+	sb.State, sb.transitionEnd = "creating", s.now().Add(d)
+	dto := sb.dto()
+	dto["state"] = "unknown"
+	writeJSON(w, 200, dto)
+	return true
 }
 
 func deref(p *int, d int) int {

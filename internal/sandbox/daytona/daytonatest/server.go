@@ -139,7 +139,10 @@ func WithLifecycleDelay(d time.Duration) Option { return func(c *config) { c.lif
 
 // WithTransitionDelay sets how long the transitional sandbox state (starting, stopping,
 // archiving, restoring) lasts, overriding WithLifecycleDelay for it, so that tests meet
-// the 409s and 400s that Daytona gives calls racing a transition.
+// the 409s and 400s that Daytona gives calls racing a transition. "creating" (never
+// taken from WithLifecycleDelay) makes creates slow: a new sandbox is creating for d and
+// POST /sandbox answers state unknown, as Daytona does when the sandbox has not started
+// within its 30 s wait (slowCreate, sandboxes.go).
 func WithTransitionDelay(state string, d time.Duration) Option {
 	return func(c *config) {
 		if c.transition == nil {

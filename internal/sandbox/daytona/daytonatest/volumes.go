@@ -17,7 +17,8 @@ import (
 // ready or error only, answers 409 naming a sandbox that mounts the volume, and leaves
 // the volume pending_delete, then deleted (still readable by id, no longer by name or in
 // the list). Sandboxes' mounts are checked as resolveVolumes and
-// volume-mount-path-validation.util.ts (sandbox.service.ts) check them.
+// volume-mount-path-validation.util.ts (sandbox.service.ts) check them: an unknown volume
+// is a 404, one not ready a 400 (checkSandboxVolumes).
 
 // volumeReadyAfter and volumeDeletedAfter are how long a volume stays pending_create and
 // pending_delete.
@@ -201,14 +202,21 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkSandboxVolumes resolves a create's volumes (ids or names) to volume ids and
-// validates mount paths and subpaths; it returns the 400's message, or "".
-func (s *Server) checkSandboxVolumes(vols []sandboxVolume) ([]sandboxVolume, string) {
+// validates mount paths and subpaths; it returns the refusal's status and message, or 0
+// and "". As getVolumesByIdOrName (v0.190 apps/api/src/sandbox/services/
+// volume.service.ts:219-281) resolves them: a reference to no volume (or a deleted one)
+// is a 404 "Volume 'x' not found" (268-270), one not ready (pending_create,
+// pending_delete, error) a 400 "... is not in a ready state" (271-275).
+func (s *Server) checkSandboxVolumes(vols []sandboxVolume) ([]sandboxVolume, int, string) {
 	var out []sandboxVolume
 	var errs []string
 	for _, m := range vols {
 		v := s.findVolume(m.VolumeID, true)
 		if v == nil || v.State == "deleted" {
-			return nil, "Volume '" + m.VolumeID + "' could not be resolved to a valid volume ID"
+			return nil, http.StatusNotFound, "Volume '" + m.VolumeID + "' not found"
+		}
+		if v.State != "ready" {
+			return nil, http.StatusBadRequest, "Volume '" + v.Name + "' is not in a ready state. Current state: " + v.State
 		}
 		m.VolumeID = v.ID
 		out = append(out, m)
@@ -219,7 +227,7 @@ func (s *Server) checkSandboxVolumes(vols []sandboxVolume) ([]sandboxVolume, str
 		}
 	}
 	if len(errs) > 0 {
-		return nil, strings.Join(errs, ", ")
+		return nil, http.StatusBadRequest, strings.Join(errs, ", ")
 	}
 	for _, m := range out {
 		switch sp := m.Subpath; {
@@ -233,9 +241,9 @@ func (s *Server) checkSandboxVolumes(vols []sandboxVolume) ([]sandboxVolume, str
 		}
 	}
 	if len(errs) > 0 {
-		return nil, strings.Join(errs, ", ")
+		return nil, http.StatusBadRequest, strings.Join(errs, ", ")
 	}
-	return out, ""
+	return out, 0, ""
 }
 
 var consecutiveSlashes = regexp.MustCompile(`//+`)
