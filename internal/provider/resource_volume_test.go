@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
 )
 
 const volumeAddr = "trueforge_volume.cache"
@@ -156,6 +159,38 @@ func TestAccVolume_daytona(t *testing.T) {
 			},
 			{
 				Config: f.config(withEnv),
+			},
+		},
+	})
+}
+
+// A trueforge_volume deleted and created again under the same name works on Daytona,
+// although Daytona holds the name until its delete has finished (pending_delete counts,
+// volume.service.ts:103-114, v0.190): the create waits for the delete and makes a new
+// volume.
+func TestAccVolume_daytonaRecreatedWhileDeleting(t *testing.T) {
+	f := newDaytonaFixture(t, daytonatest.WithVolumeDeleteDelay(time.Second))
+	var first string
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: f.providers,
+		Steps: []resource.TestStep{
+			{
+				Config: f.config(volumeHCL("daytona")),
+				Check: resource.TestCheckResourceAttrWith(volumeAddr, "remote_id", func(id string) error {
+					first = id
+					return nil
+				}),
+			},
+			{Config: f.config("")},
+			{
+				Config: f.config(volumeHCL("daytona")),
+				Check: resource.TestCheckResourceAttrWith(volumeAddr, "remote_id", func(id string) error {
+					if id == first || f.srv.VolumeState(id) != "ready" || f.srv.VolumeState(first) != "deleted" {
+						return fmt.Errorf("volume %s (%s), the first %s (%s); want a new ready volume", id, f.srv.VolumeState(id), first, f.srv.VolumeState(first))
+					}
+					return nil
+				}),
 			},
 		},
 	})

@@ -3,6 +3,7 @@ package daytona
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
@@ -59,8 +60,7 @@ func (s volumeStore) Create(ctx context.Context, spec sandbox.VolumeSpec) (sandb
 	remote := VolumeName(spec.Name)
 	v, err := s.c.CreateVolume(ctx, remote)
 	if IsVolumeNameTaken(err) {
-		// Left by an earlier apply whose answer was lost: adopt it.
-		v, err = s.c.GetVolumeByName(ctx, remote)
+		v, err = s.nameTaken(ctx, remote) // adopted, or waited for and created again
 	}
 	if err != nil {
 		return sandbox.Volume{}, err
@@ -70,6 +70,35 @@ func (s volumeStore) Create(ctx context.Context, spec sandbox.VolumeSpec) (sandb
 		return sandbox.Volume{}, err
 	}
 	return toVolume(v), nil
+}
+
+// volumeGoneWait bounds the wait for a volume of the same name to finish its delete
+// before creating the new one.
+const volumeGoneWait = 2 * time.Minute
+
+// nameTaken handles a create refused because the name is taken. A volume of that name
+// that is not being deleted was left by an earlier apply whose answer was lost: it is
+// adopted. One being deleted (pending_delete or deleting: a trueforge_volume deleted and
+// created again, as a replacement does) still holds the name until Daytona has deleted it
+// (volume.service.ts:103-114, v0.190), so the create waits for that, bounded by
+// volumeGoneWait, and is made again.
+func (s volumeStore) nameTaken(ctx context.Context, name string) (*Volume, error) {
+	v, err := s.c.GetVolumeByName(ctx, name)
+	switch {
+	case IsNotFound(err):
+		// Deleted since the create: the name is free.
+	case err != nil:
+		return nil, err
+	case !v.Gone():
+		return v, nil
+	default:
+		wctx, cancel := context.WithTimeout(ctx, volumeGoneWait)
+		defer cancel()
+		if err := s.c.WaitVolumeDeleted(wctx, v.ID); err != nil {
+			return nil, fmt.Errorf("volume name %s is still held by volume %s, which is being deleted; try again once Daytona has deleted it: %w", name, v.ID, err)
+		}
+	}
+	return s.c.CreateVolume(ctx, name)
 }
 
 func (s volumeStore) Get(ctx context.Context, id string) (*sandbox.Volume, error) {

@@ -12,7 +12,8 @@ import (
 // the OpenAPI document (daytona/clients openapi-specs/api.json: CreateVolume, VolumeDto,
 // VolumeState, SandboxVolume) and apps/api/src/sandbox/services/volume.service.ts
 // (v0.190): a new volume is pending_create until the runner made it ready; a duplicate
-// name is a 400 "Volume with name X already exists"; delete works from ready or error
+// name is a 400 "Volume with name X already exists", a volume being deleted still
+// holding its name (volume.service.ts:103-114); delete works from ready or error
 // only (400 otherwise) and answers 409 while a sandbox uses the volume; a deleted volume
 // reads as state deleted (pending_delete, deleting on the way).
 
@@ -89,6 +90,33 @@ func (c *Client) DeleteVolume(ctx context.Context, id string) error {
 func IsVolumeNameTaken(err error) bool {
 	e, ok := asAPI(err)
 	return ok && e.Status == http.StatusBadRequest && strings.Contains(e.Message, "already exists")
+}
+
+// WaitVolumeDeleted polls GET /volumes/{id} until the volume is deleted (or gone), or in
+// error (a failed delete: Daytona's volume manager sets error when the bucket cannot be
+// removed), or ctx ends. Daytona works through pending deletes every 5 s
+// (apps/api/src/sandbox/managers/volume.manager.ts:108, v0.190).
+func (c *Client) WaitVolumeDeleted(ctx context.Context, id string) error {
+	for {
+		v, err := c.GetVolume(ctx, id)
+		switch {
+		case IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case v.State == VolumeDeleted:
+			return nil
+		case v.State == VolumeError:
+			reason := ""
+			if v.ErrorReason != nil {
+				reason = *v.ErrorReason
+			}
+			return fmt.Errorf("daytona: deleting volume %s (%s) failed: %s", v.Name, v.ID, reason)
+		}
+		if err := sleep(ctx, c.poll); err != nil {
+			return fmt.Errorf("daytona: volume %s still %s, want deleted: %w", v.Name, v.State, err)
+		}
+	}
 }
 
 // WaitVolume polls GET /volumes/{id} until the volume is ready or in error, or ctx ends.

@@ -248,6 +248,44 @@ func TestCreateWithMissingOrPendingVolume(t *testing.T) {
 	}
 }
 
+// TestVolumeRecreatedWhileDeleting: a volume name stays taken while Daytona deletes the
+// volume (pending_delete still counts, volume.service.ts:103-114, v0.190), so creating a
+// volume again right after deleting one of the same name waits for the delete to finish
+// and creates a new volume, rather than adopting the dying one and failing.
+func TestVolumeRecreatedWhileDeleting(t *testing.T) {
+	t.Parallel()
+	srv, _ := setup(t, daytonatest.WithVolumeDeleteDelay(300*time.Millisecond))
+	ctx := testCtx(t)
+	vs, err := testBackend().Volumes(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "cache"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vs.Delete(ctx, old.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.VolumeState(old.ID); st != "pending_delete" {
+		t.Fatalf("after delete: %q; want pending_delete", st)
+	}
+	began := time.Now()
+	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "cache"})
+	if err != nil {
+		t.Fatalf("create while the old volume is pending_delete: %v", err)
+	}
+	if v.ID == old.ID || v.State != daytona.VolumeReady || srv.VolumeState(old.ID) != "deleted" {
+		t.Fatalf("created %+v (old %s is %s); want a new ready volume, the old one deleted", v, old.ID, srv.VolumeState(old.ID))
+	}
+	if waited := time.Since(began); waited < 200*time.Millisecond {
+		t.Fatalf("created after %s; want it to wait for the delete", waited)
+	}
+	if n := srv.Count("POST /volumes"); n != 3 {
+		t.Fatalf("%d volume creates; want 3 (the first, the refused one, the new one)", n)
+	}
+}
+
 // TestEmulatorRegistryPatchProject: as Daytona's update() (docker-registry.service.ts:
 // 151-159, v0.190), a PATCH that omits project keeps the stored one and project ""
 // clears it; the client always sends project, so removing it reaches Daytona.

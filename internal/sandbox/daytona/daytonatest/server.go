@@ -114,6 +114,7 @@ type config struct {
 	storageRegion    string
 	noPushRegion     bool
 	storageBandwidth int
+	volumeDelete     *time.Duration // WithVolumeDeleteDelay (volumes.go)
 }
 
 // Fixed behaviour of the emulator: injected 429s ask for a 1 s wait (Retry-After), a

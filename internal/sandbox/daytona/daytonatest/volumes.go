@@ -20,12 +20,28 @@ import (
 // volume-mount-path-validation.util.ts (sandbox.service.ts) check them: an unknown volume
 // is a 404, one not ready a 400 (checkSandboxVolumes).
 
-// volumeReadyAfter and volumeDeletedAfter are how long a volume stays pending_create and
-// pending_delete.
+// volumeReadyAfter is how long a volume stays pending_create, and
+// defaultVolumeDeleteDelay how long a deleted one stays pending_delete unless
+// WithVolumeDeleteDelay says otherwise. Daytona's volume manager works through pending
+// volumes every 5 s (v0.190 apps/api/src/sandbox/managers/volume.manager.ts:108), and
+// deletes the bucket on the way, so a real delete takes seconds.
 const (
-	volumeReadyAfter   = 50 * time.Millisecond
-	volumeDeletedAfter = 50 * time.Millisecond
+	volumeReadyAfter         = 50 * time.Millisecond
+	defaultVolumeDeleteDelay = 50 * time.Millisecond
 )
+
+// WithVolumeDeleteDelay sets how long a deleted volume stays pending_delete before it is
+// deleted (default 50 ms). Its name stays taken meanwhile, as on Daytona.
+func WithVolumeDeleteDelay(d time.Duration) Option {
+	return func(c *config) { c.volumeDelete = &d }
+}
+
+func (s *Server) volumeDeleteDelay() time.Duration {
+	if s.cfg.volumeDelete != nil {
+		return *s.cfg.volumeDelete
+	}
+	return defaultVolumeDeleteDelay
+}
 
 // volumesState is the emulator's volumes and docker registries (registries.go).
 type volumesState struct {
@@ -132,6 +148,8 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) {
 		b.Name = id // "Set name from DTO or use ID as default"
 	}
 	if s.findVolume(b.Name, true) != nil {
+		// Any volume of that name not yet deleted holds it, pending_delete and deleting
+		// included (v0.190 apps/api/src/sandbox/services/volume.service.ts:103-114).
 		writeErr(w, r, 400, "Volume with name "+b.Name+" already exists")
 		return
 	}
@@ -197,7 +215,7 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := time.Now().UTC()
-	v.State, v.UpdatedAt, v.deleteAt = "pending_delete", now, now.Add(volumeDeletedAfter)
+	v.State, v.UpdatedAt, v.deleteAt = "pending_delete", now, now.Add(s.volumeDeleteDelay())
 	w.WriteHeader(200)
 }
 
