@@ -154,9 +154,10 @@ func (in *buildInputs) contextHashes() []string {
 
 var unknownFieldRE = regexp.MustCompile(`json: unknown field "([^"]+)"`)
 
-// readBuildInputs decodes POST /snapshots strictly, as the API's validation pipe does
-// (class-validator: a property the DTO does not declare is refused, and gpuType values
-// must be GpuType values), and puts the body back for createSnapshot's own decoding.
+// readBuildInputs decodes POST /snapshots strictly (a property the DTO does not declare
+// is refused, stricter than v0.190, whose ValidationPipe ignores it: decodeStrict; gpuType
+// values must be GpuType values, as class-validator's IsEnum checks), and puts the body
+// back for createSnapshot's own decoding.
 func (s *Server) readBuildInputs(w http.ResponseWriter, r *http.Request) (*buildInputs, bool) {
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {

@@ -34,7 +34,7 @@ func (g *registry) dto() map[string]any {
 		"project": g.Project, "registryType": "organization", "createdAt": g.CreatedAt, "updatedAt": g.UpdatedAt}
 }
 
-// normalizeRegistryURL is docker-registry.service.ts's normalizeRegistryUrl.
+// normalizeRegistryURL is docker-registry.service.ts's normalizeRegistryUrl (:44, v0.190).
 func normalizeRegistryURL(u string) string {
 	if strings.TrimSpace(u) == "" || strings.Contains(strings.ToLower(u), "docker.io") {
 		return "docker.io"
@@ -141,7 +141,7 @@ func (s *Server) createRegistry(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 400, msg)
 		return
 	}
-	if len(s.vols.registries) >= 100 {
+	if len(s.vols.registries) >= 100 { // docker-registry.service.ts:107 (v0.190)
 		writeErr(w, r, 400, "You have reached the maximum number of registries")
 		return
 	}

@@ -279,7 +279,7 @@ func (s *Server) handle(mux *http.ServeMux, prefix, route, perm string, fn func(
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		perms, known := s.keys[tok]
 		if !ok || !known {
-			// global-auth.guard.ts (v0.190): every failed authentication, an unknown key
+			// global-auth.guard.ts:64 (v0.190): every failed authentication, an unknown key
 			// or a JWT on an API-key-only route, is 401 "Invalid credentials".
 			writeErr(w, r, http.StatusUnauthorized, "Invalid credentials")
 			return

@@ -186,14 +186,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	case "":
 		writeErr(w, r, 400, "sessionId is required")
 		return
-	case "entrypoint":
+	case "entrypoint": // apps/daemon/pkg/toolbox/process/session/session.go:36 (v0.190)
 		writeErr(w, r, 400, "provided session ID is reserved and cannot be created/overridden")
 		return
 	}
 	s.smu.Lock()
 	defer s.smu.Unlock()
 	key := sessionKey(id, b.SessionID)
-	if s.sessions[key] != nil {
+	if s.sessions[key] != nil { // apps/daemon/pkg/session/create.go:41
 		writeErr(w, r, 409, "session already exists")
 		return
 	}
@@ -360,7 +360,7 @@ func (s *Server) sessionInput(w http.ResponseWriter, r *http.Request) {
 	started, in, code := c.started, c.input, c.exitCode
 	ss.mu.Unlock()
 	switch {
-	case code != nil:
+	case code != nil: // apps/daemon/pkg/session/input.go:37, and :43 below
 		writeErr(w, r, http.StatusGone, fmt.Sprintf("command has already completed with exit code %d", *code))
 		return
 	case !started || in == nil:

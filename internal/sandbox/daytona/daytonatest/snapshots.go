@@ -255,6 +255,9 @@ func (s *Server) createSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	region, known := s.snapshotRegion(b.RegionID)
+	// Checks as v0.190 snapshot.service.ts createFromPull/createFromBuildInfo make them
+	// (getValidatedOrDefaultRegion :912-930, the name and image checks :107 and :123, the
+	// duplicate :261 and :411, whose text there adds quotes and "for this organization").
 	switch {
 	case !known:
 		writeErr(w, r, 404, "Region not found")
@@ -394,6 +397,9 @@ func (s *Server) activateSnapshot(w http.ResponseWriter, r *http.Request) {
 	if sn == nil {
 		return
 	}
+	// v0.190 snapshot.service.ts activateSnapshot :746-759 (the texts there name the
+	// snapshot: "Snapshot <id> is already active", "... cannot be activated - it is in
+	// <state> state").
 	switch sn.State {
 	case "active":
 		writeErr(w, r, 400, "Snapshot is already active")

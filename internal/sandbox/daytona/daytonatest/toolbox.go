@@ -86,7 +86,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err != nil:
 		writeErr(w, r, 400, err.Error())
-	case res.timedOut:
+	case res.timedOut: // apps/daemon/pkg/toolbox/process/execute.go:98 (v0.190)
 		writeErr(w, r, http.StatusRequestTimeout, "command execution timeout")
 	default:
 		writeJSON(w, 200, map[string]any{"exitCode": res.code, "result": res.out})
