@@ -52,7 +52,7 @@ func (r RegionRef) String() string {
 // ResolveRegion turns a region name or id into the region's id. Daytona's sandbox create
 // takes either as `target`, but snapshot create looks `regionId` up by id only (v0.190
 // apps/api/src/sandbox/services/snapshot.service.ts, getValidatedOrDefaultRegion), so a
-// snapshot is always created with the id. An id wins over a name. "" stays "" (the
+// snapshot is always created with the id. A name wins over an id, as in a sandbox create. "" stays "" (the
 // organization's default region, which both endpoints use when none is given).
 func (c *Client) ResolveRegion(ctx context.Context, idOrName string) (RegionRef, error) {
 	idOrName = strings.TrimSpace(idOrName)
@@ -67,13 +67,17 @@ func (c *Client) ResolveRegion(ctx context.Context, idOrName string) (RegionRef,
 	if err != nil {
 		return RegionRef{}, fmt.Errorf("listing Daytona regions to resolve %q: %w", idOrName, err)
 	}
-	if i := slices.IndexFunc(rs, func(r Region) bool { return r.ID == idOrName }); i >= 0 {
-		ref := RegionRef{ID: rs[i].ID, Given: idOrName}
+	// A name first, then an id: the order in which a sandbox create resolves its target
+	// (v0.190 apps/api/src/sandbox/services/sandbox.service.ts:2825-2828), so that a
+	// snapshot is built in the region its sandboxes will ask for, even where one region's
+	// name is another's id.
+	if i := slices.IndexFunc(rs, func(r Region) bool { return r.Name == idOrName }); i >= 0 {
+		ref := RegionRef{ID: rs[i].ID, Given: idOrName, ByName: rs[i].ID != idOrName}
 		regionCache.put(key, ref)
 		return ref, nil
 	}
-	if i := slices.IndexFunc(rs, func(r Region) bool { return r.Name == idOrName }); i >= 0 {
-		ref := RegionRef{ID: rs[i].ID, Given: idOrName, ByName: true}
+	if i := slices.IndexFunc(rs, func(r Region) bool { return r.ID == idOrName }); i >= 0 {
+		ref := RegionRef{ID: rs[i].ID, Given: idOrName}
 		regionCache.put(key, ref)
 		return ref, nil
 	}

@@ -120,3 +120,32 @@ func TestSnapshotsFollowTheTargetRegion(t *testing.T) {
 		t.Fatalf("unknown region: %v", err)
 	}
 }
+
+// TestRegionNameBeforeID (issue 24 L14): a sandbox create resolves its target by name
+// first, then by id (v0.190 sandbox.service.ts:2825-2828). Where one region's name is
+// another's id, the builder resolves the same way, so the snapshot is made in the region
+// the provider's sandboxes are created in, and they run there.
+func TestRegionNameBeforeID(t *testing.T) {
+	t.Parallel()
+	srv := daytonatest.NewServer(t, daytonatest.WithRegions(
+		daytonatest.Region{ID: "r-1", Name: "main"}, daytonatest.Region{ID: "eu", Name: "us"}, daytonatest.Region{ID: "us", Name: "west"}))
+	ctx := testCtx(t)
+	c := daytona.New(srv.URL(), daytonatest.DefaultKey, daytona.WithRetryPolicy(fastRetry),
+		daytona.WithPollInterval(5*time.Millisecond), daytona.WithTarget("us"))
+	ref, err := c.ResolveRegion(ctx, "us")
+	if err != nil || ref.ID != "eu" || !ref.ByName {
+		t.Fatalf(`resolving "us": %+v %v; want region eu, by its name as Daytona's sandbox create does`, ref, err)
+	}
+	snap := readySnapshot(t, ctx, c, "echo l14")
+	if s, err := c.GetSnapshot(ctx, snap); err != nil || strings.Join(s.RegionIDs, ",") != "eu" {
+		t.Fatalf("snapshot of target us: %+v %v; want it in eu (the region named us)", s, err)
+	}
+	rt := &daytona.Runtime{C: c}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "l14", SnapshotID: snap}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "l14") })
+	if sb, err := c.GetSandbox(ctx, "l14"); err != nil || sb.Target != "eu" {
+		t.Fatalf("sandbox: %+v %v; want it in eu with its snapshot", sb, err)
+	}
+}
