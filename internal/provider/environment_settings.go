@@ -62,7 +62,8 @@ func environmentSettingsAttributes(bakes, live string) map[string]schema.Attribu
 			},
 		},
 		"entrypoint": schema.ListAttribute{
-			MarkdownDescription: fmt.Sprintf("The sandbox's main process (argv), as Daytona's snapshot `entrypoint`; at most %d elements. Unset keeps the image's. "+
+			MarkdownDescription: fmt.Sprintf("The sandbox's main process (argv), as Daytona's snapshot `entrypoint`; at most %d elements. Unset, Daytona runs the last `ENTRYPOINT` written in `dockerfile`, else `sleep infinity`: "+
+				"an `ENTRYPOINT` that the base image sets (and the Dockerfile text does not) never runs on Daytona. "+
 				"The `local` backend has no main process and refuses it.", maxEntrypoint) + bakes,
 			Optional:    true,
 			ElementType: types.StringType,

@@ -107,8 +107,12 @@ func platformBase(dockerfile, image string) (string, string) {
 	return out, user
 }
 
-// withEntrypoint appends an exec-form ENTRYPOINT for entrypoint (none when it is empty;
-// Daytona then keeps the Dockerfile's own, or `sleep infinity`).
+// withEntrypoint appends an exec-form ENTRYPOINT for entrypoint (none when it is empty).
+// Daytona takes a build's entrypoint from its Dockerfile's text: the last ENTRYPOINT line,
+// else `sleep infinity` (v0.190 apps/api/src/sandbox/services/snapshot.service.ts:883-902),
+// which the runner hands to the sandbox's daemon (apps/runner/pkg/docker/
+// container_configs.go:154-163). An ENTRYPOINT the base image sets, not written in the
+// text, therefore never runs on Daytona (issue 24 L13).
 func withEntrypoint(dockerfile string, entrypoint []string) string {
 	var args []string
 	for _, a := range entrypoint {
