@@ -126,6 +126,10 @@ func (sb *sbox) dto() map[string]any {
 // two are checked against each other.
 var domainRE = regexp.MustCompile(`^(\*\.)?([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,}$`)
 
+// checkList, checkCIDR and checkDomain follow v0.190
+// apps/api/src/sandbox/utils/network-validation.util.ts: at most 10 entries (:35-36, :59-60),
+// a CIDR needs its prefix length (:25), a domain must be a valid name (:55). The texts
+// differ in detail ("Network allow list cannot contain more than 10 networks" there).
 func checkList(list string, ok func(string) string) string {
 	if strings.TrimSpace(list) == "" {
 		return ""
@@ -203,6 +207,8 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	case !known:
 		writeErr(w, r, 404, "Region not found")
 		return
+	// Resources with a snapshot: sandbox.controller.ts:296 (v0.190); an unknown snapshot:
+	// sandbox.service.ts:495; the region check :505-507; GPU ephemeral :524-526.
 	case b.Snapshot != "" && (b.CPU != 0 || b.Memory != 0 || b.Disk != 0 || b.GPU != 0):
 		writeErr(w, r, 400, "Cannot specify Sandbox resources when using a snapshot")
 		return
@@ -281,6 +287,8 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 	if sb.User == "" {
 		sb.User = "daytona"
 	}
+	// resolveAutoArchiveInterval (sandbox.service.ts:3298-3309): 0 is the maximum,
+	// maxAutoArchiveInterval 43200 (apps/api/src/config/configuration.ts:97).
 	if sb.AutoArchive == 0 || sb.AutoArchive > 43200 {
 		sb.AutoArchive = 43200
 	}
@@ -290,6 +298,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		// The controller's waitForSandboxStarted rejects with a 400 and no sandbox; the
 		// errored sandbox keeps its name (FailNextSandbox).
 		sb.State, sb.errorReason, s.failSandbox = "error", s.failSandbox, ""
+		// sandbox.controller.ts:1532-1550.
 		writeErr(w, r, 400, "Sandbox failed to start: "+sb.errorReason)
 		return
 	}
@@ -381,10 +390,13 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[stri
 		return
 	}
 	if sb.State == "error" || sb.State == "build_failed" {
-		// assertSandboxNotErrored (v0.190 apps/api/src/sandbox/services/sandbox.service.ts).
+		// assertSandboxNotErrored (v0.190 apps/api/src/sandbox/services/sandbox.service.ts:164-168).
 		writeErr(w, r, 400, "Sandbox is in an errored state")
 		return
 	}
+	// state != desiredState is StateChangeInProgressError, 409
+	// (apps/api/src/exceptions/state-change-in-progress.exception.ts:9), in start
+	// (sandbox.service.ts:2064-2072), stop (:2156-2158) and archive (:360-362).
 	if _, busy := transitions[sb.State]; busy {
 		writeErr(w, r, 409, "Sandbox state change in progress")
 		return
@@ -421,10 +433,15 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[stri
 	writeJSON(w, 200, dto)
 }
 
+// startSandbox: start of a started sandbox returns it (sandbox.service.ts:2055-2057); only
+// stopped and archived ones start, else 400 "Sandbox is not in valid state" (:2074-2080).
 func (s *Server) startSandbox(w http.ResponseWriter, r *http.Request) {
 	s.lifecycle(w, r, map[string]string{"stopped": "starting", "archived": "restoring"}, "started", "Sandbox is not in valid state", box.start)
 }
 
+// stopSandbox: only a started sandbox stops, else 400 "Sandbox is not in a stoppable
+// state" (sandbox.service.ts:2160-2162); an ephemeral one is soft-deleted (:2168-2170,
+// sandbox.entity.ts:311 DESTROYED_<name>_<ms>).
 func (s *Server) stopSandbox(w http.ResponseWriter, r *http.Request) {
 	s.lifecycle(w, r, map[string]string{"started": "stopping"}, "", "Sandbox is not in a stoppable state", box.stop)
 }

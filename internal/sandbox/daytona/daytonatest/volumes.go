@@ -196,7 +196,7 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, r, 404, "Volume with ID "+r.PathValue("id")+" not found")
 		return
 	}
-	if v.State != "ready" && v.State != "error" {
+	if v.State != "ready" && v.State != "error" { // volume.service.ts:139-142 (v0.190)
 		writeErr(w, r, 400, "Volume must be in 'ready' or 'error' state in order to be deleted")
 		return
 	}
@@ -266,7 +266,8 @@ func (s *Server) checkSandboxVolumes(vols []sandboxVolume) ([]sandboxVolume, int
 
 var consecutiveSlashes = regexp.MustCompile(`//+`)
 
-// mountPathError is validateMountPaths' message for one mount path, or "".
+// mountPathError is validateMountPaths' message for one mount path, or "" (v0.190
+// apps/api/src/sandbox/utils/volume-mount-path-validation.util.ts:13-50; subpaths :57-90).
 func mountPathError(p string) string {
 	switch {
 	case !strings.HasPrefix(p, "/"):
