@@ -113,7 +113,7 @@ func (f *daytonaFixture) newSandboxGets(t *testing.T, session string, labels map
 			return err
 		}
 		rts := backend.New(controlplane.New(st))
-		// The emulator's sandboxes serve /workspace; a short poll keeps the test quick.
+		// A short poll keeps the test quick.
 		rts.Backends[daytona.Type] = &daytona.Backend{Options: []daytona.Option{daytona.WithPollInterval(10 * time.Millisecond)}}
 		m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: rts})
 		lease, err := m.Acquire(ctx, session, a)

@@ -76,8 +76,8 @@ func newDaytonaFixture(t *testing.T) *dtFixture {
 		t.Fatal(err)
 	}
 
-	// The default registry's daytona backend with two test settings: a fast poll, and the
-	// emulator's work directory (its local sandboxes serve /workspace).
+	// The default registry's daytona backend with a fast poll (and the production work
+	// directory, /workspace).
 	rts := backend.New(controlplane.New(st))
 	rts.Backends[daytona.Type] = &daytona.Backend{Options: []daytona.Option{daytona.WithPollInterval(5 * time.Millisecond)}}
 	clock := newClock()
