@@ -18,8 +18,10 @@ import (
 
 // localBox runs each emulated sandbox as a real local sandbox (bubblewrap over overlay
 // snapshots of the host, internal/sandbox/local) on a release snapshot prepared on first
-// use. Files and commands live in the sandbox's /workspace; other absolute paths are
-// refused (400), so clients under test must use /workspace as their work directory.
+// use. File calls and a command's cwd are served in the sandbox's /workspace (other
+// absolute paths get 400), which is where trueforge's Daytona sandboxes work too: every
+// build makes /workspace (daytona withWorkspace). Who may write it is modelled apart
+// (workspace.go), since the local sandbox has one user.
 type localBox struct {
 	b   *local.Builder
 	rt  *local.Runtime
