@@ -284,3 +284,53 @@ func TestDaytonaBlockAllEnvironment(t *testing.T) {
 		t.Fatalf("a secret reached a block_all sandbox: %q", got)
 	}
 }
+
+// Issue 24's acceptance on the emulator, through the harness: an environment mounts a
+// Daytona volume at /workspace/data, as the docs' example does. One session's agent writes
+// data/x with write_file and data/y with a command's relative path; a second session's
+// agent, in a sandbox of its own, reads both back. Before the fix the mount was sent as
+// written while the agent's workspace was elsewhere, so both files died with the first
+// sandbox.
+func TestDaytonaVolumeInTheWorkspaceAcrossSessions(t *testing.T) {
+	f := newDaytonaFixture(t)
+	ctx := context.Background()
+	v, err := f.client.CreateVolume(ctx, "trueforge-data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.client.WaitVolume(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.st.CreateVolume(ctx, store.Volume{Name: "data", Provider: "dt", Owner: harnesstest.Owner, RemoteID: v.ID}))
+	env, err := f.st.GetEnvironment(ctx, "dtenv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "data", MountPath: "/workspace/data"}}
+	must(t, f.st.UpdateEnvironment(ctx, env))
+	session := func(agent string, steps ...map[string]any) (*runner.Runner, string) {
+		harnesstest.AddAgent(t, f.st, agent, "dtenv", harnesstest.AgentSpec{
+			"model": harnesstest.Script(steps...), "sandbox": harnesstest.Sandbox("dtenv", 15, 60, 120),
+		})
+		r := f.runner(t, agent)
+		sid, err := r.NewSession(ctx, harnesstest.Owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, sid
+	}
+	writer, ws := session("writer",
+		call(tools.NameWriteFile, map[string]any{"path": "data/x", "content": "from write_file"}),
+		exec("echo from exec > data/y"), text("written"))
+	reader, rs := session("reader", exec("cat data/x; echo; cat data/y"), text("read"))
+	mustRun(t, writer, ws, "write")
+	mustRun(t, reader, rs, "read")
+	res := results(t, f.st, rs)
+	out, _ := res[len(res)-1]["text"].(string)
+	if !strings.Contains(out, "from write_file") || !strings.Contains(out, "from exec") {
+		t.Fatalf("the second session's sandbox read %q from the volume; want both files of the first", out)
+	}
+	if recs, _ := f.st.ListSessionSandboxes(ctx); len(recs) != 2 {
+		t.Fatalf("%d session sandboxes; want one per session", len(recs))
+	}
+}
