@@ -3,6 +3,7 @@ package daytona_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -92,8 +93,9 @@ func TestUploadRefusedNamesTheFile(t *testing.T) {
 }
 
 // TestEmulatorUploadRoutes: the emulator answers each upload route as the daemon of
-// its age does: upload-v2 with a raw body, or 404 in plain text without it; the v0.190
-// /files/upload with an empty 200.
+// its age does. v0.205 (the default): upload-v2 with a raw body, and /files/upload,
+// which its toolbox dropped, with gin's 404 in plain text. v0.190 (WithoutUploadV2):
+// upload-v2 with gin's 404, /files/upload with an empty 200.
 func TestEmulatorUploadRoutes(t *testing.T) {
 	t.Parallel()
 	for _, old := range []bool{false, true} {
@@ -136,7 +138,17 @@ func TestEmulatorUploadRoutes(t *testing.T) {
 		}
 		var mp bytes.Buffer
 		mp.WriteString("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"v1.txt\"\r\n\r\nv1\r\n--b--\r\n")
-		if code, body := post("/files/upload", "?path=/workspace/v1.txt", "multipart/form-data; boundary=b", &mp); code != 200 || body != "" {
+		code, body = post("/files/upload", "?path=/workspace/v1.txt", "multipart/form-data; boundary=b", &mp)
+		if !old {
+			if code != 404 || body != "404 page not found" {
+				t.Fatalf("upload on a v0.205 daemon: %d %q; want gin's 404", code, body)
+			}
+			if _, err := rt.StatFile(ctx, "routes", "v1.txt"); !errors.Is(err, sandbox.ErrNotFound) {
+				t.Fatalf("v1.txt after a refused upload: %v; want ErrNotFound", err)
+			}
+			continue
+		}
+		if code != 200 || body != "" {
 			t.Fatalf("upload (v0.190): %d %q; want 200 and no body", code, body)
 		}
 		if got, err := rt.ReadFile(ctx, "routes", "v1.txt", 0); err != nil || string(got) != "v1" {

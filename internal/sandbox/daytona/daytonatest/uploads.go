@@ -10,35 +10,50 @@ import (
 
 // The toolbox's three upload routes, as daemons of different ages have them:
 //
-//   - POST /files/upload?path (multipart field file; 200, empty body): v0.190
+//   - POST /files/upload?path (multipart field file; 200, empty body): v0.190 only
 //     (apps/daemon/pkg/toolbox/fs/upload_file.go, gin's SaveUploadedFile, which creates
-//     the parent directories).
+//     the parent directories; routed at apps/daemon/pkg/toolbox/server.go:189). The
+//     v0.205 toolbox dropped it: daytona/clients openapi-specs/toolbox.json (v0.205.1)
+//     lists /files/bulk-upload and /files/upload-v2 and no /files/upload, so a v0.205
+//     daemon answers it as any route it does not have.
 //   - POST /files/bulk-upload (multipart files[i].path then files[i].file; parents
 //     created, files overwritten; 200 {files}, or 400 {errors, files} naming each
 //     failure): v0.190 (apps/daemon/pkg/toolbox/fs/upload_files.go) and v0.205.
 //   - POST /files/upload-v2?path (multipart field file or a raw body; 200 {name, path,
-//     type}): v0.205 only (daytona/clients openapi-specs/toolbox.json). Older and
-//     self-hosted daemons have no such route, and gin answers 404 "404 page not found"
-//     in plain text (apps/daemon/pkg/toolbox/server.go, v0.190, sets no NoRoute):
-//     WithoutUploadV2 emulates them.
+//     type}): v0.205 only (daytona/clients openapi-specs/toolbox.json).
+//
+// A route the daemon lacks gets gin's 404, "404 page not found" in plain text
+// (apps/daemon/pkg/toolbox/server.go, v0.190, sets no NoRoute). The emulator is a v0.205
+// daemon by default; WithoutUploadV2 makes it a v0.190 (or self-hosted) one, with
+// /files/upload and without /files/upload-v2.
 
-// WithoutUploadV2 makes the toolbox answer /files/upload-v2 as a daemon without it does
-// (404 in plain text), like v0.190 and self-hosted daemons.
+// WithoutUploadV2 makes the toolbox a v0.190 (or self-hosted) daemon's: /files/upload-v2
+// answers 404 in plain text, as a daemon without it does, and /files/upload is served.
 func WithoutUploadV2() Option { return func(c *config) { c.noUploadV2 = true } }
+
+// ginNoRoute answers as gin does a route the daemon has no handler for.
+func ginNoRoute(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = io.WriteString(w, "404 page not found")
+}
 
 // uploadV2 serves /files/upload-v2, unless the emulated daemon is too old for it.
 func (s *Server) uploadV2(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.noUploadV2 {
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, "404 page not found")
+		ginNoRoute(w)
 		return
 	}
 	s.upload(w, r)
 }
 
-// uploadV1 serves v0.190's /files/upload: a multipart field file, an empty 200.
+// uploadV1 serves v0.190's /files/upload: a multipart field file, an empty 200. A v0.205
+// daemon (the default) has no such route.
 func (s *Server) uploadV1(w http.ResponseWriter, r *http.Request) {
+	if !s.cfg.noUploadV2 {
+		ginNoRoute(w)
+		return
+	}
 	s.onFile(w, r, false, func(bx box, id, p string) error {
 		f, _, err := r.FormFile("file")
 		if err != nil {
