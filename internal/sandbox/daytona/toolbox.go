@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -143,6 +145,21 @@ func (c *Client) StatFile(ctx context.Context, sb *Sandbox, path string) (*FileI
 		return nil, err
 	}
 	return &out, nil
+}
+
+// SetFileMode sets a file's permission bits (POST /files/permissions?path&mode, mode as
+// four octal digits): v0.190 apps/daemon/pkg/toolbox/fs/set_file_permissions.go, still in
+// the v0.205 toolbox spec. The daemon stats the path (404 missing, 403 unreadable) and
+// chmods it; a refused chmod (EPERM: not the file's owner) is a 400. Its refusals have
+// no body.
+func (c *Client) SetFileMode(ctx context.Context, sb *Sandbox, path string, mode fs.FileMode) error {
+	u, err := toolboxURL(sb, "/files/permissions")
+	if err != nil {
+		return err
+	}
+	q := url.Values{"path": {path}, "mode": {fmt.Sprintf("%04o", mode.Perm())}}
+	_, err = c.do(ctx, &request{method: http.MethodPost, url: u, query: q, idempotent: true}, nil)
+	return err
 }
 
 // DeleteFile removes a file, or with recursive a directory tree (DELETE /files).

@@ -26,7 +26,11 @@ type box interface {
 	// run runs a session command: a shell line with its streams connected as they flow.
 	// The end of ctx kills the command's process group; code is then -1.
 	run(ctx context.Context, id string, p proc) (code int, err error)
+	// write uploads r to path as the daemon's os.Create does: an existing file keeps its
+	// mode, a new one gets newFileMode (permissions.go).
 	write(id, path string, r io.Reader) error
+	// chmod sets path's permission bits (POST /files/permissions, permissions.go).
+	chmod(id, path string, mode fs.FileMode) error
 	read(id, path string) ([]byte, error)
 	stat(id, path string) (fileInfo, error)
 	list(id, path string) ([]fileInfo, error)
@@ -156,6 +160,7 @@ func (h hostBox) write(id, p string, r io.Reader) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
+	_, statErr := os.Lstat(dst)
 	f, err := os.Create(dst)
 	if err != nil {
 		return err
@@ -164,7 +169,15 @@ func (h hostBox) write(id, p string, r io.Reader) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && errors.Is(statErr, fs.ErrNotExist) {
+		// os.Create applied this process's umask; the daemon's is 0022.
+		err = os.Chmod(dst, newFileMode)
+	}
 	return err
+}
+
+func (h hostBox) chmod(id, p string, mode fs.FileMode) error {
+	return os.Chmod(inside(h.dir(id), p), mode)
 }
 
 func (h hostBox) read(id, p string) ([]byte, error) { return os.ReadFile(inside(h.dir(id), p)) }

@@ -4,11 +4,13 @@ package daytonatest
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,12 +116,43 @@ func (l *localBox) run(ctx context.Context, id string, p proc) (int, error) {
 	return res.ExitCode, nil
 }
 
+// write keeps an existing file's mode (the local runtime opens it with O_TRUNC, as
+// os.Create does) and makes a new one newFileMode, whatever this process's umask is.
 func (l *localBox) write(id, p string, r io.Reader) error {
 	c, err := wsPath(p)
 	if err != nil {
 		return err
 	}
-	return l.rt.WriteFile(context.Background(), id, c, r, 0o644)
+	ctx := context.Background()
+	_, statErr := l.rt.StatFile(ctx, id, c)
+	if err := l.rt.WriteFile(ctx, id, c, r, newFileMode); err != nil {
+		return err
+	}
+	if !errors.Is(statErr, sandbox.ErrNotFound) {
+		return nil
+	}
+	fi, err := l.rt.StatFile(ctx, id, c)
+	if err != nil || fi.Mode.Perm() == newFileMode {
+		return err
+	}
+	return l.chmod(id, p, newFileMode) // this process's umask is not the daemon's 0022
+}
+
+// chmod runs chmod(1) in the sandbox: the local runtime has no call for it.
+func (l *localBox) chmod(id, p string, mode fs.FileMode) error {
+	c, err := wsPath(p)
+	if err != nil {
+		return err
+	}
+	res, err := l.rt.Exec(context.Background(), id, sandbox.ExecRequest{
+		Argv: []string{"chmod", strconv.FormatUint(uint64(mode.Perm()), 8), "--", c}, Timeout: time.Minute})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("chmod %s: %s", p, strings.TrimSpace(string(res.Stderr)))
+	}
+	return nil
 }
 
 func (l *localBox) read(id, p string) ([]byte, error) {

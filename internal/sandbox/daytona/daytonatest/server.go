@@ -340,6 +340,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	tb("GET /files/download", s.download)
 	tb("GET /files", s.listFiles)
 	tb("GET /files/info", s.fileInfo)
+	tb("POST /files/permissions", s.setFilePermissions) // permissions.go
 	tb("DELETE /files", s.deleteFile)
 	tb("POST /process/session", s.createSession)
 	tb("GET /process/session", s.listSessions)
