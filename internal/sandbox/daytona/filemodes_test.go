@@ -2,14 +2,49 @@ package daytona_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
 )
+
+const routeSetPermissions = "POST /files/permissions"
+
+// TestWriteFileSetsTheModeOverAnExistingFile: the daemon's upload keeps an existing
+// file's mode (os.Create), so WriteFile(0644) over an executable must still leave it
+// 0644, as every mode asked for: each WriteFile is one upload and one set-permissions
+// call.
+func TestWriteFileSetsTheModeOverAnExistingFile(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	ctx := testCtx(t)
+	rt := &daytona.Runtime{C: c, WorkDir: "/workspace"}
+	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "modes", SnapshotID: readySnapshot(t, ctx, c, "true")}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Delete(context.Background(), "modes") })
+	srv.ResetCounts()
+	steps := []struct{ mode, want fs.FileMode }{{0o755, 0o755}, {0o644, 0o644}, {0o600, 0o600}, {0, 0o644}}
+	for _, st := range steps {
+		if err := rt.WriteFile(ctx, "modes", "bin/run.sh", strings.NewReader("#!/bin/sh\n"), st.mode); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := rt.StatFile(ctx, "modes", "bin/run.sh")
+		if err != nil || fi.Mode.Perm() != st.want {
+			t.Fatalf("after WriteFile(%04o): %v %v; want %04o", st.mode, fi.Mode, err, st.want)
+		}
+	}
+	if up, perm := srv.Count(routeBulkUpload), srv.Count(routeSetPermissions); up != len(steps) || perm != len(steps) {
+		t.Fatalf("%d uploads and %d set-permissions calls for %d writes; want one of each per write", up, perm, len(steps))
+	}
+}
 
 // TestEmulatorSetFilePermissions: POST /files/permissions as set_file_permissions.go
 // answers it: 200 with no body, a missing path query 400, a missing file 404, a mode
@@ -62,4 +97,23 @@ func toolboxPost(t *testing.T, ctx context.Context, sb *daytona.Sandbox, route s
 		t.Fatal(err)
 	}
 	return resp.StatusCode, b.String()
+}
+
+// BenchmarkWriteFile: a small WriteFile through the runtime, the client and the
+// emulator's toolbox, of mode 0644 (the file tools') and 0755 (a skill's script), at each
+// of benchRoundTrips: the median and the toolbox requests each write takes (the upload,
+// then setting the mode).
+func BenchmarkWriteFile(b *testing.B) {
+	for _, rtt := range benchRoundTrips {
+		for _, mode := range []fs.FileMode{0o644, 0o755} {
+			b.Run(fmt.Sprintf("rtt=%s/mode=%04o", rtt, mode), func(b *testing.B) {
+				srv, _, rt := benchSandbox(b, rtt)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				benchCommands(b, srv, func() error {
+					return rt.WriteFile(ctx, "inter", "notes.txt", strings.NewReader("hello\n"), mode)
+				})
+			})
+		}
+	}
 }
