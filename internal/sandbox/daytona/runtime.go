@@ -462,13 +462,8 @@ func (r *Runtime) info(sb *Sandbox) (sandbox.SandboxInfo, error) {
 	return info, nil
 }
 
-// WriteFile uploads r's content to p (parents created), then sets mode (0: 0644). The
-// daemon's upload keeps an existing file's mode (os.Create, v0.190 apps/daemon/pkg/
-// toolbox/fs/upload_files.go:90), and nothing short of another request tells whether p
-// existed, so the mode is set after every upload, not only when it differs from a new
-// file's 0644: a write costs two toolbox requests (BenchmarkWriteFile). It is set with
-// the daemon's set-permissions call, which starts no process in the sandbox, rather than
-// a chmod command.
+// WriteFile uploads r's content to p (parents created), then sets mode (0: 0644), except
+// in a volume, where modes are fixed (setMode, filemodes.go).
 func (r *Runtime) WriteFile(ctx context.Context, id, p string, src io.Reader, mode fs.FileMode) error {
 	if err := r.writeFile(ctx, id, p, src, mode); err != nil {
 		return fmt.Errorf("daytona: write %s in sandbox %s: %w", p, id, err)
@@ -498,13 +493,7 @@ func (r *Runtime) writeFile(ctx context.Context, id, p string, src io.Reader, mo
 	if err := r.C.UploadFile(ctx, sb, dst, data); err != nil {
 		return r.toolboxErr(ctx, id, err)
 	}
-	if mode == 0 {
-		mode = 0o644
-	}
-	if err := r.C.SetFileMode(ctx, sb, dst, mode); err != nil {
-		return fmt.Errorf("setting mode %04o: %w", mode.Perm(), r.toolboxErr(ctx, id, err))
-	}
-	return nil
+	return r.setMode(ctx, id, sb, dst, mode)
 }
 
 // ReadFile downloads a regular file; past maxBytes (0: MaxFileSize) it is ErrTooLarge,

@@ -71,6 +71,7 @@ type Sandbox struct {
 	AutoArchiveInterval *int              `json:"autoArchiveInterval,omitempty"`
 	AutoDeleteInterval  *int              `json:"autoDeleteInterval,omitempty"`
 	ToolboxProxyURL     string            `json:"toolboxProxyUrl"`
+	Volumes             []SandboxVolume   `json:"volumes,omitempty"` // mount paths as created (filemodes.go)
 	CreatedAt           *time.Time        `json:"createdAt,omitempty"`
 	UpdatedAt           *time.Time        `json:"updatedAt,omitempty"`
 }

@@ -29,6 +29,7 @@ type sbox struct {
 	// runAs is the user the sandbox's commands and file calls run as, and wsOwner the
 	// owner of its /workspace ("" for none), from its snapshot (sandboxUser, workspace.go).
 	runAs, wsOwner string
+	mounts         []sandboxVolume // its volumes (recordSandboxVolumes, volumes.go)
 }
 
 // transitional states and where they lead. "creating" is a new sandbox's, only with
@@ -117,7 +118,7 @@ func (sb *sbox) dto() map[string]any {
 		"autoStopInterval": sb.AutoStop, "autoArchiveInterval": sb.AutoArchive,
 		"autoDeleteInterval": sb.AutoDelete, "toolboxProxyUrl": sb.toolbox,
 		"createdAt": sb.CreatedAt, "updatedAt": sb.UpdatedAt, "sandboxClass": "container",
-		"errorReason": sb.errorReason,
+		"errorReason": sb.errorReason, "volumes": sb.volumesDTO(),
 	}
 }
 

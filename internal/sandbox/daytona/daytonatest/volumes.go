@@ -46,7 +46,6 @@ func (s *Server) volumeDeleteDelay() time.Duration {
 // volumesState is the emulator's volumes and docker registries (registries.go).
 type volumesState struct {
 	volumes    []*volume
-	mounts     map[string][]sandboxVolume // by sandbox id
 	registries []*registry
 }
 
@@ -130,7 +129,7 @@ func (s *Server) SandboxVolumes(idOrName string) []map[string]string {
 		return nil
 	}
 	var out []map[string]string
-	for _, m := range s.vols.mounts[sb.ID] {
+	for _, m := range sb.mounts {
 		out = append(out, map[string]string{"volumeId": m.VolumeID, "mountPath": m.MountPath, "subpath": m.Subpath})
 	}
 	return out
@@ -209,7 +208,7 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) {
 		if sb.DesiredState == "destroyed" {
 			continue
 		}
-		if slices.ContainsFunc(s.vols.mounts[sb.ID], func(m sandboxVolume) bool { return m.VolumeID == v.ID }) {
+		if slices.ContainsFunc(sb.mounts, func(m sandboxVolume) bool { return m.VolumeID == v.ID }) {
 			writeErr(w, r, 409, "Volume cannot be deleted because it is in use by one or more sandboxes (e.g. "+sb.Name+")")
 			return
 		}
@@ -287,15 +286,23 @@ func mountPathError(p string) string {
 	return ""
 }
 
-// recordSandboxVolumes keeps a created sandbox's resolved mounts.
+// recordSandboxVolumes keeps a created sandbox's resolved mounts. Daytona stores them
+// on the sandbox (sandbox.entity.ts:190-194, default []) and returns them in its DTO
+// (sandbox.dto.ts:339, volumesDTO).
 func (s *Server) recordSandboxVolumes(sandboxID string, vols []sandboxVolume) {
-	if len(vols) == 0 {
-		return
+	for _, sb := range s.sandboxes {
+		if sb.ID == sandboxID {
+			sb.mounts = vols
+		}
 	}
-	if s.vols.mounts == nil {
-		s.vols.mounts = map[string][]sandboxVolume{}
+}
+
+// volumesDTO is the DTO's volumes: [] for none, as the entity's default.
+func (sb *sbox) volumesDTO() []sandboxVolume {
+	if sb.mounts == nil {
+		return []sandboxVolume{}
 	}
-	s.vols.mounts[sandboxID] = vols
+	return sb.mounts
 }
 
 // decodeStrict decodes a JSON body that may hold only the fields of v, and refuses any

@@ -108,8 +108,10 @@ type guardBox struct {
 	user, owner string
 }
 
-// guard wraps bx for sb: a root sandbox is unguarded.
+// guard wraps bx for sb: its volumes answer as mount-s3 (onVolumes, mounts3.go); a root
+// sandbox is otherwise unguarded.
 func guard(bx box, sb *sbox) box {
+	bx = onVolumes(bx, sb)
 	if sb.runAs == "root" || sb.runAs == "0" {
 		return bx
 	}
