@@ -196,6 +196,11 @@ func (r *Runtime) writeFile(ctx context.Context, id, p string, src io.Reader, mo
 			return err
 		}
 	}
+	// The mode given is the file's, over an existing file too (OpenFile's applies only to
+	// a new one, less the umask), as on every backend (sandboxtest's Files).
+	if err := f.Chmod(mode.Perm()); err != nil {
+		return err
+	}
 	n, err := io.Copy(f, io.LimitReader(src, r.maxFile()+1))
 	if err == nil && n > r.maxFile() {
 		_ = f.Truncate(0)

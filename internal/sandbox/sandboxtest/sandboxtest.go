@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -288,6 +289,15 @@ func testFiles(t *testing.T, f Fixture) {
 	}
 	if err := rt.WriteFile(ctx, "files", "abs", strings.NewReader("x"), 0o644); err == nil {
 		t.Fatal("wrote through a symlink")
+	}
+	// The mode given is the file's, over an existing file too, either way.
+	for _, mode := range []fs.FileMode{0o644, 0o755} {
+		if err := rt.WriteFile(ctx, "files", "src/run.sh", strings.NewReader("#!/bin/sh\necho ran\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := rt.StatFile(ctx, "files", "src/run.sh"); err != nil || fi.Mode.Perm() != mode {
+			t.Fatalf("rewritten with mode %o: %+v %v", mode, fi, err)
+		}
 	}
 	if err := rt.DeleteFile(ctx, "files", "src"); err != nil {
 		t.Fatal(err)
