@@ -217,7 +217,9 @@ type ExecResult struct {
 	Duration time.Duration
 }
 
-// SandboxInfo is a sandbox as recorded by its Runtime.
+// SandboxInfo is a sandbox as recorded by its Runtime. Env is the environment it was
+// created with, as Get reports it; List may leave it empty (Daytona's list items carry no
+// env).
 type SandboxInfo struct {
 	ID           string            `json:"id"`
 	SnapshotID   string            `json:"snapshot_id"`

@@ -411,18 +411,16 @@ func (r *Runtime) Get(ctx context.Context, id string) (sandbox.SandboxInfo, erro
 	return info, nil
 }
 
-// List returns this runtime's sandboxes (by label), sorted by id, error states included
-// (with their status as Daytona reports it) so that they can be swept.
+// List returns this runtime's sandboxes (by label), one per id, sorted by id, error
+// states included (with their status as Daytona reports it) so that they can be swept.
+// Sandboxes being deleted, which Daytona lists for a while, are left out (listing.go). Env
+// is empty: Daytona's list items carry none (Get has it).
 func (r *Runtime) List(ctx context.Context) ([]sandbox.SandboxInfo, error) {
 	all, err := r.C.AllSandboxes(ctx, SandboxListOptions{Labels: r.listLabels(), Limit: 200})
 	if err != nil {
 		return nil, fmt.Errorf("daytona: list sandboxes: %w", err)
 	}
-	out := make([]sandbox.SandboxInfo, 0, len(all))
-	for i := range all {
-		info, _ := r.info(&all[i])
-		out = append(out, info)
-	}
+	out := listed(all, r.info)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }

@@ -60,10 +60,11 @@ func (s *Server) autoTransition(sb *sbox, via string) {
 	s.advance(sb)
 }
 
-// autoDestroy deletes a sandbox as the crons do (a soft delete: it leaves the list, and
-// GET answers 404). Called with mu held.
+// autoDestroy deletes a sandbox as the crons do: a soft delete (softdelete.go), then
+// destroying until destroyed. A box that cannot be removed leaves the sandbox in error.
+// Called with mu held.
 func (s *Server) autoDestroy(sb *sbox) {
-	sb.State, sb.DesiredState = "destroyed", "destroyed"
-	s.destroy(sb)
-	delete(s.clk.activity, sb.ID)
+	if err := s.softDelete(sb); err != nil {
+		sb.State, sb.errorReason, sb.UpdatedAt = "error", "daytonatest: auto-delete: "+err.Error(), s.now()
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -33,14 +32,16 @@ type sbox struct {
 }
 
 // transitional states and where they lead. "creating" is a new sandbox's, only with
-// WithTransitionDelay("creating", d) (slowCreate).
+// WithTransitionDelay("creating", d) (slowCreate); "destroying" a deleted one's
+// (softDelete, softdelete.go).
 var transitions = map[string]string{
 	"starting": "started", "restoring": "started", "stopping": "stopped", "archiving": "archived",
-	"creating": "started",
+	"creating": "started", "destroying": "destroyed",
 }
 
-// advance completes a due transition. Called with mu held. An ephemeral sandbox
-// (autoDeleteInterval 0) that finishes stopping is destroyed: stop() in Daytona v0.190's
+// advance completes a due transition. Called with mu held. A sandbox that finishes
+// destroying is gone (softdelete.go). An ephemeral sandbox (autoDeleteInterval 0) that
+// finishes stopping is destroyed: stop() in Daytona v0.190's
 // apps/api/src/sandbox/services/sandbox.service.ts soft-deletes it (isEphemeral), renaming
 // it DESTROYED_<name>_<ms> at once, and GET /sandbox/{id} answers 404 once it is destroyed.
 func (s *Server) advance(sb *sbox) {
@@ -49,7 +50,7 @@ func (s *Server) advance(sb *sbox) {
 		return
 	}
 	sb.State, sb.UpdatedAt = to, s.now()
-	if to == "stopped" && sb.DesiredState == "destroyed" {
+	if to == "destroyed" || (to == "stopped" && sb.DesiredState == "destroyed") {
 		sb.State = "destroyed"
 		s.destroy(sb)
 	}
@@ -373,7 +374,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if match {
-			matched = append(matched, sb.dto())
+			matched = append(matched, sb.listedSandbox()) // softdelete.go
 		}
 	}
 	items, next := cursorPage(matched, offset, limit)
@@ -423,7 +424,7 @@ func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request, from map[stri
 	}
 	sb.State, sb.DesiredState = via, transitions[via]
 	if via == "stopping" && sb.AutoDelete == 0 {
-		sb.DesiredState, sb.Name = "destroyed", "DESTROYED_"+sb.Name+"_"+strconv.FormatInt(s.now().UnixMilli(), 10)
+		sb.DesiredState, sb.Name = "destroyed", softDeleteName(sb.Name, s.now())
 	}
 	sb.transitionEnd, sb.UpdatedAt = s.now().Add(s.transitionDelay(via)), s.now()
 	dto := sb.dto()
@@ -454,27 +455,6 @@ func (s *Server) stopSandbox(w http.ResponseWriter, r *http.Request) {
 // stopped.
 func (s *Server) archiveSandbox(w http.ResponseWriter, r *http.Request) {
 	s.lifecycle(w, r, map[string]string{"stopped": "archiving"}, "", "Sandbox is not stopped", nil)
-}
-
-func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) {
-	sb := s.sandboxOr404(w, r)
-	if sb == nil {
-		return
-	}
-	if _, busy := transitions[sb.State]; busy {
-		writeErr(w, r, 409, "Sandbox state change in progress")
-		return
-	}
-	s.endSessions(sb.ID, false)
-	if s.bx != nil {
-		if err := s.bx.remove(sb.ID); err != nil {
-			writeErr(w, r, 500, "daytonatest: "+err.Error())
-			return
-		}
-	}
-	s.sandboxes = slices.DeleteFunc(s.sandboxes, func(x *sbox) bool { return x == sb })
-	sb.State, sb.DesiredState = "destroying", "destroyed"
-	writeJSON(w, 200, sb.dto())
 }
 
 func (s *Server) putSandboxSecrets(w http.ResponseWriter, r *http.Request) {
