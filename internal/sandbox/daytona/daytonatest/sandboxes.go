@@ -29,6 +29,10 @@ type sbox struct {
 	// owner of its /workspace ("" for none), from its snapshot (sandboxUser, workspace.go).
 	runAs, wsOwner string
 	mounts         []sandboxVolume // its volumes (recordSandboxVolumes, volumes.go)
+	// secretEnv is each secret variable's placeholder as fixed at the sandbox's last start,
+	// startedWithSecrets whether it then had any (secretenv.go).
+	secretEnv          map[string]string
+	startedWithSecrets bool
 }
 
 // transitional states and where they lead. "creating" is a new sandbox's, only with
@@ -50,6 +54,9 @@ func (s *Server) advance(sb *sbox) {
 		return
 	}
 	sb.State, sb.UpdatedAt = to, s.now()
+	if to == "started" {
+		s.fixSecretEnv(sb) // secretenv.go
+	}
 	if to == "destroyed" || (to == "stopped" && sb.DesiredState == "destroyed") {
 		sb.State = "destroyed"
 		s.destroy(sb)
@@ -286,6 +293,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
 		AutoDelete: deref(b.AutoDeleteInterval, -1), Secrets: b.Secrets, CreatedAt: now, UpdatedAt: now,
 		toolbox: s.ts.URL + "/toolbox"}
 	sb.runAs, sb.wsOwner = s.sandboxUser(sn)
+	s.fixSecretEnv(sb) // secretenv.go
 	if sb.User == "" {
 		sb.User = "daytona"
 	}
@@ -481,6 +489,7 @@ func (s *Server) putSandboxSecrets(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sb.Secrets = b.Secrets
+	s.secretsAttached(sb) // secretenv.go
 	writeJSON(w, 200, sb.dto())
 }
 

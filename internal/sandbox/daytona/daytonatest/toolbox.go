@@ -17,7 +17,8 @@ import (
 )
 
 // toolboxTarget resolves the sandbox of a toolbox call: it must exist and be started. It
-// returns the box, the sandbox id and the env (sandbox env plus secret placeholders).
+// returns the box, the sandbox id and the env (sandbox env plus the secret placeholders
+// fixed when it started).
 func (s *Server) toolboxTarget(w http.ResponseWriter, r *http.Request) (box, string, map[string]string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -30,18 +31,7 @@ func (s *Server) toolboxTarget(w http.ResponseWriter, r *http.Request) (box, str
 		writeErr(w, r, 400, "Sandbox is not running")
 		return nil, "", nil, false
 	}
-	env := maps.Clone(sb.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	for _, m := range sb.Secrets {
-		for k, name := range m {
-			if sec := s.secretByName(name); sec != nil {
-				env[k] = sec.Placeholder
-			}
-		}
-	}
-	return guard(s.bx, sb), sb.ID, env, true
+	return guard(s.bx, sb), sb.ID, sb.processEnv(), true // secretenv.go
 }
 
 // fileErr answers a box error the way the daemon does.
