@@ -37,6 +37,8 @@ type daytonaFixture struct {
 	srv       *daytonatest.Server
 	key       string
 	providers map[string]func() (tfprotov6.ProviderServer, error)
+	// warnings are the refresh warnings of the providers' servers (warnings_acc_test.go).
+	warnings *warningRecorder
 }
 
 func newDaytonaFixture(t testing.TB, opts ...daytonatest.Option) *daytonaFixture {
@@ -45,11 +47,13 @@ func newDaytonaFixture(t testing.TB, opts ...daytonatest.Option) *daytonaFixture
 	reg := backends.Default()
 	reg[daytona.Type] = daytona.NewBackend(daytona.WithPollInterval(10*time.Millisecond), daytona.WithRetryPolicy(daytonaTestRetry))
 	p := &trueforgeProvider{version: "test", backends: reg}
+	w := &warningRecorder{}
 	return &daytonaFixture{
 		controlPlaneFixture: newFixture(t),
 		srv:                 srv,
 		key:                 daytonatest.DefaultKey,
-		providers:           map[string]func() (tfprotov6.ProviderServer, error){"trueforge": providerserver.NewProtocol6WithError(p)},
+		providers:           map[string]func() (tfprotov6.ProviderServer, error){"trueforge": w.wrap(providerserver.NewProtocol6WithError(p))},
+		warnings:            w,
 	}
 }
 
@@ -354,15 +358,23 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 				},
 			},
 			{
-				// Drift: the Daytona secret deleted there. Apply recreates it with the value.
-				PreConfig: func() { f.srv.DeleteSecret(secretName) },
-				Config:    f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
+				// Drift: the Daytona secret deleted there. Apply recreates it with the value,
+				// and the refresh warns that running sandboxes keep the old placeholder
+				// (Daytona fixes a sandbox's placeholders when it starts).
+				PreConfig: func() {
+					f.srv.DeleteSecret(secretName)
+					f.warnings.reset()
+				},
+				Config: f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate)},
 				},
 				Check: func(*terraformState) error {
 					if v, ok := f.srv.SecretValue(secretName); !ok || v != "ghp_second" {
 						return fmt.Errorf("secret after repair = %q, %v", v, ok)
+					}
+					if f.warnings.find("Daytona Secret Deleted Outside Terraform", secretName, "new placeholder", "keep the old one") == nil {
+						return fmt.Errorf("no warning that running sandboxes keep the old placeholder; warnings: %q", f.warnings.summaries())
 					}
 					return nil
 				},
