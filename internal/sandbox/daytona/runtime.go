@@ -72,6 +72,9 @@ type Runtime struct {
 	mu    sync.Mutex
 	cache map[string]*Sandbox // toolbox URLs by id; stable for a sandbox's life
 	pool  sessionPool         // idle sessions for plain commands (sessionpool.go)
+	// started holds the Daytona ids of the sandboxes this runtime made or started and
+	// has not stopped since, by id (crash.go).
+	started map[string]string
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -205,6 +208,7 @@ func (r *Runtime) finishCreate(ctx context.Context, id string, sb *Sandbox) erro
 		}
 	}
 	r.remember(id, sb)
+	r.markStarted(id, sb.ID) // crash.go
 	res, err := r.C.Execute(ctx, sb, ExecuteRequest{Command: "mkdir -p " + shellQuote(r.workDir())})
 	if err != nil {
 		return fmt.Errorf("creating the work directory: %w", err)
@@ -251,6 +255,7 @@ func (r *Runtime) forget(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.cache, id)
+	delete(r.started, id)
 }
 
 // sandbox returns the sandbox for toolbox calls: the cached object (its toolbox URL does
@@ -313,7 +318,9 @@ func (r *Runtime) fromSandbox(p string) string {
 // that cancel and timeout kill it in the sandbox and its output, stdout and stderr
 // apart, streams to Stdout and Stderr in lines while it runs. A plain command's Stdin is
 // uploaded to a temporary file in the work directory and redirected; an interactive
-// one's is relayed as it is read.
+// one's is relayed as it is read. A sandbox this runtime started that Daytona reports
+// stopped underneath it (its container died) is started again, files intact, before the
+// command runs (crash.go).
 func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	if c, ok := req.Stdin.(io.Closer); ok && req.Interactive {
 		defer c.Close() // releases the stdin forwarder and the caller's writer
@@ -340,7 +347,7 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 	if err != nil {
 		return res, err
 	}
-	stdinFile := ""
+	var stdin []byte // a plain command's, uploaded to a file
 	if req.Stdin != nil && !req.Interactive {
 		data, err := io.ReadAll(io.LimitReader(req.Stdin, r.maxFile()+1))
 		if err != nil {
@@ -349,9 +356,26 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 		if int64(len(data)) > r.maxFile() {
 			return res, fmt.Errorf("stdin: %w", sandbox.ErrTooLarge)
 		}
+		stdin = data // not nil, even when empty (io.ReadAll)
+	}
+	res, err = r.run(ctx, id, sb, req, argv, cwd, stdin)
+	if r.stoppedUnderneath(id, sb, err) { // crash.go
+		if err := r.restartStopped(ctx, id, err); err != nil {
+			return res, err
+		}
+		res, err = r.run(ctx, id, sb, req, argv, cwd, stdin)
+	}
+	return res, err
+}
+
+// run runs the command once: stdin (nil: none) is uploaded to a temporary file of the
+// work directory, which is deleted after.
+func (r *Runtime) run(ctx context.Context, id string, sb *Sandbox, req sandbox.ExecRequest, argv []string, cwd string, stdin []byte) (sandbox.ExecResult, error) {
+	stdinFile := ""
+	if stdin != nil {
 		stdinFile = path.Join(r.workDir(), ".trueforge-stdin-"+randHex())
-		if err := r.C.UploadFile(ctx, sb, stdinFile, data); err != nil {
-			return res, r.toolboxErr(ctx, id, err)
+		if err := r.C.UploadFile(ctx, sb, stdinFile, stdin); err != nil {
+			return sandbox.ExecResult{ExitCode: -1}, r.toolboxErr(ctx, id, err)
 		}
 		defer func() { _ = r.C.DeleteFile(context.WithoutCancel(ctx), sb, stdinFile, false) }()
 	}
@@ -361,6 +385,7 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 // Stop stops the sandbox and waits until it is stopped, archived or gone (stoprace.go);
 // its files stay unless Daytona deletes it on stop (autoDeleteInterval 0).
 func (r *Runtime) Stop(ctx context.Context, id string) error {
+	r.markStopped(id) // crash.go: an Exec now reports ErrStopped
 	if err := r.stop(ctx, id); err != nil {
 		return fmt.Errorf("daytona: stop sandbox %s: %w", id, err)
 	}
@@ -372,9 +397,11 @@ func (r *Runtime) Start(ctx context.Context, id string) error {
 	if _, err := r.C.StartSandbox(ctx, id); err != nil {
 		return fmt.Errorf("daytona: start sandbox %s: %w", id, r.lostErr(ctx, id, err))
 	}
-	if _, err := r.C.WaitSandbox(ctx, id, SandboxStarted); err != nil {
+	sb, err := r.C.WaitSandbox(ctx, id, SandboxStarted)
+	if err != nil {
 		return fmt.Errorf("daytona: start sandbox %s: %w", id, r.lostErr(ctx, id, err))
 	}
+	r.markStarted(id, sb.ID) // crash.go
 	return nil
 }
 
