@@ -216,6 +216,9 @@ func (p setupPlan) run() error {
 	if err := os.Chdir("/"); err != nil {
 		return err
 	}
+	// Staged: nothing outside the staging directory is bound any more, so other file
+	// systems need not be pinned by this namespace (setup_mounts_linux.go).
+	dropForeignMounts()
 	if p.Started != "" {
 		if err := os.WriteFile(p.Started, nil, 0o600); err != nil {
 			return err

@@ -97,38 +97,15 @@ func (r *Runtime) Sweep(ctx context.Context) error {
 
 // mountsUnder lists the mount points below dir, deepest first.
 func mountsUnder(dir string) []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := readMounts()
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescapeMount(f[4])
-		if strings.HasPrefix(mp, dir+"/") {
-			out = append([]string{mp}, out...)
+	for _, m := range mounts {
+		if strings.HasPrefix(m.Point, dir+"/") {
+			out = append([]string{m.Point}, out...)
 		}
 	}
 	return out
-}
-
-// unescapeMount undoes the octal escapes of /proc/self/mountinfo.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			v := (s[i+1]-'0')*64 + (s[i+2]-'0')*8 + (s[i+3] - '0')
-			b.WriteByte(v)
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

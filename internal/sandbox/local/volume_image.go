@@ -291,19 +291,15 @@ func loopAttached(dev, img string) bool {
 
 // mountSource is the device mounted at dir, from this process's mountinfo.
 func mountSource(dir string) (string, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := readMounts()
 	if err != nil {
 		return "", err
 	}
 	src := ""
-	for _, line := range strings.Split(string(data), "\n") {
-		// id parent major:minor root mountpoint options [optional...] - fstype source super
-		pre, post, ok := strings.Cut(line, " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 2 || f[4] != dir {
-			continue
+	for _, m := range mounts {
+		if m.Point == dir {
+			src = m.Source // the last mount at dir is the one seen
 		}
-		src = g[1] // the last mount at dir is the one seen
 	}
 	if !strings.HasPrefix(src, "/dev/loop") {
 		return "", fmt.Errorf("the volume at %s is not mounted from a loop device (%q)", dir, src)
