@@ -19,6 +19,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/validatorjs"
 )
 
 var (
@@ -124,7 +125,7 @@ func checkRegistryURL(s string) string {
 		return fmt.Sprintf("%q is not a registry URL; give the registry's host, for example ghcr.io", s)
 	case strings.HasSuffix(s, "/"):
 		return fmt.Sprintf("registry URL %q ends with '/'; leave it out (Daytona strips it, which would show as a change at every plan)", s)
-	case !daytonaRegistryURL(s):
+	case !validatorjs.IsURL(s):
 		return fmt.Sprintf("Daytona refuses registry URL %q: it wants a host name with a top-level domain (for example registry.example.com:5000) "+
 			"or an IP address (for example 10.0.0.5:5000), with an optional port of 1-65535 and an optional http://, https:// or ftp:// scheme; "+
 			"a bare name such as localhost or registry is not accepted", s)

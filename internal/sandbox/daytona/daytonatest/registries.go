@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/validatorjs"
 )
 
 // Docker registries, as apps/api/src/docker-registry (v0.190) and the OpenAPI document
@@ -116,7 +118,7 @@ func (b registryBody) missing(password bool) string {
 	}{{"name", b.Name}, {"url", b.URL}, {"username", b.Username}, {"password", b.Password}} {
 		switch {
 		case f.name == "password" && !password:
-		case f.name == "url" && (f.v == nil || !isURL(*f.v)):
+		case f.name == "url" && (f.v == nil || !validatorjs.IsURL(*f.v)):
 			msgs = append(msgs, "url must be a URL address")
 		case f.v == nil:
 			msgs = append(msgs, f.name+" must be a string")

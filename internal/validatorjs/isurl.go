@@ -1,4 +1,8 @@
-package provider
+// Package validatorjs ports what trueforge needs of validator.js, the library behind
+// class-validator's decorators in Daytona's API DTOs, so that a value is refused at plan
+// exactly when Daytona's validation would refuse it. The provider's plan checks and the
+// Daytona emulator use the same port; its tests pin it to what validator.js itself answers.
+package validatorjs
 
 import (
 	"net/netip"
@@ -9,16 +13,15 @@ import (
 	"unicode/utf16"
 )
 
-// daytonaRegistryURL reports whether Daytona accepts s as a docker registry's url: the
-// url of CreateDockerRegistryDto and UpdateDockerRegistryDto is class-validator's
-// @IsUrl() with no options (apps/api/src/docker-registry/dto/create-docker-registry.dto.ts:
-// 17-19, update-docker-registry.dto.ts:17-19, v0.190), which is validator.js 13.15's
-// isURL with its defaults, ported here: an optional http, https or ftp scheme, an
-// optional user, and a host that is an IP address or a domain name with a top-level
-// domain of letters (so "localhost" and a bare "registry" are refused), with an optional
-// port of 1-65535; the path is not checked. Daytona answers any other url with 400 "url
-// must be a URL address".
-func daytonaRegistryURL(s string) bool {
+// IsURL is validator.js 13.15's isURL with its default options, which class-validator's
+// @IsUrl() with no options applies (Daytona v0.190's CreateDockerRegistryDto and
+// UpdateDockerRegistryDto put it on url: apps/api/src/docker-registry/dto/
+// create-docker-registry.dto.ts:17-19, update-docker-registry.dto.ts:17-19; the API's
+// yarn.lock pins validator 13.15.15): an optional http, https or ftp scheme, an optional
+// user, and a host that is an IP address or a domain name with a top-level domain of
+// letters (so "localhost" and a bare "registry" are refused), with an optional port of
+// 1-65535; the path is not checked.
+func IsURL(s string) bool {
 	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == '\ufeff' || r == '<' || r == '>' }) ||
 		strings.HasPrefix(s, "mailto:") || len(utf16.Encode([]rune(s))) > 2084 {
 		return false
