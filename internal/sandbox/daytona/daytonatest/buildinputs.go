@@ -297,11 +297,38 @@ func imageUser(base string) string {
 // returns the image's final user, or the failure, which is Docker's BuildKit message for
 // a RUN that exits non-zero.
 func buildUsers(dockerfile string, userOf func(image string) string) (string, *failure) {
+	var fail *failure
+	user := walkUsers(dockerfile, userOf, func(kw, rest, user string) bool {
+		if kw != "RUN" || user == "root" || user == "0" {
+			return true
+		}
+		cmd := rest
+		for _, sub := range b64RunRE.FindAllStringSubmatch(rest, -1) {
+			if b, err := base64.StdEncoding.DecodeString(sub[1]); err == nil {
+				cmd += "\n" + string(b)
+			}
+		}
+		if what := rootOnly(cmd); what != "" {
+			fail = &failure{
+				reason: `Failed to build the image: process "/bin/sh -c ` + rest + `" did not complete successfully: exit code: 1`,
+				log:    "ERROR: " + what + ": Permission denied (RUN as user " + user + ", not root)"}
+			return false
+		}
+		return true
+	})
+	return user, fail
+}
+
+// walkUsers calls fn with each instruction of a Dockerfile (its keyword upper-cased, the
+// rest trimmed) and the user it runs as: a FROM starts from its base image's user
+// (userOf), a USER sets it. fn returning false stops the walk. It returns the user at the
+// end (at the stop).
+func walkUsers(dockerfile string, userOf func(image string) string, fn func(kw, rest, user string) bool) string {
 	user := "root"
 	for _, l := range sandbox.DockerfileInstructions(dockerfile) {
 		kw, rest, _ := strings.Cut(l, " ")
-		rest = strings.TrimSpace(rest)
-		switch strings.ToUpper(kw) {
+		kw, rest = strings.ToUpper(kw), strings.TrimSpace(rest)
+		switch kw {
 		case "FROM":
 			base, _, _ := strings.Cut(rest, " ")
 			user = userOf(base)
@@ -309,24 +336,12 @@ func buildUsers(dockerfile string, userOf func(image string) string) (string, *f
 			if u, _, _ := strings.Cut(rest, ":"); u != "" {
 				user = u
 			}
-		case "RUN":
-			if user == "root" || user == "0" {
-				continue
-			}
-			cmd := rest
-			for _, sub := range b64RunRE.FindAllStringSubmatch(rest, -1) {
-				if b, err := base64.StdEncoding.DecodeString(sub[1]); err == nil {
-					cmd += "\n" + string(b)
-				}
-			}
-			if what := rootOnly(cmd); what != "" {
-				return user, &failure{
-					reason: `Failed to build the image: process "/bin/sh -c ` + rest + `" did not complete successfully: exit code: 1`,
-					log:    "ERROR: " + what + ": Permission denied (RUN as user " + user + ", not root)"}
-			}
+		}
+		if !fn(kw, rest, user) {
+			break
 		}
 	}
-	return user, nil
+	return user
 }
 
 var (

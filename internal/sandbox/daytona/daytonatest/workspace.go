@@ -33,28 +33,20 @@ import (
 //   - a RUN as root that chowns /workspace gives it to that user; a RUN that makes it
 //     (mkdir) makes it its user's.
 func workspaceOwner(dockerfile string, userOf func(image string) string) string {
-	user, owner, dir := "root", "", "/"
-	for _, l := range sandbox.DockerfileInstructions(dockerfile) {
-		kw, rest, _ := strings.Cut(l, " ")
-		rest = strings.TrimSpace(rest)
-		switch strings.ToUpper(kw) {
+	owner, dir := "", "/"
+	walkUsers(dockerfile, userOf, func(kw, rest, user string) bool {
+		switch kw {
 		case "FROM":
-			base, _, _ := strings.Cut(rest, " ")
-			user, owner, dir = userOf(base), "", "/"
-		case "USER":
-			if u, _, _ := strings.Cut(rest, ":"); u != "" {
-				user = u
-			}
+			owner, dir = "", "/"
 		case "WORKDIR":
 			dir = path.Join(dir, rest)
 			if owner == "" && underWorkspace(dir) {
 				owner = user
 			}
 		case "COPY", "ADD":
-			f := strings.Fields(rest)
 			by := "root"
 			var args []string
-			for _, a := range f {
+			for _, a := range strings.Fields(rest) {
 				if c, ok := strings.CutPrefix(a, "--chown="); ok {
 					by, _, _ = strings.Cut(c, ":")
 				} else if !strings.HasPrefix(a, "--") {
@@ -71,7 +63,8 @@ func workspaceOwner(dockerfile string, userOf func(image string) string) string 
 				owner = user
 			}
 		}
-	}
+		return true
+	})
 	return owner
 }
 
