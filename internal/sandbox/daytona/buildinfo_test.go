@@ -1,7 +1,6 @@
 package daytona_test
 
 import (
-	"bytes"
 	"errors"
 	"net/http"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona/daytonatest"
 )
 
 // specReq is the build request of spec (its content-addressed id), with contextDir.
@@ -225,19 +223,8 @@ func TestEmulatorLintsUnknownFields(t *testing.T) {
 		// snapshot, not on the property).
 		{"/sandbox", `{"name":"x","snapshot":"nope","otelEndpointOverride":"https://otel.example.com:4318"}`, "Snapshot nope not found"},
 	} {
-		body, want := c.body, c.want
-		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, srv.URL()+c.route, bytes.NewReader([]byte(body)))
-		req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msg bytes.Buffer
-		_, _ = msg.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 400 || !strings.Contains(msg.String(), want) {
-			t.Fatalf("%s: %d %s; want 400 %q", body, resp.StatusCode, msg.String(), want)
+		if status, msg := rawJSON(t, http.MethodPost, srv.URL()+c.route, c.body); status != 400 || !strings.Contains(msg, c.want) {
+			t.Fatalf("%s: %d %s; want 400 %q", c.body, status, msg, c.want)
 		}
 	}
 }
@@ -252,18 +239,8 @@ func TestEmulatorSnapshotGPUBounds(t *testing.T) {
 		`{"name":"x","imageName":"ubuntu:24.04","gpu":2}`:                           "gpu must not be greater than 1",
 		`{"name":"x","imageName":"ubuntu:24.04","gpu":1,"gpuType":["H100","H200"]}`: "gpuType must contain no more than 1 elements",
 	} {
-		req, _ := http.NewRequestWithContext(testCtx(t), http.MethodPost, srv.URL()+"/snapshots", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msg bytes.Buffer
-		_, _ = msg.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 400 || !strings.Contains(msg.String(), want) {
-			t.Errorf("%s: %d %s; want 400 %q", body, resp.StatusCode, msg.String(), want)
+		if status, msg := rawJSON(t, http.MethodPost, srv.URL()+"/snapshots", body); status != 400 || !strings.Contains(msg, want) {
+			t.Errorf("%s: %d %s; want 400 %q", body, status, msg, want)
 		}
 	}
 }

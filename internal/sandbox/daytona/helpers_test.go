@@ -2,6 +2,9 @@ package daytona_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,4 +75,26 @@ func readySnapshot(t testing.TB, ctx context.Context, c *daytona.Client, script 
 
 func daytonatestSlow() []daytonatest.Option {
 	return []daytonatest.Option{daytonatest.WithBuildDelay(time.Hour)}
+}
+
+// rawJSON sends a JSON request with the default key straight to the emulator, past the
+// client (to send what the client would not), and returns the status and body.
+func rawJSON(t testing.TB, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testCtx(t), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }

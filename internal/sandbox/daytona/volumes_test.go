@@ -1,7 +1,6 @@
 package daytona_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -146,18 +145,10 @@ func TestEmulatorVolumes(t *testing.T) {
 		t.Fatalf("deleting a volume in use: %v; want 409 naming the sandbox", err)
 	}
 
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL()+"/volumes", bytes.NewReader([]byte(`{"name":"x","size":10}`)))
-	req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 400 {
+	if status, _ := rawJSON(t, http.MethodPost, srv.URL()+"/volumes", `{"name":"x","size":10}`); status != 400 {
 		// Daytona v0.190 would ignore size (no forbidNonWhitelisted, apps/api/src/main.ts:
 		// 72-76); the emulator refuses it as a lint of our client's fields.
-		t.Fatalf("the emulator's lint of a field the document lacks (size): %d; want 400", resp.StatusCode)
+		t.Fatalf("the emulator's lint of a field the document lacks (size): %d; want 400", status)
 	}
 }
 
@@ -297,17 +288,9 @@ func TestEmulatorRegistryPatchProject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPatch, srv.URL()+"/docker-registry/"+g.ID,
-		strings.NewReader(`{"name":"r","url":"ghcr.io","username":"bot"}`))
-	req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if p, _ := srv.RegistryProject("r"); resp.StatusCode != 200 || p != "acme" {
-		t.Fatalf("PATCH without project: %d, project %q; want 200 and acme kept", resp.StatusCode, p)
+	status, _ := rawJSON(t, http.MethodPatch, srv.URL()+"/docker-registry/"+g.ID, `{"name":"r","url":"ghcr.io","username":"bot"}`)
+	if p, _ := srv.RegistryProject("r"); status != 200 || p != "acme" {
+		t.Fatalf("PATCH without project: %d, project %q; want 200 and acme kept", status, p)
 	}
 	if _, err := c.UpdateDockerRegistry(ctx, g.ID, daytona.UpdateDockerRegistryRequest{Name: "r", URL: "ghcr.io", Username: "bot"}); err != nil {
 		t.Fatal(err)
