@@ -21,4 +21,3 @@ func TestIsURL(t *testing.T) {
 		}
 	}
 }
-

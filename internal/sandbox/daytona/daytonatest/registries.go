@@ -12,7 +12,7 @@ import (
 // Docker registries, as apps/api/src/docker-registry (v0.190) and the OpenAPI document
 // (CreateDockerRegistry, UpdateDockerRegistry, DockerRegistry) describe them: the
 // organization's registries (registryType organization), at most 100; the url must be a
-// URL with a top-level domain (@IsUrl(), isurl.go) and is stored without trailing
+// URL with a top-level domain (@IsUrl(), validatorjs.IsURL) and is stored without trailing
 // slashes ("docker.io" for Docker Hub); an update requires name, url and username, keeps
 // the password unless one is sent and the project unless the property is sent (an empty
 // string clears it); delete answers 204. Passwords are never returned; Registry shows
@@ -109,7 +109,7 @@ type registryBody struct {
 }
 
 // missing names the required fields a body lacks, as class-validator's messages do, and
-// a url that is not @IsUrl() (isurl.go): "url must be a URL address".
+// a url that is not @IsUrl() (validatorjs.IsURL): "url must be a URL address".
 func (b registryBody) missing(password bool) string {
 	var msgs []string
 	for _, f := range []struct {
