@@ -255,6 +255,9 @@ type Runtime interface {
 	Get(ctx context.Context, id string) (SandboxInfo, error)
 	List(ctx context.Context) ([]SandboxInfo, error)
 
+	// WriteFile creates or replaces a file of the workspace. A new file gets mode (0 means
+	// 0644); replacing one keeps its mode unless a mode other than 0644 is given, as
+	// `cat > file` does, so a rewrite never drops an executable bit by default.
 	WriteFile(ctx context.Context, id, path string, r io.Reader, mode fs.FileMode) error
 	// ReadFile returns a regular file's content; ErrTooLarge past maxBytes (0: a default).
 	ReadFile(ctx context.Context, id, path string, maxBytes int64) ([]byte, error)

@@ -8,12 +8,13 @@ import (
 	"strings"
 )
 
-// setMode gives the file dst that WriteFile has just uploaded its mode (0: 0644).
-//
-// The daemon's upload keeps an existing file's mode (os.Create, v0.190 apps/daemon/pkg/
-// toolbox/fs/upload_files.go:90), and nothing short of another request tells whether dst
-// existed, so the mode is set after every upload, not only when it differs from a new
-// file's 0644: a write costs two toolbox requests (BenchmarkWriteFile). It is set with the
+// setMode gives the file dst that WriteFile has just uploaded the mode asked for, unless
+// that is the default (0 or 0644): the runtime contract (sandbox.Runtime.WriteFile) is
+// that a new file gets the mode, and that rewriting an existing file keeps its mode unless
+// another is asked for, as `cat > file` or an editor does. That is what the daemon's upload
+// does by itself for the default (os.Create keeps an existing file's mode and makes a new
+// one 0644: v0.190 apps/daemon/pkg/toolbox/fs/upload_files.go:90), so the common write is
+// one request; another mode costs a second (BenchmarkWriteFile). It is set with the
 // daemon's set-permissions call, which starts no process in the sandbox, rather than a
 // chmod command.
 //
@@ -26,8 +27,8 @@ func (r *Runtime) setMode(ctx context.Context, id string, sb *Sandbox, dst strin
 	if inVolume(sb, dst) {
 		return nil
 	}
-	if mode == 0 {
-		mode = 0o644
+	if mode == 0 || mode.Perm() == 0o644 {
+		return nil
 	}
 	if err := r.C.SetFileMode(ctx, sb, dst, mode); err != nil {
 		return fmt.Errorf("setting mode %04o: %w", mode.Perm(), r.toolboxErr(ctx, id, err))

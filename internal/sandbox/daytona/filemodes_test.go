@@ -17,11 +17,12 @@ import (
 
 const routeSetPermissions = "POST /files/permissions"
 
-// TestWriteFileSetsTheModeOverAnExistingFile: the daemon's upload keeps an existing
-// file's mode (os.Create), so WriteFile(0644) over an executable must still leave it
-// 0644, as every mode asked for: each WriteFile is one upload and one set-permissions
-// call.
-func TestWriteFileSetsTheModeOverAnExistingFile(t *testing.T) {
+// TestWriteFileModes: the daemon's upload keeps an existing file's mode and makes a new
+// one 0644 (os.Create), so WriteFile sets a mode only when another is asked for: a new
+// file gets the mode asked for, a rewrite with the default (0 or 0644) keeps the file's,
+// any other mode replaces it, as the contract says on every backend. A write with the
+// default is one upload; another mode adds one set-permissions call.
+func TestWriteFileModes(t *testing.T) {
 	t.Parallel()
 	srv, c := setup(t)
 	ctx := testCtx(t)
@@ -31,7 +32,7 @@ func TestWriteFileSetsTheModeOverAnExistingFile(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = rt.Delete(context.Background(), "modes") })
 	srv.ResetCounts()
-	steps := []struct{ mode, want fs.FileMode }{{0o755, 0o755}, {0o644, 0o644}, {0o600, 0o600}, {0, 0o644}}
+	steps := []struct{ mode, want fs.FileMode }{{0o755, 0o755}, {0o644, 0o755}, {0, 0o755}, {0o600, 0o600}, {0o644, 0o600}}
 	for _, st := range steps {
 		if err := rt.WriteFile(ctx, "modes", "bin/run.sh", strings.NewReader("#!/bin/sh\n"), st.mode); err != nil {
 			t.Fatal(err)
@@ -41,8 +42,14 @@ func TestWriteFileSetsTheModeOverAnExistingFile(t *testing.T) {
 			t.Fatalf("after WriteFile(%04o): %v %v; want %04o", st.mode, fi.Mode, err, st.want)
 		}
 	}
-	if up, perm := srv.Count(routeBulkUpload), srv.Count(routeSetPermissions); up != len(steps) || perm != len(steps) {
-		t.Fatalf("%d uploads and %d set-permissions calls for %d writes; want one of each per write", up, perm, len(steps))
+	if up, perm := srv.Count(routeBulkUpload), srv.Count(routeSetPermissions); up != len(steps) || perm != 2 {
+		t.Fatalf("%d uploads and %d set-permissions calls for %d writes; want one upload each and a set-permissions call for the 2 writes of another mode", up, perm, len(steps))
+	}
+	if err := rt.WriteFile(ctx, "modes", "new.txt", strings.NewReader("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := rt.StatFile(ctx, "modes", "new.txt"); err != nil || fi.Mode.Perm() != 0o644 {
+		t.Fatalf("a new file written with mode 0: %v %v; want 0644", fi.Mode, err)
 	}
 }
 

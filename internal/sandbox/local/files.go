@@ -177,9 +177,12 @@ func (r *Runtime) writeFile(ctx context.Context, id, p string, src io.Reader, mo
 			return escaped(err)
 		}
 	}
-	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
+	fi, err := root.Lstat(rel)
+	if err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("refusing to write over a %s", kind(fi.Mode()))
 	}
+	existed := err == nil
+	defaultMode := mode == 0 || mode.Perm() == 0o644
 	if mode == 0 {
 		mode = 0o644
 	}
@@ -196,10 +199,13 @@ func (r *Runtime) writeFile(ctx context.Context, id, p string, src io.Reader, mo
 			return err
 		}
 	}
-	// The mode given is the file's, over an existing file too (OpenFile's applies only to
-	// a new one, less the umask), as on every backend (sandboxtest's Files).
-	if err := f.Chmod(mode.Perm()); err != nil {
-		return err
+	// A new file gets the mode exactly (OpenFile's is less the umask); an existing one
+	// keeps its mode unless another than the default is asked for, as the contract says
+	// on every backend (sandbox.Runtime.WriteFile, sandboxtest's Files).
+	if !existed || !defaultMode {
+		if err := f.Chmod(mode.Perm()); err != nil {
+			return err
+		}
 	}
 	n, err := io.Copy(f, io.LimitReader(src, r.maxFile()+1))
 	if err == nil && n > r.maxFile() {

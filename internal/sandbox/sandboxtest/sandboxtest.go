@@ -290,13 +290,13 @@ func testFiles(t *testing.T, f Fixture) {
 	if err := rt.WriteFile(ctx, "files", "abs", strings.NewReader("x"), 0o644); err == nil {
 		t.Fatal("wrote through a symlink")
 	}
-	// The mode given is the file's, over an existing file too, either way.
-	for _, mode := range []fs.FileMode{0o644, 0o755} {
-		if err := rt.WriteFile(ctx, "files", "src/run.sh", strings.NewReader("#!/bin/sh\necho ran\n"), mode); err != nil {
+	// Rewriting a file keeps its mode with the default (0 or 0644) and takes any other.
+	for _, st := range []struct{ mode, want fs.FileMode }{{0o644, 0o755}, {0, 0o755}, {0o600, 0o600}, {0o644, 0o600}, {0o755, 0o755}} {
+		if err := rt.WriteFile(ctx, "files", "src/run.sh", strings.NewReader("#!/bin/sh\necho ran\n"), st.mode); err != nil {
 			t.Fatal(err)
 		}
-		if fi, err := rt.StatFile(ctx, "files", "src/run.sh"); err != nil || fi.Mode.Perm() != mode {
-			t.Fatalf("rewritten with mode %o: %+v %v", mode, fi, err)
+		if fi, err := rt.StatFile(ctx, "files", "src/run.sh"); err != nil || fi.Mode.Perm() != st.want {
+			t.Fatalf("rewritten with mode %04o: %+v %v; want %04o", st.mode, fi, err, st.want)
 		}
 	}
 	if err := rt.DeleteFile(ctx, "files", "src"); err != nil {
