@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
 )
 
 // bwrapLaunch is how a runtime can start a sandbox with egress: a fresh network namespace
@@ -23,11 +23,11 @@ const bwrapLaunch = `set -e
 "$EGRESS_NETD" -prepare
 exec bwrap --die-with-parent --new-session --unshare-all --share-net --uid 1000 --gid 1000 --cap-drop ALL \
 	--ro-bind / / --proc /proc --dev /dev --tmpfs /tmp --tmpfs /run --dir /run/trueforge \
-	--ro-bind "$(dirname "$EGRESS_SOCKET")" ` + sandbox.EgressSocketDir + ` \
-	--ro-bind "$EGRESS_NETD" ` + sandbox.EgressHelperPath + ` \
+	--ro-bind "$(dirname "$EGRESS_SOCKET")" ` + wire.SocketDir + ` \
+	--ro-bind "$EGRESS_NETD" ` + wire.HelperPath + ` \
 	--ro-bind "$EGRESS_FILES/ca-bundle.pem" /run/trueforge/ca-bundle.pem \
 	--ro-bind "$EGRESS_FILES/resolv.conf" /etc/resolv.conf \
-	-- sh -c '` + sandbox.EgressHelperPath + ` -ready /tmp/netd.ready 2>/tmp/netd.log &
+	-- sh -c '` + wire.HelperPath + ` -ready /tmp/netd.ready 2>/tmp/netd.log &
 i=0; while [ ! -e /tmp/netd.ready ]; do i=$((i+1)); [ $i -lt 500 ] || { cat /tmp/netd.log >&2; exit 99; }; sleep 0.01; done
 exec "$@"' sh "$@"
 `

@@ -20,7 +20,8 @@
 //	p, err := egress.New(ctx, egress.Config{SandboxID: id, Policy: pol, Secrets: src, Log: sink})
 //	ln, err := egress.Listen(socketPath) // <private dir>/egress.sock
 //	go p.Serve(ln)
-//	req := sandbox.CreateRequest{Env: p.Env(), Egress: p.Egress(socketPath, netdPath), ...}
+//	egress := &sandbox.Egress{Socket: socketPath, Helper: netdPath, Files: p.Files()}
+//	req := sandbox.CreateRequest{Env: p.Env(), Egress: egress, ...}
 //
 // Env sets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (socks5h), NO_PROXY (localhost,127.0.0.1,::1)
 // in both cases, NODE_USE_ENV_PROXY=1, the CA variables (SSL_CERT_FILE,

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
 )
 
 // testNames are the upstream names every fixture serves (all on 127.0.0.1).
@@ -283,7 +283,7 @@ func newFixture(t testing.TB, pol egress.Policy, secrets []egress.Secret, opts .
 	f.proxy = p
 	// The socket alone in a directory of its own, as the runtime requires (it binds
 	// the directory).
-	f.socket = filepath.Join(f.dir, "sock", sandbox.EgressSocketName)
+	f.socket = filepath.Join(f.dir, "sock", wire.SocketName)
 	if err := os.Mkdir(filepath.Dir(f.socket), 0o700); err != nil {
 		t.Fatal(err)
 	}

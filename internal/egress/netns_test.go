@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
 )
 
 // sandboxScript lays out /run/trueforge as the runtime does (the socket's directory,
@@ -207,4 +207,4 @@ func TestSandboxSecretsThroughNetd(t *testing.T) {
 	}
 }
 
-var _ = sandbox.EgressSocketPath
+var _ = wire.SocketPath

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
-// Files the proxy asks the runtime to write under /run/trueforge (sandbox.Egress.Files).
+// Files the proxy asks the runtime to write under /run/trueforge (the Files of the
+// runtime's egress hook, sandbox.Egress).
 const (
 	FileCABundle   = "ca-bundle.pem" // the host's roots plus this sandbox's CA
 	FileResolvConf = "resolv.conf"   // must be bound at ResolvConfPath
@@ -231,12 +231,6 @@ func (p *Proxy) Files() map[string][]byte {
 		FileCABundle:   bundle,
 		FileResolvConf: []byte("# trueforge: names are answered by netd with synthetic addresses; the proxy resolves them\nnameserver 127.0.0.1\noptions attempts:1 timeout:2\n"),
 	}
-}
-
-// Egress is the runtime's hook for this proxy: socket is where Listen put the socket,
-// helper the trueforge-netd binary.
-func (p *Proxy) Egress(socket, helper string) *sandbox.Egress {
-	return &sandbox.Egress{Socket: socket, Helper: helper, Files: p.Files()}
 }
 
 // State returns what New needs to recreate this proxy after a restart.

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"strings"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
 )
 
 // Sandbox statuses, as reported by Runtime.Get.
@@ -159,19 +161,20 @@ type Egress struct {
 	Files map[string][]byte
 }
 
-// Fixed paths inside a sandbox for the egress plumbing.
+// Fixed paths inside a sandbox for the egress plumbing: egress/wire's, the one place both
+// ends of the egress path and the runtimes read them from.
 const (
 	// EgressSocketDir is where the directory of Egress.Socket is bound (read-only).
-	EgressSocketDir = "/run/trueforge/egress"
+	EgressSocketDir = wire.SocketDir
 	// EgressSocketName is the base name Egress.Socket must have on the host.
-	EgressSocketName = "egress.sock"
+	EgressSocketName = wire.SocketName
 	// EgressSocketPath is the harness's socket as the sandbox sees it.
-	EgressSocketPath = EgressSocketDir + "/" + EgressSocketName
-	EgressHelperPath = "/run/trueforge/netd"
+	EgressSocketPath = wire.SocketPath
+	// EgressHelperPath is where Egress.Helper is bound.
+	EgressHelperPath = wire.HelperPath
 	// EgressReadyEnv, in the helper's environment, names a descriptor the helper closes
-	// once it listens; the runtime runs no command before that (or the helper's exit), so
-	// the first command finds the network up.
-	EgressReadyEnv = "TRUEFORGE_EGRESS_READY_FD"
+	// once it listens (wire.ReadyEnv).
+	EgressReadyEnv = wire.ReadyEnv
 )
 
 // ExecRequest is one command in a sandbox. Exactly one of Argv and Shell is set; Shell

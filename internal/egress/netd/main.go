@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // Main is the netd command, the one entry point of both binaries that serve as the
@@ -33,7 +32,7 @@ import (
 // Flags: -socket (the harness's egress unix socket), -http, -socks, -dns (listen
 // addresses; empty disables), -prepare (prepare the current network namespace and exit)
 // and -ready (a file to write once listening). Once listening it also closes the
-// descriptor named in sandbox.EgressReadyEnv, if any, and then serves until SIGTERM or
+// descriptor named in wire.ReadyEnv, if any, and then serves until SIGTERM or
 // SIGINT.
 func Main(args []string, stderr io.Writer) int {
 	if err := NotDumpable(); err != nil {
@@ -42,7 +41,7 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("trueforge-netd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	socket := fs.String("socket", sandbox.EgressSocketPath, "the harness's egress unix socket")
+	socket := fs.String("socket", wire.SocketPath, "the harness's egress unix socket")
 	httpAddr := fs.String("http", fmt.Sprintf("127.0.0.1:%d", wire.HTTPProxyPort), "HTTP proxy listen address; empty disables")
 	socksAddr := fs.String("socks", fmt.Sprintf("127.0.0.1:%d", wire.SOCKSPort), "SOCKS5 listen address; empty disables")
 	dnsAddr := fs.String("dns", fmt.Sprintf("127.0.0.1:%d", wire.DNSPort), "DNS listen address (UDP and TCP); empty disables")
@@ -89,14 +88,14 @@ func Main(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// signalReady closes the descriptor the sandbox runtime named in sandbox.EgressReadyEnv:
+// signalReady closes the descriptor the sandbox runtime named in wire.ReadyEnv:
 // the runtime runs the sandbox's commands only once netd listens.
 func signalReady() {
-	v := os.Getenv(sandbox.EgressReadyEnv)
+	v := os.Getenv(wire.ReadyEnv)
 	if v == "" {
 		return
 	}
-	os.Unsetenv(sandbox.EgressReadyEnv)
+	os.Unsetenv(wire.ReadyEnv)
 	if fd, err := strconv.Atoi(v); err == nil && fd > 2 {
 		os.NewFile(uintptr(fd), "ready").Close()
 	}

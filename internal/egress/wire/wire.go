@@ -1,7 +1,10 @@
 // Package wire is what the two ends of a sandbox's egress path agree on, and nothing
-// else: the loopback ports netd (internal/egress/netd, inside the sandbox) listens on,
-// which the proxy (internal/egress, on the host) points the sandbox's tools at, and the
-// host-name normalisation both apply to the names that cross between them.
+// else: where the sandbox finds the harness's socket and the netd helper, the descriptor
+// netd closes once it listens, the loopback ports netd (internal/egress/netd, inside the
+// sandbox) listens on, which the proxy (internal/egress, on the host) points the sandbox's
+// tools at, and the host-name normalisation both apply to the names that cross between
+// them. The sandbox runtimes bind and start what these paths name (internal/sandbox
+// re-exports them for its Egress hook).
 //
 // It imports only the standard library and must stay that way: netd runs inside the
 // sandbox and imports nothing host-side (no TLS termination, CA, policy or secrets),
@@ -12,6 +15,22 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+)
+
+// Fixed paths inside a sandbox for the egress plumbing.
+const (
+	// SocketDir is where the directory of the harness's socket is bound (read-only).
+	SocketDir = "/run/trueforge/egress"
+	// SocketName is the base name the socket has on the host.
+	SocketName = "egress.sock"
+	// SocketPath is the harness's socket as the sandbox sees it.
+	SocketPath = SocketDir + "/" + SocketName
+	// HelperPath is where netd's executable is bound.
+	HelperPath = "/run/trueforge/netd"
+	// ReadyEnv, in netd's environment, names a descriptor netd closes once it listens;
+	// the runtime runs no command before that (or netd's exit), so the first command
+	// finds the network up.
+	ReadyEnv = "TRUEFORGE_EGRESS_READY_FD"
 )
 
 // Ports netd listens on inside the sandbox, on 127.0.0.1.

@@ -235,7 +235,7 @@ func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env s
 		return nil, nil, err
 	}
 	x.live[sandboxID] = r
-	return r.proxy.Env(), r.proxy.Egress(r.sock, x.cfg.Helper), nil
+	return r.proxy.Env(), &sandbox.Egress{Socket: r.sock, Helper: x.cfg.Helper, Files: r.proxy.Files()}, nil
 }
 
 // Ensure makes the proxy of an existing sandbox serve in this process. It reports

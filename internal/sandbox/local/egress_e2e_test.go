@@ -203,7 +203,7 @@ func TestEgressEndToEnd(t *testing.T) {
 	if _, ok := p.Files()[egressResolvConf]; !ok {
 		t.Fatalf("the proxy's files have no %s (egress.FileResolvConf is %q): the runtime binds that name over /etc/resolv.conf", egressResolvConf, egress.FileResolvConf)
 	}
-	create(t, r, sandbox.CreateRequest{ID: "net", SnapshotID: rel, Env: env, Egress: p.Egress(sock, netdBin)})
+	create(t, r, sandbox.CreateRequest{ID: "net", SnapshotID: rel, Env: env, Egress: egressHook(p, sock, netdBin)})
 
 	allowed := "https://" + net.JoinHostPort(allowedHost, up.port) + "/auth"
 	authorized := `curl -sS --max-time 20 -v -o /workspace/auth.out -H "Authorization: Bearer $API_TOKEN" ` + allowed + ` 2>/workspace/curl.log || { cat /workspace/curl.log; exit 1; }; cat /workspace/auth.out`

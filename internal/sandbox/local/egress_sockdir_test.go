@@ -84,7 +84,7 @@ func TestEgressSurvivesANewListener(t *testing.T) {
 
 	first := newProxy(1, nil)
 	stopFirst := serve(first)
-	create(t, r, sandbox.CreateRequest{ID: "relisten", SnapshotID: rel, Env: first.Env(), Egress: first.Egress(sock, netdBin)})
+	create(t, r, sandbox.CreateRequest{ID: "relisten", SnapshotID: rel, Env: first.Env(), Egress: egressHook(first, sock, netdBin)})
 	bg := mustSh(t, r, "relisten", `setsid sh -c 'while :; do sleep 1; done' >/dev/null 2>&1 </dev/null & echo $! > /tmp/bg.pid; echo alive > /tmp/marker; cat /tmp/bg.pid`)
 	keeper, _, _ := r.keeperAlive("relisten")
 

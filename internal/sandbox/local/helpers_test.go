@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
@@ -201,4 +202,10 @@ func etcOwner(r *Runtime) string {
 		return "0 0"
 	}
 	return "1000 1000"
+}
+
+// egressHook is a sandbox's egress hook on proxy p, as the harness makes it
+// (sandboxnet): the socket p listens on, the netd helper and p's files.
+func egressHook(p *egress.Proxy, sock, helper string) *sandbox.Egress {
+	return &sandbox.Egress{Socket: sock, Helper: helper, Files: p.Files()}
 }

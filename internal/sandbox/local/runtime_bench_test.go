@@ -73,7 +73,7 @@ func BenchmarkColdStartEgress(b *testing.B) {
 	}
 	go func() { _ = p.Serve(ln) }()
 	b.Cleanup(func() { p.Close() })
-	coldStart(b, sandbox.CreateRequest{Env: p.Env(), Egress: p.Egress(sock, netd)})
+	coldStart(b, sandbox.CreateRequest{Env: p.Env(), Egress: egressHook(p, sock, netd)})
 }
 
 // coldStart measures Create from a Ready snapshot plus the first exec of true, with req
