@@ -3,7 +3,6 @@ package provider
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
@@ -30,7 +29,7 @@ func nextStep(err error) string {
 		return "It was removed outside Terraform while this command ran. Run terraform plan again: the refresh shows what is left, and apply recreates what is missing."
 	case errors.As(err, &api):
 		return api.Backend() + "'s API refused or failed the request (its answer is above). Check the sandbox provider's api_key, api_url and target, and " + api.Backend() + "'s status, then run terraform apply again."
-	case strings.Contains(err.Error(), "database is locked") || strings.Contains(err.Error(), "SQLITE_BUSY"):
+	case store.IsBusy(err):
 		return "Another process held the control-plane database for longer than the busy timeout. Wait for it to finish (or stop it), then run the command again."
 	default:
 		return "Check that the control-plane database (database_url, else TRUEFORGE_DATABASE_URL) is on a writable, not full, file system and that the sandbox provider's backend is reachable, then run terraform apply again. If it persists, run with TF_LOG=debug and report the output."

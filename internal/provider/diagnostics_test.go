@@ -10,6 +10,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/daytona"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // An operation error says what failed on which object, why, and what to do next; the
@@ -21,7 +22,7 @@ func TestOperationErrorSaysWhatNext(t *testing.T) {
 	}{
 		{fmt.Errorf("environment %q: %w", "py", store.ErrNotFound), "removed outside Terraform"},
 		{fmt.Errorf("creating snapshot: %w", &daytona.APIError{Method: "POST", URL: "https://x/api/snapshots", Status: 500}), "Check the sandbox provider's api_key, api_url and target"},
-		{errors.New("updating environment: database is locked (5) (SQLITE_BUSY)"), "busy timeout"},
+		{fmt.Errorf("updating environment: %w", storetest.BusyError(t)), "busy timeout"},
 		{errors.New("disk I/O error"), "database_url, else TRUEFORGE_DATABASE_URL"},
 	} {
 		var diags diag.Diagnostics
@@ -35,3 +36,4 @@ func TestOperationErrorSaysWhatNext(t *testing.T) {
 		}
 	}
 }
+

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	sqlitedrv "modernc.org/sqlite"
 )
 
 // dialect is what differs between the two databases the store runs on. The store's SQL
@@ -111,7 +112,18 @@ func isUndefinedTable(err error) bool {
 	return err != nil && (sqlState(err) == "42P01" || strings.Contains(err.Error(), "no such table"))
 }
 
-// isBusy reports whether SQLite refused err because another connection held a lock.
-func isBusy(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "database is locked"))
+// IsBusy reports whether SQLite refused err because another connection held a lock past
+// the busy timeout: SQLITE_BUSY or SQLITE_LOCKED, in any of their extended codes (the
+// primary code is the low byte).
+func IsBusy(err error) bool {
+	var e *sqlitedrv.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	const sqliteBusy, sqliteLocked = 5, 6 // SQLITE_BUSY, SQLITE_LOCKED (sqlite3.h)
+	switch e.Code() & 0xff {
+	case sqliteBusy, sqliteLocked:
+		return true
+	}
+	return false
 }

@@ -135,7 +135,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	// SQLITE_BUSY without waiting (busy_timeout does not cover it) while another process
 	// does the same: processes that open a new file at once retry for a while.
 	err = s.migrate(ctx)
-	for deadline := time.Now().Add(10 * time.Second); isBusy(err) && time.Now().Before(deadline); err = s.migrate(ctx) {
+	for deadline := time.Now().Add(10 * time.Second); IsBusy(err) && time.Now().Before(deadline); err = s.migrate(ctx) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
