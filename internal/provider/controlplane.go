@@ -61,6 +61,28 @@ func (cp *controlPlane) opened(ctx context.Context, p store.SandboxProvider) (sa
 	return b, cfg, err
 }
 
+// openProvider opens the sandbox provider a resource's sandbox_provider names, adding an
+// error on that attribute (a missing provider) or an operation error (a store or backend
+// failure) to diags; ok is false then.
+func (cp *controlPlane) openProvider(ctx context.Context, name string, diags *diag.Diagnostics) (b sandbox.Backend, cfg sandbox.ProviderConfig, ok bool) {
+	p, err := cp.store.GetSandboxProvider(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		diags.AddAttributeError(path.Root("sandbox_provider"), "Sandbox Provider Not Found",
+			fmt.Sprintf("No sandbox provider %q exists. Reference a trueforge_sandbox_provider's name attribute so Terraform creates it first.", name))
+		return nil, cfg, false
+	}
+	if err != nil {
+		addOperationError(diags, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", name), err)
+		return nil, cfg, false
+	}
+	b, cfg, err = cp.opened(ctx, p)
+	if err != nil {
+		addOperationError(diags, "Error Opening Sandbox Provider", fmt.Sprintf("sandbox provider %q", name), err)
+		return nil, cfg, false
+	}
+	return b, cfg, true
+}
+
 // builder returns the snapshot builder of a provider.
 func (cp *controlPlane) builder(ctx context.Context, p store.SandboxProvider) (sandbox.SnapshotBuilder, error) {
 	b, cfg, err := cp.opened(ctx, p)

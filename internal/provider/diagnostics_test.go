@@ -36,4 +36,3 @@ func TestOperationErrorSaysWhatNext(t *testing.T) {
 		}
 	}
 }
-

@@ -237,19 +237,8 @@ func addRegistriesUnsupported(diags *diag.Diagnostics, providerName string, err 
 
 // registries opens the registry store of the named sandbox provider.
 func (r *registryResource) registries(ctx context.Context, providerName string, diags *diag.Diagnostics) (sandbox.RegistryStore, string) {
-	p, err := r.cp.store.GetSandboxProvider(ctx, providerName)
-	if errors.Is(err, store.ErrNotFound) {
-		diags.AddAttributeError(path.Root("sandbox_provider"), "Sandbox Provider Not Found",
-			fmt.Sprintf("No sandbox provider %q exists. Reference a trueforge_sandbox_provider's name attribute so Terraform creates it first.", providerName))
-		return nil, ""
-	}
-	if err != nil {
-		addOperationError(diags, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", providerName), err)
-		return nil, ""
-	}
-	b, cfg, err := r.cp.opened(ctx, p)
-	if err != nil {
-		addOperationError(diags, "Error Opening Sandbox Provider", fmt.Sprintf("sandbox provider %q", providerName), err)
+	b, cfg, ok := r.cp.openProvider(ctx, providerName, diags)
+	if !ok {
 		return nil, ""
 	}
 	rs, err := b.Registries(ctx, cfg)

@@ -235,19 +235,8 @@ func (r *volumeResource) checkSize(ctx context.Context, req resource.ModifyPlanR
 
 // volumes opens the volume store of the named sandbox provider.
 func (r *volumeResource) volumes(ctx context.Context, providerName string, diags *diag.Diagnostics) (sandbox.VolumeStore, string) {
-	p, err := r.cp.store.GetSandboxProvider(ctx, providerName)
-	if errors.Is(err, store.ErrNotFound) {
-		diags.AddAttributeError(path.Root("sandbox_provider"), "Sandbox Provider Not Found",
-			fmt.Sprintf("No sandbox provider %q exists. Reference a trueforge_sandbox_provider's name attribute so Terraform creates it first.", providerName))
-		return nil, ""
-	}
-	if err != nil {
-		addOperationError(diags, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", providerName), err)
-		return nil, ""
-	}
-	b, cfg, err := r.cp.opened(ctx, p)
-	if err != nil {
-		addOperationError(diags, "Error Opening Sandbox Provider", fmt.Sprintf("sandbox provider %q", providerName), err)
+	b, cfg, ok := r.cp.openProvider(ctx, providerName, diags)
+	if !ok {
 		return nil, ""
 	}
 	vs, err := b.Volumes(ctx, cfg)
