@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -130,18 +128,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: g.completeSessions,
 		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
-			// Not under a live run: its harness would go on writing to a session whose
-			// rows and sandbox are gone. Runs of dead harnesses are ended first.
-			if _, err := runner.Repair(ctx, h.store, s.ID, lifecycle.ProcessOwner(), 0); err != nil {
-				if errors.Is(err, runner.ErrBusy) {
-					return fmt.Errorf("session %s is in use, so it was not deleted: %w", s.ID, err)
-				}
-				return err
-			}
-			if err := h.manager.Delete(ctx, s.ID); err != nil {
-				return err
-			}
-			if err := h.store.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := sessions.Delete(ctx, h.store, h.manager, s.ID); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted session %s\n", s.ID)

@@ -11,8 +11,8 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -353,18 +353,9 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c *caller
 		return errorf(http.StatusConflict, CodeBusy, "session %s is running turn %s; cancel it (POST /api/v1/sessions/%s/cancel), then delete the session", ss.ID, lr.id, ss.ID)
 	}
 	// Runs of dead harnesses are ended first; a live one elsewhere keeps the session.
-	if _, err := runner.Repair(ctx, s.cfg.Store, ss.ID, lifecycle.ProcessOwner(), 0); err != nil {
-		if errors.Is(err, runner.ErrBusy) {
-			return errorf(http.StatusConflict, CodeBusy, "session %s is in use, so it was not deleted: %v", ss.ID, err)
-		}
-		return err
-	}
-	if s.cfg.Sandboxes != nil {
-		if err := s.cfg.Sandboxes.Delete(ctx, ss.ID); err != nil {
-			return fmt.Errorf("deleting the sandbox of session %s: %w", ss.ID, err)
-		}
-	}
-	if err := s.cfg.Store.DeleteSession(ctx, ss.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := sessions.Delete(ctx, s.cfg.Store, s.cfg.Sandboxes, ss.ID); errors.Is(err, runner.ErrBusy) {
+		return errorf(http.StatusConflict, CodeBusy, "%v", err)
+	} else if err != nil {
 		return err
 	}
 	if ss.Owner != c.user.Name {
