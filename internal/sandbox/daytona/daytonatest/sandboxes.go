@@ -173,92 +173,93 @@ func checkDomain(p string) string {
 	return ""
 }
 
-func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
-	// The CreateSandbox schema of the v0.205 OpenAPI document (daytona/clients
-	// api-client-go/api/openapi.yaml, CreateSandbox), whole. decodeStrict refuses any
-	// other property, which Daytona does not (it ignores them: apps/api/src/main.ts:72-76,
-	// v0.190), so that a field our client invents fails a test instead of being dropped.
-	var b struct {
-		Name                string              `json:"name"`
-		Snapshot            string              `json:"snapshot"`
-		User                string              `json:"user"`
-		Env                 map[string]string   `json:"env"`
-		Labels              map[string]string   `json:"labels"`
-		Public              bool                `json:"public"`
-		Target              string              `json:"target"`
-		CPU                 int64               `json:"cpu"`
-		GPU                 int64               `json:"gpu"`
-		GPUType             []string            `json:"gpuType"`
-		Memory              int64               `json:"memory"`
-		Disk                int64               `json:"disk"`
-		AutoStopInterval    *int                `json:"autoStopInterval"`
-		AutoArchiveInterval *int                `json:"autoArchiveInterval"`
-		AutoDeleteInterval  *int                `json:"autoDeleteInterval"`
-		AutoPauseInterval   *int                `json:"autoPauseInterval"`
-		TTLMinutes          *int                `json:"ttlMinutes"`
-		Volumes             []sandboxVolume     `json:"volumes"`
-		BuildInfo           json.RawMessage     `json:"buildInfo"`
-		NetworkBlockAll     bool                `json:"networkBlockAll"`
-		NetworkAllowList    string              `json:"networkAllowList"`
-		DomainAllowList     string              `json:"domainAllowList"`
-		OutboundProxyURL    string              `json:"outboundProxyUrl"`
-		OtelEndpoint        string              `json:"otelEndpointOverride"`
-		LinkedSandbox       string              `json:"linkedSandbox"`
-		Secrets             []map[string]string `json:"secrets"`
-		Spot                bool                `json:"spot"`
+// createSandboxBody is the CreateSandbox schema of the v0.205 OpenAPI document (daytona/
+// clients api-client-go/api/openapi.yaml, CreateSandbox), whole. decodeStrict refuses any
+// other property, which Daytona does not (it ignores them: apps/api/src/main.ts:72-76,
+// v0.190), so that a field our client invents fails a test instead of being dropped.
+type createSandboxBody struct {
+	Name                string              `json:"name"`
+	Snapshot            string              `json:"snapshot"`
+	User                string              `json:"user"`
+	Env                 map[string]string   `json:"env"`
+	Labels              map[string]string   `json:"labels"`
+	Public              bool                `json:"public"`
+	Target              string              `json:"target"`
+	CPU                 int64               `json:"cpu"`
+	GPU                 int64               `json:"gpu"`
+	GPUType             []string            `json:"gpuType"`
+	Memory              int64               `json:"memory"`
+	Disk                int64               `json:"disk"`
+	AutoStopInterval    *int                `json:"autoStopInterval"`
+	AutoArchiveInterval *int                `json:"autoArchiveInterval"`
+	AutoDeleteInterval  *int                `json:"autoDeleteInterval"`
+	AutoPauseInterval   *int                `json:"autoPauseInterval"`
+	TTLMinutes          *int                `json:"ttlMinutes"`
+	Volumes             []sandboxVolume     `json:"volumes"`
+	BuildInfo           json.RawMessage     `json:"buildInfo"`
+	NetworkBlockAll     bool                `json:"networkBlockAll"`
+	NetworkAllowList    string              `json:"networkAllowList"`
+	DomainAllowList     string              `json:"domainAllowList"`
+	OutboundProxyURL    string              `json:"outboundProxyUrl"`
+	OtelEndpoint        string              `json:"otelEndpointOverride"`
+	LinkedSandbox       string              `json:"linkedSandbox"`
+	Secrets             []map[string]string `json:"secrets"`
+	Spot                bool                `json:"spot"`
+}
+
+// refuseCreate is the status and message a create of b from snapshot sn in region is
+// refused with (0 and "" when it is not), checked in the order Daytona checks them.
+func (s *Server) refuseCreate(b *createSandboxBody, sn *snap, region Region, known bool) (int, string) {
+	switch {
+	case !known:
+		return 404, "Region not found"
+	// Resources with a snapshot: sandbox.controller.ts:296 (v0.190); an unknown snapshot:
+	// sandbox.service.ts:495; the region check :505-507; GPU ephemeral :524-526.
+	case b.Snapshot != "" && (b.CPU != 0 || b.Memory != 0 || b.Disk != 0 || b.GPU != 0):
+		return 400, "Cannot specify Sandbox resources when using a snapshot"
+	case b.Snapshot == "":
+		return 400, "daytonatest: a snapshot is required"
+	case sn == nil:
+		return 400, "Snapshot " + b.Snapshot + " not found. Did you add it through the Daytona Dashboard?"
+	case sn.Region != region.ID:
+		// createFromSnapshot in v0.190's apps/api/src/sandbox/services/sandbox.service.ts
+		// (isAvailableInRegion), checked before the snapshot's state.
+		return 400, "Snapshot " + b.Snapshot + " is not available in region " + region.ID
+	case sn.State != "active":
+		return 400, "Snapshot " + b.Snapshot + " is " + sn.State
+	case b.AutoStopInterval != nil && *b.AutoStopInterval < 0:
+		return 400, "autoStopInterval must be >= 0"
+	case sn.inputs != nil && sn.inputs.GPU > 0 && (b.AutoDeleteInterval == nil || *b.AutoDeleteInterval != 0):
+		// GPU sandboxes must be ephemeral (CreateSandbox in the v0.205 OpenAPI document;
+		// /work/shared/reference/daytona-api.md §5).
+		return 400, "GPU sandboxes must be ephemeral: set autoDeleteInterval to 0"
 	}
+	if msg := checkList(b.NetworkAllowList, checkCIDR); msg != "" {
+		return 400, msg
+	}
+	if msg := checkList(b.DomainAllowList, checkDomain); msg != "" {
+		return 400, msg
+	}
+	for _, m := range b.Secrets {
+		for _, name := range m {
+			if s.secretByName(name) == nil {
+				return 400, "Secret " + name + " not found"
+			}
+		}
+	}
+	return 0, ""
+}
+
+func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) {
+	var b createSandboxBody
 	if !decodeStrict(w, r, &b) {
 		return
 	}
 	sn := s.findSnap(b.Snapshot)
 	region, known := s.sandboxRegion(b.Target)
-	switch {
-	case !known:
-		writeErr(w, r, 404, "Region not found")
+	if status, msg := s.refuseCreate(&b, sn, region, known); status != 0 {
+		writeErr(w, r, status, msg)
 		return
-	// Resources with a snapshot: sandbox.controller.ts:296 (v0.190); an unknown snapshot:
-	// sandbox.service.ts:495; the region check :505-507; GPU ephemeral :524-526.
-	case b.Snapshot != "" && (b.CPU != 0 || b.Memory != 0 || b.Disk != 0 || b.GPU != 0):
-		writeErr(w, r, 400, "Cannot specify Sandbox resources when using a snapshot")
-		return
-	case b.Snapshot == "":
-		writeErr(w, r, 400, "daytonatest: a snapshot is required")
-		return
-	case sn == nil:
-		writeErr(w, r, 400, "Snapshot "+b.Snapshot+" not found. Did you add it through the Daytona Dashboard?")
-		return
-	case sn.Region != region.ID:
-		// createFromSnapshot in v0.190's apps/api/src/sandbox/services/sandbox.service.ts
-		// (isAvailableInRegion), checked before the snapshot's state.
-		writeErr(w, r, 400, "Snapshot "+b.Snapshot+" is not available in region "+region.ID)
-		return
-	case sn.State != "active":
-		writeErr(w, r, 400, "Snapshot "+b.Snapshot+" is "+sn.State)
-		return
-	case b.AutoStopInterval != nil && *b.AutoStopInterval < 0:
-		writeErr(w, r, 400, "autoStopInterval must be >= 0")
-		return
-	case sn.inputs != nil && sn.inputs.GPU > 0 && (b.AutoDeleteInterval == nil || *b.AutoDeleteInterval != 0):
-		// GPU sandboxes must be ephemeral (CreateSandbox in the v0.205 OpenAPI document;
-		// /work/shared/reference/daytona-api.md §5).
-		writeErr(w, r, 400, "GPU sandboxes must be ephemeral: set autoDeleteInterval to 0")
-		return
-	}
-	if msg := checkList(b.NetworkAllowList, checkCIDR); msg != "" {
-		writeErr(w, r, 400, msg)
-		return
-	}
-	if msg := checkList(b.DomainAllowList, checkDomain); msg != "" {
-		writeErr(w, r, 400, msg)
-		return
-	}
-	for _, m := range b.Secrets {
-		for _, name := range m {
-			if s.secretByName(name) == nil {
-				writeErr(w, r, 400, "Secret "+name+" not found")
-				return
-			}
-		}
 	}
 	vols, status, msg := s.checkSandboxVolumes(b.Volumes) // volumes.go: 404 or 400
 	if msg != "" {
