@@ -204,25 +204,10 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 	// seen is what the backend said of a lost sandbox, for the events.
 	state, status, seen := rec.State, rec.State, ""
 	if state == store.SandboxStateLost {
-		info, err := rt.Get(ctx, rec.SandboxID)
-		seen = info.Status
-		switch {
-		case errors.Is(err, sandbox.ErrNotFound):
-			status, seen = store.SandboxStateDeleted, "gone" // only the record is left to delete
-		case errors.Is(err, sandbox.ErrLost):
-			status, seen = statusBroken, err.Error()
-		case err != nil:
+		var err error
+		if status, seen, err = lostStatus(ctx, rt, rec.SandboxID); err != nil {
 			// Unknown (an API error): touch nothing, ask again next time.
-			return append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, From: state,
-				Err: fmt.Errorf("looking up lost sandbox %s: %w", rec.SandboxID, err)})
-		case info.Status == sandbox.SandboxRunning:
-			status = store.SandboxStateRunning
-		case info.Status == sandbox.SandboxStopped:
-			status = store.SandboxStateStopped
-		case info.Status == sandbox.SandboxArchived:
-			status = store.SandboxStateArchived
-		default:
-			status = statusBroken
+			return append(out, Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, From: state, Err: err})
 		}
 	}
 	moved := false
@@ -284,6 +269,28 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 		m.cfg.Network.Detach(ctx, rec.SandboxID, state == store.SandboxStateDeleted)
 	}
 	return out
+}
+
+// lostStatus is what a lost record's sandbox is, in the record's terms, and what the
+// backend said of it (for the events): gone (deleted: only the record is left to delete),
+// broken, or the state it reports. An error is an unknown answer (an API error).
+func lostStatus(ctx context.Context, rt sandbox.Runtime, id string) (status, seen string, err error) {
+	info, err := rt.Get(ctx, id)
+	switch {
+	case errors.Is(err, sandbox.ErrNotFound):
+		return store.SandboxStateDeleted, "gone", nil
+	case errors.Is(err, sandbox.ErrLost):
+		return statusBroken, err.Error(), nil
+	case err != nil:
+		return "", "", fmt.Errorf("looking up lost sandbox %s: %w", id, err)
+	case info.Status == sandbox.SandboxRunning:
+		return store.SandboxStateRunning, info.Status, nil
+	case info.Status == sandbox.SandboxStopped:
+		return store.SandboxStateStopped, info.Status, nil
+	case info.Status == sandbox.SandboxArchived:
+		return store.SandboxStateArchived, info.Status, nil
+	}
+	return statusBroken, info.Status, nil
 }
 
 // takeOverStaleChange applies acquireOnce's rule to a changing record: once its
