@@ -105,38 +105,8 @@ func (r *Runtime) keeperAlive(id string) (int, uint64, bool) {
 
 // startKeeper starts the sandbox's keeper. The caller holds keeper.lock.
 func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error {
-	if err := r.checkIntact(id); err != nil {
-		return err
-	}
-	// A keeper that is alive but cannot be reached (its socket was removed underneath)
-	// goes, and so does a dead one's lifeline.
-	if pid, start, alive := r.keeperAlive(id); alive {
-		if err := killExecProcs(ctx, pid, start, r.killWait()); err != nil {
-			return err
-		}
-	}
-	r.dropLifeline(id)
-	if err := r.ensureData(ctx, id, info); err != nil {
-		return err
-	}
-	for _, v := range info.Volumes {
-		// After a reboot a volume's image is not mounted: binding its directory would
-		// give the sandbox the empty directory under it, on the host filesystem.
-		if err := ensureVolumeMounted(ctx, v.Dir); err != nil {
-			return err
-		}
-	}
-	layers, err := r.b.Layers(info.SnapshotID)
+	layers, err := r.prepareKeeper(ctx, id, &info)
 	if err != nil {
-		return err
-	}
-	if err := r.ensureSlot(ctx, id, &info); err != nil {
-		return err
-	}
-	if err := r.resetScratch(id, info); err != nil {
-		return err
-	}
-	if err := r.writeEgressFiles(id, info); err != nil {
 		return err
 	}
 	cg, err := r.limits.prepare(id, info.Limits)
@@ -230,6 +200,47 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 		lifeW.Close()
 	}()
 	return nil
+}
+
+// prepareKeeper readies what a new keeper of sandbox id starts on: an old keeper and its
+// lifeline gone, the data, the volumes' images mounted, an id slot (recorded in info), a
+// fresh scratch and the egress files. It returns the snapshot's layers.
+func (r *Runtime) prepareKeeper(ctx context.Context, id string, info *record) ([]string, error) {
+	if err := r.checkIntact(id); err != nil {
+		return nil, err
+	}
+	// A keeper that is alive but cannot be reached (its socket was removed underneath)
+	// goes, and so does a dead one's lifeline.
+	if pid, start, alive := r.keeperAlive(id); alive {
+		if err := killExecProcs(ctx, pid, start, r.killWait()); err != nil {
+			return nil, err
+		}
+	}
+	r.dropLifeline(id)
+	if err := r.ensureData(ctx, id, *info); err != nil {
+		return nil, err
+	}
+	for _, v := range info.Volumes {
+		// After a reboot a volume's image is not mounted: binding its directory would
+		// give the sandbox the empty directory under it, on the host filesystem.
+		if err := ensureVolumeMounted(ctx, v.Dir); err != nil {
+			return nil, err
+		}
+	}
+	layers, err := r.b.Layers(info.SnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.ensureSlot(ctx, id, info); err != nil {
+		return nil, err
+	}
+	if err := r.resetScratch(id, *info); err != nil {
+		return nil, err
+	}
+	if err := r.writeEgressFiles(id, *info); err != nil {
+		return nil, err
+	}
+	return layers, nil
 }
 
 func (r *Runtime) dropLifeline(id string) {
