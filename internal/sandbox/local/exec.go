@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sync"
 	"syscall"
@@ -75,23 +76,9 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 	if rec.Status != sandbox.SandboxRunning {
 		return res, sandbox.ErrStopped
 	}
-	env := map[string]string{"PATH": sandboxPath, "HOME": "/workspace"}
-	for k, v := range rec.Env {
-		env[k] = v
-	}
-	for k, v := range req.Env {
-		env[k] = v
-	}
-	argv = r.limits.wrap(argv, rec.Limits)
-	size := 0
-	for _, a := range argv {
-		size += len(a) + 1
-	}
-	for k, v := range env {
-		size += len(k) + len(v) + 2
-	}
-	if size > maxArgs {
-		return res, fmt.Errorf("argv and environment total %d bytes, over the %d allowed", size, maxArgs)
+	env, argv, err := r.commandOf(rec, req, argv)
+	if err != nil {
+		return res, err
 	}
 
 	parent := ctx
@@ -107,35 +94,16 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 	defer conn.Close()
 	before := r.limits.events(id)
 
-	// The command's stdio: pipes whose far ends go to the init with the request.
 	stdout, stderr := sandbox.NewOutputBuffer(req.OutputCap), sandbox.NewOutputBuffer(req.OutputCap)
-	outR, outW, err := os.Pipe()
+	pipes, err := newCmdPipes(req.Stdin != nil)
 	if err != nil {
 		return res, err
 	}
-	defer outR.Close()
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outW.Close()
-		return res, err
-	}
-	defer errR.Close()
-	send := []*os.File{outW, errW}
-	var inW *os.File
-	if req.Stdin != nil {
-		var inR *os.File
-		inR, inW, err = os.Pipe()
-		if err != nil {
-			outW.Close()
-			errW.Close()
-			return res, err
-		}
-		defer inW.Close()
-		send = []*os.File{inR, outW, errW}
-	}
+	defer pipes.close()
+	outR, errR, inW := pipes.outR, pipes.errR, pipes.inW
 	began := time.Now()
-	err = writeFrame(conn, execRequest{Argv: argv, Env: sortedEnv(env), Dir: cwd, Stdin: req.Stdin != nil}, send)
-	closeAll(send) // ours; the init has its own copies now
+	err = writeFrame(conn, execRequest{Argv: argv, Env: sortedEnv(env), Dir: cwd, Stdin: req.Stdin != nil}, pipes.send)
+	closeAll(pipes.send) // ours; the init has its own copies now
 	if err != nil {
 		return res, r.lostOr(id, fmt.Errorf("send command to the sandbox init: %w", err))
 	}
@@ -153,57 +121,8 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 		}()
 	}
 
-	finals := make(chan initReply, 1)
-	readErr := make(chan error, 1)
-	go func() {
-		for {
-			var rep initReply
-			if _, err := readFrame(conn, &rep, 0); err != nil {
-				readErr <- err
-				return
-			}
-			if rep.Pid == 0 || rep.Exited || rep.Signal != 0 || rep.Killed || rep.Error != "" {
-				finals <- rep
-				return
-			}
-		}
-	}()
-
-	var final *initReply
-	var lost error
-	killSent := false
-	for final == nil && lost == nil {
-		var done <-chan struct{}
-		if !killSent {
-			done = ctx.Done()
-		}
-		select {
-		case rep := <-finals:
-			final = &rep
-		case err := <-readErr:
-			lost = err
-		case <-done:
-			killSent = true
-			if err := writeFrame(conn, hostMsg{Kill: true}, nil); err != nil {
-				lost = err
-				break
-			}
-			// The init answers once the group is gone; if it does not, the sandbox is
-			// wedged: the connection is closed and the sandbox stopped whole below.
-			timer := time.AfterFunc(r.killWait(), func() { conn.Close() })
-			defer timer.Stop()
-		}
-	}
-	// Drain the pipes: a process that escaped holding them cannot hang the caller.
-	drained := make(chan struct{})
-	go func() { copies.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(pipeDrain):
-		outR.Close()
-		errR.Close()
-		<-drained
-	}
+	final, lost, killSent := r.awaitEnd(ctx, conn)
+	pipes.drain(&copies)
 	res.Duration = time.Since(began)
 	res.Stdout, res.Truncated = stdout.Bytes()
 	var t bool
@@ -225,16 +144,9 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 		}
 		return res, nil // Stop killed it: exit code -1
 	}
-	if final.Exited {
-		res.ExitCode = final.Exit
-	} else if final.Signal != 0 {
-		res.ExitCode = 128 + final.Signal
-	}
-	if final.Killed {
-		res.ExitCode = -1
-		if final.Error != "" {
-			return res, errors.New(final.Error)
-		}
+	res.ExitCode = final.exitCode()
+	if final.Killed && final.Error != "" {
+		return res, errors.New(final.Error)
 	}
 	res.Limit = r.limits.hit(id, before, res.Stderr, r.dataDir(id), res.ExitCode)
 	if killSent {
@@ -247,6 +159,141 @@ func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 		}
 	}
 	return res, nil
+}
+
+// cmdPipes are a command's stdio: pipes whose far ends (send: stdin's read end if any,
+// stdout's and stderr's write ends) go to the init with the request; ours are the rest.
+type cmdPipes struct {
+	outR, errR, inW *os.File
+	send            []*os.File
+}
+
+func newCmdPipes(stdin bool) (*cmdPipes, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll([]*os.File{outR, outW})
+		return nil, err
+	}
+	p := &cmdPipes{outR: outR, errR: errR, send: []*os.File{outW, errW}}
+	if stdin {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			closeAll([]*os.File{outR, outW, errR, errW})
+			return nil, err
+		}
+		p.inW, p.send = inW, []*os.File{inR, outW, errW}
+	}
+	return p, nil
+}
+
+// drain waits for copies, the copying of the command's output, for at most pipeDrain:
+// then it closes the read ends, so that a process that escaped holding the pipes cannot
+// hang the caller.
+func (p *cmdPipes) drain(copies *sync.WaitGroup) {
+	drained := make(chan struct{})
+	go func() { copies.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(pipeDrain):
+		p.outR.Close()
+		p.errR.Close()
+		<-drained
+	}
+}
+
+// close closes our ends (the far ends are closed once sent).
+func (p *cmdPipes) close() {
+	p.outR.Close()
+	p.errR.Close()
+	if p.inW != nil {
+		p.inW.Close()
+	}
+}
+
+// commandOf is the environment and argv a command of req runs with in the sandbox of
+// rec: the sandbox's env under the request's, argv wrapped in the sandbox's limits; both
+// together at most maxArgs bytes.
+func (r *Runtime) commandOf(rec record, req sandbox.ExecRequest, argv []string) (map[string]string, []string, error) {
+	env := map[string]string{"PATH": sandboxPath, "HOME": "/workspace"}
+	for k, v := range rec.Env {
+		env[k] = v
+	}
+	for k, v := range req.Env {
+		env[k] = v
+	}
+	argv = r.limits.wrap(argv, rec.Limits)
+	size := 0
+	for _, a := range argv {
+		size += len(a) + 1
+	}
+	for k, v := range env {
+		size += len(k) + len(v) + 2
+	}
+	if size > maxArgs {
+		return nil, nil, fmt.Errorf("argv and environment total %d bytes, over the %d allowed", size, maxArgs)
+	}
+	return env, argv, nil
+}
+
+// awaitEnd waits for the init's final reply on conn (final), or the connection's end
+// (lost). The end of ctx sends the init a kill once (killSent); if the init does not
+// answer it within killWait, the sandbox is wedged: the connection is closed, and the
+// caller stops the sandbox whole.
+func (r *Runtime) awaitEnd(ctx context.Context, conn *net.UnixConn) (final *initReply, lost error, killSent bool) {
+	finals := make(chan initReply, 1)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			var rep initReply
+			if _, err := readFrame(conn, &rep, 0); err != nil {
+				readErr <- err
+				return
+			}
+			if rep.Pid == 0 || rep.Exited || rep.Signal != 0 || rep.Killed || rep.Error != "" {
+				finals <- rep
+				return
+			}
+		}
+	}()
+	for final == nil && lost == nil {
+		var done <-chan struct{}
+		if !killSent {
+			done = ctx.Done()
+		}
+		select {
+		case rep := <-finals:
+			final = &rep
+		case err := <-readErr:
+			lost = err
+		case <-done:
+			killSent = true
+			if err := writeFrame(conn, hostMsg{Kill: true}, nil); err != nil {
+				lost = err
+				break
+			}
+			timer := time.AfterFunc(r.killWait(), func() { conn.Close() })
+			defer timer.Stop()
+		}
+	}
+	return final, lost, killSent
+}
+
+// exitCode is the command's exit code as the init reports its end: its status, 128 plus
+// a signal, or -1 for a command killed (or that never ran).
+func (rep *initReply) exitCode() int {
+	switch {
+	case rep.Killed:
+		return -1
+	case rep.Exited:
+		return rep.Exit
+	case rep.Signal != 0:
+		return 128 + rep.Signal
+	}
+	return -1
 }
 
 // errStoppedUnderneath: the sandbox was stopped (or archived, deleted) while a command
