@@ -453,52 +453,15 @@ func unpackDir(ctx context.Context, r io.Reader, dir string, ids *idRange) error
 		if name == "." || path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
 			return fmt.Errorf("archive entry %q is outside the sandbox", hdr.Name)
 		}
-		mode := fs.FileMode(hdr.Mode & 0o777)
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := root.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
+		made, err := unpackEntry(ctx, root, tr, hdr, name, buf)
+		if err != nil {
+			return err
+		}
+		if !made {
+			continue // a hard link (its target has its attributes) or a type not kept
+		}
+		if hdr.Typeflag == tar.TypeDir {
 			dirs = append(dirs, dirTime{name, hdr})
-		case tar.TypeReg:
-			f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if err != nil {
-				return err
-			}
-			err = writeSparse(f, ctxReader{ctx, tr}, hdr.Size, buf)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		case tar.TypeLink:
-			if err := root.Link(path.Clean(hdr.Linkname), name); err != nil {
-				return err
-			}
-			continue
-		case tar.TypeSymlink:
-			if err := root.Symlink(hdr.Linkname, name); err != nil {
-				return err
-			}
-		case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-			parent, err := root.Open(path.Dir(name))
-			if err != nil {
-				return err
-			}
-			m := uint32(syscall.S_IFIFO)
-			if hdr.Typeflag == tar.TypeChar {
-				m = syscall.S_IFCHR
-			} else if hdr.Typeflag == tar.TypeBlock {
-				m = syscall.S_IFBLK
-			}
-			err = syscall.Mknodat(int(parent.Fd()), path.Base(name), m|uint32(mode), mkdev(uint32(hdr.Devmajor), uint32(hdr.Devminor)))
-			parent.Close()
-			if err != nil {
-				return fmt.Errorf("mknod %s: %w", name, err)
-			}
-		default:
-			continue
 		}
 		if asRoot {
 			if uid, gid, ok := owner(hdr.Uid, hdr.Gid); ok {
@@ -528,6 +491,64 @@ func unpackDir(ctx context.Context, r io.Reader, dir string, ids *idRange) error
 			return err
 		}
 		_ = root.Chtimes(d.name, d.hdr.ModTime, d.hdr.ModTime)
+	}
+	return nil
+}
+
+// unpackEntry makes the archive entry hdr at name in root, the file's content read from
+// tr. made is false for an entry whose attributes are not to be set after: a hard link
+// (its target has them) or a type an archive does not keep. A directory is made
+// writable (0700); unpackDir sets its mode last.
+func unpackEntry(ctx context.Context, root *os.Root, tr *tar.Reader, hdr *tar.Header, name string, buf []byte) (made bool, err error) {
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		if err := root.Mkdir(name, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return false, err
+		}
+	case tar.TypeReg:
+		f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return false, err
+		}
+		err = writeSparse(f, ctxReader{ctx, tr}, hdr.Size, buf)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return false, err
+		}
+	case tar.TypeLink:
+		return false, root.Link(path.Clean(hdr.Linkname), name)
+	case tar.TypeSymlink:
+		if err := root.Symlink(hdr.Linkname, name); err != nil {
+			return false, err
+		}
+	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		if err := mknodIn(root, name, hdr); err != nil {
+			return false, err
+		}
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// mknodIn makes the device or FIFO entry hdr at name in root.
+func mknodIn(root *os.Root, name string, hdr *tar.Header) error {
+	parent, err := root.Open(path.Dir(name))
+	if err != nil {
+		return err
+	}
+	defer parent.Close()
+	m := uint32(syscall.S_IFIFO)
+	if hdr.Typeflag == tar.TypeChar {
+		m = syscall.S_IFCHR
+	} else if hdr.Typeflag == tar.TypeBlock {
+		m = syscall.S_IFBLK
+	}
+	mode := uint32(hdr.Mode & 0o777)
+	if err := syscall.Mknodat(int(parent.Fd()), path.Base(name), m|mode, mkdev(uint32(hdr.Devmajor), uint32(hdr.Devminor))); err != nil {
+		return fmt.Errorf("mknod %s: %w", name, err)
 	}
 	return nil
 }
