@@ -98,3 +98,16 @@ func rawJSON(t testing.TB, method, url, body string) (int, string) {
 	}
 	return resp.StatusCode, string(b)
 }
+
+// readyVolume creates the Daytona volume name and waits for it to be ready.
+func readyVolume(t testing.TB, ctx context.Context, c *daytona.Client, name string) *daytona.Volume {
+	t.Helper()
+	v, err := c.CreateVolume(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitVolume(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

@@ -21,13 +21,7 @@ func TestWriteFileIntoAVolume(t *testing.T) {
 	srv, c := setup(t)
 	ctx := testCtx(t)
 	srv.ImageUser("ghcr.io/acme/rooted:1", "root")
-	v, err := c.CreateVolume(ctx, "l10")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitVolume(ctx, v.ID); err != nil {
-		t.Fatal(err)
-	}
+	v := readyVolume(t, ctx, c, "l10")
 	b := daytona.NewBuilder(c)
 	rt := &daytona.Runtime{C: c, WorkDir: "/workspace"}
 	for _, tc := range []struct {

@@ -336,13 +336,7 @@ func TestVolumeInTheWorkspaceHoldsWhatTheAgentWrites(t *testing.T) {
 	t.Parallel()
 	srv, c := setup(t)
 	ctx := testCtx(t)
-	v, err := c.CreateVolume(ctx, "h1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitVolume(ctx, v.ID); err != nil {
-		t.Fatal(err)
-	}
+	v := readyVolume(t, ctx, c, "h1")
 	snap := readySnapshot(t, ctx, c, "true")
 	rt, err := testBackend().Runtime(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
 	if err != nil {
@@ -448,13 +442,7 @@ func TestEmulatorVolumeDeleteIgnoresDestroyedDesiredState(t *testing.T) {
 	t.Parallel()
 	srv, c := setup(t, daytonatest.WithTransitionDelay("stopping", time.Hour))
 	ctx := testCtx(t)
-	v, err := c.CreateVolume(ctx, "eph")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitVolume(ctx, v.ID); err != nil {
-		t.Fatal(err)
-	}
+	v := readyVolume(t, ctx, c, "eph")
 	snap := readySnapshot(t, ctx, c, "true")
 	zero := 0
 	sb, err := c.CreateSandbox(ctx, daytona.CreateSandboxRequest{Name: "eph", Snapshot: snap, AutoDeleteInterval: &zero,
