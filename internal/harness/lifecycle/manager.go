@@ -8,7 +8,10 @@
 // reaper (`trueforge-harness serve`) in another process never fight: a call marks the
 // sandbox busy (active_execs, with its process as exec_owner) before it touches it, and
 // the reaper only moves sandboxes that are idle and not busy. A busy mark left by a dead
-// process is cleared, since its owner is checked for life.
+// process is cleared, since its owner is checked for life. The transitions, what each
+// starts from, leaves and records, are one table (transitions.go); a call's Acquire
+// takes one of them per read of the record (acquire.go), the reaper takes the idle
+// steps (reap.go), and Reclaim restarts what a dead harness left (reclaim.go).
 //
 // Timings come from the agent: idle_stop_minutes after the last call ends (a running
 // command is activity: a busy sandbox is never stopped), archive_after_minutes and
@@ -41,7 +44,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -152,6 +154,8 @@ type Lease struct {
 	Notes []string
 	// Provisioned: this call created the sandbox.
 	Provisioned bool
+	// via is the transition that handed it out (transitions.go).
+	via transition
 
 	m *Manager
 }
@@ -175,7 +179,7 @@ func (m *Manager) Acquire(ctx context.Context, sessionID string, a *agents.Agent
 	defer unlock()
 	deadline := time.Now().Add(m.cfg.ChangeWait)
 	for {
-		lease, retry, err := m.acquireOnce(ctx, sessionID, a)
+		lease, retry, err := m.attemptOnce(ctx, sessionID, a) // acquire.go
 		if err != nil || !retry {
 			return lease, err
 		}
@@ -189,314 +193,6 @@ func (m *Manager) Acquire(ctx context.Context, sessionID string, a *agents.Agent
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func (m *Manager) acquireOnce(ctx context.Context, sessionID string, a *agents.Agent) (*Lease, bool, error) {
-	st := m.cfg.Store
-	rec, err := st.GetSessionSandbox(ctx, sessionID)
-	if errors.Is(err, store.ErrNotFound) {
-		l, err := m.provision(ctx, sessionID, a, 1, "")
-		return l, false, err
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if rec.ActiveExecs > 0 && rec.ExecOwner != m.cfg.Owner && !OwnerAlive(rec.ExecOwner) {
-		// A harness died mid-call: its busy mark would keep the sandbox busy forever.
-		_ = st.ClearStaleSandboxUse(ctx, sessionID, rec.ExecOwner)
-	}
-	if rec.State != store.SandboxStateDeleted {
-		if err := m.checkSharingOf(ctx, a, rec.Environment); err != nil { // sharing.go
-			return nil, false, err
-		}
-		if err := m.checkVolumesOf(ctx, a, rec); err != nil { // volumes.go
-			return nil, false, err
-		}
-	}
-	p, err := st.GetSandboxProvider(ctx, rec.Provider)
-	if err != nil {
-		return nil, false, fmt.Errorf("sandbox provider %q of session %s: %w", rec.Provider, sessionID, err)
-	}
-	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
-	if err != nil {
-		return nil, false, err
-	}
-	lease := &Lease{Record: rec, Runtime: rt, m: m}
-	switch rec.State {
-	case store.SandboxStateChanging:
-		if m.cfg.Now().Sub(rec.StateAt) > StaleChange {
-			// A reaper died mid-transition: what the box is now is unknown, so treat it
-			// like a loss (recovered after a health check, else recreated).
-			if _, err := st.SwapSandboxState(ctx, sessionID, []string{store.SandboxStateChanging}, store.SandboxStateLost, m.cfg.Now(), time.Time{}); err != nil {
-				return nil, false, err
-			}
-		}
-		return nil, true, nil
-	case store.SandboxStateDeleted:
-		l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
-			fmt.Sprintf("The previous sandbox (%s) was deleted after being idle; this is a fresh workspace from snapshot %s: files from earlier turns are gone.", rec.SandboxID, "%s"))
-		return l, false, err
-	case store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived, store.SandboxStateLost:
-	default:
-		return nil, false, fmt.Errorf("the sandbox of session %s is in unknown state %q", sessionID, rec.State)
-	}
-
-	info, err := rt.Get(ctx, rec.SandboxID)
-	if errors.Is(err, sandbox.ErrNotFound) {
-		// Gone underneath us (crash, out-of-band delete): the conversation goes on in a
-		// fresh workspace, and the model is told.
-		m.cfg.Record(ctx, sessionID, events.SandboxLost{SandboxID: rec.SandboxID, State: rec.State, BackendStatus: "gone",
-			Reason: "the backend no longer has it"})
-		l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
-			fmt.Sprintf("The previous sandbox (%s) was lost; this is a fresh workspace from snapshot %s: the workspace was reset and files from earlier turns are gone.", rec.SandboxID, "%s"))
-		return l, false, err
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("looking up sandbox %s: %w", rec.SandboxID, err)
-	}
-	if err := m.ensureNetwork(ctx, lease); err != nil {
-		return nil, false, err
-	}
-	// from is the state the record leaves when the sandbox is handed out; lost says the
-	// box failed under an earlier call.
-	from, lost := rec.State, rec.State == store.SandboxStateLost
-	// settled: the claimed record moved on (to running, or replaced by provision), or is
-	// no longer ours to hand back.
-	settled := false
-	if lost {
-		// Claim the record for the health check: a reaper (in this or another process)
-		// moves a lost record only from lost, so it cannot stop or archive the box while
-		// its health is checked (which would fail the check and replace the box, files
-		// and all). A harness that dies mid-check leaves it changing, taken over once
-		// stale.
-		ok, err := st.SwapSandboxState(ctx, sessionID, []string{store.SandboxStateLost}, store.SandboxStateChanging, m.cfg.Now(), time.Time{})
-		if err != nil {
-			return nil, false, err
-		}
-		if !ok {
-			return nil, true, nil
-		}
-		from = store.SandboxStateChanging
-		defer func() {
-			if !settled {
-				// Given up (an error or a cancel) before the record moved on: lost again,
-				// for the next call.
-				_, _ = st.SwapSandboxState(context.WithoutCancel(ctx), sessionID, []string{store.SandboxStateChanging}, store.SandboxStateLost, m.cfg.Now(), time.Time{})
-			}
-		}()
-		// Recovering a box that failed under a call: make sure it works before handing
-		// it out again; if it does not, replace it.
-		if info.Status != sandbox.SandboxRunning {
-			_ = rt.Start(ctx, rec.SandboxID)
-		}
-		res, perr := rt.Exec(ctx, rec.SandboxID, sandbox.ExecRequest{Argv: []string{"true"}, Timeout: 30 * time.Second})
-		if perr != nil || res.ExitCode != 0 {
-			if ctx.Err() != nil {
-				return nil, false, ctx.Err()
-			}
-			_ = rt.Delete(ctx, rec.SandboxID)
-			m.cfg.Record(ctx, sessionID, events.SandboxLost{SandboxID: rec.SandboxID, State: rec.State, BackendStatus: info.Status,
-				Reason: "it failed a health check after an earlier failure"})
-			l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
-				fmt.Sprintf("The previous sandbox (%s) could not be recovered; this is a fresh workspace from snapshot %s: the workspace was reset and files from earlier turns are gone.", rec.SandboxID, "%s"))
-			// provision records the new sandbox over the claim; if it fails, the claim is
-			// handed back.
-			settled = err == nil
-			return l, false, err
-		}
-		if info2, err := rt.Get(ctx, rec.SandboxID); err == nil {
-			info = info2
-		}
-	}
-	if info.Status != sandbox.SandboxRunning {
-		// Stopped or Archived (by us, by the backend's own idle policy, or by a loss
-		// that left the box): start it with its files.
-		if err := rt.Start(ctx, rec.SandboxID); err != nil {
-			if errors.Is(err, sandbox.ErrNotFound) {
-				l, err := m.provision(ctx, sessionID, a, rec.Generation+1,
-					fmt.Sprintf("The previous sandbox (%s) was lost; this is a fresh workspace from snapshot %s: the workspace was reset.", rec.SandboxID, "%s"))
-				// provision records the new sandbox over the claim; if it fails, the claim is
-				// handed back.
-				settled = err == nil
-				return l, false, err
-			}
-			return nil, false, fmt.Errorf("resuming sandbox %s (%s): %w", rec.SandboxID, info.Status, err)
-		}
-		if info2, err := rt.Get(ctx, rec.SandboxID); err == nil {
-			info = info2
-		}
-		now := m.cfg.Now()
-		ok, err := st.SwapSandboxState(ctx, sessionID, []string{from}, store.SandboxStateRunning, now, time.Time{})
-		if err != nil {
-			return nil, false, err
-		}
-		settled = true
-		if !ok {
-			return nil, true, nil
-		}
-		m.cfg.Record(ctx, sessionID, events.SandboxResumed{SandboxID: rec.SandboxID, From: info.Status, RecordedState: rec.State,
-			SnapshotID: info.SnapshotID, RecordedSnapshotID: rec.SnapshotID})
-		note := fmt.Sprintf("The sandbox (%s) was %s and has been resumed with its files, from snapshot %s.", rec.SandboxID, lower(info.Status), info.SnapshotID)
-		if info.SnapshotID != rec.SnapshotID {
-			note += fmt.Sprintf(" Warning: it reports snapshot %s but was recorded as created from %s.", info.SnapshotID, rec.SnapshotID)
-		}
-		if lost {
-			note = fmt.Sprintf("The sandbox (%s) died during an earlier call and was recovered with its files.", rec.SandboxID)
-			if len(rec.Uncertain) > 0 {
-				note += fmt.Sprintf(" These files were being written when it died and may be incomplete: %v.", rec.Uncertain)
-			}
-		}
-		lease.Notes = append(lease.Notes, note)
-		rec.State = store.SandboxStateRunning
-	} else if from != store.SandboxStateRunning {
-		// The box runs but the record says otherwise (a loss that did not kill it).
-		ok, err := st.SwapSandboxState(ctx, sessionID, []string{from}, store.SandboxStateRunning, m.cfg.Now(), time.Time{})
-		if err != nil {
-			return nil, false, err
-		}
-		settled = true
-		if !ok {
-			return nil, true, nil
-		}
-		if lost {
-			m.cfg.Record(ctx, sessionID, events.SandboxRecovered{SandboxID: rec.SandboxID, Uncertain: rec.Uncertain})
-			note := fmt.Sprintf("The sandbox (%s) failed during an earlier call and has been recovered with its files.", rec.SandboxID)
-			if len(rec.Uncertain) > 0 {
-				note += fmt.Sprintf(" These files were being written when it failed and may be incomplete: %v.", rec.Uncertain)
-			}
-			lease.Notes = append(lease.Notes, note)
-		}
-	}
-	ok, err := st.BeginSandboxUse(ctx, sessionID, m.cfg.Owner, m.cfg.Now())
-	if err != nil {
-		return nil, false, err
-	}
-	if !ok {
-		return nil, true, nil
-	}
-	lease.Record.State = store.SandboxStateRunning
-	return lease, false, nil
-}
-
-// provision creates the session's sandbox (generation gen) from the agent's environment.
-// resetNote, when set, is a format with one %s for the snapshot id, told to the model.
-func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Agent, gen int64, resetNote string) (*Lease, error) {
-	st := m.cfg.Store
-	// The sandbox is labelled with the session's owner, who talks to the agent, not the
-	// agent's publisher: that is whose files it holds.
-	sess, err := st.GetSession(ctx, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", sessionID, err)
-	}
-	if sess.Environment != "" {
-		// The session's one-off environment, chosen when it was created: resolved now,
-		// so that a sandbox made later (after a loss or an idle delete) is made from the
-		// environment as it is then, and one no longer Ready is refused with the reason.
-		if a, err = a.WithEnvironment(ctx, st, sess.Environment); err != nil {
-			return nil, fmt.Errorf("the session's environment: %w", err)
-		}
-	}
-	rt, err := m.cfg.Runtimes.Runtime(ctx, a.Provider)
-	if err != nil {
-		return nil, err
-	}
-	env := a.Environment
-	if err := checkSharing(a, env); err != nil { // sharing.go
-		return nil, err
-	}
-	if err := m.checkPlace(ctx, rt, env.Name, env.SnapshotID); err != nil {
-		return nil, err
-	}
-	id := sandboxID(sessionID, gen)
-	if gen > 1 && m.cfg.Network != nil {
-		// The sandbox this one replaces is gone: so is its proxy.
-		m.cfg.Network.Detach(ctx, sandboxID(sessionID, gen-1), true)
-	}
-	req := sandbox.CreateRequest{
-		ID:           id,
-		SnapshotID:   env.SnapshotID,
-		Env:          env.Env,
-		BlockNetwork: env.BlockAll,
-		Limits:       sandbox.Limits{CPU: env.CPU, MemoryMB: env.MemoryGB * 1024, DiskMB: env.DiskGB * 1024},
-		Labels: map[string]string{
-			LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: sess.Owner, LabelEnvironment: env.Name,
-		},
-	}
-	if err := m.volumes(ctx, env, a, &req); err != nil { // volumes.go
-		return nil, err
-	}
-	// Limits the backend cannot enforce on this host (a local runtime without a
-	// writable cgroup) are asked for all the same: the runtime enforces what it can and
-	// the event says what it does not, or, with require_limits, Create refuses them.
-	var unenforced []sandbox.UnenforcedLimit
-	if r, ok := rt.(sandbox.LimitReporter); ok {
-		unenforced = r.UnenforcedLimits(req.Limits)
-	}
-	if r, ok := rt.(sandbox.VolumeLimitReporter); ok {
-		unenforced = append(unenforced, r.UnenforcedVolumes(req.Volumes)...) // a volume's size
-	}
-	began := time.Now()
-	network, err := m.network(ctx, sessionID, a, &req)
-	if err != nil {
-		return nil, err
-	}
-	liveSettings(&req, a, network) // labels, CIDRs, lifecycle timings (create_request.go)
-	if err := rt.Create(ctx, req); err != nil {
-		if errors.Is(err, sandbox.ErrExists) && req.Egress != nil {
-			// A previous attempt created it and died before recording it, with another
-			// proxy's CA and placeholders: replace it.
-			if derr := rt.Delete(ctx, id); derr == nil {
-				err = rt.Create(ctx, req)
-			}
-		}
-		if err != nil && !errors.Is(err, sandbox.ErrExists) {
-			if req.Egress != nil {
-				m.cfg.Network.Detach(ctx, id, true)
-			}
-			return nil, fmt.Errorf("provisioning a sandbox from environment %q (snapshot %s): %w", env.Name, env.SnapshotID, err)
-		}
-		// A previous attempt created it and died before recording it: take it over.
-	}
-	now := m.cfg.Now()
-	rec := store.SessionSandbox{
-		SessionID: sessionID, Provider: a.Provider.Name, ProviderType: a.Provider.Type, SandboxID: id,
-		Environment: env.Name, SnapshotID: env.SnapshotID, State: store.SandboxStateRunning, Generation: gen,
-		CreatedAt: now, LastUsedAt: now, StateAt: now, Volumes: volumeNames(env),
-	}
-	if err := st.PutSessionSandbox(ctx, rec); err != nil {
-		_ = rt.Delete(context.WithoutCancel(ctx), id)
-		if req.Egress != nil {
-			m.cfg.Network.Detach(ctx, id, true)
-		}
-		return nil, err
-	}
-	reason := "first call that needs a sandbox"
-	if gen > 1 {
-		reason = "the previous sandbox was lost or deleted; workspace reset"
-	}
-	m.cfg.Record(ctx, sessionID, events.SandboxProvisioned{
-		SandboxID: id, Provider: a.Provider.Name, ProviderType: a.Provider.Type, Environment: env.Name,
-		SnapshotID: env.SnapshotID, Generation: gen, Reason: reason, TookMS: time.Since(began).Milliseconds(),
-		Limits: req.Limits, LimitsEnforced: len(unenforced) == 0, UnenforcedLimits: unenforced, Network: network,
-	})
-	m.cfg.Logger.Info("sandbox provisioned", "session", sessionID, "sandbox", id, "snapshot", env.SnapshotID)
-	if len(unenforced) > 0 {
-		m.cfg.Logger.Warn("sandbox runs without some of its limits", "session", sessionID, "sandbox", id, "unenforced", unenforced)
-	}
-	lease := &Lease{Record: rec, Runtime: rt, Provisioned: true, m: m}
-	if resetNote != "" {
-		lease.Notes = append(lease.Notes, fmt.Sprintf(resetNote, env.SnapshotID))
-	} else {
-		lease.Notes = append(lease.Notes, fmt.Sprintf("A sandbox (%s) was provisioned for this session from environment %q, snapshot %s.", id, env.Name, env.SnapshotID))
-	}
-	ok, err := st.BeginSandboxUse(ctx, sessionID, m.cfg.Owner, now)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("the new sandbox of session %s changed state before its first call", sessionID)
-	}
-	return lease, nil
 }
 
 func sandboxID(sessionID string, gen int64) string {
@@ -582,59 +278,4 @@ func lower(s string) string {
 		b[0] += 'a' - 'A'
 	}
 	return string(b)
-}
-
-// Reclaim ends what a dead harness left running in a session's sandbox: when the
-// sandbox is marked busy by a process that no longer exists, its commands are orphans,
-// so the sandbox is stopped (killing them; files kept) and started again, and the mark
-// is cleared. dead names owners the caller knows are dead although OwnerAlive cannot
-// tell (in another pid space: their runs' heartbeats lapsed). It reports whether it did
-// anything.
-func (m *Manager) Reclaim(ctx context.Context, sessionID string, dead ...string) (bool, error) {
-	unlock := m.lock(sessionID)
-	defer unlock()
-	st := m.cfg.Store
-	rec, err := st.GetSessionSandbox(ctx, sessionID)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if rec.ActiveExecs == 0 || rec.ExecOwner == m.cfg.Owner || rec.State != store.SandboxStateRunning ||
-		(OwnerAlive(rec.ExecOwner) && !slices.Contains(dead, rec.ExecOwner)) {
-		return false, nil
-	}
-	p, err := st.GetSandboxProvider(ctx, rec.Provider)
-	if err != nil {
-		return false, err
-	}
-	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
-	if err != nil {
-		return false, err
-	}
-	if err := rt.Stop(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-		return false, fmt.Errorf("stopping the orphaned commands of sandbox %s: %w", rec.SandboxID, err)
-	}
-	if m.proxied(rec.ProviderType) {
-		// The dead harness's proxy died with it: serve a new one before the sandbox
-		// starts again and binds its socket directory.
-		if _, err := m.cfg.Network.Ensure(ctx, sessionID, rec.SandboxID); err != nil {
-			return false, err
-		}
-	}
-	if err := rt.Start(ctx, rec.SandboxID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
-		return false, fmt.Errorf("restarting sandbox %s: %w", rec.SandboxID, err)
-	}
-	claimed, err := st.ClaimStaleSandboxUse(ctx, sessionID, rec.ExecOwner)
-	if err != nil {
-		return false, err
-	}
-	if !claimed {
-		// Another replica reclaimed it at the same moment, and records it.
-		return false, nil
-	}
-	m.cfg.Record(ctx, sessionID, events.SandboxReclaimed{SandboxID: rec.SandboxID, DeadOwner: rec.ExecOwner,
-		Reason: "commands left running by a harness that died were stopped; files kept"})
-	return true, nil
 }

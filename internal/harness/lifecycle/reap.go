@@ -48,7 +48,7 @@ type Transition struct {
 // what the backend says the box is: running, stopped or archived, each on the normal
 // timings; gone or broken, deleted on the delete timing. A changing record whose
 // transition is older than StaleChange (its reaper or harness died midway) is taken over
-// as a call does (acquireOnce): moved to lost, then reaped as such.
+// as a call does (tWait): moved to lost, then reaped as such.
 //
 // With replicas (replicas.go), a sandbox with a step due is reaped under its lease
 // (SandboxLeaseName), from its record read again once the lease is held; one whose
@@ -293,11 +293,11 @@ func lostStatus(ctx context.Context, rt sandbox.Runtime, id string) (status, see
 	return statusBroken, info.Status, nil
 }
 
-// takeOverStaleChange applies acquireOnce's rule to a changing record: once its
-// transition is older than StaleChange, the reaper or harness that began it died
-// midway, and what the box is now is unknown, so the record becomes lost (and is then
-// reaped as one). It returns the record as taken over and whether it was; a change
-// that is recent, or that landed since the list was read, is left alone.
+// takeOverStaleChange applies a call's rule (tWait) to a changing record read again
+// now: once its transition is older than StaleChange, the reaper or harness that began
+// it died midway, so the record becomes lost (and is then reaped as one). It returns the
+// record as taken over and whether it was; a change that is recent, or that landed since
+// the list was read, is left alone.
 func (m *Manager) takeOverStaleChange(ctx context.Context, rec store.SessionSandbox, now time.Time) (store.SessionSandbox, *Transition, bool) {
 	cur, err := m.cfg.Store.GetSessionSandbox(ctx, rec.SessionID)
 	if err != nil {
@@ -306,20 +306,34 @@ func (m *Manager) takeOverStaleChange(ctx context.Context, rec store.SessionSand
 		}
 		return cur, &Transition{SessionID: rec.SessionID, SandboxID: rec.SandboxID, From: rec.State, Err: err}, false
 	}
-	if cur.State != store.SandboxStateChanging || now.Sub(cur.StateAt) <= StaleChange {
+	if cur.State != store.SandboxStateChanging {
 		return cur, nil, false
 	}
-	ok, err := m.cfg.Store.SwapSandboxState(ctx, cur.SessionID, []string{store.SandboxStateChanging}, store.SandboxStateLost, now, time.Time{})
+	ok, err := m.loseStaleChange(ctx, cur, now)
 	if err != nil {
 		return cur, &Transition{SessionID: cur.SessionID, SandboxID: cur.SandboxID, From: cur.State, To: store.SandboxStateLost, Err: err}, false
 	}
 	if !ok {
 		return cur, nil, false
 	}
-	m.cfg.Record(ctx, cur.SessionID, events.SandboxLost{SandboxID: cur.SandboxID, State: cur.State,
-		Reason: fmt.Sprintf("a lifecycle transition begun %s ago never finished", now.Sub(cur.StateAt).Round(time.Second))})
-	m.cfg.Logger.Warn("stale sandbox transition taken over", "session", cur.SessionID, "sandbox", cur.SandboxID, "since", cur.StateAt)
 	tr := &Transition{SessionID: cur.SessionID, SandboxID: cur.SandboxID, From: cur.State, To: store.SandboxStateLost}
 	cur.State, cur.StateAt = store.SandboxStateLost, now
 	return cur, tr, true
+}
+
+// loseStaleChange moves a changing record whose transition began more than StaleChange
+// ago to lost: what the box is now is unknown, so it is treated like a loss (recovered
+// after a health check, else recreated). It reports whether it moved the record.
+func (m *Manager) loseStaleChange(ctx context.Context, rec store.SessionSandbox, now time.Time) (bool, error) {
+	if now.Sub(rec.StateAt) <= StaleChange {
+		return false, nil
+	}
+	ok, err := m.cfg.Store.SwapSandboxState(ctx, rec.SessionID, []string{store.SandboxStateChanging}, store.SandboxStateLost, now, time.Time{})
+	if err != nil || !ok {
+		return false, err
+	}
+	m.cfg.Record(ctx, rec.SessionID, events.SandboxLost{SandboxID: rec.SandboxID, State: store.SandboxStateChanging,
+		Reason: fmt.Sprintf("a lifecycle transition begun %s ago never finished", now.Sub(rec.StateAt).Round(time.Second))})
+	m.cfg.Logger.Warn("stale sandbox transition taken over", "session", rec.SessionID, "sandbox", rec.SandboxID, "since", rec.StateAt)
+	return true, nil
 }
