@@ -64,7 +64,7 @@ func (m *Manager) read(ctx context.Context, sessionID string, a *agents.Agent) (
 		// A harness died mid-call: its busy mark would keep the sandbox busy forever.
 		_ = st.ClearStaleSandboxUse(ctx, sessionID, rec.ExecOwner)
 	}
-	if rec.State != stDeleted {
+	if rec.State != store.SandboxStateDeleted {
 		if err := m.checkSharingOf(ctx, a, rec.Environment); err != nil { // sharing.go
 			return nil, err
 		}
@@ -105,7 +105,7 @@ func (at *attempt) take(ctx context.Context, tr transition) (*Lease, bool, error
 		return nil, true, at.wait(ctx)
 	case tRecreate:
 		cause := causeGone
-		if at.rec.State == stDeleted {
+		if at.rec.State == store.SandboxStateDeleted {
 			cause = causeDeleted
 		}
 		l, err := at.recreate(ctx, cause)
@@ -139,14 +139,14 @@ func (at *attempt) attach(ctx context.Context, lease *Lease) (*Lease, bool, erro
 	if !ok {
 		return nil, true, nil
 	}
-	lease.Record.State = stRunning
+	lease.Record.State = store.SandboxStateRunning
 	return lease, false, nil
 }
 
 // settle moves a record that says stopped or archived to running, since its box runs,
 // and hands the sandbox out.
 func (at *attempt) settle(ctx context.Context, lease *Lease) (*Lease, bool, error) {
-	ok, err := at.swap(ctx, at.rec.State, stRunning)
+	ok, err := at.swap(ctx, at.rec.State, store.SandboxStateRunning)
 	if err != nil || !ok {
 		return nil, err == nil, err
 	}
@@ -177,7 +177,7 @@ func (at *attempt) resume(ctx context.Context, lease *Lease, from string) (*Leas
 	if fresh, err := rt.Get(ctx, rec.SandboxID); err == nil {
 		info = fresh
 	}
-	ok, err := at.swap(ctx, from, stRunning)
+	ok, err := at.swap(ctx, from, store.SandboxStateRunning)
 	if err != nil || !ok {
 		return nil, err == nil, err
 	}
@@ -187,7 +187,7 @@ func (at *attempt) resume(ctx context.Context, lease *Lease, from string) (*Leas
 	if info.SnapshotID != rec.SnapshotID {
 		note += fmt.Sprintf(" Warning: it reports snapshot %s but was recorded as created from %s.", info.SnapshotID, rec.SnapshotID)
 	}
-	if rec.State == stLost {
+	if rec.State == store.SandboxStateLost {
 		note = fmt.Sprintf("The sandbox (%s) died during an earlier call and was recovered with its files.", rec.SandboxID) +
 			uncertainNote("were being written when it died", rec.Uncertain)
 	}
@@ -204,7 +204,7 @@ func (at *attempt) resume(ctx context.Context, lease *Lease, from string) (*Leas
 // record moved on hands it back as lost, for the next call.
 func (at *attempt) recover(ctx context.Context, lease *Lease) (*Lease, bool, error) {
 	rec, rt := at.rec, at.rt
-	ok, err := at.m.cfg.Store.SwapSandboxState(ctx, at.sessionID, []string{stLost}, stChanging, at.m.cfg.Now(), time.Time{})
+	ok, err := at.m.cfg.Store.SwapSandboxState(ctx, at.sessionID, []string{store.SandboxStateLost}, store.SandboxStateChanging, at.m.cfg.Now(), time.Time{})
 	if err != nil || !ok {
 		return nil, err == nil, err
 	}
@@ -212,7 +212,7 @@ func (at *attempt) recover(ctx context.Context, lease *Lease) (*Lease, bool, err
 	defer func() {
 		if at.claimed {
 			// Given up before the record moved on: lost again, for the next call.
-			_, _ = at.m.cfg.Store.SwapSandboxState(context.WithoutCancel(ctx), at.sessionID, []string{stChanging}, stLost, at.m.cfg.Now(), time.Time{})
+			_, _ = at.m.cfg.Store.SwapSandboxState(context.WithoutCancel(ctx), at.sessionID, []string{store.SandboxStateChanging}, store.SandboxStateLost, at.m.cfg.Now(), time.Time{})
 		}
 	}()
 	if at.box != boxRunning {
@@ -233,9 +233,9 @@ func (at *attempt) recover(ctx context.Context, lease *Lease) (*Lease, bool, err
 		at.info, at.box = fresh, boxOf(fresh.Status)
 	}
 	if at.box != boxRunning {
-		return at.resume(ctx, lease, stChanging)
+		return at.resume(ctx, lease, store.SandboxStateChanging)
 	}
-	ok, err = at.swap(ctx, stChanging, stRunning)
+	ok, err = at.swap(ctx, store.SandboxStateChanging, store.SandboxStateRunning)
 	if err != nil || !ok {
 		return nil, err == nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 var errBackend = errors.New("backend unavailable")
@@ -31,18 +32,18 @@ func TestAcquireTransitionFailures(t *testing.T) {
 		kinds []string
 	}{
 		{name: "provision: create fails", fail: "Create", then: ""},
-		{name: "attach: the backend cannot be asked", state: stRunning, box: sandbox.SandboxRunning, fail: "Get", then: stRunning, gen: 1},
-		{name: "resume: start fails", state: stArchived, box: sandbox.SandboxArchived, fail: "Start", then: stArchived, gen: 1},
-		{name: "recreate: create fails after a delete", state: stDeleted, box: "gone", fail: "Create", then: stDeleted, gen: 1},
-		{name: "recreate: create fails after a loss", state: stRunning, box: "gone", fail: "Create", then: stRunning, gen: 1,
+		{name: "attach: the backend cannot be asked", state: store.SandboxStateRunning, box: sandbox.SandboxRunning, fail: "Get", then: store.SandboxStateRunning, gen: 1},
+		{name: "resume: start fails", state: store.SandboxStateArchived, box: sandbox.SandboxArchived, fail: "Start", then: store.SandboxStateArchived, gen: 1},
+		{name: "recreate: create fails after a delete", state: store.SandboxStateDeleted, box: "gone", fail: "Create", then: store.SandboxStateDeleted, gen: 1},
+		{name: "recreate: create fails after a loss", state: store.SandboxStateRunning, box: "gone", fail: "Create", then: store.SandboxStateRunning, gen: 1,
 			kinds: []string{events.KindSandboxLost}},
-		{name: "recover: the replacement fails, the claim is handed back", state: stLost, box: sandbox.SandboxRunning,
-			setup: func(x *machine) { x.rt.unhealthy = true; x.rt.fail["Create"] = errBackend }, then: stLost, gen: 1,
+		{name: "recover: the replacement fails, the claim is handed back", state: store.SandboxStateLost, box: sandbox.SandboxRunning,
+			setup: func(x *machine) { x.rt.unhealthy = true; x.rt.fail["Create"] = errBackend }, then: store.SandboxStateLost, gen: 1,
 			kinds: []string{events.KindSandboxLost}},
-		{name: "recover: start fails after the check, the claim is handed back", state: stLost, box: sandbox.SandboxRunning,
-			setup: func(x *machine) { x.rt.reportDown = true }, fail: "", then: stLost, gen: 1},
-		{name: "wait: a change that does not land", state: stChanging, box: sandbox.SandboxRunning, wantText: "still changing state",
-			then: stChanging, gen: 1},
+		{name: "recover: start fails after the check, the claim is handed back", state: store.SandboxStateLost, box: sandbox.SandboxRunning,
+			setup: func(x *machine) { x.rt.reportDown = true }, fail: "", then: store.SandboxStateLost, gen: 1},
+		{name: "wait: a change that does not land", state: store.SandboxStateChanging, box: sandbox.SandboxRunning, wantText: "still changing state",
+			then: store.SandboxStateChanging, gen: 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -86,14 +87,14 @@ func TestAcquireTransitionFailures(t *testing.T) {
 // next call, and the box is not replaced.
 func TestRecoverCancelledHandsTheClaimBack(t *testing.T) {
 	x := newMachine(t)
-	x.at(t, stLost, sandbox.SandboxRunning)
+	x.at(t, store.SandboxStateLost, sandbox.SandboxRunning)
 	ctx, cancel := context.WithCancel(t.Context())
 	x.rt.onExec = func() { cancel() }
 	x.rt.fail["Exec"] = context.Canceled
 	if _, err := x.m.Acquire(ctx, sessionID, x.agent); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
-	if rec := x.record(t); rec.State != stLost || rec.Generation != 1 {
+	if rec := x.record(t); rec.State != store.SandboxStateLost || rec.Generation != 1 {
 		t.Errorf("record %s gen %d, want lost gen 1", rec.State, rec.Generation)
 	}
 	if st := x.rt.status(sandboxID(sessionID, 1)); st != sandbox.SandboxRunning {
@@ -105,7 +106,7 @@ func TestRecoverCancelledHandsTheClaimBack(t *testing.T) {
 // over as a loss and recovers the box with its files.
 func TestStaleChangeIsTakenOverAndRecovered(t *testing.T) {
 	x := newMachine(t)
-	x.at(t, stChanging, sandbox.SandboxRunning)
+	x.at(t, store.SandboxStateChanging, sandbox.SandboxRunning)
 	x.now = x.now.Add(StaleChange + time.Minute)
 	l, err := x.acquire(t)
 	if err != nil {
@@ -114,7 +115,7 @@ func TestStaleChangeIsTakenOverAndRecovered(t *testing.T) {
 	if got, want := x.kinds(), []string{events.KindSandboxLost, events.KindSandboxRecovered}; !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
-	if l.via != tRecover || x.record(t).State != stRunning || x.record(t).Generation != 1 {
+	if l.via != tRecover || x.record(t).State != store.SandboxStateRunning || x.record(t).Generation != 1 {
 		t.Errorf("via %s, record %+v", l.via, x.record(t))
 	}
 }
@@ -123,7 +124,7 @@ func TestStaleChangeIsTakenOverAndRecovered(t *testing.T) {
 // promises (it once said Running, read after the start).
 func TestResumedSaysWhatTheBoxWas(t *testing.T) {
 	x := newMachine(t)
-	x.at(t, stStopped, sandbox.SandboxArchived)
+	x.at(t, store.SandboxStateStopped, sandbox.SandboxArchived)
 	l, err := x.acquire(t)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestResumedSaysWhatTheBoxWas(t *testing.T) {
 	x.mu.Lock()
 	ev, ok := x.events[0].(events.SandboxResumed)
 	x.mu.Unlock()
-	if !ok || ev.From != sandbox.SandboxArchived || ev.RecordedState != stStopped {
+	if !ok || ev.From != sandbox.SandboxArchived || ev.RecordedState != store.SandboxStateStopped {
 		t.Errorf("event %+v", x.events[0])
 	}
 	if !strings.Contains(l.Notes[0], "was archived and has been resumed") {

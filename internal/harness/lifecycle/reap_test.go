@@ -9,6 +9,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 // The reaper's steps move an idle sandbox along its row of the table on the agent's
@@ -26,28 +27,28 @@ func TestReapSteps(t *testing.T) {
 		then       string       // the record's state afterwards
 		boxThen    string
 	}{
-		{name: "idle-stop", state: stRunning, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultIdleStopMinutes),
-			via: []transition{tIdleStop}, then: stStopped, boxThen: sandbox.SandboxStopped},
-		{name: "not yet idle", state: stRunning, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultIdleStopMinutes - 1),
-			then: stRunning, boxThen: sandbox.SandboxRunning},
-		{name: "archive", state: stStopped, box: sandbox.SandboxStopped, idle: minutes(agentspec.DefaultArchiveAfterMinutes),
-			via: []transition{tArchive}, then: stArchived, boxThen: sandbox.SandboxArchived},
-		{name: "delete", state: stArchived, box: sandbox.SandboxArchived, idle: minutes(agentspec.DefaultDeleteAfterMinutes),
-			via: []transition{tDelete}, then: stDeleted, boxThen: "gone"},
-		{name: "every step at once", state: stRunning, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultDeleteAfterMinutes),
-			via: []transition{tIdleStop, tArchive, tDelete}, then: stDeleted, boxThen: "gone"},
-		{name: "a lost box that still runs is stopped", state: stLost, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultIdleStopMinutes),
-			via: []transition{tIdleStop}, then: stStopped, boxThen: sandbox.SandboxStopped},
-		{name: "a lost box that is gone is deleted on time", state: stLost, box: "gone", idle: minutes(agentspec.DefaultDeleteAfterMinutes),
-			via: []transition{tDelete}, then: stDeleted, boxThen: "gone"},
-		{name: "idle-stop fails", state: stRunning, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultIdleStopMinutes),
-			fail: "Stop", failErr: errBackend, then: stRunning, boxThen: sandbox.SandboxRunning},
-		{name: "archive fails", state: stStopped, box: sandbox.SandboxStopped, idle: minutes(agentspec.DefaultArchiveAfterMinutes),
-			fail: "Archive", failErr: errBackend, then: stStopped, boxThen: sandbox.SandboxStopped},
-		{name: "a backend that cannot archive keeps it stopped", state: stStopped, box: sandbox.SandboxStopped, idle: minutes(agentspec.DefaultArchiveAfterMinutes),
-			fail: "Archive", failErr: fmt.Errorf("archive: %w", errors.ErrUnsupported), then: stStopped, boxThen: sandbox.SandboxStopped},
-		{name: "delete fails", state: stArchived, box: sandbox.SandboxArchived, idle: minutes(agentspec.DefaultDeleteAfterMinutes),
-			fail: "Delete", failErr: errBackend, then: stArchived, boxThen: sandbox.SandboxArchived},
+		{name: "idle-stop", state: store.SandboxStateRunning, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultIdleStopMinutes),
+			via: []transition{tIdleStop}, then: store.SandboxStateStopped, boxThen: sandbox.SandboxStopped},
+		{name: "not yet idle", state: store.SandboxStateRunning, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultIdleStopMinutes - 1),
+			then: store.SandboxStateRunning, boxThen: sandbox.SandboxRunning},
+		{name: "archive", state: store.SandboxStateStopped, box: sandbox.SandboxStopped, idle: minutes(agentspec.DefaultArchiveAfterMinutes),
+			via: []transition{tArchive}, then: store.SandboxStateArchived, boxThen: sandbox.SandboxArchived},
+		{name: "delete", state: store.SandboxStateArchived, box: sandbox.SandboxArchived, idle: minutes(agentspec.DefaultDeleteAfterMinutes),
+			via: []transition{tDelete}, then: store.SandboxStateDeleted, boxThen: "gone"},
+		{name: "every step at once", state: store.SandboxStateRunning, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultDeleteAfterMinutes),
+			via: []transition{tIdleStop, tArchive, tDelete}, then: store.SandboxStateDeleted, boxThen: "gone"},
+		{name: "a lost box that still runs is stopped", state: store.SandboxStateLost, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultIdleStopMinutes),
+			via: []transition{tIdleStop}, then: store.SandboxStateStopped, boxThen: sandbox.SandboxStopped},
+		{name: "a lost box that is gone is deleted on time", state: store.SandboxStateLost, box: "gone", idle: minutes(agentspec.DefaultDeleteAfterMinutes),
+			via: []transition{tDelete}, then: store.SandboxStateDeleted, boxThen: "gone"},
+		{name: "idle-stop fails", state: store.SandboxStateRunning, box: sandbox.SandboxRunning, idle: minutes(agentspec.DefaultIdleStopMinutes),
+			fail: "Stop", failErr: errBackend, then: store.SandboxStateRunning, boxThen: sandbox.SandboxRunning},
+		{name: "archive fails", state: store.SandboxStateStopped, box: sandbox.SandboxStopped, idle: minutes(agentspec.DefaultArchiveAfterMinutes),
+			fail: "Archive", failErr: errBackend, then: store.SandboxStateStopped, boxThen: sandbox.SandboxStopped},
+		{name: "a backend that cannot archive keeps it stopped", state: store.SandboxStateStopped, box: sandbox.SandboxStopped, idle: minutes(agentspec.DefaultArchiveAfterMinutes),
+			fail: "Archive", failErr: fmt.Errorf("archive: %w", errors.ErrUnsupported), then: store.SandboxStateStopped, boxThen: sandbox.SandboxStopped},
+		{name: "delete fails", state: store.SandboxStateArchived, box: sandbox.SandboxArchived, idle: minutes(agentspec.DefaultDeleteAfterMinutes),
+			fail: "Delete", failErr: errBackend, then: store.SandboxStateArchived, boxThen: sandbox.SandboxArchived},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,7 +111,7 @@ func reapStep(to string) transition {
 // A busy sandbox is never reaped while its owner lives, and a stale mark is cleared.
 func TestReapLeavesABusySandbox(t *testing.T) {
 	x := newMachine(t)
-	x.at(t, stRunning, sandbox.SandboxRunning)
+	x.at(t, store.SandboxStateRunning, sandbox.SandboxRunning)
 	if ok, err := x.st.BeginSandboxUse(t.Context(), sessionID, ProcessOwner(), x.now); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
@@ -142,7 +143,7 @@ func TestReclaim(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			x := newMachine(t)
-			x.at(t, stRunning, sandbox.SandboxRunning)
+			x.at(t, store.SandboxStateRunning, sandbox.SandboxRunning)
 			if ok, err := x.st.BeginSandboxUse(t.Context(), sessionID, c.owner, x.now); err != nil || !ok {
 				t.Fatal(ok, err)
 			}

@@ -21,36 +21,21 @@ import (
 // records, in order: the machine's tests (transitions_test.go) hold every transition to
 // its row, so this table is the map of the lifecycle and not a comment that can drift.
 
-// transition names one move of the lifecycle.
+// transition names one move of the lifecycle; lifecycleTable says what each does.
 type transition string
 
 const (
-	// tProvision: no record yet; the session's first sandbox is created.
 	tProvision transition = "provision"
-	// tAttach: the record and the box both say running; the sandbox is handed out.
-	tAttach transition = "attach"
-	// tSettle: the box runs but the record says stopped or archived (a start whose
-	// record was not written, a backend that started it itself); the record follows.
-	tSettle transition = "settle"
-	// tResume: the box is stopped or archived (by the reaper, by the backend's own
-	// idle policy); it is started with its files.
-	tResume transition = "resume"
-	// tRecover: the box failed under an earlier call (record lost); it is claimed,
-	// health-checked and handed out with its files, or recreated when it fails the check.
-	tRecover transition = "recover"
-	// tRecreate: the record is deleted, the backend no longer has the box, or a lost
-	// box failed its health check; a new generation is created and the workspace is reset.
-	tRecreate transition = "recreate"
-	// tWait: another process (a reaper) is moving the sandbox; the call waits and
-	// reads the record again. A change older than StaleChange is taken over as a loss.
-	tWait transition = "wait"
-	// tIdleStop, tArchive, tDelete: the reaper's steps, on the agent's timings.
-	tIdleStop transition = "idle-stop"
-	tArchive  transition = "archive"
-	tDelete   transition = "delete"
-	// tReclaim: a running sandbox marked busy by a dead harness is stopped and started
-	// again, killing the orphaned commands; files kept.
-	tReclaim transition = "reclaim"
+	tAttach    transition = "attach"
+	tSettle    transition = "settle"
+	tResume    transition = "resume"
+	tRecover   transition = "recover"
+	tRecreate  transition = "recreate"
+	tWait      transition = "wait"
+	tIdleStop  transition = "idle-stop"
+	tArchive   transition = "archive"
+	tDelete    transition = "delete"
+	tReclaim   transition = "reclaim"
 )
 
 // noRecord stands, in the table's from, for a session with no sandbox record yet.
@@ -67,33 +52,42 @@ type transitionRow struct {
 	events []string
 }
 
-// Short names for the record's states, so that the table reads as one.
-const (
-	stRunning  = store.SandboxStateRunning
-	stStopped  = store.SandboxStateStopped
-	stArchived = store.SandboxStateArchived
-	stDeleted  = store.SandboxStateDeleted
-	stLost     = store.SandboxStateLost
-	stChanging = store.SandboxStateChanging
-)
-
 // lifecycleTable is the lifecycle, one row a transition.
 var lifecycleTable = map[transition]transitionRow{
-	tProvision: {from: []string{noRecord}, to: stRunning, events: []string{events.KindSandboxProvisioned}},
-	tAttach:    {from: []string{stRunning}, to: stRunning},
-	tSettle:    {from: []string{stStopped, stArchived}, to: stRunning},
-	tResume:    {from: []string{stRunning, stStopped, stArchived}, to: stRunning, events: []string{events.KindSandboxResumed}},
-	// A recovered box that runs after its check records sandbox_recovered; one that is
-	// still down after it is resumed (sandbox_resumed) instead.
-	tRecover: {from: []string{stLost}, to: stRunning, events: []string{events.KindSandboxRecovered, events.KindSandboxResumed}},
-	// sandbox_lost is recorded unless the record was deleted on time (nothing was lost).
-	tRecreate: {from: []string{stDeleted, stRunning, stStopped, stArchived, stLost}, to: stRunning, events: []string{events.KindSandboxLost, events.KindSandboxProvisioned}},
-	// A change older than StaleChange is taken over as a loss (sandbox_lost).
-	tWait:     {from: []string{stChanging}, to: stLost, events: []string{events.KindSandboxLost}},
-	tIdleStop: {from: []string{stRunning, stLost}, to: stStopped, events: []string{events.KindSandboxStopped}},
-	tArchive:  {from: []string{stStopped, stLost}, to: stArchived, events: []string{events.KindSandboxArchived}},
-	tDelete:   {from: []string{stStopped, stArchived, stLost}, to: stDeleted, events: []string{events.KindSandboxDeleted}},
-	tReclaim:  {from: []string{stRunning}, to: stRunning, events: []string{events.KindSandboxReclaimed}},
+	// No record yet: the session's first sandbox is created.
+	tProvision: {from: []string{noRecord}, to: store.SandboxStateRunning, events: []string{events.KindSandboxProvisioned}},
+	// The record and the box both say running: the sandbox is handed out.
+	tAttach: {from: []string{store.SandboxStateRunning}, to: store.SandboxStateRunning},
+	// The box runs but the record says stopped or archived (a start whose record was not
+	// written, a backend that started it itself): the record follows.
+	tSettle: {from: []string{store.SandboxStateStopped, store.SandboxStateArchived}, to: store.SandboxStateRunning},
+	// The box is stopped or archived (by the reaper, by the backend's own idle policy):
+	// it is started with its files.
+	tResume: {from: []string{store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived},
+		to: store.SandboxStateRunning, events: []string{events.KindSandboxResumed}},
+	// The box failed under an earlier call (record lost): it is claimed, health-checked
+	// and handed out with its files (sandbox_recovered; sandbox_resumed when it is still
+	// down after the check), or recreated when it fails the check.
+	tRecover: {from: []string{store.SandboxStateLost}, to: store.SandboxStateRunning,
+		events: []string{events.KindSandboxRecovered, events.KindSandboxResumed}},
+	// The record is deleted, the backend no longer has the box, or a lost box failed its
+	// health check: a new generation is created and the workspace reset. sandbox_lost is
+	// recorded unless the record was deleted on time (nothing was lost).
+	tRecreate: {from: []string{store.SandboxStateDeleted, store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived, store.SandboxStateLost},
+		to: store.SandboxStateRunning, events: []string{events.KindSandboxLost, events.KindSandboxProvisioned}},
+	// Another process (a reaper) is moving the sandbox: the call waits and reads the
+	// record again. A change older than StaleChange is taken over as a loss.
+	tWait: {from: []string{store.SandboxStateChanging}, to: store.SandboxStateLost, events: []string{events.KindSandboxLost}},
+	// The reaper's steps, on the agent's timings; a lost record moves by what its box is.
+	tIdleStop: {from: []string{store.SandboxStateRunning, store.SandboxStateLost}, to: store.SandboxStateStopped,
+		events: []string{events.KindSandboxStopped}},
+	tArchive: {from: []string{store.SandboxStateStopped, store.SandboxStateLost}, to: store.SandboxStateArchived,
+		events: []string{events.KindSandboxArchived}},
+	tDelete: {from: []string{store.SandboxStateStopped, store.SandboxStateArchived, store.SandboxStateLost}, to: store.SandboxStateDeleted,
+		events: []string{events.KindSandboxDeleted}},
+	// A running sandbox marked busy by a dead harness is stopped and started again,
+	// killing the orphaned commands; files kept.
+	tReclaim: {from: []string{store.SandboxStateRunning}, to: store.SandboxStateRunning, events: []string{events.KindSandboxReclaimed}},
 }
 
 // box is what the backend says of a sandbox, in the machine's terms.
@@ -117,7 +111,7 @@ func boxOf(status string) box {
 // needsBox reports whether next needs the backend's word for a record in state.
 func needsBox(state string) bool {
 	switch state {
-	case stRunning, stStopped, stArchived, stLost:
+	case store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived, store.SandboxStateLost:
 		return true
 	}
 	return false
@@ -129,11 +123,11 @@ func next(state string, b box) (transition, error) {
 	switch state {
 	case noRecord:
 		return tProvision, nil
-	case stChanging:
+	case store.SandboxStateChanging:
 		return tWait, nil
-	case stDeleted:
+	case store.SandboxStateDeleted:
 		return tRecreate, nil
-	case stRunning, stStopped, stArchived, stLost:
+	case store.SandboxStateRunning, store.SandboxStateStopped, store.SandboxStateArchived, store.SandboxStateLost:
 	default:
 		return "", fmt.Errorf("unknown sandbox state %q", state)
 	}
@@ -142,11 +136,11 @@ func next(state string, b box) (transition, error) {
 		return "", fmt.Errorf("a %s sandbox needs the backend's status", state)
 	case b == boxGone:
 		return tRecreate, nil
-	case state == stLost:
+	case state == store.SandboxStateLost:
 		return tRecover, nil
 	case b == boxDown:
 		return tResume, nil
-	case state == stRunning:
+	case state == store.SandboxStateRunning:
 		return tAttach, nil
 	}
 	return tSettle, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 // next picks one transition for every record state and backend answer, and each is
@@ -14,13 +15,13 @@ import (
 func TestNextCoversEveryStateAndAnswer(t *testing.T) {
 	boxes := map[box]string{boxGone: "gone", boxRunning: "running", boxDown: "down"}
 	want := map[string]map[box]transition{
-		noRecord:   {boxUnasked: tProvision},
-		stDeleted:  {boxUnasked: tRecreate},
-		stChanging: {boxUnasked: tWait},
-		stRunning:  {boxGone: tRecreate, boxRunning: tAttach, boxDown: tResume},
-		stStopped:  {boxGone: tRecreate, boxRunning: tSettle, boxDown: tResume},
-		stArchived: {boxGone: tRecreate, boxRunning: tSettle, boxDown: tResume},
-		stLost:     {boxGone: tRecreate, boxRunning: tRecover, boxDown: tRecover},
+		noRecord:                   {boxUnasked: tProvision},
+		store.SandboxStateDeleted:  {boxUnasked: tRecreate},
+		store.SandboxStateChanging: {boxUnasked: tWait},
+		store.SandboxStateRunning:  {boxGone: tRecreate, boxRunning: tAttach, boxDown: tResume},
+		store.SandboxStateStopped:  {boxGone: tRecreate, boxRunning: tSettle, boxDown: tResume},
+		store.SandboxStateArchived: {boxGone: tRecreate, boxRunning: tSettle, boxDown: tResume},
+		store.SandboxStateLost:     {boxGone: tRecreate, boxRunning: tRecover, boxDown: tRecover},
 	}
 	for state, byBox := range want {
 		if needsBox(state) == (len(byBox) == 1) {
@@ -57,29 +58,29 @@ func TestAcquireTransitions(t *testing.T) {
 	}{
 		{name: "first call provisions", via: tProvision, kinds: []string{events.KindSandboxProvisioned}, gen: 1,
 			note: `provisioned for this session from environment "env", snapshot snap-1`},
-		{name: "running is attached", state: stRunning, box: sandbox.SandboxRunning, via: tAttach, gen: 1},
-		{name: "a running record with a stopped box is resumed", state: stRunning, box: sandbox.SandboxStopped, via: tResume,
+		{name: "running is attached", state: store.SandboxStateRunning, box: sandbox.SandboxRunning, via: tAttach, gen: 1},
+		{name: "a running record with a stopped box is resumed", state: store.SandboxStateRunning, box: sandbox.SandboxStopped, via: tResume,
 			kinds: []string{events.KindSandboxResumed}, gen: 1, note: "was stopped and has been resumed with its files"},
-		{name: "stopped is resumed", state: stStopped, box: sandbox.SandboxStopped, via: tResume,
+		{name: "stopped is resumed", state: store.SandboxStateStopped, box: sandbox.SandboxStopped, via: tResume,
 			kinds: []string{events.KindSandboxResumed}, gen: 1, note: "was stopped and has been resumed with its files, from snapshot snap-1."},
-		{name: "archived is resumed", state: stArchived, box: sandbox.SandboxArchived, via: tResume,
+		{name: "archived is resumed", state: store.SandboxStateArchived, box: sandbox.SandboxArchived, via: tResume,
 			kinds: []string{events.KindSandboxResumed}, gen: 1, note: "was archived and has been resumed"},
-		{name: "a stopped record whose box runs is settled", state: stStopped, box: sandbox.SandboxRunning, via: tSettle, gen: 1},
-		{name: "deleted is recreated without a loss", state: stDeleted, box: "gone", via: tRecreate,
+		{name: "a stopped record whose box runs is settled", state: store.SandboxStateStopped, box: sandbox.SandboxRunning, via: tSettle, gen: 1},
+		{name: "deleted is recreated without a loss", state: store.SandboxStateDeleted, box: "gone", via: tRecreate,
 			kinds: []string{events.KindSandboxProvisioned}, gen: 2, note: "was deleted after being idle; this is a fresh workspace from snapshot snap-1"},
-		{name: "a box the backend lost is recreated", state: stStopped, box: "gone", via: tRecreate,
+		{name: "a box the backend lost is recreated", state: store.SandboxStateStopped, box: "gone", via: tRecreate,
 			kinds: []string{events.KindSandboxLost, events.KindSandboxProvisioned}, gen: 2, note: "was lost; this is a fresh workspace"},
-		{name: "lost and running is recovered", state: stLost, box: sandbox.SandboxRunning, uncertain: []string{"out.txt"}, via: tRecover,
+		{name: "lost and running is recovered", state: store.SandboxStateLost, box: sandbox.SandboxRunning, uncertain: []string{"out.txt"}, via: tRecover,
 			kinds: []string{events.KindSandboxRecovered}, gen: 1, note: "has been recovered with its files. These files were being written when it failed and may be incomplete: [out.txt]."},
-		{name: "lost and stopped is started by the check and recovered", state: stLost, box: sandbox.SandboxStopped, via: tRecover,
+		{name: "lost and stopped is started by the check and recovered", state: store.SandboxStateLost, box: sandbox.SandboxStopped, via: tRecover,
 			kinds: []string{events.KindSandboxRecovered}, gen: 1, note: "has been recovered with its files"},
-		{name: "lost and reported down after the check is resumed", state: stLost, box: sandbox.SandboxStopped, uncertain: []string{"a"},
+		{name: "lost and reported down after the check is resumed", state: store.SandboxStateLost, box: sandbox.SandboxStopped, uncertain: []string{"a"},
 			setup: func(x *machine) { x.rt.reportDown = true }, via: tRecover, kinds: []string{events.KindSandboxResumed}, gen: 1,
 			note: "died during an earlier call and was recovered with its files. These files were being written when it died"},
-		{name: "lost and unhealthy is recreated", state: stLost, box: sandbox.SandboxRunning,
+		{name: "lost and unhealthy is recreated", state: store.SandboxStateLost, box: sandbox.SandboxRunning,
 			setup: func(x *machine) { x.rt.unhealthy = true }, via: tRecreate,
 			kinds: []string{events.KindSandboxLost, events.KindSandboxProvisioned}, gen: 2, note: "could not be recovered"},
-		{name: "lost and gone is recreated", state: stLost, box: "gone", via: tRecreate,
+		{name: "lost and gone is recreated", state: store.SandboxStateLost, box: "gone", via: tRecreate,
 			kinds: []string{events.KindSandboxLost, events.KindSandboxProvisioned}, gen: 2, note: "was lost"},
 	}
 	for _, c := range cases {
