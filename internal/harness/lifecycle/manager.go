@@ -10,7 +10,7 @@
 // the reaper only moves sandboxes that are idle and not busy. A busy mark left by a dead
 // process is cleared, since its owner is checked for life. The transitions, what each
 // starts from, leaves and records, are one table (transitions.go); a call's Acquire
-// takes one of them per read of the record (acquire.go), the reaper takes the idle
+// takes one of them per read of the record (acquire.go, provision included), the reaper takes the idle
 // steps (reap.go), and Reclaim restarts what a dead harness left (reclaim.go).
 //
 // Timings come from the agent: idle_stop_minutes after the last call ends (a running
