@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 )
 
@@ -50,14 +48,11 @@ func (s *Store) UpdateAgent(ctx context.Context, a Agent) error {
 	return s.inTx(ctx, func(tx *txn) error {
 		now := s.stamp()
 		res, err := tx.ExecContext(ctx, `UPDATE agents SET environment = NULLIF(?, ''), spec = ?, updated_at = ? WHERE name = ?`, a.Environment, string(a.Spec), now, a.Name)
-		switch {
-		case isForeignKey(err):
+		if isForeignKey(err) {
 			return fmt.Errorf("environment %q: %w", a.Environment, ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("updating agent %q: %w", a.Name, err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("agent %q: %w", a.Name, ErrNotFound)
+		if err := changedOne(res, err, "updating", "agent %q", a.Name); err != nil {
+			return err
 		}
 		return setAgentSkills(ctx, tx, a.Name, a.Skills, now)
 	})
@@ -69,20 +64,14 @@ func (s *Store) GetAgent(ctx context.Context, name string) (Agent, error) {
 		return c.agent(name)
 	}
 	a, err := scanAgent(s.db.QueryRowContext(ctx, agentSelect+` WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return a, agentNotFound(name)
-	}
-	if err != nil {
-		return a, fmt.Errorf("reading agent %q: %w", name, err)
-	}
-	return a, nil
+	return found(a, err, "reading", "agent %q", name)
 }
 
 func agentNotFound(name string) error { return fmt.Errorf("agent %q: %w", name, ErrNotFound) }
 
 const agentSelect = `SELECT id, name, owner, COALESCE(environment, ''), spec FROM agents`
 
-func scanAgent(sc interface{ Scan(...any) error }) (Agent, error) {
+func scanAgent(sc scanner) (Agent, error) {
 	var a Agent
 	var spec string
 	if err := sc.Scan(&a.ID, &a.Name, &a.Owner, &a.Environment, &spec); err != nil {
@@ -101,11 +90,8 @@ func (s *Store) DeleteAgent(ctx context.Context, name string) error {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM agents WHERE name = ?`, name)
-		if err != nil {
-			return fmt.Errorf("deleting agent %q: %w", name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("agent %q: %w", name, ErrNotFound)
+		if err := changedOne(res, err, "deleting", "agent %q", name); err != nil {
+			return err
 		}
 		for _, d := range skills {
 			if err := collectSkillBlob(ctx, tx, d); err != nil {

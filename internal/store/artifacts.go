@@ -53,7 +53,7 @@ func (s *Store) PutArtifact(ctx context.Context, a Artifact) error {
 const artifactSelect = `SELECT id, session_id, path, sha256, size, source_event, classification, expires_at, snapshot_id, sandbox_id,
 	commands, manifest_digest, session_installs, created_at FROM artifacts`
 
-func scanArtifact(sc interface{ Scan(...any) error }) (Artifact, error) {
+func scanArtifact(sc scanner) (Artifact, error) {
 	var a Artifact
 	var cmds, installs string
 	var exp, created int64
@@ -67,20 +67,11 @@ func scanArtifact(sc interface{ Scan(...any) error }) (Artifact, error) {
 
 // ListArtifacts lists a session's artifacts (without content), oldest first.
 func (s *Store) ListArtifacts(ctx context.Context, sessionID string) ([]Artifact, error) {
-	rows, err := s.db.QueryContext(ctx, artifactSelect+` WHERE session_id = ? ORDER BY created_at, id`, sessionID)
+	artifacts, err := queryRows(ctx, s.db, scanArtifact, artifactSelect+` WHERE session_id = ? ORDER BY created_at, id`, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("listing artifacts of session %q: %w", sessionID, err)
 	}
-	defer rows.Close()
-	var out []Artifact
-	for rows.Next() {
-		a, err := scanArtifact(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return artifacts, nil
 }
 
 // GetArtifact returns the newest artifact of a session at path, content included.

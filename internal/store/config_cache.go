@@ -200,21 +200,13 @@ func (s *Store) loadConfig(ctx context.Context, gen uint64) (*configSnapshot, er
 	return snap, nil
 }
 
-func selectAll[T any](ctx context.Context, q querier, query string, scan func(interface{ Scan(...any) error }) (T, error)) ([]T, error) {
-	rows, err := q.QueryContext(ctx, query)
+// selectAll is queryRows for one table of the configuration, its errors saying so.
+func selectAll[T any](ctx context.Context, q querier, query string, scan func(scanner) (T, error)) ([]T, error) {
+	out, err := queryRows(ctx, q, scan, query)
 	if err != nil {
 		return nil, fmt.Errorf("reading the configuration: %w", err)
 	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("reading the configuration: %w", err)
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func index[T any](items []T, key func(T) string) map[string]int {

@@ -42,7 +42,7 @@ const envSelect = `SELECT e.id, e.name, e.provider, e.owner, e.reserved, e.image
 	e.triggers, e.env, e.block_all, e.allow_domains, e.build_hash, e.snapshot_id, e.settings, e.shared_with,
 	CASE WHEN EXISTS (SELECT 1 FROM environments_with_secrets x WHERE x.environment = e.name) THEN 1 ELSE 0 END FROM environments e`
 
-func scanEnv(sc interface{ Scan(...any) error }) (Environment, error) {
+func scanEnv(sc scanner) (Environment, error) {
 	var e Environment
 	var reserved, blockAll, hasSecrets int64
 	var triggers, env, allow, settings, sharedWith string
@@ -135,11 +135,8 @@ func (s *Store) UpdateEnvironment(ctx context.Context, e Environment) error {
 		t, v, a, st, sw := envArgs(e)
 		res, err := tx.ExecContext(ctx, `UPDATE environments SET image = ?, build_script = ?, cpu = ?, memory = ?, disk = ?, triggers = ?, env = ?, block_all = ?, allow_domains = ?, build_hash = ?, snapshot_id = ?, settings = ?, shared_with = ?, updated_at = ? WHERE name = ?`,
 			e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, st, sw, now, e.Name)
-		if err != nil {
-			return fmt.Errorf("updating environment %q: %w", e.Name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("environment %q: %w", e.Name, ErrNotFound)
+		if err := changedOne(res, err, "updating", "environment %q", e.Name); err != nil {
+			return err
 		}
 		return recordHistory(ctx, tx, e.Name, e.SnapshotID, now)
 	})
@@ -151,13 +148,7 @@ func (s *Store) GetEnvironment(ctx context.Context, name string) (Environment, e
 		return c.environment(name)
 	}
 	e, err := scanEnv(s.db.QueryRowContext(ctx, envSelect+` WHERE e.name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return e, envNotFound(name)
-	}
-	if err != nil {
-		return e, fmt.Errorf("reading environment %q: %w", name, err)
-	}
-	return e, nil
+	return found(e, err, "reading", "environment %q", name)
 }
 
 func envNotFound(name string) error { return fmt.Errorf("environment %q: %w", name, ErrNotFound) }
@@ -171,38 +162,16 @@ func (s *Store) ListEnvironments(ctx context.Context) ([]Environment, error) {
 }
 
 func listEnvironments(ctx context.Context, q querier) ([]Environment, error) {
-	rows, err := q.QueryContext(ctx, envSelect+` ORDER BY e.name`)
+	envs, err := queryRows(ctx, q, scanEnv, envSelect+` ORDER BY e.name`)
 	if err != nil {
 		return nil, fmt.Errorf("listing environments: %w", err)
 	}
-	defer rows.Close()
-	var out []Environment
-	for rows.Next() {
-		e, err := scanEnv(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return envs, nil
 }
 
 // SnapshotHistory lists the snapshots an environment has pointed at, oldest first.
 func (s *Store) SnapshotHistory(ctx context.Context, env string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT snapshot_id FROM environment_snapshots WHERE environment = ? ORDER BY created_at`, env)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return queryRows(ctx, s.db, scanString, `SELECT snapshot_id FROM environment_snapshots WHERE environment = ? ORDER BY created_at`, env)
 }
 
 // AgentsUsing lists the agents that reference an environment.
@@ -210,20 +179,12 @@ func (s *Store) AgentsUsing(ctx context.Context, env string) ([]string, error) {
 	if c := s.config(ctx); c != nil {
 		return c.agentsUsing(env), nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT name FROM agents WHERE environment = ? ORDER BY name`, env)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return agentsUsing(ctx, s.db, env)
+}
+
+// agentsUsing lists the agents that reference environment env, by name.
+func agentsUsing(ctx context.Context, q querier, env string) ([]string, error) {
+	return queryRows(ctx, q, scanString, `SELECT name FROM agents WHERE environment = ? ORDER BY name`, env)
 }
 
 // DeleteEnvironment removes an environment and its secrets. It fails with ErrInUse,
@@ -231,21 +192,8 @@ func (s *Store) AgentsUsing(ctx context.Context, env string) ([]string, error) {
 // rule for any other writer of the database.
 func (s *Store) DeleteEnvironment(ctx context.Context, name string) error {
 	return s.inTx(ctx, func(tx *txn) error {
-		rows, err := tx.QueryContext(ctx, `SELECT name FROM agents WHERE environment = ? ORDER BY name`, name)
+		agents, err := agentsUsing(ctx, tx, name)
 		if err != nil {
-			return err
-		}
-		var agents []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				rows.Close()
-				return err
-			}
-			agents = append(agents, n)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		if len(agents) > 0 {
@@ -255,11 +203,8 @@ func (s *Store) DeleteEnvironment(ctx context.Context, name string) error {
 		if isForeignKey(err) {
 			return fmt.Errorf("environment %q is referenced by an agent: %w", name, ErrInUse)
 		}
-		if err != nil {
-			return fmt.Errorf("deleting environment %q: %w", name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("environment %q: %w", name, ErrNotFound)
+		if err := changedOne(res, err, "deleting", "environment %q", name); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `DELETE FROM environment_snapshots WHERE environment = ?`, name)
 		return err

@@ -63,13 +63,7 @@ func (s *Store) UpdateSandboxProvider(ctx context.Context, p SandboxProvider) er
 	scopes, _ := json.Marshal(nonNil(p.Scopes))
 	res, err := s.db.ExecContext(ctx, `UPDATE sandbox_providers SET api_url = ?, target = ?, api_key_enc = ?, scopes = ?, release_snapshot = ?, status = ?, require_limits = ?, updated_at = ? WHERE name = ?`,
 		p.APIURL, p.Target, p.APIKeyEnc, string(scopes), p.ReleaseSnapshot, p.Status, nullBool(p.RequireLimits), s.stamp(), p.Name)
-	if err != nil {
-		return fmt.Errorf("updating sandbox provider %q: %w", p.Name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("sandbox provider %q: %w", p.Name, ErrNotFound)
-	}
-	return nil
+	return changedOne(res, err, "updating", "sandbox provider %q", p.Name)
 }
 
 // GetSandboxProvider reads a provider by name.
@@ -109,7 +103,7 @@ func providerNotFound(name string) error {
 	return fmt.Errorf("sandbox provider %q: %w", name, ErrNotFound)
 }
 
-func scanProvider(sc interface{ Scan(...any) error }) (SandboxProvider, error) {
+func scanProvider(sc scanner) (SandboxProvider, error) {
 	var p SandboxProvider
 	var scopes string
 	var require sql.NullInt64
@@ -138,37 +132,15 @@ func nullBool(b *bool) sql.NullInt64 {
 func (s *Store) DeleteSandboxProvider(ctx context.Context, name string) error {
 	return s.inTx(ctx, func(tx *txn) error {
 		var users []string
-		rows, err := tx.QueryContext(ctx, `SELECT name FROM environments WHERE provider = ? AND reserved = 0 ORDER BY name`, name)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				rows.Close()
+		for _, u := range []struct{ kind, query string }{
+			{"environment", `SELECT name FROM environments WHERE provider = ? AND reserved = 0 ORDER BY name`},
+			{"agent", `SELECT a.name FROM agents a JOIN environments e ON a.environment = e.name WHERE e.provider = ? ORDER BY a.name`},
+		} {
+			names, err := queryRows(ctx, tx, scanString, u.query, name)
+			if err != nil {
 				return err
 			}
-			users = append(users, "environment "+n)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.QueryContext(ctx, `SELECT a.name FROM agents a JOIN environments e ON a.environment = e.name WHERE e.provider = ? ORDER BY a.name`, name)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				rows.Close()
-				return err
-			}
-			users = append(users, "agent "+n)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
+			users = append(users, kinded(u.kind, names)...)
 		}
 		kept, err := volumesAndRegistriesOf(ctx, tx, name) // volumes.go
 		if err != nil {
@@ -182,14 +154,18 @@ func (s *Store) DeleteSandboxProvider(ctx context.Context, name string) error {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM sandbox_providers WHERE name = ?`, name)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("sandbox provider %q: %w", name, ErrNotFound)
-		}
-		return nil
+		return changedOne(res, err, "deleting", "sandbox provider %q", name)
 	})
+}
+
+// kinded names each of names as a thing of kind ("volume x"), for ErrInUse's list of
+// what keeps a sandbox provider.
+func kinded(kind string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = kind + " " + n
+	}
+	return out
 }
 
 func nonNil[T any](s []T) []T {

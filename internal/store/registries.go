@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -55,13 +54,7 @@ func (s *Store) GetRegistry(ctx context.Context, name string) (Registry, error) 
 	var r Registry
 	err := s.db.QueryRowContext(ctx, `SELECT name, provider, owner, url, username, password_enc, project, remote_id, version FROM registries WHERE name = ?`, name).
 		Scan(&r.Name, &r.Provider, &r.Owner, &r.URL, &r.Username, &r.PasswordEnc, &r.Project, &r.RemoteID, &r.Version)
-	if errors.Is(err, sql.ErrNoRows) {
-		return r, fmt.Errorf("registry %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return r, fmt.Errorf("reading registry %q: %w", name, err)
-	}
-	return r, nil
+	return found(r, err, "reading", "registry %q", name)
 }
 
 // UpdateRegistry replaces a registry's URL, username, project and backend id and, when
@@ -76,13 +69,7 @@ func (s *Store) UpdateRegistry(ctx context.Context, r Registry, passwordEnc []by
 		res, err = s.db.ExecContext(ctx, `UPDATE registries SET url = ?, username = ?, project = ?, remote_id = ?, updated_at = ? WHERE name = ?`,
 			r.URL, r.Username, r.Project, r.RemoteID, s.stamp(), r.Name)
 	}
-	if err != nil {
-		return fmt.Errorf("updating registry %q: %w", r.Name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("registry %q: %w", r.Name, ErrNotFound)
-	}
-	return nil
+	return changedOne(res, err, "updating", "registry %q", r.Name)
 }
 
 // EnvironmentsUsingRegistry lists the environments whose image pulls from a registry.
@@ -102,12 +89,6 @@ func (s *Store) DeleteRegistry(ctx context.Context, name string) error {
 			return fmt.Errorf("registry %q is used by environment(s) %s: %w", name, strings.Join(users, ", "), ErrInUse)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM registries WHERE name = ?`, name)
-		if err != nil {
-			return fmt.Errorf("deleting registry %q: %w", name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("registry %q: %w", name, ErrNotFound)
-		}
-		return nil
+		return changedOne(res, err, "deleting", "registry %q", name)
 	})
 }

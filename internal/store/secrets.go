@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -49,18 +48,12 @@ func (s *Store) UpdateSecret(ctx context.Context, id string, hosts []string, val
 	} else {
 		res, err = s.db.ExecContext(ctx, `UPDATE secrets SET hosts = ?, updated_at = ? WHERE id = ?`, string(h), s.stamp(), id)
 	}
-	if err != nil {
-		return fmt.Errorf("updating secret %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("secret %s: %w", id, ErrNotFound)
-	}
-	return nil
+	return changedOne(res, err, "updating", "secret %s", id)
 }
 
 const secretSelect = `SELECT id, environment, env_name, hosts, value_enc, version FROM secrets`
 
-func scanSecret(sc interface{ Scan(...any) error }) (Secret, error) {
+func scanSecret(sc scanner) (Secret, error) {
 	var sec Secret
 	var hosts string
 	if err := sc.Scan(&sec.ID, &sec.Environment, &sec.EnvName, &hosts, &sec.ValueEnc, &sec.Version); err != nil {
@@ -76,13 +69,7 @@ func (s *Store) GetSecret(ctx context.Context, id string) (Secret, error) {
 		return c.secret(id)
 	}
 	sec, err := scanSecret(s.db.QueryRowContext(ctx, secretSelect+` WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return sec, secretNotFound(id)
-	}
-	if err != nil {
-		return sec, fmt.Errorf("reading secret %s: %w", id, err)
-	}
-	return sec, nil
+	return found(sec, err, "reading", "secret %s", id)
 }
 
 func secretNotFound(id string) error { return fmt.Errorf("secret %s: %w", id, ErrNotFound) }
@@ -92,30 +79,15 @@ func (s *Store) ListSecrets(ctx context.Context, environment string) ([]Secret, 
 	if c := s.config(ctx); c != nil {
 		return c.secretsOf(environment), nil
 	}
-	rows, err := s.db.QueryContext(ctx, secretSelect+` WHERE environment = ? ORDER BY env_name`, environment)
+	secrets, err := queryRows(ctx, s.db, scanSecret, secretSelect+` WHERE environment = ? ORDER BY env_name`, environment)
 	if err != nil {
 		return nil, fmt.Errorf("listing secrets of environment %q: %w", environment, err)
 	}
-	defer rows.Close()
-	var out []Secret
-	for rows.Next() {
-		sec, err := scanSecret(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sec)
-	}
-	return out, rows.Err()
+	return secrets, nil
 }
 
 // DeleteSecret removes a secret; a missing one is ErrNotFound.
 func (s *Store) DeleteSecret(ctx context.Context, id string) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM secrets WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("deleting secret %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("secret %s: %w", id, ErrNotFound)
-	}
-	return nil
+	return changedOne(res, err, "deleting", "secret %s", id)
 }

@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -44,7 +42,7 @@ type SessionSandbox struct {
 const sandboxSelect = `SELECT session_id, provider, provider_type, sandbox_id, environment, snapshot_id, state, generation,
 	active_execs, exec_owner, uncertain, created_at, last_used_at, state_at, volumes FROM session_sandboxes`
 
-func scanSandbox(sc interface{ Scan(...any) error }) (SessionSandbox, error) {
+func scanSandbox(sc scanner) (SessionSandbox, error) {
 	var b SessionSandbox
 	var unc, vols string
 	var created, used, stateAt int64
@@ -80,13 +78,7 @@ func (s *Store) PutSessionSandbox(ctx context.Context, b SessionSandbox) error {
 // GetSessionSandbox reads a session's sandbox record; ErrNotFound when it never had one.
 func (s *Store) GetSessionSandbox(ctx context.Context, sessionID string) (SessionSandbox, error) {
 	b, err := scanSandbox(s.db.QueryRowContext(ctx, sandboxSelect+` WHERE session_id = ?`, sessionID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return b, fmt.Errorf("sandbox of session %q: %w", sessionID, ErrNotFound)
-	}
-	if err != nil {
-		return b, fmt.Errorf("reading the sandbox of session %q: %w", sessionID, err)
-	}
-	return b, nil
+	return found(b, err, "reading the", "sandbox of session %q", sessionID)
 }
 
 // ListSessionSandboxes lists every sandbox record.
@@ -101,20 +93,11 @@ func (s *Store) ListOwnedSessionSandboxes(ctx context.Context, owner string) ([]
 }
 
 func (s *Store) querySandboxes(ctx context.Context, q string, args ...any) ([]SessionSandbox, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	boxes, err := queryRows(ctx, s.db, scanSandbox, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing session sandboxes: %w", err)
 	}
-	defer rows.Close()
-	var out []SessionSandbox
-	for rows.Next() {
-		b, err := scanSandbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return boxes, nil
 }
 
 // SwapSandboxState moves a session's sandbox from one of the states in from to to, at

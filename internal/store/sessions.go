@@ -55,7 +55,7 @@ func (s *Store) CreateSession(ctx context.Context, ss Session) error {
 
 const sessionSelect = `SELECT id, agent, owner, replay, environment, input_tokens, output_tokens, created_at, updated_at FROM sessions`
 
-func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
+func scanSession(sc scanner) (Session, error) {
 	var ss Session
 	var replay, created, updated int64
 	var env sql.NullString
@@ -68,13 +68,7 @@ func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 // GetSession reads one session.
 func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
 	ss, err := scanSession(s.db.QueryRowContext(ctx, sessionSelect+` WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return ss, fmt.Errorf("session %q: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return ss, fmt.Errorf("reading session %q: %w", id, err)
-	}
-	return ss, nil
+	return found(ss, err, "reading", "session %q", id)
 }
 
 // ListSessions lists the sessions of owner ("" means every owner's: operators and tests)
@@ -87,33 +81,18 @@ func (s *Store) ListSessions(ctx context.Context, owner, agent string) ([]Sessio
 	if agent != "" {
 		q, args = q+` AND agent = ?`, append(args, agent)
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY created_at DESC, id`, args...)
+	sessions, err := queryRows(ctx, s.db, scanSession, q+` ORDER BY created_at DESC, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		ss, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ss)
-	}
-	return out, rows.Err()
+	return sessions, nil
 }
 
 // DeleteSession removes a session and everything it owns in the store (events, runs,
 // sandbox record, artifacts, outputs). The caller deletes the sandbox itself first.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("deleting session %q: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("session %q: %w", id, ErrNotFound)
-	}
-	return nil
+	return changedOne(res, err, "deleting", "session %q", id)
 }
 
 // AppendEvent adds an event at the end of a session's log and returns its sequence
@@ -143,23 +122,30 @@ func (s *Store) AppendEvent(ctx context.Context, sessionID, runID, kind string, 
 
 // Events returns a session's events with seq > after, in order.
 func (s *Store) Events(ctx context.Context, sessionID string, after int64) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, run_id, kind, payload, created_at FROM session_events WHERE session_id = ? AND seq > ? ORDER BY seq`, sessionID, after)
+	events, err := queryEvents(ctx, s.db, sessionID, eventSelect+` AND seq > ? ORDER BY seq`, after)
 	if err != nil {
 		return nil, fmt.Errorf("reading events of session %q: %w", sessionID, err)
 	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
+	return events, nil
+}
+
+// eventSelect reads the events of one session, its first argument; queryEvents scans
+// what it returns.
+const eventSelect = `SELECT seq, run_id, kind, payload, created_at FROM session_events WHERE session_id = ?`
+
+// queryEvents runs query, eventSelect with its own conditions, for the events of session
+// sessionID (args follow the session's).
+func queryEvents(ctx context.Context, q querier, sessionID, query string, args ...any) ([]Event, error) {
+	return queryRows(ctx, q, func(sc scanner) (Event, error) {
 		e := Event{SessionID: sessionID}
 		var payload string
 		var created int64
-		if err := rows.Scan(&e.Seq, &e.RunID, &e.Kind, &payload, &created); err != nil {
-			return nil, err
+		if err := sc.Scan(&e.Seq, &e.RunID, &e.Kind, &payload, &created); err != nil {
+			return e, err
 		}
 		e.Payload, e.CreatedAt = []byte(payload), time.UnixMilli(created)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, nil
+	}, query, append([]any{sessionID}, args...)...)
 }
 
 // PutToolOutput keeps the full output of a tool call whose result was cut for the model.

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 )
@@ -28,13 +26,7 @@ type SkillBlob struct {
 func (s *Store) GetSkillBlob(ctx context.Context, digest string) ([]byte, error) {
 	var content []byte
 	err := s.db.QueryRowContext(ctx, `SELECT content FROM skill_blobs WHERE digest = ?`, digest).Scan(&content)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("skill content %s: %w", digest, ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading skill content %s: %w", digest, err)
-	}
-	return content, nil
+	return found(content, err, "reading", "skill content %s", digest)
 }
 
 // setAgentSkills makes blobs agent's skills: stores the ones that are new, replaces the
@@ -83,20 +75,11 @@ func setAgentSkills(ctx context.Context, tx *txn, agent string, blobs []SkillBlo
 
 // agentSkillDigests lists the blobs agent references.
 func agentSkillDigests(ctx context.Context, tx *txn, agent string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT digest FROM agent_skills WHERE agent = ? ORDER BY digest`, agent)
+	digests, err := queryRows(ctx, tx, scanString, `SELECT digest FROM agent_skills WHERE agent = ? ORDER BY digest`, agent)
 	if err != nil {
 		return nil, fmt.Errorf("reading the skills of agent %q: %w", agent, err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var d string
-		if err := rows.Scan(&d); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return digests, nil
 }
 
 // collectSkillBlob deletes blob digest when no agent references it.

@@ -66,13 +66,7 @@ func (s *Store) ClaimSnapshot(ctx context.Context, snap Snapshot, building strin
 func (s *Store) SetSnapshotState(ctx context.Context, id, status, reason, logTail string) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE snapshots SET status = ?, reason = ?, log_tail = ?, updated_at = ? WHERE id = ? AND status <> ?`,
 		status, reason, logTail, s.stamp(), id, SnapshotCollecting)
-	if err != nil {
-		return fmt.Errorf("recording the state of snapshot %s: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("snapshot %s: %w", id, ErrNotFound)
-	}
-	return nil
+	return changedOne(res, err, "recording the state of", "snapshot %s", id)
 }
 
 // GetSnapshot reads one snapshot.
@@ -87,18 +81,12 @@ func (s *Store) GetSnapshot(ctx context.Context, id string) (Snapshot, error) {
 
 func getSnapshot(ctx context.Context, q querier, id string) (Snapshot, error) {
 	sn, err := scanSnapshot(q.QueryRowContext(ctx, snapshotSelect+` WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return sn, fmt.Errorf("snapshot %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return sn, fmt.Errorf("reading snapshot %s: %w", id, err)
-	}
-	return sn, nil
+	return found(sn, err, "reading", "snapshot %s", id)
 }
 
 const snapshotSelect = `SELECT id, provider, build_hash, base, spec, status, reason, log_tail, builds, updated_at FROM snapshots`
 
-func scanSnapshot(sc interface{ Scan(...any) error }) (Snapshot, error) {
+func scanSnapshot(sc scanner) (Snapshot, error) {
 	var sn Snapshot
 	var updated int64
 	if err := sc.Scan(&sn.ID, &sn.Provider, &sn.BuildHash, &sn.Base, &sn.Spec, &sn.Status, &sn.Reason, &sn.LogTail, &sn.Builds, &updated); err != nil {
@@ -123,7 +111,7 @@ func (s *Store) CountBuilds(ctx context.Context) (int64, error) {
 // that are not its release snapshot: the ones garbage collection may remove. A build in
 // progress is never listed, since its environment row may not be written yet.
 func (s *Store) UnreferencedSnapshots(ctx context.Context, provider string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT s.id FROM snapshots s
+	ids, err := queryRows(ctx, s.db, scanString, `SELECT s.id FROM snapshots s
 		WHERE s.provider = ? AND s.status <> 'Building'
 		  AND s.id NOT IN (SELECT snapshot_id FROM environments)
 		  AND s.id NOT IN (SELECT release_snapshot FROM sandbox_providers)
@@ -132,16 +120,7 @@ func (s *Store) UnreferencedSnapshots(ctx context.Context, provider string) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("listing unreferenced snapshots: %w", err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
 // DeleteSnapshot removes a snapshot row; a missing row is not an error.
@@ -168,18 +147,5 @@ func (s *Store) RegisterReleaseSnapshot(ctx context.Context, provider, id string
 
 // ListSnapshotIDs lists every snapshot of a provider.
 func (s *Store) ListSnapshotIDs(ctx context.Context, provider string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM snapshots WHERE provider = ? ORDER BY id`, provider)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return queryRows(ctx, s.db, scanString, `SELECT id FROM snapshots WHERE provider = ? ORDER BY id`, provider)
 }

@@ -41,7 +41,7 @@ func UserNamePattern() *regexp.Regexp { return userName }
 
 const userSelect = `SELECT name, admin, token_hash, created_at, token_rotated_at FROM users`
 
-func scanUser(sc interface{ Scan(...any) error }) (User, error) {
+func scanUser(sc scanner) (User, error) {
 	var u User
 	var admin, created, rotated int64
 	err := sc.Scan(&u.Name, &admin, &u.TokenHash, &created, &rotated)
@@ -70,13 +70,7 @@ func (s *Store) CreateUser(ctx context.Context, name string, admin bool, tokenHa
 // GetUser reads one user.
 func (s *Store) GetUser(ctx context.Context, name string) (User, error) {
 	u, err := scanUser(s.db.QueryRowContext(ctx, userSelect+` WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return u, fmt.Errorf("user %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return u, fmt.Errorf("reading user %q: %w", name, forbidden(err))
-	}
-	return u, nil
+	return found(u, forbidden(err), "reading", "user %q", name)
 }
 
 // UserByTokenHash is the user whose current token hashes to tokenHash; ErrNotFound for
@@ -96,20 +90,11 @@ func (s *Store) UserByTokenHash(ctx context.Context, tokenHash string) (User, er
 
 // ListUsers lists every user by name.
 func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
-	rows, err := s.db.QueryContext(ctx, userSelect+` ORDER BY name`)
+	users, err := queryRows(ctx, s.db, scanUser, userSelect+` ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("listing users: %w", err)
 	}
-	defer rows.Close()
-	var out []User
-	for rows.Next() {
-		u, err := scanUser(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return users, nil
 }
 
 // SetUserToken replaces a user's token hash: the old token stops working at once (every
@@ -120,11 +105,8 @@ func (s *Store) SetUserToken(ctx context.Context, name, tokenHash string) (int64
 	var ended int64
 	err := s.inTx(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, `UPDATE users SET token_hash = ?, token_rotated_at = ? WHERE name = ?`, tokenHash, s.stamp(), name)
-		if err != nil {
-			return fmt.Errorf("rotating the token of user %q: %w", name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("user %q: %w", name, ErrNotFound)
+		if err := changedOne(res, err, "rotating the token of", "user %q", name); err != nil {
+			return err
 		}
 		res, err = tx.ExecContext(ctx, `DELETE FROM user_logins WHERE user_name = ?`, name)
 		if err != nil {
@@ -145,13 +127,7 @@ func (s *Store) DeleteUser(ctx context.Context, name string) error {
 			return fmt.Errorf("ending the logins of user %q: %w", name, err)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE name = ?`, name)
-		if err != nil {
-			return fmt.Errorf("deleting user %q: %w", name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("user %q: %w", name, ErrNotFound)
-		}
-		return nil
+		return changedOne(res, err, "deleting", "user %q", name)
 	})
 }
 

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 )
 
 // migrationVolumeSize (15) gives each volume a size (GB: what the backend caps it at,
@@ -74,13 +73,7 @@ func (s *Store) UpdateVolume(ctx context.Context, name string, sizeGB int64, sha
 		return err
 	}
 	res, err := s.db.ExecContext(ctx, `UPDATE volumes SET size = ?, shared_with = ?, updated_at = ? WHERE name = ?`, sizeGB, shared, s.stamp(), name)
-	if err != nil {
-		return fmt.Errorf("updating volume %q: %w", name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("volume %q: %w", name, ErrNotFound)
-	}
-	return nil
+	return changedOne(res, err, "updating", "volume %q", name)
 }
 
 // encodeSharedWith is the shared_with column's JSON array ("[]" for none).

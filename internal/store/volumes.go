@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -116,25 +114,13 @@ func (s *Store) GetVolume(ctx context.Context, name string) (Volume, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT name, provider, owner, remote_id, size, shared_with FROM volumes WHERE name = ?`, name).
 		Scan(&v.Name, &v.Provider, &v.Owner, &v.RemoteID, &v.SizeGB, &shared)
 	v.SharedWith = decodeSharedWith(shared)
-	if errors.Is(err, sql.ErrNoRows) {
-		return v, fmt.Errorf("volume %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return v, fmt.Errorf("reading volume %q: %w", name, err)
-	}
-	return v, nil
+	return found(v, err, "reading", "volume %q", name)
 }
 
 // SetVolumeRemoteID records the backend's id of a volume (after it was made again).
 func (s *Store) SetVolumeRemoteID(ctx context.Context, name, remoteID string) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE volumes SET remote_id = ?, updated_at = ? WHERE name = ?`, remoteID, s.stamp(), name)
-	if err != nil {
-		return fmt.Errorf("updating volume %q: %w", name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("volume %q: %w", name, ErrNotFound)
-	}
-	return nil
+	return changedOne(res, err, "updating", "volume %q", name)
 }
 
 // EnvironmentsUsingVolume lists the environments that mount a volume, every owner's.
@@ -181,13 +167,7 @@ func (s *Store) DeleteVolume(ctx context.Context, name string) error {
 			return fmt.Errorf("volume %q is mounted by environment(s) %s: %w", name, strings.Join(users, ", "), ErrInUse)
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM volumes WHERE name = ?`, name)
-		if err != nil {
-			return fmt.Errorf("deleting volume %q: %w", name, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("volume %q: %w", name, ErrNotFound)
-		}
-		return nil
+		return changedOne(res, err, "deleting", "volume %q", name)
 	})
 }
 
@@ -197,22 +177,11 @@ func (s *Store) DeleteVolume(ctx context.Context, name string) error {
 func volumesAndRegistriesOf(ctx context.Context, q querier, provider string) ([]string, error) {
 	var out []string
 	for _, t := range []struct{ kind, table string }{{"volume", "volumes"}, {"registry", "registries"}} {
-		rows, err := q.QueryContext(ctx, `SELECT name FROM `+t.table+` WHERE provider = ? ORDER BY name`, provider)
+		names, err := queryRows(ctx, q, scanString, `SELECT name FROM `+t.table+` WHERE provider = ? ORDER BY name`, provider)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out = append(out, t.kind+" "+n)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		out = append(out, kinded(t.kind, names)...)
 	}
 	return out, nil
 }
