@@ -289,36 +289,12 @@ ALTER TABLE owners ENABLE ROW LEVEL SECURITY;
 CREATE POLICY owners_read ON owners FOR SELECT USING (true);
 CREATE POLICY owners_insert ON owners FOR INSERT WITH CHECK (name = current_user);
 
-ALTER TABLE sandbox_providers ENABLE ROW LEVEL SECURITY;
-CREATE POLICY sandbox_providers_read ON sandbox_providers FOR SELECT USING (true);
-CREATE POLICY sandbox_providers_insert ON sandbox_providers FOR INSERT WITH CHECK (owner = current_user);
-CREATE POLICY sandbox_providers_update ON sandbox_providers FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
-CREATE POLICY sandbox_providers_delete ON sandbox_providers FOR DELETE USING (owner = current_user);
-
-ALTER TABLE environments ENABLE ROW LEVEL SECURITY;
-CREATE POLICY environments_read ON environments FOR SELECT USING (true);
-CREATE POLICY environments_insert ON environments FOR INSERT WITH CHECK (owner = current_user);
-CREATE POLICY environments_update ON environments FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
-CREATE POLICY environments_delete ON environments FOR DELETE USING (owner = current_user);
-
-ALTER TABLE agents ENABLE ROW LEVEL SECURITY;
-CREATE POLICY agents_read ON agents FOR SELECT USING (true);
-CREATE POLICY agents_insert ON agents FOR INSERT WITH CHECK (owner = current_user);
-CREATE POLICY agents_update ON agents FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
-CREATE POLICY agents_delete ON agents FOR DELETE USING (owner = current_user);
-
+` + ownedRows("sandbox_providers") + "\n" + ownedRows("environments") + "\n" + ownedRows("agents") + `
 ALTER TABLE secrets ENABLE ROW LEVEL SECURITY;
 CREATE POLICY secrets_read ON secrets FOR SELECT USING (
-	EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user)
+	` + secretsOwned + `
 	OR EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = 'trueforge_harness' AND pg_has_role(current_user, r.oid, 'MEMBER')));
-CREATE POLICY secrets_insert ON secrets FOR INSERT WITH CHECK (
-	EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user));
-CREATE POLICY secrets_update ON secrets FOR UPDATE
-	USING (EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user))
-	WITH CHECK (EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user));
-CREATE POLICY secrets_delete ON secrets FOR DELETE
-	USING (EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user));
-`},
+` + writesWhere("secrets", secretsOwned)},
 	// 9: skills, published by apply (skill_blobs.go). A skill's content is stored once
 	// per digest, the SHA-256 of its canonical encoding, and shared like snapshots:
 	// identical folders in two agents, or two teams' agents, are one row. agent_skills
@@ -405,6 +381,10 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationVolumeSize,          // 15: volume_size.go
 	migrationPackageIndexOwners,  // 16: package_index_owners.go
 }
+
+// secretsOwned is the condition of migration 8's policies on secrets: the secret's
+// environment is the role's.
+const secretsOwned = `EXISTS (SELECT 1 FROM environments e WHERE e.name = secrets.environment AND e.owner = current_user)`
 
 // migrationLock is the PostgreSQL advisory lock that migrations take, so that two
 // processes opening an old database at once migrate it once (SQLite's BEGIN IMMEDIATE

@@ -36,11 +36,5 @@ CREATE POLICY snapshot_manifests_delete ON snapshot_manifests FOR DELETE USING (
 
 ALTER TABLE snapshot_packages ENABLE ROW LEVEL SECURITY;
 CREATE POLICY snapshot_packages_read ON snapshot_packages FOR SELECT USING (true);
-CREATE POLICY snapshot_packages_insert ON snapshot_packages FOR INSERT WITH CHECK (
-	EXISTS (SELECT 1 FROM snapshot_manifests m WHERE m.snapshot_id = snapshot_packages.snapshot_id AND m.recorded_by = current_user));
-CREATE POLICY snapshot_packages_update ON snapshot_packages FOR UPDATE
-	USING (EXISTS (SELECT 1 FROM snapshot_manifests m WHERE m.snapshot_id = snapshot_packages.snapshot_id AND m.recorded_by = current_user))
-	WITH CHECK (EXISTS (SELECT 1 FROM snapshot_manifests m WHERE m.snapshot_id = snapshot_packages.snapshot_id AND m.recorded_by = current_user));
-CREATE POLICY snapshot_packages_delete ON snapshot_packages FOR DELETE
-	USING (EXISTS (SELECT 1 FROM snapshot_manifests m WHERE m.snapshot_id = snapshot_packages.snapshot_id AND m.recorded_by = current_user));
-`}
+` + writesWhere("snapshot_packages",
+		`EXISTS (SELECT 1 FROM snapshot_manifests m WHERE m.snapshot_id = snapshot_packages.snapshot_id AND m.recorded_by = current_user)`)}

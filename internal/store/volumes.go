@@ -43,19 +43,7 @@ CREATE TABLE registries (
 );
 `
 
-const volumesPolicies = `
-ALTER TABLE volumes ENABLE ROW LEVEL SECURITY;
-CREATE POLICY volumes_read ON volumes FOR SELECT USING (true);
-CREATE POLICY volumes_insert ON volumes FOR INSERT WITH CHECK (owner = current_user);
-CREATE POLICY volumes_update ON volumes FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
-CREATE POLICY volumes_delete ON volumes FOR DELETE USING (owner = current_user);
-
-ALTER TABLE registries ENABLE ROW LEVEL SECURITY;
-CREATE POLICY registries_read ON registries FOR SELECT USING (true);
-CREATE POLICY registries_insert ON registries FOR INSERT WITH CHECK (owner = current_user);
-CREATE POLICY registries_update ON registries FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);
-CREATE POLICY registries_delete ON registries FOR DELETE USING (owner = current_user);
-`
+var volumesPolicies = "\n" + ownedRows("volumes") + "\n" + ownedRows("registries")
 
 // Volume is a trueforge_volume: a named volume of a sandbox provider.
 type Volume struct {
