@@ -24,20 +24,11 @@ type Agent struct {
 
 // CreateAgent stores a new agent.
 func (s *Store) CreateAgent(ctx context.Context, a Agent) error {
-	return s.inTx(ctx, func(tx *txn) error {
-		now := s.stamp()
-		if err := ensureOwner(ctx, tx, a.Owner, now); err != nil {
-			return err
-		}
+	return s.createAs(ctx, a.Owner, func(tx *txn, now int64) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO agents(id, name, owner, environment, spec, created_at, updated_at) VALUES (?, ?, ?, NULLIF(?, ''), ?, ?, ?)`,
 			a.ID, a.Name, a.Owner, a.Environment, string(a.Spec), now, now)
-		switch {
-		case isUnique(err):
-			return fmt.Errorf("agent %q: %w", a.Name, ErrAlreadyExists)
-		case isForeignKey(err):
-			return fmt.Errorf("environment %q: %w", a.Environment, ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("creating agent %q: %w", a.Name, err)
+		if err := inserted(err, notFound("environment %q", a.Environment), "agent %q", a.Name); err != nil {
+			return err
 		}
 		return setAgentSkills(ctx, tx, a.Name, a.Skills, now)
 	})
@@ -60,14 +51,8 @@ func (s *Store) UpdateAgent(ctx context.Context, a Agent) error {
 
 // GetAgent reads an agent by name.
 func (s *Store) GetAgent(ctx context.Context, name string) (Agent, error) {
-	if c := s.config(ctx); c != nil {
-		return c.agent(name)
-	}
-	a, err := scanAgent(s.db.QueryRowContext(ctx, agentSelect+` WHERE name = ?`, name))
-	return found(a, err, "reading", "agent %q", name)
+	return getRow(ctx, s, (*configSnapshot).agent, scanAgent, agentSelect+` WHERE name = ?`, name, "agent %q")
 }
-
-func agentNotFound(name string) error { return fmt.Errorf("agent %q: %w", name, ErrNotFound) }
 
 const agentSelect = `SELECT id, name, owner, COALESCE(environment, ''), spec FROM agents`
 

@@ -229,7 +229,7 @@ func (c *configSnapshot) provider(name string) (SandboxProvider, error) {
 func (c *configSnapshot) environment(name string) (Environment, error) {
 	i, ok := c.envByName[name]
 	if !ok {
-		return Environment{}, envNotFound(name)
+		return Environment{}, notFound("environment %q", name)
 	}
 	return cloneEnv(c.envs[i]), nil
 }
@@ -253,7 +253,7 @@ func (c *configSnapshot) snapshot(id string) (Snapshot, bool) {
 func (c *configSnapshot) secret(id string) (Secret, error) {
 	i, ok := c.secretByID[id]
 	if !ok {
-		return Secret{}, secretNotFound(id)
+		return Secret{}, notFound("secret %s", id)
 	}
 	return cloneSecret(c.secrets[i]), nil
 }
@@ -271,7 +271,7 @@ func (c *configSnapshot) secretsOf(environment string) []Secret {
 func (c *configSnapshot) agent(name string) (Agent, error) {
 	i, ok := c.agentByName[name]
 	if !ok {
-		return Agent{}, agentNotFound(name)
+		return Agent{}, notFound("agent %q", name)
 	}
 	a := c.agents[i]
 	a.Spec = slices.Clone(a.Spec)

@@ -48,26 +48,20 @@ func selectProvidersWithChildren(ctx context.Context, q querier, d dialect) ([]S
 			return nil, nil, nil, fmt.Errorf("reading the configuration: %w", err)
 		}
 		providers = append(providers, p)
-		var vrows [][]any
-		if err := json.Unmarshal([]byte(vols), &vrows); err != nil {
-			return nil, nil, nil, fmt.Errorf("reading the volumes of sandbox provider %q: %w", p.Name, err)
+		vrows, err := childRows(vols, 5, "volumes", p.Name)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		for _, r := range vrows {
-			if len(r) != 5 {
-				return nil, nil, nil, fmt.Errorf("reading the volumes of sandbox provider %q: a row of %d values", p.Name, len(r))
-			}
 			size, _ := r[3].(float64)
 			volumes = append(volumes, Volume{Name: str(r[0]), Provider: p.Name, Owner: str(r[1]), RemoteID: str(r[2]),
 				SizeGB: int64(size), SharedWith: decodeSharedWith(str(r[4]))})
 		}
-		var rrows [][]any
-		if err := json.Unmarshal([]byte(rs), &rrows); err != nil {
-			return nil, nil, nil, fmt.Errorf("reading the registries of sandbox provider %q: %w", p.Name, err)
+		rrows, err := childRows(rs, 8, "registries", p.Name)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		for _, r := range rrows {
-			if len(r) != 8 {
-				return nil, nil, nil, fmt.Errorf("reading the registries of sandbox provider %q: a row of %d values", p.Name, len(r))
-			}
 			enc, err := hex.DecodeString(str(r[4]))
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("reading registry %q: %w", str(r[0]), err)
@@ -80,6 +74,21 @@ func selectProvidersWithChildren(ctx context.Context, q querier, d dialect) ([]S
 		}
 	}
 	return providers, volumes, regs, rows.Err()
+}
+
+// childRows decodes the JSON array of a provider's children (its volumes or registries,
+// what) that childrenSelect aggregates, each child an array of width values.
+func childRows(doc string, width int, what, provider string) ([][]any, error) {
+	var rows [][]any
+	if err := json.Unmarshal([]byte(doc), &rows); err != nil {
+		return nil, fmt.Errorf("reading the %s of sandbox provider %q: %w", what, provider, err)
+	}
+	for _, r := range rows {
+		if len(r) != width {
+			return nil, fmt.Errorf("reading the %s of sandbox provider %q: a row of %d values", what, provider, len(r))
+		}
+	}
+	return rows, nil
 }
 
 // scanFunc adapts a function to the Scan interface the scan helpers take.
@@ -98,7 +107,7 @@ func (c *configSnapshot) volume(name string) (Volume, error) {
 			return v, nil
 		}
 	}
-	return Volume{}, fmt.Errorf("volume %q: %w", name, ErrNotFound)
+	return Volume{}, notFound("volume %q", name)
 }
 
 func (c *configSnapshot) registry(name string) (Registry, error) {
@@ -108,5 +117,5 @@ func (c *configSnapshot) registry(name string) (Registry, error) {
 			return r, nil
 		}
 	}
-	return Registry{}, fmt.Errorf("registry %q: %w", name, ErrNotFound)
+	return Registry{}, notFound("registry %q", name)
 }

@@ -86,11 +86,7 @@ func b2i(b bool) int64 {
 // CreateEnvironment stores a new environment. Its snapshot row must exist (ClaimSnapshot)
 // and not be collected meanwhile (ErrSnapshotCollected: claim it again).
 func (s *Store) CreateEnvironment(ctx context.Context, e Environment) error {
-	return s.inTx(ctx, func(tx *txn) error {
-		now := s.stamp()
-		if err := ensureOwner(ctx, tx, e.Owner, now); err != nil {
-			return err
-		}
+	return s.createAs(ctx, e.Owner, func(tx *txn, now int64) error {
 		if err := snapshotUsable(ctx, tx, e.SnapshotID); err != nil {
 			return fmt.Errorf("environment %q: %w", e.Name, err)
 		}
@@ -98,14 +94,9 @@ func (s *Store) CreateEnvironment(ctx context.Context, e Environment) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO environments(id, name, provider, owner, reserved, image, build_script, cpu, memory, disk, triggers, env, block_all, allow_domains, build_hash, snapshot_id, settings, shared_with, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.ID, e.Name, e.Provider, e.Owner, b2i(e.Reserved), e.Image, e.BuildScript, e.CPU, e.MemoryGB, e.DiskGB, t, v, b2i(e.BlockAll), a, e.BuildHash, e.SnapshotID, st, sw, now, now)
-		if isUnique(err) {
-			return fmt.Errorf("environment %q: %w", e.Name, ErrAlreadyExists)
-		}
-		if isForeignKey(err) {
-			return fmt.Errorf("environment %q: sandbox provider %q or snapshot %s: %w", e.Name, e.Provider, e.SnapshotID, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("creating environment %q: %w", e.Name, err)
+		missing := notFound("environment %q: sandbox provider %q or snapshot %s", e.Name, e.Provider, e.SnapshotID)
+		if err := inserted(err, missing, "environment %q", e.Name); err != nil {
+			return err
 		}
 		return recordHistory(ctx, tx, e.Name, e.SnapshotID, now)
 	})
@@ -144,14 +135,8 @@ func (s *Store) UpdateEnvironment(ctx context.Context, e Environment) error {
 
 // GetEnvironment reads an environment by name.
 func (s *Store) GetEnvironment(ctx context.Context, name string) (Environment, error) {
-	if c := s.config(ctx); c != nil {
-		return c.environment(name)
-	}
-	e, err := scanEnv(s.db.QueryRowContext(ctx, envSelect+` WHERE e.name = ?`, name))
-	return found(e, err, "reading", "environment %q", name)
+	return getRow(ctx, s, (*configSnapshot).environment, scanEnv, envSelect+` WHERE e.name = ?`, name, "environment %q")
 }
-
-func envNotFound(name string) error { return fmt.Errorf("environment %q: %w", name, ErrNotFound) }
 
 // ListEnvironments returns all environments ordered by name.
 func (s *Store) ListEnvironments(ctx context.Context) ([]Environment, error) {

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -52,14 +50,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 		ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
 		WHERE leases.holder = excluded.holder OR leases.expires_at <= `+now,
 		name, holder, ttl.Milliseconds())
-	if err != nil {
-		return false, fmt.Errorf("acquiring lease %q: %w", name, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("acquiring lease %q: %w", name, err)
-	}
-	return n == 1, nil
+	return changed(res, err, "acquiring lease %q", name)
 }
 
 // RenewLease extends holder's lease name to ttl from now. It reports false when holder
@@ -68,14 +59,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 func (s *Store) RenewLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
 	res, err := s.db.ExecContext(ctx, `UPDATE leases SET expires_at = `+s.db.dialect.dbNowMillis()+` + ? WHERE name = ? AND holder = ?`,
 		ttl.Milliseconds(), name, holder)
-	if err != nil {
-		return false, fmt.Errorf("renewing lease %q: %w", name, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("renewing lease %q: %w", name, err)
-	}
-	return n == 1, nil
+	return changed(res, err, "renewing lease %q", name)
 }
 
 // ReleaseLease gives up holder's lease name; a lease holder does not have is left alone.
@@ -92,11 +76,8 @@ func (s *Store) GetLease(ctx context.Context, name string) (Lease, error) {
 	l := Lease{Name: name}
 	var exp int64
 	err := s.db.QueryRowContext(ctx, `SELECT holder, expires_at FROM leases WHERE name = ?`, name).Scan(&l.Holder, &exp)
-	if errors.Is(err, sql.ErrNoRows) {
-		return l, fmt.Errorf("lease %q: %w", name, ErrNotFound)
-	}
 	if err != nil {
-		return l, fmt.Errorf("reading lease %q: %w", name, err)
+		return found(l, err, "reading", "lease %q", name)
 	}
 	l.ExpiresAt = time.UnixMilli(exp)
 	return l, nil

@@ -34,6 +34,18 @@ func ensureOwner(ctx context.Context, tx *txn, owner string, now int64) error {
 	return nil
 }
 
+// createAs runs fn in a transaction that first records owner (ensureOwner), giving fn
+// the time to stamp its rows with: how a row that belongs to its owner is created.
+func (s *Store) createAs(ctx context.Context, owner string, fn func(tx *txn, now int64) error) error {
+	return s.inTx(ctx, func(tx *txn) error {
+		now := s.stamp()
+		if err := ensureOwner(ctx, tx, owner, now); err != nil {
+			return err
+		}
+		return fn(tx, now)
+	})
+}
+
 // CreateSandboxProvider stores p. It fails with ErrAlreadyExists when any provider exists,
 // since a control plane has one.
 func (s *Store) CreateSandboxProvider(ctx context.Context, p SandboxProvider) error {

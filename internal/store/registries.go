@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"strings"
 )
 
 // Registry is a trueforge_registry: a private container registry of a sandbox provider
@@ -26,35 +24,25 @@ type Registry struct {
 
 // CreateRegistry stores a new registry.
 func (s *Store) CreateRegistry(ctx context.Context, r Registry) error {
-	return s.inTx(ctx, func(tx *txn) error {
-		now := s.stamp()
-		if err := ensureOwner(ctx, tx, r.Owner, now); err != nil {
-			return err
-		}
+	return s.createAs(ctx, r.Owner, func(tx *txn, now int64) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO registries(name, provider, owner, url, username, password_enc, project, remote_id, version, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)`,
 			r.Name, r.Provider, r.Owner, r.URL, r.Username, r.PasswordEnc, r.Project, r.RemoteID, now, now)
-		switch {
-		case isUnique(err):
-			return fmt.Errorf("registry %q: %w", r.Name, ErrAlreadyExists)
-		case isForeignKey(err):
-			return fmt.Errorf("sandbox provider %q: %w", r.Provider, ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("creating registry %q: %w", r.Name, err)
-		}
-		return nil
+		return inserted(err, notFound("sandbox provider %q", r.Provider), "registry %q", r.Name)
 	})
 }
 
 // GetRegistry reads a registry by name.
 func (s *Store) GetRegistry(ctx context.Context, name string) (Registry, error) {
-	if c := s.config(ctx); c != nil {
-		return c.registry(name)
-	}
+	return getRow(ctx, s, (*configSnapshot).registry, scanRegistry, registrySelect+` WHERE name = ?`, name, "registry %q")
+}
+
+const registrySelect = `SELECT name, provider, owner, url, username, password_enc, project, remote_id, version FROM registries`
+
+func scanRegistry(sc scanner) (Registry, error) {
 	var r Registry
-	err := s.db.QueryRowContext(ctx, `SELECT name, provider, owner, url, username, password_enc, project, remote_id, version FROM registries WHERE name = ?`, name).
-		Scan(&r.Name, &r.Provider, &r.Owner, &r.URL, &r.Username, &r.PasswordEnc, &r.Project, &r.RemoteID, &r.Version)
-	return found(r, err, "reading", "registry %q", name)
+	err := sc.Scan(&r.Name, &r.Provider, &r.Owner, &r.URL, &r.Username, &r.PasswordEnc, &r.Project, &r.RemoteID, &r.Version)
+	return r, err
 }
 
 // UpdateRegistry replaces a registry's URL, username, project and backend id and, when
@@ -74,21 +62,16 @@ func (s *Store) UpdateRegistry(ctx context.Context, r Registry, passwordEnc []by
 
 // EnvironmentsUsingRegistry lists the environments whose image pulls from a registry.
 func (s *Store) EnvironmentsUsingRegistry(ctx context.Context, name string) ([]string, error) {
-	return environmentsUsing(ctx, s.db, func(st EnvironmentSettings) bool { return st.Registry == name })
+	return environmentsUsing(ctx, s.db, pullsFrom(name))
+}
+
+// pullsFrom is whether an environment's settings pull its image from registry name.
+func pullsFrom(name string) func(EnvironmentSettings) bool {
+	return func(st EnvironmentSettings) bool { return st.Registry == name }
 }
 
 // DeleteRegistry removes a registry. It fails with ErrInUse, naming them, while
 // environments (any owner's) pull from it.
 func (s *Store) DeleteRegistry(ctx context.Context, name string) error {
-	return s.inTx(ctx, func(tx *txn) error {
-		users, err := environmentsUsing(ctx, tx, func(st EnvironmentSettings) bool { return st.Registry == name })
-		if err != nil {
-			return err
-		}
-		if len(users) > 0 {
-			return fmt.Errorf("registry %q is used by environment(s) %s: %w", name, strings.Join(users, ", "), ErrInUse)
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM registries WHERE name = ?`, name)
-		return changedOne(res, err, "deleting", "registry %q", name)
-	})
+	return s.deleteUnused(ctx, "registries", "registry", "is used by", name, pullsFrom(name))
 }

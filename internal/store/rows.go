@@ -48,11 +48,24 @@ func scanString(sc scanner) (string, error) {
 func found[T any](v T, err error, doing, format string, args ...any) (T, error) {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return v, fmt.Errorf(format+": %w", append(args, ErrNotFound)...)
+		return v, notFound(format, args...)
 	case err != nil:
 		return v, fmt.Errorf(doing+" "+format+": %w", append(args, err)...)
 	}
 	return v, nil
+}
+
+// getRow reads the published row whose key is key: from the configuration the context
+// caches (cached, the configSnapshot's lookup of that table) when it caches one, else
+// from the database with query (which takes key), scanned by scan. The row is named as
+// format says ("agent %q") in its errors, both ways.
+func getRow[T any](ctx context.Context, s *Store, cached func(*configSnapshot, string) (T, error),
+	scan func(scanner) (T, error), query, key, format string) (T, error) {
+	if c := s.config(ctx); c != nil {
+		return cached(c, key)
+	}
+	v, err := scan(s.db.QueryRowContext(ctx, query, key))
+	return found(v, err, "reading", format, key)
 }
 
 // changedOne is the error of a statement (its res and err) that changes the one row
@@ -63,7 +76,49 @@ func changedOne(res sql.Result, err error, doing, format string, args ...any) er
 		return fmt.Errorf(doing+" "+format+": %w", append(args, err)...)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf(format+": %w", append(args, ErrNotFound)...)
+		return notFound(format, args...)
 	}
 	return nil
+}
+
+// changed reports whether a statement (its res and err) that changes at most one row
+// changed it: a compare-and-swap's answer. A failure is wrapped as doing, a format with
+// args ("renewing lease %q", name).
+func changed(res sql.Result, err error, doing string, args ...any) (bool, error) {
+	if err != nil {
+		return false, fmt.Errorf(doing+": %w", append(args, err)...)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf(doing+": %w", append(args, err)...)
+	}
+	return n == 1, nil
+}
+
+// inserted is the error of an insert of the row format and args name ("agent %q",
+// name): ErrAlreadyExists when a row with its key exists, missing (nil: none expected)
+// when a row it references does not exist, and any other failure wrapped as creating it.
+func inserted(err, missing error, format string, args ...any) error {
+	if isUnique(err) {
+		return fmt.Errorf(format+": %w", append(args, ErrAlreadyExists)...)
+	}
+	return wrote(err, missing, "creating "+format, args...)
+}
+
+// wrote is the error of a write: missing (nil: none expected) when a row it references
+// does not exist, and any other failure wrapped as doing, a format with args
+// ("recording the sandbox of session %q", id).
+func wrote(err, missing error, doing string, args ...any) error {
+	switch {
+	case err == nil:
+		return nil
+	case missing != nil && isForeignKey(err):
+		return missing
+	}
+	return fmt.Errorf(doing+": %w", append(args, err)...)
+}
+
+// notFound is ErrNotFound naming what was not found as format and args do.
+func notFound(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, ErrNotFound)...)
 }

@@ -64,11 +64,7 @@ func (s *Store) HeartbeatRun(ctx context.Context, id string) (cancelRequested bo
 // request). False when the run is not running.
 func (s *Store) RequestCancel(ctx context.Context, id string) (bool, error) {
 	res, err := s.db.ExecContext(ctx, `UPDATE session_runs SET cancel_requested = 1 WHERE id = ? AND status = ?`, id, RunRunning)
-	if err != nil {
-		return false, fmt.Errorf("asking run %s to cancel: %w", id, err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return changed(res, err, "asking run %s to cancel", id)
 }
 
 // RunningRun is the session's running run, if any (ErrNotFound when none).
@@ -77,11 +73,8 @@ func (s *Store) RunningRun(ctx context.Context, sessionID string) (Run, error) {
 	var hb, st int64
 	err := s.db.QueryRowContext(ctx, `SELECT id, owner, heartbeat_at, started_at FROM session_runs WHERE session_id = ? AND status = 'running'`, sessionID).
 		Scan(&r.ID, &r.Owner, &hb, &st)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("running run of session %q: %w", sessionID, ErrNotFound)
-	}
 	if err != nil {
-		return Run{}, fmt.Errorf("reading the running run of session %q: %w", sessionID, err)
+		return found(Run{}, err, "reading the", "running run of session %q", sessionID)
 	}
 	r.HeartbeatAt, r.StartedAt = time.UnixMilli(hb), time.UnixMilli(st)
 	return r, nil
@@ -91,54 +84,42 @@ func (s *Store) RunningRun(ctx context.Context, sessionID string) (Run, error) {
 func (s *Store) EndRun(ctx context.Context, id, status, detail string) (bool, error) {
 	res, err := s.db.ExecContext(ctx, `UPDATE session_runs SET status = ?, detail = ?, ended_at = ? WHERE id = ? AND status = ?`,
 		status, detail, s.stamp(), id, RunRunning)
-	if err != nil {
-		return false, fmt.Errorf("ending run %s: %w", id, err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return changed(res, err, "ending run %s", id)
 }
 
 // Runs lists a session's runs, oldest first.
 func (s *Store) Runs(ctx context.Context, sessionID string) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, status, owner, heartbeat_at, started_at, ended_at, detail FROM session_runs WHERE session_id = ? ORDER BY started_at, id`, sessionID)
-	if err != nil {
-		return nil, fmt.Errorf("listing runs of session %q: %w", sessionID, err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
+	runs, err := queryRows(ctx, s.db, func(sc scanner) (Run, error) {
 		r := Run{SessionID: sessionID}
 		var hb, st, en int64
-		if err := rows.Scan(&r.ID, &r.Status, &r.Owner, &hb, &st, &en, &r.Detail); err != nil {
-			return nil, err
+		if err := sc.Scan(&r.ID, &r.Status, &r.Owner, &hb, &st, &en, &r.Detail); err != nil {
+			return r, err
 		}
 		r.HeartbeatAt, r.StartedAt = time.UnixMilli(hb), time.UnixMilli(st)
 		if en != 0 {
 			r.EndedAt = time.UnixMilli(en)
 		}
-		out = append(out, r)
+		return r, nil
+	}, `SELECT id, status, owner, heartbeat_at, started_at, ended_at, detail FROM session_runs WHERE session_id = ? ORDER BY started_at, id`, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("listing runs of session %q: %w", sessionID, err)
 	}
-	return out, rows.Err()
+	return runs, nil
 }
 
 // RunningRuns lists every run still marked running, in every session, oldest heartbeat
 // first: what a harness replica looks through for runs whose harness died (the partial
 // index session_runs_one_running serves it).
 func (s *Store) RunningRuns(ctx context.Context) ([]Run, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, session_id, owner, heartbeat_at, started_at FROM session_runs WHERE status = 'running' ORDER BY heartbeat_at, id`)
+	runs, err := queryRows(ctx, s.db, func(sc scanner) (Run, error) {
+		r := Run{Status: RunRunning}
+		var hb, st int64
+		err := sc.Scan(&r.ID, &r.SessionID, &r.Owner, &hb, &st)
+		r.HeartbeatAt, r.StartedAt = time.UnixMilli(hb), time.UnixMilli(st)
+		return r, err
+	}, `SELECT id, session_id, owner, heartbeat_at, started_at FROM session_runs WHERE status = 'running' ORDER BY heartbeat_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing running runs: %w", err)
 	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r := Run{Status: RunRunning}
-		var hb, st int64
-		if err := rows.Scan(&r.ID, &r.SessionID, &r.Owner, &hb, &st); err != nil {
-			return nil, err
-		}
-		r.HeartbeatAt, r.StartedAt = time.UnixMilli(hb), time.UnixMilli(st)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return runs, nil
 }

@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -30,13 +28,7 @@ func (s *Store) PutSandboxEgress(ctx context.Context, e SandboxEgress) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(sandbox_id) DO UPDATE SET session_id = excluded.session_id, environment = excluded.environment,
 		block_all = excluded.block_all, allow_domains = excluded.allow_domains, state_enc = excluded.state_enc, created_at = excluded.created_at`,
 		e.SandboxID, e.SessionID, e.Environment, b2i(e.BlockAll), string(allow), e.StateEnc, e.CreatedAt.UnixMilli())
-	if isForeignKey(err) {
-		return fmt.Errorf("session %q: %w", e.SessionID, ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("recording the egress state of sandbox %s: %w", e.SandboxID, err)
-	}
-	return nil
+	return wrote(err, notFound("session %q", e.SessionID), "recording the egress state of sandbox %s", e.SandboxID)
 }
 
 // GetSandboxEgress reads a sandbox's egress state; ErrNotFound when it has none.
@@ -46,11 +38,8 @@ func (s *Store) GetSandboxEgress(ctx context.Context, sandboxID string) (Sandbox
 	var allow string
 	err := s.db.QueryRowContext(ctx, `SELECT sandbox_id, session_id, environment, block_all, allow_domains, state_enc, created_at
 		FROM sandbox_egress WHERE sandbox_id = ?`, sandboxID).Scan(&e.SandboxID, &e.SessionID, &e.Environment, &blockAll, &allow, &e.StateEnc, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return e, fmt.Errorf("egress state of sandbox %s: %w", sandboxID, ErrNotFound)
-	}
 	if err != nil {
-		return e, fmt.Errorf("reading the egress state of sandbox %s: %w", sandboxID, err)
+		return found(e, err, "reading the", "egress state of sandbox %s", sandboxID)
 	}
 	e.BlockAll = blockAll != 0
 	_ = json.Unmarshal([]byte(allow), &e.AllowDomains)

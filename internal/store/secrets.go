@@ -27,15 +27,7 @@ func (s *Store) CreateSecret(ctx context.Context, sec Secret) error {
 	now := s.stamp()
 	_, err := s.db.ExecContext(ctx, `INSERT INTO secrets(id, environment, env_name, hosts, value_enc, version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?)`,
 		sec.ID, sec.Environment, sec.EnvName, string(hosts), sec.ValueEnc, now, now)
-	switch {
-	case isUnique(err):
-		return fmt.Errorf("secret %s: %w", sec.ID, ErrAlreadyExists)
-	case isForeignKey(err):
-		return fmt.Errorf("environment %q: %w", sec.Environment, ErrNotFound)
-	case err != nil:
-		return fmt.Errorf("creating secret %s: %w", sec.ID, err)
-	}
-	return nil
+	return inserted(err, notFound("environment %q", sec.Environment), "secret %s", sec.ID)
 }
 
 // UpdateSecret changes hosts and, when valueEnc is not nil, rotates the value.
@@ -65,14 +57,8 @@ func scanSecret(sc scanner) (Secret, error) {
 
 // GetSecret reads a secret by id.
 func (s *Store) GetSecret(ctx context.Context, id string) (Secret, error) {
-	if c := s.config(ctx); c != nil {
-		return c.secret(id)
-	}
-	sec, err := scanSecret(s.db.QueryRowContext(ctx, secretSelect+` WHERE id = ?`, id))
-	return found(sec, err, "reading", "secret %s", id)
+	return getRow(ctx, s, (*configSnapshot).secret, scanSecret, secretSelect+` WHERE id = ?`, id, "secret %s")
 }
-
-func secretNotFound(id string) error { return fmt.Errorf("secret %s: %w", id, ErrNotFound) }
 
 // ListSecrets returns an environment's secrets ordered by variable name.
 func (s *Store) ListSecrets(ctx context.Context, environment string) ([]Secret, error) {

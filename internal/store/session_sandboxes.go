@@ -66,13 +66,7 @@ func (s *Store) PutSessionSandbox(ctx context.Context, b SessionSandbox) error {
 		last_used_at = excluded.last_used_at, state_at = excluded.state_at, volumes = excluded.volumes`,
 		b.SessionID, b.Provider, b.ProviderType, b.SandboxID, b.Environment, b.SnapshotID, b.State, b.Generation, string(unc),
 		b.CreatedAt.UnixMilli(), b.LastUsedAt.UnixMilli(), b.StateAt.UnixMilli(), string(vols))
-	if isForeignKey(err) {
-		return fmt.Errorf("session %q: %w", b.SessionID, ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("recording the sandbox of session %q: %w", b.SessionID, err)
-	}
-	return nil
+	return wrote(err, notFound("session %q", b.SessionID), "recording the sandbox of session %q", b.SessionID)
 }
 
 // GetSessionSandbox reads a session's sandbox record; ErrNotFound when it never had one.
@@ -115,11 +109,7 @@ func (s *Store) SwapSandboxState(ctx context.Context, sessionID string, from []s
 		args = append(args, idleBefore.UnixMilli())
 	}
 	res, err := s.db.ExecContext(ctx, q, args...)
-	if err != nil {
-		return false, fmt.Errorf("changing the sandbox state of session %q: %w", sessionID, err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return changed(res, err, "changing the sandbox state of session %q", sessionID)
 }
 
 // BeginSandboxUse marks a call in progress on a running sandbox (active_execs + 1, owner
@@ -127,11 +117,7 @@ func (s *Store) SwapSandboxState(ctx context.Context, sessionID string, from []s
 func (s *Store) BeginSandboxUse(ctx context.Context, sessionID, owner string, at time.Time) (bool, error) {
 	res, err := s.db.ExecContext(ctx, `UPDATE session_sandboxes SET active_execs = active_execs + 1, exec_owner = ?, last_used_at = ?
 		WHERE session_id = ? AND state = ?`, owner, at.UnixMilli(), sessionID, SandboxStateRunning)
-	if err != nil {
-		return false, fmt.Errorf("marking the sandbox of session %q busy: %w", sessionID, err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return changed(res, err, "marking the sandbox of session %q busy", sessionID)
 }
 
 // EndSandboxUse ends a call begun with BeginSandboxUse; the end of a call is activity too.

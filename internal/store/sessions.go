@@ -44,13 +44,7 @@ func (s *Store) CreateSession(ctx context.Context, ss Session) error {
 	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions(id, agent, owner, replay, environment, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		ss.ID, ss.Agent, ss.Owner, b2i(ss.Replay), env, now, now)
-	if isUnique(err) {
-		return fmt.Errorf("session %q: %w", ss.ID, ErrAlreadyExists)
-	}
-	if err != nil {
-		return fmt.Errorf("creating session %q: %w", ss.ID, err)
-	}
-	return nil
+	return inserted(err, nil, "session %q", ss.ID)
 }
 
 const sessionSelect = `SELECT id, agent, owner, replay, environment, input_tokens, output_tokens, created_at, updated_at FROM sessions`

@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -119,11 +117,8 @@ func (s *Store) GetSnapshotManifest(ctx context.Context, id string) (SnapshotMan
 	var ms, created int64
 	err := s.db.QueryRowContext(ctx, `SELECT digest, content, packages, bytes, extract_ms, created_at FROM snapshot_manifests WHERE snapshot_id = ?`, id).
 		Scan(&sm.Digest, &content, &sm.Packages, &sm.Bytes, &ms, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return sm, fmt.Errorf("manifest of snapshot %s: %w", id, ErrNotFound)
-	}
 	if err != nil {
-		return sm, fmt.Errorf("reading the manifest of snapshot %s: %w", id, err)
+		return found(sm, err, "reading the", "manifest of snapshot %s", id)
 	}
 	if sm.Manifest, err = manifest.Parse([]byte(content)); err != nil {
 		return sm, fmt.Errorf("reading the manifest of snapshot %s: %w", id, err)

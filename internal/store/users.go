@@ -58,13 +58,7 @@ func (s *Store) CreateUser(ctx context.Context, name string, admin bool, tokenHa
 	now := s.stamp()
 	_, err := s.db.ExecContext(ctx, `INSERT INTO users(name, admin, token_hash, created_at, token_rotated_at) VALUES (?, ?, ?, ?, ?)`,
 		name, b2i(admin), tokenHash, now, now)
-	if isUnique(err) {
-		return fmt.Errorf("user %q: %w", name, ErrAlreadyExists)
-	}
-	if err != nil {
-		return fmt.Errorf("creating user %q: %w", name, err)
-	}
-	return nil
+	return inserted(err, nil, "user %q", name)
 }
 
 // GetUser reads one user.
@@ -146,13 +140,7 @@ func (s *Store) CreateLogin(ctx context.Context, idHash, user string, expires ti
 	now := s.stamp()
 	_, err := s.db.ExecContext(ctx, `INSERT INTO user_logins(id_hash, user_name, created_at, expires_at, last_seen_at) VALUES (?, ?, ?, ?, ?)`,
 		idHash, user, now, expires.UnixMilli(), now)
-	if isForeignKey(err) {
-		return fmt.Errorf("user %q: %w", user, ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("storing a login of user %q: %w", user, err)
-	}
-	return nil
+	return wrote(err, notFound("user %q", user), "storing a login of user %q", user)
 }
 
 // LoginUser is the user of the login whose id hashes to idHash, if it has not lapsed
@@ -256,20 +244,15 @@ func (s *Store) AuditLog(ctx context.Context, before int64, limit int) ([]AuditE
 	if before > 0 {
 		q, args = q+` WHERE seq < ?`, append(args, before)
 	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY seq DESC LIMIT ?`, append(args, limit)...)
+	entries, err := queryRows(ctx, s.db, func(sc scanner) (AuditEntry, error) {
+		var e AuditEntry
+		var at int64
+		err := sc.Scan(&e.Seq, &at, &e.Actor, &e.Action, &e.Target, &e.Detail)
+		e.At = time.UnixMilli(at)
+		return e, err
+	}, q+` ORDER BY seq DESC LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("reading the audit log: %w", err)
 	}
-	defer rows.Close()
-	var out []AuditEntry
-	for rows.Next() {
-		var e AuditEntry
-		var at int64
-		if err := rows.Scan(&e.Seq, &at, &e.Actor, &e.Action, &e.Target, &e.Detail); err != nil {
-			return nil, err
-		}
-		e.At = time.UnixMilli(at)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return entries, nil
 }

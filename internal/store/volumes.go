@@ -65,11 +65,7 @@ func (v Volume) UsableBy(who string) bool { return UsableBy(v.Owner, v.SharedWit
 
 // CreateVolume stores a new volume.
 func (s *Store) CreateVolume(ctx context.Context, v Volume) error {
-	return s.inTx(ctx, func(tx *txn) error {
-		now := s.stamp()
-		if err := ensureOwner(ctx, tx, v.Owner, now); err != nil {
-			return err
-		}
+	return s.createAs(ctx, v.Owner, func(tx *txn, now int64) error {
 		shared, err := encodeSharedWith(v.SharedWith)
 		if err != nil {
 			return err
@@ -80,29 +76,23 @@ func (s *Store) CreateVolume(ctx context.Context, v Volume) error {
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO volumes(name, provider, owner, remote_id, size, shared_with, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			v.Name, v.Provider, v.Owner, v.RemoteID, size, shared, now, now)
-		switch {
-		case isUnique(err):
-			return fmt.Errorf("volume %q: %w", v.Name, ErrAlreadyExists)
-		case isForeignKey(err):
-			return fmt.Errorf("sandbox provider %q: %w", v.Provider, ErrNotFound)
-		case err != nil:
-			return fmt.Errorf("creating volume %q: %w", v.Name, err)
-		}
-		return nil
+		return inserted(err, notFound("sandbox provider %q", v.Provider), "volume %q", v.Name)
 	})
 }
 
 // GetVolume reads a volume by name.
 func (s *Store) GetVolume(ctx context.Context, name string) (Volume, error) {
-	if c := s.config(ctx); c != nil {
-		return c.volume(name)
-	}
+	return getRow(ctx, s, (*configSnapshot).volume, scanVolume, volumeSelect+` WHERE name = ?`, name, "volume %q")
+}
+
+const volumeSelect = `SELECT name, provider, owner, remote_id, size, shared_with FROM volumes`
+
+func scanVolume(sc scanner) (Volume, error) {
 	var v Volume
 	var shared string
-	err := s.db.QueryRowContext(ctx, `SELECT name, provider, owner, remote_id, size, shared_with FROM volumes WHERE name = ?`, name).
-		Scan(&v.Name, &v.Provider, &v.Owner, &v.RemoteID, &v.SizeGB, &shared)
+	err := sc.Scan(&v.Name, &v.Provider, &v.Owner, &v.RemoteID, &v.SizeGB, &shared)
 	v.SharedWith = decodeSharedWith(shared)
-	return found(v, err, "reading", "volume %q", name)
+	return v, err
 }
 
 // SetVolumeRemoteID records the backend's id of a volume (after it was made again).
@@ -113,9 +103,14 @@ func (s *Store) SetVolumeRemoteID(ctx context.Context, name, remoteID string) er
 
 // EnvironmentsUsingVolume lists the environments that mount a volume, every owner's.
 func (s *Store) EnvironmentsUsingVolume(ctx context.Context, name string) ([]string, error) {
-	return environmentsUsing(ctx, s.db, func(st EnvironmentSettings) bool {
+	return environmentsUsing(ctx, s.db, mounts(name))
+}
+
+// mounts is whether an environment's settings mount volume name.
+func mounts(name string) func(EnvironmentSettings) bool {
+	return func(st EnvironmentSettings) bool {
 		return slices.ContainsFunc(st.Volumes, func(v EnvironmentVolume) bool { return v.Volume == name })
-	})
+	}
 }
 
 // environmentsUsing lists the environments whose settings match uses. The settings are
@@ -144,18 +139,23 @@ func environmentsUsing(ctx context.Context, q querier, uses func(EnvironmentSett
 // DeleteVolume removes a volume. It fails with ErrInUse, naming them, while environments
 // (any owner's) mount it: the check and the delete are one transaction.
 func (s *Store) DeleteVolume(ctx context.Context, name string) error {
+	return s.deleteUnused(ctx, "volumes", "volume", "is mounted by", name, mounts(name))
+}
+
+// deleteUnused deletes the row name of table, a noun ("volume") that environments use
+// as uses says, in one transaction with the check that none does: ErrInUse naming them
+// (the noun "is mounted by" them, as how says) while any does.
+func (s *Store) deleteUnused(ctx context.Context, table, noun, how, name string, uses func(EnvironmentSettings) bool) error {
 	return s.inTx(ctx, func(tx *txn) error {
-		users, err := environmentsUsing(ctx, tx, func(st EnvironmentSettings) bool {
-			return slices.ContainsFunc(st.Volumes, func(v EnvironmentVolume) bool { return v.Volume == name })
-		})
+		users, err := environmentsUsing(ctx, tx, uses)
 		if err != nil {
 			return err
 		}
 		if len(users) > 0 {
-			return fmt.Errorf("volume %q is mounted by environment(s) %s: %w", name, strings.Join(users, ", "), ErrInUse)
+			return fmt.Errorf("%s %q %s environment(s) %s: %w", noun, name, how, strings.Join(users, ", "), ErrInUse)
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM volumes WHERE name = ?`, name)
-		return changedOne(res, err, "deleting", "volume %q", name)
+		res, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE name = ?`, name)
+		return changedOne(res, err, "deleting", noun+" %q", name)
 	})
 }
 
