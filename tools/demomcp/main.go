@@ -44,6 +44,21 @@ var capitals = map[string]string{"france": "Paris", "germany": "Berlin", "italy"
 
 var populations = map[string]int{"paris": 2_102_650, "berlin": 3_878_100, "rome": 2_748_109, "tokyo": 14_187_176, "lima": 10_151_200, "oslo": 717_710}
 
+// addLookup adds tool to srv: it answers from table, by the lower-cased key of its
+// input (a country, a city), with answer, and logs whom each call was made for. Each
+// of the demo's tools is one such lookup.
+func addLookup[In, Out, V any](srv *mcp.Server, tool *mcp.Tool, table map[string]V, key func(In) string, answer func(In, V) Out) {
+	mcp.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		log.Printf("demomcp: %s called for user %q, agent %q", tool.Name, req.Extra.Header.Get("X-Trueforge-User"), req.Extra.Header.Get("X-Trueforge-Agent"))
+		v, ok := table[strings.ToLower(key(in))]
+		if !ok {
+			var none Out
+			return nil, none, fmt.Errorf("no %s known for %q", tool.Name, key(in))
+		}
+		return nil, answer(in, v), nil
+	})
+}
+
 func main() {
 	listen := flag.String("listen", "127.0.0.1:8931", "loopback address to listen on")
 	flag.Parse()
@@ -52,27 +67,12 @@ func main() {
 		log.Fatal("demomcp: set DEMO_MCP_TOKEN: the bearer token callers must send")
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "facts", Version: "1"}, nil)
-	who := func(req *mcp.CallToolRequest, tool string) {
-		log.Printf("demomcp: %s called for user %q, agent %q", tool, req.Extra.Header.Get("X-Trueforge-User"), req.Extra.Header.Get("X-Trueforge-Agent"))
-	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "capital", Description: "The capital city of a country."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in countryIn) (*mcp.CallToolResult, capitalOut, error) {
-			who(req, "capital")
-			c, ok := capitals[strings.ToLower(in.Country)]
-			if !ok {
-				return nil, capitalOut{}, fmt.Errorf("no capital known for %q", in.Country)
-			}
-			return nil, capitalOut{Country: in.Country, Capital: c}, nil
-		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "population", Description: "How many people live in a city."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in cityIn) (*mcp.CallToolResult, populationOut, error) {
-			who(req, "population")
-			n, ok := populations[strings.ToLower(in.City)]
-			if !ok {
-				return nil, populationOut{}, fmt.Errorf("no population known for %q", in.City)
-			}
-			return nil, populationOut{City: in.City, Population: n}, nil
-		})
+	addLookup(srv, &mcp.Tool{Name: "capital", Description: "The capital city of a country."}, capitals,
+		func(in countryIn) string { return in.Country },
+		func(in countryIn, c string) capitalOut { return capitalOut{Country: in.Country, Capital: c} })
+	addLookup(srv, &mcp.Tool{Name: "population", Description: "How many people live in a city."}, populations,
+		func(in cityIn) string { return in.City },
+		func(in cityIn, n int) populationOut { return populationOut{City: in.City, Population: n} })
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
