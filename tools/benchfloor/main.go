@@ -39,7 +39,23 @@ func (p) Resources(context.Context) []func() resource.Resource {
 }
 func (p) DataSources(context.Context) []func() datasource.DataSource { return nil }
 
-type item struct{}
+// echo is the Read, Update and Delete of a floor resource, whose model is M: its state
+// is what it planned or had, as a provider that keeps nothing elsewhere answers.
+type echo[M any] struct{}
+
+func (echo[M]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m M
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+func (echo[M]) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var m M
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+func (echo[M]) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+
+type item struct{ echo[model] }
 type model struct {
 	ID    types.String `tfsdk:"id"`
 	Name  types.String `tfsdk:"name"`
@@ -62,19 +78,8 @@ func (item) Create(ctx context.Context, req resource.CreateRequest, resp *resour
 	m.ID = m.Name
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
-func (item) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m model
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
-func (item) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var m model
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
-func (item) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
 
-type wide struct{}
+type wide struct{ echo[wideModel] }
 type wideModel struct {
 	ID           types.String `tfsdk:"id"`
 	Name         types.String `tfsdk:"name"`
@@ -138,17 +143,6 @@ func (wide) Create(ctx context.Context, req resource.CreateRequest, resp *resour
 	m.Owner = types.StringValue("root")
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
-func (wide) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m wideModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
-func (wide) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var m wideModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
-func (wide) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
 
 func main() {
 	// The floor is the least a framework provider costs, so it does not pay for the SDK's
