@@ -35,13 +35,21 @@ func (p) Schema(_ context.Context, _ provider.SchemaRequest, r *provider.SchemaR
 }
 func (p) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {}
 func (p) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{func() resource.Resource { return &item{} }, func() resource.Resource { return &wide{} }}
+	return []func() resource.Resource{
+		func() resource.Resource { return &item{echo[model]{"item"}} },
+		func() resource.Resource { return &wide{echo[wideModel]{"wide"}} },
+	}
 }
 func (p) DataSources(context.Context) []func() datasource.DataSource { return nil }
 
-// echo is the Read, Update and Delete of a floor resource, whose model is M: its state
-// is what it planned or had, as a provider that keeps nothing elsewhere answers.
-type echo[M any] struct{}
+// echo is what the floor's resources share, for the one called floor_<name> whose
+// model is M: its type name, and a Read, Update and Delete whose state is what it
+// planned or had, as a provider that keeps nothing elsewhere answers.
+type echo[M any] struct{ name string }
+
+func (e echo[M]) Metadata(_ context.Context, req resource.MetadataRequest, r *resource.MetadataResponse) {
+	r.TypeName = req.ProviderTypeName + "_" + e.name
+}
 
 func (echo[M]) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var m M
@@ -62,9 +70,6 @@ type model struct {
 	Value types.String `tfsdk:"value"`
 }
 
-func (item) Metadata(_ context.Context, req resource.MetadataRequest, r *resource.MetadataResponse) {
-	r.TypeName = req.ProviderTypeName + "_item"
-}
 func (item) Schema(_ context.Context, _ resource.SchemaRequest, r *resource.SchemaResponse) {
 	r.Schema = schema.Schema{Attributes: map[string]schema.Attribute{
 		"id":    schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
@@ -100,9 +105,6 @@ type wideModel struct {
 	Owner        types.String `tfsdk:"owner"`
 }
 
-func (wide) Metadata(_ context.Context, req resource.MetadataRequest, r *resource.MetadataResponse) {
-	r.TypeName = req.ProviderTypeName + "_wide"
-}
 func (wide) Schema(_ context.Context, _ resource.SchemaRequest, r *resource.SchemaResponse) {
 	computed := func() schema.StringAttribute {
 		return schema.StringAttribute{Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}}
