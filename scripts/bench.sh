@@ -127,6 +127,24 @@ venv() {
 	esac
 }
 
+# env_attrs PROVIDER: what each environment sets, PROVIDER being its sandbox provider's
+# expression: the same for trueforge_environment and for floor_wide (which has its
+# attribute shapes), so that the floorwide row plans what the trueforge row does.
+env_attrs() {
+	cat <<EOF
+  count            = $size
+  name             = "env-\${count.index}"
+  sandbox_provider = $1
+  build_script     = "mkdir -p /opt/bench && echo bench > /opt/bench/marker"
+  env = {
+    INDEX = tostring(count.index)
+  }
+  network = {
+    allow_domains = ["pypi.org", "api.github.com"]
+  }
+EOF
+}
+
 cat >"$out/trueforge/main.tf" <<EOF
 terraform {
   required_providers {
@@ -145,16 +163,7 @@ resource "trueforge_sandbox_provider" "local" {
 
 # Identical build inputs: one content-addressed snapshot, built once.
 resource "trueforge_environment" "env" {
-  count            = $size
-  name             = "env-\${count.index}"
-  sandbox_provider = trueforge_sandbox_provider.local.name
-  build_script     = "mkdir -p /opt/bench && echo bench > /opt/bench/marker"
-  env = {
-    INDEX = tostring(count.index)
-  }
-  network = {
-    allow_domains = ["pypi.org", "api.github.com"]
-  }
+$(env_attrs trueforge_sandbox_provider.local.name)
 }
 
 resource "trueforge_agent" "agent" {
@@ -236,16 +245,7 @@ terraform {
 }
 
 resource "floor_wide" "env" {
-  count            = $size
-  name             = "env-\${count.index}"
-  sandbox_provider = "local"
-  build_script     = "mkdir -p /opt/bench && echo bench > /opt/bench/marker"
-  env = {
-    INDEX = tostring(count.index)
-  }
-  network = {
-    allow_domains = ["pypi.org", "api.github.com"]
-  }
+$(env_attrs '"local"')
 }
 
 resource "floor_item" "agent" {
@@ -422,6 +422,13 @@ print(f"RESULT median_trueforge={med['trueforge']:.3f} median_baseline={med['bas
 EOF
 
 status=0
+# failed WHAT LOG LINES: WHAT failed, which fails the bench; the last LINES of its LOG say
+# how (on stderr).
+failed() {
+	echo "bench: $1 failed:" >&2
+	tail -"$3" "$2" >&2
+	status=1
+}
 if [[ $builds -ne 2 ]]; then
 	echo "bench: $builds snapshot builds started; expected 2 (identical environments must build once)" >&2
 	status=1
@@ -451,9 +458,7 @@ for cfg in "${configs[@]}"; do
 	[[ "${BENCH_KEEP:-0}" == 1 ]] && break
 	venv "$cfg"
 	(cd "$out/$cfg" && env "${ve[@]}" "$tf" destroy -auto-approve -input=false -no-color >"$out/$cfg-destroy.log" 2>&1) || {
-		echo "bench: destroying $cfg failed:" >&2
-		tail -40 "$out/$cfg-destroy.log" >&2
-		status=1
+		failed "destroying $cfg" "$out/$cfg-destroy.log" 40
 	}
 done
 # The PostgreSQL control plane is done with (the trap would stop it at the end anyway).
@@ -500,9 +505,7 @@ print(f"RESULT sandbox_cold_ms={med['ColdStart']:.2f} sandbox_warm_ms={med['Warm
       f"cold_ratio={med['ColdStart'] / bare:.1f} warm_ratio={med['WarmExec'] / bare:.1f}")
 EOF2
 else
-	echo "bench: local sandbox runtime benchmarks failed:" >&2
-	tail -30 "$out/sandbox-bench.txt" >&2
-	status=1
+	failed "local sandbox runtime benchmarks" "$out/sandbox-bench.txt" 30
 fi
 
 # Snapshot manifests (issue 18): the time taking a Ready snapshot's package manifest adds
@@ -524,9 +527,7 @@ for line in open(sys.argv[1]):
               f"manifest_bytes={f['manifest-bytes']:.0f} manifest_packages={f['packages']:.0f}")
 EOF2
 else
-	echo "bench: the manifest benchmark failed:" >&2
-	tail -30 "$out/manifest-bench.txt" >&2
-	status=1
+	failed "the manifest benchmark" "$out/manifest-bench.txt" 30
 fi
 
 # Egress proxy (internal/egress): the latency the proxy adds to one HTTPS request (opaque
@@ -589,9 +590,7 @@ for n in sorted({k[0] for k in ns}):
 print("RESULT " + " ".join(f"secret_source_{n}_us={ns[(n, 'store')]/1e3:.1f}" for n in sorted({k[0] for k in ns})))
 EOF2
 else
-	echo "bench: the secret source benchmark failed:" >&2
-	tail -30 "$out/secrets-bench.txt" >&2
-	status=1
+	failed "the secret source benchmark" "$out/secrets-bench.txt" 30
 fi
 
 # Harness: overhead per turn with the scripted model (whole turns with every store write,
@@ -647,9 +646,7 @@ if extra.get("errors/op", 1) != 0:
     sys.exit(1)
 EOF
 else
-	echo "bench: the harness benchmarks failed:" >&2
-	tail -40 "$out/harness-bench.txt" >&2
-	status=1
+	failed "the harness benchmarks" "$out/harness-bench.txt" 40
 fi
 
 # The harness as a service: 200 concurrent sessions through the HTTP API on loopback (half
@@ -687,9 +684,7 @@ if c["errors/op"] != 0:
     sys.exit(1)
 EOF
 else
-	echo "bench: the harness API benchmarks failed:" >&2
-	tail -40 "$out/api-bench.txt" >&2
-	status=1
+	failed "the harness API benchmarks" "$out/api-bench.txt" 40
 fi
 
 if [[ "${BENCH_GO:-1}" == 0 ]]; then
