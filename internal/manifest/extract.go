@@ -55,34 +55,31 @@ func Extract(fsys fs.FS) (Manifest, error) {
 			break
 		}
 	}
-	for _, f := range globAll(fsys, dpkgFiles) {
-		b, err := readCapped(fsys, f, maxFileBytes)
-		if err != nil {
-			continue
-		}
-		m.Sources = append(m.Sources, f)
-		m.Packages = append(m.Packages, parseStanzas(b, dpkgStanza)...)
-	}
-	for _, f := range globAll(fsys, apkFiles) {
-		b, err := readCapped(fsys, f, maxFileBytes)
-		if err != nil {
-			continue
-		}
-		m.Sources = append(m.Sources, f)
-		m.Packages = append(m.Packages, parseStanzas(b, apkStanza)...)
-	}
-	for _, dir := range globAll(fsys, pythonDirs) {
-		pkgs := pythonPackages(fsys, dir)
-		if len(pkgs) > 0 {
-			m.Sources = append(m.Sources, dir)
-			m.Packages = append(m.Packages, pkgs...)
+	// A system package database is one file of stanzas; a file read is a source even
+	// when it lists nothing.
+	for _, db := range []struct {
+		files  []string
+		stanza func(map[string]string) (Package, bool)
+	}{{dpkgFiles, dpkgStanza}, {apkFiles, apkStanza}} {
+		for _, f := range globAll(fsys, db.files) {
+			b, err := readCapped(fsys, f, maxFileBytes)
+			if err != nil {
+				continue
+			}
+			m.Sources = append(m.Sources, f)
+			m.Packages = append(m.Packages, parseStanzas(b, db.stanza)...)
 		}
 	}
-	for _, dir := range globAll(fsys, nodeDirs) {
-		pkgs := nodePackages(fsys, dir)
-		if len(pkgs) > 0 {
-			m.Sources = append(m.Sources, dir)
-			m.Packages = append(m.Packages, pkgs...)
+	// A language's packages are a directory of them, a source when it holds any.
+	for _, lang := range []struct {
+		dirs     []string
+		packages func(fs.FS, string) []Package
+	}{{pythonDirs, pythonPackages}, {nodeDirs, nodePackages}} {
+		for _, dir := range globAll(fsys, lang.dirs) {
+			if pkgs := lang.packages(fsys, dir); len(pkgs) > 0 {
+				m.Sources = append(m.Sources, dir)
+				m.Packages = append(m.Packages, pkgs...)
+			}
 		}
 	}
 	m.normalize()
