@@ -31,13 +31,9 @@ func isHarnessVar(name string) bool {
 // variable name that is not one of the harness's own (HarnessEnvPrefix). The error
 // says what is wrong and what to do; callers prefix the field and the value.
 func CheckCredentialEnv(name string) error {
-	if !envVarRe.MatchString(name) {
-		return errors.New("not an environment variable name; use letters, digits and '_', not starting with a digit (for example GITHUB_TOKEN)")
-	}
-	if isHarnessVar(name) {
-		return fmt.Errorf("variables named %s* are the harness's own settings and are never sent to a model or MCP server; export the credential under another name", HarnessEnvPrefix)
-	}
-	return nil
+	return checkName(name, envVarRe,
+		"not an environment variable name; use letters, digits and '_', not starting with a digit (for example GITHUB_TOKEN)",
+		"variables named %s* are the harness's own settings and are never sent to a model or MCP server; export the credential under another name")
 }
 
 // CheckCredentialName is the rule for a credential's name (a spec's
@@ -47,11 +43,20 @@ func CheckCredentialEnv(name string) error {
 // credentials file, a harness on SQLite reads a credential name as the variable of the
 // same name (see the running-agents guide).
 func CheckCredentialName(name string) error {
-	if !credentialNameRe.MatchString(name) {
-		return errors.New("not a credential name; use letters, digits, '_', '.' and '-', starting with a letter or '_', at most 128 characters (for example github)")
+	return checkName(name, credentialNameRe,
+		"not a credential name; use letters, digits, '_', '.' and '-', starting with a letter or '_', at most 128 characters (for example github)",
+		"names starting with %s are the harness's own settings, never a credential")
+}
+
+// checkName is the shape of both rules: name must match re (else the error malformed
+// says), and must not be one of the harness's own variables (else the error own says,
+// a format of HarnessEnvPrefix).
+func checkName(name string, re *regexp.Regexp, malformed, own string) error {
+	if !re.MatchString(name) {
+		return errors.New(malformed)
 	}
 	if isHarnessVar(name) {
-		return fmt.Errorf("names starting with %s are the harness's own settings, never a credential", HarnessEnvPrefix)
+		return fmt.Errorf(own, HarnessEnvPrefix)
 	}
 	return nil
 }
