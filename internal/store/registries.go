@@ -37,6 +37,7 @@ func (s *Store) GetRegistry(ctx context.Context, name string) (Registry, error) 
 	return getRow(ctx, s, (*configSnapshot).registry, scanRegistry, registrySelect+` WHERE name = ?`, name, "registry %q")
 }
 
+// registrySelect reads registries; scanRegistry scans one of its rows.
 const registrySelect = `SELECT name, provider, owner, url, username, password_enc, project, remote_id, version FROM registries`
 
 func scanRegistry(sc scanner) (Registry, error) {

@@ -85,6 +85,7 @@ func (s *Store) GetVolume(ctx context.Context, name string) (Volume, error) {
 	return getRow(ctx, s, (*configSnapshot).volume, scanVolume, volumeSelect+` WHERE name = ?`, name, "volume %q")
 }
 
+// volumeSelect reads volumes; scanVolume scans one of its rows.
 const volumeSelect = `SELECT name, provider, owner, remote_id, size, shared_with FROM volumes`
 
 func scanVolume(sc scanner) (Volume, error) {
