@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func TestRLSAnotherTeamCannotChangeOrDelete(t *testing.T) {
 	}
 
 	raw := b.DB()
-	for _, q := range []string{
+	changeNone(t, raw, "bob's", "alice's",
 		`UPDATE environments SET image = 'evil', owner = current_user`,
 		`UPDATE environments SET image = 'evil' WHERE name = 'py'`,
 		`DELETE FROM environments WHERE name = 'py'`,
@@ -120,16 +121,8 @@ func TestRLSAnotherTeamCannotChangeOrDelete(t *testing.T) {
 		`DELETE FROM secrets`,
 		`UPDATE sandbox_providers SET api_url = 'https://evil.example'`,
 		`DELETE FROM sandbox_providers`,
-	} {
-		res, err := raw.Exec(q)
-		if err != nil {
-			continue // refused outright is as good
-		}
-		if n, _ := res.RowsAffected(); n != 0 {
-			t.Errorf("bob's %q changed %d of alice's rows", q, n)
-		}
-	}
-	for _, q := range []string{
+	)
+	refused(t, raw, "bob's",
 		`INSERT INTO secrets(id, environment, env_name, hosts, value_enc, version, created_at, updated_at) VALUES ('py/EVIL', 'py', 'EVIL', '["evil.example"]', '\x00', 1, 0, 0)`,
 		`INSERT INTO owners(name, created_at) VALUES ('someone_else', 0)`,
 		`ALTER TABLE environments DISABLE ROW LEVEL SECURITY`,
@@ -137,11 +130,7 @@ func TestRLSAnotherTeamCannotChangeOrDelete(t *testing.T) {
 		`SET row_security = off; SELECT COUNT(*) FROM secrets`,
 		`SELECT COUNT(*) FROM sessions`,
 		`CREATE TABLE mine (x int)`,
-	} {
-		if _, err := raw.Exec(q); err == nil {
-			t.Errorf("bob's %q was accepted", q)
-		}
-	}
+	)
 
 	// What alice published is as she left it.
 	if got, _ := p.asAlice.GetEnvironment(ctx, "py"); got.Image != "platform" || got.Owner != p.alice {
@@ -196,13 +185,36 @@ func TestRLSHarnessRole(t *testing.T) {
 	if _, err := h.GetAgent(ctx, "helper"); err != nil {
 		t.Fatalf("the harness reading an agent: %v", err)
 	}
-	for _, q := range []string{`UPDATE agents SET spec = '{}'`, `DELETE FROM environments`, `INSERT INTO owners(name, created_at) VALUES ('x', 0)`} {
-		if _, err := h.DB().Exec(q); err == nil {
-			t.Errorf("the harness's %q was accepted", q)
-		}
-	}
+	refused(t, h.DB(), "the harness's", `UPDATE agents SET spec = '{}'`, `DELETE FROM environments`, `INSERT INTO owners(name, created_at) VALUES ('x', 0)`)
 	if _, err := p.asBob.GetSession(ctx, "s1"); err == nil || !errors.Is(err, ErrForbidden) && !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("a team reading a session: %v; want permission denied", err)
+	}
+}
+
+// changeNone runs each of stmts on raw, the connection of a role (who: "bob's"), and
+// fails t for any that changes a row: the rows are another's (whose: "alice's"), which
+// row-level security hides; a statement refused outright is as good.
+func changeNone(t *testing.T, raw *sql.DB, who, whose string, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		res, err := raw.Exec(q)
+		if err != nil {
+			continue // refused outright is as good
+		}
+		if n, _ := res.RowsAffected(); n != 0 {
+			t.Errorf("%s %q changed %d of %s rows", who, q, n, whose)
+		}
+	}
+}
+
+// refused runs each of stmts on raw, the connection of a role (who: "bob's"), and
+// fails t for any the database accepts.
+func refused(t *testing.T, raw *sql.DB, who string, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := raw.Exec(q); err == nil {
+			t.Errorf("%s %q was accepted", who, q)
+		}
 	}
 }
 
