@@ -11,9 +11,7 @@ func TestAgentLifecycle(t *testing.T) {
 		seed(t, st)
 		ctx := context.Background()
 		a := Agent{ID: "agent-1", Name: "helper", Owner: "bob", Environment: "py", Spec: []byte(`{"name":"helper"}`)}
-		if err := st.CreateAgent(ctx, a); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.CreateAgent(ctx, a))
 		got, err := st.GetAgent(ctx, "helper")
 		if err != nil || got.ID != a.ID || got.Owner != "bob" || got.Environment != "py" || string(got.Spec) != string(a.Spec) {
 			t.Fatalf("GetAgent = %+v, %v; want %+v", got, err, a)
@@ -34,9 +32,7 @@ func TestAgentLifecycle(t *testing.T) {
 		if got, _ := st.GetAgent(ctx, "helper"); got.Environment != "py" || string(got.Spec) != string(a.Spec) {
 			t.Fatalf("refused update changed the agent: %+v", got)
 		}
-		if err := st.UpdateAgent(ctx, Agent{Name: "helper", Environment: "py", Spec: []byte(`{"v":2}`)}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.UpdateAgent(ctx, Agent{Name: "helper", Environment: "py", Spec: []byte(`{"v":2}`)}))
 		if got, _ := st.GetAgent(ctx, "helper"); string(got.Spec) != `{"v":2}` || got.ID != a.ID {
 			t.Fatalf("after update: %+v", got)
 		}
@@ -47,9 +43,7 @@ func TestAgentLifecycle(t *testing.T) {
 			t.Fatalf("AgentsUsing(py) = %v, %v", users, err)
 		}
 
-		if err := st.DeleteAgent(ctx, "helper"); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.DeleteAgent(ctx, "helper"))
 		if _, err := st.GetAgent(ctx, "helper"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("GetAgent after delete: %v, want ErrNotFound", err)
 		}
@@ -80,15 +74,11 @@ func TestAgentWithoutEnvironment(t *testing.T) {
 			t.Fatalf("environment column is NULL: %v, %v", null, err)
 		}
 		seed(t, st)
-		if err := st.UpdateAgent(ctx, Agent{Name: "qa", Environment: "py", Spec: []byte(`{}`)}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.UpdateAgent(ctx, Agent{Name: "qa", Environment: "py", Spec: []byte(`{}`)}))
 		if users, err := st.AgentsUsing(ctx, "py"); err != nil || len(users) != 1 {
 			t.Fatalf("AgentsUsing(py) = %v, %v; want qa", users, err)
 		}
-		if err := st.UpdateAgent(ctx, Agent{Name: "qa", Environment: "", Spec: []byte(`{}`)}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.UpdateAgent(ctx, Agent{Name: "qa", Environment: "", Spec: []byte(`{}`)}))
 		if users, err := st.AgentsUsing(ctx, "py"); err != nil || len(users) != 0 {
 			t.Fatalf("AgentsUsing(py) = %v, %v; want none", users, err)
 		}

@@ -25,9 +25,7 @@ func TestEnvironmentSettingsRoundTrip(t *testing.T) {
 			PackageIndexes: []string{"pypi"}, PackageIndexesIn: "build",
 		}
 		e.Settings = want
-		if err := st.UpdateEnvironment(ctx, e); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.UpdateEnvironment(ctx, e))
 		got, err := reopen(t, st).GetEnvironment(ctx, "py")
 		if err != nil {
 			t.Fatal(err)

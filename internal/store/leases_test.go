@@ -36,15 +36,11 @@ func TestLeaseHolderAndExpiry(t *testing.T) {
 		if ok, err := st.RenewLease(ctx, "sandbox/s-1", "b", time.Minute); err != nil || ok {
 			t.Fatalf("b renewed a's lease: %v, %v", ok, err)
 		}
-		if err := st.ReleaseLease(ctx, "sandbox/s-1", "b"); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.ReleaseLease(ctx, "sandbox/s-1", "b"))
 		if l, err := st.GetLease(ctx, "sandbox/s-1"); err != nil || l.Holder != "a" {
 			t.Fatalf("after b's release: %+v, %v; want a's lease kept", l, err)
 		}
-		if err := st.ReleaseLease(ctx, "sandbox/s-1", "a"); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.ReleaseLease(ctx, "sandbox/s-1", "a"))
 		if _, err := st.GetLease(ctx, "sandbox/s-1"); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("released lease still there: %v", err)
 		}

@@ -38,9 +38,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 			}
 			st := openAt(t, url)
 			var rows, distinct int
-			if err := st.QueryRow(context.Background(), `SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations`).Scan(&rows, &distinct); err != nil {
-				t.Fatal(err)
-			}
+			must(t, st.QueryRow(context.Background(), `SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations`).Scan(&rows, &distinct))
 			if rows != len(migrations) || distinct != len(migrations) {
 				t.Fatalf("round %d: %d migration records (%d distinct); want %d", round, rows, distinct, len(migrations))
 			}

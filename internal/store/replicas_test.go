@@ -12,9 +12,7 @@ func TestRunningRunsListsEverySessionsRunningRun(t *testing.T) {
 	eachDB(t, func(t *testing.T, st *Store) {
 		ctx := context.Background()
 		for _, id := range []string{"s1", "s2"} {
-			if err := st.CreateSession(ctx, Session{ID: id, Agent: "a", Owner: "o"}); err != nil {
-				t.Fatal(err)
-			}
+			must(t, st.CreateSession(ctx, Session{ID: id, Agent: "a", Owner: "o"}))
 		}
 		for _, r := range []Run{{ID: "r1", SessionID: "s1", Owner: "h:1:1"}, {ID: "r2", SessionID: "s2", Owner: "h:2:2"}, {ID: "r3", SessionID: "s1", Owner: "h:3:3"}} {
 			if r.ID == "r3" {
@@ -22,9 +20,7 @@ func TestRunningRunsListsEverySessionsRunningRun(t *testing.T) {
 					t.Fatalf("ending r1: %v, %v", ok, err)
 				}
 			}
-			if err := st.StartRun(ctx, r); err != nil {
-				t.Fatal(err)
-			}
+			must(t, st.StartRun(ctx, r))
 		}
 		runs, err := st.RunningRuns(ctx)
 		if err != nil {
@@ -53,9 +49,7 @@ func TestSnapshotHostRoundTrip(t *testing.T) {
 			t.Fatalf("host of a new snapshot: %q, %v; want unrecorded", h, err)
 		}
 		const host = `{"host":"build-01","machine":"3f2a","dir":"/var/lib/trueforge/local-backend"}`
-		if err := st.SetSnapshotHost(ctx, "snap-1", host); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.SetSnapshotHost(ctx, "snap-1", host))
 		if h, err := st.SnapshotHost(ctx, "snap-1"); err != nil || h != host {
 			t.Fatalf("host: %q, %v; want %q", h, err, host)
 		}

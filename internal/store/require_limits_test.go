@@ -13,9 +13,7 @@ func TestSandboxProviderRequireLimits(t *testing.T) {
 	eachDialect(t, func(t *testing.T, d dialect) {
 		for _, want := range []*bool{nil, &yes, &no} {
 			st := openAt(t, freshURL(t, d))
-			if err := st.CreateSandboxProvider(ctx, SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: "alice", RequireLimits: want}); err != nil {
-				t.Fatal(err)
-			}
+			must(t, st.CreateSandboxProvider(ctx, SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: "alice", RequireLimits: want}))
 			p, err := st.GetSandboxProvider(ctx, "local")
 			if err != nil {
 				t.Fatal(err)
@@ -24,16 +22,12 @@ func TestSandboxProviderRequireLimits(t *testing.T) {
 				t.Fatalf("stored %v, read back %v", show(want), show(p.RequireLimits))
 			}
 			p.RequireLimits = &yes
-			if err := st.UpdateSandboxProvider(ctx, p); err != nil {
-				t.Fatal(err)
-			}
+			must(t, st.UpdateSandboxProvider(ctx, p))
 			if p, _ = st.OnlySandboxProvider(ctx); !sameBool(p.RequireLimits, &yes) {
 				t.Fatalf("after update: %v, want true", show(p.RequireLimits))
 			}
 			p.RequireLimits = nil
-			if err := st.UpdateSandboxProvider(ctx, p); err != nil {
-				t.Fatal(err)
-			}
+			must(t, st.UpdateSandboxProvider(ctx, p))
 			if p, _ = st.OnlySandboxProvider(ctx); p.RequireLimits != nil {
 				t.Fatalf("after unsetting: %v, want unset", show(p.RequireLimits))
 			}

@@ -31,9 +31,7 @@ func newRLSPlane(t *testing.T) *rlsPlane {
 	p.alice, p.bob, p.harness = c.Role(t, "alice"), c.Role(t, "bob"), c.Role(t, "harness")
 	ctx := context.Background()
 	for name, kind := range map[string]RoleKind{p.alice: TeamRole, p.bob: TeamRole, p.harness: HarnessRole} {
-		if err := p.owner.ApplyRoles(ctx, kind, name); err != nil {
-			t.Fatal(err)
-		}
+		must(t, p.owner.ApplyRoles(ctx, kind, name))
 	}
 	p.asAlice = openAt(t, c.URL(p.db, p.alice))
 	p.asBob = openAt(t, c.URL(p.db, p.bob))

@@ -12,9 +12,7 @@ import (
 func TestSessionEventsAreGaplessUnderConcurrencyAndDeletedWithTheSession(t *testing.T) {
 	eachDB(t, func(t *testing.T, st *Store) {
 		ctx := context.Background()
-		if err := st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}))
 		var wg sync.WaitGroup
 		for i := 0; i < 20; i++ {
 			wg.Add(1)
@@ -43,15 +41,9 @@ func TestSessionEventsAreGaplessUnderConcurrencyAndDeletedWithTheSession(t *test
 			t.Fatalf("input tokens %d; want 20", ss.InputTokens)
 		}
 		now := time.Now()
-		if err := st.PutSessionSandbox(ctx, SessionSandbox{SessionID: "s1", Provider: "p", ProviderType: "local", SandboxID: "sb", State: SandboxStateRunning, Generation: 1, CreatedAt: now, LastUsedAt: now, StateAt: now}); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.PutToolOutput(ctx, "s1", "c1", []byte("full")); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.DeleteSession(ctx, "s1"); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.PutSessionSandbox(ctx, SessionSandbox{SessionID: "s1", Provider: "p", ProviderType: "local", SandboxID: "sb", State: SandboxStateRunning, Generation: 1, CreatedAt: now, LastUsedAt: now, StateAt: now}))
+		must(t, st.PutToolOutput(ctx, "s1", "c1", []byte("full")))
+		must(t, st.DeleteSession(ctx, "s1"))
 		if evs, _ := st.Events(ctx, "s1", 0); len(evs) != 0 {
 			t.Fatal("events outlived their session")
 		}
@@ -68,13 +60,9 @@ func TestSessionEventsAreGaplessUnderConcurrencyAndDeletedWithTheSession(t *test
 func TestSandboxStateSwapRespectsBusyAndRecentUse(t *testing.T) {
 	eachDB(t, func(t *testing.T, st *Store) {
 		ctx := context.Background()
-		if err := st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}))
 		t0 := time.Now()
-		if err := st.PutSessionSandbox(ctx, SessionSandbox{SessionID: "s1", Provider: "p", ProviderType: "local", SandboxID: "sb", State: SandboxStateRunning, Generation: 1, CreatedAt: t0, LastUsedAt: t0, StateAt: t0}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.PutSessionSandbox(ctx, SessionSandbox{SessionID: "s1", Provider: "p", ProviderType: "local", SandboxID: "sb", State: SandboxStateRunning, Generation: 1, CreatedAt: t0, LastUsedAt: t0, StateAt: t0}))
 		later := t0.Add(time.Hour)
 		if ok, _ := st.BeginSandboxUse(ctx, "s1", "me", t0); !ok {
 			t.Fatal("BeginSandboxUse on a running sandbox failed")
@@ -82,9 +70,7 @@ func TestSandboxStateSwapRespectsBusyAndRecentUse(t *testing.T) {
 		if ok, _ := st.SwapSandboxState(ctx, "s1", []string{SandboxStateRunning}, SandboxStateChanging, later, later); ok {
 			t.Fatal("a busy sandbox was moved")
 		}
-		if err := st.EndSandboxUse(ctx, "s1", t0.Add(30*time.Minute)); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.EndSandboxUse(ctx, "s1", t0.Add(30*time.Minute)))
 		if ok, _ := st.SwapSandboxState(ctx, "s1", []string{SandboxStateRunning}, SandboxStateChanging, later, t0.Add(15*time.Minute)); ok {
 			t.Fatal("a sandbox used after the idle cut-off was moved")
 		}
@@ -103,9 +89,7 @@ func TestSandboxStateSwapRespectsBusyAndRecentUse(t *testing.T) {
 func TestOnlyOneRunningRunPerSession(t *testing.T) {
 	eachDB(t, func(t *testing.T, st *Store) {
 		ctx := context.Background()
-		if err := st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}))
 		other := reopen(t, st)
 		for round := 0; round < 10; round++ {
 			var wg sync.WaitGroup
@@ -152,9 +136,7 @@ func TestOnlyOneRunningRunPerSession(t *testing.T) {
 func TestMigrationEndsDuplicateRunningRuns(t *testing.T) {
 	eachDB(t, func(t *testing.T, st *Store) {
 		ctx := context.Background()
-		if err := st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.CreateSession(ctx, Session{ID: "s1", Agent: "a", Owner: "o"}))
 		// Back to schema 3, then the race's leftovers.
 		for _, q := range []string{`DROP INDEX session_runs_one_running`, `DELETE FROM schema_migrations WHERE version = 4`} {
 			if _, err := st.DB().Exec(q); err != nil {
@@ -162,9 +144,7 @@ func TestMigrationEndsDuplicateRunningRuns(t *testing.T) {
 			}
 		}
 		for _, id := range []string{"r-a", "r-b"} {
-			if err := st.StartRun(ctx, Run{ID: id, SessionID: "s1", Owner: "p"}); err != nil {
-				t.Fatal(err)
-			}
+			must(t, st.StartRun(ctx, Run{ID: id, SessionID: "s1", Owner: "p"}))
 		}
 		st.Close()
 		st = reopen(t, st)

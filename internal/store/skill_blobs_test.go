@@ -17,9 +17,7 @@ func blob(content string) SkillBlob {
 func blobCount(t *testing.T, st *Store) int {
 	t.Helper()
 	var n int
-	if err := st.DB().QueryRow(`SELECT COUNT(*) FROM skill_blobs`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
+	must(t, st.DB().QueryRow(`SELECT COUNT(*) FROM skill_blobs`).Scan(&n))
 	return n
 }
 

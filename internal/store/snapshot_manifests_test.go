@@ -23,13 +23,9 @@ func TestSnapshotManifestAndAffectedQuery(t *testing.T) {
 			{"ecosystem":"deb","name":"libc6","version":"2.36-9+deb12u4","arch":"amd64"},
 			{"ecosystem":"deb","name":"libc6","version":"2.36-9+deb12u4","arch":"i386"},
 			{"ecosystem":"pypi","name":"requests","version":"2.31.0"}]}`))
-		if err := st.PutSnapshotManifest(ctx, "snap-1", m, 12*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.PutSnapshotManifest(ctx, "snap-1", m, 12*time.Millisecond))
 		// Stored again (a second process saw the build turn Ready): replaced, not doubled.
-		if err := st.PutSnapshotManifest(ctx, "snap-1", m, 15*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.PutSnapshotManifest(ctx, "snap-1", m, 15*time.Millisecond))
 		got, err := st.GetSnapshotManifest(ctx, "snap-1")
 		if err != nil {
 			t.Fatal(err)
@@ -39,13 +35,9 @@ func TestSnapshotManifestAndAffectedQuery(t *testing.T) {
 		}
 
 		for _, id := range []string{"s1", "s2", "s3"} {
-			if err := st.CreateSession(ctx, Session{ID: id, Agent: "a", Owner: "bob"}); err != nil {
-				t.Fatal(err)
-			}
+			must(t, st.CreateSession(ctx, Session{ID: id, Agent: "a", Owner: "bob"}))
 		}
-		if err := st.PutSessionSandbox(ctx, SessionSandbox{SessionID: "s1", Provider: "local", ProviderType: "local", SandboxID: "sb1", Environment: "py", SnapshotID: "snap-1", State: "running", Generation: 1}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.PutSessionSandbox(ctx, SessionSandbox{SessionID: "s1", Provider: "local", ProviderType: "local", SandboxID: "sb1", Environment: "py", SnapshotID: "snap-1", State: "running", Generation: 1}))
 		now := time.Now()
 		for _, a := range []Artifact{
 			{ID: "a1", SessionID: "s1", Path: "out.txt", SHA256: "x", SnapshotID: "snap-1", ManifestDigest: m.Digest(), Content: []byte("x"), CreatedAt: now, ExpiresAt: now},
@@ -54,9 +46,7 @@ func TestSnapshotManifestAndAffectedQuery(t *testing.T) {
 			{ID: "a3", SessionID: "s3", Path: "safe.txt", SHA256: "z", SnapshotID: "snap-other", Content: []byte("z"), CreatedAt: now, ExpiresAt: now,
 				SessionInstalls: []manifest.Package{{Ecosystem: manifest.PyPI, Name: "requests", Version: "2.32.3"}}},
 		} {
-			if err := st.PutArtifact(ctx, a); err != nil {
-				t.Fatal(err)
-			}
+			must(t, st.PutArtifact(ctx, a))
 		}
 		arts, err := st.ListArtifacts(ctx, "s2")
 		if err != nil || len(arts) != 1 || len(arts[0].SessionInstalls) != 1 || arts[0].SessionInstalls[0].Version != "2.30.0" {

@@ -53,15 +53,11 @@ func reopen(t *testing.T, st *Store) *Store {
 func seed(t *testing.T, st *Store) {
 	t.Helper()
 	ctx := context.Background()
-	if err := st.CreateSandboxProvider(ctx, SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, st.CreateSandboxProvider(ctx, SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: "alice"}))
 	if _, _, err := st.ClaimSnapshot(ctx, Snapshot{ID: "snap-1", Provider: "local", BuildHash: "h1", Spec: "{}"}, "Building", "Failed"); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CreateEnvironment(ctx, Environment{ID: "e1", Name: "py", Provider: "local", Owner: "alice", Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h1", SnapshotID: "snap-1"}); err != nil {
-		t.Fatal(err)
-	}
+	must(t, st.CreateEnvironment(ctx, Environment{ID: "e1", Name: "py", Provider: "local", Owner: "alice", Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h1", SnapshotID: "snap-1"}))
 }
 
 func TestMigrationsAreIdempotent(t *testing.T) {
@@ -85,9 +81,7 @@ func TestEnvironmentReferencedByAgentCannotBeDeleted(t *testing.T) {
 	eachDB(t, func(t *testing.T, st *Store) {
 		seed(t, st)
 		ctx := context.Background()
-		if err := st.CreateAgent(ctx, Agent{ID: "a1", Name: "helper", Owner: "alice", Environment: "py", Spec: []byte("{}")}); err != nil {
-			t.Fatal(err)
-		}
+		must(t, st.CreateAgent(ctx, Agent{ID: "a1", Name: "helper", Owner: "alice", Environment: "py", Spec: []byte("{}")}))
 		err := st.DeleteEnvironment(ctx, "py")
 		if !errors.Is(err, ErrInUse) {
 			t.Fatalf("DeleteEnvironment = %v, want ErrInUse", err)
