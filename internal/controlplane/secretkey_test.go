@@ -15,6 +15,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -23,19 +24,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func openStore(t *testing.T, url string) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // plane is the plane of the database at url as a machine whose environment is env.
 func plane(t *testing.T, url string, env map[string]string) *Plane {
-	p := New(openStore(t, url))
+	p := New(storetest.Open(t, url))
 	p.Getenv = func(k string) string { return env[k] }
 	return p
 }
@@ -87,7 +78,7 @@ func TestSQLiteDatabaseWithoutCheckValueTakesItsKey(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "cp.db")
-	st := openStore(t, db)
+	st := storetest.Open(t, db)
 	box, err := secretbox.Load("", filepath.Join(dir, KeyFileName)) // as a release before the check did
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +151,7 @@ func TestPlaneID(t *testing.T) {
 		t.Fatalf("PostgreSQL id = %q, %v", id1, err)
 	}
 	role := c.Role(t, "team")
-	owner := openStore(t, url)
+	owner := storetest.Open(t, url)
 	if err := owner.ApplyRoles(ctx, store.TeamRole, role); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,5 @@
-// Package storetest gives tests the database errors that are hard to meet by chance.
+// Package storetest gives tests of the store's users a store to test against (Open) and
+// the database errors that are hard to meet by chance.
 package storetest
 
 import (
