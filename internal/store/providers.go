@@ -140,25 +140,13 @@ func nullBool(b *bool) sql.NullInt64 {
 }
 
 // DeleteSandboxProvider removes the provider with its reserved environment and snapshots.
-// It fails with ErrInUse while user environments or agents remain.
+// It fails with ErrInUse, naming them, while anything uses it (providerUsers).
 func (s *Store) DeleteSandboxProvider(ctx context.Context, name string) error {
 	return s.inTx(ctx, func(tx *txn) error {
-		var users []string
-		for _, u := range []struct{ kind, query string }{
-			{"environment", `SELECT name FROM environments WHERE provider = ? AND reserved = 0 ORDER BY name`},
-			{"agent", `SELECT a.name FROM agents a JOIN environments e ON a.environment = e.name WHERE e.provider = ? ORDER BY a.name`},
-		} {
-			names, err := queryRows(ctx, tx, scanString, u.query, name)
-			if err != nil {
-				return err
-			}
-			users = append(users, kinded(u.kind, names)...)
-		}
-		kept, err := volumesAndRegistriesOf(ctx, tx, name) // volumes.go
+		users, err := providerUsers(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		users = append(users, kept...)
 		if len(users) > 0 {
 			return fmt.Errorf("sandbox provider %q is used by %v: %w", name, users, ErrInUse)
 		}
@@ -170,14 +158,26 @@ func (s *Store) DeleteSandboxProvider(ctx context.Context, name string) error {
 	})
 }
 
-// kinded names each of names as a thing of kind ("volume x"), for ErrInUse's list of
-// what keeps a sandbox provider.
-func kinded(kind string, names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = kind + " " + n
+// providerUsers names what keeps sandbox provider from being deleted ("environment x",
+// "agent y"): the environments made on it but its reserved one, the agents of those,
+// and its volumes and registries, which hold files and credentials in its backend.
+func providerUsers(ctx context.Context, q querier, provider string) ([]string, error) {
+	var users []string
+	for _, u := range []struct{ kind, query string }{
+		{"environment", `SELECT name FROM environments WHERE provider = ? AND reserved = 0 ORDER BY name`},
+		{"agent", `SELECT a.name FROM agents a JOIN environments e ON a.environment = e.name WHERE e.provider = ? ORDER BY a.name`},
+		{"volume", `SELECT name FROM volumes WHERE provider = ? ORDER BY name`},
+		{"registry", `SELECT name FROM registries WHERE provider = ? ORDER BY name`},
+	} {
+		names, err := queryRows(ctx, q, scanString, u.query, provider)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			users = append(users, u.kind+" "+n)
+		}
 	}
-	return out
+	return users, nil
 }
 
 func nonNil[T any](s []T) []T {

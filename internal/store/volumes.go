@@ -159,18 +159,3 @@ func (s *Store) deleteUnused(ctx context.Context, table, noun, how, name string,
 		return changedOne(res, err, "deleting", noun+" %q", name)
 	})
 }
-
-// volumesAndRegistriesOf names the volumes and registries a sandbox provider keeps
-// ("volume x", "registry y"): they hold files and credentials in its backend, so the
-// provider is not deleted from under them.
-func volumesAndRegistriesOf(ctx context.Context, q querier, provider string) ([]string, error) {
-	var out []string
-	for _, t := range []struct{ kind, table string }{{"volume", "volumes"}, {"registry", "registries"}} {
-		names, err := queryRows(ctx, q, scanString, `SELECT name FROM `+t.table+` WHERE provider = ? ORDER BY name`, provider)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, kinded(t.kind, names)...)
-	}
-	return out, nil
-}
