@@ -11,7 +11,7 @@
 //
 // This file builds the API from the tools; the schema model is schema.go, the names
 // names.go, each language's generator its own file (python.go, javascript.go,
-// typescript.go), the model's description describe.go (within DescribeBudget, tool.go)
+// typescript.go), the model's description describe.go (within DescribeBudget)
 // and the minimizer minimize.go.
 
 package codemode
@@ -223,4 +223,14 @@ func walkObjects(t *schemaType, suffix string, name func(*schemaType, string)) {
 			}
 		}
 	}
+}
+
+// serverList is every server's namespace identifier as item spells it, in order and
+// joined by sep: the members of the "tools" namespace each generator ends with.
+func (a *API) serverList(sep string, item func(ident string) string) string {
+	items := make([]string, len(a.servers))
+	for i, s := range a.servers {
+		items[i] = item(s.ident)
+	}
+	return strings.Join(items, sep)
 }

@@ -68,14 +68,8 @@ func (a *API) JavaScript() string {
 		}
 		b.WriteString("  });\n")
 	}
-	b.WriteString("  globalThis.tools = Object.freeze({")
-	for i, s := range a.servers {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, " %s: globalThis.%s", s.ident, s.ident)
-	}
-	b.WriteString(" });\n})();\n")
+	b.WriteString("  globalThis.tools = Object.freeze({" +
+		a.serverList(",", func(id string) string { return " " + id + ": globalThis." + id }) + " });\n})();\n")
 	return b.String()
 }
 

@@ -48,14 +48,7 @@ func (a *API) Python() string {
 		}
 		b.WriteString("})\n")
 	}
-	b.WriteString("tools = _tf_types.SimpleNamespace(")
-	for i, s := range a.servers {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%s=%s", s.ident, s.ident)
-	}
-	b.WriteString(")\n")
+	b.WriteString("tools = _tf_types.SimpleNamespace(" + a.serverList(", ", func(id string) string { return id + "=" + id }) + ")\n")
 	return b.String()
 }
 
@@ -153,16 +146,6 @@ func (f *function) doc() string {
 
 func (t *schemaType) python() string {
 	switch t.kind {
-	case stringKind:
-		return "str"
-	case integerKind:
-		return "int"
-	case numberKind:
-		return "float"
-	case booleanKind:
-		return "bool"
-	case nullKind:
-		return "None"
 	case arrayKind:
 		return "list[" + t.elem.python() + "]"
 	case objectKind:
@@ -198,7 +181,7 @@ func (t *schemaType) python() string {
 		}
 		return s
 	}
-	return "Any"
+	return base(t.kind) // the description spells scalars as the hints do
 }
 
 func literalPython(l literal) string {
