@@ -26,6 +26,10 @@ var details = []detail{
 	{},
 }
 
+// DescribeBudget is the most bytes of the API listing in Code Mode's tool description
+// (8 KiB): the one bound the tool, its docs and the tests share.
+const DescribeBudget = 8 << 10
+
 // maxLine is the longest line a tool gets at a level before it is shown at the next.
 const maxLine = 320
 

@@ -42,9 +42,6 @@ import (
 // ToolName is Code Mode's tool.
 const ToolName = "run_code"
 
-// DescribeBudget bounds the API listing in the tool's description (bytes).
-const DescribeBudget = 8 << 10
-
 // MaxCode is the largest script the tool accepts.
 const MaxCode = 256 << 10
 
