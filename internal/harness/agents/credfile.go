@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/configfile"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/glob"
 )
 
@@ -74,16 +74,11 @@ func (c *Credentials) Lookup(name string) (Credential, bool) {
 // LoadCredentials reads and checks the credentials file at path. Every mistake is an
 // error naming the file, the credential and the field, and saying what to write.
 func LoadCredentials(path string) (*Credentials, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("credentials: %w", err)
+	c, err := configfile.Read(path, "credentials", "credentials file", parseCredentials)
+	if err == nil {
+		c.path = path
 	}
-	c, err := parseCredentials(data)
-	if err != nil {
-		return nil, fmt.Errorf("credentials file %s: %w", path, err)
-	}
-	c.path = path
-	return c, nil
+	return c, err
 }
 
 var credentialFields = []string{"name", "env", "origins", "owners"}

@@ -42,12 +42,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/configfile"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/glob"
 )
 
@@ -117,16 +117,11 @@ func (ps patterns) match(s string) bool {
 // Load reads and checks the policy file at path. Every mistake is an error naming the
 // file, the rule and the field, and saying how to fix it.
 func Load(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+	p, err := configfile.Read(path, "policy", "policy", parse)
+	if err == nil {
+		p.path = path
 	}
-	p, err := parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", path, err)
-	}
-	p.path = path
-	return p, nil
+	return p, err
 }
 
 // Decide returns whether the call r may go ahead: the first rule that matches it
