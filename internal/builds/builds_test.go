@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -68,82 +67,64 @@ func (r *remote) DeleteSnapshot(context.Context, string) error { return nil }
 // reason; a wait that read A's cached row would see Building until its deadline (and
 // then blame a build that "never started").
 func TestWaitSeesAnotherProcessFinishTheBuild(t *testing.T) {
-	for _, db := range []string{"SQLite", "PostgreSQL"} {
-		t.Run(db, func(t *testing.T) {
-			url := filepath.Join(t.TempDir(), "cp.db")
-			if db == "PostgreSQL" {
-				url = pgtest.Get(t).Database(t)
-			}
-			ctx := context.Background()
-			b, a := open(t, url), open(t, url)
-			if err := b.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: "bob"}); err != nil {
-				t.Fatal(err)
-			}
-			spec := sandbox.SnapshotSpec{Image: "platform", BuildScript: "make", CPU: 1, MemoryGB: 1, DiskGB: 3}
-			id := sandbox.SnapshotID(spec.BuildHash())
-			backend := newRemote()
-			backend.startErr = errors.New("quota exceeded")
-			coordB := &Coordinator{Store: b, Builder: backend, Provider: "local"}
-			ensured := make(chan error, 1)
-			go func() {
-				_, err := coordB.Ensure(ctx, sandbox.BuildRequest{Spec: spec, Base: "snap-release"})
-				ensured <- err
-			}()
-			<-backend.entered // claimed: the row says Building
-			if err := b.CreateEnvironment(ctx, store.Environment{ID: "e1", Name: "py", Provider: "local", Owner: "bob", Image: "platform",
-				CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: spec.BuildHash(), SnapshotID: id}); err != nil {
-				t.Fatal(err)
-			}
+	planes(t, func(t *testing.T, open func() *store.Store) {
+		ctx := context.Background()
+		b, a := open(), open()
+		addProvider(t, b, "local", "bob")
+		spec := sandbox.SnapshotSpec{Image: "platform", BuildScript: "make", CPU: 1, MemoryGB: 1, DiskGB: 3}
+		id := sandbox.SnapshotID(spec.BuildHash())
+		backend := newRemote()
+		backend.startErr = errors.New("quota exceeded")
+		coordB := &Coordinator{Store: b, Builder: backend, Provider: "local"}
+		ensured := make(chan error, 1)
+		go func() {
+			_, err := coordB.Ensure(ctx, sandbox.BuildRequest{Spec: spec, Base: "snap-release"})
+			ensured <- err
+		}()
+		<-backend.entered // claimed: the row says Building
+		if err := b.CreateEnvironment(ctx, store.Environment{ID: "e1", Name: "py", Provider: "local", Owner: "bob", Image: "platform",
+			CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: spec.BuildHash(), SnapshotID: id}); err != nil {
+			t.Fatal(err)
+		}
 
-			a.EnableConfigCache()
-			coordA := &Coordinator{Store: a, Builder: backend, Provider: "local", Poll: 10 * time.Millisecond}
-			if snap, err := coordA.Refresh(ctx, id); err != nil || snap.Status != sandbox.StatusBuilding {
-				t.Fatalf("A's refresh before the failure: %+v, %v", snap, err)
-			}
-			if a.ConfigLoads() != 1 {
-				t.Fatalf("A's config cache did not load (%d loads): the test would not show a bypass", a.ConfigLoads())
-			}
+		a.EnableConfigCache()
+		coordA := &Coordinator{Store: a, Builder: backend, Provider: "local", Poll: 10 * time.Millisecond}
+		if snap, err := coordA.Refresh(ctx, id); err != nil || snap.Status != sandbox.StatusBuilding {
+			t.Fatalf("A's refresh before the failure: %+v, %v", snap, err)
+		}
+		if a.ConfigLoads() != 1 {
+			t.Fatalf("A's config cache did not load (%d loads): the test would not show a bypass", a.ConfigLoads())
+		}
 
-			waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			type result struct {
-				snap store.Snapshot
-				err  error
-			}
-			waited := make(chan result, 1)
-			queries := a.Queries()
-			go func() {
-				snap, err := coordA.Wait(waitCtx, id)
-				waited <- result{snap, err}
-			}()
-			time.Sleep(50 * time.Millisecond) // A polls a few times while B is still starting
-			close(backend.release)
-			if err := <-ensured; err == nil || !strings.Contains(err.Error(), "quota exceeded") {
-				t.Fatalf("B's Ensure: %v; want its start failure", err)
-			}
-			r := <-waited
-			if r.err != nil {
-				t.Fatalf("A's wait did not see B's recorded failure: %v", r.err)
-			}
-			if r.snap.Status != sandbox.StatusFailed || !strings.Contains(r.snap.Reason, "quota exceeded") {
-				t.Fatalf("A's wait returned %+v; want Failed with B's reason", r.snap)
-			}
-			if n := a.Queries() - queries; n < 2 {
-				t.Fatalf("A's wait made %d queries; each poll must read the database", n)
-			}
-			if a.ConfigLoads() != 1 {
-				t.Fatalf("A's wait loaded the config cache (%d loads); it must read past it", a.ConfigLoads())
-			}
-		})
-	}
-}
-
-func open(t *testing.T, url string) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
+		waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		type result struct {
+			snap store.Snapshot
+			err  error
+		}
+		waited := make(chan result, 1)
+		queries := a.Queries()
+		go func() {
+			snap, err := coordA.Wait(waitCtx, id)
+			waited <- result{snap, err}
+		}()
+		time.Sleep(50 * time.Millisecond) // A polls a few times while B is still starting
+		close(backend.release)
+		if err := <-ensured; err == nil || !strings.Contains(err.Error(), "quota exceeded") {
+			t.Fatalf("B's Ensure: %v; want its start failure", err)
+		}
+		r := <-waited
+		if r.err != nil {
+			t.Fatalf("A's wait did not see B's recorded failure: %v", r.err)
+		}
+		if r.snap.Status != sandbox.StatusFailed || !strings.Contains(r.snap.Reason, "quota exceeded") {
+			t.Fatalf("A's wait returned %+v; want Failed with B's reason", r.snap)
+		}
+		if n := a.Queries() - queries; n < 2 {
+			t.Fatalf("A's wait made %d queries; each poll must read the database", n)
+		}
+		if a.ConfigLoads() != 1 {
+			t.Fatalf("A's wait loaded the config cache (%d loads); it must read past it", a.ConfigLoads())
+		}
+	})
 }

@@ -97,11 +97,18 @@ func openStore(t *testing.T, url string) *store.Store {
 // setup creates the sandbox provider "local" and returns a coordinator on st.
 func setup(t *testing.T, st *store.Store, b *fakeBuilder) *Coordinator {
 	t.Helper()
-	ctx := context.Background()
-	if err := st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: "alice"}); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+	addProvider(t, st, "local", "alice")
+	return &Coordinator{Store: st, Builder: b, Provider: "local", Poll: time.Millisecond}
+}
+
+// addProvider creates the ready local sandbox provider name of owner in st, unless
+// another connection to the same database created it first.
+func addProvider(t *testing.T, st *store.Store, name, owner string) {
+	t.Helper()
+	p := store.SandboxProvider{Name: name, Type: "local", Status: "Ready", Owner: owner}
+	if err := st.CreateSandboxProvider(context.Background(), p); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
 		t.Fatal(err)
 	}
-	return &Coordinator{Store: st, Builder: b, Provider: "local", Poll: time.Millisecond}
 }
 
 func spec(script string) sandbox.SnapshotSpec {
@@ -112,6 +119,23 @@ func spec(script string) sandbox.SnapshotSpec {
 func env(name string, snap store.Snapshot) store.Environment {
 	return store.Environment{ID: "env-" + name, Name: name, Provider: "local", Owner: "alice", Image: "platform",
 		CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: snap.BuildHash, SnapshotID: snap.ID}
+}
+
+// collecting builds sp's snapshot for an environment "a", removes the environment and
+// marks the snapshot Collecting through c: a collection that has begun.
+func collecting(t *testing.T, ctx context.Context, c *Coordinator, sp sandbox.SnapshotSpec) store.Snapshot {
+	t.Helper()
+	s, err := create(ctx, c, "a", sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Store.DeleteEnvironment(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.Store.MarkSnapshotCollecting(ctx, s.ID); !ok || err != nil {
+		t.Fatalf("marking: %t, %v", ok, err)
+	}
+	return s
 }
 
 // create stores environment name on spec's snapshot through c.Use and waits for the build.
@@ -194,17 +218,8 @@ func TestEnsureWaitsForACollectionInProgress(t *testing.T) {
 		b := newFakeBuilder()
 		a, bb := setup(t, open(), b), setup(t, open(), b)
 		sp := spec("echo collected")
-		s, err := create(ctx, a, "a", sp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Store.DeleteEnvironment(ctx, "a"); err != nil {
-			t.Fatal(err)
-		}
 		// a's collection has marked the snapshot and is removing its files.
-		if ok, err := a.Store.MarkSnapshotCollecting(ctx, s.ID); !ok || err != nil {
-			t.Fatalf("marking: %t, %v", ok, err)
-		}
+		s := collecting(t, ctx, a, sp)
 		if ok, _ := bb.Store.MarkSnapshotCollecting(ctx, s.ID); ok {
 			t.Fatal("a snapshot was marked for collection twice")
 		}
@@ -251,16 +266,7 @@ func TestEnsureTakesOverAStaleCollection(t *testing.T) {
 		b := newFakeBuilder()
 		c := setup(t, open(), b)
 		sp := spec("echo abandoned")
-		s, err := create(ctx, c, "a", sp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Store.DeleteEnvironment(ctx, "a"); err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := c.Store.MarkSnapshotCollecting(ctx, s.ID); !ok || err != nil {
-			t.Fatalf("marking: %t, %v", ok, err)
-		}
+		s := collecting(t, ctx, c, sp)
 		stale := time.Now().Add(-startGrace - time.Second).UnixMilli()
 		if _, err := c.Store.Exec(ctx, `UPDATE snapshots SET updated_at = ? WHERE id = ?`, stale, s.ID); err != nil {
 			t.Fatal(err)

@@ -27,24 +27,31 @@ func (b *manifestBuilder) Manifest(_ context.Context, id string) (manifest.Manif
 	return manifest.Parse([]byte(`{"v":1,"sources":["var/lib/dpkg/status"],"packages":[{"ecosystem":"deb","name":"` + id + `","version":"1.0"}]}`))
 }
 
+// buildReady builds script's snapshot through c and waits for it, failing with what
+// unless it turns Ready.
+func buildReady(t *testing.T, c *Coordinator, script, what string) store.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := c.Ensure(ctx, sandbox.BuildRequest{Spec: sandbox.SnapshotSpec{Image: "platform", BuildScript: script}, Base: "snap-release"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap, err = c.Wait(ctx, snap.ID); err != nil || snap.Status != sandbox.StatusReady {
+		t.Fatalf("%s: %+v %v", what, snap, err)
+	}
+	return snap
+}
+
 // A build that turns Ready has its manifest recorded once; later refreshes read the
 // stored one instead of taking it again. A builder that cannot take it leaves the
 // snapshot Ready all the same.
 func TestReadyBuildRecordsItsManifestOnce(t *testing.T) {
 	ctx := context.Background()
-	st := open(t, filepath.Join(t.TempDir(), "cp.db"))
-	if err := st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "p", Type: "local", Status: "Ready", Owner: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, filepath.Join(t.TempDir(), "cp.db"))
+	addProvider(t, st, "p", "alice")
 	b := &manifestBuilder{fakeBuilder: newFakeBuilder()}
 	c := &Coordinator{Store: st, Builder: b, Provider: "p"}
-	snap, err := c.Ensure(ctx, sandbox.BuildRequest{Spec: sandbox.SnapshotSpec{Image: "platform", BuildScript: "echo 1"}, Base: "snap-release"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if snap, err = c.Wait(ctx, snap.ID); err != nil || snap.Status != sandbox.StatusReady {
-		t.Fatalf("wait: %+v %v", snap, err)
-	}
+	snap := buildReady(t, c, "echo 1", "wait")
 	sm, err := st.GetSnapshotManifest(ctx, snap.ID)
 	if err != nil || sm.Packages != 1 || sm.Manifest.Packages[0].Name != snap.ID {
 		t.Fatalf("stored manifest = %+v, %v", sm, err)
@@ -60,13 +67,7 @@ func TestReadyBuildRecordsItsManifestOnce(t *testing.T) {
 
 	failing := &manifestBuilder{fakeBuilder: newFakeBuilder(), err: errors.New("reader failed")}
 	c2 := &Coordinator{Store: st, Builder: failing, Provider: "p"}
-	snap2, err := c2.Ensure(ctx, sandbox.BuildRequest{Spec: sandbox.SnapshotSpec{Image: "platform", BuildScript: "echo 2"}, Base: "snap-release"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if snap2, err = c2.Wait(ctx, snap2.ID); err != nil || snap2.Status != sandbox.StatusReady {
-		t.Fatalf("a failed manifest changed the build's outcome: %+v %v", snap2, err)
-	}
+	snap2 := buildReady(t, c2, "echo 2", "a failed manifest changed the build's outcome")
 	if _, err := c2.Refresh(ctx, snap2.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +82,7 @@ func TestReadyBuildRecordsItsManifestOnce(t *testing.T) {
 	// manifests existed) gets one when it is asked for.
 	plain := newFakeBuilder()
 	c3 := &Coordinator{Store: st, Builder: plain, Provider: "p"}
-	snap3, err := c3.Ensure(ctx, sandbox.BuildRequest{Spec: sandbox.SnapshotSpec{Image: "platform", BuildScript: "echo 3"}, Base: "snap-release"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if snap3, err = c3.Wait(ctx, snap3.ID); err != nil || snap3.Status != sandbox.StatusReady {
-		t.Fatalf("wait: %+v %v", snap3, err)
-	}
+	snap3 := buildReady(t, c3, "echo 3", "wait")
 	later := &manifestBuilder{fakeBuilder: plain}
 	c4 := &Coordinator{Store: st, Builder: later, Provider: "p"}
 	if _, err := c4.Refresh(ctx, snap3.ID); err != nil || later.calls.Load() != 0 {
