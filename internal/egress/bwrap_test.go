@@ -1,14 +1,10 @@
 package egress_test
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
@@ -43,37 +39,9 @@ func TestBubblewrapSandboxWithEgress(t *testing.T) {
 		t.Fatal("bubblewrap is missing; run scripts/deps.sh")
 	}
 	f := secretFixture(t)
-	files := filepath.Join(f.dir, "files")
-	if err := os.MkdirAll(files, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range f.proxy.Files() {
-		if err := os.WriteFile(filepath.Join(files, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	run := func(argv ...string) (string, string, int) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "unshare", append([]string{"-Urn", "--", "sh", "-c", bwrapLaunch, "sh"}, argv...)...)
-		env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/tmp", "EGRESS_FILES=" + files, "EGRESS_SOCKET=" + f.socket, "EGRESS_NETD=" + netdBinary}
-		for k, v := range f.proxy.Env() {
-			env = append(env, k+"="+v)
-		}
-		cmd.Env = env
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if code == 99 {
-			t.Fatalf("netd did not start: %s", errb.String())
-		}
-		return out.String(), errb.String(), code
+		r := f.unshare(t, []string{"-Urn", "--", "sh", "-c", bwrapLaunch, "sh"}, append([]string{"PATH=" + os.Getenv("PATH"), "HOME=/tmp"}, f.proxyEnv()...), argv...)
+		return r.stdout, r.stderr, r.code
 	}
 	script := `import json, socket, sys, urllib.request
 addr = socket.gethostbyname("secret.allowed.test")

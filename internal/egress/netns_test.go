@@ -44,6 +44,36 @@ func (f *fixture) runInSandbox(t *testing.T, extra map[string]string, argv ...st
 	if os.Geteuid() != 0 {
 		t.Fatal("the namespace tests need root (unshare -n, mounts); run them as root")
 	}
+	env := []string{}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasSuffix(strings.ToLower(k), "_proxy") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, f.proxyEnv()...)
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return f.unshare(t, []string{"--net", "--mount", "--pid", "--fork", "--kill-child", "--", "sh", "-c", sandboxScript, "sh"}, env, argv...)
+}
+
+// proxyEnv is the proxy's Env as environment entries.
+func (f *fixture) proxyEnv() []string {
+	var env []string
+	for k, v := range f.proxy.Env() {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// unshare runs "unshare args... argv..." (args end with the script that lays out the
+// sandbox) with env and the variables the scripts read: EGRESS_FILES (the proxy's
+// Files, written to a directory), EGRESS_SOCKET and EGRESS_NETD. A script exits 99 when
+// netd did not start, which fails the test.
+func (f *fixture) unshare(t *testing.T, args, env []string, argv ...string) runResult {
+	t.Helper()
 	files := filepath.Join(f.dir, "files")
 	if err := os.MkdirAll(files, 0o755); err != nil {
 		t.Fatal(err)
@@ -55,24 +85,8 @@ func (f *fixture) runInSandbox(t *testing.T, extra map[string]string, argv ...st
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	args := append([]string{"--net", "--mount", "--pid", "--fork", "--kill-child", "--", "sh", "-c", sandboxScript, "sh"}, argv...)
-	cmd := exec.CommandContext(ctx, "unshare", args...)
-	env := []string{}
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasSuffix(strings.ToLower(k), "_proxy") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	for k, v := range f.proxy.Env() {
-		env = append(env, k+"="+v)
-	}
-	for k, v := range extra {
-		env = append(env, k+"="+v)
-	}
-	env = append(env, "EGRESS_FILES="+files, "EGRESS_SOCKET="+f.socket, "EGRESS_NETD="+netdBinary)
-	cmd.Env = env
+	cmd := exec.CommandContext(ctx, "unshare", append(args, argv...)...)
+	cmd.Env = append(env, "EGRESS_FILES="+files, "EGRESS_SOCKET="+f.socket, "EGRESS_NETD="+netdBinary)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
