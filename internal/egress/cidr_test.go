@@ -2,7 +2,6 @@ package egress_test
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -45,13 +44,8 @@ func TestCIDRRules(t *testing.T) {
 	})
 	c := f.client(t)
 	for _, host := range []string{"127.0.0.1", "evil.test"} {
-		resp, err := c.Get(f.url(host, "/whoami"))
-		if err != nil {
-			t.Fatalf("%s: %v", host, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(b), "hello from upstream") {
+		resp, b := f.get(t, c, host, "/whoami", nil)
+		if resp.StatusCode != 200 || !strings.Contains(b, "hello from upstream") {
 			t.Fatalf("%s (inside the range): %d %q", host, resp.StatusCode, b)
 		}
 	}

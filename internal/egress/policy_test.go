@@ -16,13 +16,8 @@ func TestAllowedHostThroughOpaqueTunnel(t *testing.T) {
 	f := newFixture(t, egress.Policy{AllowDomains: []string{"api.allowed.test", "*.wild.test"}}, nil)
 	c := f.client(t)
 	for _, host := range []string{"api.allowed.test", "x.wild.test"} {
-		resp, err := c.Get(f.url(host, "/whoami"))
-		if err != nil {
-			t.Fatalf("%s: %v", host, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(b), "hello from upstream") {
+		resp, b := f.get(t, c, host, "/whoami", nil)
+		if resp.StatusCode != 200 || !strings.Contains(b, "hello from upstream") {
 			t.Fatalf("%s: %d %q", host, resp.StatusCode, b)
 		}
 		// Opaque: the client saw the upstream's own certificate, not one of the sandbox CA.

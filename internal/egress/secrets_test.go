@@ -163,16 +163,24 @@ func TestSpoofedHostHeaderRefused(t *testing.T) {
 	}
 }
 
+// substituted is a secret fixture, its client and the header that carries GITHUB_TOKEN's
+// placeholder, after one request to secret.allowed.test with it succeeded (failing with
+// when otherwise): the state live changes to the secrets start from.
+func substituted(t *testing.T, when string) (*fixture, *http.Client, map[string]string) {
+	t.Helper()
+	f := secretFixture(t)
+	c := f.client(t)
+	auth := map[string]string{"Authorization": "Bearer " + f.proxy.Env()["GITHUB_TOKEN"]}
+	if resp, body := f.get(t, c, "secret.allowed.test", "/auth", auth); resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %q", when, resp.StatusCode, body)
+	}
+	return f, c, auth
+}
+
 // Rotation reaches the next request of a running sandbox, on the same connection;
 // removal stops substitution at once.
 func TestRotationAndRemovalWithinOneRequest(t *testing.T) {
-	f := secretFixture(t)
-	ph := f.proxy.Env()["GITHUB_TOKEN"]
-	c := f.client(t)
-	auth := map[string]string{"Authorization": "Bearer " + ph}
-	if resp, body := f.get(t, c, "secret.allowed.test", "/auth", auth); resp.StatusCode != 200 {
-		t.Fatalf("before rotation: %d %q", resp.StatusCode, body)
-	}
+	f, c, auth := substituted(t, "before rotation")
 	f.secrets.set(egress.Secret{Name: "GITHUB_TOKEN", Value: "ghp_ROTATED_value_42", Hosts: []string{"secret.allowed.test"}})
 	if resp, body := f.get(t, c, "secret.allowed.test", "/auth", auth); resp.StatusCode != 200 {
 		t.Fatalf("after rotation: %d %q", resp.StatusCode, body)
@@ -293,13 +301,7 @@ func TestTerminatedUpstreamIsVerified(t *testing.T) {
 // A secret's host list is read live too: narrowing it stops substitution for the host
 // on the next request.
 func TestSecretHostsChangeApplyNextRequest(t *testing.T) {
-	f := secretFixture(t)
-	ph := f.proxy.Env()["GITHUB_TOKEN"]
-	c := f.client(t)
-	auth := map[string]string{"Authorization": "Bearer " + ph}
-	if resp, body := f.get(t, c, "secret.allowed.test", "/auth", auth); resp.StatusCode != 200 {
-		t.Fatalf("before: %d %q", resp.StatusCode, body)
-	}
+	f, c, auth := substituted(t, "before")
 	f.secrets.set(egress.Secret{Name: "GITHUB_TOKEN", Value: realToken, Hosts: []string{"other.allowed.test"}})
 	resp, _ := f.get(t, c, "secret.allowed.test", "/auth", auth)
 	if got := denyReason(t, resp); got != egress.ReasonPlaceholderHost {
