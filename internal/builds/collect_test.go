@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -75,23 +76,13 @@ func planes(t *testing.T, fn func(t *testing.T, open func() *store.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "trueforge.db")
-		fn(t, func() *store.Store { return openStore(t, path) })
+		fn(t, func() *store.Store { return harnesstest.OpenStore(t, path) })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		url := pgtest.Get(t).Database(t)
-		fn(t, func() *store.Store { return openStore(t, url) })
+		fn(t, func() *store.Store { return harnesstest.OpenStore(t, url) })
 	})
-}
-
-func openStore(t *testing.T, url string) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 // setup creates the sandbox provider "local" and returns a coordinator on st.

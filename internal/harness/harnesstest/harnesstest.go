@@ -51,7 +51,14 @@ func RequireSandboxTools(tb testing.TB) {
 // NewStore opens a fresh store with no provider.
 func NewStore(tb testing.TB) *store.Store {
 	tb.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "trueforge.db"))
+	return OpenStore(tb, filepath.Join(tb.TempDir(), "trueforge.db"))
+}
+
+// OpenStore opens the store at url (a SQLite path or a PostgreSQL URL), closed when the
+// test ends: a second handle on one database stands for another process.
+func OpenStore(tb testing.TB, url string) *store.Store {
+	tb.Helper()
+	st, err := store.Open(context.Background(), url)
 	if err != nil {
 		tb.Fatal(err)
 	}

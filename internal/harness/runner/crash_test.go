@@ -17,7 +17,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
@@ -97,10 +96,7 @@ func runHelper() error {
 func TestHarnessKilledMidTurnResumesSession(t *testing.T) {
 	f := newFixture(t)
 	marker := "tfcrash" + time.Now().Format("150405.000000")
-	r, sid := f.session(t, "crashy", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("echo before > mark.txt; sleep 300 # "+marker), exec("cat mark.txt"), text("resumed fine")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	r, sid := f.scripted(t, "crashy", exec("echo before > mark.txt; sleep 300 # "+marker), exec("cat mark.txt"), text("resumed fine"))
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

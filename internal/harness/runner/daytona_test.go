@@ -35,6 +35,27 @@ type dtFixture struct {
 
 const dtSecretValue = "dt-real-secret-value-7f3a"
 
+// firstTurn adds agent name on environment dtenv with the sandbox settings given and a
+// model that plays turns, and runs a first turn of a new session of it; it returns the
+// session with its sandbox's record and the sandbox as Daytona reports it.
+func (f *dtFixture) firstTurn(t *testing.T, name string, sb map[string]any, turns ...map[string]any) (*runner.Runner, string, store.SessionSandbox, *daytona.Sandbox) {
+	t.Helper()
+	ctx := context.Background()
+	harnesstest.AddAgent(t, f.st, name, "dtenv", harnesstest.AgentSpec{"model": harnesstest.Script(turns...), "sandbox": sb})
+	r := f.runner(t, name)
+	sid, _ := r.NewSession(ctx, harnesstest.Owner)
+	mustRun(t, r, sid, "go")
+	rec, err := f.st.GetSessionSandbox(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.client.GetSandbox(ctx, rec.SandboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, sid, rec, got
+}
+
 func newDaytonaFixture(t *testing.T) *dtFixture {
 	t.Helper()
 	harnesstest.RequireSandboxTools(t)
@@ -242,41 +263,12 @@ func TestDaytonaSandboxLazyReusedAndResumedWithFiles(t *testing.T) {
 	}
 }
 
-func lastResult(t testing.TB, st *store.Store, session string) string {
-	t.Helper()
-	res := results(t, st, session)
-	if len(res) == 0 {
-		t.Fatal("no tool result")
-	}
-	return res[len(res)-1]["text"].(string)
-}
-
 // A block_all environment on Daytona: the sandbox is created with networkBlockAll, no
 // allow list and no secrets attached (block_all makes them inert).
 func TestDaytonaBlockAllEnvironment(t *testing.T) {
 	f := newDaytonaFixture(t)
-	ctx := context.Background()
-	e, err := f.st.GetEnvironment(ctx, "dtenv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.BlockAll = true
-	must(t, f.st.UpdateEnvironment(ctx, e))
-	harnesstest.AddAgent(t, f.st, "blk", "dtenv", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("echo token=${API_TOKEN:-unset}"), text("ok")),
-		"sandbox": harnesstest.Sandbox("dtenv", 15, 60, 120),
-	})
-	r := f.runner(t, "blk")
-	sid, _ := r.NewSession(ctx, harnesstest.Owner)
-	mustRun(t, r, sid, "go")
-	rec, err := f.st.GetSessionSandbox(ctx, sid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := f.client.GetSandbox(ctx, rec.SandboxID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	editEnvironment(t, f.st, "dtenv", func(e *store.Environment) { e.BlockAll = true })
+	_, sid, _, sb := f.firstTurn(t, "blk", harnesstest.Sandbox("dtenv", 15, 60, 120), exec("echo token=${API_TOKEN:-unset}"), text("ok"))
 	if !sb.NetworkBlockAll || sb.DomainAllowList != "" {
 		t.Fatalf("sandbox network: block_all %v allow %q; want blocked, no allow list", sb.NetworkBlockAll, sb.DomainAllowList)
 	}
@@ -325,8 +317,7 @@ func TestDaytonaVolumeInTheWorkspaceAcrossSessions(t *testing.T) {
 	reader, rs := session("reader", exec("cat data/x; echo; cat data/y"), text("read"))
 	mustRun(t, writer, ws, "write")
 	mustRun(t, reader, rs, "read")
-	res := results(t, f.st, rs)
-	out, _ := res[len(res)-1]["text"].(string)
+	out := lastResult(t, f.st, rs)
 	if !strings.Contains(out, "from write_file") || !strings.Contains(out, "from exec") {
 		t.Fatalf("the second session's sandbox read %q from the volume; want both files of the first", out)
 	}

@@ -172,13 +172,9 @@ func newEgressFixture(t *testing.T) *egressFixture {
 	t.Helper()
 	helper := netdHelper(t)
 	env := harnesstest.NewEnv(t)
-	ctx := context.Background()
-	e, err := env.Store.GetEnvironment(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.AllowDomains = []string{allowedHost}
-	must(t, env.Store.UpdateEnvironment(ctx, e))
+	editEnvironment(t, env.Store, "default", func(e *store.Environment) {
+		e.AllowDomains = []string{allowedHost}
+	})
 	t.Setenv(secretbox.KeyEnv, "")
 	box, err := secretbox.Load("", filepath.Join(env.Store.Dir(), "secret.key"))
 	if err != nil {

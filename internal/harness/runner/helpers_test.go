@@ -89,6 +89,16 @@ func (f *fixture) session(t testing.TB, agent string, spec harnesstest.AgentSpec
 	return r, sid
 }
 
+// scripted is session for an agent whose model plays turns, with a sandbox on the
+// default environment stopped after 15 idle minutes, archived after 60, deleted after 120.
+func (f *fixture) scripted(t testing.TB, agent string, turns ...map[string]any) (*runner.Runner, string) {
+	t.Helper()
+	return f.session(t, agent, harnesstest.AgentSpec{
+		"model":   harnesstest.Script(turns...),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+}
+
 func exec(cmd string) map[string]any {
 	return map[string]any{"tool_calls": []any{map[string]any{"name": "exec", "arguments": map[string]any{"command": cmd}}}}
 }
@@ -103,6 +113,30 @@ func call(name string, args map[string]any) map[string]any {
 func results(t testing.TB, st *store.Store, session string) []map[string]any {
 	t.Helper()
 	return payloads(t, st, session, events.KindToolResult)
+}
+
+// editEnvironment changes environment name in st with edit and stores the change.
+func editEnvironment(t testing.TB, st *store.Store, name string, edit func(*store.Environment)) {
+	t.Helper()
+	ctx := context.Background()
+	e, err := st.GetEnvironment(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&e)
+	if err := st.UpdateEnvironment(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lastResult is the text of a session's last tool result.
+func lastResult(t testing.TB, st *store.Store, session string) string {
+	t.Helper()
+	res := results(t, st, session)
+	if len(res) == 0 {
+		t.Fatal("no tool result")
+	}
+	return res[len(res)-1]["text"].(string)
 }
 
 func payloads(t testing.TB, st *store.Store, session, kind string) []map[string]any {

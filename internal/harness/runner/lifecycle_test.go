@@ -19,9 +19,7 @@ import (
 // real local runtime sees no call at all, and no sandbox record exists.
 func TestQAPromptProvisionsNoSandbox(t *testing.T) {
 	f := newFixture(t)
-	r, sid := f.session(t, "qa", harnesstest.AgentSpec{
-		"model": harnesstest.Script(text("Four.")), "sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	r, sid := f.scripted(t, "qa", text("Four."))
 	out := mustRun(t, r, sid, "What is 2+2?")
 	if out.Text != "Four." {
 		t.Fatalf("answer %q", out.Text)
@@ -42,10 +40,7 @@ func TestQAPromptProvisionsNoSandbox(t *testing.T) {
 // its files.
 func TestSandboxProvisionedOnFirstCallAndReused(t *testing.T) {
 	f := newFixture(t)
-	r, sid := f.session(t, "code", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(text("Hi."), exec("echo $GREETING > note.txt"), text("written"), exec("cat note.txt"), text("read")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	r, sid := f.scripted(t, "code", text("Hi."), exec("echo $GREETING > note.txt"), text("written"), exec("cat note.txt"), text("read"))
 	mustRun(t, r, sid, "hello")
 	if f.env.Runtime.Total() != 0 {
 		t.Fatal("sandbox touched before any sandbox tool call")
@@ -62,8 +57,7 @@ func TestSandboxProvisionedOnFirstCallAndReused(t *testing.T) {
 	if got := f.env.Runtime.Calls("Create"); got != 1 {
 		t.Fatalf("Create called %d times; the sandbox was not reused", got)
 	}
-	res := results(t, f.env.Store, sid)
-	if last := res[len(res)-1]["text"].(string); !strings.Contains(last, "hello") {
+	if last := lastResult(t, f.env.Store, sid); !strings.Contains(last, "hello") {
 		t.Fatalf("second turn did not see the file of the first: %q", last)
 	}
 }
@@ -152,16 +146,25 @@ func TestSandboxKilledMidTurnLeavesSessionUsable(t *testing.T) {
 	}
 }
 
+// keptFileSession starts a session of a new agent name on the default environment with
+// the sandbox timings given (idle stop, archive and delete minutes), and runs its first
+// turn, which writes keep.txt; its second turn runs second.
+func (f *fixture) keptFileSession(t *testing.T, name, second string, idle, archive, del int64) (*runner.Runner, string) {
+	t.Helper()
+	r, sid := f.session(t, name, harnesstest.AgentSpec{
+		"model":   harnesstest.Script(exec("echo kept > keep.txt"), text("ok"), exec(second), text("ok")),
+		"sandbox": harnesstest.Sandbox("default", idle, archive, del),
+	})
+	mustRun(t, r, sid, "write")
+	return r, sid
+}
+
 // Reused after an idle stop: the reaper stops the sandbox on the agent's timing (fake
 // clock), the next call resumes it with its files and records the snapshot it came from.
 func TestSessionReusedAfterIdleStopKeepsFilesAndSnapshot(t *testing.T) {
 	f := newFixture(t)
-	r, sid := f.session(t, "idle", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("echo kept > keep.txt"), text("ok"), exec("cat keep.txt"), text("ok")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	r, sid := f.keptFileSession(t, "idle", "cat keep.txt", 15, 60, 120)
 	ctx := context.Background()
-	mustRun(t, r, sid, "write")
 
 	f.clock.Advance(14 * time.Minute)
 	if trs, _ := f.manager.Reap(ctx); len(trs) != 0 {
@@ -179,8 +182,7 @@ func TestSessionReusedAfterIdleStopKeepsFilesAndSnapshot(t *testing.T) {
 	}
 
 	mustRun(t, r, sid, "read")
-	res := results(t, f.env.Store, sid)
-	if last := res[len(res)-1]["text"].(string); !strings.Contains(last, "kept") || !strings.Contains(last, "resumed") {
+	if last := lastResult(t, f.env.Store, sid); !strings.Contains(last, "kept") || !strings.Contains(last, "resumed") {
 		t.Fatalf("after the stop: %q; want the file and a resume note", last)
 	}
 	resumed := payloads(t, f.env.Store, sid, "sandbox_resumed")
@@ -196,12 +198,8 @@ func TestSessionReusedAfterIdleStopKeepsFilesAndSnapshot(t *testing.T) {
 // restores it with its files.
 func TestSessionReusedAfterArchiveKeepsFilesAndSnapshot(t *testing.T) {
 	f := newFixture(t)
-	r, sid := f.session(t, "arch", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("echo kept > keep.txt"), text("ok"), exec("cat keep.txt"), text("ok")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	r, sid := f.keptFileSession(t, "arch", "cat keep.txt", 15, 60, 120)
 	ctx := context.Background()
-	mustRun(t, r, sid, "write")
 	f.clock.Advance(61 * time.Minute)
 	trs, err := f.manager.Reap(ctx)
 	if err != nil {
@@ -211,8 +209,7 @@ func TestSessionReusedAfterArchiveKeepsFilesAndSnapshot(t *testing.T) {
 		t.Fatalf("reap after 61 idle minutes: %+v; want stop then archive", trs)
 	}
 	mustRun(t, r, sid, "read")
-	res := results(t, f.env.Store, sid)
-	if last := res[len(res)-1]["text"].(string); !strings.Contains(last, "kept") {
+	if last := lastResult(t, f.env.Store, sid); !strings.Contains(last, "kept") {
 		t.Fatalf("after archive: %q; want the file back", last)
 	}
 	resumed := payloads(t, f.env.Store, sid, "sandbox_resumed")
@@ -225,12 +222,8 @@ func TestSessionReusedAfterArchiveKeepsFilesAndSnapshot(t *testing.T) {
 // is told the workspace was reset.
 func TestDeletedSandboxIsRecreatedWithResetNote(t *testing.T) {
 	f := newFixture(t)
-	r, sid := f.session(t, "del", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("echo kept > keep.txt"), text("ok"), exec("ls"), text("ok")),
-		"sandbox": harnesstest.Sandbox("default", 1, 2, 3),
-	})
+	r, sid := f.keptFileSession(t, "del", "ls", 1, 2, 3)
 	ctx := context.Background()
-	mustRun(t, r, sid, "write")
 	f.clock.Advance(4 * time.Minute)
 	if _, err := f.manager.Reap(ctx); err != nil {
 		t.Fatal(err)
@@ -243,8 +236,7 @@ func TestDeletedSandboxIsRecreatedWithResetNote(t *testing.T) {
 		t.Fatalf("backend still has %s: %v", rec.SandboxID, err)
 	}
 	mustRun(t, r, sid, "again")
-	res := results(t, f.env.Store, sid)
-	last := res[len(res)-1]["text"].(string)
+	last := lastResult(t, f.env.Store, sid)
 	if !strings.Contains(last, "fresh workspace") || strings.Contains(last, "keep.txt") {
 		t.Fatalf("after delete: %q; want an announced fresh workspace", last)
 	}
@@ -281,10 +273,7 @@ func TestBusySandboxIsNotStopped(t *testing.T) {
 func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 	f := newFixture(t)
 	marker := "tfcancel" + time.Now().Format("150405.000000")
-	r, sid := f.session(t, "cancel", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("echo started; sleep 300 # "+marker), text("after cancel")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	r, sid := f.scripted(t, "cancel", exec("echo started; sleep 300 # "+marker), text("after cancel"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan runner.Outcome, 1)
 	go func() {
@@ -325,10 +314,7 @@ func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 // in a harness without an egress proxy, no network at all (never the host's).
 func TestLocalSandboxHasLimitsAndNoHostNetwork(t *testing.T) {
 	f := newFixture(t)
-	r, sid := f.session(t, "lim", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"), text("ok")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	r, sid := f.scripted(t, "lim", exec("cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '"), text("ok"))
 	mustRun(t, r, sid, "go")
 	rec, _ := f.env.Store.GetSessionSandbox(context.Background(), sid)
 	info, err := f.env.Runtime.Runtime.Get(context.Background(), rec.SandboxID)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 // With no harness process at work after the first call (nobody reaps), a Daytona sandbox
@@ -20,29 +21,12 @@ import (
 // and provisions a new one.
 func TestDaytonaSandboxFollowsAgentTimingsWithoutHarness(t *testing.T) {
 	f := newDaytonaFixture(t)
-	ctx := context.Background()
-	e, err := f.st.GetEnvironment(ctx, "dtenv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Settings.Labels = map[string]string{"cost-center": "ml-42", lifecycle.LabelSession: "someone-else", "trueforge.managed": "false"}
-	e.Settings.AllowCIDRs = []string{"203.0.113.0/24", "198.51.100.7/32"}
-	must(t, f.st.UpdateEnvironment(ctx, e))
-	harnesstest.AddAgent(t, f.st, "dt", "dtenv", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("echo hi"), text("one"), exec("echo again"), text("two")),
-		"sandbox": harnesstest.Sandbox("dtenv", 5, 60, 180),
+	editEnvironment(t, f.st, "dtenv", func(e *store.Environment) {
+		e.Settings.Labels = map[string]string{"cost-center": "ml-42", lifecycle.LabelSession: "someone-else", "trueforge.managed": "false"}
+		e.Settings.AllowCIDRs = []string{"203.0.113.0/24", "198.51.100.7/32"}
 	})
-	r := f.runner(t, "dt")
-	sid, _ := r.NewSession(ctx, harnesstest.Owner)
-	mustRun(t, r, sid, "go")
-	rec, err := f.st.GetSessionSandbox(ctx, sid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := f.client.GetSandbox(ctx, rec.SandboxID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, sid, rec, sb := f.firstTurn(t, "dt", harnesstest.Sandbox("dtenv", 5, 60, 180),
+		exec("echo hi"), text("one"), exec("echo again"), text("two"))
 	if sb.Labels["cost-center"] != "ml-42" || sb.Labels[lifecycle.LabelSession] != sid || sb.Labels["trueforge.managed"] != "true" ||
 		sb.Labels[lifecycle.LabelEnvironment] != "dtenv" {
 		t.Fatalf("labels %v; want the environment's beside the harness's own, which win", sb.Labels)
@@ -59,21 +43,19 @@ func TestDaytonaSandboxFollowsAgentTimingsWithoutHarness(t *testing.T) {
 		t.Fatalf("sandbox_provisioned %v; want the CIDRs in its network summary", prov)
 	}
 
-	f.srv.Advance(4 * time.Minute)
-	if s := f.srv.SandboxState(rec.SandboxID); s != "started" {
-		t.Fatalf("4 minutes idle: %q; want started", s)
-	}
-	f.srv.Advance(2 * time.Minute)
-	if s := f.srv.SandboxState(rec.SandboxID); s != "stopped" {
-		t.Fatalf("6 minutes idle: %q; want stopped by Daytona", s)
-	}
-	f.srv.Advance(170 * time.Minute)
-	if s := f.srv.SandboxState(rec.SandboxID); s != "stopped" {
-		t.Fatalf("176 minutes idle: %q; want still stopped", s)
-	}
-	f.srv.Advance(10 * time.Minute)
-	if s := f.srv.SandboxState(rec.SandboxID); s != "" {
-		t.Fatalf("186 minutes idle: %q; want deleted by Daytona", s)
+	for _, step := range []struct {
+		advance    time.Duration
+		want, what string // the state then ("" for deleted), what it means
+	}{
+		{4 * time.Minute, "started", "4 minutes idle: %q; want started"},
+		{2 * time.Minute, "stopped", "6 minutes idle: %q; want stopped by Daytona"},
+		{170 * time.Minute, "stopped", "176 minutes idle: %q; want still stopped"},
+		{10 * time.Minute, "", "186 minutes idle: %q; want deleted by Daytona"},
+	} {
+		f.srv.Advance(step.advance)
+		if s := f.srv.SandboxState(rec.SandboxID); s != step.want {
+			t.Fatalf(step.what, s)
+		}
 	}
 
 	mustRun(t, r, sid, "again")
@@ -89,13 +71,10 @@ func TestDaytonaSandboxFollowsAgentTimingsWithoutHarness(t *testing.T) {
 func TestLocalSandboxLabelsAndCIDRs(t *testing.T) {
 	f := newEgressFixture(t)
 	ctx := context.Background()
-	e, err := f.env.Store.GetEnvironment(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Settings.Labels = map[string]string{"cost-center": "ml-42", lifecycle.LabelOwner: "mallory"}
-	e.Settings.AllowCIDRs = []string{"127.0.0.1/32"}
-	must(t, f.env.Store.UpdateEnvironment(ctx, e))
+	editEnvironment(t, f.env.Store, "default", func(e *store.Environment) {
+		e.Settings.Labels = map[string]string{"cost-center": "ml-42", lifecycle.LabelOwner: "mallory"}
+		e.Settings.AllowCIDRs = []string{"127.0.0.1/32"}
+	})
 	port := f.up.port
 	harnesstest.AddAgent(t, f.env.Store, "cidr", "default", harnesstest.AgentSpec{
 		"model": harnesstest.Script(

@@ -1,11 +1,11 @@
 package runner_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 // On Daytona the backend enforces the network itself: a sandbox's domainAllowList is the
@@ -18,28 +18,10 @@ func TestDaytonaPackageIndexesInTheDomainAllowList(t *testing.T) {
 	} {
 		t.Run(c.in, func(t *testing.T) {
 			f := newDaytonaFixture(t)
-			ctx := context.Background()
-			e, err := f.st.GetEnvironment(ctx, "dtenv")
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.Settings.PackageIndexes, e.Settings.PackageIndexesIn = []string{"pypi"}, c.in
-			must(t, f.st.UpdateEnvironment(ctx, e))
-			harnesstest.AddAgent(t, f.st, "pi", "dtenv", harnesstest.AgentSpec{
-				"model":   harnesstest.Script(exec("true"), text("ok")),
-				"sandbox": harnesstest.Sandbox("dtenv", 15, 60, 120),
+			editEnvironment(t, f.st, "dtenv", func(e *store.Environment) {
+				e.Settings.PackageIndexes, e.Settings.PackageIndexesIn = []string{"pypi"}, c.in
 			})
-			r := f.runner(t, "pi")
-			sid, _ := r.NewSession(ctx, harnesstest.Owner)
-			mustRun(t, r, sid, "go")
-			rec, err := f.st.GetSessionSandbox(ctx, sid)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sb, err := f.client.GetSandbox(ctx, rec.SandboxID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, _, _, sb := f.firstTurn(t, "pi", harnesstest.Sandbox("dtenv", 15, 60, 120), exec("true"), text("ok"))
 			if sb.DomainAllowList != c.want || sb.NetworkBlockAll {
 				t.Fatalf("domainAllowList %q (block_all %v), want %q", sb.DomainAllowList, sb.NetworkBlockAll, c.want)
 			}

@@ -215,7 +215,7 @@ func TestLocalSnapshotInAnotherDataDirectoryIsRefused(t *testing.T) {
 	snap := buildOn(t, f, onA, "py", "built-here")
 	applied := f.env.Store.Dir()
 	t.Setenv(store.DataDirEnv, t.TempDir()) // the harness's user keeps its files elsewhere
-	other := openPG(t, url)
+	other := harnesstest.OpenStore(t, url)
 	if other.Dir() == applied {
 		t.Fatalf("the second store uses the same data directory %s", applied)
 	}

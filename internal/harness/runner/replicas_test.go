@@ -39,7 +39,7 @@ func pgReplicas(t *testing.T) (*fixture, string) {
 	rand.Read(key)
 	t.Setenv(secretbox.KeyEnv, base64.StdEncoding.EncodeToString(key))
 	url := pgtest.Get(t).Database(t)
-	st := openPG(t, url)
+	st := harnesstest.OpenStore(t, url)
 	ctx := context.Background()
 	prov := store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}
 	be, err := backends.Default().Get(prov.Type)
@@ -78,17 +78,6 @@ func pgReplicas(t *testing.T) (*fixture, string) {
 	return &fixture{env: env, clock: clock, manager: m}, url
 }
 
-// openPG opens another handle on the database at url, as another process would.
-func openPG(t *testing.T, url string) *store.Store {
-	t.Helper()
-	st, err := store.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // A replica killed with SIGKILL mid-turn, on what stands for another machine (its owner
 // name is in another pid space, so no other process can check its pid): the surviving
 // replica leaves the run alone while its heartbeat is recent, marks it interrupted once
@@ -99,10 +88,7 @@ func TestReplicaKilledMidTurnIsRepairedAfterHeartbeatTimeout(t *testing.T) {
 	f, url := pgReplicas(t)
 	ctx := context.Background()
 	marker := "tfreplica" + time.Now().Format("150405.000000")
-	r, sid := f.session(t, "crashy", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("echo before > mark.txt; sleep 300 # "+marker), exec("cat mark.txt"), text("resumed fine")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	r, sid := f.scripted(t, "crashy", exec("echo before > mark.txt; sleep 300 # "+marker), exec("cat mark.txt"), text("resumed fine"))
 	const timeout = 2 * time.Second
 	r.StaleAfter = timeout
 	deadOwner := fmt.Sprintf("replica-a.example~0badf00d:%d:1", 4242)
@@ -220,7 +206,7 @@ func TestTwoReplicasReapEachSandboxOnce(t *testing.T) {
 	f, url := pgReplicas(t)
 	ctx := context.Background()
 	a := reapAgent(t, f, "reaped", 15, 60, 120)
-	other := openPG(t, url)
+	other := harnesstest.OpenStore(t, url)
 	replicas := []*lifecycle.Manager{
 		lifecycle.New(lifecycle.Config{Store: f.env.Store, Runtimes: harnesstest.Source{C: f.env.Runtime}, Now: f.clock.Now, Owner: "replica-1~00000001:1:1"}),
 		lifecycle.New(lifecycle.Config{Store: other, Runtimes: harnesstest.Source{C: f.env.Runtime}, Now: f.clock.Now, Owner: "replica-2~00000002:2:2"}),
@@ -330,7 +316,7 @@ func TestTwoReplicasRepairADeadRunOnce(t *testing.T) {
 		}
 	}
 	harnesstest.AddAgent(t, f.env.Store, "talker", "default", harnesstest.AgentSpec{"model": harnesstest.Script(text("hi"))})
-	handles := []*store.Store{f.env.Store, openPG(t, url)}
+	handles := []*store.Store{f.env.Store, harnesstest.OpenStore(t, url)}
 	for trial := 0; trial < 6; trial++ {
 		sid, err := f.runner(t, "talker").NewSession(ctx, harnesstest.Owner)
 		if err != nil {

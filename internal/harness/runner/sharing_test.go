@@ -72,10 +72,9 @@ func TestSharingForeignAgentGetsNoSandboxNorSecret(t *testing.T) {
 func TestSharingUnshareStopsARunningSession(t *testing.T) {
 	f := newEgressFixture(t)
 	ctx := context.Background()
-	env, err := f.env.Store.GetEnvironment(ctx, "default")
-	must(t, err)
-	env.SharedWith = []string{"team_a"}
-	must(t, f.env.Store.UpdateEnvironment(ctx, env))
+	editEnvironment(t, f.env.Store, "default", func(env *store.Environment) {
+		env.SharedWith = []string{"team_a"}
+	})
 	addForeignAgent(t, f, "borrower", "team_a",
 		exec(curlAuth(f.up.port)), text("turn 1 done"),
 		exec(curlAuth(f.up.port)), text("turn 2 done"))
@@ -88,8 +87,7 @@ func TestSharingUnshareStopsARunningSession(t *testing.T) {
 	if h := f.up.headers(); len(h) != 1 || h[0] != "Bearer "+secretV1 {
 		t.Fatalf("shared: the host saw %q; want the secret once", h)
 	}
-	env.SharedWith = nil
-	must(t, f.env.Store.UpdateEnvironment(ctx, env))
+	editEnvironment(t, f.env.Store, "default", func(env *store.Environment) { env.SharedWith = nil })
 	mustRun(t, r, sid, "again")
 	if got := resultsText(t, f, sid); !strings.Contains(got, "may not run on environment") {
 		t.Fatalf("after unsharing, tool results %s; want the refusal", got)

@@ -15,13 +15,11 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-// A volume listed in an environment's volumes is mounted in the sandbox of every
-// session of that environment: a file one session's sandbox writes there is read in
-// another session's sandbox, while each keeps its own workspace.
-func TestVolumeSharedBetweenSessions(t *testing.T) {
-	f := newFixture(t)
+// localVolume creates volume name on the store's local sandbox provider for real,
+// deleted when the test ends, and returns it with the provider's configuration.
+func localVolume(t *testing.T, st *store.Store, name string) (sandbox.Volume, sandbox.ProviderConfig) {
+	t.Helper()
 	ctx := context.Background()
-	st := f.env.Store
 	prov, err := st.GetSandboxProvider(ctx, "local")
 	if err != nil {
 		t.Fatal(err)
@@ -38,38 +36,37 @@ func TestVolumeSharedBetweenSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "shared"})
+	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = vs.Delete(context.Background(), v.ID) })
+	return v, cfg
+}
+
+// A volume listed in an environment's volumes is mounted in the sandbox of every
+// session of that environment: a file one session's sandbox writes there is read in
+// another session's sandbox, while each keeps its own workspace.
+func TestVolumeSharedBetweenSessions(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	st := f.env.Store
+	v, _ := localVolume(t, st, "shared")
 	if err := st.CreateVolume(ctx, store.Volume{Name: "shared", Provider: "local", Owner: harnesstest.Owner, RemoteID: v.ID}); err != nil {
 		t.Fatal(err)
 	}
-	env, err := st.GetEnvironment(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "shared", MountPath: "/data"}}
-	if err := st.UpdateEnvironment(ctx, env); err != nil {
-		t.Fatal(err)
-	}
+	editEnvironment(t, st, "default", func(env *store.Environment) {
+		env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "shared", MountPath: "/data"}}
+	})
 
-	writer, ws := f.session(t, "writer", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("echo from-session-a > /data/note && echo private > mine.txt"), text("written")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
-	reader, rs := f.session(t, "reader", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("cat /data/note; ls mine.txt 2>&1; echo ok > /data/reply"), text("read")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	writer, ws := f.scripted(t, "writer", exec("echo from-session-a > /data/note && echo private > mine.txt"), text("written"))
+	reader, rs := f.scripted(t, "reader", exec("cat /data/note; ls mine.txt 2>&1; echo ok > /data/reply"), text("read"))
 	mustRun(t, writer, ws, "write")
 	mustRun(t, reader, rs, "read")
 	if got := f.env.Runtime.Calls("Create"); got != 2 {
 		t.Fatalf("Create called %d times; want one sandbox per session", got)
 	}
-	res := results(t, st, rs)
-	out, _ := res[len(res)-1]["text"].(string)
+	out := lastResult(t, st, rs)
 	if !strings.Contains(out, "from-session-a") {
 		t.Fatalf("session B's sandbox read %q from the volume; want session A's file", out)
 	}
@@ -94,27 +91,7 @@ func TestVolumeOfAnotherOwnerRefused(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	st := f.env.Store
-	prov, err := st.GetSandboxProvider(ctx, "local")
-	if err != nil {
-		t.Fatal(err)
-	}
-	be, err := backends.Default().Get(prov.Type)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := controlplane.New(st).Provider(ctx, prov)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs, err := be.Volumes(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "team-b"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = vs.Delete(context.Background(), v.ID) })
+	v, cfg := localVolume(t, st, "team-b")
 	const teamB = "team_b"
 	must(t, st.CreateVolume(ctx, store.Volume{Name: "team-b", Provider: "local", Owner: teamB, RemoteID: v.ID}))
 	// Where the volume lives on the host: the local backend's volumes directory.
@@ -124,25 +101,20 @@ func TestVolumeOfAnotherOwnerRefused(t *testing.T) {
 	}
 	must(t, os.WriteFile(filepath.Join(hostDir, "b-secret.txt"), []byte("team-b-private-figures\n"), 0o644))
 
-	env, err := st.GetEnvironment(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env.Owner == teamB {
-		t.Fatalf("the fixture's environment is team B's own")
-	}
-	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "team-b", MountPath: "/data"}}
-	must(t, st.UpdateEnvironment(ctx, env))
+	var envOwner string
+	editEnvironment(t, st, "default", func(env *store.Environment) {
+		envOwner = env.Owner
+		if env.Owner == teamB {
+			t.Fatalf("the fixture's environment is team B's own")
+		}
+		env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "team-b", MountPath: "/data"}}
+	})
 
 	attack := "cat /data/b-secret.txt; echo from-team-a > /data/from-a.txt; ls /data"
 	thief := func(name string) (string, string) {
-		r, sid := f.session(t, name, harnesstest.AgentSpec{
-			"model":   harnesstest.Script(exec(attack), text("done")),
-			"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-		})
+		r, sid := f.scripted(t, name, exec(attack), text("done"))
 		mustRun(t, r, sid, "go")
-		res := results(t, st, sid)
-		out, _ := res[len(res)-1]["text"].(string)
+		out := lastResult(t, st, sid)
 		return sid, out
 	}
 	_, out := thief("thief")
@@ -169,20 +141,15 @@ func TestVolumeOfAnotherOwnerRefused(t *testing.T) {
 
 	// Shared with the environment's owner, it mounts; taken back, it does not: neither
 	// in a new sandbox nor by reusing the one that mounted it.
-	must(t, st.UpdateVolume(ctx, "team-b", store.DefaultVolumeSizeGB, []string{env.Owner}))
-	guest, gs := f.session(t, "guest", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec(attack), text("done"), exec("cat /data/b-secret.txt"), text("again")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	must(t, st.UpdateVolume(ctx, "team-b", store.DefaultVolumeSizeGB, []string{envOwner}))
+	guest, gs := f.scripted(t, "guest", exec(attack), text("done"), exec("cat /data/b-secret.txt"), text("again"))
 	mustRun(t, guest, gs, "go")
-	res := results(t, st, gs)
-	if out, _ := res[len(res)-1]["text"].(string); !strings.Contains(out, "team-b-private-figures") {
+	if out := lastResult(t, st, gs); !strings.Contains(out, "team-b-private-figures") {
 		t.Fatalf("with team B's consent the sandbox reads %q; want B's file", out)
 	}
 	must(t, st.UpdateVolume(ctx, "team-b", store.DefaultVolumeSizeGB, nil))
 	mustRun(t, guest, gs, "again")
-	res = results(t, st, gs)
-	if out, _ := res[len(res)-1]["text"].(string); strings.Contains(out, "team-b-private-figures") || !strings.Contains(out, "no longer shares it") {
+	if out := lastResult(t, st, gs); strings.Contains(out, "team-b-private-figures") || !strings.Contains(out, "no longer shares it") {
 		t.Fatalf("reusing the sandbox after team B unshared its volume: %q; want the refusal", out)
 	}
 	before := f.env.Runtime.Calls("Create")
@@ -203,25 +170,18 @@ func TestVolumeNotLentThroughEnvironment(t *testing.T) {
 	st := f.env.Store
 	const teamX = "team_x"
 	must(t, st.CreateVolume(ctx, store.Volume{Name: "team-x", Provider: "local", Owner: teamX, RemoteID: "team-x"}))
-	env, err := st.GetEnvironment(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "team-x", MountPath: "/data"}}
-	must(t, st.UpdateEnvironment(ctx, env))
+	editEnvironment(t, st, "default", func(env *store.Environment) {
+		env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "team-x", MountPath: "/data"}}
+	})
 	if _, err := st.Exec(ctx, `UPDATE environments SET owner = ? WHERE name = 'default'`, teamX); err != nil {
 		t.Fatal(err)
 	}
-	r, sid := f.session(t, "borrower", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("ls /data"), text("done")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
-	})
+	r, sid := f.scripted(t, "borrower", exec("ls /data"), text("done"))
 	mustRun(t, r, sid, "go")
 	if got := f.env.Runtime.Calls("Create"); got != 0 {
 		t.Fatalf("Create called %d times for another owner's agent on an environment mounting its owner's unshared volume; want 0", got)
 	}
-	res := results(t, st, sid)
-	if out, _ := res[len(res)-1]["text"].(string); !strings.Contains(out, `mounts volume "team-x", owned by "team_x" and not shared with "`+harnesstest.Owner+`"`) {
+	if out := lastResult(t, st, sid); !strings.Contains(out, `mounts volume "team-x", owned by "team_x" and not shared with "`+harnesstest.Owner+`"`) {
 		t.Fatalf("the tool result %q: want the refusal naming the volume and the agent's owner", out)
 	}
 }
@@ -230,26 +190,16 @@ func TestVolumeNotLentThroughEnvironment(t *testing.T) {
 // rather than created without the volume.
 func TestVolumeMissingRefusesSandbox(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	st := f.env.Store
-	env, err := st.GetEnvironment(ctx, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "gone", MountPath: "/data"}}
-	if err := st.UpdateEnvironment(ctx, env); err != nil {
-		t.Fatal(err)
-	}
-	r, sid := f.session(t, "w", harnesstest.AgentSpec{
-		"model":   harnesstest.Script(exec("ls /data"), text("done")),
-		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	editEnvironment(t, st, "default", func(env *store.Environment) {
+		env.Settings.Volumes = []store.EnvironmentVolume{{Volume: "gone", MountPath: "/data"}}
 	})
+	r, sid := f.scripted(t, "w", exec("ls /data"), text("done"))
 	mustRun(t, r, sid, "go")
 	if got := f.env.Runtime.Calls("Create"); got != 0 {
 		t.Fatalf("Create called %d times for an environment whose volume is gone; want 0", got)
 	}
-	res := results(t, st, sid)
-	out, _ := res[len(res)-1]["text"].(string)
+	out := lastResult(t, st, sid)
 	if !strings.Contains(out, `volume "gone"`) {
 		t.Fatalf("the tool result %q does not say which volume is missing", out)
 	}
@@ -287,8 +237,7 @@ func TestDaytonaVolumeSharedBetweenSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustRun(t, r, sid, "go")
-		res := results(t, f.st, sid)
-		out, _ := res[len(res)-1]["text"].(string)
+		out := lastResult(t, f.st, sid)
 		return sid, out
 	}
 	sa, _ := run("writer", "echo from-session-a > /data/note")
