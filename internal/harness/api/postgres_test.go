@@ -13,27 +13,30 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
+// harnessRoleDB creates a PostgreSQL database, seeded as its owner (seedNoSandbox, then
+// seed), and returns the owner's handle and the URL that connects as a harness role (a
+// member of trueforge_harness, not the tables' owner).
+func harnessRoleDB(t *testing.T, seed func(owner *store.Store)) (*store.Store, string) {
+	t.Helper()
+	c := pgtest.Get(t)
+	admin := c.Database(t)
+	owner := harnesstest.OpenStore(t, admin)
+	role := c.Role(t, "harness")
+	must(t, owner.ApplyRoles(context.Background(), store.HarnessRole, role))
+	seedNoSandbox(t, owner)
+	seed(owner)
+	return owner, c.URL(pgtest.Name(admin), role)
+}
+
 // On a PostgreSQL control plane, as a harness role (a member of trueforge_harness, not
 // the tables' owner): users, logins, sessions and runs live in the shared database, a
 // rotated token is dead at once for every replica, and another user's session is 404.
 func TestOnPostgreSQL(t *testing.T) {
-	c := pgtest.Get(t)
-	admin := c.Database(t)
 	ctx := context.Background()
-	owner, err := store.Open(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close()
-	role := c.Role(t, "harness")
-	must(t, owner.ApplyRoles(ctx, store.HarnessRole, role))
-	seedNoSandbox(t, owner)
-	harnesstest.AddAgent(t, owner, "talker", "", harnesstest.AgentSpec{"model": script(text("Hello from PostgreSQL."))})
-	asHarness, err := store.Open(ctx, c.URL(pgtest.Name(admin), role))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer asHarness.Close()
+	owner, harnessURL := harnessRoleDB(t, func(owner *store.Store) {
+		harnesstest.AddAgent(t, owner, "talker", "", harnesstest.AgentSpec{"model": script(text("Hello from PostgreSQL."))})
+	})
+	asHarness := harnesstest.OpenStore(t, harnessURL)
 
 	f := newFixture(t, fixtureOpts{st: asHarness})
 	sid := f.newSession("alice", "talker")
@@ -48,11 +51,7 @@ func TestOnPostgreSQL(t *testing.T) {
 	want(t, "bob deletes alice's session", f.req("DELETE", "/api/v1/sessions/"+sid, "bob", nil), http.StatusNotFound, api.CodeNotFound)
 
 	// A second replica on the same database knows the same users and logins.
-	other, err := store.Open(ctx, c.URL(pgtest.Name(admin), role))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := harnesstest.OpenStore(t, harnessURL)
 	g := newFixture(t, fixtureOpts{st: other, noUsers: true})
 	g.tokens = f.tokens
 	login := f.req("POST", "/api/v1/login", "", map[string]any{"token": f.tokens["alice"]})

@@ -10,7 +10,6 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
-	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -97,24 +96,8 @@ func TestSessionEnvironmentMustBeShared(t *testing.T) {
 
 // The same on PostgreSQL, the API serving as a harness role.
 func TestSessionEnvironmentMustBeSharedOnPostgreSQL(t *testing.T) {
-	c := pgtest.Get(t)
-	admin := c.Database(t)
-	ctx := context.Background()
-	owner, err := store.Open(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close()
-	role := c.Role(t, "harness")
-	must(t, owner.ApplyRoles(ctx, store.HarnessRole, role))
-	seedNoSandbox(t, owner)
-	seedSharing(t, owner)
-	asHarness, err := store.Open(ctx, c.URL(pgtest.Name(admin), role))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer asHarness.Close()
-	checkSharingAPI(t, newFixture(t, fixtureOpts{st: asHarness}), owner)
+	owner, harnessURL := harnessRoleDB(t, func(owner *store.Store) { seedSharing(t, owner) })
+	checkSharingAPI(t, newFixture(t, fixtureOpts{st: harnesstest.OpenStore(t, harnessURL)}), owner)
 }
 
 // The volume route: team B's environment v-env has no secrets (anyone may use it) but
