@@ -52,6 +52,15 @@ func apiWeather(t *testing.T) []Tool {
 	}
 }
 
+// apiStubRun is what the Python and JavaScript stub test scripts print: the calls the
+// fake __trueforge_call__ received, the first call's result and the errors bad calls
+// raised.
+type apiStubRun struct {
+	Calls  [][]any        `json:"calls"`
+	R      map[string]any `json:"r"`
+	Errors []string       `json:"errors"`
+}
+
 // apiCheckWeatherCalls checks what the Python and the JavaScript stubs test scripts
 // sent through the fake __trueforge_call__ (the same calls in both languages), and that
 // the first call's result r is what the fake returned.

@@ -31,11 +31,9 @@ func TestAPIJavaScriptStubsSendTheToolNameAndArguments(t *testing.T) {
 })().catch((e) => { console.error(e); process.exit(1); });
 `
 	var got struct {
-		Calls  [][]any        `json:"calls"`
-		R      map[string]any `json:"r"`
-		Errors []string       `json:"errors"`
-		Name   string         `json:"name"`
-		Frozen bool           `json:"frozen"`
+		apiStubRun
+		Name   string `json:"name"`
+		Frozen bool   `json:"frozen"`
 	}
 	apiJSON(t, apiRun(t, "node", script), &got)
 	apiCheckWeatherCalls(t, got.Calls, got.R)

@@ -36,9 +36,7 @@ print(json.dumps({"calls": _calls, "r": r, "errors": errors,
     "hints": {k: str(v) for k, v in weather.forecast.__annotations__.items()}}))
 `
 	var got struct {
-		Calls    [][]any           `json:"calls"`
-		R        map[string]any    `json:"r"`
-		Errors   []string          `json:"errors"`
+		apiStubRun
 		Qualname string            `json:"qualname"`
 		Doc      string            `json:"doc"`
 		Hints    map[string]string `json:"hints"`
