@@ -12,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,24 +34,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// clock is the server's clock: tests move it instead of sleeping.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // fixture is an API server on loopback over a real store, with users alice, bob (plain)
 // and root (admin) and their tokens.
 type fixture struct {
@@ -62,7 +43,7 @@ type fixture struct {
 	manager *lifecycle.Manager
 	srv     *api.Server
 	ts      *httptest.Server
-	clock   *clock
+	clock   *harnesstest.Clock // the server's clock
 	tokens  map[string]string
 	// heartbeat is the runners' heartbeat interval (a cancel asked through the row is
 	// seen at the next one).
@@ -78,7 +59,7 @@ type fixtureOpts struct {
 
 func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	t.Helper()
-	f := &fixture{t: t, clock: &clock{now: time.Now()}, tokens: map[string]string{}, heartbeat: 50 * time.Millisecond}
+	f := &fixture{t: t, clock: harnesstest.NewClock(), tokens: map[string]string{}, heartbeat: 50 * time.Millisecond}
 	switch {
 	case o.sandboxes:
 		f.env = harnesstest.NewEnv(t)

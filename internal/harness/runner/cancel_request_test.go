@@ -18,7 +18,7 @@ func TestCancelRequestedThroughTheRowCancelsTheRun(t *testing.T) {
 	seedNoSandbox(t, st)
 	harnesstest.AddAgent(t, st, "slow", "default", harnesstest.AgentSpec{"model": harnesstest.Script(
 		map[string]any{"text": "late", "delay_ms": 30000})})
-	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: newClock()}).runnerNoSandbox(t, "slow")
+	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "slow")
 	r.HeartbeatEvery = 20 * time.Millisecond
 	ctx := context.Background()
 	sid, _ := r.NewSession(ctx, harnesstest.Owner)

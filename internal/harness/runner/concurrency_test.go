@@ -115,7 +115,7 @@ func TestSecondRunInTheSameProcessIsBusy(t *testing.T) {
 	st := harnesstest.NewStore(t)
 	seedNoSandbox(t, st)
 	slowAgent(t, st)
-	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: newClock()}).runnerNoSandbox(t, "slow")
+	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "slow")
 	ctx := context.Background()
 	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	var wg sync.WaitGroup
@@ -162,7 +162,7 @@ func TestCancelKeepsTheResultOfACallThatFinished(t *testing.T) {
 			map[string]any{"name": "srv__pay", "arguments": map[string]any{}},
 			map[string]any{"name": "srv__pay", "arguments": map[string]any{}},
 		}}, text("ok"))})
-	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: newClock()}).runnerNoSandbox(t, "pay")
+	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "pay")
 	ctx, cancel := context.WithCancel(context.Background())
 	r.Tools.MCP = &doneThenCancel{cancel: cancel}
 	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)

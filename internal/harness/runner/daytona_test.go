@@ -28,7 +28,7 @@ type dtFixture struct {
 	srv      *daytonatest.Server
 	st       *store.Store
 	client   *daytona.Client
-	clock    *fakeClock
+	clock    *harnesstest.Clock
 	manager  *lifecycle.Manager
 	snapshot string
 }
@@ -101,7 +101,7 @@ func newDaytonaFixture(t *testing.T) *dtFixture {
 	// directory, /workspace).
 	rts := backend.New(controlplane.New(st))
 	rts.Backends[daytona.Type] = &daytona.Backend{Options: []daytona.Option{daytona.WithPollInterval(5 * time.Millisecond)}}
-	clock := newClock()
+	clock := harnesstest.NewClock()
 	m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: rts, Now: clock.Now})
 	t.Cleanup(func() {
 		recs, _ := st.ListSessionSandboxes(context.Background())

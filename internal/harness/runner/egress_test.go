@@ -145,7 +145,7 @@ type egressFixture struct {
 	logMu   *sync.Mutex
 	manager *lifecycle.Manager
 	proxies *sandboxnet.Proxies
-	clock   *fakeClock
+	clock   *harnesstest.Clock
 	logger  *slog.Logger
 }
 
@@ -180,7 +180,7 @@ func newEgressFixture(t *testing.T) *egressFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &egressFixture{env: env, up: newUpstreamTLS(t, allowedHost, deniedHost), box: box, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, clock: newClock()}
+	f := &egressFixture{env: env, up: newUpstreamTLS(t, allowedHost, deniedHost), box: box, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, clock: harnesstest.NewClock()}
 	f.putSecret(t, "API_TOKEN", secretV1, true)
 	f.up.expect(secretV1)
 	f.newHarness(t, helper)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,35 +18,15 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-// fakeClock is the lifecycle's clock: tests move it instead of sleeping.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: time.Now()} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 type fixture struct {
 	env     *harnesstest.Env
-	clock   *fakeClock
+	clock   *harnesstest.Clock
 	manager *lifecycle.Manager
 }
 
 func newFixture(t testing.TB) *fixture {
 	env := harnesstest.NewEnv(t)
-	clock := newClock()
+	clock := harnesstest.NewClock()
 	m := lifecycle.New(lifecycle.Config{Store: env.Store, Runtimes: harnesstest.Source{C: env.Runtime}, Now: clock.Now})
 	return &fixture{env: env, clock: clock, manager: m}
 }

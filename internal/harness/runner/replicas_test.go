@@ -73,7 +73,7 @@ func pgReplicas(t *testing.T) (*fixture, string) {
 		}
 	})
 	env := &harnesstest.Env{Store: st, Snapshot: rel, Runtime: &harnesstest.Counting{Runtime: rt}, Dir: st.Dir()}
-	clock := newClock()
+	clock := harnesstest.NewClock()
 	m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: env.Runtime}, Now: clock.Now})
 	return &fixture{env: env, clock: clock, manager: m}, url
 }
