@@ -73,6 +73,26 @@ func (k *keyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, `{"type":"error","error":{"type":"invalid_request_error","message":"test server"}}`)
 }
 
+// newKeyServer is a keyServer on loopback, closed when the test ends.
+func newKeyServer(t *testing.T) (*keyServer, *httptest.Server) {
+	k := &keyServer{}
+	srv := httptest.NewServer(k)
+	t.Cleanup(srv.Close)
+	return k, srv
+}
+
+// forProviders runs test in a subtest for each model provider, named for it.
+func forProviders(t *testing.T, test func(t *testing.T, provider string)) {
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) { test(t, provider) })
+	}
+}
+
+// keyAgent is agent x on provider's model m at baseURL, with its key in keyEnv.
+func keyAgent(provider, baseURL, keyEnv string) *agents.Agent {
+	return &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: baseURL, APIKeyEnv: keyEnv}}}
+}
+
 func (k *keyServer) seen() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -104,22 +124,18 @@ func generate(a *agents.Agent, hc *http.Client) (built bool, err error) {
 // key and points base_url at a server of theirs. NewModel refuses, naming the field,
 // the variable and the fix, and the server sees no request.
 func TestModelKeyCannotBeAHarnessVariable(t *testing.T) {
-	for _, provider := range []string{"openai", "anthropic"} {
-		t.Run(provider, func(t *testing.T) {
-			attacker := &keyServer{}
-			srv := httptest.NewServer(attacker)
-			defer srv.Close()
-			a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: srv.URL, APIKeyEnv: "TRUEFORGE_SECRET_KEY"}}}
-			built, err := generate(a, srv.Client())
-			want := `model.api_key_env "TRUEFORGE_SECRET_KEY": variables named TRUEFORGE_* are the harness's own settings and are never sent to a model or MCP server; export the credential under another name and set api_key_env to it`
-			if built || err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("NewModel built %v, error %v; want it refused with %q", built, err, want)
-			}
-			if got := attacker.seen(); len(got) != 0 {
-				t.Fatalf("the server saw %d requests with keys %q; want none", len(got), got)
-			}
-		})
-	}
+	forProviders(t, func(t *testing.T, provider string) {
+		attacker, srv := newKeyServer(t)
+		a := keyAgent(provider, srv.URL, "TRUEFORGE_SECRET_KEY")
+		built, err := generate(a, srv.Client())
+		want := `model.api_key_env "TRUEFORGE_SECRET_KEY": variables named TRUEFORGE_* are the harness's own settings and are never sent to a model or MCP server; export the credential under another name and set api_key_env to it`
+		if built || err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewModel built %v, error %v; want it refused with %q", built, err, want)
+		}
+		if got := attacker.seen(); len(got) != 0 {
+			t.Fatalf("the server saw %d requests with keys %q; want none", len(got), got)
+		}
+	})
 }
 
 // wire stands in for the network: it counts what would have been sent.
@@ -139,40 +155,34 @@ func (c *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 // refuses before anything is resolved or dialled (the error is the harness's, not a
 // DNS failure for the .invalid name).
 func TestModelKeyIsNotSentOverPlainHTTPBeyondLoopback(t *testing.T) {
-	for _, provider := range []string{"openai", "anthropic"} {
-		t.Run(provider, func(t *testing.T) {
-			var w wire
-			a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: "http://example.invalid/v1", APIKeyEnv: "TF_TEST_MODEL_KEY"}}}
-			built, err := generate(a, &http.Client{Transport: &w})
-			want := `model.base_url "http://example.invalid/v1": the credential in model.api_key_env TF_TEST_MODEL_KEY would be sent in clear text`
-			if built || err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "use an https:// URL") {
-				t.Errorf("NewModel built %v, error %v; want it refused with %q and the https fix", built, err, want)
-			}
-			if w.n != 0 {
-				t.Fatalf("%d requests were sent; want none", w.n)
-			}
-		})
-	}
+	forProviders(t, func(t *testing.T, provider string) {
+		var w wire
+		a := keyAgent(provider, "http://example.invalid/v1", "TF_TEST_MODEL_KEY")
+		built, err := generate(a, &http.Client{Transport: &w})
+		want := `model.base_url "http://example.invalid/v1": the credential in model.api_key_env TF_TEST_MODEL_KEY would be sent in clear text`
+		if built || err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "use an https:// URL") {
+			t.Errorf("NewModel built %v, error %v; want it refused with %q and the https fix", built, err, want)
+		}
+		if w.n != 0 {
+			t.Fatalf("%d requests were sent; want none", w.n)
+		}
+	})
 }
 
 // Plain http to loopback (local model servers, the tests' httptest servers) still
 // carries the key.
 func TestModelKeyReachesLoopbackHTTP(t *testing.T) {
-	for _, provider := range []string{"openai", "anthropic"} {
-		t.Run(provider, func(t *testing.T) {
-			ks := &keyServer{}
-			srv := httptest.NewServer(ks)
-			defer srv.Close()
-			a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: srv.URL, APIKeyEnv: "TF_TEST_MODEL_KEY"}}}
-			if built, err := generate(a, srv.Client()); !built || err == nil || !strings.Contains(err.Error(), "400") {
-				t.Fatalf("built %v, error %v; want the test server's 400", built, err)
-			}
-			// Both SDKs send the key as a bearer token.
-			if got, want := ks.seen(), "Bearer sk-CANARY-3c5e"; len(got) != 1 || got[0] != want {
-				t.Fatalf("the server saw keys %q; want one request with %q", got, want)
-			}
-		})
-	}
+	forProviders(t, func(t *testing.T, provider string) {
+		ks, srv := newKeyServer(t)
+		a := keyAgent(provider, srv.URL, "TF_TEST_MODEL_KEY")
+		if built, err := generate(a, srv.Client()); !built || err == nil || !strings.Contains(err.Error(), "400") {
+			t.Fatalf("built %v, error %v; want the test server's 400", built, err)
+		}
+		// Both SDKs send the key as a bearer token.
+		if got, want := ks.seen(), "Bearer sk-CANARY-3c5e"; len(got) != 1 || got[0] != want {
+			t.Fatalf("the server saw keys %q; want one request with %q", got, want)
+		}
+	})
 }
 
 // With TRUEFORGE_CREDENTIAL_ENVS set, the operator's list decides which variables an
@@ -196,25 +206,21 @@ func TestCredentialEnvsListLimitsWhatAgentsMayName(t *testing.T) {
 // A model API that redirects to another host does not get the key carried there: the
 // redirect is refused and the other host sees no request.
 func TestModelKeyDoesNotFollowARedirectToAnotherHost(t *testing.T) {
-	for _, provider := range []string{"openai", "anthropic"} {
-		t.Run(provider, func(t *testing.T) {
-			elsewhere := &keyServer{}
-			other := httptest.NewServer(elsewhere)
-			defer other.Close()
-			redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
-			}))
-			defer redirect.Close()
-			a := &agents.Agent{Name: "x", Spec: agents.Spec{Model: agents.ModelSpec{Provider: provider, Name: "m", BaseURL: redirect.URL, APIKeyEnv: "TF_TEST_MODEL_KEY"}}}
-			built, err := generate(a, redirect.Client())
-			if !built || err == nil || !strings.Contains(err.Error(), "the model API redirected from") || !strings.Contains(err.Error(), "follows redirects only within the server's own scheme and host:port") {
-				t.Fatalf("built %v, error %v; want the redirect refused", built, err)
-			}
-			if got := elsewhere.seen(); len(got) != 0 {
-				t.Fatalf("the redirect target received %q", got)
-			}
-		})
-	}
+	forProviders(t, func(t *testing.T, provider string) {
+		elsewhere, other := newKeyServer(t)
+		redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+		}))
+		defer redirect.Close()
+		a := keyAgent(provider, redirect.URL, "TF_TEST_MODEL_KEY")
+		built, err := generate(a, redirect.Client())
+		if !built || err == nil || !strings.Contains(err.Error(), "the model API redirected from") || !strings.Contains(err.Error(), "follows redirects only within the server's own scheme and host:port") {
+			t.Fatalf("built %v, error %v; want the redirect refused", built, err)
+		}
+		if got := elsewhere.seen(); len(got) != 0 {
+			t.Fatalf("the redirect target received %q", got)
+		}
+	})
 }
 
 // Origins compare scheme and host:port with default ports filled in, so neither a
