@@ -70,7 +70,7 @@ func newBenchAPI(b *testing.B, sandboxes bool) *benchAPI {
 		cfg.Runtimes = harnesstest.Source{C: ba.env.Runtime}
 	} else {
 		ba.st = harnesstest.NewStore(b)
-		seedNoSandbox(b, ba.st)
+		harnesstest.SeedNoSandbox(b, ba.st)
 	}
 	st := ba.st
 	cfg.Store, cfg.Sandboxes = st, manager

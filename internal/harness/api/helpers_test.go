@@ -69,7 +69,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		f.st = o.st
 	default:
 		f.st = harnesstest.NewStore(t)
-		seedNoSandbox(t, f.st)
+		harnesstest.SeedNoSandbox(t, f.st)
 	}
 	cfg := f.config()
 	if o.cfg != nil {
@@ -158,17 +158,6 @@ func (f *fixture) addUser(name string, admin bool) {
 
 // seedNoSandbox stores a provider and a (not built) environment "default": enough for
 // agents without a sandbox.
-func seedNoSandbox(t testing.TB, st *store.Store) {
-	t.Helper()
-	ctx := context.Background()
-	must(t, st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}))
-	if _, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: "snap-x", Provider: "local", BuildHash: "h", Spec: "{}"}, "Building", "Failed"); err != nil {
-		t.Fatal(err)
-	}
-	must(t, st.CreateEnvironment(ctx, store.Environment{ID: "e", Name: "default", Provider: "local", Owner: harnesstest.Owner, Image: "platform",
-		CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h", SnapshotID: "snap-x"}))
-}
-
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

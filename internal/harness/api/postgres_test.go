@@ -23,7 +23,7 @@ func harnessRoleDB(t *testing.T, seed func(owner *store.Store)) (*store.Store, s
 	owner := harnesstest.OpenStore(t, admin)
 	role := c.Role(t, "harness")
 	must(t, owner.ApplyRoles(context.Background(), store.HarnessRole, role))
-	seedNoSandbox(t, owner)
+	harnesstest.SeedNoSandbox(t, owner)
 	seed(owner)
 	return owner, c.URL(pgtest.Name(admin), role)
 }

@@ -74,14 +74,21 @@ func NewEnv(tb testing.TB) *Env {
 	st := NewStore(tb)
 	ctx := context.Background()
 	prov := store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: Owner}
-	be, err := backends.Default().Get(prov.Type)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg, err := controlplane.New(st).Provider(ctx, prov)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	be, cfg := Backend(tb, st, prov)
+	rel, rt := PrepareProvider(tb, st, prov, be, cfg)
+	must(tb, st.CreateEnvironment(ctx, store.Environment{ID: "env-default", Name: "default", Provider: "local", Owner: Owner, Reserved: true,
+		Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "release", SnapshotID: rel,
+		Env: map[string]string{"GREETING": "hello"}}))
+	return &Env{Store: st, Snapshot: rel, Runtime: &Counting{Runtime: rt}, Dir: st.Dir()}
+}
+
+// PrepareProvider prepares the release snapshot of sandbox provider prov (whose backend
+// and configuration are be and cfg) for real, stores the provider in st with it, and
+// returns the snapshot and the provider's runtime, whose sandboxes are all deleted when
+// the test ends.
+func PrepareProvider(tb testing.TB, st *store.Store, prov store.SandboxProvider, be sandbox.Backend, cfg sandbox.ProviderConfig) (string, sandbox.Runtime) {
+	tb.Helper()
+	ctx := context.Background()
 	b, err := be.Builder(ctx, cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -92,15 +99,11 @@ func NewEnv(tb testing.TB) *Env {
 	}
 	prov.ReleaseSnapshot = rel
 	must(tb, st.CreateSandboxProvider(ctx, prov))
-	must(tb, st.RegisterReleaseSnapshot(ctx, "local", rel))
-	must(tb, st.CreateEnvironment(ctx, store.Environment{ID: "env-default", Name: "default", Provider: "local", Owner: Owner, Reserved: true,
-		Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "release", SnapshotID: rel,
-		Env: map[string]string{"GREETING": "hello"}}))
+	must(tb, st.RegisterReleaseSnapshot(ctx, prov.Name, rel))
 	rt, err := be.Runtime(ctx, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := &Counting{Runtime: rt}
 	tb.Cleanup(func() {
 		list, _ := rt.List(context.Background())
 		for _, s := range list {
@@ -109,7 +112,34 @@ func NewEnv(tb testing.TB) *Env {
 			}
 		}
 	})
-	return &Env{Store: st, Snapshot: rel, Runtime: c, Dir: st.Dir()}
+	return rel, rt
+}
+
+// SeedNoSandbox stores sandbox provider "local" and a default environment whose
+// snapshot is not built: enough for agents without a sandbox.
+func SeedNoSandbox(tb testing.TB, st *store.Store) {
+	tb.Helper()
+	ctx := context.Background()
+	must(tb, st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: Owner}))
+	_, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: "snap-x", Provider: "local", BuildHash: "h", Spec: "{}"}, sandbox.StatusBuilding, sandbox.StatusFailed)
+	must(tb, err)
+	must(tb, st.CreateEnvironment(ctx, store.Environment{ID: "e", Name: "default", Provider: "local", Owner: Owner, Image: "platform",
+		CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h", SnapshotID: "snap-x"}))
+}
+
+// Backend is the backend of sandbox provider prov and its configuration as the control
+// plane in st makes it.
+func Backend(tb testing.TB, st *store.Store, prov store.SandboxProvider) (sandbox.Backend, sandbox.ProviderConfig) {
+	tb.Helper()
+	be, err := backends.Default().Get(prov.Type)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg, err := controlplane.New(st).Provider(context.Background(), prov)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return be, cfg
 }
 
 // AddEnvironment adds environment name on sandbox provider "local" (created, without a

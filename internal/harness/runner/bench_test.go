@@ -22,7 +22,7 @@ import (
 
 func benchAgent(b *testing.B) (*store.Store, *agents.Agent) {
 	st := harnesstest.NewStore(b)
-	seedNoSandbox(b, st)
+	harnesstest.SeedNoSandbox(b, st)
 	var turns []map[string]any
 	for i := 0; i < 10; i++ {
 		turns = append(turns, text(fmt.Sprintf("Answer %d: the capital of France is Paris.", i)))

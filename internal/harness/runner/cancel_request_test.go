@@ -15,7 +15,7 @@ import (
 // next heartbeat; the run id the caller chose (RunAs) is the one recorded.
 func TestCancelRequestedThroughTheRowCancelsTheRun(t *testing.T) {
 	st := harnesstest.NewStore(t)
-	seedNoSandbox(t, st)
+	harnesstest.SeedNoSandbox(t, st)
 	harnesstest.AddAgent(t, st, "slow", "default", harnesstest.AgentSpec{"model": harnesstest.Script(
 		map[string]any{"text": "late", "delay_ms": 30000})})
 	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "slow")

@@ -3,8 +3,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	osexec "os/exec"
 	"strconv"
 	"strings"
@@ -67,15 +65,7 @@ func newKB(t testing.TB, token string) *kbServer {
 		<-kb.slow
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slow done for " + in.City}}}, nil, nil
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
+	ts := serveMCP(t, srv, token)
 	t.Cleanup(func() {
 		select {
 		case <-kb.slow:
@@ -327,24 +317,7 @@ subprocess.Popen(["sleep", "` + marker + `"])
 print(kb.slow(city="Lima"))`
 	r, cm := f.codeAgent(t, "coder", kb, nil, harnesstest.Owner, nil, runCode(codemode.Python, code), text("next turn"))
 	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan runner.Outcome, 1)
-	go func() {
-		out, _ := r.Run(ctx, sid, "go slow", nil)
-		done <- out
-	}()
-	<-kb.slowEnter
-	waitFor(t, "the script's child", 10*time.Second, func() bool { return len(processesWith(marker)) > 0 })
-	cancelled := time.Now()
-	cancel()
-	select {
-	case out := <-done:
-		if out.Status != store.RunCancelled {
-			t.Fatalf("run status %s; want cancelled", out.Status)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the run did not end within 10s of the cancel")
-	}
+	cancelled := cancelInSlowCall(t, r, sid, "go slow", kb, marker)
 	t.Logf("cancel to run end: %s", time.Since(cancelled))
 	waitFor(t, "the script's processes to go", 5*time.Second, func() bool { return len(processesWith(marker)) == 0 })
 	calls := payloads(t, f.env.Store, sid, events.KindMCPCall)
@@ -374,6 +347,34 @@ print(kb.slow(city="Lima"))`
 		t.Fatalf("the history does not carry the call's records:\n%s", seen)
 	}
 	mustRun(t, r, sid, "and now?")
+}
+
+// cancelInSlowCall runs a turn of prompt in session sid, whose script calls kb's slow
+// tool and has started a child process with marker in its command line, and cancels it
+// once both are under way; the run must end cancelled within 10s. It returns when the
+// cancel was made.
+func cancelInSlowCall(t *testing.T, r *runner.Runner, sid, prompt string, kb *kbServer, marker string) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan runner.Outcome, 1)
+	go func() {
+		out, _ := r.Run(ctx, sid, prompt, nil)
+		done <- out
+	}()
+	<-kb.slowEnter
+	waitFor(t, "the script's child", 10*time.Second, func() bool { return len(processesWith(marker)) > 0 })
+	cancelled := time.Now()
+	cancel()
+	select {
+	case out := <-done:
+		if out.Status != store.RunCancelled {
+			t.Fatalf("run status %s; want cancelled", out.Status)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not end within 10s of the cancel")
+	}
+	return cancelled
 }
 
 func randMarker() string { return strconv.FormatInt(time.Now().UnixNano()%1e9, 10) }

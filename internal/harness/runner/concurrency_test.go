@@ -65,7 +65,7 @@ func TestTwoProcessesCannotRunOneSessionAtOnce(t *testing.T) {
 		return st
 	}
 	st1 := open()
-	seedNoSandbox(t, st1)
+	harnesstest.SeedNoSandbox(t, st1)
 	slowAgent(t, st1)
 	st2 := open()
 	mk := func(st *store.Store, owner string) *runner.Runner {
@@ -113,7 +113,7 @@ func TestTwoProcessesCannotRunOneSessionAtOnce(t *testing.T) {
 // session is busy; it does not end the first as if its harness had died.
 func TestSecondRunInTheSameProcessIsBusy(t *testing.T) {
 	st := harnesstest.NewStore(t)
-	seedNoSandbox(t, st)
+	harnesstest.SeedNoSandbox(t, st)
 	slowAgent(t, st)
 	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "slow")
 	ctx := context.Background()
@@ -156,7 +156,7 @@ func (d *doneThenCancel) Call(context.Context, string, json.RawMessage) (string,
 // after it are recorded as not run.
 func TestCancelKeepsTheResultOfACallThatFinished(t *testing.T) {
 	st := harnesstest.NewStore(t)
-	seedNoSandbox(t, st)
+	harnesstest.SeedNoSandbox(t, st)
 	harnesstest.AddAgent(t, st, "pay", "default", harnesstest.AgentSpec{"model": harnesstest.Script(
 		map[string]any{"tool_calls": []any{
 			map[string]any{"name": "srv__pay", "arguments": map[string]any{}},

@@ -11,7 +11,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
-	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 // codeRunner is a Daytona-backed runner of a Code Mode agent over kb.
@@ -71,23 +70,7 @@ print(kb.slow(city="Lima"))`
 		t.Fatalf("the script did not run as a session command: %v", f.srv.Counts())
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan runner.Outcome, 1)
-	go func() {
-		o, _ := r.Run(ctx, sid, "slow", nil)
-		done <- o
-	}()
-	<-kb.slowEnter
-	waitFor(t, "the script's child", 10*time.Second, func() bool { return len(processesWith(marker)) > 0 })
-	cancel()
-	select {
-	case o := <-done:
-		if o.Status != store.RunCancelled {
-			t.Fatalf("run status %s", o.Status)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the run did not end within 10s of the cancel")
-	}
+	cancelInSlowCall(t, r, sid, "slow", kb, marker)
 	waitFor(t, "the script's processes to go", 10*time.Second, func() bool { return len(processesWith(marker)) == 0 })
 	close(kb.slow)
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -184,19 +184,3 @@ func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-// seedNoSandbox stores a provider and a (not built) default environment: enough for
-// agents without a sandbox.
-func seedNoSandbox(t testing.TB, st *store.Store) {
-	t.Helper()
-	ctx := context.Background()
-	if err := st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: "snap-x", Provider: "local", BuildHash: "h", Spec: "{}"}, "Building", "Failed"); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateEnvironment(ctx, store.Environment{ID: "e", Name: "default", Provider: "local", Owner: harnesstest.Owner, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h", SnapshotID: "snap-x"}); err != nil {
-		t.Fatal(err)
-	}
-}

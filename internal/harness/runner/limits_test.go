@@ -45,7 +45,7 @@ func TestMaxTurnsAndTokenBudgetStopTheRun(t *testing.T) {
 		loop = append(loop, map[string]any{"tool_calls": []any{map[string]any{"name": "read_output", "arguments": map[string]any{"call_id": "x"}}},
 			"usage": map[string]any{"input_tokens": 1000, "output_tokens": 100}})
 	}
-	seedNoSandbox(t, st)
+	harnesstest.SeedNoSandbox(t, st)
 	harnesstest.AddAgent(t, st, "loopy", "default", harnesstest.AgentSpec{"model": harnesstest.Script(loop...), "max_turns": 3})
 	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "loopy")
 	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)

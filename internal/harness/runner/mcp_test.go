@@ -22,6 +22,32 @@ type lookupIn struct {
 // streamable HTTP MCP server (go-sdk) with the credential the agent names, an MCP tool
 // outside allowed_tools is neither listed nor callable, and the counted local runtime
 // sees no call.
+// mcpTestServer is an MCP server on loopback that serves only the requests that carry
+// its token as a Bearer, counting those it serves and those it refuses.
+type mcpTestServer struct {
+	*httptest.Server
+	authorized, refused atomic.Int64
+}
+
+// serveMCP serves srv over streamable HTTP as an mcpTestServer for token, closed when
+// the test ends.
+func serveMCP(t testing.TB, srv *mcp.Server, token string) *mcpTestServer {
+	t.Helper()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	s := &mcpTestServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			s.refused.Add(1)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		s.authorized.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
 func TestMCPOnlyTurnProvisionsNoSandbox(t *testing.T) {
 	f := newFixture(t)
 	token := "mcp-CANARY-5e1f"
@@ -34,18 +60,8 @@ func TestMCPOnlyTurnProvisionsNoSandbox(t *testing.T) {
 		t.Error("a tool outside allowed_tools was called")
 		return nil, nil, nil
 	})
-	var authorized, refused atomic.Int64
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			refused.Add(1)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		authorized.Add(1)
-		h.ServeHTTP(w, r)
-	}))
-	defer ts.Close()
+	ts := serveMCP(t, srv, token)
+	authorized, refused := &ts.authorized, &ts.refused
 	harnesstest.AddAgent(t, f.env.Store, "mcpagent", "default", harnesstest.AgentSpec{
 		"model": harnesstest.Script(
 			call("kb__lookup", map[string]any{"q": "trueforge"}),

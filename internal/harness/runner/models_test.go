@@ -120,15 +120,7 @@ func TestCredentialsNeverLeaveTheHarness(t *testing.T) {
 	mcp.AddTool(mcpSrv, &mcp.Tool{Name: "lookup", Description: "Look something up."}, func(ctx context.Context, req *mcp.CallToolRequest, in lookupIn) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "kb says hi"}}}, nil, nil
 	})
-	mh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
-	mts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+mcpToken {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		mh.ServeHTTP(w, r)
-	}))
-	defer mts.Close()
+	mts := serveMCP(t, mcpSrv, mcpToken)
 	srv := &fakeOpenAI{key: modelKey, steps: []fakeStep{
 		{calls: [][2]string{{"kb__lookup", `{"q":"x"}`}}},
 		{text: "Looking around.", calls: [][2]string{{"exec", string(args)}}},
@@ -266,15 +258,7 @@ func TestAnthropicModelRunsToolLoop(t *testing.T) {
 	}))
 	defer ts.Close()
 	// An agent without a sandbox needs no environment to be Ready.
-	if err := st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: "snap-x", Provider: "local", BuildHash: "h", Spec: "{}"}, "Building", "Failed"); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateEnvironment(ctx, store.Environment{ID: "e", Name: "default", Provider: "local", Owner: harnesstest.Owner, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h", SnapshotID: "snap-x"}); err != nil {
-		t.Fatal(err)
-	}
+	harnesstest.SeedNoSandbox(t, st)
 	harnesstest.AddAgent(t, st, "claude", "default", harnesstest.AgentSpec{
 		"model":   map[string]any{"provider": "anthropic", "name": "fake-claude", "base_url": ts.URL, "api_key_env": "TF_TEST_ANTHROPIC_KEY"},
 		"sandbox": map[string]any{"enabled": false},
@@ -334,7 +318,7 @@ func TestMissingModelKeyNamesTheVariable(t *testing.T) {
 // without rebuilding anything.
 func TestModelKeyIsReadAtCallTime(t *testing.T) {
 	st := harnesstest.NewStore(t)
-	seedNoSandbox(t, st)
+	harnesstest.SeedNoSandbox(t, st)
 	srv := &fakeOpenAI{key: "sk-first", steps: []fakeStep{{text: "one"}, {text: "two"}}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()

@@ -47,31 +47,9 @@ func pgReplicas(t *testing.T) (*fixture, string) {
 		t.Fatal(err)
 	}
 	cfg := sandbox.ProviderConfig{Name: prov.Name, Type: prov.Type, DataDir: st.Dir()}
-	b, err := be.Builder(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := b.PrepareRelease(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov.ReleaseSnapshot = rel
-	must(t, st.CreateSandboxProvider(ctx, prov))
-	must(t, st.RegisterReleaseSnapshot(ctx, "local", rel))
+	rel, rt := harnesstest.PrepareProvider(t, st, prov, be, cfg)
 	must(t, st.CreateEnvironment(ctx, store.Environment{ID: "env-default", Name: "default", Provider: "local", Owner: harnesstest.Owner, Reserved: true,
 		Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "release", SnapshotID: rel}))
-	rt, err := be.Runtime(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		list, _ := rt.List(context.Background())
-		for _, s := range list {
-			if err := rt.Delete(context.Background(), s.ID); err != nil {
-				t.Errorf("cleanup: deleting sandbox %s: %v", s.ID, err)
-			}
-		}
-	})
 	env := &harnesstest.Env{Store: st, Snapshot: rel, Runtime: &harnesstest.Counting{Runtime: rt}, Dir: st.Dir()}
 	clock := harnesstest.NewClock()
 	m := lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: env.Runtime}, Now: clock.Now})

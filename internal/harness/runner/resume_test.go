@@ -15,7 +15,7 @@ import (
 // and interrupted once the heartbeat is stale.
 func TestRunOnAnotherHostIsBusyUntilItsHeartbeatIsStale(t *testing.T) {
 	st := harnesstest.NewStore(t)
-	seedNoSandbox(t, st)
+	harnesstest.SeedNoSandbox(t, st)
 	harnesstest.AddAgent(t, st, "a", "default", harnesstest.AgentSpec{"model": harnesstest.Script(text("hi"))})
 	r := (&fixture{env: &harnesstest.Env{Store: st}}).runnerNoSandbox(t, "a")
 	ctx := context.Background()

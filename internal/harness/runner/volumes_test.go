@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
-	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -24,14 +22,7 @@ func localVolume(t *testing.T, st *store.Store, name string) (sandbox.Volume, sa
 	if err != nil {
 		t.Fatal(err)
 	}
-	be, err := backends.Default().Get(prov.Type)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := controlplane.New(st).Provider(ctx, prov)
-	if err != nil {
-		t.Fatal(err)
-	}
+	be, cfg := harnesstest.Backend(t, st, prov)
 	vs, err := be.Volumes(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
