@@ -157,11 +157,7 @@ func (t *schemaType) python() string {
 		}
 		return "dict[str, Any]"
 	case literalKind:
-		vals := make([]string, len(t.lits))
-		for i, l := range t.lits {
-			vals[i] = literalPython(l)
-		}
-		return "Literal[" + strings.Join(vals, ", ") + "]"
+		return "Literal[" + strings.Join(t.literals(literalPython), ", ") + "]"
 	case unionKind:
 		var arms []string
 		null := false

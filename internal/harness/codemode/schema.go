@@ -347,6 +347,15 @@ func union(alts []*schemaType) *schemaType {
 	return &schemaType{kind: unionKind, alts: out}
 }
 
+// literals is each of a literal type's values as spell writes it in a language.
+func (t *schemaType) literals(spell func(literal) string) []string {
+	vals := make([]string, len(t.lits))
+	for i, l := range t.lits {
+		vals[i] = spell(l)
+	}
+	return vals
+}
+
 // nullable reports whether None/null is already one of t's values.
 func (t *schemaType) nullable() bool {
 	switch t.kind {

@@ -97,15 +97,7 @@ func (t *schemaType) typescript() string {
 		}
 		return "{ [key: string]: any }"
 	case literalKind:
-		vals := make([]string, len(t.lits))
-		for i, l := range t.lits {
-			if l.kind == stringKind {
-				vals[i] = jsString(l.text)
-			} else {
-				vals[i] = l.text
-			}
-		}
-		return strings.Join(vals, " | ")
+		return strings.Join(t.literals(literalTypeScript), " | ")
 	case unionKind:
 		arms := make([]string, len(t.alts))
 		for i, a := range t.alts {
@@ -114,6 +106,14 @@ func (t *schemaType) typescript() string {
 		return strings.Join(arms, " | ")
 	}
 	return "any"
+}
+
+// literalTypeScript is l as a TypeScript literal type (and a JavaScript value).
+func literalTypeScript(l literal) string {
+	if l.kind == stringKind {
+		return jsString(l.text)
+	}
+	return l.text
 }
 
 func optionalTypeScript(t *schemaType) string {
