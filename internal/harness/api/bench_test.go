@@ -95,14 +95,7 @@ func newBenchAPI(b *testing.B, sandboxes bool) *benchAPI {
 	ba.ts.Config.ReadTimeout = time.Minute
 	ba.ts.Config.IdleTimeout = 2 * time.Minute
 	ba.ts.Start()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := ba.srv.Shutdown(ctx); err != nil {
-			b.Errorf("shutting the API down: %v", err)
-		}
-		ba.ts.Close()
-	})
+	shutDownAtEnd(b, ba.srv, ba.ts)
 	token, hash, err := api.NewToken()
 	must(b, err)
 	must(b, st.CreateUser(context.Background(), "bench", false, hash))

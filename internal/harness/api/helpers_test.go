@@ -57,6 +57,19 @@ type fixtureOpts struct {
 	noUsers   bool // the users are in the store already (another replica's fixture)
 }
 
+// shutDownAtEnd shuts srv down when the test ends (its runs cancelled and waited for,
+// for 30s at most), then closes ts, which serves it.
+func shutDownAtEnd(tb testing.TB, srv *api.Server, ts *httptest.Server) {
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			tb.Errorf("shutting the API down: %v", err)
+		}
+		ts.Close()
+	})
+}
+
 func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	t.Helper()
 	f := &fixture{t: t, clock: harnesstest.NewClock(), tokens: map[string]string{}, heartbeat: 50 * time.Millisecond}
@@ -77,14 +90,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	}
 	f.srv = api.New(cfg)
 	f.ts = httptest.NewServer(f.srv)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := f.srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutting the API down: %v", err)
-		}
-		f.ts.Close()
-	})
+	shutDownAtEnd(t, f.srv, f.ts)
 	if !o.noUsers {
 		for name, admin := range map[string]bool{"alice": false, "bob": false, "root": true} {
 			f.addUser(name, admin)

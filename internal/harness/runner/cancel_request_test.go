@@ -14,11 +14,10 @@ import (
 // A cancel asked through the run's row (as another replica asks) cancels the run at its
 // next heartbeat; the run id the caller chose (RunAs) is the one recorded.
 func TestCancelRequestedThroughTheRowCancelsTheRun(t *testing.T) {
-	st := harnesstest.NewStore(t)
-	harnesstest.SeedNoSandbox(t, st)
+	st := seeded(t)
 	harnesstest.AddAgent(t, st, "slow", "default", harnesstest.AgentSpec{"model": harnesstest.Script(
 		map[string]any{"text": "late", "delay_ms": 30000})})
-	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "slow")
+	r := storeRunner(t, st, "slow")
 	r.HeartbeatEvery = 20 * time.Millisecond
 	ctx := context.Background()
 	sid, _ := r.NewSession(ctx, harnesstest.Owner)

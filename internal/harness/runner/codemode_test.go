@@ -103,13 +103,21 @@ func (f *fixture) codeAgent(t testing.TB, name string, kb *kbServer, limits map[
 func (f *fixture) codeRunner(t testing.TB, name, user string, policy mcptools.Decider) (*runner.Runner, *codemode.Mode) {
 	t.Helper()
 	r := f.runner(t, name)
-	ts := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{User: user, Agent: name, Owner: r.Agent.Owner, Policy: policy, Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
+	return r, withCodeMode(t, r, mcptools.Options{User: user, Agent: name, Owner: r.Agent.Owner, Policy: policy})
+}
+
+// withCodeMode gives r the agent's MCP toolset with opts and the agent's credentials
+// (closed when the test ends) and Code Mode over it, whose calls the test's end waits
+// for.
+func withCodeMode(t testing.TB, r *runner.Runner, opts mcptools.Options) *codemode.Mode {
+	opts.Credentials = r.Agent.Authority(nil, harnesstest.Owner)
+	ts := mcptools.New(r.Agent.Spec.MCPServers, opts)
 	t.Cleanup(ts.Close)
 	r.Tools.MCP = ts
 	cm := codemode.New(ts, nil)
 	r.Tools.Code = cm
 	t.Cleanup(func() { _ = cm.Wait(context.Background()) })
-	return r, cm
+	return cm
 }
 
 func runCode(lang, code string) map[string]any {

@@ -81,19 +81,9 @@ func TestTwoProcessesCannotRunOneSessionAtOnce(t *testing.T) {
 	r1, r2 := mk(st1, ""), mk(st2, "peer-host:200:1")
 	for trial := 0; trial < 8; trial++ {
 		sid, _ := r1.NewSession(ctx, harnesstest.Owner)
-		var wg sync.WaitGroup
 		var errs [2]error
-		start := make(chan struct{})
-		for i, r := range []*runner.Runner{r1, r2} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				_, errs[i] = r.Run(ctx, sid, "go", nil)
-			}()
-		}
-		close(start)
-		wg.Wait()
+		rs := []*runner.Runner{r1, r2}
+		atOnce(len(rs), func(i int) { _, errs[i] = rs[i].Run(ctx, sid, "go", nil) })
 		busy := 0
 		for _, err := range errs {
 			if errors.Is(err, runner.ErrBusy) {
@@ -112,10 +102,9 @@ func TestTwoProcessesCannotRunOneSessionAtOnce(t *testing.T) {
 // A second Run of a session in the same process, while the first is in it, is told the
 // session is busy; it does not end the first as if its harness had died.
 func TestSecondRunInTheSameProcessIsBusy(t *testing.T) {
-	st := harnesstest.NewStore(t)
-	harnesstest.SeedNoSandbox(t, st)
+	st := seeded(t)
 	slowAgent(t, st)
-	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "slow")
+	r := storeRunner(t, st, "slow")
 	ctx := context.Background()
 	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	var wg sync.WaitGroup
@@ -155,14 +144,13 @@ func (d *doneThenCancel) Call(context.Context, string, json.RawMessage) (string,
 // A call that completed when the cancel arrived keeps its real result; only the calls
 // after it are recorded as not run.
 func TestCancelKeepsTheResultOfACallThatFinished(t *testing.T) {
-	st := harnesstest.NewStore(t)
-	harnesstest.SeedNoSandbox(t, st)
+	st := seeded(t)
 	harnesstest.AddAgent(t, st, "pay", "default", harnesstest.AgentSpec{"model": harnesstest.Script(
 		map[string]any{"tool_calls": []any{
 			map[string]any{"name": "srv__pay", "arguments": map[string]any{}},
 			map[string]any{"name": "srv__pay", "arguments": map[string]any{}},
 		}}, text("ok"))})
-	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "pay")
+	r := storeRunner(t, st, "pay")
 	ctx, cancel := context.WithCancel(context.Background())
 	r.Tools.MCP = &doneThenCancel{cancel: cancel}
 	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)

@@ -23,13 +23,7 @@ func (f *dtFixture) codeRunner(t *testing.T, name string, kb *kbServer, turns ..
 		"code_mode":   true,
 	})
 	r := f.runner(t, name)
-	ts := mcptools.New(r.Agent.Spec.MCPServers, mcptools.Options{User: harnesstest.Owner, Agent: name, Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
-	t.Cleanup(ts.Close)
-	r.Tools.MCP = ts
-	cm := codemode.New(ts, nil)
-	r.Tools.Code = cm
-	t.Cleanup(func() { _ = cm.Wait(context.Background()) })
-	return r, cm
+	return r, withCodeMode(t, r, mcptools.Options{User: harnesstest.Owner, Agent: name})
 }
 
 // Code Mode on Daytona (the emulator): the script runs as a session command whose

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +39,20 @@ func (f *fixture) runner(t testing.TB, agent string) *runner.Runner {
 // runnerNoSandbox is a runner whose tools have no sandbox manager at all.
 func (f *fixture) runnerNoSandbox(t testing.TB, agent string) *runner.Runner {
 	return f.runnerWith(t, agent, &tools.Executor{Store: f.env.Store})
+}
+
+// seeded is a fresh store with harnesstest.SeedNoSandbox's provider and environment.
+func seeded(t testing.TB) *store.Store {
+	t.Helper()
+	st := harnesstest.NewStore(t)
+	harnesstest.SeedNoSandbox(t, st)
+	return st
+}
+
+// storeRunner is agent's runner on st, whose tools have no sandbox manager.
+func storeRunner(t testing.TB, st *store.Store, agent string) *runner.Runner {
+	t.Helper()
+	return (&fixture{env: &harnesstest.Env{Store: st}}).runnerNoSandbox(t, agent)
 }
 
 func (f *fixture) runnerWith(t testing.TB, agent string, ex *tools.Executor) *runner.Runner {
@@ -172,6 +187,23 @@ func processesWith(marker string) []string {
 		}
 	}
 	return pids
+}
+
+// atOnce runs fn(0) to fn(n-1) in goroutines released at the same moment, so that they
+// race, and waits for them all.
+func atOnce(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
 }
 
 func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {

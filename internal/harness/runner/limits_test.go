@@ -47,7 +47,7 @@ func TestMaxTurnsAndTokenBudgetStopTheRun(t *testing.T) {
 	}
 	harnesstest.SeedNoSandbox(t, st)
 	harnesstest.AddAgent(t, st, "loopy", "default", harnesstest.AgentSpec{"model": harnesstest.Script(loop...), "max_turns": 3})
-	r := (&fixture{env: &harnesstest.Env{Store: st}, clock: harnesstest.NewClock()}).runnerNoSandbox(t, "loopy")
+	r := storeRunner(t, st, "loopy")
 	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	out := mustRun(t, r, sid, "go")
 	lim := payloads(t, st, sid, events.KindLimit)

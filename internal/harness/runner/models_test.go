@@ -317,8 +317,7 @@ func TestMissingModelKeyNamesTheVariable(t *testing.T) {
 // The key is read at each call: rotating the variable reaches the next model call
 // without rebuilding anything.
 func TestModelKeyIsReadAtCallTime(t *testing.T) {
-	st := harnesstest.NewStore(t)
-	harnesstest.SeedNoSandbox(t, st)
+	st := seeded(t)
 	srv := &fakeOpenAI{key: "sk-first", steps: []fakeStep{{text: "one"}, {text: "two"}}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
@@ -326,7 +325,7 @@ func TestModelKeyIsReadAtCallTime(t *testing.T) {
 	harnesstest.AddAgent(t, st, "rot", "default", harnesstest.AgentSpec{
 		"model": map[string]any{"provider": "openai", "name": "fake-gpt", "base_url": ts.URL + "/v1", "api_key_env": "TF_TEST_ROTATING_KEY"},
 	})
-	r := (&fixture{env: &harnesstest.Env{Store: st}}).runnerNoSandbox(t, "rot")
+	r := storeRunner(t, st, "rot")
 	m, err := r.Agent.NewModel(agents.ModelOptions{HTTPClient: ts.Client(), Credentials: r.Agent.Authority(nil, harnesstest.Owner)})
 	if err != nil {
 		t.Fatal(err)

@@ -165,11 +165,7 @@ func TestLocalSnapshotOfAnotherMachineIsRefused(t *testing.T) {
 	if s := recordState(t, f, sid); s != store.SandboxStateRunning {
 		t.Fatalf("A's sandbox is %s after B's reap; want running", s)
 	}
-	trs, err = harnessA.Reap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := transitionsOf(t, trs, sid); got != "running>stopped" {
+	if got := reapTransitions(t, harnessA, sid); got != "running>stopped" {
 		t.Fatalf("A's reaper: %q; want running>stopped", got)
 	}
 }

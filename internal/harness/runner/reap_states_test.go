@@ -79,6 +79,16 @@ func backendStatus(t *testing.T, f *fixture, id string) string {
 }
 
 // transitionsOf returns "from>to" for each transition of a session, failing on errors.
+// reapTransitions is what m's Reap did to session sid's sandbox (transitionsOf).
+func reapTransitions(t *testing.T, m *lifecycle.Manager, sid string) string {
+	t.Helper()
+	trs, err := m.Reap(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return transitionsOf(t, trs, sid)
+}
+
 func transitionsOf(t *testing.T, trs []lifecycle.Transition, sid string) string {
 	t.Helper()
 	var out []string
@@ -112,11 +122,7 @@ func TestReapStopsLostSandboxThatStillRuns(t *testing.T) {
 		t.Fatalf("reaped a lost sandbox before idle_stop_minutes: %+v, %v", trs, err)
 	}
 	f.clock.Advance(2 * time.Minute)
-	trs, err := f.manager.Reap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := transitionsOf(t, trs, sid); got != "lost>stopped" {
+	if got := reapTransitions(t, f.manager, sid); got != "lost>stopped" {
 		t.Fatalf("reap after 16 idle minutes: %q; want lost>stopped", got)
 	}
 	if s := backendStatus(t, f, rec.SandboxID); s != sandbox.SandboxStopped {
@@ -131,7 +137,7 @@ func TestReapStopsLostSandboxThatStillRuns(t *testing.T) {
 
 	// From here on it is an ordinary stopped sandbox: archived, then deleted, on time.
 	f.clock.Advance(45 * time.Minute)
-	trs, _ = f.manager.Reap(ctx)
+	trs, _ := f.manager.Reap(ctx)
 	if got := transitionsOf(t, trs, sid); got != "stopped>archived" {
 		t.Fatalf("reap after 61 idle minutes: %q; want stopped>archived", got)
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -204,22 +203,13 @@ func TestTwoReplicasReapEachSandboxOnce(t *testing.T) {
 		}{{16 * time.Minute, "Stop", store.SandboxStateStopped}, {45 * time.Minute, "Archive", store.SandboxStateArchived}, {60 * time.Minute, "Delete", store.SandboxStateDeleted}} {
 			f.clock.Advance(step.advance)
 			before := f.env.Runtime.Calls(step.method)
-			var wg sync.WaitGroup
 			var trs [2][]lifecycle.Transition
-			start := make(chan struct{})
-			for i, m := range replicas {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					var err error
-					if trs[i], err = m.Reap(ctx); err != nil {
-						t.Error(err)
-					}
-				}()
-			}
-			close(start)
-			wg.Wait()
+			atOnce(len(replicas), func(i int) {
+				var err error
+				if trs[i], err = replicas[i].Reap(ctx); err != nil {
+					t.Error(err)
+				}
+			})
 			moved := map[string]int{}
 			for i, list := range trs {
 				for _, tr := range list {
@@ -270,11 +260,7 @@ func TestReaperLeavesASandboxLeasedByAnotherReplica(t *testing.T) {
 		t.Fatalf("%d Stop calls, state %s; want the sandbox untouched", n, recordState(t, f, sid))
 	}
 	time.Sleep(1100 * time.Millisecond) // the lease lapses: nobody renews it
-	trs, err := f.manager.Reap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := transitionsOf(t, trs, sid); got != "running>stopped" {
+	if got := reapTransitions(t, f.manager, sid); got != "running>stopped" {
 		t.Fatalf("after the lease lapsed: %q; want running>stopped", got)
 	}
 }
@@ -302,20 +288,11 @@ func TestTwoReplicasRepairADeadRunOnce(t *testing.T) {
 		}
 		seedDeadRun(f.env.Store, sid)
 		time.Sleep(20 * time.Millisecond) // the dead run's heartbeat is older than the timeout below
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i, st := range handles {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				if _, err := runner.RepairStale(ctx, st, nil, fmt.Sprintf("replica-%d~0000000%d:1:1", i, i), 10*time.Millisecond, nil); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
-		close(start)
-		wg.Wait()
+		atOnce(len(handles), func(i int) {
+			if _, err := runner.RepairStale(ctx, handles[i], nil, fmt.Sprintf("replica-%d~0000000%d:1:1", i, i), 10*time.Millisecond, nil); err != nil {
+				t.Error(err)
+			}
+		})
 		if n := len(payloads(t, f.env.Store, sid, events.KindRunInterrupted)); n != 1 {
 			t.Fatalf("trial %d: %d run_interrupted events; want 1", trial, n)
 		}

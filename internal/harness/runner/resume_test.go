@@ -14,10 +14,9 @@ import (
 // A run owned by a live harness on another host is busy while its heartbeat is fresh,
 // and interrupted once the heartbeat is stale.
 func TestRunOnAnotherHostIsBusyUntilItsHeartbeatIsStale(t *testing.T) {
-	st := harnesstest.NewStore(t)
-	harnesstest.SeedNoSandbox(t, st)
+	st := seeded(t)
 	harnesstest.AddAgent(t, st, "a", "default", harnesstest.AgentSpec{"model": harnesstest.Script(text("hi"))})
-	r := (&fixture{env: &harnesstest.Env{Store: st}}).runnerNoSandbox(t, "a")
+	r := storeRunner(t, st, "a")
 	ctx := context.Background()
 	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	if err := st.StartRun(ctx, store.Run{ID: "r-remote", SessionID: sid, Owner: "another-host:4242:1"}); err != nil {
