@@ -18,12 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -74,21 +71,7 @@ func newBenchAPI(b *testing.B, sandboxes bool) *benchAPI {
 	}
 	st := ba.st
 	cfg.Store, cfg.Sandboxes = st, manager
-	cfg.Runner = func(ctx context.Context, agent, _ string) (*runner.Runner, error) {
-		a, err := agents.Load(ctx, st, agent)
-		if err != nil {
-			return nil, err
-		}
-		m, err := a.NewModel(agents.ModelOptions{})
-		if err != nil {
-			return nil, err
-		}
-		x := &tools.Executor{Store: st}
-		if manager != nil {
-			x.Sandboxes = manager
-		}
-		return &runner.Runner{Store: st, Agent: a, Model: m, Tools: x}, nil
-	}
+	cfg.Runner = harnesstest.Runners(st, manager)
 	ba.srv = api.New(cfg)
 	ba.ts = httptest.NewUnstartedServer(ba.srv)
 	ba.ts.Config.ReadHeaderTimeout = 10 * time.Second

@@ -49,6 +49,16 @@ func runningSandbox(t *testing.T, f *fixture, m *lifecycle.Manager, a *agents.Ag
 }
 
 // setState moves a session's record from running to state, at the fake clock's now.
+// lostSandbox is a fixture with a running sandbox of a new agent name (idle stop 15,
+// archive 60, delete 120 minutes) whose record says it is lost.
+func lostSandbox(t *testing.T, name string) (*fixture, string, store.SessionSandbox) {
+	t.Helper()
+	f := newFixture(t)
+	sid, rec := runningSandbox(t, f, f.manager, reapAgent(t, f, name, 15, 60, 120))
+	setState(t, f, sid, store.SandboxStateLost)
+	return f, sid, rec
+}
+
 func setState(t *testing.T, f *fixture, sid, state string) {
 	t.Helper()
 	ok, err := f.env.Store.SwapSandboxState(context.Background(), sid, []string{store.SandboxStateRunning}, state, f.clock.Now(), time.Time{})
@@ -108,11 +118,8 @@ func transitionsOf(t *testing.T, trs []lifecycle.Transition, sid string) string 
 // passing reason, an API error, while the box keeps running) is stopped on the agent's
 // idle timing, then archived and deleted on theirs: it is not left running forever.
 func TestReapStopsLostSandboxThatStillRuns(t *testing.T) {
-	f := newFixture(t)
+	f, sid, rec := lostSandbox(t, "lostrun")
 	ctx := context.Background()
-	a := reapAgent(t, f, "lostrun", 15, 60, 120)
-	sid, rec := runningSandbox(t, f, f.manager, a)
-	setState(t, f, sid, store.SandboxStateLost)
 	if s := backendStatus(t, f, rec.SandboxID); s != sandbox.SandboxRunning {
 		t.Fatalf("backend status %s; want Running", s)
 	}
@@ -269,11 +276,8 @@ func (s oneRuntime) Runtime(context.Context, store.SandboxProvider) (sandbox.Run
 // When the backend cannot say what a lost sandbox is, the reaper touches nothing and
 // reports it; once the backend answers, the sandbox is reaped.
 func TestReapLeavesLostSandboxWhenBackendCannotTell(t *testing.T) {
-	f := newFixture(t)
+	f, sid, rec := lostSandbox(t, "flaky")
 	ctx := context.Background()
-	a := reapAgent(t, f, "flaky", 15, 60, 120)
-	sid, rec := runningSandbox(t, f, f.manager, a)
-	setState(t, f, sid, store.SandboxStateLost)
 	f.clock.Advance(30 * 24 * time.Hour)
 
 	flaky := lifecycle.New(lifecycle.Config{Store: f.env.Store, Now: f.clock.Now,

@@ -28,14 +28,11 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api/web"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -154,17 +151,7 @@ func TestWebPageEndToEnd(t *testing.T) {
 		Sandboxes: manager,
 		Runtimes:  harnesstest.Source{C: env.Runtime},
 		Web:       web.Handler(),
-		Runner: func(ctx context.Context, agent, user string) (*runner.Runner, error) {
-			a, err := agents.Load(ctx, st, agent)
-			if err != nil {
-				return nil, err
-			}
-			m, err := a.NewModel(agents.ModelOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, Sandboxes: manager}}, nil
-		},
+		Runner:    harnesstest.Runners(st, manager),
 	})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
