@@ -149,13 +149,7 @@ func (t *schemaType) python() string {
 	case arrayKind:
 		return "list[" + t.elem.python() + "]"
 	case objectKind:
-		switch {
-		case t.py != "":
-			return t.py
-		case t.elem != nil:
-			return "dict[str, " + t.elem.python() + "]"
-		}
-		return "dict[str, Any]"
+		return t.object(t.py, (*schemaType).python, "Any", func(v string) string { return "dict[str, " + v + "]" })
 	case literalKind:
 		return "Literal[" + strings.Join(t.literals(literalPython), ", ") + "]"
 	case unionKind:

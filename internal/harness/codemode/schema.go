@@ -347,6 +347,19 @@ func union(alts []*schemaType) *schemaType {
 	return &schemaType{kind: unionKind, alts: out}
 }
 
+// object is an object type as a generator spells it: by named, the name it declared
+// for the type, when it has one; else as a dictionary, spelled by dict, of the values'
+// type as spell writes it (anyValue when the schema types no values).
+func (t *schemaType) object(named string, spell func(*schemaType) string, anyValue string, dict func(value string) string) string {
+	switch {
+	case named != "":
+		return named
+	case t.elem != nil:
+		return dict(spell(t.elem))
+	}
+	return dict(anyValue)
+}
+
 // literals is each of a literal type's values as spell writes it in a language.
 func (t *schemaType) literals(spell func(literal) string) []string {
 	vals := make([]string, len(t.lits))

@@ -89,13 +89,7 @@ func (t *schemaType) typescript() string {
 		}
 		return e + "[]"
 	case objectKind:
-		switch {
-		case t.ts != "":
-			return t.ts
-		case t.elem != nil:
-			return "{ [key: string]: " + t.elem.typescript() + " }"
-		}
-		return "{ [key: string]: any }"
+		return t.object(t.ts, (*schemaType).typescript, "any", func(v string) string { return "{ [key: string]: " + v + " }" })
 	case literalKind:
 		return strings.Join(t.literals(literalTypeScript), " | ")
 	case unionKind:
