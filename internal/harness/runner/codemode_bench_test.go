@@ -23,7 +23,6 @@ import (
 // (the run_code call: start of the interpreter, the stubs, the calls, the output).
 func BenchmarkCodeModeBridge(b *testing.B) {
 	f := newFixture(b)
-	b.Setenv("TF_TEST_KB_TOKEN", "tok")
 	kb := newKB(b, "tok")
 	script := `import time, json
 lat = []

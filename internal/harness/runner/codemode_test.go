@@ -39,8 +39,11 @@ type kbServer struct {
 	slowEnter chan struct{}
 }
 
+// newKB serves the kb MCP server for token, which it also sets as TF_TEST_KB_TOKEN, the
+// variable the tests' agents name as the server's credential.
 func newKB(t testing.TB, token string) *kbServer {
 	t.Helper()
+	t.Setenv("TF_TEST_KB_TOKEN", token)
 	kb := &kbServer{token: token, slow: make(chan struct{}), slowEnter: make(chan struct{}, 16)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "kb", Version: "1"}, nil)
 	seen := func(req *mcp.CallToolRequest) {
@@ -132,7 +135,6 @@ func TestCodeModeScriptCombinesTwoTools(t *testing.T) {
 	for _, lang := range []string{codemode.Python, codemode.JavaScript} {
 		t.Run(lang, func(t *testing.T) {
 			f := newFixture(t)
-			t.Setenv("TF_TEST_KB_TOKEN", "kb-CANARY-71d0")
 			kb := newKB(t, "kb-CANARY-71d0")
 			code := `f = kb.forecast(city="Paris")
 p = kb.population(city="Paris")
@@ -194,7 +196,6 @@ console.log("combined:", f.city, f.temp_c, Math.floor(Number(p) / 1000), Object.
 func TestCodeModeTokenNeverInSandbox(t *testing.T) {
 	f := newFixture(t)
 	const token = "kb-CANARY-3f9a2c"
-	t.Setenv("TF_TEST_KB_TOKEN", token)
 	kb := newKB(t, token)
 	code := `import os, glob, sys, tools
 parts = []
@@ -254,7 +255,6 @@ print("dumped", len(parts))`
 // refusal is recorded, nothing is sent).
 func TestCodeModeCallsActForTheSessionOwner(t *testing.T) {
 	f := newFixture(t)
-	t.Setenv("TF_TEST_KB_TOKEN", "tok")
 	kb := newKB(t, "tok")
 	pol := denyFor{user: "bob", tool: "forecast"}
 	code := `try:
@@ -317,7 +317,6 @@ func (d denyFor) Decide(r policy.Request) policy.Decision {
 // carries both, and the session goes on.
 func TestCodeModeCancelInsideAnMCPCall(t *testing.T) {
 	f := newFixture(t)
-	t.Setenv("TF_TEST_KB_TOKEN", "tok")
 	kb := newKB(t, "tok")
 	marker := "600.7" + randMarker()
 	code := `import subprocess
@@ -391,7 +390,6 @@ func randMarker() string { return strconv.FormatInt(time.Now().UnixNano()%1e9, 1
 // session goes on; a call timeout is an error the script can catch.
 func TestCodeModeLimits(t *testing.T) {
 	f := newFixture(t)
-	t.Setenv("TF_TEST_KB_TOKEN", "tok")
 	kb := newKB(t, "tok")
 	cases := []struct {
 		name, code string
@@ -438,7 +436,6 @@ func TestCodeModeLimits(t *testing.T) {
 // Listing Code Mode's tool and answering without code provision nothing.
 func TestCodeModeQuestionProvisionsNoSandbox(t *testing.T) {
 	f := newFixture(t)
-	t.Setenv("TF_TEST_KB_TOKEN", "tok")
 	kb := newKB(t, "tok")
 	r, _ := f.codeAgent(t, "coder", kb, nil, harnesstest.Owner, nil, text("42"))
 	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
@@ -452,7 +449,6 @@ func TestCodeModeQuestionProvisionsNoSandbox(t *testing.T) {
 // told clearly what is missing and what to do instead.
 func TestCodeModeTypeScript(t *testing.T) {
 	f := newFixture(t)
-	t.Setenv("TF_TEST_KB_TOKEN", "tok")
 	kb := newKB(t, "tok")
 	code := `const f: {city: string; temp_c: number} = await kb.forecast({city: "Kyiv"});
 console.log("ts:", f.city);`

@@ -33,7 +33,6 @@ func (f *dtFixture) codeRunner(t *testing.T, name string, kb *kbServer, turns ..
 func TestDaytonaCodeMode(t *testing.T) {
 	f := newDaytonaFixture(t)
 	const token = "kb-CANARY-d4y70"
-	t.Setenv("TF_TEST_KB_TOKEN", token)
 	kb := newKB(t, token)
 	marker := "600.8" + randMarker()
 	combine := `import os, glob, subprocess

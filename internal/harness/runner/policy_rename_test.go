@@ -19,7 +19,6 @@ import (
 // recorded), and its other tool still answers.
 func TestCodeModePolicyHoldsWhenTheServerAndTheAgentAreRenamed(t *testing.T) {
 	f := newFixture(t)
-	t.Setenv("TF_TEST_KB_TOKEN", "tok")
 	kb := newKB(t, "tok")
 	path := filepath.Join(t.TempDir(), "policy.json")
 	if err := os.WriteFile(path, []byte(`{"rules": [
