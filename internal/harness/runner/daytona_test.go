@@ -305,10 +305,7 @@ func TestDaytonaVolumeInTheWorkspaceAcrossSessions(t *testing.T) {
 			"model": harnesstest.Script(steps...), "sandbox": harnesstest.Sandbox("dtenv", 15, 60, 120),
 		})
 		r := f.runner(t, agent)
-		sid, err := r.NewSession(ctx, harnesstest.Owner)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sid := ownerSession(t, r)
 		return r, sid
 	}
 	writer, ws := session("writer",

@@ -270,10 +270,7 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "net")
-	sid, err := r.NewSession(ctx, harnesstest.Owner)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sid := ownerSession(t, r)
 	mustRun(t, r, sid, "go")
 	res := results(t, f.env.Store, sid)
 	if len(res) != 3 {
@@ -440,10 +437,7 @@ func TestHarnessKilledWithEgressResumesThroughANewProxy(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "crashnet")
-	sid, err := r.NewSession(ctx, harnesstest.Owner)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sid := ownerSession(t, r)
 	caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
 	must(t, os.WriteFile(caFile, f.up.caPEM, 0o600))
 	bin, err := os.Executable()

@@ -76,11 +76,7 @@ func (f *fixture) session(t testing.TB, agent string, spec harnesstest.AgentSpec
 	t.Helper()
 	harnesstest.AddAgent(t, f.env.Store, agent, "default", spec)
 	r := f.runner(t, agent)
-	sid, err := r.NewSession(context.Background(), harnesstest.Owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r, sid
+	return r, ownerSession(t, r)
 }
 
 // scripted is session for an agent whose model plays turns, with a sandbox on the
@@ -91,6 +87,16 @@ func (f *fixture) scripted(t testing.TB, agent string, turns ...map[string]any) 
 		"model":   harnesstest.Script(turns...),
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
+}
+
+// ownerSession is a new session of r's agent for the test owner.
+func ownerSession(t testing.TB, r *runner.Runner) string {
+	t.Helper()
+	sid, err := r.NewSession(context.Background(), harnesstest.Owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sid
 }
 
 func exec(cmd string) map[string]any {

@@ -84,10 +84,7 @@ func TestLocalSandboxLabelsAndCIDRs(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
 	})
 	r := f.runner(t, "cidr")
-	sid, err := r.NewSession(ctx, harnesstest.Owner)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sid := ownerSession(t, r)
 	mustRun(t, r, sid, "go")
 	got := lastResult(t, f.env.Store, sid)
 	if !strings.Contains(got, "403") || !strings.Contains(got, "not_allowed") || !strings.Contains(got, "hello from") {

@@ -20,10 +20,7 @@ func TestDaytonaSkillsLoadedOnDemand(t *testing.T) {
 	dir, sk, blob := greetSkill(t, "v1")
 	addSkilledAgent(t, f.st, "dtenv", sk, blob)
 	r := f.runner(t, "skilled")
-	sid, err := r.NewSession(ctx, harnesstest.Owner)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sid := ownerSession(t, r)
 	mustRun(t, r, sid, "What is the capital of France?")
 	mustRun(t, r, sid, "What can you do?")
 	if n := f.requests(); n != 0 {

@@ -105,10 +105,7 @@ func TestSkillsLoadedOnDemand(t *testing.T) {
 	dir, sk, blob := greetSkill(t, "v1")
 	addSkilledAgent(t, st, "default", sk, blob)
 	r := f.runner(t, "skilled")
-	sid, err := r.NewSession(ctx, harnesstest.Owner)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sid := ownerSession(t, r)
 
 	// The list is in the tool's description, built from the spec alone.
 	var desc string
@@ -195,7 +192,6 @@ func TestSkillsLoadedOnDemand(t *testing.T) {
 // provisions nothing.
 func TestLoadSkillRefusalsProvisionNothing(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	st := f.env.Store
 	_, sk, _ := greetSkill(t, "v1")
 	old := agentspec.Skill{Name: "legacy", Path: "/srv/skills/legacy"}
@@ -209,10 +205,7 @@ func TestLoadSkillRefusalsProvisionNothing(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("default", 15, 60, 120), "skills": []agentspec.Skill{sk, old},
 	})
 	r := f.runner(t, "skilled")
-	sid, err := r.NewSession(ctx, harnesstest.Owner)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sid := ownerSession(t, r)
 	mustRun(t, r, sid, "Load things.")
 	got := resultOf(t, st, sid, tools.NameLoadSkill)
 	for i, want := range []string{`no skill "nope"; this agent's skills are: greet, legacy`, "run terraform apply", "no longer in the control plane"} {

@@ -223,10 +223,7 @@ func TestDaytonaVolumeSharedBetweenSessions(t *testing.T) {
 			"sandbox": harnesstest.Sandbox("dtenv", 15, 60, 120),
 		})
 		r := f.runner(t, agent)
-		sid, err := r.NewSession(ctx, harnesstest.Owner)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sid := ownerSession(t, r)
 		mustRun(t, r, sid, "go")
 		out := lastResult(t, f.st, sid)
 		return sid, out
