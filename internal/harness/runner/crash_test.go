@@ -29,6 +29,27 @@ import (
 // runHelper), so a test can kill -9 a real harness mid-turn.
 const helperEnv = "TRUEFORGE_HARNESS_TEST_HELPER"
 
+// checkResumedAfterCrash checks session sid after its harness died in a turn's tool call
+// (the "crashy" agent's) and another turn ran: its runs are the interrupted one then a
+// completed one, its first tool result is the synthetic interrupted result of the call
+// that dangled, and the second turn read the file the first wrote before the crash, so
+// the sandbox kept it. It returns the runs.
+func checkResumedAfterCrash(t *testing.T, st *store.Store, sid string) []store.Run {
+	t.Helper()
+	runs, _ := st.Runs(context.Background(), sid)
+	if len(runs) != 2 || runs[0].Status != store.RunInterrupted || runs[1].Status != store.RunCompleted {
+		t.Fatalf("runs %+v; want interrupted then completed", runs)
+	}
+	res := results(t, st, sid)
+	if len(res) != 2 || res[0]["is_error"] != true || !strings.Contains(res[0]["text"].(string), "interrupted") {
+		t.Fatalf("dangling call result %v; want a synthetic interrupted error first", res)
+	}
+	if !strings.Contains(res[1]["text"].(string), "before") {
+		t.Fatalf("the sandbox lost its files with the harness that died: %q", res[1]["text"])
+	}
+	return runs
+}
+
 func TestMain(m *testing.M) {
 	backends.ReexecMain() // the local backend re-executes this test binary as its helpers
 	if os.Getenv(helperEnv) != "" {
@@ -140,17 +161,7 @@ func TestHarnessKilledMidTurnResumesSession(t *testing.T) {
 	if len(interrupted) != 1 {
 		t.Fatalf("%d run_interrupted events; want 1", len(interrupted))
 	}
-	runs, _ := f.env.Store.Runs(context.Background(), sid)
-	if len(runs) != 2 || runs[0].Status != store.RunInterrupted || runs[1].Status != store.RunCompleted {
-		t.Fatalf("runs %+v; want interrupted then completed", runs)
-	}
-	res := results(t, f.env.Store, sid)
-	if len(res) != 2 || res[0]["is_error"] != true || !strings.Contains(res[0]["text"].(string), "interrupted") {
-		t.Fatalf("dangling call result %v; want a synthetic interrupted error", res)
-	}
-	if !strings.Contains(res[1]["text"].(string), "before") {
-		t.Fatalf("the sandbox lost its files across the harness crash: %q", res[1]["text"])
-	}
+	checkResumedAfterCrash(t, f.env.Store, sid)
 	// The busy mark of the dead harness does not pin the sandbox.
 	rec, _ := f.env.Store.GetSessionSandbox(context.Background(), sid)
 	if rec.ActiveExecs != 0 {
