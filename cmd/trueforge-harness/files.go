@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 	"github.com/trueforge/terraform-provider-trueforge/internal/termsafe"
@@ -76,25 +75,17 @@ func newFilesCmd(g *globals) *cobra.Command {
 			a, err := h.store.GetArtifact(ctx, s.ID, tools.CleanPath(args[1]))
 			switch {
 			case err == nil:
-				if time.Now().After(a.ExpiresAt) {
-					return fmt.Errorf("the offer of %s expired at %s", a.Path, a.ExpiresAt.UTC().Format(time.RFC3339))
-				}
-				sum := sha256.Sum256(a.Content)
-				if hex.EncodeToString(sum[:]) != a.SHA256 {
-					return fmt.Errorf("artifact %s does not match its recorded sha256 %s: refusing to hand it out", a.Path, a.SHA256)
+				if _, err := sessions.CheckOffer(a, time.Now(), 0); err != nil {
+					return err
 				}
 				data = a.Content
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d bytes, sha256 %s verified, classified %s, from snapshot %s\n", a.Path, a.Size, a.SHA256, a.Classification, a.SnapshotID)
 			case errors.Is(err, store.ErrNotFound):
-				rec, err := h.store.GetSessionSandbox(ctx, s.ID)
+				rec, err := sessions.Sandbox(ctx, h.store, s.ID)
 				if err != nil {
 					return fmt.Errorf("%s was not offered for download and session %s has no sandbox", args[1], s.ID)
 				}
-				p, err := h.store.GetSandboxProvider(ctx, rec.Provider)
-				if err != nil {
-					return err
-				}
-				rt, err := h.runtimes.Runtime(ctx, p)
+				rt, err := sessions.Runtime(ctx, h.store, h.runtimes, rec)
 				if err != nil {
 					return err
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -62,8 +63,8 @@ func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, err
 			ManifestDigest: a.ManifestDigest, SessionInstalls: packagesOf(a.SessionInstalls)})
 	}
 	ws := &doc.Workspace
-	rec, err := h.store.GetSessionSandbox(ctx, s.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	rec, err := sessions.Sandbox(ctx, h.store, s.ID)
+	if errors.Is(err, sessions.ErrNoSandbox) {
 		ws.Reason = "no sandbox was ever provisioned for this session"
 		return doc, nil
 	}
@@ -71,15 +72,13 @@ func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, err
 		return doc, err
 	}
 	ws.Sandbox, ws.State = rec.SandboxID, rec.State
-	if rec.State == store.SandboxStateDeleted || rec.State == store.SandboxStateArchived {
+	// One changing state is still tried: it may well be listed, and the reason says so
+	// when it is not.
+	if err := sessions.Readable(rec.State); errors.Is(err, sessions.ErrSandboxDeleted) || errors.Is(err, sessions.ErrSandboxArchived) {
 		ws.Reason = "the sandbox is " + rec.State + "; its files are not listed without resuming it"
 		return doc, nil
 	}
-	p, err := h.store.GetSandboxProvider(ctx, rec.Provider)
-	if err != nil {
-		return doc, err
-	}
-	rt, err := h.runtimes.Runtime(ctx, p)
+	rt, err := sessions.Runtime(ctx, h.store, h.runtimes, rec)
 	if err != nil {
 		return doc, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -171,11 +173,9 @@ func (g *globals) openSession(ctx context.Context, cmd *cobra.Command, id string
 	if err != nil {
 		return nil, store.Session{}, err
 	}
-	s, err := h.store.GetSession(ctx, id)
-	if err == nil {
-		err = h.checkOwner(s)
-	}
+	s, err := sessions.Get(ctx, h.store, id, h.caller(), false)
 	if err != nil {
+		err = h.checkOwner(s, err)
 		h.close()
 		return nil, store.Session{}, err
 	}
@@ -188,26 +188,31 @@ func (h *harness) session(ctx context.Context, r *runner.Runner, id string) (str
 	if id == "" {
 		return r.NewSession(ctx, h.me)
 	}
-	s, err := h.store.GetSession(ctx, id)
-	if err != nil {
+	s, err := sessions.Get(ctx, h.store, id, h.caller(), false)
+	switch {
+	case errors.Is(err, sessions.ErrNotOwner):
+		return "", h.checkOwner(s, err)
+	case err != nil:
 		return "", fmt.Errorf("--session %s: %w (list sessions with `trueforge-harness sessions list`)", id, err)
-	}
-	if err := h.checkOwner(s); err != nil {
-		return "", err
 	}
 	return id, nil
 }
 
-// checkOwner refuses to touch another owner's session: a session id is not authorization.
-func (h *harness) checkOwner(s store.Session) error {
-	if s.Owner != h.me {
-		how := "--owner or TRUEFORGE_OWNER"
-		if h.store.Shared() {
-			how = "connect as its role in --database-url"
-		}
-		return fmt.Errorf("session %s belongs to %q, not to you (%q); run as its owner (%s)", s.ID, s.Owner, h.me, how)
+// caller is who the CLI acts for: h.me, with no admin's reach (the CLI's user owns the
+// database or its role, and sees only its own sessions).
+func (h *harness) caller() sessions.Caller { return sessions.Caller{Name: h.me} }
+
+// checkOwner is err from sessions.Get, said as the CLI says it when s is another
+// owner's (sessions.ErrNotOwner): a session id is not authorization.
+func (h *harness) checkOwner(s store.Session, err error) error {
+	if !errors.Is(err, sessions.ErrNotOwner) {
+		return err
 	}
-	return nil
+	how := "--owner or TRUEFORGE_OWNER"
+	if h.store.Shared() {
+		how = "connect as its role in --database-url"
+	}
+	return fmt.Errorf("session %s belongs to %q, not to you (%q); run as its owner (%s)", s.ID, s.Owner, h.me, how)
 }
 
 type runFlags struct {

@@ -21,7 +21,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 		Short: "List sessions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
-			ss, err := h.store.ListSessions(ctx, h.me, agent)
+			ss, err := sessions.List(ctx, h.store, h.caller(), false, agent)
 			if err != nil {
 				return err
 			}
@@ -78,8 +78,12 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			d, err := sessions.Show(ctx, h.store, s.ID)
+			if err != nil {
+				return err
+			}
 			if showOut == outputJSON {
-				return showJSON(ctx, out, h, s, evs)
+				return showJSON(out, s, d, evs)
 			}
 			if jsonOut {
 				for _, e := range evs {
@@ -93,7 +97,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				label = "REPLAY of a scripted model, not a live model"
 			}
 			fmt.Fprintf(out, "session %s · agent %s · owner %s · %s · tokens %d in / %d out\n", s.ID, s.Agent, s.Owner, label, s.InputTokens, s.OutputTokens)
-			if rec, err := h.store.GetSessionSandbox(ctx, s.ID); err == nil {
+			if rec := d.Sandbox; rec != nil {
 				fmt.Fprintf(out, "sandbox %s: %s, snapshot %s, environment %s, generation %d, last used %s\n",
 					rec.SandboxID, rec.State, rec.SnapshotID, rec.Environment, rec.Generation, rec.LastUsedAt.UTC().Format(time.RFC3339))
 				if len(rec.Uncertain) > 0 {
@@ -102,8 +106,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 			} else {
 				fmt.Fprintln(out, "sandbox: none provisioned")
 			}
-			runs, _ := h.store.Runs(ctx, s.ID)
-			for _, r := range runs {
+			for _, r := range d.Runs {
 				fmt.Fprintf(out, "run %s: %s %s\n", r.ID, r.Status, r.Detail)
 			}
 			fmt.Fprintln(out)

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -77,16 +77,12 @@ func sandboxRow(r store.SessionSandbox) *sandboxJSON {
 		Provider: r.Provider, Generation: r.Generation, LastUsedAt: r.LastUsedAt.UTC(), ActiveExecs: r.ActiveExecs, Uncertain: unc}
 }
 
-func showJSON(ctx context.Context, w io.Writer, h *harness, s store.Session, evs []store.Event) error {
+func showJSON(w io.Writer, s store.Session, d sessions.Detail, evs []store.Event) error {
 	doc := sessionShowJSON{sessionJSON: sessionRow(s), Runs: []runJSON{}, Events: make([]eventJSON, 0, len(evs))}
-	if rec, err := h.store.GetSessionSandbox(ctx, s.ID); err == nil {
-		doc.Sandbox = sandboxRow(rec)
+	if d.Sandbox != nil {
+		doc.Sandbox = sandboxRow(*d.Sandbox)
 	}
-	runs, err := h.store.Runs(ctx, s.ID)
-	if err != nil {
-		return err
-	}
-	for _, r := range runs {
+	for _, r := range d.Runs {
 		j := runJSON{ID: r.ID, Status: r.Status, Detail: r.Detail, StartedAt: r.StartedAt.UTC()}
 		if !r.EndedAt.IsZero() {
 			t := r.EndedAt.UTC()

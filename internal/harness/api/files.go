@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/manifest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -158,30 +159,25 @@ func fileURL(sessionID, p string) string {
 // sandbox that is gone or archived is not read (reading never provisions or resumes).
 func (s *Server) sandboxRuntime(r *http.Request, ss store.Session) (store.SessionSandbox, sandbox.Runtime, error) {
 	ctx := r.Context()
-	rec, err := s.cfg.Store.GetSessionSandbox(ctx, ss.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	rec, err := sessions.Sandbox(ctx, s.cfg.Store, ss.ID)
+	if errors.Is(err, sessions.ErrNoSandbox) {
 		return rec, nil, errorf(http.StatusNotFound, CodeNoSandbox, "session %s has no sandbox: no turn has needed one yet", ss.ID)
 	}
 	if err != nil {
 		return rec, nil, err
 	}
-	switch rec.State {
-	case store.SandboxStateRunning, store.SandboxStateStopped:
-	case store.SandboxStateDeleted:
+	switch err := sessions.Readable(rec.State); {
+	case errors.Is(err, sessions.ErrSandboxDeleted):
 		return rec, nil, errorf(http.StatusNotFound, CodeNoSandbox, "the sandbox of session %s was deleted after being idle; its files are gone (offered files stay downloadable until they expire)", ss.ID)
-	case store.SandboxStateArchived:
+	case errors.Is(err, sessions.ErrSandboxArchived):
 		return rec, nil, errorf(http.StatusConflict, CodeSandboxArchived, "the sandbox of session %s is archived; its files are read again once a turn resumes it", ss.ID)
-	default:
+	case err != nil:
 		return rec, nil, errorf(http.StatusConflict, CodeNoSandbox, "the sandbox of session %s is %s; try again after the next turn", ss.ID, rec.State)
 	}
 	if s.cfg.Runtimes == nil {
 		return rec, nil, errorf(http.StatusNotFound, CodeNoSandbox, "this harness reads no sandboxes")
 	}
-	p, err := s.cfg.Store.GetSandboxProvider(ctx, rec.Provider)
-	if err != nil {
-		return rec, nil, fmt.Errorf("sandbox provider %q of session %s: %w", rec.Provider, ss.ID, err)
-	}
-	rt, err := s.cfg.Runtimes.Runtime(ctx, p)
+	rt, err := sessions.Runtime(ctx, s.cfg.Store, s.cfg.Runtimes, rec)
 	return rec, rt, err
 }
 
@@ -271,16 +267,17 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) erro
 	if !offered {
 		return errorf(http.StatusNotFound, CodeNotOffered, "%s was not offered for download in session %s (ask with ?workspace=1 for a file of the sandbox)", p, ss.ID)
 	}
-	if now := s.cfg.Now(); !now.Before(a.ExpiresAt) {
+	sum, err := sessions.CheckOffer(a, s.cfg.Now(), MaxDownloadBytes)
+	switch {
+	case errors.Is(err, sessions.ErrOfferExpired):
 		return errorf(http.StatusGone, CodeExpired, "the offer of %s expired at %s", p, a.ExpiresAt.UTC().Format(time.RFC3339))
-	}
-	if int64(len(a.Content)) > MaxDownloadBytes {
+	case errors.Is(err, sandbox.ErrTooLarge):
 		return errorf(http.StatusUnprocessableEntity, CodeFileTooLarge, "%s holds %d bytes, over the download cap of %d", p, len(a.Content), MaxDownloadBytes)
-	}
-	sum := sha256.Sum256(a.Content)
-	if hex.EncodeToString(sum[:]) != a.SHA256 || int64(len(a.Content)) != a.Size {
+	case errors.Is(err, sessions.ErrDigestMismatch):
 		s.log.Warn("an offered file does not match its recorded digest", "session", ss.ID, "path", p, "recorded", a.SHA256)
 		return errorf(http.StatusConflict, CodeDigestMismatch, "%s no longer matches the sha256 recorded when it was offered (%s): refusing to hand it out", p, a.SHA256)
+	case err != nil:
+		return err
 	}
 	s.sendFile(w, p, a.Content, sum, provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID,
 		sourceEvent: a.SourceEvent, expires: a.ExpiresAt})

@@ -217,18 +217,17 @@ func (s *Server) ownSession(r *http.Request, c *caller) (store.Session, error) {
 // sessionFor reads session {id} for the caller; with adminToo an admin gets any user's.
 func (s *Server) sessionFor(r *http.Request, c *caller, adminToo bool) (store.Session, error) {
 	id := r.PathValue("id")
-	ss, err := s.cfg.Store.GetSession(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	ss, err := sessions.Get(r.Context(), s.cfg.Store, id, c.session(), adminToo)
+	// Another user's is the same answer as a missing session: no existence oracle.
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, sessions.ErrNotOwner) {
 		return store.Session{}, notFound("session " + quote(id))
 	}
-	if err != nil {
-		return store.Session{}, err
-	}
-	if ss.Owner != c.user.Name && !(adminToo && c.user.Admin) {
-		// The same answer as a missing session: no existence oracle.
-		return store.Session{}, notFound("session " + quote(id))
-	}
-	return ss, nil
+	return ss, err
+}
+
+// session is the caller as the sessions service knows it.
+func (c *caller) session() sessions.Caller {
+	return sessions.Caller{Name: c.user.Name, Admin: c.user.Admin}
 }
 
 // createRequest is POST /api/v1/sessions's body.
@@ -284,14 +283,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c *caller
 // listSessions lists the caller's sessions, newest first; ?all=1 lists everyone's (admins
 // only); ?agent= keeps one agent's.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c *caller) error {
-	owner := c.user.Name
-	if all := r.URL.Query().Get("all"); all != "" && all != "0" && all != "false" {
-		if !c.user.Admin {
-			return errorf(http.StatusForbidden, CodeAdminOnly, "only an admin may list every user's sessions (?all=1)")
-		}
-		owner = ""
+	all := r.URL.Query().Get("all")
+	ss, err := sessions.List(r.Context(), s.cfg.Store, c.session(), all != "" && all != "0" && all != "false", r.URL.Query().Get("agent"))
+	if errors.Is(err, sessions.ErrAdminOnly) {
+		return errorf(http.StatusForbidden, CodeAdminOnly, "only an admin may list every user's sessions (?all=1)")
 	}
-	ss, err := s.cfg.Store.ListSessions(r.Context(), owner, r.URL.Query().Get("agent"))
 	if err != nil {
 		return err
 	}
@@ -310,35 +306,22 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c *caller) e
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
-	j := sessionOf(ss)
-	running := false
-	if run, err := s.cfg.Store.RunningRun(ctx, ss.ID); err == nil {
-		running, j.RunID = true, run.ID
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	j.Running = &running
-	last, err := s.lastSeq(ctx, ss.ID)
+	d, err := sessions.Show(r.Context(), s.cfg.Store, ss.ID)
 	if err != nil {
 		return err
 	}
-	j.LastSeq = &last
-	if rec, err := s.cfg.Store.GetSessionSandbox(ctx, ss.ID); err == nil {
+	j := sessionOf(ss)
+	running := d.Running != nil
+	if running {
+		j.RunID = d.Running.ID
+	}
+	j.Running, j.LastSeq = &running, &d.LastSeq
+	if rec := d.Sandbox; rec != nil {
 		j.Sandbox = &sandboxJSON{ID: rec.SandboxID, State: rec.State, Environment: rec.Environment, SnapshotID: rec.SnapshotID,
 			Generation: rec.Generation, LastUsedAt: rec.LastUsedAt.UTC()}
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
 	}
 	writeJSON(w, http.StatusOK, j)
 	return nil
-}
-
-// lastSeq is the seq of a session's last event (0 for none).
-func (s *Server) lastSeq(ctx context.Context, sessionID string) (int64, error) {
-	var n int64
-	err := s.cfg.Store.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?`, sessionID).Scan(&n)
-	return n, err
 }
 
 // deleteSession deletes a session with its sandbox, artifacts and log, as `sessions
@@ -493,20 +476,14 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) er
 		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": lr.id, "where": "this replica"})
 		return nil
 	}
-	ctx := r.Context()
-	run, err := s.cfg.Store.RunningRun(ctx, ss.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		return errorf(http.StatusConflict, CodeNotRunning, "session %s has no running turn to cancel", ss.ID)
-	}
-	if err != nil {
-		return err
-	}
-	ok, err := s.cfg.Store.RequestCancel(ctx, run.ID)
-	if err != nil {
-		return err
-	}
-	if !ok {
+	run, err := sessions.Cancel(r.Context(), s.cfg.Store, ss.ID)
+	switch {
+	case errors.Is(err, sessions.ErrNotRunning) && run.ID != "":
 		return errorf(http.StatusConflict, CodeNotRunning, "session %s has no running turn to cancel (run %s just ended)", ss.ID, run.ID)
+	case errors.Is(err, sessions.ErrNotRunning):
+		return errorf(http.StatusConflict, CodeNotRunning, "session %s has no running turn to cancel", ss.ID)
+	case err != nil:
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"run_id": run.ID, "where": "another process (" + run.Owner + "); it cancels at its next heartbeat"})
 	return nil

@@ -1,5 +1,8 @@
-// Package sessions is what the CLI (trueforge-harness sessions) and the HTTP API do to a
-// session in the same way, written once so that the two never drift apart.
+// Package sessions is what the CLI (trueforge-harness sessions, files) and the HTTP API
+// do to a session in the same way: who may see it, list it, show it, delete it, cancel
+// its turn and read its files. Each decision and store call is written once here, so
+// the two never drift apart; the callers keep only their own printing, JSON and status
+// codes, which they choose by the sentinel errors below.
 package sessions
 
 import (
@@ -11,6 +14,104 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
+
+var (
+	// ErrNotOwner is a session of another user than the caller's.
+	ErrNotOwner = errors.New("the session belongs to another user")
+	// ErrAdminOnly is a list of every user's sessions asked by a caller who is no admin.
+	ErrAdminOnly = errors.New("only an admin may list every user's sessions")
+	// ErrNotRunning is a cancel of a session with no running turn.
+	ErrNotRunning = errors.New("the session has no running turn")
+)
+
+// Caller is who asks: a user, and whether that user is an admin.
+type Caller struct {
+	Name  string
+	Admin bool
+}
+
+// Get reads session id for c. Another user's session is ErrNotOwner (wrapped), unless
+// adminToo and c is an admin; the session is returned with that error so that the
+// caller may say whose it is (the API does not: there it is a 404 like a missing one).
+func Get(ctx context.Context, st *store.Store, id string, c Caller, adminToo bool) (store.Session, error) {
+	s, err := st.GetSession(ctx, id)
+	if err != nil {
+		return store.Session{}, err
+	}
+	if s.Owner != c.Name && !(adminToo && c.Admin) {
+		return s, fmt.Errorf("session %s belongs to %q, not to %q: %w", s.ID, s.Owner, c.Name, ErrNotOwner)
+	}
+	return s, nil
+}
+
+// List is c's sessions, newest first, of one agent unless agent is ""; with all,
+// every user's, which only an admin may list (else ErrAdminOnly).
+func List(ctx context.Context, st *store.Store, c Caller, all bool, agent string) ([]store.Session, error) {
+	owner := c.Name
+	if all {
+		if !c.Admin {
+			return nil, ErrAdminOnly
+		}
+		owner = ""
+	}
+	return st.ListSessions(ctx, owner, agent)
+}
+
+// Detail is what showing one session tells beyond its row.
+type Detail struct {
+	// Sandbox is the session's sandbox record; nil when none was ever provisioned.
+	Sandbox *store.SessionSandbox
+	// Running is the session's running turn; nil when none runs.
+	Running *store.Run
+	// Runs are all its turns, oldest first.
+	Runs []store.Run
+	// LastSeq is the seq of its last event (0 for none).
+	LastSeq int64
+}
+
+// Show reads the detail of session id.
+func Show(ctx context.Context, st *store.Store, id string) (Detail, error) {
+	var d Detail
+	if rec, err := st.GetSessionSandbox(ctx, id); err == nil {
+		d.Sandbox = &rec
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return d, err
+	}
+	if run, err := st.RunningRun(ctx, id); err == nil {
+		d.Running = &run
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return d, err
+	}
+	runs, err := st.Runs(ctx, id)
+	if err != nil {
+		return d, err
+	}
+	d.Runs = runs
+	err = st.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM session_events WHERE session_id = ?`, id).Scan(&d.LastSeq)
+	return d, err
+}
+
+// Cancel asks the running turn of session id to end, through its run's row: the
+// process running it reads that at its next heartbeat (within
+// runner.DefaultHeartbeatEvery). No running turn is ErrNotRunning (wrapped), also when
+// the turn ended just before the ask; the run is returned with it in that case.
+func Cancel(ctx context.Context, st *store.Store, id string) (store.Run, error) {
+	run, err := st.RunningRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Run{}, fmt.Errorf("session %s: %w", id, ErrNotRunning)
+	}
+	if err != nil {
+		return store.Run{}, err
+	}
+	ok, err := st.RequestCancel(ctx, run.ID)
+	if err != nil {
+		return store.Run{}, err
+	}
+	if !ok {
+		return run, fmt.Errorf("session %s: run %s just ended: %w", id, run.ID, ErrNotRunning)
+	}
+	return run, nil
+}
 
 // Delete deletes session id: its sandbox (when sandboxes is not nil), then its rows,
 // events and artifacts. Not under a live run: its harness would go on writing to a
