@@ -60,7 +60,7 @@ func WorkspacePath(p string) (string, error) {
 	if path.IsAbs(p) {
 		c := path.Clean(p)
 		if c != WorkspaceDir && !strings.HasPrefix(c, WorkspaceDir+"/") {
-			return "", fmt.Errorf("path %q is outside %s", p, WorkspaceDir)
+			return "", fmt.Errorf("path %q is %w", p, ErrOutsideWorkspace)
 		}
 		p = strings.TrimPrefix(strings.TrimPrefix(c, WorkspaceDir), "/")
 	}

@@ -42,6 +42,9 @@ var (
 	// followed), a directory, a FIFO or a device, possibly swapped in while the call was
 	// opening it. It is the caller's request that fails, not the runtime.
 	ErrNotRegular = errors.New("not a regular file")
+	// ErrOutsideWorkspace: a file call named an absolute path outside WorkspaceDir,
+	// which file operations never reach (WorkspacePath).
+	ErrOutsideWorkspace = errors.New("outside " + WorkspaceDir)
 	// ErrLost: the sandbox vanished or its processes died underneath a call (crash,
 	// out-of-band delete). The caller may recreate it; files may be gone.
 	ErrLost = errors.New("sandbox lost")
