@@ -254,11 +254,7 @@ type APIKey struct {
 // API-key strategy, so a JWT fails authentication and gets 401 "Invalid credentials",
 // apps/api/src/auth/global-auth.guard.ts:62-65, v0.190; the controller's 403 is never reached).
 func (c *Client) CurrentAPIKey(ctx context.Context) (*APIKey, error) {
-	var k APIKey
-	if _, err := c.do(ctx, c.api(http.MethodGet, "/api-keys/current"), &k); err != nil {
-		return nil, err
-	}
-	return &k, nil
+	return call[APIKey](ctx, c, c.api(http.MethodGet, "/api-keys/current"))
 }
 
 // Missing returns the permissions in need that the key does not hold, in the order given.
@@ -289,15 +285,32 @@ func (c *Client) RequirePermissions(ctx context.Context, need ...string) (*APIKe
 	return k, nil
 }
 
-// walkCursor collects every item of a cursor-paginated list, starting at cursor. fetch
-// returns one page's items and the next cursor, which is empty on the last page.
-func walkCursor[T any](cursor string, fetch func(cursor string) ([]T, string, error)) ([]T, error) {
+// call sends r and decodes its answer into a new T: the shape of every call that
+// answers with one object.
+func call[T any](ctx context.Context, c *Client, r *request) (*T, error) {
+	var v T
+	if _, err := c.do(ctx, r, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// page is one page of a cursor-paginated list: its items and the next cursor, which is
+// empty on the last page.
+type page[T any] interface {
+	page() ([]T, string)
+}
+
+// walkCursor collects every item of a cursor-paginated list, starting at cursor. list
+// reads the page at a cursor.
+func walkCursor[T any, P page[T]](cursor string, list func(cursor string) (P, error)) ([]T, error) {
 	var all []T
 	for {
-		items, next, err := fetch(cursor)
+		p, err := list(cursor)
 		if err != nil {
 			return nil, err
 		}
+		items, next := p.page()
 		all = append(all, items...)
 		if next == "" {
 			return all, nil

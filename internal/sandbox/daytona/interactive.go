@@ -334,41 +334,14 @@ func (r *Runtime) execSession(ctx context.Context, id string, sb *Sandbox, req s
 
 	out := newLogStream(end, req.OutputCap, req.Stdout)
 	errOut := newLogStream(end, req.OutputCap, req.Stderr)
-	finish := func() {
-		res.Duration = time.Since(start)
-		var t bool
-		res.Stdout, res.Truncated = out.buf.Bytes()
-		res.Stderr, t = errOut.buf.Bytes()
-		res.Truncated = res.Truncated || t
-	}
+	e := commandEnd{res: &res, start: start, out: out, errOut: errOut}
 	code, perr := s.poll(runCtx, out, errOut)
-	switch {
-	case perr == nil:
+	if perr == nil {
 		res.ExitCode = code
-		finish()
+		e.finish()
 		return res, nil
-	case ctx.Err() != nil:
-		// Cancelled: stop the command first; output it printed since the last poll
-		// is not fetched.
-		derr := deleteSession()
-		finish()
-		return res, errors.Join(ctx.Err(), derr)
-	case runCtx.Err() != nil:
-		// Timed out: what it printed until now, then kill it.
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalLogsWait)
-		if logs, err := r.C.SessionCommandLogs(lctx, sb, s.sid, s.cmdID); err == nil {
-			out.update(logs.Stdout, true)
-			errOut.update(logs.Stderr, true)
-		}
-		cancel()
-		derr := deleteSession()
-		finish()
-		res.ExitCode, res.TimedOut, res.Limit = 124, true, sandbox.LimitTimeout
-		return res, derr
 	}
-	derr := deleteSession()
-	finish()
-	return res, r.sessionErr(ctx, id, s.sid, perr, derr)
+	return r.endFailed(ctx, runCtx, id, sb, s.sid, s.cmdID, e, perr, deleteSession)
 }
 
 // poll delivers the command's output until it exits and returns its exit code; an error

@@ -69,13 +69,7 @@ func (r *Runtime) execPlain(ctx context.Context, id string, sb *Sandbox, req san
 	}
 	out := newLogStream(end, req.OutputCap, req.Stdout)
 	errOut := newLogStream(end, req.OutputCap, req.Stderr)
-	finish := func() {
-		res.Duration = time.Since(start)
-		var t bool
-		res.Stdout, res.Truncated = out.buf.Bytes()
-		res.Stderr, t = errOut.buf.Bytes()
-		res.Truncated = res.Truncated || t
-	}
+	e := commandEnd{res: &res, start: start, out: out, errOut: errOut}
 	kill := func() error {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionTimeout)
 		defer cancel()
@@ -86,38 +80,62 @@ func (r *Runtime) execPlain(ctx context.Context, id string, sb *Sandbox, req san
 	}
 	stream := req.Stdout != nil || req.Stderr != nil
 	code, logged, free, perr := r.pollPlain(runCtx, sb, s.id, cmdID, start, stream, out, errOut)
-	switch {
-	case perr == nil:
+	if perr == nil {
 		res.ExitCode = code
-		finish()
+		e.finish()
 		if free {
 			s.uses++
 			s.log += logged
 			r.putSession(ctx, id, sb, s)
 		}
 		return res, nil
+	}
+	return r.endFailed(ctx, runCtx, id, sb, s.id, cmdID, e, perr, kill)
+}
+
+// commandEnd is what a session command's result is made of once it ends: its output
+// so far and when it started.
+type commandEnd struct {
+	res         *sandbox.ExecResult
+	start       time.Time
+	out, errOut *logStream
+}
+
+// finish puts the duration and the kept output into the result.
+func (e commandEnd) finish() {
+	e.res.Duration = time.Since(e.start)
+	var t bool
+	e.res.Stdout, e.res.Truncated = e.out.buf.Bytes()
+	e.res.Stderr, t = e.errOut.buf.Bytes()
+	e.res.Truncated = e.res.Truncated || t
+}
+
+// endFailed ends session command cmdID of session sid, whose polling failed with perr,
+// for the plain and the interactive exec alike: kill deletes the session (and with it
+// the command). Cancelled (ctx), the command is stopped first and the output it printed
+// since the last read is not fetched; timed out (runCtx), what it printed until now is
+// fetched, then it is killed (exit 124); else the session's error (sessionErr).
+func (r *Runtime) endFailed(ctx, runCtx context.Context, id string, sb *Sandbox, sid, cmdID string, e commandEnd, perr error, kill func() error) (sandbox.ExecResult, error) {
+	switch {
 	case ctx.Err() != nil:
-		// Cancelled: stop the command first; output it printed since the last read
-		// is not fetched.
 		derr := kill()
-		finish()
-		return res, errors.Join(ctx.Err(), derr)
+		e.finish()
+		return *e.res, errors.Join(ctx.Err(), derr)
 	case runCtx.Err() != nil:
-		// Timed out: what it printed until now, then kill it.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalLogsWait)
-		if logs, err := r.C.SessionCommandLogs(lctx, sb, s.id, cmdID); err == nil {
-			out.update(logs.Stdout, true)
-			errOut.update(logs.Stderr, true)
+		if logs, err := r.C.SessionCommandLogs(lctx, sb, sid, cmdID); err == nil {
+			e.out.update(logs.Stdout, true)
+			e.errOut.update(logs.Stderr, true)
 		}
 		cancel()
 		derr := kill()
-		finish()
-		res.ExitCode, res.TimedOut, res.Limit = 124, true, sandbox.LimitTimeout
-		return res, derr
+		e.finish()
+		e.res.ExitCode, e.res.TimedOut, e.res.Limit = 124, true, sandbox.LimitTimeout
+		return *e.res, derr
 	}
 	derr := kill()
-	finish()
-	return res, r.sessionErr(ctx, id, s.id, perr, derr)
+	e.finish()
+	return *e.res, r.sessionErr(ctx, id, sid, perr, derr)
 }
 
 // sessionErr is the error of a session command whose polling failed with perr, after

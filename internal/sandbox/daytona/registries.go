@@ -51,20 +51,12 @@ type UpdateDockerRegistryRequest struct {
 
 // CreateDockerRegistry sends POST /docker-registry (needs write:registries).
 func (c *Client) CreateDockerRegistry(ctx context.Context, req CreateDockerRegistryRequest) (*DockerRegistry, error) {
-	var d DockerRegistry
-	if _, err := c.do(ctx, &request{method: http.MethodPost, url: c.baseURL + "/docker-registry", body: req}, &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return call[DockerRegistry](ctx, c, &request{method: http.MethodPost, url: c.baseURL + "/docker-registry", body: req})
 }
 
 // GetDockerRegistry sends GET /docker-registry/{id}.
 func (c *Client) GetDockerRegistry(ctx context.Context, id string) (*DockerRegistry, error) {
-	var d DockerRegistry
-	if _, err := c.do(ctx, c.api(http.MethodGet, "/docker-registry/%s", esc(id)), &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return call[DockerRegistry](ctx, c, c.api(http.MethodGet, "/docker-registry/%s", esc(id)))
 }
 
 // ListDockerRegistries sends GET /docker-registry (the organization's registries).
@@ -81,11 +73,7 @@ func (c *Client) ListDockerRegistries(ctx context.Context) ([]DockerRegistry, er
 func (c *Client) UpdateDockerRegistry(ctx context.Context, id string, req UpdateDockerRegistryRequest) (*DockerRegistry, error) {
 	r := c.api(http.MethodPatch, "/docker-registry/%s", esc(id))
 	r.body, r.idempotent = req, true
-	var d DockerRegistry
-	if _, err := c.do(ctx, r, &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return call[DockerRegistry](ctx, c, r)
 }
 
 // DeleteDockerRegistry sends DELETE /docker-registry/{id} (needs delete:registries).

@@ -94,11 +94,7 @@ func (c *Client) CreateSandbox(ctx context.Context, req CreateSandboxRequest) (*
 
 // GetSandbox reads a sandbox by id or name (404 once destroyed).
 func (c *Client) GetSandbox(ctx context.Context, idOrName string) (*Sandbox, error) {
-	var s Sandbox
-	if _, err := c.do(ctx, c.api(http.MethodGet, "/sandbox/%s", esc(idOrName)), &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Sandbox](ctx, c, c.api(http.MethodGet, "/sandbox/%s", esc(idOrName)))
 }
 
 // SandboxListOptions is the query of GET /sandbox (cursor pagination; limit 1..200).
@@ -132,31 +128,21 @@ func (c *Client) ListSandboxes(ctx context.Context, o SandboxListOptions) (*Sand
 	for _, s := range o.States {
 		r.query.Add("states[]", s)
 	}
-	var p SandboxPage
-	if _, err := c.do(ctx, r, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return call[SandboxPage](ctx, c, r)
 }
 
 // AllSandboxes walks every page.
 func (c *Client) AllSandboxes(ctx context.Context, o SandboxListOptions) ([]Sandbox, error) {
-	return walkCursor(o.Cursor, func(cursor string) ([]Sandbox, string, error) {
+	return walkCursor[Sandbox](o.Cursor, func(cursor string) (*SandboxPage, error) {
 		o.Cursor = cursor
-		p, err := c.ListSandboxes(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return p.Items, p.NextCursor, nil
+		return c.ListSandboxes(ctx, o)
 	})
 }
 
+func (p *SandboxPage) page() ([]Sandbox, string) { return p.Items, p.NextCursor }
+
 func (c *Client) lifecycle(ctx context.Context, r *request) (*Sandbox, error) {
-	var s Sandbox
-	if _, err := c.do(ctx, r, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Sandbox](ctx, c, r)
 }
 
 // StartSandbox starts a stopped or archived sandbox (a no-op if started). The answer has a

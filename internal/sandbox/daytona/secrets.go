@@ -47,20 +47,12 @@ type UpdateSecretRequest struct {
 
 // CreateSecret sends POST /secret (needs manage:secrets; 409 on a duplicate name).
 func (c *Client) CreateSecret(ctx context.Context, req CreateSecretRequest) (*Secret, error) {
-	var s Secret
-	if _, err := c.do(ctx, &request{method: http.MethodPost, url: c.baseURL + "/secret", body: req}, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Secret](ctx, c, &request{method: http.MethodPost, url: c.baseURL + "/secret", body: req})
 }
 
 // GetSecret reads a secret's metadata.
 func (c *Client) GetSecret(ctx context.Context, id string) (*Secret, error) {
-	var s Secret
-	if _, err := c.do(ctx, c.api(http.MethodGet, "/secret/%s", esc(id)), &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Secret](ctx, c, c.api(http.MethodGet, "/secret/%s", esc(id)))
 }
 
 // SecretListOptions is the query of GET /secret/paginated.
@@ -89,35 +81,25 @@ func (c *Client) ListSecrets(ctx context.Context, o SecretListOptions) (*SecretP
 	setIf(r.query, "name", o.Name)
 	setIf(r.query, "sort", o.Sort)
 	setIf(r.query, "order", o.Order)
-	var p SecretPage
-	if _, err := c.do(ctx, r, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return call[SecretPage](ctx, c, r)
 }
 
 // AllSecrets walks every page.
 func (c *Client) AllSecrets(ctx context.Context, o SecretListOptions) ([]Secret, error) {
-	return walkCursor(o.Cursor, func(cursor string) ([]Secret, string, error) {
+	return walkCursor[Secret](o.Cursor, func(cursor string) (*SecretPage, error) {
 		o.Cursor = cursor
-		p, err := c.ListSecrets(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return p.Items, p.NextCursor, nil
+		return c.ListSecrets(ctx, o)
 	})
 }
+
+func (p *SecretPage) page() ([]Secret, string) { return p.Items, p.NextCursor }
 
 // UpdateSecret sends PATCH /secret/{id} (rotation, hosts). Repeating it has the same effect,
 // so it is retried like an idempotent call.
 func (c *Client) UpdateSecret(ctx context.Context, id string, req UpdateSecretRequest) (*Secret, error) {
 	r := c.api(http.MethodPatch, "/secret/%s", esc(id))
 	r.body, r.idempotent = req, true
-	var s Secret
-	if _, err := c.do(ctx, r, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Secret](ctx, c, r)
 }
 
 // DeleteSecret sends DELETE /secret/{id}.

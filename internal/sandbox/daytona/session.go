@@ -107,11 +107,7 @@ func (c *Client) GetSession(ctx context.Context, sb *Sandbox, id string) (*Sessi
 	if err != nil {
 		return nil, err
 	}
-	var s Session
-	if _, err := c.do(ctx, r, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Session](ctx, c, r)
 }
 
 // ListSessions lists the sandbox's sessions (GET /process/session).
@@ -171,11 +167,7 @@ func (c *Client) SessionCommand(ctx context.Context, sb *Sandbox, sessionID, cmd
 	if err != nil {
 		return nil, err
 	}
-	var out SessionCommand
-	if _, err := c.do(ctx, r, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[SessionCommand](ctx, c, r)
 }
 
 // SessionCommandLogs reads a command's whole log so far (GET .../command/{cmdId}/logs).

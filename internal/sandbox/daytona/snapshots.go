@@ -74,20 +74,12 @@ func (s *Snapshot) Terminal() bool {
 // CreateSnapshot sends POST /snapshots (200 SnapshotDto; 409 on a duplicate name). It is not
 // retried after a 5xx: a retry could meet its own snapshot as a duplicate.
 func (c *Client) CreateSnapshot(ctx context.Context, req CreateSnapshotRequest) (*Snapshot, error) {
-	var s Snapshot
-	if _, err := c.do(ctx, &request{method: http.MethodPost, url: c.baseURL + "/snapshots", body: req}, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Snapshot](ctx, c, &request{method: http.MethodPost, url: c.baseURL + "/snapshots", body: req})
 }
 
 // GetSnapshot reads a snapshot by UUID or name.
 func (c *Client) GetSnapshot(ctx context.Context, idOrName string) (*Snapshot, error) {
-	var s Snapshot
-	if _, err := c.do(ctx, c.api(http.MethodGet, "/snapshots/%s", esc(idOrName)), &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Snapshot](ctx, c, c.api(http.MethodGet, "/snapshots/%s", esc(idOrName)))
 }
 
 // SnapshotListOptions are the query of GET /snapshots (page numbers from 1; limit <= 200).
@@ -118,11 +110,7 @@ func (c *Client) ListSnapshots(ctx context.Context, o SnapshotListOptions) (*Sna
 	setIf(r.query, "name", o.Name)
 	setIf(r.query, "sort", o.Sort)
 	setIf(r.query, "order", o.Order)
-	var p SnapshotPage
-	if _, err := c.do(ctx, r, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return call[SnapshotPage](ctx, c, r)
 }
 
 // AllSnapshots walks every page of GET /snapshots.
@@ -151,11 +139,7 @@ func (c *Client) DeleteSnapshot(ctx context.Context, id string) error {
 func (c *Client) ActivateSnapshot(ctx context.Context, id string) (*Snapshot, error) {
 	r := c.api(http.MethodPost, "/snapshots/%s/activate", esc(id))
 	r.idempotent = true
-	var s Snapshot
-	if _, err := c.do(ctx, r, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Snapshot](ctx, c, r)
 }
 
 // SnapshotBuildLogsURL returns the URL of a snapshot's build log (GET

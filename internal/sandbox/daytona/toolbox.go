@@ -140,11 +140,7 @@ func (c *Client) StatFile(ctx context.Context, sb *Sandbox, path string) (*FileI
 	if err != nil {
 		return nil, err
 	}
-	var out FileInfo
-	if _, err := c.do(ctx, &request{method: http.MethodGet, url: u, query: url.Values{"path": {path}}, idempotent: true}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[FileInfo](ctx, c, &request{method: http.MethodGet, url: u, query: url.Values{"path": {path}}, idempotent: true})
 }
 
 // SetFileMode sets a file's permission bits (POST /files/permissions?path&mode, mode as

@@ -63,20 +63,12 @@ func (c *Client) CreateVolume(ctx context.Context, name string) (*Volume, error)
 
 // GetVolume sends GET /volumes/{volumeId} (needs read:volumes).
 func (c *Client) GetVolume(ctx context.Context, id string) (*Volume, error) {
-	var v Volume
-	if _, err := c.do(ctx, c.api(http.MethodGet, "/volumes/%s", esc(id)), &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return call[Volume](ctx, c, c.api(http.MethodGet, "/volumes/%s", esc(id)))
 }
 
 // GetVolumeByName sends GET /volumes/by-name/{name}; deleted volumes are not found.
 func (c *Client) GetVolumeByName(ctx context.Context, name string) (*Volume, error) {
-	var v Volume
-	if _, err := c.do(ctx, c.api(http.MethodGet, "/volumes/by-name/%s", esc(name)), &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return call[Volume](ctx, c, c.api(http.MethodGet, "/volumes/by-name/%s", esc(name)))
 }
 
 // DeleteVolume sends DELETE /volumes/{volumeId} (needs delete:volumes; 409 while in
