@@ -1,10 +1,7 @@
 package local
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,29 +153,14 @@ type meta struct {
 }
 
 func (b *Builder) readMeta(id string) (meta, error) {
-	var m meta
 	if err := validID(id); err != nil {
-		return m, err
+		return meta{}, err
 	}
-	data, err := os.ReadFile(filepath.Join(b.snapDir(id), "meta.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return m, fmt.Errorf("snapshot %s: %w", id, sandbox.ErrNotFound)
-	}
-	if err != nil {
-		return m, fmt.Errorf("read metadata of snapshot %s: %w", id, err)
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return m, fmt.Errorf("parse metadata of snapshot %s: %w", id, err)
-	}
-	return m, nil
+	return readJSONFile[meta](filepath.Join(b.snapDir(id), "meta.json"), "metadata", "snapshot "+id)
 }
 
 func writeMeta(dir string, m meta) error {
-	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(dir, "meta.json"), append(data, '\n'), 0o600)
+	return writeJSONFile(filepath.Join(dir, "meta.json"), m)
 }
 
 func (b *Builder) isReady(id string) bool {

@@ -1,11 +1,15 @@
 package local
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // writeFileAtomic writes a file under a temporary name and renames it into place, so a
@@ -27,6 +31,34 @@ func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
 		_ = os.Remove(tmp)
 	}
 	return err
+}
+
+// readJSONFile reads the noun (metadata, state) that file records about what (a
+// snapshot's or a sandbox's, "snapshot ID"): sandbox.ErrNotFound (wrapped) when the
+// file is missing, as when what does not exist.
+func readJSONFile[T any](file, noun, what string) (T, error) {
+	var v T
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return v, fmt.Errorf("%s: %w", what, sandbox.ErrNotFound)
+	}
+	if err != nil {
+		return v, fmt.Errorf("read %s of %s: %w", noun, what, err)
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return v, fmt.Errorf("parse %s of %s: %w", noun, what, err)
+	}
+	return v, nil
+}
+
+// writeJSONFile records v in file, indented, readable by the runtime's user only and
+// atomically (writeFileAtomic), for readJSONFile.
+func writeJSONFile(file string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(file, append(data, '\n'), 0o600)
 }
 
 // removeAll removes a tree that may contain directories without owner permissions: an

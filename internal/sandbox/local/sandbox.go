@@ -4,7 +4,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -341,29 +340,14 @@ func checkLabels(labels map[string]string) error {
 }
 
 func writeRecord(dir string, rec record) error {
-	data, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(dir, "state.json"), append(data, '\n'), 0o600)
+	return writeJSONFile(filepath.Join(dir, "state.json"), rec)
 }
 
 func (r *Runtime) readRecord(id string) (record, error) {
-	var rec record
 	if err := validID(id); err != nil {
-		return rec, err
+		return record{}, err
 	}
-	data, err := os.ReadFile(filepath.Join(r.dir(id), "state.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return rec, fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
-	}
-	if err != nil {
-		return rec, err
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return rec, fmt.Errorf("parse state of sandbox %s: %w", id, err)
-	}
-	return rec, nil
+	return readJSONFile[record](filepath.Join(r.dir(id), "state.json"), "state", "sandbox "+id)
 }
 
 // Get returns what is recorded about a sandbox.
