@@ -245,6 +245,26 @@ type FileInfo struct {
 	ModTime time.Time
 }
 
+// FileType names the type of a file as the file calls and their callers say it: file,
+// dir, symlink, fifo, socket, device or other.
+func FileType(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "dir"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "fifo"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "other"
+}
+
 // Runtime runs sandboxes. File paths are inside the sandbox's workspace, given either
 // relative to it or as /workspace/...; nothing outside it is reachable through them.
 type Runtime interface {

@@ -201,27 +201,9 @@ func (s *Server) listWorkspace(r *http.Request, ss store.Session) (*workspaceJSO
 	}
 	ws := &workspaceJSON{SandboxID: rec.SandboxID, State: rec.State, Dir: dir, Entries: []workspaceFile{}}
 	for _, f := range list {
-		ws.Entries = append(ws.Entries, workspaceFile{Path: f.Path, Type: fileType(f.Mode), Size: f.Size, ModTime: f.ModTime.UTC()})
+		ws.Entries = append(ws.Entries, workspaceFile{Path: f.Path, Type: sandbox.FileType(f.Mode), Size: f.Size, ModTime: f.ModTime.UTC()})
 	}
 	return ws, nil
-}
-
-func fileType(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "file"
-	case m.IsDir():
-		return "dir"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "fifo"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "other"
 }
 
 // cleanFilePath is a workspace-relative path as artifacts are recorded (tools.CleanPath),
@@ -335,7 +317,7 @@ func (s *Server) getWorkspaceFile(w http.ResponseWriter, r *http.Request, ss sto
 }
 
 func describeType(m fs.FileMode) string {
-	switch t := fileType(m); t {
+	switch t := sandbox.FileType(m); t {
 	case "dir":
 		return "directory"
 	case "fifo":

@@ -378,18 +378,15 @@ func leadsOut(root *os.Root, rel string) bool {
 	return false
 }
 
+// kind names what a file that is not regular is, for a refusal.
 func kind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m.IsDir():
+	switch t := sandbox.FileType(m); t {
+	case "dir":
 		return "directory"
-	case m&fs.ModeNamedPipe != 0:
+	case "fifo":
 		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
+	case "symlink", "socket", "device":
+		return t
 	}
 	return "special file"
 }
