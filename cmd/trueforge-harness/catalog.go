@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -121,16 +122,10 @@ func newAgentsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if listOut == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), as)
-			}
-			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "AGENT\tMODEL\tSANDBOX\tENVIRONMENT\tCODE MODE\tSKILLS\tDESCRIPTION")
-			for _, a := range as {
+			return printList(cmd.OutOrStdout(), listOut, as, "AGENT\tMODEL\tSANDBOX\tENVIRONMENT\tCODE MODE\tSKILLS\tDESCRIPTION", func(tw io.Writer, a agentJSON) {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, strings.TrimSuffix(a.ModelProvider+" "+a.Model, " "), onOff(a.Sandbox),
 					orDash(a.Environment), onOff(a.CodeMode), orDash(strings.Join(a.Skills, ",")), clip(firstLine(a.Description), 60))
-			}
-			return tw.Flush()
+			})
 		}),
 	}
 	addOutputFlag(list, &listOut, "")
@@ -194,15 +189,9 @@ func newEnvironmentsCmd(g *globals) *cobra.Command {
 				list = append(list, environmentJSON{Name: e.Name, Provider: e.Provider, Owner: e.Owner, Status: status,
 					Snapshot: e.SnapshotID, Image: e.Image, CPU: e.CPU, MemoryGB: e.MemoryGB, DiskGB: e.DiskGB})
 			}
-			if out == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), list)
-			}
-			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "ENVIRONMENT\tPROVIDER\tSTATUS\tSNAPSHOT\tOWNER")
-			for _, e := range list {
+			return printList(cmd.OutOrStdout(), out, list, "ENVIRONMENT\tPROVIDER\tSTATUS\tSNAPSHOT\tOWNER", func(tw io.Writer, e environmentJSON) {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, e.Provider, e.Status, orDash(e.Snapshot), e.Owner)
-			}
-			return tw.Flush()
+			})
 		}),
 	}
 	addOutputFlag(list, &out, "")

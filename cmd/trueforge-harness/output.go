@@ -49,3 +49,18 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// printList is how a list command prints its rows: one JSON array with -o json (o),
+// else a table of header and a line of each row, which line writes (tab-separated
+// cells, newline-ended).
+func printList[T any](w io.Writer, o outputFormat, rows []T, header string, line func(tw io.Writer, row T)) error {
+	if o == outputJSON {
+		return writeJSON(w, rows)
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		line(tw, r)
+	}
+	return tw.Flush()
+}

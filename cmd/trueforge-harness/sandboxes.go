@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,20 +38,14 @@ func newSandboxesCmd(g *globals) *cobra.Command {
 				rows = append(rows, &sandboxJSON{ID: o.info.ID, Session: o.info.Labels[lifecycle.LabelSession], State: o.info.Status,
 					Snapshot: o.info.SnapshotID, Environment: o.info.Labels[lifecycle.LabelEnvironment], Uncertain: []string{}, Orphan: true})
 			}
-			if listOut == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), rows)
-			}
-			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "SANDBOX\tSESSION\tSTATE\tSNAPSHOT\tENVIRONMENT\tPROVIDER\tLAST USED\tBUSY")
-			for _, r := range rows {
+			return printList(cmd.OutOrStdout(), listOut, rows, "SANDBOX\tSESSION\tSTATE\tSNAPSHOT\tENVIRONMENT\tPROVIDER\tLAST USED\tBUSY", func(tw io.Writer, r *sandboxJSON) {
 				if r.Orphan {
 					fmt.Fprintf(tw, "%s\t%s\t%s (orphan)\t%s\t\t\t\t\n", r.ID, r.Session, r.State, r.Snapshot)
-					continue
+					return
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Session, r.State, r.Snapshot, r.Environment, r.Provider,
 					r.LastUsedAt.Format(time.RFC3339), r.ActiveExecs)
-			}
-			return tw.Flush()
+			})
 		}),
 	}
 	addOutputFlag(list, &listOut, "")

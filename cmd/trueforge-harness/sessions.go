@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,12 +34,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 				}
 				rows = append(rows, r)
 			}
-			if listOut == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), rows)
-			}
-			tw := newTable(cmd.OutOrStdout())
-			fmt.Fprintln(tw, "SESSION\tAGENT\tMODEL\tCREATED\tTOKENS IN/OUT\tSANDBOX")
-			for _, r := range rows {
+			return printList(cmd.OutOrStdout(), listOut, rows, "SESSION\tAGENT\tMODEL\tCREATED\tTOKENS IN/OUT\tSANDBOX", func(tw io.Writer, r sessionJSON) {
 				sb := "none"
 				if r.Sandbox != nil {
 					sb = r.Sandbox.State + " " + r.Sandbox.ID
@@ -48,8 +44,7 @@ func newSessionsCmd(g *globals) *cobra.Command {
 					m = "replay"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.ID, r.Agent, m, r.CreatedAt.Format(time.RFC3339), r.InputTokens, r.OutputTokens, sb)
-			}
-			return tw.Flush()
+			})
 		}),
 	}
 	list.Flags().StringVar(&agent, "agent", "", "only this agent's sessions")

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"text/tabwriter"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,32 +91,23 @@ func newUsersCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if output == outputJSON {
-				type userJSON struct {
-					Name           string    `json:"name"`
-					Admin          bool      `json:"admin"`
-					CreatedAt      time.Time `json:"created_at"`
-					TokenRotatedAt time.Time `json:"token_rotated_at"`
-				}
-				list := make([]userJSON, 0, len(users))
-				for _, u := range users {
-					list = append(list, userJSON{u.Name, u.Admin, u.CreatedAt.UTC(), u.TokenRotatedAt.UTC()})
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
+			type userJSON struct {
+				Name           string    `json:"name"`
+				Admin          bool      `json:"admin"`
+				CreatedAt      time.Time `json:"created_at"`
+				TokenRotatedAt time.Time `json:"token_rotated_at"`
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tADMIN\tCREATED\tTOKEN ROTATED")
+			list := make([]userJSON, 0, len(users))
 			for _, u := range users {
+				list = append(list, userJSON{u.Name, u.Admin, u.CreatedAt.UTC(), u.TokenRotatedAt.UTC()})
+			}
+			return printList(cmd.OutOrStdout(), output, list, "NAME\tADMIN\tCREATED\tTOKEN ROTATED", func(tw io.Writer, u userJSON) {
 				adm := "no"
 				if u.Admin {
 					adm = "yes"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, adm, u.CreatedAt.UTC().Format(time.RFC3339), u.TokenRotatedAt.UTC().Format(time.RFC3339))
-			}
-			return tw.Flush()
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, adm, u.CreatedAt.Format(time.RFC3339), u.TokenRotatedAt.Format(time.RFC3339))
+			})
 		}),
 	}
 	addOutputFlag(list, &output, "")
