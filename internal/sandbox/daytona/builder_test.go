@@ -55,9 +55,7 @@ func TestDockerfileRunsScriptAsRoot(t *testing.T) {
 
 func TestBuildToReadyAndReuse(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, _, ctx, b := setupBuilder(t)
 
 	rel, err := b.PrepareRelease(ctx)
 	if err != nil {
@@ -75,10 +73,7 @@ func TestBuildToReadyAndReuse(t *testing.T) {
 
 	req := buildReq("echo hello > /etc/motd")
 	req.Base = rel
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("state %+v", st)
 	}
 	df := srv.SnapshotDockerfile(req.ID)
@@ -97,10 +92,7 @@ func TestBuildToReadyAndReuse(t *testing.T) {
 
 	// Inactive: StartBuild re-activates instead of rebuilding.
 	srv.DeactivateSnapshot(req.ID)
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("state %+v", st)
 	}
 	if a, p := srv.Count("POST /snapshots/{id}/activate"), srv.Count("POST /snapshots"); a != 1 || p != 0 {
@@ -122,16 +114,11 @@ func TestBuildToReadyAndReuse(t *testing.T) {
 
 func TestBuildFailed(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, _, ctx, b := setupBuilder(t)
 
 	req := buildReq("make all")
 	srv.FailNextBuild("Build failed: make: *** [all] Error 2", "step 2/2: make all\nmake: *** [all] Error 2")
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	st := waitBuild(t, ctx, b, req.ID)
+	st := build(t, ctx, b, req)
 	if st.Status != sandbox.StatusFailed || st.Reason != "Build failed: make: *** [all] Error 2" {
 		t.Fatalf("state %+v", st)
 	}
@@ -141,10 +128,7 @@ func TestBuildFailed(t *testing.T) {
 
 	// A rerun deletes the failed snapshot and builds again.
 	srv.ResetCounts()
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("rebuild %+v", st)
 	}
 	if d, p := srv.Count("DELETE /snapshots/{id}"), srv.Count("POST /snapshots"); d != 1 || p != 1 {
@@ -153,19 +137,14 @@ func TestBuildFailed(t *testing.T) {
 
 	// The marker in the build script fails the build too.
 	req2 := buildReq("echo " + daytonatest.DefaultFailMarker)
-	if err := b.StartBuild(ctx, req2); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req2.ID); st.Status != sandbox.StatusFailed || st.Reason == "" {
+	if st := build(t, ctx, b, req2); st.Status != sandbox.StatusFailed || st.Reason == "" {
 		t.Fatalf("marker build %+v", st)
 	}
 }
 
 func TestBuilderNotFoundAndDelete(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t, daytonatest.WithRemovalDelay(30*time.Millisecond))
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, c, ctx, b := setupBuilder(t, daytonatest.WithRemovalDelay(30*time.Millisecond))
 	if _, err := b.BuildState(ctx, "snap-missing"); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Fatalf("want ErrNotFound, got %v", err)
 	}
@@ -199,16 +178,11 @@ func TestBuilderNotFoundAndDelete(t *testing.T) {
 
 func TestBuildSurvivesFaults(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, _, ctx, b := setupBuilder(t)
 	req := buildReq("true")
 	srv.InjectFaults("GET /snapshots/{id}", 3, 503)
 	srv.InjectFaults("POST /snapshots", 1, 429)
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("state %+v", st)
 	}
 	if n := srv.Count("POST /snapshots"); n != 2 {

@@ -44,16 +44,11 @@ func writeContext(t *testing.T, files map[string]string) (string, string) {
 // refuses `entrypoint` next to `buildInfo`), which the snapshot then reports.
 func TestBuildCarriesGPUAndEntrypoint(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, c, ctx, b := setupBuilder(t)
 	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: "true", GPU: 1, GPUType: "H100",
 		Entrypoint: []string{"/usr/local/bin/serve", "--port", "8080"}}
 	req := specReq(spec, "")
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("build: %+v", st)
 	}
 	in, ok := srv.SnapshotInputs(req.ID)
@@ -93,17 +88,12 @@ func TestBuildGPUTypeUnavailable(t *testing.T) {
 // upload; a folder changed after the plan is refused.
 func TestBuildContextUploadedOncePerHash(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, _, ctx, b := setupBuilder(t)
 	dir, hash := writeContext(t, map[string]string{"app.txt": "v1\n", "lib/util.sh": "echo util\n"})
 	build := func(dockerfile, dir, hash string) string {
 		t.Helper()
 		req := specReq(sandbox.SnapshotSpec{Dockerfile: dockerfile, ContextHash: hash}, dir)
-		if err := b.StartBuild(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-		if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 			t.Fatalf("build: %+v", st)
 		}
 		return req.ID
@@ -147,19 +137,14 @@ func TestBuildContextUploadedOncePerHash(t *testing.T) {
 // files and its RUN's effects.
 func TestDockerfileBuildSandboxSeesRun(t *testing.T) {
 	t.Parallel()
-	_, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	_, c, ctx, b := setupBuilder(t)
 	dir, hash := writeContext(t, map[string]string{"app.txt": "from the context\n"})
 	// Relative paths are Docker's, from the WORKDIR; files put in /workspace as root are
 	// the sandbox user's afterwards (withWorkspace), so the agent can change them.
 	spec := sandbox.SnapshotSpec{Dockerfile: "# comment\nFROM platform\nWORKDIR /workspace\nCOPY app.txt app.txt\n" +
 		"RUN cat app.txt > copied.txt && \\\n    echo ran > /workspace/from-run.txt\n", ContextHash: hash}
 	req := specReq(spec, dir)
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("build: %+v", st)
 	}
 	zero := 0
@@ -181,14 +166,9 @@ func TestDockerfileBuildSandboxSeesRun(t *testing.T) {
 // never uploaded, fail the build as Daytona's runner fails it.
 func TestDockerfileBuildFailures(t *testing.T) {
 	t.Parallel()
-	_, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	_, c, ctx, b := setupBuilder(t)
 	req := specReq(sandbox.SnapshotSpec{Dockerfile: "FROM example.invalid/nothing:1\nRUN true\n"}, "")
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusFailed || !strings.Contains(st.Reason, "pull access denied for example.invalid/nothing:1") {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusFailed || !strings.Contains(st.Reason, "pull access denied for example.invalid/nothing:1") {
 		t.Fatalf("unknown base: %+v", st)
 	}
 	if _, err := c.CreateSnapshot(ctx, daytona.CreateSnapshotRequest{Name: "no-context",
@@ -278,14 +258,9 @@ func TestCheckEnvironmentBuildInputs(t *testing.T) {
 // and its idle stop deletes it instead of keeping a GPU allocated while it is stopped.
 func TestGPUSandboxesAreEphemeral(t *testing.T) {
 	t.Parallel()
-	_, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	_, c, ctx, b := setupBuilder(t)
 	req := specReq(sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: "true", GPU: 1, GPUType: "H100"}, "")
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("build: %+v", st)
 	}
 	rt := &daytona.Runtime{C: c}
@@ -316,16 +291,11 @@ func TestGPUSandboxesAreEphemeral(t *testing.T) {
 // FROM platform replaced) is what builds; the context's other files are still there.
 func TestContextDockerfileDoesNotReplaceTheEnvironments(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, c, ctx, b := setupBuilder(t)
 	df := "FROM platform\nCOPY app.txt /workspace/app.txt\n"
 	dir, hash := writeContext(t, map[string]string{"Dockerfile": df, "app.txt": "from the context\n"})
 	req := specReq(sandbox.SnapshotSpec{Dockerfile: df, ContextHash: hash}, dir)
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("a build whose context holds its Dockerfile: %+v", st)
 	}
 	if srv.HasContext(hash) {

@@ -17,14 +17,9 @@ import (
 // Dockerfile (no USER lines) the emulator fails this build as Docker would.
 func TestBuildScriptRunsAsRootOnThePlatformImage(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, _, ctx, b := setupBuilder(t)
 	req := buildReq("apt-get install -y jq\nmkdir -p /usr/local/share/x\necho x > /etc/x\n")
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("a root-only build_script on the platform image: %+v", st)
 	}
 	in, ok := srv.SnapshotInputs(req.ID)
@@ -38,9 +33,7 @@ func TestBuildScriptRunsAsRootOnThePlatformImage(t *testing.T) {
 // the platform image's user unless the final stage sets a USER of its own.
 func TestPlatformDockerfileRunsAsRoot(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, _, ctx, b := setupBuilder(t)
 	// Every build ends by making the workspace its user's (issue 24 M1): with a RUN as
 	// root when the Dockerfile says who the user is, and a WORKDIR in any case.
 	ws := func(user string) string {
@@ -60,10 +53,7 @@ func TestPlatformDockerfileRunsAsRoot(t *testing.T) {
 			"FROM " + daytona.DefaultReleaseImage + " AS b\nUSER root\nRUN true\nFROM ubuntu:24.04\nRUN apt-get install -y jq\n" + ws("")},
 	} {
 		req := specReq(sandbox.SnapshotSpec{Dockerfile: tc.dockerfile}, "")
-		if err := b.StartBuild(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-		if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 			t.Errorf("%q: want ready, got %+v", tc.dockerfile, st)
 			continue
 		}

@@ -54,6 +54,22 @@ func waitBuild(t testing.TB, ctx context.Context, b *daytona.Builder, id string)
 	}
 }
 
+// setupBuilder is setup with a builder on its client and a context for the test.
+func setupBuilder(t testing.TB, opts ...daytonatest.Option) (*daytonatest.Server, *daytona.Client, context.Context, *daytona.Builder) {
+	t.Helper()
+	srv, c := setup(t, opts...)
+	return srv, c, testCtx(t), daytona.NewBuilder(c)
+}
+
+// build starts req and waits until it leaves Building.
+func build(t testing.TB, ctx context.Context, b *daytona.Builder, req sandbox.BuildRequest) sandbox.BuildState {
+	t.Helper()
+	if err := b.StartBuild(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	return waitBuild(t, ctx, b, req.ID)
+}
+
 func buildReq(script string) sandbox.BuildRequest {
 	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: script}
 	return sandbox.BuildRequest{ID: sandbox.SnapshotID(spec.BuildHash()), Spec: spec, Base: "release"}
@@ -64,10 +80,7 @@ func readySnapshot(t testing.TB, ctx context.Context, c *daytona.Client, script 
 	t.Helper()
 	b := daytona.NewBuilder(c)
 	req := buildReq(script)
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("build: %+v", st)
 	}
 	return req.ID

@@ -191,9 +191,7 @@ func TestS3SignerMatchesAWSExample(t *testing.T) {
 // a new context is listed and uploaded, the same context again only listed.
 func TestContextExistenceIsAListing(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, _, ctx, b := setupBuilder(t)
 	dir, hash := writeContext(t, map[string]string{"app.txt": "v1\n"})
 	for i, df := range []string{"FROM platform\nCOPY app.txt /workspace/app.txt\n", "FROM platform\nCOPY . /workspace/src\n"} {
 		req := specReq(sandbox.SnapshotSpec{Dockerfile: df, ContextHash: hash}, dir)

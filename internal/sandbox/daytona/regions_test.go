@@ -97,10 +97,7 @@ func TestSnapshotsFollowTheTargetRegion(t *testing.T) {
 	// An environment's region wins over the target.
 	spec := sandbox.SnapshotSpec{Image: sandbox.PlatformImage, BuildScript: "echo us", Region: "us"}
 	pinned := sandbox.BuildRequest{ID: sandbox.SnapshotID(spec.BuildHash()), Spec: spec, Base: "release"}
-	if err := b.StartBuild(ctx, pinned); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, pinned.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, pinned); st.Status != sandbox.StatusReady {
 		t.Fatalf("build in us: %+v", st)
 	}
 	if s, err := eu.GetSnapshot(ctx, pinned.ID); err != nil || strings.Join(s.RegionIDs, ",") != "r-us-1" {

@@ -15,9 +15,7 @@ import (
 // building again.
 func TestActivationWaitsOutTheCooldown(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t, daytonatest.WithActivationCooldown(300*time.Millisecond))
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, c, ctx, b := setupBuilder(t, daytonatest.WithActivationCooldown(300*time.Millisecond))
 	req := buildReq("echo cooldown")
 	name := readySnapshot(t, ctx, c, "echo cooldown")
 	srv.DeactivateSnapshot(name) // as Daytona's idle cron does
@@ -38,9 +36,7 @@ func TestActivationWaitsOutTheCooldown(t *testing.T) {
 // delete, no second create.
 func TestInProgressSnapshotIsNotRebuilt(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, c, ctx, b := setupBuilder(t)
 	req := buildReq("echo capturing")
 	readySnapshot(t, ctx, c, "echo capturing")
 	srv.SetSnapshotState(req.ID, daytona.SnapshotSnapshotting)
@@ -61,15 +57,10 @@ func TestInProgressSnapshotIsNotRebuilt(t *testing.T) {
 // has none (404 "has no build info").
 func TestFailedBuildLogFetchedOnce(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t, daytonatest.WithBuildLogsURLDelay(50*time.Millisecond))
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, _, ctx, b := setupBuilder(t, daytonatest.WithBuildLogsURLDelay(50*time.Millisecond))
 	req := buildReq("make all")
 	srv.FailNextBuild("Build failed: exit 2", "step 2/2: make all")
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusFailed || !strings.Contains(st.LogTail, "step 2/2: make all") {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusFailed || !strings.Contains(st.LogTail, "step 2/2: make all") {
 		t.Fatalf("failed build: %+v", st)
 	}
 	for range 3 {

@@ -33,10 +33,7 @@ func TestWriteFileIntoAVolume(t *testing.T) {
 		{"root", sandbox.SnapshotSpec{Image: "ghcr.io/acme/rooted:1"}, true},
 	} {
 		req := specReq(tc.spec, "")
-		if err := b.StartBuild(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-		if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+		if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 			t.Fatalf("build: %+v", st)
 		}
 		id := "vol-" + tc.name

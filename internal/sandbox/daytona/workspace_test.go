@@ -32,10 +32,7 @@ func TestWorkspaceForEveryImageUser(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := specReq(tc.spec, "")
-			if err := b.StartBuild(ctx, req); err != nil {
-				t.Fatal(err)
-			}
-			if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+			if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 				t.Fatalf("build: %+v", st)
 			}
 			if in, _ := srv.SnapshotInputs(req.ID); in.User != tc.user {
@@ -64,9 +61,7 @@ func TestWorkspaceForEveryImageUser(t *testing.T) {
 // replaces it by one whose sandboxes work.
 func TestEmulatorRefusesAWorkspaceTheUserCannotMake(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	ctx := testCtx(t)
-	b := daytona.NewBuilder(c)
+	srv, c, ctx, b := setupBuilder(t)
 	req := buildReq("true")
 	old := daytona.CreateSnapshotRequest{Name: req.ID, BuildInfo: &daytona.BuildInfo{DockerfileContent: "FROM " + daytona.DefaultReleaseImage + "\n"}}
 	if _, err := c.CreateSnapshot(ctx, old); err != nil {
@@ -84,10 +79,7 @@ func TestEmulatorRefusesAWorkspaceTheUserCannotMake(t *testing.T) {
 	if err != nil || st.Status != sandbox.StatusFailed || st.Reason != daytona.OutdatedReason {
 		t.Fatalf("BuildState of the old snapshot: %+v, %v; want Failed with OutdatedReason", st, err)
 	}
-	if err := b.StartBuild(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitBuild(t, ctx, b, req.ID); st.Status != sandbox.StatusReady {
+	if st := build(t, ctx, b, req); st.Status != sandbox.StatusReady {
 		t.Fatalf("rebuild: %+v", st)
 	}
 	if in, _ := srv.SnapshotInputs(req.ID); !strings.Contains(in.Dockerfile, "WORKDIR /workspace") {

@@ -169,19 +169,11 @@ func TestBuildTimeout(t *testing.T) {
 	waitNoProcess(t, "sleep 30.0713")
 }
 
+// waitNoProcess is noProcess for a build's processes, which its end kills: allowed a
+// longer moment to leave, as the build's whole tree is killed.
 func waitNoProcess(t *testing.T, marker string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := processesWith(marker)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes %v (%q) still running", left, marker)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	goneWithin(t, marker, 5*time.Second)
 }
 
 func TestBuildOutlivesCaller(t *testing.T) {

@@ -26,31 +26,41 @@ import (
 // in the sandbox's pid namespace, by pid, init and netd included.
 func sandboxHostUIDs(t *testing.T, r *Runtime, id string) map[string][]string {
 	t.Helper()
-	pid, _, alive := r.keeperAlive(id)
-	if !alive {
-		t.Fatalf("sandbox %s has no keeper", id)
-	}
-	ns := sandboxPidNS(pid)
-	if ns == "" {
-		t.Fatalf("sandbox %s: no pid namespace found", id)
-	}
 	out := map[string][]string{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		if l, err := os.Readlink(d + "/ns/pid"); err != nil || l != ns {
-			continue
-		}
-		data, err := os.ReadFile(d + "/status")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n") {
+	for d, status := range sandboxProcs(t, r, id, true) {
+		for _, line := range strings.Split(status, "\n") {
 			if v, ok := strings.CutPrefix(line, "Uid:"); ok {
 				out[filepath.Base(d)] = strings.Fields(v)
 			}
 		}
 	}
 	return out
+}
+
+// sandboxProcs is the /proc directory and status of every process in the sandbox's pid
+// namespace, read from the host; nsKnown fails the test when that namespace is not
+// found (else there is no process).
+func sandboxProcs(t *testing.T, r *Runtime, id string, nsKnown bool) map[string]string {
+	t.Helper()
+	pid, _, alive := r.keeperAlive(id)
+	if !alive {
+		t.Fatalf("sandbox %s has no keeper", id)
+	}
+	ns := sandboxPidNS(pid)
+	if ns == "" && nsKnown {
+		t.Fatalf("sandbox %s: no pid namespace found", id)
+	}
+	procs := map[string]string{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if l, err := os.Readlink(d + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		if data, err := os.ReadFile(d + "/status"); err == nil {
+			procs[d] = string(data)
+		}
+	}
+	return procs
 }
 
 // wantHostUID is the host uid of an inner uid of a sandbox: its id slot's as root, this
@@ -400,21 +410,8 @@ func requireRoot(t *testing.T, why string) {
 // namespace), read from the host.
 func sandboxInitOOMScore(t *testing.T, r *Runtime, id string) string {
 	t.Helper()
-	pid, _, alive := r.keeperAlive(id)
-	if !alive {
-		t.Fatalf("sandbox %s has no keeper", id)
-	}
-	ns := sandboxPidNS(pid)
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		if l, err := os.Readlink(d + "/ns/pid"); err != nil || l != ns {
-			continue
-		}
-		data, err := os.ReadFile(d + "/status")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(data), "\n") {
+	for d, status := range sandboxProcs(t, r, id, false) {
+		for _, line := range strings.Split(status, "\n") {
 			if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
 				f := strings.Fields(v)
 				if len(f) > 0 && f[len(f)-1] == "1" {
@@ -427,6 +424,6 @@ func sandboxInitOOMScore(t *testing.T, r *Runtime, id string) string {
 			}
 		}
 	}
-	t.Fatalf("sandbox %s: no init found in pid namespace %s", id, ns)
+	t.Fatalf("sandbox %s: no init found in its pid namespace", id)
 	return ""
 }

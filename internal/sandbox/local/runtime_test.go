@@ -82,17 +82,23 @@ func mustSh(t testing.TB, r *Runtime, id, script string) string {
 // returns only once the processes it killed are gone.
 func noProcess(t *testing.T, marker string) {
 	t.Helper()
-	// SIGKILL is sent before Exec returns, but a killed process leaves the process table
-	// only once the kernel has run it to its end, which a loaded machine can delay for a
-	// moment: allow that moment, not more.
-	deadline := time.Now().Add(2 * time.Second)
+	goneWithin(t, marker, 2*time.Second)
+}
+
+// goneWithin fails if a process with marker in its command line is still there after
+// within. SIGKILL is sent before the call returns, but a killed process leaves the
+// process table only once the kernel has run it to its end, which a loaded machine can
+// delay for a moment: allow that moment, not more.
+func goneWithin(t *testing.T, marker string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		pids := processesWith(marker)
 		if len(pids) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("processes with %q still running 2 s after they were killed: %v", marker, pids)
+			t.Fatalf("processes with %q still running %s after they were killed: %v", marker, within, pids)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
