@@ -113,50 +113,40 @@ func orDash(s string) string {
 func newAgentsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "agents", Short: "List the agents this harness can run"}
 	var listOut outputFormat
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the published agents: model, sandbox, environment, Code Mode, skills",
-		Args:  cobra.NoArgs,
-		RunE: g.withStore(func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
-			as, err := listAgents(ctx, st)
-			if err != nil {
-				return err
-			}
-			return printList(cmd.OutOrStdout(), listOut, as, "AGENT\tMODEL\tSANDBOX\tENVIRONMENT\tCODE MODE\tSKILLS\tDESCRIPTION", func(tw io.Writer, a agentJSON) {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, strings.TrimSuffix(a.ModelProvider+" "+a.Model, " "), onOff(a.Sandbox),
-					orDash(a.Environment), onOff(a.CodeMode), orDash(strings.Join(a.Skills, ",")), clip(firstLine(a.Description), 60))
-			})
-		}),
-	}
+	list := g.storeCmd("list", "List the published agents: model, sandbox, environment, Code Mode, skills", cobra.NoArgs, func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
+		as, err := listAgents(ctx, st)
+		if err != nil {
+			return err
+		}
+		return printList(cmd.OutOrStdout(), listOut, as, "AGENT\tMODEL\tSANDBOX\tENVIRONMENT\tCODE MODE\tSKILLS\tDESCRIPTION", func(tw io.Writer, a agentJSON) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, strings.TrimSuffix(a.ModelProvider+" "+a.Model, " "), onOff(a.Sandbox),
+				orDash(a.Environment), onOff(a.CodeMode), orDash(strings.Join(a.Skills, ",")), clip(firstLine(a.Description), 60))
+		})
+	})
 	addOutputFlag(list, &listOut, "")
 	var showOut outputFormat
-	show := &cobra.Command{
-		Use:               "show AGENT",
-		Short:             "Show one published agent",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: g.completeAgents,
-		RunE: g.withStore(func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
-			name := cmd.Flags().Arg(0)
-			row, err := st.GetAgent(ctx, name)
-			if err != nil {
-				return fmt.Errorf("agent %q: %w (list agents with `trueforge-harness agents list`)", name, err)
-			}
-			a := describeAgent(row)
-			if showOut == outputJSON {
-				return writeJSON(cmd.OutOrStdout(), a)
-			}
-			tw := newTable(cmd.OutOrStdout())
-			for _, kv := range [][2]string{
-				{"name", a.Name}, {"description", a.Description}, {"owner", a.Owner},
-				{"model", strings.TrimSuffix(a.ModelProvider+" "+a.Model, " ")}, {"sandbox", onOff(a.Sandbox)},
-				{"environment", orDash(a.Environment)}, {"code_mode", onOff(a.CodeMode)},
-				{"skills", orDash(strings.Join(a.Skills, ", "))}, {"mcp_servers", orDash(strings.Join(a.MCPServers, ", "))},
-			} {
-				fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
-			}
-			return tw.Flush()
-		}),
-	}
+	show := g.storeCmd("show AGENT", "Show one published agent", cobra.ExactArgs(1), func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
+		name := cmd.Flags().Arg(0)
+		row, err := st.GetAgent(ctx, name)
+		if err != nil {
+			return fmt.Errorf("agent %q: %w (list agents with `trueforge-harness agents list`)", name, err)
+		}
+		a := describeAgent(row)
+		if showOut == outputJSON {
+			return writeJSON(cmd.OutOrStdout(), a)
+		}
+		tw := newTable(cmd.OutOrStdout())
+		for _, kv := range [][2]string{
+			{"name", a.Name}, {"description", a.Description}, {"owner", a.Owner},
+			{"model", strings.TrimSuffix(a.ModelProvider+" "+a.Model, " ")}, {"sandbox", onOff(a.Sandbox)},
+			{"environment", orDash(a.Environment)}, {"code_mode", onOff(a.CodeMode)},
+			{"skills", orDash(strings.Join(a.Skills, ", "))}, {"mcp_servers", orDash(strings.Join(a.MCPServers, ", "))},
+		} {
+			fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+		}
+		return tw.Flush()
+	})
+	show.ValidArgsFunction = g.completeAgents
 	addOutputFlag(show, &showOut, "")
 	cmd.AddCommand(list, show)
 	return cmd
@@ -165,35 +155,30 @@ func newAgentsCmd(g *globals) *cobra.Command {
 func newEnvironmentsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "environments", Short: "List the environments agents run their sandboxes from"}
 	var out outputFormat
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List the published environments with their snapshot's status",
-		Args:  cobra.NoArgs,
-		RunE: g.withStore(func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
-			envs, err := st.ListEnvironments(ctx)
-			if err != nil {
-				return err
-			}
-			list := make([]environmentJSON, 0, len(envs))
-			for _, e := range envs {
-				status := "NoSnapshot"
-				if e.SnapshotID != "" {
-					if sn, err := st.GetSnapshot(ctx, e.SnapshotID); err == nil {
-						status = sn.Status
-					} else if errors.Is(err, store.ErrNotFound) {
-						status = "SnapshotMissing"
-					} else {
-						return err
-					}
+	list := g.storeCmd("list", "List the published environments with their snapshot's status", cobra.NoArgs, func(ctx context.Context, cmd *cobra.Command, st *store.Store) error {
+		envs, err := st.ListEnvironments(ctx)
+		if err != nil {
+			return err
+		}
+		list := make([]environmentJSON, 0, len(envs))
+		for _, e := range envs {
+			status := "NoSnapshot"
+			if e.SnapshotID != "" {
+				if sn, err := st.GetSnapshot(ctx, e.SnapshotID); err == nil {
+					status = sn.Status
+				} else if errors.Is(err, store.ErrNotFound) {
+					status = "SnapshotMissing"
+				} else {
+					return err
 				}
-				list = append(list, environmentJSON{Name: e.Name, Provider: e.Provider, Owner: e.Owner, Status: status,
-					Snapshot: e.SnapshotID, Image: e.Image, CPU: e.CPU, MemoryGB: e.MemoryGB, DiskGB: e.DiskGB})
 			}
-			return printList(cmd.OutOrStdout(), out, list, "ENVIRONMENT\tPROVIDER\tSTATUS\tSNAPSHOT\tOWNER", func(tw io.Writer, e environmentJSON) {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, e.Provider, e.Status, orDash(e.Snapshot), e.Owner)
-			})
-		}),
-	}
+			list = append(list, environmentJSON{Name: e.Name, Provider: e.Provider, Owner: e.Owner, Status: status,
+				Snapshot: e.SnapshotID, Image: e.Image, CPU: e.CPU, MemoryGB: e.MemoryGB, DiskGB: e.DiskGB})
+		}
+		return printList(cmd.OutOrStdout(), out, list, "ENVIRONMENT\tPROVIDER\tSTATUS\tSNAPSHOT\tOWNER", func(tw io.Writer, e environmentJSON) {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, e.Provider, e.Status, orDash(e.Snapshot), e.Owner)
+		})
+	})
 	addOutputFlag(list, &out, "")
 	cmd.AddCommand(list)
 	return cmd

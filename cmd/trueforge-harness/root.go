@@ -335,6 +335,12 @@ func (g *globals) withHarness(fn func(ctx context.Context, cmd *cobra.Command, h
 
 // withSession is a command body on the session named by its first argument, which the
 // caller must own; the harness is open while it runs.
+// storeCmd is a command that works on the harness database: use, short and args as
+// cobra takes them, and run with the store open (withStore).
+func (g *globals) storeCmd(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cmd *cobra.Command, st *store.Store) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: args, RunE: g.withStore(run)}
+}
+
 func (g *globals) withSession(fn func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
