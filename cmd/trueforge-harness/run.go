@@ -23,17 +23,19 @@ type talk struct {
 	printer   *printer
 }
 
-// talkCmd is the command body of run and chat. Before calling fn it opens the harness
-// and the runner of the agent named by the first argument, resolves the session (a new
-// one when *sessionID is "", else one the caller owns) and prints its header; it closes
-// the harness after.
-func (g *globals) talkCmd(sessionID *string, f *runFlags, fn func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error) func(*cobra.Command, []string) error {
-	return g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error {
-		r, err := h.runner(ctx, args[0], f)
+// talkCmd makes cmd run or chat: it gets the run flags and --session, and its body
+// opens the harness and the runner of the agent named by the first argument, resolves
+// the session (a new one without --session, else one the caller owns), prints its
+// header and calls fn; it closes the harness after.
+func (g *globals) talkCmd(cmd *cobra.Command, fn func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error) *cobra.Command {
+	var f runFlags
+	var sessionID string
+	cmd.RunE = g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error {
+		r, err := h.runner(ctx, args[0], &f)
 		if err != nil {
 			return err
 		}
-		id, err := h.session(ctx, r, *sessionID)
+		id, err := h.session(ctx, r, sessionID)
 		if err != nil {
 			return err
 		}
@@ -41,12 +43,14 @@ func (g *globals) talkCmd(sessionID *string, f *runFlags, fn func(ctx context.Co
 		p.header(id, r)
 		return fn(ctx, cmd, talk{runner: r, sessionID: id, printer: p}, args)
 	})
+	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
+	_ = cmd.RegisterFlagCompletionFunc("session", g.completeSessionFlag)
+	f.add(cmd)
+	return cmd
 }
 
 func newRunCmd(g *globals) *cobra.Command {
-	var f runFlags
-	var sessionID string
-	cmd := &cobra.Command{
+	return g.talkCmd(&cobra.Command{
 		Use:   "run AGENT PROMPT|-",
 		Short: "Send one message to an agent and stream the turn (Ctrl-C cancels it); PROMPT - reads it from stdin",
 		Args:  cobra.ExactArgs(2),
@@ -67,51 +71,39 @@ func newRunCmd(g *globals) *cobra.Command {
 			return nil
 		},
 		ValidArgsFunction: g.completeAgents,
-		RunE: g.talkCmd(&sessionID, &f, func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error {
-			turnCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
-			defer stop()
-			res, err := t.runner.Run(turnCtx, t.sessionID, args[1], t.printer.event)
-			t.printer.finish()
-			if err != nil {
-				return err
-			}
-			return runExit(res.Status, t.printer)
-		}),
-	}
-	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
-	_ = cmd.RegisterFlagCompletionFunc("session", g.completeSessionFlag)
-	f.add(cmd)
-	return cmd
+	}, func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error {
+		turnCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+		res, err := t.runner.Run(turnCtx, t.sessionID, args[1], t.printer.event)
+		t.printer.finish()
+		if err != nil {
+			return err
+		}
+		return runExit(res.Status, t.printer)
+	})
 }
 
 func newChatCmd(g *globals) *cobra.Command {
-	var f runFlags
-	var sessionID string
-	cmd := &cobra.Command{
+	return g.talkCmd(&cobra.Command{
 		Use:               "chat AGENT",
 		Short:             "Talk to an agent interactively; Ctrl-C cancels the running turn, not the session (Ctrl-D ends)",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: g.completeAgents,
-		RunE: g.talkCmd(&sessionID, &f, func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error {
-			out := cmd.OutOrStdout()
-			sigs := make(chan os.Signal, 1)
-			signal.Notify(sigs, os.Interrupt)
-			defer signal.Stop(sigs)
-			return chatLoop(ctx, cmd.InOrStdin(), out, sigs, func(turnCtx context.Context, line string) error {
-				_, err := t.runner.Run(turnCtx, t.sessionID, line, t.printer.event)
-				t.printer.finish()
-				if errors.Is(err, runner.ErrBusy) {
-					fmt.Fprintln(out, "!", err)
-					return nil
-				}
-				return err
-			})
-		}),
-	}
-	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
-	_ = cmd.RegisterFlagCompletionFunc("session", g.completeSessionFlag)
-	f.add(cmd)
-	return cmd
+	}, func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error {
+		out := cmd.OutOrStdout()
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt)
+		defer signal.Stop(sigs)
+		return chatLoop(ctx, cmd.InOrStdin(), out, sigs, func(turnCtx context.Context, line string) error {
+			_, err := t.runner.Run(turnCtx, t.sessionID, line, t.printer.event)
+			t.printer.finish()
+			if errors.Is(err, runner.ErrBusy) {
+				fmt.Fprintln(out, "!", err)
+				return nil
+			}
+			return err
+		})
+	})
 }
 
 // runExit is the exit status of a run that ended with status, as the printer saw it:
