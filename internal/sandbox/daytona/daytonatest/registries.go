@@ -82,9 +82,7 @@ func (s *Server) RegistryProject(name string) (project string, ok bool) {
 func (s *Server) DeleteRegistryOutOfBand(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(s.vols.registries)
-	s.vols.registries = slices.DeleteFunc(s.vols.registries, func(g *registry) bool { return g.Name == name })
-	return len(s.vols.registries) != n
+	return removeWhere(&s.vols.registries, func(g *registry) bool { return g.Name == name })
 }
 
 // SetRegistryUsername changes a registry's username out of band.
@@ -163,18 +161,16 @@ func (s *Server) listRegistries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getRegistry(w http.ResponseWriter, r *http.Request) {
-	g := s.registryByID(r.PathValue("id"))
+	g := byID(w, r, s.registryByID, "Docker registry with ID %s not found")
 	if g == nil {
-		writeErr(w, r, 404, "Docker registry with ID "+r.PathValue("id")+" not found")
 		return
 	}
 	writeJSON(w, 200, g.dto())
 }
 
 func (s *Server) patchRegistry(w http.ResponseWriter, r *http.Request) {
-	g := s.registryByID(r.PathValue("id"))
+	g := byID(w, r, s.registryByID, "Docker registry with ID %s not found")
 	if g == nil {
-		writeErr(w, r, 404, "Docker registry with ID "+r.PathValue("id")+" not found")
 		return
 	}
 	var b registryBody
@@ -200,11 +196,5 @@ func (s *Server) patchRegistry(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteRegistry(w http.ResponseWriter, r *http.Request) {
-	g := s.registryByID(r.PathValue("id"))
-	if g == nil {
-		writeErr(w, r, 404, "Docker registry with ID "+r.PathValue("id")+" not found")
-		return
-	}
-	s.vols.registries = slices.DeleteFunc(s.vols.registries, func(x *registry) bool { return x == g })
-	w.WriteHeader(204)
+	deleteByID(w, r, &s.vols.registries, s.registryByID, "Docker registry with ID %s not found")
 }

@@ -532,9 +532,5 @@ func (s *Server) networkSettings(w http.ResponseWriter, r *http.Request) {
 // sandboxOr404 finds the sandbox named by the {id} path value, or answers 404 as the
 // API does and returns nil.
 func (s *Server) sandboxOr404(w http.ResponseWriter, r *http.Request) *sbox {
-	sb := s.findSandbox(r.PathValue("id"))
-	if sb == nil {
-		writeErr(w, r, 404, "Sandbox with ID or name "+r.PathValue("id")+" not found")
-	}
-	return sb
+	return byID(w, r, s.findSandbox, "Sandbox with ID or name %s not found")
 }

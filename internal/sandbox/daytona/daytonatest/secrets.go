@@ -28,9 +28,7 @@ func (s *Server) SecretValue(name string) (string, bool) {
 func (s *Server) DeleteSecret(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := len(s.secrets)
-	s.secrets = slices.DeleteFunc(s.secrets, func(x *secret) bool { return x.Name == name || x.ID == name })
-	return len(s.secrets) != n
+	return removeWhere(&s.secrets, func(x *secret) bool { return x.Name == name || x.ID == name })
 }
 
 // SetSecretHosts changes a secret's hosts out of band (as someone using the dashboard
@@ -170,18 +168,16 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSecret(w http.ResponseWriter, r *http.Request) {
-	sec := s.secretByID(r.PathValue("id"))
+	sec := byID(w, r, s.secretByID, "Secret %s not found")
 	if sec == nil {
-		writeErr(w, r, 404, "Secret "+r.PathValue("id")+" not found")
 		return
 	}
 	writeJSON(w, 200, sec.dto())
 }
 
 func (s *Server) patchSecret(w http.ResponseWriter, r *http.Request) {
-	sec := s.secretByID(r.PathValue("id"))
+	sec := byID(w, r, s.secretByID, "Secret %s not found")
 	if sec == nil {
-		writeErr(w, r, 404, "Secret "+r.PathValue("id")+" not found")
 		return
 	}
 	var b struct {
@@ -213,11 +209,5 @@ func (s *Server) patchSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) {
-	sec := s.secretByID(r.PathValue("id"))
-	if sec == nil {
-		writeErr(w, r, 404, "Secret "+r.PathValue("id")+" not found")
-		return
-	}
-	s.secrets = slices.DeleteFunc(s.secrets, func(x *secret) bool { return x == sec })
-	w.WriteHeader(204)
+	deleteByID(w, r, &s.secrets, s.secretByID, "Secret %s not found")
 }

@@ -365,6 +365,36 @@ func (s *Server) currentKey(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeErr writes the API's error body.
+// byID is what find finds by the request's {id}, or nil once it has answered 404 with
+// notFound, a format that the id fills (Daytona's message for the resource): the
+// lookup every by-id route starts with.
+func byID[T any](w http.ResponseWriter, r *http.Request, find func(string) *T, notFound string) *T {
+	id := r.PathValue("id")
+	v := find(id)
+	if v == nil {
+		writeErr(w, r, 404, fmt.Sprintf(notFound, id))
+	}
+	return v
+}
+
+// deleteByID answers the DELETE of a by-id route: 204 once what find finds by {id} is
+// removed from list, else 404 (byID).
+func deleteByID[T any](w http.ResponseWriter, r *http.Request, list *[]*T, find func(string) *T, notFound string) {
+	v := byID(w, r, find, notFound)
+	if v == nil {
+		return
+	}
+	removeWhere(list, func(x *T) bool { return x == v })
+	w.WriteHeader(204)
+}
+
+// removeWhere removes the items of list that match, saying whether there were any.
+func removeWhere[T any](list *[]*T, match func(*T) bool) bool {
+	n := len(*list)
+	*list = slices.DeleteFunc(*list, match)
+	return len(*list) != n
+}
+
 func writeErr(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	writeJSON(w, status, map[string]any{
 		"path": r.URL.Path, "timestamp": time.Now().UTC().Format(time.RFC3339Nano),

@@ -314,9 +314,8 @@ func orDefault(v, d int64) int64 {
 }
 
 func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) {
-	sn := s.findSnap(r.PathValue("id"))
+	sn := byID(w, r, s.findSnap, "Snapshot %s not found")
 	if sn == nil {
-		writeErr(w, r, 404, "Snapshot "+r.PathValue("id")+" not found")
 		return
 	}
 	writeJSON(w, 200, sn.dto())
@@ -428,9 +427,8 @@ func (s *Server) deactivateSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) buildLogsURL(w http.ResponseWriter, r *http.Request) {
-	sn := s.findSnap(r.PathValue("id"))
+	sn := byID(w, r, s.findSnap, "Snapshot %s not found")
 	if sn == nil {
-		writeErr(w, r, 404, "Snapshot "+r.PathValue("id")+" not found")
 		return
 	}
 	if s.buildLogsURLRefused(w, r, sn) { // snapshotstates.go
@@ -440,9 +438,8 @@ func (s *Server) buildLogsURL(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) buildLogs(w http.ResponseWriter, r *http.Request) {
-	sn := s.findSnap(r.PathValue("id"))
+	sn := byID(w, r, s.findSnap, "Snapshot %s not found")
 	if sn == nil {
-		writeErr(w, r, 404, "Snapshot "+r.PathValue("id")+" not found")
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
