@@ -112,6 +112,17 @@ func rawJSON(t testing.TB, method, url, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// onEmulator is what open (a Backend's Runtime, Volumes or Registries) gives for the
+// emulator srv with the default key.
+func onEmulator[T any](t testing.TB, ctx context.Context, srv *daytonatest.Server, open func(context.Context, sandbox.ProviderConfig) (T, error)) T {
+	t.Helper()
+	v, err := open(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // readyVolume creates the Daytona volume name and waits for it to be ready.
 func readyVolume(t testing.TB, ctx context.Context, c *daytona.Client, name string) *daytona.Volume {
 	t.Helper()

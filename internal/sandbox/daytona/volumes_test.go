@@ -21,10 +21,7 @@ func TestVolumeStore(t *testing.T) {
 	t.Parallel()
 	srv, c := setup(t)
 	ctx := testCtx(t)
-	vs, err := testBackend().Volumes(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vs := onEmulator(t, ctx, srv, testBackend().Volumes)
 	// A size is not sent: CreateVolumeDto of v0.190 has only a name (Daytona would ignore
 	// a size; the emulator refuses any other property as a lint), and the plan check says
 	// it is not enforced.
@@ -48,10 +45,7 @@ func TestVolumeStore(t *testing.T) {
 
 	snap := readySnapshot(t, ctx, c, "true")
 	b := testBackend()
-	rt, err := b.Runtime(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := onEmulator(t, ctx, srv, b.Runtime)
 	if err := rt.Create(ctx, sandbox.CreateRequest{ID: "s1", SnapshotID: snap, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/data", Subpath: "team"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -159,10 +153,7 @@ func TestRegistryStore(t *testing.T) {
 	t.Parallel()
 	srv, _ := setup(t)
 	ctx := testCtx(t)
-	rs, err := testBackend().Registries(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := onEmulator(t, ctx, srv, testBackend().Registries)
 	spec := sandbox.RegistrySpec{Name: "ghcr", URL: "ghcr.io/", Username: "bot", Password: "pw1", Project: "acme"}
 	g, err := rs.Create(ctx, spec)
 	if err != nil {
@@ -247,10 +238,7 @@ func TestVolumeRecreatedWhileDeleting(t *testing.T) {
 	t.Parallel()
 	srv, _ := setup(t, daytonatest.WithVolumeDeleteDelay(300*time.Millisecond))
 	ctx := testCtx(t)
-	vs, err := testBackend().Volumes(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vs := onEmulator(t, ctx, srv, testBackend().Volumes)
 	old, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "cache"})
 	if err != nil {
 		t.Fatal(err)
@@ -338,10 +326,7 @@ func TestVolumeInTheWorkspaceHoldsWhatTheAgentWrites(t *testing.T) {
 	ctx := testCtx(t)
 	v := readyVolume(t, ctx, c, "h1")
 	snap := readySnapshot(t, ctx, c, "true")
-	rt, err := testBackend().Runtime(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := onEmulator(t, ctx, srv, testBackend().Runtime)
 	mounts := []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/workspace/data"}, {Volume: v.ID, MountPath: "/data", Subpath: "team"}}
 	for _, id := range []string{"session-1", "session-2"} {
 		if err := rt.Create(ctx, sandbox.CreateRequest{ID: id, SnapshotID: snap, Volumes: mounts}); err != nil {
@@ -380,20 +365,14 @@ func TestVolumeDeleteRefusedWhileStoppedOrArchivedSandboxMountsIt(t *testing.T) 
 	t.Parallel()
 	srv, c := setup(t)
 	ctx := testCtx(t)
-	vs, err := testBackend().Volumes(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vs := onEmulator(t, ctx, srv, testBackend().Volumes)
 	v, err := vs.Create(ctx, sandbox.VolumeSpec{Name: "m4"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	snap := readySnapshot(t, ctx, c, "true")
 	b := testBackend()
-	rt, err := b.Runtime(ctx, sandbox.ProviderConfig{Name: "d", Type: daytona.Type, APIURL: srv.URL(), APIKey: daytonatest.DefaultKey})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := onEmulator(t, ctx, srv, b.Runtime)
 	for _, id := range []string{"stopped", "archived"} {
 		if err := rt.Create(ctx, sandbox.CreateRequest{ID: id, SnapshotID: snap, Volumes: []sandbox.VolumeMount{{Volume: v.ID, MountPath: "/data"}}}); err != nil {
 			t.Fatal(err)
