@@ -18,94 +18,82 @@ import (
 func newFilesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "files", Short: "List and download a session's files"}
 	var listOut outputFormat
-	list := &cobra.Command{
-		Use:               "list SESSION",
-		Short:             "List the files offered for download, and the sandbox workspace when it still has one (nothing is provisioned or resumed)",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: g.completeSessions,
-		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
-			doc, err := listFiles(ctx, h, s)
+	list := g.sessionCmd("list SESSION", "List the files offered for download, and the sandbox workspace when it still has one (nothing is provisioned or resumed)", 1, func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
+		doc, err := listFiles(ctx, h, s)
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if listOut == outputJSON {
+			return writeJSON(out, doc)
+		}
+		tw := newTable(out)
+		fmt.Fprintln(tw, "OFFERED FILE\tSIZE\tSHA256\tCLASSIFICATION\tEXPIRES\tSNAPSHOT\tSOURCE EVENT\tCOMMANDS\tMANIFEST\tSESSION INSTALLS")
+		for _, a := range doc.Offered {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\t%s\n", termsafe.Line(a.Path), a.Size, a.SHA256[:min(16, len(a.SHA256))], a.Classification,
+				a.ExpiresAt.Format(time.RFC3339), a.Snapshot, a.SourceEvent, len(a.Commands), lineageCells(a))
+		}
+		tw.Flush()
+		ws := doc.Workspace
+		switch {
+		case ws.Sandbox == "":
+			fmt.Fprintln(out, "\nworkspace: no sandbox was ever provisioned for this session")
+		case !ws.Listed:
+			fmt.Fprintf(out, "\nworkspace of %s (%s): %s\n", ws.Sandbox, ws.State, ws.Reason)
+		default:
+			fmt.Fprintf(out, "\nworkspace of %s (%s):\n", ws.Sandbox, ws.State)
+			for _, f := range ws.Files {
+				fmt.Fprintf(out, "  %s\t%d\t%s\n", f.Mode, f.Size, termsafe.Line(f.Path))
+			}
+		}
+		return nil
+	})
+	addOutputFlag(list, &listOut, "")
+	var dest, oldDest string
+	get := g.sessionCmd("get SESSION PATH [--dest FILE]", "Download an offered file (digest re-checked), else read it from the session's sandbox", 2, func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
+		var data []byte
+		// Offers are recorded under the cleaned path: look it up the same way, or
+		// "./out.txt" would miss the offer (and its digest and expiry checks) and
+		// fall through to whatever the sandbox holds now.
+		a, err := h.store.GetArtifact(ctx, s.ID, tools.CleanPath(args[1]))
+		switch {
+		case err == nil:
+			if _, err := sessions.CheckOffer(a, time.Now(), 0); err != nil {
+				return err
+			}
+			data = a.Content
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d bytes, sha256 %s verified, classified %s, from snapshot %s\n", a.Path, a.Size, a.SHA256, a.Classification, a.SnapshotID)
+		case errors.Is(err, store.ErrNotFound):
+			rec, err := sessions.Sandbox(ctx, h.store, s.ID)
+			if err != nil {
+				return fmt.Errorf("%s was not offered for download and session %s has no sandbox", args[1], s.ID)
+			}
+			rt, err := sessions.Runtime(ctx, h.store, h.runtimes, rec)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if listOut == outputJSON {
-				return writeJSON(out, doc)
+			if data, err = rt.ReadFile(ctx, rec.SandboxID, args[1], 0); err != nil {
+				return fmt.Errorf("%s was not offered for download, and reading it from sandbox %s (%s) failed: %w", args[1], rec.SandboxID, rec.State, err)
 			}
-			tw := newTable(out)
-			fmt.Fprintln(tw, "OFFERED FILE\tSIZE\tSHA256\tCLASSIFICATION\tEXPIRES\tSNAPSHOT\tSOURCE EVENT\tCOMMANDS\tMANIFEST\tSESSION INSTALLS")
-			for _, a := range doc.Offered {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\t%s\n", termsafe.Line(a.Path), a.Size, a.SHA256[:min(16, len(a.SHA256))], a.Classification,
-					a.ExpiresAt.Format(time.RFC3339), a.Snapshot, a.SourceEvent, len(a.Commands), lineageCells(a))
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: read from sandbox %s (not an offered artifact: no recorded digest)\n", args[1], rec.SandboxID)
+		default:
+			return err
+		}
+		if dest == "" || dest == "-" {
+			out, escaped := rawOut(cmd)
+			if escaped {
+				fmt.Fprintln(cmd.ErrOrStderr(), "stdout is a terminal: control characters are shown escaped; use --dest FILE or a redirect for the exact bytes")
 			}
-			tw.Flush()
-			ws := doc.Workspace
-			switch {
-			case ws.Sandbox == "":
-				fmt.Fprintln(out, "\nworkspace: no sandbox was ever provisioned for this session")
-			case !ws.Listed:
-				fmt.Fprintf(out, "\nworkspace of %s (%s): %s\n", ws.Sandbox, ws.State, ws.Reason)
-			default:
-				fmt.Fprintf(out, "\nworkspace of %s (%s):\n", ws.Sandbox, ws.State)
-				for _, f := range ws.Files {
-					fmt.Fprintf(out, "  %s\t%d\t%s\n", f.Mode, f.Size, termsafe.Line(f.Path))
-				}
-			}
-			return nil
-		}),
-	}
-	addOutputFlag(list, &listOut, "")
-	var dest, oldDest string
-	get := &cobra.Command{
-		Use:               "get SESSION PATH [--dest FILE]",
-		Short:             "Download an offered file (digest re-checked), else read it from the session's sandbox",
-		Args:              cobra.ExactArgs(2),
-		ValidArgsFunction: g.completeSessions,
-		PreRunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("output") {
-				return usageErrorf("files get: -o/--output no longer names the destination (-o picks an output format on list and show commands); use --dest %s", oldDest)
-			}
-			return nil
-		},
-		RunE: g.withSession(func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
-			var data []byte
-			// Offers are recorded under the cleaned path: look it up the same way, or
-			// "./out.txt" would miss the offer (and its digest and expiry checks) and
-			// fall through to whatever the sandbox holds now.
-			a, err := h.store.GetArtifact(ctx, s.ID, tools.CleanPath(args[1]))
-			switch {
-			case err == nil:
-				if _, err := sessions.CheckOffer(a, time.Now(), 0); err != nil {
-					return err
-				}
-				data = a.Content
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d bytes, sha256 %s verified, classified %s, from snapshot %s\n", a.Path, a.Size, a.SHA256, a.Classification, a.SnapshotID)
-			case errors.Is(err, store.ErrNotFound):
-				rec, err := sessions.Sandbox(ctx, h.store, s.ID)
-				if err != nil {
-					return fmt.Errorf("%s was not offered for download and session %s has no sandbox", args[1], s.ID)
-				}
-				rt, err := sessions.Runtime(ctx, h.store, h.runtimes, rec)
-				if err != nil {
-					return err
-				}
-				if data, err = rt.ReadFile(ctx, rec.SandboxID, args[1], 0); err != nil {
-					return fmt.Errorf("%s was not offered for download, and reading it from sandbox %s (%s) failed: %w", args[1], rec.SandboxID, rec.State, err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: read from sandbox %s (not an offered artifact: no recorded digest)\n", args[1], rec.SandboxID)
-			default:
-				return err
-			}
-			if dest == "" || dest == "-" {
-				out, escaped := rawOut(cmd)
-				if escaped {
-					fmt.Fprintln(cmd.ErrOrStderr(), "stdout is a terminal: control characters are shown escaped; use --dest FILE or a redirect for the exact bytes")
-				}
-				_, err = out.Write(data)
-				return err
-			}
-			return os.WriteFile(dest, data, 0o644)
-		}),
+			_, err = out.Write(data)
+			return err
+		}
+		return os.WriteFile(dest, data, 0o644)
+	})
+	get.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Flags().Changed("output") {
+			return usageErrorf("files get: -o/--output no longer names the destination (-o picks an output format on list and show commands); use --dest %s", oldDest)
+		}
+		return nil
 	}
 	get.Flags().StringVar(&dest, "dest", "", "write to this file instead of stdout")
 	// The old spelling, kept only to be refused with the new one named.

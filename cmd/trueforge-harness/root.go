@@ -341,6 +341,13 @@ func (g *globals) storeCmd(use, short string, args cobra.PositionalArgs, run fun
 	return &cobra.Command{Use: use, Short: short, Args: args, RunE: g.withStore(run)}
 }
 
+// sessionCmd is a command on one of the caller's sessions, named by its first of nargs
+// arguments (completed as a session): use and short as cobra takes them, and run with the
+// harness and the session open (withSession).
+func (g *globals) sessionCmd(use, short string, nargs int, run func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(nargs), ValidArgsFunction: g.completeSessions, RunE: g.withSession(run)}
+}
+
 func (g *globals) withSession(fn func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
