@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -117,9 +116,7 @@ func (c *Client) ListSandboxes(ctx context.Context, o SandboxListOptions) (*Sand
 	r := c.api(http.MethodGet, "/sandbox")
 	r.query = url.Values{}
 	setIf(r.query, "cursor", o.Cursor)
-	if o.Limit > 0 {
-		r.query.Set("limit", strconv.Itoa(o.Limit))
-	}
+	setIfPositive(r.query, "limit", o.Limit)
 	setIf(r.query, "name", o.Name)
 	if len(o.Labels) > 0 {
 		b, _ := json.Marshal(o.Labels)

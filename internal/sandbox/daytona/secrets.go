@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -75,9 +74,7 @@ func (c *Client) ListSecrets(ctx context.Context, o SecretListOptions) (*SecretP
 	r := c.api(http.MethodGet, "/secret/paginated")
 	r.query = url.Values{}
 	setIf(r.query, "cursor", o.Cursor)
-	if o.Limit > 0 {
-		r.query.Set("limit", strconv.Itoa(o.Limit))
-	}
+	setIfPositive(r.query, "limit", o.Limit)
 	setIf(r.query, "name", o.Name)
 	setIf(r.query, "sort", o.Sort)
 	setIf(r.query, "order", o.Order)

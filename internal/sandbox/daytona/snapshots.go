@@ -101,12 +101,8 @@ type SnapshotPage struct {
 func (c *Client) ListSnapshots(ctx context.Context, o SnapshotListOptions) (*SnapshotPage, error) {
 	r := c.api(http.MethodGet, "/snapshots")
 	r.query = url.Values{}
-	if o.Page > 0 {
-		r.query.Set("page", strconv.Itoa(o.Page))
-	}
-	if o.Limit > 0 {
-		r.query.Set("limit", strconv.Itoa(o.Limit))
-	}
+	setIfPositive(r.query, "page", o.Page)
+	setIfPositive(r.query, "limit", o.Limit)
 	setIf(r.query, "name", o.Name)
 	setIf(r.query, "sort", o.Sort)
 	setIf(r.query, "order", o.Order)
@@ -181,8 +177,17 @@ func (c *Client) WaitSnapshot(ctx context.Context, idOrName string) (*Snapshot, 
 	}
 }
 
+// setIf sets query parameter k to v unless v is empty.
 func setIf(q url.Values, k, v string) {
 	if v != "" {
 		q.Set(k, v)
+	}
+}
+
+// setIfPositive sets query parameter k to n when n is above 0; else it is left out, for
+// the server's default.
+func setIfPositive(q url.Values, k string, n int) {
+	if n > 0 {
+		q.Set(k, strconv.Itoa(n))
 	}
 }
