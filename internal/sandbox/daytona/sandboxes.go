@@ -114,10 +114,8 @@ type SandboxPage struct {
 // ListSandboxes reads one page of sandboxes (eventually consistent).
 func (c *Client) ListSandboxes(ctx context.Context, o SandboxListOptions) (*SandboxPage, error) {
 	r := c.api(http.MethodGet, "/sandbox")
-	r.query = url.Values{}
+	r.query = listQuery(o.Limit, o.Name, "", "")
 	setIf(r.query, "cursor", o.Cursor)
-	setIfPositive(r.query, "limit", o.Limit)
-	setIf(r.query, "name", o.Name)
 	if len(o.Labels) > 0 {
 		b, _ := json.Marshal(o.Labels)
 		r.query.Set("labels", string(b))

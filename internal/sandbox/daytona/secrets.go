@@ -3,7 +3,6 @@ package daytona
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"time"
 )
 
@@ -72,12 +71,8 @@ type SecretPage struct {
 // ListSecrets reads one page of GET /secret/paginated.
 func (c *Client) ListSecrets(ctx context.Context, o SecretListOptions) (*SecretPage, error) {
 	r := c.api(http.MethodGet, "/secret/paginated")
-	r.query = url.Values{}
+	r.query = listQuery(o.Limit, o.Name, o.Sort, o.Order)
 	setIf(r.query, "cursor", o.Cursor)
-	setIfPositive(r.query, "limit", o.Limit)
-	setIf(r.query, "name", o.Name)
-	setIf(r.query, "sort", o.Sort)
-	setIf(r.query, "order", o.Order)
 	return call[SecretPage](ctx, c, r)
 }
 

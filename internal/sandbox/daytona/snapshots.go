@@ -100,12 +100,8 @@ type SnapshotPage struct {
 // ListSnapshots reads one page of snapshots.
 func (c *Client) ListSnapshots(ctx context.Context, o SnapshotListOptions) (*SnapshotPage, error) {
 	r := c.api(http.MethodGet, "/snapshots")
-	r.query = url.Values{}
+	r.query = listQuery(o.Limit, o.Name, o.Sort, o.Order)
 	setIfPositive(r.query, "page", o.Page)
-	setIfPositive(r.query, "limit", o.Limit)
-	setIf(r.query, "name", o.Name)
-	setIf(r.query, "sort", o.Sort)
-	setIf(r.query, "order", o.Order)
 	return call[SnapshotPage](ctx, c, r)
 }
 
@@ -175,6 +171,17 @@ func (c *Client) WaitSnapshot(ctx context.Context, idOrName string) (*Snapshot, 
 			return s, fmt.Errorf("daytona: snapshot %s still %s: %w", idOrName, s.State, err)
 		}
 	}
+}
+
+// listQuery is the query every list call shares, each parameter left out when unset
+// (the server's default): a page's size (limit), a name filter, a sort field and order.
+func listQuery(limit int, name, sort, order string) url.Values {
+	q := url.Values{}
+	setIfPositive(q, "limit", limit)
+	setIf(q, "name", name)
+	setIf(q, "sort", sort)
+	setIf(q, "order", order)
+	return q
 }
 
 // setIf sets query parameter k to v unless v is empty.
