@@ -11,7 +11,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -146,19 +145,13 @@ func (r *e2eResolver) count(host string) int {
 // addresses, and the secret's value is nowhere in the sandbox.
 func TestEgressEndToEnd(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("skipping: the AF_UNIX probe needs python3")
-	}
-	if _, err := os.Stat("/usr/bin/curl"); err != nil {
-		t.Skip("skipping: the probes need curl")
-	}
+	skipWithout(t, "/usr/bin/python3", "the AF_UNIX probe needs python3")
+	skipWithout(t, "/usr/bin/curl", "the probes need curl")
 	netdBin := buildNetd(t)
 	r, rel := newTestRuntime(t)
 	ctx := context.Background()
 
-	rnd := make([]byte, 16)
-	_, _ = rand.Read(rnd)
-	secret := "e2e-secret-" + hex.EncodeToString(rnd)
+	secret := unguessable("e2e-secret-")
 	up := newE2EUpstream(t, secret)
 	res := &e2eResolver{asked: map[string]int{}}
 	var logMu sync.Mutex

@@ -4,8 +4,6 @@ package local
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net"
 	"net/netip"
 	"os"
@@ -24,16 +22,12 @@ import (
 // by an earlier command is still alive. Between the two, the sandbox has no way out.
 func TestEgressSurvivesANewListener(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/usr/bin/curl"); err != nil {
-		t.Skip("skipping: the probes need curl")
-	}
+	skipWithout(t, "/usr/bin/curl", "the probes need curl")
 	netdBin := buildNetd(t)
 	r, rel := newTestRuntime(t)
 	ctx := context.Background()
 
-	rnd := make([]byte, 16)
-	_, _ = rand.Read(rnd)
-	secret := "relisten-secret-" + hex.EncodeToString(rnd)
+	secret := unguessable("relisten-secret-")
 	up := newE2EUpstream(t, secret)
 	res := &e2eResolver{asked: map[string]int{}}
 	var mu sync.Mutex
@@ -167,9 +161,7 @@ func socketIn(t *testing.T, dir, prefix string) string {
 // the sandbox, and the helper still connects through the read-only mount.
 func TestAttackEgressSocketDir(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("skipping: the probe needs python3")
-	}
+	skipWithout(t, "/usr/bin/python3", "the probe needs python3")
 	helper := buildEgressHelper(t)
 	r, rel := newTestRuntime(t)
 	sockA, sockB := socketIn(t, "", "tfsdA-"), socketIn(t, "", "tfsdB-")
@@ -221,9 +213,7 @@ grep -c tfsdA- /proc/self/mountinfo; grep -c tfsdB- /proc/self/mountinfo; true`)
 // reached once it is back.
 func TestEgressSocketDirChecked(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("skipping: the probe needs python3")
-	}
+	skipWithout(t, "/usr/bin/python3", "the probe needs python3")
 	helper := buildEgressHelper(t)
 	r, rel := newTestRuntime(t)
 	ctx := context.Background()

@@ -4,6 +4,8 @@ package local
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -208,4 +210,21 @@ func etcOwner(r *Runtime) string {
 // (sandboxnet): the socket p listens on, the netd helper and p's files.
 func egressHook(p *egress.Proxy, sock, helper string) *sandbox.Egress {
 	return &sandbox.Egress{Socket: sock, Helper: helper, Files: p.Files()}
+}
+
+// skipWithout skips the test when the host has no program at path, which it needs
+// (why says for what).
+func skipWithout(t *testing.T, path, why string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		t.Skip("skipping: " + why)
+	}
+}
+
+// unguessable is a secret value that starts with prefix and that nothing in a sandbox
+// could guess, for tests that look for it where it must not be.
+func unguessable(prefix string) string {
+	rnd := make([]byte, 16)
+	_, _ = rand.Read(rnd)
+	return prefix + hex.EncodeToString(rnd)
 }

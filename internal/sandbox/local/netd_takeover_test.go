@@ -170,9 +170,7 @@ func TestAttackNetdTakeover(t *testing.T) {
 	if seccompProgram() == nil {
 		t.Skip("skipping: no seccomp filter on this architecture")
 	}
-	if _, err := os.Stat("/usr/bin/python3"); err != nil {
-		t.Skip("skipping: the probes need python3")
-	}
+	skipWithout(t, "/usr/bin/python3", "the probes need python3")
 	for _, h := range netdHelpers {
 		t.Run(h.name, func(t *testing.T) { attackNetdTakeover(t, h.build(t)) })
 	}
