@@ -48,7 +48,7 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 	plan.ID = types.StringValue(spec.Name)
-	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	plan.Owner = types.StringValue(r.cp.owner)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
@@ -58,7 +58,7 @@ func (r *agentResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	if !ok {
 		return
 	}
-	r.identify(ctx, state.ID, resp.Identity, &resp.Diagnostics)
+	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
 	a, err := r.cp.store.GetAgent(ctx, state.ID.ValueString())
 	if errors.Is(err, store.ErrNotFound) {
 		resp.State.RemoveResource(ctx)
@@ -115,7 +115,7 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 	plan.ID, plan.Owner = state.ID, state.Owner
-	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 

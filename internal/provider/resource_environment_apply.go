@@ -86,7 +86,7 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	plan.ID = types.StringValue(name)
-	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	plan.Owner = types.StringValue(r.cp.owner)
 	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)
 }
@@ -123,7 +123,7 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 	if !ok {
 		return
 	}
-	r.identify(ctx, state.ID, resp.Identity, &resp.Diagnostics)
+	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
 	env, err := r.cp.store.GetEnvironment(ctx, state.ID.ValueString())
 	if errors.Is(err, store.ErrNotFound) {
 		resp.State.RemoveResource(ctx)
@@ -260,7 +260,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	env.SharedWith = setFrom(ctx, plan.SharedWith)
 	settings := plan.settings(ctx, spec)
 	plan.ID, plan.Owner = state.ID, state.Owner
-	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 
 	if !plan.SnapshotID.IsUnknown() {
 		// Only live attributes changed: the snapshot stays, nothing is built, and the

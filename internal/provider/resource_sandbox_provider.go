@@ -309,7 +309,7 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 	// The provider exists from here on: save it to state before the default environment's
 	// build, so a failed or timed-out build taints the resource instead of orphaning it.
 	plan.ID = types.StringValue(name)
-	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	plan.ReleaseSnapshot = types.StringValue(release)
 	plan.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
 	plan.Status = types.StringValue(sandbox.StatusBuilding)
@@ -335,7 +335,7 @@ func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadReq
 	if !ok {
 		return
 	}
-	r.identify(ctx, state.ID, resp.Identity, &resp.Diagnostics)
+	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
 	p, err := r.cp.store.GetSandboxProvider(ctx, state.ID.ValueString())
 	if errors.Is(err, store.ErrNotFound) {
 		resp.State.RemoveResource(ctx)
@@ -413,7 +413,7 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 		return
 	}
 	plan.ID = state.ID
-	r.identify(ctx, plan.ID, resp.Identity, &resp.Diagnostics)
+	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	plan.Scopes = stringList(p.Scopes)
 	plan.ReleaseSnapshot = types.StringValue(p.ReleaseSnapshot)
 	plan.DefaultEnvironment = types.StringValue(defaultEnvironmentName)
