@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -34,57 +33,23 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reads a published agent by name: its model, instructions, MCP servers, skills and sandbox settings, as the harness runs it.",
 		Attributes: map[string]schema.Attribute{
-			"code_mode": schema.BoolAttribute{
-				MarkdownDescription: "Whether Code Mode is on (scripts in the sandbox call MCP tools through the harness).",
-				Computed:            true,
-			},
-			"description": schema.StringAttribute{
-				MarkdownDescription: "What the agent is for.",
-				Computed:            true,
-			},
-			"max_turns": schema.Int64Attribute{
-				MarkdownDescription: "Model steps the harness allows for one user message.",
-				Computed:            true,
-			},
+			"code_mode":        computedBool("Whether Code Mode is on (scripts in the sandbox call MCP tools through the harness)."),
+			"description":      computedString("What the agent is for."),
+			"max_turns":        computedInt64("Model steps the harness allows for one user message."),
 			"code_mode_limits": codeModeLimitsDataSchema(),
-			"token_budget": schema.Int64Attribute{
-				MarkdownDescription: "Tokens (input plus output) one user message may use.",
-				Computed:            true,
-			},
-			"id": schema.StringAttribute{
-				MarkdownDescription: "The agent's name.",
-				Computed:            true,
-			},
-			"instructions": schema.StringAttribute{
-				MarkdownDescription: "The system prompt of the agent.",
-				Computed:            true,
-			},
+			"token_budget":     computedInt64("Tokens (input plus output) one user message may use."),
+			"id":               computedString("The agent's name."),
+			"instructions":     computedString("The system prompt of the agent."),
 			"mcp_servers": schema.ListNestedAttribute{
 				MarkdownDescription: "MCP servers the agent may call; null when the agent lists none.",
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{
 					Attributes: map[string]schema.Attribute{
-						"allowed_tools": schema.ListAttribute{
-							MarkdownDescription: "Tools of the server the agent may call; null or empty means every tool.",
-							Computed:            true,
-							ElementType:         types.StringType,
-						},
-						"credential": schema.StringAttribute{
-							MarkdownDescription: "Name of the credential (declared in the harness's credentials file) the harness sends to the server.",
-							Computed:            true,
-						},
-						"credential_env": schema.StringAttribute{
-							MarkdownDescription: "The older form of `credential`: name of the harness's environment variable holding the server's token.",
-							Computed:            true,
-						},
-						"name": schema.StringAttribute{
-							MarkdownDescription: "Name of the server.",
-							Computed:            true,
-						},
-						"url": schema.StringAttribute{
-							MarkdownDescription: "The server's endpoint.",
-							Computed:            true,
-						},
+						"allowed_tools":  computedStringList("Tools of the server the agent may call; null or empty means every tool."),
+						"credential":     computedString("Name of the credential (declared in the harness's credentials file) the harness sends to the server."),
+						"credential_env": computedString("The older form of `credential`: name of the harness's environment variable holding the server's token."),
+						"name":           computedString("Name of the server."),
+						"url":            computedString("The server's endpoint."),
 					},
 				},
 			},
@@ -92,30 +57,12 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				MarkdownDescription: "The model the agent runs on.",
 				Computed:            true,
 				Attributes: map[string]schema.Attribute{
-					"api_key_credential": schema.StringAttribute{
-						MarkdownDescription: "Name of the credential (declared in the harness's credentials file) the harness sends as the model API key.",
-						Computed:            true,
-					},
-					"api_key_env": schema.StringAttribute{
-						MarkdownDescription: "The older form of `api_key_credential`: name of the harness's environment variable holding the model API key.",
-						Computed:            true,
-					},
-					"base_url": schema.StringAttribute{
-						MarkdownDescription: "API endpoint, when not the provider's public API.",
-						Computed:            true,
-					},
-					"name": schema.StringAttribute{
-						MarkdownDescription: "Model name.",
-						Computed:            true,
-					},
-					"provider": schema.StringAttribute{
-						MarkdownDescription: "`openai`, `anthropic` or `scripted`.",
-						Computed:            true,
-					},
-					"script": schema.StringAttribute{
-						MarkdownDescription: "The replay script of a `scripted` model.",
-						Computed:            true,
-					},
+					"api_key_credential": computedString("Name of the credential (declared in the harness's credentials file) the harness sends as the model API key."),
+					"api_key_env":        computedString("The older form of `api_key_credential`: name of the harness's environment variable holding the model API key."),
+					"base_url":           computedString("API endpoint, when not the provider's public API."),
+					"name":               computedString("Model name."),
+					"provider":           computedString("`openai`, `anthropic` or `scripted`."),
+					"script":             computedString("The replay script of a `scripted` model."),
 				},
 			},
 			"name": schema.StringAttribute{
@@ -123,38 +70,17 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				Required:            true,
 				Validators:          []validator.String{validName()},
 			},
-			"owner": schema.StringAttribute{
-				MarkdownDescription: "Who created the agent.",
-				Computed:            true,
-			},
+			"owner": computedString("Who created the agent."),
 			"sandbox": schema.SingleNestedAttribute{
 				MarkdownDescription: "The agent's sandbox settings.",
 				Computed:            true,
 				Attributes: map[string]schema.Attribute{
-					"archive_after_minutes": schema.Int64Attribute{
-						MarkdownDescription: "Minutes of inactivity after which a stopped sandbox is archived.",
-						Computed:            true,
-					},
-					"delete_after_minutes": schema.Int64Attribute{
-						MarkdownDescription: "Minutes of inactivity after which an archived sandbox is deleted.",
-						Computed:            true,
-					},
-					"enabled": schema.BoolAttribute{
-						MarkdownDescription: "Whether the agent has a sandbox.",
-						Computed:            true,
-					},
-					"environment": schema.StringAttribute{
-						MarkdownDescription: "The environment sandboxes are cloned from.",
-						Computed:            true,
-					},
-					"file_downloads": schema.BoolAttribute{
-						MarkdownDescription: "Whether users may download files the agent produces.",
-						Computed:            true,
-					},
-					"idle_stop_minutes": schema.Int64Attribute{
-						MarkdownDescription: "Minutes without a tool call after which the sandbox is stopped.",
-						Computed:            true,
-					},
+					"archive_after_minutes": computedInt64("Minutes of inactivity after which a stopped sandbox is archived."),
+					"delete_after_minutes":  computedInt64("Minutes of inactivity after which an archived sandbox is deleted."),
+					"enabled":               computedBool("Whether the agent has a sandbox."),
+					"environment":           computedString("The environment sandboxes are cloned from."),
+					"file_downloads":        computedBool("Whether users may download files the agent produces."),
+					"idle_stop_minutes":     computedInt64("Minutes without a tool call after which the sandbox is stopped."),
 				},
 			},
 			"skills": schema.ListNestedAttribute{
@@ -162,22 +88,10 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{
 					Attributes: map[string]schema.Attribute{
-						"description": schema.StringAttribute{
-							MarkdownDescription: "The skill's description, from its `SKILL.md`.",
-							Computed:            true,
-						},
-						"digest": schema.StringAttribute{
-							MarkdownDescription: "SHA-256 of the skill's files as published (`sha256:<hex>`).",
-							Computed:            true,
-						},
-						"name": schema.StringAttribute{
-							MarkdownDescription: "Name of the skill.",
-							Computed:            true,
-						},
-						"path": schema.StringAttribute{
-							MarkdownDescription: "The skill's folder in the configuration that published it.",
-							Computed:            true,
-						},
+						"description": computedString("The skill's description, from its `SKILL.md`."),
+						"digest":      computedString("SHA-256 of the skill's files as published (`sha256:<hex>`)."),
+						"name":        computedString("Name of the skill."),
+						"path":        computedString("The skill's folder in the configuration that published it."),
 					},
 				},
 			},

@@ -72,52 +72,17 @@ func (d *agentsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{
 					Attributes: map[string]schema.Attribute{
-						"code_mode": schema.BoolAttribute{
-							MarkdownDescription: "Whether Code Mode is on.",
-							Computed:            true,
-						},
-						"description": schema.StringAttribute{
-							MarkdownDescription: "What the agent is for; null when not given.",
-							Computed:            true,
-						},
-						"environment": schema.StringAttribute{
-							MarkdownDescription: "The environment its sandboxes are cloned from; null when its sandbox is off.",
-							Computed:            true,
-						},
-						"mcp_servers": schema.ListAttribute{
-							MarkdownDescription: "Names of the MCP servers the agent may call.",
-							Computed:            true,
-							ElementType:         types.StringType,
-						},
-						"model_name": schema.StringAttribute{
-							MarkdownDescription: "The model's name; null for a `scripted` model.",
-							Computed:            true,
-						},
-						"model_provider": schema.StringAttribute{
-							MarkdownDescription: "`openai`, `anthropic` or `scripted`.",
-							Computed:            true,
-						},
-						"name": schema.StringAttribute{
-							MarkdownDescription: "Name of the agent.",
-							Computed:            true,
-						},
-						"owner": schema.StringAttribute{
-							MarkdownDescription: "Who published the agent.",
-							Computed:            true,
-						},
-						"sandbox_enabled": schema.BoolAttribute{
-							MarkdownDescription: "Whether the agent has a sandbox.",
-							Computed:            true,
-						},
-						"sandbox_provider": schema.StringAttribute{
-							MarkdownDescription: "The sandbox provider of its environment; null when its sandbox is off.",
-							Computed:            true,
-						},
-						"skills": schema.ListAttribute{
-							MarkdownDescription: "Names of the skills the agent can load.",
-							Computed:            true,
-							ElementType:         types.StringType,
-						},
+						"code_mode":        computedBool("Whether Code Mode is on."),
+						"description":      computedString("What the agent is for; null when not given."),
+						"environment":      computedString("The environment its sandboxes are cloned from; null when its sandbox is off."),
+						"mcp_servers":      computedStringList("Names of the MCP servers the agent may call."),
+						"model_name":       computedString("The model's name; null for a `scripted` model."),
+						"model_provider":   computedString("`openai`, `anthropic` or `scripted`."),
+						"name":             computedString("Name of the agent."),
+						"owner":            computedString("Who published the agent."),
+						"sandbox_enabled":  computedBool("Whether the agent has a sandbox."),
+						"sandbox_provider": computedString("The sandbox provider of its environment; null when its sandbox is off."),
+						"skills":           computedStringList("Names of the skills the agent can load."),
 					},
 				},
 			},
@@ -130,11 +95,7 @@ func (d *agentsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 				Optional:            true,
 				Validators:          []validator.String{validName()},
 			},
-			"names": schema.ListAttribute{
-				MarkdownDescription: "The names of the matching agents, ordered.",
-				Computed:            true,
-				ElementType:         types.StringType,
-			},
+			"names": computedStringList("The names of the matching agents, ordered."),
 			"owner": schema.StringAttribute{
 				MarkdownDescription: "Only agents this owner published (on PostgreSQL, a database role).",
 				Optional:            true,

@@ -59,35 +59,13 @@ func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 		MarkdownDescription: "Reads an environment by name, including the reserved `default` environment the sandbox provider creates. " +
 			"`status` is refreshed from the sandbox backend.",
 		Attributes: withSharingAttributes(map[string]schema.Attribute{
-			"build_hash": schema.StringAttribute{
-				MarkdownDescription: "SHA-256 over the build inputs: the snapshot's content address.",
-				Computed:            true,
-			},
-			"build_script": schema.StringAttribute{
-				MarkdownDescription: "Shell script run on top of the image when the snapshot was baked.",
-				Computed:            true,
-			},
-			"cpu": schema.Int64Attribute{
-				MarkdownDescription: "CPUs for each sandbox.",
-				Computed:            true,
-			},
-			"disk": schema.Int64Attribute{
-				MarkdownDescription: "Disk in GB for each sandbox.",
-				Computed:            true,
-			},
-			"env": schema.MapAttribute{
-				MarkdownDescription: "Environment variables of every sandbox process (empty when none).",
-				Computed:            true,
-				ElementType:         types.StringType,
-			},
-			"image": schema.StringAttribute{
-				MarkdownDescription: "Base image; `platform` is the release snapshot.",
-				Computed:            true,
-			},
-			"memory": schema.Int64Attribute{
-				MarkdownDescription: "Memory in GB for each sandbox.",
-				Computed:            true,
-			},
+			"build_hash":   computedString("SHA-256 over the build inputs: the snapshot's content address."),
+			"build_script": computedString("Shell script run on top of the image when the snapshot was baked."),
+			"cpu":          computedInt64("CPUs for each sandbox."),
+			"disk":         computedInt64("Disk in GB for each sandbox."),
+			"env":          computedStringMap("Environment variables of every sandbox process (empty when none)."),
+			"image":        computedString("Base image; `platform` is the release snapshot."),
+			"memory":       computedInt64("Memory in GB for each sandbox."),
 			"name": schema.StringAttribute{
 				MarkdownDescription: "Name of the environment; `default` reads the sandbox provider's reserved environment.",
 				Required:            true,
@@ -98,32 +76,12 @@ func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 				Computed:            true,
 				Attributes:          dataNetworkAttributes(),
 			},
-			"labels": schema.MapAttribute{
-				MarkdownDescription: "Labels set on every sandbox of the environment (empty when none).",
-				Computed:            true,
-				ElementType:         types.StringType,
-			},
-			"owner": schema.StringAttribute{
-				MarkdownDescription: "Who created the environment.",
-				Computed:            true,
-			},
-			"sandbox_provider": schema.StringAttribute{
-				MarkdownDescription: "Name of the sandbox provider the environment belongs to.",
-				Computed:            true,
-			},
-			"snapshot_id": schema.StringAttribute{
-				MarkdownDescription: "The snapshot new sandboxes are cloned from.",
-				Computed:            true,
-			},
-			"status": schema.StringAttribute{
-				MarkdownDescription: "`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent.",
-				Computed:            true,
-			},
-			"triggers": schema.MapAttribute{
-				MarkdownDescription: "Values whose change forces a new snapshot (empty when none).",
-				Computed:            true,
-				ElementType:         types.StringType,
-			},
+			"labels":           computedStringMap("Labels set on every sandbox of the environment (empty when none)."),
+			"owner":            computedString("Who created the environment."),
+			"sandbox_provider": computedString("Name of the sandbox provider the environment belongs to."),
+			"snapshot_id":      computedString("The snapshot new sandboxes are cloned from."),
+			"status":           computedString("`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent."),
+			"triggers":         computedStringMap("Values whose change forces a new snapshot (empty when none)."),
 		}),
 	}
 }
@@ -206,29 +164,11 @@ func withSharingAttributes(attrs map[string]schema.Attribute) map[string]schema.
 // dataNetworkAttributes is the network object of the environment data sources.
 func dataNetworkAttributes() map[string]schema.Attribute {
 	return map[string]schema.Attribute{
-		"allow_domains": schema.ListAttribute{
-			MarkdownDescription: "Hosts the sandbox may reach; empty means every host. Ignored while `block_all` is on.",
-			Computed:            true,
-			ElementType:         types.StringType,
-		},
-		"allow_cidrs": schema.ListAttribute{
-			MarkdownDescription: "Address ranges the sandbox may reach besides `allow_domains` (empty when none).",
-			Computed:            true,
-			ElementType:         types.StringType,
-		},
-		"block_all": schema.BoolAttribute{
-			MarkdownDescription: "No outbound access at all.",
-			Computed:            true,
-		},
-		"package_indexes": schema.ListAttribute{
-			MarkdownDescription: "Named package indexes that may be reached (empty when none).",
-			Computed:            true,
-			ElementType:         types.StringType,
-		},
-		"package_indexes_in": schema.StringAttribute{
-			MarkdownDescription: "Where the package indexes may be reached: `build` or `build_and_sandbox`.",
-			Computed:            true,
-		},
+		"allow_domains":      computedStringList("Hosts the sandbox may reach; empty means every host. Ignored while `block_all` is on."),
+		"allow_cidrs":        computedStringList("Address ranges the sandbox may reach besides `allow_domains` (empty when none)."),
+		"block_all":          computedBool("No outbound access at all."),
+		"package_indexes":    computedStringList("Named package indexes that may be reached (empty when none)."),
+		"package_indexes_in": computedString("Where the package indexes may be reached: `build` or `build_and_sandbox`."),
 	}
 }
 

@@ -79,73 +79,28 @@ func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 				Computed:            true,
 				NestedObject: schema.NestedAttributeObject{
 					Attributes: withSharingAttributes(map[string]schema.Attribute{
-						"build_hash": schema.StringAttribute{
-							MarkdownDescription: "SHA-256 over the build inputs: the snapshot's content address.",
-							Computed:            true,
-						},
-						"cpu": schema.Int64Attribute{
-							MarkdownDescription: "CPUs for each sandbox.",
-							Computed:            true,
-						},
-						"disk": schema.Int64Attribute{
-							MarkdownDescription: "Disk in GB for each sandbox.",
-							Computed:            true,
-						},
-						"env": schema.MapAttribute{
-							MarkdownDescription: "Environment variables of every sandbox process (empty when none).",
-							Computed:            true,
-							ElementType:         types.StringType,
-						},
-						"image": schema.StringAttribute{
-							MarkdownDescription: "Base image; `platform` is the release snapshot.",
-							Computed:            true,
-						},
-						"memory": schema.Int64Attribute{
-							MarkdownDescription: "Memory in GB for each sandbox.",
-							Computed:            true,
-						},
-						"name": schema.StringAttribute{
-							MarkdownDescription: "Name of the environment.",
-							Computed:            true,
-						},
+						"build_hash": computedString("SHA-256 over the build inputs: the snapshot's content address."),
+						"cpu":        computedInt64("CPUs for each sandbox."),
+						"disk":       computedInt64("Disk in GB for each sandbox."),
+						"env":        computedStringMap("Environment variables of every sandbox process (empty when none)."),
+						"image":      computedString("Base image; `platform` is the release snapshot."),
+						"memory":     computedInt64("Memory in GB for each sandbox."),
+						"name":       computedString("Name of the environment."),
 						"network": schema.SingleNestedAttribute{
 							MarkdownDescription: "Outbound network policy.",
 							Computed:            true,
 							Attributes:          dataNetworkAttributes(),
 						},
-						"labels": schema.MapAttribute{
-							MarkdownDescription: "Labels set on every sandbox of the environment (empty when none).",
-							Computed:            true,
-							ElementType:         types.StringType,
-						},
-						"owner": schema.StringAttribute{
-							MarkdownDescription: "Who created the environment.",
-							Computed:            true,
-						},
-						"reserved": schema.BoolAttribute{
-							MarkdownDescription: "Whether this is the sandbox provider's reserved `default` environment.",
-							Computed:            true,
-						},
-						"sandbox_provider": schema.StringAttribute{
-							MarkdownDescription: "Name of the sandbox provider the environment belongs to.",
-							Computed:            true,
-						},
-						"snapshot_id": schema.StringAttribute{
-							MarkdownDescription: "The snapshot new sandboxes are cloned from.",
-							Computed:            true,
-						},
-						"status": schema.StringAttribute{
-							MarkdownDescription: "`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent.",
-							Computed:            true,
-						},
+						"labels":           computedStringMap("Labels set on every sandbox of the environment (empty when none)."),
+						"owner":            computedString("Who created the environment."),
+						"reserved":         computedBool("Whether this is the sandbox provider's reserved `default` environment."),
+						"sandbox_provider": computedString("Name of the sandbox provider the environment belongs to."),
+						"snapshot_id":      computedString("The snapshot new sandboxes are cloned from."),
+						"status":           computedString("`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent."),
 					}),
 				},
 			},
-			"names": schema.ListAttribute{
-				MarkdownDescription: "The names of the matching environments, ordered: handy for `for_each` (`toset(...)`).",
-				Computed:            true,
-				ElementType:         types.StringType,
-			},
+			"names": computedStringList("The names of the matching environments, ordered: handy for `for_each` (`toset(...)`)."),
 			"owner": schema.StringAttribute{
 				MarkdownDescription: "Only environments this owner created (on PostgreSQL, a database role).",
 				Optional:            true,

@@ -53,53 +53,22 @@ func (d *sandboxProviderDataSource) Schema(_ context.Context, _ datasource.Schem
 			"another configuration manages. A control plane has exactly one, so `name` may be left out. The API key is never " +
 			"exposed: it stays sealed in the control plane.",
 		Attributes: map[string]schema.Attribute{
-			"api_url": schema.StringAttribute{
-				MarkdownDescription: "API endpoint of the backend; null when the catalog's URL for the type is used (and for `local`).",
-				Computed:            true,
-			},
-			"default_environment": schema.StringAttribute{
-				MarkdownDescription: "Name of the reserved environment created with the provider: always `default`.",
-				Computed:            true,
-			},
-			"id": schema.StringAttribute{
-				MarkdownDescription: "The provider's name.",
-				Computed:            true,
-			},
+			"api_url":             computedString("API endpoint of the backend; null when the catalog's URL for the type is used (and for `local`)."),
+			"default_environment": computedString("Name of the reserved environment created with the provider: always `default`."),
+			"id":                  computedString("The provider's name."),
 			"name": schema.StringAttribute{
 				MarkdownDescription: "Name of the sandbox provider. Left out, the control plane's only provider is read.",
 				Optional:            true,
 				Computed:            true,
 				Validators:          []validator.String{validName()},
 			},
-			"owner": schema.StringAttribute{
-				MarkdownDescription: "Who created the provider (on PostgreSQL, a database role); they own the `default` environment too.",
-				Computed:            true,
-			},
-			"release_snapshot": schema.StringAttribute{
-				MarkdownDescription: "The release snapshot every environment snapshot starts from.",
-				Computed:            true,
-			},
-			"require_limits": schema.BoolAttribute{
-				MarkdownDescription: "`local` only: whether sandboxes whose limits the host cannot enforce are refused; null when unset (decided by who runs).",
-				Computed:            true,
-			},
-			"scopes": schema.ListAttribute{
-				MarkdownDescription: "Scopes the credentials grant, as reported by the backend.",
-				Computed:            true,
-				ElementType:         types.StringType,
-			},
-			"status": schema.StringAttribute{
-				MarkdownDescription: "`Ready`, `Building` while it is being created, or `Degraded` when the `default` environment (or, on Daytona, its snapshot) is gone.",
-				Computed:            true,
-			},
-			"target": schema.StringAttribute{
-				MarkdownDescription: "Backend target (Daytona region); null when unset.",
-				Computed:            true,
-			},
-			"type": schema.StringAttribute{
-				MarkdownDescription: "Backend type: `local` or `daytona`.",
-				Computed:            true,
-			},
+			"owner":            computedString("Who created the provider (on PostgreSQL, a database role); they own the `default` environment too."),
+			"release_snapshot": computedString("The release snapshot every environment snapshot starts from."),
+			"require_limits":   computedBool("`local` only: whether sandboxes whose limits the host cannot enforce are refused; null when unset (decided by who runs)."),
+			"scopes":           computedStringList("Scopes the credentials grant, as reported by the backend."),
+			"status":           computedString("`Ready`, `Building` while it is being created, or `Degraded` when the `default` environment (or, on Daytona, its snapshot) is gone."),
+			"target":           computedString("Backend target (Daytona region); null when unset."),
+			"type":             computedString("Backend type: `local` or `daytona`."),
 		},
 	}
 }

@@ -73,10 +73,7 @@ func (d *snapshotManifestDataSource) Schema(_ context.Context, _ datasource.Sche
 				Optional:            true,
 				Validators:          []validator.String{validName()},
 			},
-			"digest": schema.StringAttribute{
-				MarkdownDescription: "`sha256:` and the hex SHA-256 of the manifest's canonical JSON: what artifacts record as their `manifest_digest`.",
-				Computed:            true,
-			},
+			"digest": computedString("`sha256:` and the hex SHA-256 of the manifest's canonical JSON: what artifacts record as their `manifest_digest`."),
 			"packages": schema.ListNestedAttribute{
 				MarkdownDescription: "The packages, sorted by ecosystem, name and version.",
 				Computed:            true,
@@ -88,31 +85,16 @@ func (d *snapshotManifestDataSource) Schema(_ context.Context, _ datasource.Sche
 					"purl":      schema.StringAttribute{MarkdownDescription: "Package URL, for example `pkg:pypi/requests@2.31.0`.", Computed: true},
 				}},
 			},
-			"package_count": schema.Int64Attribute{
-				MarkdownDescription: "How many packages the manifest lists.",
-				Computed:            true,
-			},
+			"package_count": computedInt64("How many packages the manifest lists."),
 			"counts": schema.MapAttribute{
 				MarkdownDescription: "Packages per ecosystem (only ecosystems with at least one).",
 				Computed:            true,
 				ElementType:         types.Int64Type,
 			},
-			"omitted": schema.Int64Attribute{
-				MarkdownDescription: "Packages left out to keep the manifest within 4 MiB (0 when none).",
-				Computed:            true,
-			},
-			"bytes": schema.Int64Attribute{
-				MarkdownDescription: "Size of the manifest's canonical JSON.",
-				Computed:            true,
-			},
-			"distro": schema.StringAttribute{
-				MarkdownDescription: "`ID` and `VERSION_ID` of the snapshot's os-release (for example `debian 12`); empty when it has none.",
-				Computed:            true,
-			},
-			"cyclonedx": schema.StringAttribute{
-				MarkdownDescription: "The manifest as a CycloneDX 1.5 JSON SBOM (one `library` component per package, with its purl).",
-				Computed:            true,
-			},
+			"omitted":   computedInt64("Packages left out to keep the manifest within 4 MiB (0 when none)."),
+			"bytes":     computedInt64("Size of the manifest's canonical JSON."),
+			"distro":    computedString("`ID` and `VERSION_ID` of the snapshot's os-release (for example `debian 12`); empty when it has none."),
+			"cyclonedx": computedString("The manifest as a CycloneDX 1.5 JSON SBOM (one `library` component per package, with its purl)."),
 		},
 	}
 }

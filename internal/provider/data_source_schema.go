@@ -1,0 +1,36 @@
+package provider
+
+import (
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// A data source reads every attribute but its lookup keys: these are the read-only
+// (Computed) attributes its schemas are made of, one per kind of value, so that a
+// schema lists what it reads and how it is documented, not the same three lines for
+// each.
+
+// computedString is a read-only string attribute documented by doc.
+func computedString(doc string) schema.StringAttribute {
+	return schema.StringAttribute{MarkdownDescription: doc, Computed: true}
+}
+
+// computedInt64 is a read-only number attribute documented by doc.
+func computedInt64(doc string) schema.Int64Attribute {
+	return schema.Int64Attribute{MarkdownDescription: doc, Computed: true}
+}
+
+// computedBool is a read-only bool attribute documented by doc.
+func computedBool(doc string) schema.BoolAttribute {
+	return schema.BoolAttribute{MarkdownDescription: doc, Computed: true}
+}
+
+// computedStringMap is a read-only map of strings documented by doc.
+func computedStringMap(doc string) schema.MapAttribute {
+	return schema.MapAttribute{MarkdownDescription: doc, Computed: true, ElementType: types.StringType}
+}
+
+// computedStringList is a read-only list of strings documented by doc.
+func computedStringList(doc string) schema.ListAttribute {
+	return schema.ListAttribute{MarkdownDescription: doc, Computed: true, ElementType: types.StringType}
+}
