@@ -123,14 +123,8 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 	if !ok {
 		return
 	}
-	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
-	env, err := r.cp.store.GetEnvironment(ctx, state.ID.ValueString())
-	if errors.Is(err, store.ErrNotFound) {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Environment", fmt.Sprintf("environment %q", state.ID.ValueString()), err)
+	env, ok := readNamed(ctx, "Environment", state.ID, r.cp.store.GetEnvironment, resp)
+	if !ok {
 		return
 	}
 	status := sandbox.StatusFailed

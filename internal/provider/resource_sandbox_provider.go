@@ -335,14 +335,8 @@ func (r *sandboxProviderResource) Read(ctx context.Context, req resource.ReadReq
 	if !ok {
 		return
 	}
-	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
-	p, err := r.cp.store.GetSandboxProvider(ctx, state.ID.ValueString())
-	if errors.Is(err, store.ErrNotFound) {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", state.ID.ValueString()), err)
+	p, ok := readNamed(ctx, "Sandbox Provider", state.ID, r.cp.store.GetSandboxProvider, resp)
+	if !ok {
 		return
 	}
 	state.Name = types.StringValue(p.Name)

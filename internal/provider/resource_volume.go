@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -156,18 +155,7 @@ func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 		return
 	}
 	if req.Plan.Raw.IsNull() {
-		var state volumeResourceModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		name := state.Name.ValueString()
-		if v, err := r.cp.store.GetVolume(ctx, name); err == nil && v.Owner != r.cp.owner {
-			r.cp.addOwnerError(&resp.Diagnostics, "Volume", name, v.Owner, "deleted")
-			return
-		}
-		if users, err := r.cp.store.EnvironmentsUsingVolume(ctx, name); err == nil && len(users) > 0 {
-			resp.Diagnostics.AddWarning("Volume Still Mounted By Environments",
-				fmt.Sprintf("Volume %q is listed in the volumes of environment(s) %s. Unless this apply removes it from them first, deleting it will fail. "+
-					"Remove the volume from those environments' volumes, then delete it.", name, strings.Join(users, ", ")))
-		}
+		volumeKind.planDelete(ctx, r.cp, req.State, &resp.Diagnostics)
 		return
 	}
 	var plan volumeResourceModel
@@ -179,8 +167,7 @@ func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	if !req.State.Raw.IsNull() {
 		prior = new(volumeResourceModel)
 		resp.Diagnostics.Append(req.State.Get(ctx, prior)...)
-		if v, err := r.cp.store.GetVolume(ctx, prior.ID.ValueString()); err == nil && v.Owner != r.cp.owner {
-			r.cp.addOwnerError(&resp.Diagnostics, "Volume", v.Name, v.Owner, "changed")
+		if volumeKind.refuseOthers(ctx, r.cp, prior.ID.ValueString(), "changed", &resp.Diagnostics) {
 			return
 		}
 	}
@@ -188,6 +175,18 @@ func (r *volumeResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	plan.ID = types.StringValue(plan.Name.ValueString())
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
+
+// volumeKind is what the volume's plan and Delete share with the registry's.
+var volumeKind = backedKind{kind: "Volume", owner: ownerBy((*store.Store).GetVolume, volumeOwner),
+	deleteRow: (*store.Store).DeleteVolume, users: (*store.Store).EnvironmentsUsingVolume,
+	usedAs:    "listed in the volumes of",
+	stillUsed: "Volume Still Mounted By Environments",
+	planNext:  "Unless this apply removes it from them first, deleting it will fail. Remove the volume from those environments' volumes, then delete it.",
+	fix:       "Remove it from those environments' volumes",
+	again:     "Apply again once its sandboxes are gone.",
+}
+
+func volumeOwner(v store.Volume) string { return v.Owner }
 
 const shrinkDoc = "Shrinking a volume replaces it, and its files are lost; growing it is in place."
 
@@ -328,23 +327,16 @@ func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, res
 		return
 	}
 	name := state.ID.ValueString()
-	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
-	v, err := r.cp.store.GetVolume(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Volume", fmt.Sprintf("volume %q", name), err)
+	v, ok := readNamed(ctx, "Volume", state.ID, r.cp.store.GetVolume, resp)
+	if !ok {
 		return
 	}
 	vs, title := r.volumes(ctx, v.Provider, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	remote, err := vs.Get(ctx, v.RemoteID)
-	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Error Reading %s Volume", title), fmt.Sprintf("Volume %q (%s id %q): %s", name, title, v.RemoteID, err))
+	remote, ok := readRemote(ctx, "Volume", title, name, v.RemoteID, vs.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	if remote == nil {
@@ -381,13 +373,8 @@ func (r *volumeResource) Update(ctx context.Context, req resource.UpdateRequest,
 	defer cancel()
 
 	name := state.ID.ValueString()
-	v, err := r.cp.store.GetVolume(ctx, name)
-	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Volume", fmt.Sprintf("volume %q", name), err)
-		return
-	}
-	if v.Owner != r.cp.owner {
-		r.cp.addOwnerError(&resp.Diagnostics, "Volume", name, v.Owner, "changed")
+	v, ok := ownedNamed(ctx, r.cp, "Volume", name, "changed", r.cp.store.GetVolume, volumeOwner, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	size := plan.Size.ValueInt64()
@@ -427,47 +414,18 @@ func (r *volumeResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	defer cancel()
 
 	name := state.ID.ValueString()
-	v, err := r.cp.store.GetVolume(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		return
-	}
-	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Volume", fmt.Sprintf("volume %q", name), err)
-		return
-	}
-	if v.Owner != r.cp.owner {
-		r.cp.addOwnerError(&resp.Diagnostics, "Volume", name, v.Owner, "deleted")
+	v, ok := ownedNamed(ctx, r.cp, "Volume", name, "deleted", r.cp.store.GetVolume, volumeOwner, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	vs, title := r.volumes(ctx, v.Provider, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	err = r.cp.store.DeleteVolume(ctx, name)
-	if errors.Is(err, store.ErrInUse) {
-		users, _ := r.cp.store.EnvironmentsUsingVolume(ctx, name)
-		resp.Diagnostics.AddError("Volume In Use",
-			fmt.Sprintf("Volume %q cannot be deleted: it is listed in the volumes of environment(s) %s. Remove it from those environments' volumes (and apply), "+
-				"then delete it. Nothing was deleted.", name, strings.Join(users, ", ")))
-		return
+	if volumeKind.delete(ctx, r.cp, name, title, timeout, func(ctx context.Context) error { return vs.Delete(ctx, v.RemoteID) },
+		func(ctx context.Context) error { return r.cp.store.CreateVolume(ctx, v) }, &resp.Diagnostics) {
+		tflog.Debug(ctx, "volume: deleted", map[string]any{"volume": name, "backend": title})
 	}
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		addOperationError(&resp.Diagnostics, "Error Deleting Volume", fmt.Sprintf("volume %q", name), err)
-		return
-	}
-	if derr := vs.Delete(ctx, v.RemoteID); derr != nil {
-		// Put it back, so that the volume stays known and a later apply deletes it.
-		_ = r.cp.store.CreateVolume(context.WithoutCancel(ctx), v)
-		if timedOut(ctx, derr) {
-			addTimeoutError(&resp.Diagnostics, "Timed Out Deleting Volume", "delete", timeout,
-				fmt.Sprintf("Deleting volume %q in %s", name, title), "It is kept in trueforge. Raise timeouts.delete and run the command again.", derr)
-			return
-		}
-		resp.Diagnostics.AddError(fmt.Sprintf("Error Deleting %s Volume", title),
-			fmt.Sprintf("Volume %q could not be deleted in %s; it is kept in trueforge. Apply again once its sandboxes are gone.\n\nOriginal Error: %s", name, title, derr))
-		return
-	}
-	tflog.Debug(ctx, "volume: deleted", map[string]any{"volume": name, "backend": title})
 }
 
 func (r *volumeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
