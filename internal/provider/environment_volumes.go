@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -71,11 +69,8 @@ func (cp *controlPlane) volumesDiags(ctx context.Context, providerName string, v
 
 // checkRegistry refuses an environment of sandbox provider providerName whose registry
 // does not exist (at apply; at plan, planning=true, it warns) or belongs to another
-// sandbox provider, naming the attribute (registry), and an image that Daytona would not
-// pull with it: Daytona picks the organization's registry whose URL matches the image's
-// host (findSourceRegistryBySnapshotImageName in
-// apps/api/src/docker-registry/services/docker-registry.service.ts, v0.190), so an image
-// of another host would be pulled without these credentials. "" (a public image) is
+// sandbox provider, naming the attribute (registry), and an image that the backend would
+// not pull with it (sandbox.RegistryChecker), naming image. "" (a public image) is
 // fine.
 func (cp *controlPlane) checkRegistry(ctx context.Context, providerName, registry, image string, planning bool) diag.Diagnostics {
 	var diags diag.Diagnostics
@@ -97,35 +92,13 @@ func (cp *controlPlane) checkRegistry(ctx context.Context, providerName, registr
 		diags.AddAttributeError(at, "Registry Of Another Sandbox Provider",
 			fmt.Sprintf("Registry %q belongs to sandbox provider %q, but this environment builds on %q. Create a trueforge_registry with sandbox_provider = %q and name that one.",
 				registry, g.Provider, providerName, providerName))
-	case image != "" && image != sandbox.PlatformImage && imageHost(image) != registryHost(g.URL):
-		diags.AddAttributeError(path.Root("image"), "Image Not From Registry",
-			fmt.Sprintf("image %q is pulled from %s, but registry %q is for %s (url %q). Daytona uses the registry whose URL matches the image's host, "+
-				"so this image would be pulled without the registry's credentials. Name the image by the registry's host (for example %s/<repository>:<tag>), or fix the registry's url.",
-				image, imageHost(image), registry, registryHost(g.URL), g.URL, registryHost(g.URL)))
+	case image != "":
+		// Which images the backend pulls with the registry is the backend's rule.
+		if p, err := cp.store.GetSandboxProvider(ctx, providerName); err == nil {
+			if b, err := cp.backend(p); err == nil {
+				addProblems(&diags, registryRules(b).CheckRegistryImage(registry, g.URL, image))
+			}
+		}
 	}
 	return diags
-}
-
-// imageHost is the registry host of an image reference, as Docker reads it: the first
-// component when it has a '.' or ':' or is localhost, else Docker Hub.
-func imageHost(image string) string {
-	first, _, ok := strings.Cut(image, "/")
-	if ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
-		if strings.Contains(first, "docker.io") {
-			return "docker.io"
-		}
-		return first
-	}
-	return "docker.io"
-}
-
-// registryHost is the host of a registry URL as Daytona stores it (remoteRegistryURL),
-// without a scheme or path.
-func registryHost(url string) string {
-	u := remoteRegistryURL(url)
-	if _, rest, ok := strings.Cut(u, "://"); ok {
-		u = rest
-	}
-	host, _, _ := strings.Cut(u, "/")
-	return host
 }

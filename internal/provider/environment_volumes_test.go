@@ -24,22 +24,23 @@ func TestEnvironmentRefsNameTheAttribute(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: "alice"}))
-	must(st.CreateVolume(ctx, store.Volume{Name: "cache", Provider: "local", Owner: "alice", RemoteID: "cache"}))
-	must(st.CreateRegistry(ctx, store.Registry{Name: "ghcr", Provider: "local", Owner: "alice", URL: "https://ghcr.io", Username: "u", PasswordEnc: []byte("x")}))
+	// A Daytona provider: which images a registry serves is its backend's rule.
+	must(st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "dt", Type: "daytona", Status: "Ready", Owner: "alice"}))
+	must(st.CreateVolume(ctx, store.Volume{Name: "cache", Provider: "dt", Owner: "alice", RemoteID: "cache"}))
+	must(st.CreateRegistry(ctx, store.Registry{Name: "ghcr", Provider: "dt", Owner: "alice", URL: "https://ghcr.io", Username: "u", PasswordEnc: []byte("x")}))
 
 	vols := []store.EnvironmentVolume{{Volume: "cache", MountPath: "/a"}, {Volume: "nope", MountPath: "/b"}}
 	at := path.Root("volumes").AtListIndex(1).AtName("volume")
-	expectOne(t, "apply, missing volume", cp.checkVolumes(ctx, "local", vols), at, diag.SeverityError, "Volume Not Found")
-	expectOne(t, "plan, missing volume", cp.planVolumes(ctx, "local", vols), at, diag.SeverityWarning, "Volume Not Found")
+	expectOne(t, "apply, missing volume", cp.checkVolumes(ctx, "dt", vols), at, diag.SeverityError, "Volume Not Found")
+	expectOne(t, "plan, missing volume", cp.planVolumes(ctx, "dt", vols), at, diag.SeverityWarning, "Volume Not Found")
 	expectOne(t, "another provider", cp.checkVolumes(ctx, "daytona", vols[:1]), path.Root("volumes").AtListIndex(0).AtName("volume"), diag.SeverityError, "Volume Of Another Sandbox Provider")
-	if d := cp.checkVolumes(ctx, "local", vols[:1]); d.HasError() || len(d) != 0 {
+	if d := cp.checkVolumes(ctx, "dt", vols[:1]); d.HasError() || len(d) != 0 {
 		t.Errorf("an existing volume of the provider: %v", d)
 	}
 
-	expectOne(t, "missing registry", cp.checkRegistry(ctx, "local", "nope", "", false), path.Root("registry"), diag.SeverityError, "Registry Not Found")
-	expectOne(t, "image of another host", cp.checkRegistry(ctx, "local", "ghcr", "python:3.12", false), path.Root("image"), diag.SeverityError, "Image Not From Registry")
-	if d := cp.checkRegistry(ctx, "local", "ghcr", "ghcr.io/acme/agent:1", false); len(d) != 0 {
+	expectOne(t, "missing registry", cp.checkRegistry(ctx, "dt", "nope", "", false), path.Root("registry"), diag.SeverityError, "Registry Not Found")
+	expectOne(t, "image of another host", cp.checkRegistry(ctx, "dt", "ghcr", "python:3.12", false), path.Root("image"), diag.SeverityError, "Image Not From Registry")
+	if d := cp.checkRegistry(ctx, "dt", "ghcr", "ghcr.io/acme/agent:1", false); len(d) != 0 {
 		t.Errorf("an image of the registry's host: %v", d)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
-	"github.com/trueforge/terraform-provider-trueforge/internal/validatorjs"
 )
 
 var (
@@ -91,8 +89,7 @@ func (r *registryResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				MarkdownDescription: "The registry's host, with a port or path prefix if it has one, for example `ghcr.io`, `registry.example.com:5000` or " +
 					"`https://index.docker.io/v1/`-style URLs without the trailing `/`. Daytona stores Docker Hub URLs as `docker.io`. " +
 					"The host must be a domain name with a top-level domain or an IP address: Daytona refuses a bare name such as `localhost:5000` or `registry:5000`. Changed in place.",
-				Required:   true,
-				Validators: []validator.String{stringCheck{"a registry URL with a top-level domain or an IP address, without a trailing '/'", checkRegistryURL}},
+				Required: true,
 			},
 			"username": schema.StringAttribute{
 				MarkdownDescription: "User name to pull with. Changed in place.",
@@ -117,29 +114,6 @@ func (r *registryResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 		},
 	}
 	registryCredential.addAttributes(resp.Schema.Attributes)
-}
-
-func checkRegistryURL(s string) string {
-	switch {
-	case strings.TrimSpace(s) != s || s == "" || strings.ContainsAny(s, " \t\n"):
-		return fmt.Sprintf("%q is not a registry URL; give the registry's host, for example ghcr.io", s)
-	case strings.HasSuffix(s, "/"):
-		return fmt.Sprintf("registry URL %q ends with '/'; leave it out (Daytona strips it, which would show as a change at every plan)", s)
-	case !validatorjs.IsURL(s):
-		return fmt.Sprintf("Daytona refuses registry URL %q: it wants a host name with a top-level domain (for example registry.example.com:5000) "+
-			"or an IP address (for example 10.0.0.5:5000), with an optional port of 1-65535 and an optional http://, https:// or ftp:// scheme; "+
-			"a bare name such as localhost or registry is not accepted", s)
-	}
-	return ""
-}
-
-// remoteRegistryURL is the URL as Daytona stores it (normalizeRegistryUrl in
-// apps/api/src/docker-registry/services/docker-registry.service.ts, v0.190).
-func remoteRegistryURL(u string) string {
-	if strings.TrimSpace(u) == "" || strings.Contains(strings.ToLower(u), "docker.io") {
-		return "docker.io"
-	}
-	return strings.TrimRight(strings.TrimSpace(u), "/")
 }
 
 func (r *registryResource) ConfigValidators(context.Context) []resource.ConfigValidator {
@@ -185,18 +159,7 @@ func (r *registryResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		return
 	}
 	if req.Plan.Raw.IsNull() {
-		var state registryModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		name := state.Name.ValueString()
-		if g, err := r.cp.store.GetRegistry(ctx, name); err == nil && g.Owner != r.cp.owner {
-			r.cp.addOwnerError(&resp.Diagnostics, "Registry", name, g.Owner, "deleted")
-			return
-		}
-		if users, err := r.cp.store.EnvironmentsUsingRegistry(ctx, name); err == nil && len(users) > 0 {
-			resp.Diagnostics.AddWarning("Registry Still Used By Environments",
-				fmt.Sprintf("Registry %q is the registry of environment(s) %s. Unless this apply changes their registry first, deleting it will fail.",
-					name, strings.Join(users, ", ")))
-		}
+		registryKind.planDelete(ctx, r.cp, req.State, &resp.Diagnostics)
 		return
 	}
 	var plan registryModel
@@ -205,8 +168,7 @@ func (r *registryResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 		return
 	}
 	if !req.State.Raw.IsNull() {
-		if g, err := r.cp.store.GetRegistry(ctx, plan.Name.ValueString()); err == nil && g.Owner != r.cp.owner {
-			r.cp.addOwnerError(&resp.Diagnostics, "Registry", g.Name, g.Owner, "changed")
+		if registryKind.refuseOthers(ctx, r.cp, plan.Name.ValueString(), "changed", &resp.Diagnostics) {
 			return
 		}
 		var state registryModel
@@ -216,12 +178,11 @@ func (r *registryResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 			plan.RemoteID = types.StringUnknown()
 		}
 	}
-	if !plan.SandboxProvider.IsUnknown() {
+	if !plan.SandboxProvider.IsUnknown() && !plan.URL.IsUnknown() {
+		// A provider created by this apply is checked at apply (Create).
 		if p, err := r.cp.store.GetSandboxProvider(ctx, plan.SandboxProvider.ValueString()); err == nil {
 			if b, err := r.cp.backend(p); err == nil {
-				if _, err := b.Registries(ctx, sandbox.ProviderConfig{Name: p.Name, Type: p.Type}); errors.Is(err, sandbox.ErrUnsupported) {
-					addRegistriesUnsupported(&resp.Diagnostics, p.Name, err)
-				}
+				addProblems(&resp.Diagnostics, registryRules(b).CheckRegistry(sandbox.ProviderConfig{Name: p.Name, Type: p.Type}, plan.spec("")))
 			}
 		}
 	}
@@ -229,29 +190,67 @@ func (r *registryResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
-func addRegistriesUnsupported(diags *diag.Diagnostics, providerName string, err error) {
-	diags.AddAttributeError(path.Root("sandbox_provider"), "Registries Not Supported By Backend",
-		fmt.Sprintf("Sandbox provider %q cannot pull from a registry: %s. Use a daytona sandbox provider for private images, or install what you need in build_script.",
-			providerName, strings.TrimSuffix(err.Error(), ": "+sandbox.ErrUnsupported.Error())))
+// registryBackend is the registry store of a sandbox provider, with what its backend
+// checks of registries (rules), the provider as the backend sees it and the backend's
+// title.
+type registryBackend struct {
+	sandbox.RegistryStore
+	rules sandbox.RegistryChecker
+	cfg   sandbox.ProviderConfig
+	title string
 }
 
-// registries opens the registry store of the named sandbox provider.
-func (r *registryResource) registries(ctx context.Context, providerName string, diags *diag.Diagnostics) (sandbox.RegistryStore, string) {
+// registries opens the registry store of the named sandbox provider (a backend that
+// keeps no registries says why, on sandbox_provider).
+func (r *registryResource) registries(ctx context.Context, providerName string, diags *diag.Diagnostics) registryBackend {
 	b, cfg, ok := r.cp.openProvider(ctx, providerName, diags)
 	if !ok {
-		return nil, ""
+		return registryBackend{}
 	}
+	rb := registryBackend{rules: registryRules(b), cfg: cfg, title: b.Info().Title}
 	rs, err := b.Registries(ctx, cfg)
 	if errors.Is(err, sandbox.ErrUnsupported) {
-		addRegistriesUnsupported(diags, providerName, err)
-		return nil, ""
+		var refused diag.Diagnostics
+		addProblems(&refused, rb.rules.CheckRegistry(cfg, sandbox.RegistrySpec{}))
+		if !refused.HasError() {
+			addOperationError(&refused, "Registries Not Supported By Backend", fmt.Sprintf("sandbox provider %q", providerName), err)
+		}
+		diags.Append(refused...)
+		return rb
 	}
 	if err != nil {
 		addOperationError(diags, "Error Opening Sandbox Provider", fmt.Sprintf("sandbox provider %q, its registries", providerName), err)
-		return nil, ""
+		return rb
 	}
-	return rs, b.Info().Title
+	rb.RegistryStore = rs
+	return rb
 }
+
+// check refuses, before it is sent, a registry that the backend refuses (CheckRegistry).
+func (rb registryBackend) check(m *registryModel, diags *diag.Diagnostics) bool {
+	var refused diag.Diagnostics
+	addProblems(&refused, rb.rules.CheckRegistry(rb.cfg, m.spec("")))
+	diags.Append(refused...)
+	return !refused.HasError()
+}
+
+// registryRules is what backend b checks of registries: none when it has no rules of
+// its own.
+func registryRules(b sandbox.Backend) sandbox.RegistryChecker {
+	if rc, ok := b.(sandbox.RegistryChecker); ok {
+		return rc
+	}
+	return noRegistryRules{}
+}
+
+// noRegistryRules is the RegistryChecker of a backend that has none.
+type noRegistryRules struct{}
+
+func (noRegistryRules) CheckRegistry(sandbox.ProviderConfig, sandbox.RegistrySpec) []sandbox.Problem {
+	return nil
+}
+func (noRegistryRules) RegistryURL(url string) string                       { return url }
+func (noRegistryRules) CheckRegistryImage(_, _, _ string) []sandbox.Problem { return nil }
 
 func (m *registryModel) spec(password string) sandbox.RegistrySpec {
 	return sandbox.RegistrySpec{Name: m.Name.ValueString(), URL: m.URL.ValueString(), Username: m.Username.ValueString(),
@@ -284,10 +283,11 @@ func (r *registryResource) Create(ctx context.Context, req resource.CreateReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	rs, title := r.registries(ctx, plan.SandboxProvider.ValueString(), &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
+	rs := r.registries(ctx, plan.SandboxProvider.ValueString(), &resp.Diagnostics)
+	if resp.Diagnostics.HasError() || !rs.check(&plan, &resp.Diagnostics) {
 		return
 	}
+	title := rs.title
 	remote, err := rs.Create(ctx, plan.spec(password))
 	if err != nil {
 		resp.Diagnostics.AddError(fmt.Sprintf("Error Creating %s Registry", title),
@@ -316,14 +316,8 @@ func (r *registryResource) Read(ctx context.Context, req resource.ReadRequest, r
 		return
 	}
 	name := state.ID.ValueString()
-	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
-	g, err := r.cp.store.GetRegistry(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		resp.State.RemoveResource(ctx)
-		return
-	}
-	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Registry", fmt.Sprintf("registry %q", name), err)
+	g, ok := readNamed(ctx, "Registry", state.ID, r.cp.store.GetRegistry, resp)
+	if !ok {
 		return
 	}
 	state.ID, state.Name, state.SandboxProvider = types.StringValue(g.Name), types.StringValue(g.Name), types.StringValue(g.Provider)
@@ -332,13 +326,13 @@ func (r *registryResource) Read(ctx context.Context, req resource.ReadRequest, r
 	if g.Project != "" {
 		state.Project = types.StringValue(g.Project)
 	}
-	rs, title := r.registries(ctx, g.Provider, &resp.Diagnostics)
+	rs := r.registries(ctx, g.Provider, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	remote, err := rs.Get(ctx, g.RemoteID)
-	if err != nil {
-		resp.Diagnostics.AddError(fmt.Sprintf("Error Reading %s Registry", title), fmt.Sprintf("Registry %q (%s id %q): %s", name, title, g.RemoteID, err))
+	title := rs.title
+	remote, ok := readRemote(ctx, "Registry", title, name, g.RemoteID, rs.Get, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	switch {
@@ -347,7 +341,7 @@ func (r *registryResource) Read(ctx context.Context, req resource.ReadRequest, r
 			fmt.Sprintf("The %s registry of %q no longer exists. The plan shows it with no URL; apply creates it again with the configured URL, username and password.", title, name))
 		state.URL = types.StringValue("")
 	default:
-		if remote.URL != remoteRegistryURL(g.URL) {
+		if remote.URL != rs.rules.RegistryURL(g.URL) {
 			state.URL = types.StringValue(remote.URL)
 		}
 		state.Username = types.StringValue(remote.Username)
@@ -372,13 +366,8 @@ func (r *registryResource) Update(ctx context.Context, req resource.UpdateReques
 	}
 	ctx = maskSecrets(ctx)
 	name := state.ID.ValueString()
-	g, err := r.cp.store.GetRegistry(ctx, name)
-	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Registry", fmt.Sprintf("registry %q", name), err)
-		return
-	}
-	if g.Owner != r.cp.owner {
-		r.cp.addOwnerError(&resp.Diagnostics, "Registry", name, g.Owner, "changed")
+	g, ok := ownedNamed(ctx, r.cp, "Registry", name, "changed", r.cp.store.GetRegistry, registryOwner, &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	rotate := credentialChanged(plan.Password, state.Password, plan.PasswordWOVersion, state.PasswordWOVersion)
@@ -387,10 +376,11 @@ func (r *registryResource) Update(ctx context.Context, req resource.UpdateReques
 	if rotate {
 		sealed = r.seal(ctx, name, password, &resp.Diagnostics)
 	}
-	rs, title := r.registries(ctx, g.Provider, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
+	rs := r.registries(ctx, g.Provider, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() || !rs.check(&plan, &resp.Diagnostics) {
 		return
 	}
+	title := rs.title
 	// A registry recreated because it was deleted outside Terraform needs its password
 	// even when the configuration did not change it.
 	remote, err := rs.Update(ctx, g.RemoteID, plan.spec(password), rotate || password != "")
@@ -419,40 +409,29 @@ func (r *registryResource) Delete(ctx context.Context, req resource.DeleteReques
 		return
 	}
 	name := state.ID.ValueString()
-	g, err := r.cp.store.GetRegistry(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
+	g, ok := ownedNamed(ctx, r.cp, "Registry", name, "deleted", r.cp.store.GetRegistry, registryOwner, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Registry", fmt.Sprintf("registry %q", name), err)
-		return
-	}
-	if g.Owner != r.cp.owner {
-		r.cp.addOwnerError(&resp.Diagnostics, "Registry", name, g.Owner, "deleted")
-		return
-	}
-	rs, title := r.registries(ctx, g.Provider, &resp.Diagnostics)
+	rs := r.registries(ctx, g.Provider, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	err = r.cp.store.DeleteRegistry(ctx, name)
-	if errors.Is(err, store.ErrInUse) {
-		users, _ := r.cp.store.EnvironmentsUsingRegistry(ctx, name)
-		resp.Diagnostics.AddError("Registry In Use",
-			fmt.Sprintf("Registry %q cannot be deleted: it is the registry of environment(s) %s. Change those environments' registry (and apply), "+
-				"then delete it. Nothing was deleted.", name, strings.Join(users, ", ")))
-		return
-	}
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		addOperationError(&resp.Diagnostics, "Error Deleting Registry", fmt.Sprintf("registry %q", name), err)
-		return
-	}
-	if err := rs.Delete(ctx, g.RemoteID); err != nil {
-		_ = r.cp.store.CreateRegistry(context.WithoutCancel(ctx), g)
-		resp.Diagnostics.AddError(fmt.Sprintf("Error Deleting %s Registry", title),
-			fmt.Sprintf("Registry %q could not be deleted in %s; it is kept in trueforge. Apply again.\n\nOriginal Error: %s", name, title, err))
-	}
+	registryKind.delete(ctx, r.cp, name, rs.title, 0, func(ctx context.Context) error { return rs.Delete(ctx, g.RemoteID) },
+		func(ctx context.Context) error { return r.cp.store.CreateRegistry(ctx, g) }, &resp.Diagnostics)
 }
+
+// registryKind is what the registry's plan and Delete share with the volume's.
+var registryKind = backedKind{kind: "Registry", owner: ownerBy((*store.Store).GetRegistry, registryOwner),
+	deleteRow: (*store.Store).DeleteRegistry, users: (*store.Store).EnvironmentsUsingRegistry,
+	usedAs:    "the registry of",
+	stillUsed: "Registry Still Used By Environments",
+	planNext:  "Unless this apply changes their registry first, deleting it will fail.",
+	fix:       "Change those environments' registry",
+	again:     "Apply again.",
+}
+
+func registryOwner(g store.Registry) string { return g.Owner }
 
 func (r *registryResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	importByName(ctx, req, resp)

@@ -34,6 +34,23 @@ type Backend interface {
 	Registries(ctx context.Context, p ProviderConfig) (RegistryStore, error)
 }
 
+// RegistryChecker is implemented by backends that say, before anything is sent, what
+// they would refuse about a private registry (RegistryStore) and about the images an
+// environment pulls with it, so that the provider checks registries at plan, and again
+// before it creates or changes one, without knowing any backend's rules.
+type RegistryChecker interface {
+	// CheckRegistry reports what the backend refuses about registry r of provider p:
+	// a URL it does not take (attribute "url"), or registries at all
+	// ("sandbox_provider").
+	CheckRegistry(p ProviderConfig, r RegistrySpec) []Problem
+	// RegistryURL is url as the backend keeps it, which is what reading the registry
+	// back gives.
+	RegistryURL(url string) string
+	// CheckRegistryImage reports an image (attribute "image") that the backend would
+	// not pull with the credentials of registry name, of URL url.
+	CheckRegistryImage(name, url, image string) []Problem
+}
+
 // RequiredScopes are what a sandbox provider's credentials must grant: trueforge builds
 // and clones snapshots, creates sandboxes from them and syncs secrets, so saving a
 // provider fails when any is missing (a backend's CheckCredentials names each one).
