@@ -76,56 +76,52 @@ resource "trueforge_environment" "py" {
 ` + extra + `
 }`)
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				// Labels are no build input: the same inputs as the default environment's
-				// build once, for both.
-				Config:            hcl(`  labels = { team = "data" }`),
-				ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id"))},
-				Check:             countBuilds(1),
-			},
-			{
-				Config: hcl(`  labels = { team = "data", "cost-center" = "42" }
+	accTest(t,
+		resource.TestStep{
+			// Labels are no build input: the same inputs as the default environment's
+			// build once, for both.
+			Config:            hcl(`  labels = { team = "data" }`),
+			ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id"))},
+			Check:             countBuilds(1),
+		},
+		resource.TestStep{
+			Config: hcl(`  labels = { team = "data", "cost-center" = "42" }
   network = {
     allow_domains   = ["api.example.com"]
     allow_cidrs     = ["192.30.252.0/22", "2606:4700::/32"]
     package_indexes = ["pypi", "npm"]
   }`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("package_index_hosts"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.StringExact("files.pythonhosted.org"), knownvalue.StringExact("pypi.org"), knownvalue.StringExact("registry.npmjs.org"),
-					})),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("labels").AtMapKey("cost-center"), knownvalue.StringExact("42")),
-				},
-				Check: countBuilds(0),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+				plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("package_index_hosts"), knownvalue.ListExact([]knownvalue.Check{
+					knownvalue.StringExact("files.pythonhosted.org"), knownvalue.StringExact("pypi.org"), knownvalue.StringExact("registry.npmjs.org"),
+				})),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("labels").AtMapKey("cost-center"), knownvalue.StringExact("42")),
 			},
-			{
-				// The store holds what the plan said; an import reads every attribute back.
-				ResourceName:            envAddr,
-				ImportState:             true,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts", "wait_for_ready", "network.package_indexes_in"},
-			},
-			{
-				Config: hcl(`  labels = {}
-  network = { package_indexes = ["debian"], package_indexes_in = "build_and_sandbox" }`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("network").AtMapKey("package_indexes_in"), knownvalue.StringExact("build_and_sandbox")),
-				},
-				Check: countBuilds(0),
-			},
+			Check: countBuilds(0),
 		},
-	})
+		resource.TestStep{
+			// The store holds what the plan said; an import reads every attribute back.
+			ResourceName:            envAddr,
+			ImportState:             true,
+			ImportStateVerify:       true,
+			ImportStateVerifyIgnore: []string{"timeouts", "wait_for_ready", "network.package_indexes_in"},
+		},
+		resource.TestStep{
+			Config: hcl(`  labels = {}
+  network = { package_indexes = ["debian"], package_indexes_in = "build_and_sandbox" }`),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("network").AtMapKey("package_indexes_in"), knownvalue.StringExact("build_and_sandbox")),
+			},
+			Check: countBuilds(0),
+		},
+	)
 }

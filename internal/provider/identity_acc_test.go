@@ -37,38 +37,45 @@ func importByIdentity(addr, config string) resource.TestStep {
 	}
 }
 
+// identityTest runs steps as an acceptance test on the CLIs that have resource identity.
+func identityTest(t *testing.T, steps ...resource.TestStep) {
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		TerraformVersionChecks:   identityVersionChecks,
+		Steps:                    steps,
+	})
+}
+
+// updateKeepsIdentity is a step that applies config as an in-place update of addr,
+// whose identity must still pass checks.
+func updateKeepsIdentity(config, addr string, checks []statecheck.StateCheck) resource.TestStep {
+	return resource.TestStep{
+		Config:            config,
+		ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate)}},
+		ConfigStateChecks: checks,
+	}
+}
+
 // The import steps' configurations name their dependencies literally: the import plans
 // in a directory of its own, where resources the configuration references would be
 // planned for creation (and a second sandbox provider is refused).
 
 func TestAccIdentity_sandboxProvider(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		TerraformVersionChecks:   identityVersionChecks,
-		Steps: []resource.TestStep{
-			{Config: f.config(""), ConfigStateChecks: nameIdentity(providerAddr, "local")},
-			importByIdentity(providerAddr, f.config("")),
-		},
-	})
+	identityTest(t,
+		resource.TestStep{Config: f.config(""), ConfigStateChecks: nameIdentity(providerAddr, "local")},
+		importByIdentity(providerAddr, f.config("")),
+	)
 }
 
 func TestAccIdentity_environment(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		TerraformVersionChecks:   identityVersionChecks,
-		Steps: []resource.TestStep{
-			{Config: f.config(envHCL("", "")), ConfigStateChecks: nameIdentity(envAddr, "py")},
-			{
-				// An in-place update keeps the identity.
-				Config:            f.config(envHCL("", `  env = { A = "1" }`)),
-				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate)}},
-				ConfigStateChecks: nameIdentity(envAddr, "py"),
-			},
-			importByIdentity(envAddr, f.providerBlock(f.owner)+`
+	identityTest(t,
+		resource.TestStep{Config: f.config(envHCL("", "")), ConfigStateChecks: nameIdentity(envAddr, "py")},
+		// An in-place update keeps the identity.
+		updateKeepsIdentity(f.config(envHCL("", `  env = { A = "1" }`)), envAddr, nameIdentity(envAddr, "py")),
+		importByIdentity(envAddr, f.providerBlock(f.owner)+`
 resource "trueforge_environment" "py" {
   name             = "py"
   sandbox_provider = "local"
@@ -76,26 +83,16 @@ resource "trueforge_environment" "py" {
   env              = { A = "1" }
 }
 `),
-		},
-	})
+	)
 }
 
 func TestAccIdentity_agent(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		TerraformVersionChecks:   identityVersionChecks,
-		Steps: []resource.TestStep{
-			{Config: f.config(agentHCL("helper", afterProvider)), ConfigStateChecks: nameIdentity(agentAddr, "helper")},
-			{
-				Config:            f.config(agentHCL("helper", afterProvider+"\n  max_turns = 7")),
-				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate)}},
-				ConfigStateChecks: nameIdentity(agentAddr, "helper"),
-			},
-			importByIdentity(agentAddr, f.providerBlock(f.owner)+agentHCL("helper", "  max_turns = 7")),
-		},
-	})
+	identityTest(t,
+		resource.TestStep{Config: f.config(agentHCL("helper", afterProvider)), ConfigStateChecks: nameIdentity(agentAddr, "helper")},
+		updateKeepsIdentity(f.config(agentHCL("helper", afterProvider+"\n  max_turns = 7")), agentAddr, nameIdentity(agentAddr, "helper")),
+		importByIdentity(agentAddr, f.providerBlock(f.owner)+agentHCL("helper", "  max_turns = 7")),
+	)
 }
 
 func TestAccIdentity_secret(t *testing.T) {
@@ -109,22 +106,14 @@ func TestAccIdentity_secret(t *testing.T) {
 		statecheck.ExpectIdentityValueMatchesState(secretAddr, tfjsonpath.New("environment")),
 		statecheck.ExpectIdentityValueMatchesState(secretAddr, tfjsonpath.New("env_name")),
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		TerraformVersionChecks:   identityVersionChecks,
-		Steps: []resource.TestStep{
-			{Config: f.config(env + secretHCL(`  value = "ghp_first"`, `["api.github.com"]`)), ConfigStateChecks: identity},
-			{
-				Config:            f.config(env + secretHCL(`  value = "ghp_first"`, `["api.github.com", "uploads.github.com"]`)),
-				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate)}},
-				ConfigStateChecks: identity,
-			},
-			{
-				// The value is never imported (its plaintext does not enter state through
-				// an import), so the import plans one in-place update: the configured value
-				// sealed again.
-				Config: f.providerBlock(f.owner) + `
+	identityTest(t,
+		resource.TestStep{Config: f.config(env + secretHCL(`  value = "ghp_first"`, `["api.github.com"]`)), ConfigStateChecks: identity},
+		updateKeepsIdentity(f.config(env+secretHCL(`  value = "ghp_first"`, `["api.github.com", "uploads.github.com"]`)), secretAddr, identity),
+		resource.TestStep{
+			// The value is never imported (its plaintext does not enter state through
+			// an import), so the import plans one in-place update: the configured value
+			// sealed again.
+			Config: f.providerBlock(f.owner) + `
 resource "trueforge_secret" "gh" {
   environment = "py"
   env_name    = "GITHUB_TOKEN"
@@ -132,19 +121,18 @@ resource "trueforge_secret" "gh" {
   value       = "ghp_first"
 }
 `,
-				ResourceName:       secretAddr,
-				ImportState:        true,
-				ImportStateKind:    resource.ImportBlockWithResourceIdentity,
-				ExpectNonEmptyPlan: true,
-				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(secretAddr, tfjsonpath.New("hosts"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.StringExact("api.github.com"), knownvalue.StringExact("uploads.github.com"),
-					})),
-				}},
-			},
+			ResourceName:       secretAddr,
+			ImportState:        true,
+			ImportStateKind:    resource.ImportBlockWithResourceIdentity,
+			ExpectNonEmptyPlan: true,
+			ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(secretAddr, tfjsonpath.New("hosts"), knownvalue.ListExact([]knownvalue.Check{
+					knownvalue.StringExact("api.github.com"), knownvalue.StringExact("uploads.github.com"),
+				})),
+			}},
 		},
-	})
+	)
 }
 
 // TestAccImport_stringIDs imports every resource by its string id, with `terraform
@@ -166,25 +154,22 @@ func TestAccImport_stringIDs(t *testing.T) {
 		}
 	}
 	literal := f.providerBlock(f.owner)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: config},
-			byCommand(providerAddr, "local"),
-			byCommand(envAddr, "py"),
-			byCommand(agentAddr, "helper"),
-			byCommand(secretAddr, "py/GITHUB_TOKEN", "value"),
-			byBlock(providerAddr, "local", f.config(""), false),
-			byBlock(envAddr, "py", literal+`
+	accTest(t,
+		resource.TestStep{Config: config},
+		byCommand(providerAddr, "local"),
+		byCommand(envAddr, "py"),
+		byCommand(agentAddr, "helper"),
+		byCommand(secretAddr, "py/GITHUB_TOKEN", "value"),
+		byBlock(providerAddr, "local", f.config(""), false),
+		byBlock(envAddr, "py", literal+`
 resource "trueforge_environment" "py" {
   name             = "py"
   sandbox_provider = "local"
   build_script     = ""
 }
 `, false),
-			byBlock(agentAddr, "helper", literal+agentHCL("helper", ""), false),
-			byBlock(secretAddr, "py/GITHUB_TOKEN", literal+`
+		byBlock(agentAddr, "helper", literal+agentHCL("helper", ""), false),
+		byBlock(secretAddr, "py/GITHUB_TOKEN", literal+`
 resource "trueforge_secret" "gh" {
   environment = "py"
   env_name    = "GITHUB_TOKEN"
@@ -192,6 +177,5 @@ resource "trueforge_secret" "gh" {
   value       = "ghp_first"
 }
 `, true),
-		},
-	})
+	)
 }

@@ -24,35 +24,31 @@ resource "trueforge_secret" "tok" {
 	body := envHCL("", `  env = { A = "1" }
   network = { allow_domains = ["api.example.com"] }`) + secret(`"api.example.com"`)
 	asBob := func(body string) string { return f.providerBlock("bob") + localProviderHCL + body }
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: f.config(body)},
-			{
-				// bob plans alice's unchanged resources: an empty plan (PlanOnly fails on
-				// any change), no error.
-				Config:   asBob(body),
-				PlanOnly: true,
-			},
-			{
-				// Changing the secret is changing alice's environment.
-				Config: asBob(envHCL("", `  env = { A = "1" }
-  network = { allow_domains = ["api.example.com"] }`) + secret(`"api.example.com", "uploads.example.com"`)),
-				ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*owned by "alice".*cannot be changed \(its secrets are\s+part of it\)\s+by "bob"`),
-			},
-			{
-				PreConfig: func() {
-					sec, err := f.store().GetSecret(t.Context(), "py/TOKEN")
-					if err != nil || len(sec.Hosts) != 1 {
-						t.Errorf("bob changed alice's secret: %+v, %v", sec, err)
-					}
-				},
-				Config:   f.config(body),
-				PlanOnly: true,
-			},
+	accTest(t,
+		resource.TestStep{Config: f.config(body)},
+		resource.TestStep{
+			// bob plans alice's unchanged resources: an empty plan (PlanOnly fails on
+			// any change), no error.
+			Config:   asBob(body),
+			PlanOnly: true,
 		},
-	})
+		resource.TestStep{
+			// Changing the secret is changing alice's environment.
+			Config: asBob(envHCL("", `  env = { A = "1" }
+  network = { allow_domains = ["api.example.com"] }`) + secret(`"api.example.com", "uploads.example.com"`)),
+			ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*owned by "alice".*cannot be changed \(its secrets are\s+part of it\)\s+by "bob"`),
+		},
+		resource.TestStep{
+			PreConfig: func() {
+				sec, err := f.store().GetSecret(t.Context(), "py/TOKEN")
+				if err != nil || len(sec.Hosts) != 1 {
+					t.Errorf("bob changed alice's secret: %+v, %v", sec, err)
+				}
+			},
+			Config:   f.config(body),
+			PlanOnly: true,
+		},
+	)
 }
 
 // The reserved default environment is owned by whoever created the sandbox provider, like
@@ -68,24 +64,20 @@ resource "trueforge_secret" "tok" {
   hosts       = ["api.example.com"]
 }
 `
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: f.config("")},
-			{
-				Config:      f.providerBlock("bob") + localProviderHCL + secret,
-				ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*"default" is owned by "alice".*by\s+"bob"`),
-			},
-			{
-				PreConfig: func() {
-					if secs, err := f.store().ListSecrets(t.Context(), "default"); err != nil || len(secs) != 0 {
-						t.Errorf("bob added a secret to default: %v, %v", secs, err)
-					}
-				},
-				// Its owner can.
-				Config: f.config(secret),
-			},
+	accTest(t,
+		resource.TestStep{Config: f.config("")},
+		resource.TestStep{
+			Config:      f.providerBlock("bob") + localProviderHCL + secret,
+			ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*"default" is owned by "alice".*by\s+"bob"`),
 		},
-	})
+		resource.TestStep{
+			PreConfig: func() {
+				if secs, err := f.store().ListSecrets(t.Context(), "default"); err != nil || len(secs) != 0 {
+					t.Errorf("bob added a secret to default: %v, %v", secs, err)
+				}
+			},
+			// Its owner can.
+			Config: f.config(secret),
+		},
+	)
 }

@@ -33,27 +33,23 @@ func TestAccEnvironment_packageIndexesReachTheBuild(t *testing.T) {
     block_all       = true
     package_indexes = ["pypi"]
   }`
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: f.config(envHCL(packageIndexProbe, network)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("package_index_hosts"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.StringExact("files.pythonhosted.org"), knownvalue.StringExact("pypi.org"),
-					})),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-				},
-			},
-			{
-				Config:      f.config(envHCL("curl -fsS --max-time 15 -o /dev/null http://example.com/", network)),
-				ExpectError: regexp.MustCompile(`(?s)refused \(not_allowed\).*example\.com`),
+	accTest(t,
+		resource.TestStep{
+			Config: f.config(envHCL(packageIndexProbe, network)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("package_index_hosts"), knownvalue.ListExact([]knownvalue.Check{
+					knownvalue.StringExact("files.pythonhosted.org"), knownvalue.StringExact("pypi.org"),
+				})),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 			},
 		},
-	})
+		resource.TestStep{
+			Config:      f.config(envHCL("curl -fsS --max-time 15 -o /dev/null http://example.com/", network)),
+			ExpectError: regexp.MustCompile(`(?s)refused \(not_allowed\).*example\.com`),
+		},
+	)
 }
 
 // On Daytona a sandbox's domainAllowList holds allow_domains plus, under

@@ -84,6 +84,17 @@ func testAccPreCheck(t *testing.T) {
 	}
 }
 
+// accTest runs steps as a parallel acceptance test of the provider (testAccProviders),
+// the case nearly every acceptance test is.
+func accTest(t *testing.T, steps ...resource.TestStep) {
+	t.Helper()
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProviders,
+		Steps:                    steps,
+	})
+}
+
 // attrError matches an attribute's diagnostic and requires the attribute to be named
 // twice: in the source line Terraform and OpenTofu quote for an attribute diagnostic
 // ("31:   hosts       = [...]") and in the detail, given as a pattern whose spaces match

@@ -196,143 +196,139 @@ func TestAccAgent_basic(t *testing.T) {
 	fullBody := strings.ReplaceAll(fullAgentBody, "/srv/skills/pdf", pdf)
 	fullRun := fullAgentRun
 	fullRun.Skills = []agents.Skill{{Name: "pdf", Path: pdf, Description: "Does pdf things.", Digest: skillDigest(t, pdf)}}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				// Everything omitted takes its default; the sandbox is off.
-				Config: f.config(agentHCL("helper", afterProvider)),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper")),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("owner"), knownvalue.StringExact("alice")),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(false)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(50)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(1_000_000)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("description"), knownvalue.Null()),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers"), knownvalue.Null()),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.Null()),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), defaultSandboxValue(false, "default")),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("model"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"api_key_credential": knownvalue.Null(),
-						"api_key_env":        knownvalue.Null(),
-						"base_url":           knownvalue.Null(),
-						"name":               knownvalue.Null(),
-						"provider":           knownvalue.StringExact("scripted"),
-						"script":             knownvalue.StringExact("[]"),
-					})),
-				},
-				Check: func(*terraformState) error {
-					s, env, err := storedAgentSpec(t, f, "helper")
-					if err != nil {
-						return err
-					}
-					// The sandbox is off, so the row references no environment.
-					if env != "" || s.Sandbox != agentspec.DefaultSandbox() || s.Model.Provider != "scripted" || s.MCPServers != nil ||
-						s.MaxTurns != agentspec.DefaultMaxTurns || s.TokenBudget != agentspec.DefaultTokenBudget {
-						return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
-					}
-					return harnessRuns(t, f, "helper", defaultAgentRun("helper"))
-				},
+	accTest(t,
+		resource.TestStep{
+			// Everything omitted takes its default; the sandbox is off.
+			Config: f.config(agentHCL("helper", afterProvider)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper")),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("owner"), knownvalue.StringExact("alice")),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(false)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(50)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(1_000_000)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("description"), knownvalue.Null()),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers"), knownvalue.Null()),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.Null()),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), defaultSandboxValue(false, "default")),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("model"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"api_key_credential": knownvalue.Null(),
+					"api_key_env":        knownvalue.Null(),
+					"base_url":           knownvalue.Null(),
+					"name":               knownvalue.Null(),
+					"provider":           knownvalue.StringExact("scripted"),
+					"script":             knownvalue.StringExact("[]"),
+				})),
 			},
-			{
-				// Every attribute but the name changes in place.
-				Config: f.config(py + agentHCL("helper", fullBody)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper")),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(true)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode_limits"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"call_timeout_seconds": knownvalue.Int64Exact(10),
-						"max_calls":            knownvalue.Int64Exact(25),
-						"max_result_bytes":     knownvalue.Int64Exact(agentspec.DefaultCodeMaxResultBytes),
-						"run_timeout_seconds":  knownvalue.Int64Exact(agentspec.DefaultCodeRunTimeoutSeconds),
-					})),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(12)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(200000)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"archive_after_minutes": knownvalue.Int64Exact(1440),
-						"delete_after_minutes":  knownvalue.Int64Exact(10080),
-						"enabled":               knownvalue.Bool(true),
-						"environment":           knownvalue.StringExact("py"),
-						"file_downloads":        knownvalue.Bool(false),
-						"idle_stop_minutes":     knownvalue.Int64Exact(30),
-					})),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(0).AtMapKey("allowed_tools"),
-						knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("get_issue"), knownvalue.StringExact("list_pull_requests")})),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(1).AtMapKey("allowed_tools"), knownvalue.ListSizeExact(0)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(1).AtMapKey("credential_env"), knownvalue.Null()),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("pdf"), "path": knownvalue.StringExact(pdf),
-							"description": knownvalue.StringExact("Does pdf things."), "digest": knownvalue.StringExact(skillDigest(t, pdf))}),
-					})),
-				},
-				Check: func(*terraformState) error {
-					s, env, err := storedAgentSpec(t, f, "helper")
-					if err != nil {
-						return err
-					}
-					if env != "py" || !s.Sandbox.Enabled || s.Sandbox.Environment != "py" || !s.CodeMode || len(s.MCPServers) != 2 ||
-						*s.MCPServers[0].CredentialEnv != "GITHUB_MCP_TOKEN" || *s.Model.APIKeyEnv != "OPENAI_API_KEY" || *s.Instructions != "Be brief." ||
-						s.MaxTurns != 12 || s.TokenBudget != 200000 {
-						return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
-					}
-					return harnessRuns(t, f, "helper", fullRun)
-				},
+			Check: func(*terraformState) error {
+				s, env, err := storedAgentSpec(t, f, "helper")
+				if err != nil {
+					return err
+				}
+				// The sandbox is off, so the row references no environment.
+				if env != "" || s.Sandbox != agentspec.DefaultSandbox() || s.Model.Provider != "scripted" || s.MCPServers != nil ||
+					s.MaxTurns != agentspec.DefaultMaxTurns || s.TokenBudget != agentspec.DefaultTokenBudget {
+					return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
+				}
+				return harnessRuns(t, f, "helper", defaultAgentRun("helper"))
 			},
-			{
-				ResourceName:      agentAddr,
-				ImportState:       true,
-				ImportStateId:     "helper",
-				ImportStateVerify: true,
+		},
+		resource.TestStep{
+			// Every attribute but the name changes in place.
+			Config: f.config(py + agentHCL("helper", fullBody)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper")),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode_limits"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"call_timeout_seconds": knownvalue.Int64Exact(10),
+					"max_calls":            knownvalue.Int64Exact(25),
+					"max_result_bytes":     knownvalue.Int64Exact(agentspec.DefaultCodeMaxResultBytes),
+					"run_timeout_seconds":  knownvalue.Int64Exact(agentspec.DefaultCodeRunTimeoutSeconds),
+				})),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(12)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(200000)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"archive_after_minutes": knownvalue.Int64Exact(1440),
+					"delete_after_minutes":  knownvalue.Int64Exact(10080),
+					"enabled":               knownvalue.Bool(true),
+					"environment":           knownvalue.StringExact("py"),
+					"file_downloads":        knownvalue.Bool(false),
+					"idle_stop_minutes":     knownvalue.Int64Exact(30),
+				})),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(0).AtMapKey("allowed_tools"),
+					knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("get_issue"), knownvalue.StringExact("list_pull_requests")})),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(1).AtMapKey("allowed_tools"), knownvalue.ListSizeExact(0)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(1).AtMapKey("credential_env"), knownvalue.Null()),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.ListExact([]knownvalue.Check{
+					knownvalue.ObjectExact(map[string]knownvalue.Check{"name": knownvalue.StringExact("pdf"), "path": knownvalue.StringExact(pdf),
+						"description": knownvalue.StringExact("Does pdf things."), "digest": knownvalue.StringExact(skillDigest(t, pdf))}),
+				})),
 			},
-			{
-				// Empty lists and an empty string are kept apart from omitted ones: applying
-				// them leaves no diff behind (the harness of the test checks the plan is empty).
-				Config: f.config(py + agentHCL("helper", `
+			Check: func(*terraformState) error {
+				s, env, err := storedAgentSpec(t, f, "helper")
+				if err != nil {
+					return err
+				}
+				if env != "py" || !s.Sandbox.Enabled || s.Sandbox.Environment != "py" || !s.CodeMode || len(s.MCPServers) != 2 ||
+					*s.MCPServers[0].CredentialEnv != "GITHUB_MCP_TOKEN" || *s.Model.APIKeyEnv != "OPENAI_API_KEY" || *s.Instructions != "Be brief." ||
+					s.MaxTurns != 12 || s.TokenBudget != 200000 {
+					return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
+				}
+				return harnessRuns(t, f, "helper", fullRun)
+			},
+		},
+		resource.TestStep{
+			ResourceName:      agentAddr,
+			ImportState:       true,
+			ImportStateId:     "helper",
+			ImportStateVerify: true,
+		},
+		resource.TestStep{
+			// Empty lists and an empty string are kept apart from omitted ones: applying
+			// them leaves no diff behind (the harness of the test checks the plan is empty).
+			Config: f.config(py + agentHCL("helper", `
   description = ""
   mcp_servers = []
   skills      = []
   sandbox     = { enabled = true, environment = trueforge_environment.py.name }
 `)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("description"), knownvalue.StringExact("")),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("instructions"), knownvalue.Null()),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers"), knownvalue.ListSizeExact(0)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.ListSizeExact(0)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(false)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), defaultSandboxValue(true, "py")),
-				},
-			},
-			{
-				ResourceName:      agentAddr,
-				ImportState:       true,
-				ImportStateId:     "helper",
-				ImportStateVerify: true,
-			},
-			{
-				// The name is the agent's identity: changing it replaces the agent.
-				Config: f.config(py + agentHCL("helper-2", afterProvider)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionReplace),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper-2")),
-				},
-				Check: func(*terraformState) error {
-					if n := agentCount(t, f); n != 1 {
-						return fmt.Errorf("agents stored = %d, want 1 (the old name is gone)", n)
-					}
-					return nil
-				},
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("description"), knownvalue.StringExact("")),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("instructions"), knownvalue.Null()),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers"), knownvalue.ListSizeExact(0)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("skills"), knownvalue.ListSizeExact(0)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(false)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), defaultSandboxValue(true, "py")),
 			},
 		},
-	})
+		resource.TestStep{
+			ResourceName:      agentAddr,
+			ImportState:       true,
+			ImportStateId:     "helper",
+			ImportStateVerify: true,
+		},
+		resource.TestStep{
+			// The name is the agent's identity: changing it replaces the agent.
+			Config: f.config(py + agentHCL("helper-2", afterProvider)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionReplace),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper-2")),
+			},
+			Check: func(*terraformState) error {
+				if n := agentCount(t, f); n != 1 {
+					return fmt.Errorf("agents stored = %d, want 1 (the old name is gone)", n)
+				}
+				return nil
+			},
+		},
+	)
 }
 
 func TestAccAgent_disappears(t *testing.T) {
@@ -347,55 +343,51 @@ func TestAccAgent_outOfBandDrift(t *testing.T) {
   mcp_servers  = [{ name = "github", url = "https://api.githubcopilot.com/mcp/" }]
   sandbox      = { idle_stop_minutes = 30 }
 `))
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: cfg},
-			{
-				// Someone edits the published spec directly: refresh shows every change.
-				PreConfig: func() {
-					f.exec(`UPDATE agents SET spec = json_set(spec, '$.instructions', 'Be verbose.', '$.sandbox.idle_stop_minutes', 5,
-						'$.mcp_servers[0].url', 'https://evil.example.com/mcp', '$.code_mode', json('true')) WHERE name = ?`, "drifty")
-				},
-				RefreshState:       true,
-				ExpectNonEmptyPlan: true,
-				Check: resource.ComposeTestCheckFunc(
-					resource.TestCheckResourceAttr(agentAddr, "instructions", "Be verbose."),
-					resource.TestCheckResourceAttr(agentAddr, "sandbox.idle_stop_minutes", "5"),
-					resource.TestCheckResourceAttr(agentAddr, "mcp_servers.0.url", "https://evil.example.com/mcp"),
-					resource.TestCheckResourceAttr(agentAddr, "code_mode", "true"),
-				),
-				RefreshPlanChecks: resource.RefreshPlanChecks{PostRefresh: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-				}},
+	accTest(t,
+		resource.TestStep{Config: cfg},
+		resource.TestStep{
+			// Someone edits the published spec directly: refresh shows every change.
+			PreConfig: func() {
+				f.exec(`UPDATE agents SET spec = json_set(spec, '$.instructions', 'Be verbose.', '$.sandbox.idle_stop_minutes', 5,
+					'$.mcp_servers[0].url', 'https://evil.example.com/mcp', '$.code_mode', json('true')) WHERE name = ?`, "drifty")
 			},
-			{
-				// Applying the configuration puts it back, in place.
-				Config: cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("instructions"), knownvalue.StringExact("Be brief.")),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(false)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox").AtMapKey("idle_stop_minutes"), knownvalue.Int64Exact(30)),
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(0).AtMapKey("url"),
-						knownvalue.StringExact("https://api.githubcopilot.com/mcp/")),
-				},
-				Check: func(*terraformState) error {
-					s, _, err := storedAgentSpec(t, f, "drifty")
-					if err != nil {
-						return err
-					}
-					if *s.Instructions != "Be brief." || s.Sandbox.IdleStopMinutes != 30 || s.MCPServers[0].URL != "https://api.githubcopilot.com/mcp/" {
-						return fmt.Errorf("stored spec not restored: %+v", s)
-					}
-					return nil
-				},
+			RefreshState:       true,
+			ExpectNonEmptyPlan: true,
+			Check: resource.ComposeTestCheckFunc(
+				resource.TestCheckResourceAttr(agentAddr, "instructions", "Be verbose."),
+				resource.TestCheckResourceAttr(agentAddr, "sandbox.idle_stop_minutes", "5"),
+				resource.TestCheckResourceAttr(agentAddr, "mcp_servers.0.url", "https://evil.example.com/mcp"),
+				resource.TestCheckResourceAttr(agentAddr, "code_mode", "true"),
+			),
+			RefreshPlanChecks: resource.RefreshPlanChecks{PostRefresh: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
+			}},
+		},
+		resource.TestStep{
+			// Applying the configuration puts it back, in place.
+			Config: cfg,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("instructions"), knownvalue.StringExact("Be brief.")),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(false)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox").AtMapKey("idle_stop_minutes"), knownvalue.Int64Exact(30)),
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(0).AtMapKey("url"),
+					knownvalue.StringExact("https://api.githubcopilot.com/mcp/")),
+			},
+			Check: func(*terraformState) error {
+				s, _, err := storedAgentSpec(t, f, "drifty")
+				if err != nil {
+					return err
+				}
+				if *s.Instructions != "Be brief." || s.Sandbox.IdleStopMinutes != 30 || s.MCPServers[0].URL != "https://api.githubcopilot.com/mcp/" {
+					return fmt.Errorf("stored spec not restored: %+v", s)
+				}
+				return nil
 			},
 		},
-	})
+	)
 }
 
 // TestAccAgent_rules covers every plan-time rule; none of them reaches the store.
@@ -474,74 +466,70 @@ func TestAccAgent_environmentMustBeReady(t *testing.T) {
 	// The build outlives the test; destroying the environment stops it.
 	slow := agentEnvHCL("slow", "sleep 300", false)
 	base := f.config(slow + agentHCL("a", afterProvider))
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: base,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("trueforge_environment.slow", tfjsonpath.New("status"), knownvalue.StringExact("Building")),
-				},
+	accTest(t,
+		resource.TestStep{
+			Config: base,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("trueforge_environment.slow", tfjsonpath.New("status"), knownvalue.StringExact("Building")),
 			},
-			{
-				// A literal name of an environment that does not exist passes the plan (it could be
-				// created in the same apply) and fails at apply, for an update and for a create.
-				Config: f.config(slow + agentHCL("a", `  sandbox = { enabled = true, environment = "ghost" }`) + `
+		},
+		resource.TestStep{
+			// A literal name of an environment that does not exist passes the plan (it could be
+			// created in the same apply) and fails at apply, for an update and for a create.
+			Config: f.config(slow + agentHCL("a", `  sandbox = { enabled = true, environment = "ghost" }`) + `
 resource "trueforge_agent" "b" {
   name    = "b"
   model   = { provider = "scripted", script = "[]" }
   sandbox = { enabled = true, environment = "ghost" }
 }
 `),
-				ExpectError: expectError(`Environment Not Found.*"ghost".*trueforge_environment.<name>.name`),
-			},
-			{
-				// Selecting a Building environment fails at plan time.
-				PreConfig:   expectAgents(t, f, 1),
-				Config:      f.config(slow + agentHCL("a", `  sandbox = { enabled = true, environment = trueforge_environment.slow.name }`)),
-				ExpectError: expectError(`Environment Not Ready.*"slow" is Building.*only Ready environments`),
-			},
-			{
-				Config: f.config(slow + agentHCL("a", afterProvider) + `
+			ExpectError: expectError(`Environment Not Found.*"ghost".*trueforge_environment.<name>.name`),
+		},
+		resource.TestStep{
+			// Selecting a Building environment fails at plan time.
+			PreConfig:   expectAgents(t, f, 1),
+			Config:      f.config(slow + agentHCL("a", `  sandbox = { enabled = true, environment = trueforge_environment.slow.name }`)),
+			ExpectError: expectError(`Environment Not Ready.*"slow" is Building.*only Ready environments`),
+		},
+		resource.TestStep{
+			Config: f.config(slow + agentHCL("a", afterProvider) + `
 resource "trueforge_agent" "b" {
   name    = "b"
   model   = { provider = "scripted", script = "[]" }
   sandbox = { enabled = true, environment = trueforge_environment.slow.name }
 }
 `),
-				ExpectError: expectError(`Environment Not Ready.*"slow" is Building`),
+			ExpectError: expectError(`Environment Not Ready.*"slow" is Building`),
+		},
+		resource.TestStep{
+			// Nothing was written: agent "a" still has its sandbox off and references no
+			// environment.
+			PreConfig: func() {
+				expectAgents(t, f, 1)()
+				if s, env, err := storedAgentSpec(t, f, "a"); err != nil || env != "" || s.Sandbox != agentspec.DefaultSandbox() {
+					t.Fatalf("agent a: environment %q, sandbox %+v, %v; want none and the default sandbox", env, s.Sandbox, err)
+				}
 			},
-			{
-				// Nothing was written: agent "a" still has its sandbox off and references no
-				// environment.
-				PreConfig: func() {
-					expectAgents(t, f, 1)()
-					if s, env, err := storedAgentSpec(t, f, "a"); err != nil || env != "" || s.Sandbox != agentspec.DefaultSandbox() {
-						t.Fatalf("agent a: environment %q, sandbox %+v, %v; want none and the default sandbox", env, s.Sandbox, err)
-					}
-				},
-				Config:   base,
-				PlanOnly: true,
+			Config:   base,
+			PlanOnly: true,
+		},
+		resource.TestStep{
+			// An agent already on an environment is not blocked while it rebuilds: only a
+			// new selection must be Ready. (The agent is moved onto "slow" out of band.)
+			PreConfig: func() {
+				f.exec(`UPDATE agents SET environment = 'slow', spec = json_set(spec, '$.sandbox.enabled', json('true'), '$.sandbox.environment', 'slow') WHERE name = ?`, "a")
 			},
-			{
-				// An agent already on an environment is not blocked while it rebuilds: only a
-				// new selection must be Ready. (The agent is moved onto "slow" out of band.)
-				PreConfig: func() {
-					f.exec(`UPDATE agents SET environment = 'slow', spec = json_set(spec, '$.sandbox.enabled', json('true'), '$.sandbox.environment', 'slow') WHERE name = ?`, "a")
-				},
-				Config: f.config(slow + agentHCL("a", `  instructions = "Edited while slow builds."
+			Config: f.config(slow + agentHCL("a", `  instructions = "Edited while slow builds."
   sandbox      = { enabled = true, environment = trueforge_environment.slow.name }`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("instructions"), knownvalue.StringExact("Edited while slow builds.")),
-					statecheck.ExpectKnownValue("trueforge_environment.slow", tfjsonpath.New("status"), knownvalue.StringExact("Building")),
-				},
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("instructions"), knownvalue.StringExact("Edited while slow builds.")),
+				statecheck.ExpectKnownValue("trueforge_environment.slow", tfjsonpath.New("status"), knownvalue.StringExact("Building")),
 			},
 		},
-	})
+	)
 }
 
 // TestAccAgent_environmentInUse: an environment referenced by a saved agent cannot be
@@ -550,33 +538,29 @@ func TestAccAgent_environmentInUse(t *testing.T) {
 	f := newFixture(t)
 	py := agentEnvHCL("py", "mkdir -p /opt/py", true)
 	withEnv := f.config(py + agentHCL("user", `  sandbox = { enabled = true, environment = trueforge_environment.py.name }`))
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: withEnv},
-			{
-				// Only the environment is removed; the agent keeps selecting it by name.
-				Config:      f.config(agentHCL("user", `  sandbox = { enabled = true, environment = "py" }`)),
-				ExpectError: expectError(`Environment In Use.*referenced by agent\(s\) user`),
+	accTest(t,
+		resource.TestStep{Config: withEnv},
+		resource.TestStep{
+			// Only the environment is removed; the agent keeps selecting it by name.
+			Config:      f.config(agentHCL("user", `  sandbox = { enabled = true, environment = "py" }`)),
+			ExpectError: expectError(`Environment In Use.*referenced by agent\(s\) user`),
+		},
+		resource.TestStep{
+			// It is still there, Ready, and still in state: nothing to do.
+			PreConfig: func() {
+				if _, err := f.store().GetEnvironment(t.Context(), "py"); err != nil {
+					t.Fatalf("environment py: %v", err)
+				}
 			},
-			{
-				// It is still there, Ready, and still in state: nothing to do.
-				PreConfig: func() {
-					if _, err := f.store().GetEnvironment(t.Context(), "py"); err != nil {
-						t.Fatalf("environment py: %v", err)
-					}
-				},
-				Config: withEnv,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectEmptyPlan(),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("trueforge_environment.py", tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-				},
+			Config: withEnv,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectEmptyPlan(),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("trueforge_environment.py", tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 			},
 		},
-	})
+	)
 }
 
 // TestAgentValidateAtApply covers the apply-time check, which repeats the attribute
@@ -668,26 +652,22 @@ func TestAccAgent_credentialEnvMustNameAVariable(t *testing.T) {
 	cfg := func(body string) string {
 		return f.config(agentHCL("creds", afterProvider+"\n"+body))
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config:      cfg(`  mcp_servers = [{ name = "gh", url = "https://api.githubcopilot.com/mcp/", credential_env = "not a name" }]`),
-				ExpectError: expectError(`mcp_servers\[0\]\.credential_env: "not a name" is not an environment variable name`),
-			},
-			{
-				PreConfig:   expectAgents(t, f, 0),
-				Config:      cfg(`  model = { provider = "openai", name = "gpt-4.1", api_key_env = "1ABC" }`),
-				ExpectError: expectError(`model\.api_key_env: "1ABC" is not an environment variable name`),
-			},
-			{
-				// Nothing was written by either.
-				PreConfig: expectAgents(t, f, 0),
-				Config:    f.config(""),
-			},
+	accTest(t,
+		resource.TestStep{
+			Config:      cfg(`  mcp_servers = [{ name = "gh", url = "https://api.githubcopilot.com/mcp/", credential_env = "not a name" }]`),
+			ExpectError: expectError(`mcp_servers\[0\]\.credential_env: "not a name" is not an environment variable name`),
 		},
-	})
+		resource.TestStep{
+			PreConfig:   expectAgents(t, f, 0),
+			Config:      cfg(`  model = { provider = "openai", name = "gpt-4.1", api_key_env = "1ABC" }`),
+			ExpectError: expectError(`model\.api_key_env: "1ABC" is not an environment variable name`),
+		},
+		resource.TestStep{
+			// Nothing was written by either.
+			PreConfig: expectAgents(t, f, 0),
+			Config:    f.config(""),
+		},
+	)
 }
 
 // TestAccAgent_failedEnvironmentCannotBeSelected: an environment whose build failed is not
@@ -696,41 +676,37 @@ func TestAccAgent_credentialEnvMustNameAVariable(t *testing.T) {
 func TestAccAgent_failedEnvironmentCannotBeSelected(t *testing.T) {
 	f := newFixture(t)
 	broken := agentEnvHCL("broken", "echo 'E: no such package' >&2; exit 1", true)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				// The build fails; the environment is kept (tainted) with its Failed snapshot.
-				Config:      f.config(broken),
-				ExpectError: expectError(`Snapshot Build Failed.*exit`),
-			},
-			{
-				PreConfig: func() {
-					env, err := f.store().GetEnvironment(t.Context(), "broken")
-					if err != nil {
-						t.Fatalf("environment broken: %v", err)
-					}
-					snap, err := f.store().GetSnapshot(t.Context(), env.SnapshotID)
-					if err != nil || snap.Status != "Failed" {
-						t.Fatalf("snapshot of broken = %+v, %v; want Failed", snap, err)
-					}
-				},
-				Config:      f.config(broken + agentHCL("a", `  sandbox = { enabled = true, environment = trueforge_environment.broken.name }`)),
-				ExpectError: expectError(`Environment Not Ready.*"broken" is Failed.*only Ready environments.*Its build failed`),
-			},
-			{
-				// A literal name is checked the same way.
-				Config:      f.config(broken + agentHCL("a", `  sandbox = { enabled = true, environment = "broken" }`)),
-				ExpectError: expectError(`Environment Not Ready.*"broken" is Failed`),
-			},
-			{
-				// Nothing was written; removing the environment cleans up.
-				PreConfig: expectAgents(t, f, 0),
-				Config:    f.config(""),
-			},
+	accTest(t,
+		resource.TestStep{
+			// The build fails; the environment is kept (tainted) with its Failed snapshot.
+			Config:      f.config(broken),
+			ExpectError: expectError(`Snapshot Build Failed.*exit`),
 		},
-	})
+		resource.TestStep{
+			PreConfig: func() {
+				env, err := f.store().GetEnvironment(t.Context(), "broken")
+				if err != nil {
+					t.Fatalf("environment broken: %v", err)
+				}
+				snap, err := f.store().GetSnapshot(t.Context(), env.SnapshotID)
+				if err != nil || snap.Status != "Failed" {
+					t.Fatalf("snapshot of broken = %+v, %v; want Failed", snap, err)
+				}
+			},
+			Config:      f.config(broken + agentHCL("a", `  sandbox = { enabled = true, environment = trueforge_environment.broken.name }`)),
+			ExpectError: expectError(`Environment Not Ready.*"broken" is Failed.*only Ready environments.*Its build failed`),
+		},
+		resource.TestStep{
+			// A literal name is checked the same way.
+			Config:      f.config(broken + agentHCL("a", `  sandbox = { enabled = true, environment = "broken" }`)),
+			ExpectError: expectError(`Environment Not Ready.*"broken" is Failed`),
+		},
+		resource.TestStep{
+			// Nothing was written; removing the environment cleans up.
+			PreConfig: expectAgents(t, f, 0),
+			Config:    f.config(""),
+		},
+	)
 }
 
 // qaAgentsHCL renders two agents without a sandbox: "qa" sets no sandbox block, and "off"
@@ -780,38 +756,34 @@ func checkQAAgents(t *testing.T, f *controlPlaneFixture) func(*terraformState) e
 // environment; and the provider can then be destroyed while they stay.
 func TestAccAgent_withoutSandboxBesideANewProvider(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: f.providerBlock(f.owner) + qaAgentsHCL + `
+	accTest(t,
+		resource.TestStep{
+			Config: f.providerBlock(f.owner) + qaAgentsHCL + `
 resource "trueforge_sandbox_provider" "local" {
   name       = "local"
   type       = "local"
   depends_on = [trueforge_agent.qa, trueforge_agent.off]
 }
 `,
-				ConfigStateChecks: append(qaAgentsState(),
-					statecheck.ExpectKnownValue("trueforge_sandbox_provider.local", tfjsonpath.New("status"), knownvalue.StringExact("Ready"))),
-				Check: checkQAAgents(t, f),
-			},
-			{
-				// Nothing references the provider's default environment, so it goes.
-				Config: f.providerBlock(f.owner) + qaAgentsHCL,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("trueforge_sandbox_provider.local", plancheck.ResourceActionDestroy),
-					plancheck.ExpectResourceAction("trueforge_agent.qa", plancheck.ResourceActionNoop),
-				}},
-				Check: func(s *terraformState) error {
-					if p, err := f.store().OnlySandboxProvider(t.Context()); !errors.Is(err, store.ErrNotFound) {
-						return fmt.Errorf("sandbox provider %+v, %v; want none", p, err)
-					}
-					return checkQAAgents(t, f)(s)
-				},
+			ConfigStateChecks: append(qaAgentsState(),
+				statecheck.ExpectKnownValue("trueforge_sandbox_provider.local", tfjsonpath.New("status"), knownvalue.StringExact("Ready"))),
+			Check: checkQAAgents(t, f),
+		},
+		resource.TestStep{
+			// Nothing references the provider's default environment, so it goes.
+			Config: f.providerBlock(f.owner) + qaAgentsHCL,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction("trueforge_sandbox_provider.local", plancheck.ResourceActionDestroy),
+				plancheck.ExpectResourceAction("trueforge_agent.qa", plancheck.ResourceActionNoop),
+			}},
+			Check: func(s *terraformState) error {
+				if p, err := f.store().OnlySandboxProvider(t.Context()); !errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("sandbox provider %+v, %v; want none", p, err)
+				}
+				return checkQAAgents(t, f)(s)
 			},
 		},
-	})
+	)
 }
 
 // TestAccAgent_withoutSandboxAlone: agents whose sandbox is off exist on a control plane
@@ -820,30 +792,26 @@ resource "trueforge_sandbox_provider" "local" {
 func TestAccAgent_withoutSandboxAlone(t *testing.T) {
 	f := newFixture(t)
 	alone := f.providerBlock(f.owner) + qaAgentsHCL
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config:            alone,
-				ConfigStateChecks: qaAgentsState(),
-				Check:             checkQAAgents(t, f),
-			},
-			{ResourceName: "trueforge_agent.off", ImportState: true, ImportStateId: "off", ImportStateVerify: true},
-			{
-				Config:      f.providerBlock(f.owner) + strings.Replace(qaAgentsHCL, "enabled = false", "enabled = true", 1),
-				ExpectError: expectError(`Environment Not Found.*"ghost"`),
-			},
-			{
-				// Nothing was written.
-				PreConfig: func() {
-					if err := checkQAAgents(t, f)(nil); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config:   alone,
-				PlanOnly: true,
-			},
+	accTest(t,
+		resource.TestStep{
+			Config:            alone,
+			ConfigStateChecks: qaAgentsState(),
+			Check:             checkQAAgents(t, f),
 		},
-	})
+		resource.TestStep{ResourceName: "trueforge_agent.off", ImportState: true, ImportStateId: "off", ImportStateVerify: true},
+		resource.TestStep{
+			Config:      f.providerBlock(f.owner) + strings.Replace(qaAgentsHCL, "enabled = false", "enabled = true", 1),
+			ExpectError: expectError(`Environment Not Found.*"ghost"`),
+		},
+		resource.TestStep{
+			// Nothing was written.
+			PreConfig: func() {
+				if err := checkQAAgents(t, f)(nil); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config:   alone,
+			PlanOnly: true,
+		},
+	)
 }

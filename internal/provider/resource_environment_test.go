@@ -32,101 +32,97 @@ func TestAccEnvironment_buildInputsVersusLiveChanges(t *testing.T) {
 	f := newFixture(t)
 	snapshotStable := statecheck.CompareValue(compare.ValuesSame())
 	countBuilds := buildCounter(t, f)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: f.config(envHCL("echo v1 > /usr/local/share/marker", `  env = { MODE = "a" }`)),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("owner"), knownvalue.StringExact("alice")),
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-[0-9a-f]{20}$`))),
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("build_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
-					snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
-				},
-				// The provider's default environment and this one: two builds.
-				Check: countBuilds(2),
+	accTest(t,
+		resource.TestStep{
+			Config: f.config(envHCL("echo v1 > /usr/local/share/marker", `  env = { MODE = "a" }`)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("owner"), knownvalue.StringExact("alice")),
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-[0-9a-f]{20}$`))),
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("build_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
+				snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
 			},
-			{
-				// env is live: an in-place update that keeps snapshot_id known and unchanged.
-				Config: f.config(envHCL("echo v1 > /usr/local/share/marker", `  env = { MODE = "b" }`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id"))},
-				Check:             countBuilds(0),
-			},
-			{
-				// network is live too.
-				Config: f.config(envHCL("echo v1 > /usr/local/share/marker", `  env = { MODE = "b" }
+			// The provider's default environment and this one: two builds.
+			Check: countBuilds(2),
+		},
+		resource.TestStep{
+			// env is live: an in-place update that keeps snapshot_id known and unchanged.
+			Config: f.config(envHCL("echo v1 > /usr/local/share/marker", `  env = { MODE = "b" }`)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+				plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id"))},
+			Check:             countBuilds(0),
+		},
+		resource.TestStep{
+			// network is live too.
+			Config: f.config(envHCL("echo v1 > /usr/local/share/marker", `  env = { MODE = "b" }
   network = { allow_domains = ["api.github.com", "*.pypi.org"] }`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id"))},
-				Check:             countBuilds(0),
-			},
-			{
-				// build_script bakes a new snapshot: in place, snapshot_id and status unknown in the plan.
-				Config: f.config(envHCL("echo v2 > /usr/local/share/marker", `  env = { MODE = "b" }
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id"))},
+			Check:             countBuilds(0),
+		},
+		resource.TestStep{
+			// build_script bakes a new snapshot: in place, snapshot_id and status unknown in the plan.
+			Config: f.config(envHCL("echo v2 > /usr/local/share/marker", `  env = { MODE = "b" }
   network = { allow_domains = ["api.github.com", "*.pypi.org"] }`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
-					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("status")),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-				},
-				Check: resource.ComposeTestCheckFunc(countBuilds(1), func(s *terraformState) error {
-					// The old snapshot is unreferenced now and was collected.
-					hist, err := f.store().SnapshotHistory(t.Context(), "py")
-					if err != nil || len(hist) != 2 {
-						return fmt.Errorf("snapshot history = %v, %v; want two snapshots", hist, err)
-					}
-					if _, err := f.store().GetSnapshot(t.Context(), hist[0]); err == nil {
-						return fmt.Errorf("old snapshot %s was not collected", hist[0])
-					}
-					return nil
-				}),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
+				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("status")),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 			},
-			{
-				// cpu, memory, disk and triggers are build inputs too.
-				Config: f.config(envHCL("echo v2 > /usr/local/share/marker", `  env = { MODE = "b" }
+			Check: resource.ComposeTestCheckFunc(countBuilds(1), func(s *terraformState) error {
+				// The old snapshot is unreferenced now and was collected.
+				hist, err := f.store().SnapshotHistory(t.Context(), "py")
+				if err != nil || len(hist) != 2 {
+					return fmt.Errorf("snapshot history = %v, %v; want two snapshots", hist, err)
+				}
+				if _, err := f.store().GetSnapshot(t.Context(), hist[0]); err == nil {
+					return fmt.Errorf("old snapshot %s was not collected", hist[0])
+				}
+				return nil
+			}),
+		},
+		resource.TestStep{
+			// cpu, memory, disk and triggers are build inputs too.
+			Config: f.config(envHCL("echo v2 > /usr/local/share/marker", `  env = { MODE = "b" }
   cpu      = 2
   triggers = { index = "2026-11-29" }
   network = { allow_domains = ["api.github.com", "*.pypi.org"] }`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
-				}},
-				Check: countBuilds(1),
-			},
-			{
-				ResourceName:            envAddr,
-				ImportState:             true,
-				ImportStateId:           "py",
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
-			{
-				// Renaming replaces.
-				Config: f.config(`
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
+			}},
+			Check: countBuilds(1),
+		},
+		resource.TestStep{
+			ResourceName:            envAddr,
+			ImportState:             true,
+			ImportStateId:           "py",
+			ImportStateVerify:       true,
+			ImportStateVerifyIgnore: []string{"timeouts"},
+		},
+		resource.TestStep{
+			// Renaming replaces.
+			Config: f.config(`
 resource "trueforge_environment" "py" {
   name             = "py2"
   sandbox_provider = trueforge_sandbox_provider.local.name
 }
 `),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionReplace),
-				}},
-			},
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionReplace),
+			}},
 		},
-	})
+	)
 }
 
 // TestAccEnvironment_eachBuildInputBakesANewSnapshot changes one build input per step:
@@ -156,35 +152,31 @@ func TestAccEnvironment_eachBuildInputBakesANewSnapshot(t *testing.T) {
 			Check: countBuilds(1),
 		}
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: f.config(envHCL(script, "")),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-					snapshotChanges.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
-					hashChanges.AddStateValue(envAddr, tfjsonpath.New("build_hash")),
-				},
-				// The provider's default environment and this one.
-				Check: countBuilds(2),
+	accTest(t,
+		resource.TestStep{
+			Config: f.config(envHCL(script, "")),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				snapshotChanges.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
+				hashChanges.AddStateValue(envAddr, tfjsonpath.New("build_hash")),
 			},
-			rebuilds("memory", knownvalue.Int64Exact(2), `  memory = 2`),
-			rebuilds("disk", knownvalue.Int64Exact(4), `  memory = 2
+			// The provider's default environment and this one.
+			Check: countBuilds(2),
+		},
+		rebuilds("memory", knownvalue.Int64Exact(2), `  memory = 2`),
+		rebuilds("disk", knownvalue.Int64Exact(4), `  memory = 2
   disk   = 4`),
-			rebuilds("triggers", knownvalue.MapExact(map[string]knownvalue.Check{"index": knownvalue.StringExact("2026-11-29")}), `  memory   = 2
+		rebuilds("triggers", knownvalue.MapExact(map[string]knownvalue.Check{"index": knownvalue.StringExact("2026-11-29")}), `  memory   = 2
   disk     = 4
   triggers = { index = "2026-11-29" }`),
-			rebuilds("triggers", knownvalue.MapExact(map[string]knownvalue.Check{"index": knownvalue.StringExact("2026-11-30")}), `  memory   = 2
+		rebuilds("triggers", knownvalue.MapExact(map[string]knownvalue.Check{"index": knownvalue.StringExact("2026-11-30")}), `  memory   = 2
   disk     = 4
   triggers = { index = "2026-11-30" }`),
-			rebuilds("cpu", knownvalue.Int64Exact(2), `  memory   = 2
+		rebuilds("cpu", knownvalue.Int64Exact(2), `  memory   = 2
   disk     = 4
   triggers = { index = "2026-11-30" }
   cpu      = 2`),
-		},
-	})
+	)
 }
 
 func TestAccEnvironment_identicalInputsBuildOnce(t *testing.T) {
@@ -229,23 +221,19 @@ resource "trueforge_environment" "b" {
 
 func TestAccEnvironment_failedBuild(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config:      f.config(envHCL("echo installing; echo 'E: package nope not found' >&2; exit 3", "")),
-				ExpectError: regexp.MustCompile(`(?s)Snapshot Build Failed.*exit.*3.*package nope not found`),
-			},
-			{
-				// The failed build was saved (tainted), so fixing the script replaces it and succeeds.
-				Config: f.config(envHCL("echo fixed", "")),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-				},
+	accTest(t,
+		resource.TestStep{
+			Config:      f.config(envHCL("echo installing; echo 'E: package nope not found' >&2; exit 3", "")),
+			ExpectError: regexp.MustCompile(`(?s)Snapshot Build Failed.*exit.*3.*package nope not found`),
+		},
+		resource.TestStep{
+			// The failed build was saved (tainted), so fixing the script replaces it and succeeds.
+			Config: f.config(envHCL("echo fixed", "")),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 			},
 		},
-	})
+	)
 }
 
 func TestAccEnvironment_disappears(t *testing.T) {
@@ -256,118 +244,110 @@ func TestAccEnvironment_disappears(t *testing.T) {
 func TestAccEnvironment_drift(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.config(envHCL("echo drift > /etc/drift", `  env = { MODE = "a" }`))
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: cfg},
-			{
-				// A live attribute changed outside Terraform: plan reverts it in place.
-				PreConfig: func() { f.exec(`UPDATE environments SET env = '{"MODE":"hacked"}' WHERE name = 'py'`) },
-				Config:    cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
-				}},
+	accTest(t,
+		resource.TestStep{Config: cfg},
+		resource.TestStep{
+			// A live attribute changed outside Terraform: plan reverts it in place.
+			PreConfig: func() { f.exec(`UPDATE environments SET env = '{"MODE":"hacked"}' WHERE name = 'py'`) },
+			Config:    cfg,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+			}},
+		},
+		resource.TestStep{
+			// The snapshot was deleted from the backend: refresh sees it and plan rebuilds.
+			PreConfig: func() {
+				env, err := f.store().GetEnvironment(t.Context(), "py")
+				if err != nil {
+					t.Fatal(err)
+				}
+				cp, err := f.controlPlane()
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := cp.builder(t.Context(), mustProvider(t, cp))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := b.DeleteSnapshot(t.Context(), env.SnapshotID); err != nil {
+					t.Fatal(err)
+				}
 			},
-			{
-				// The snapshot was deleted from the backend: refresh sees it and plan rebuilds.
-				PreConfig: func() {
-					env, err := f.store().GetEnvironment(t.Context(), "py")
-					if err != nil {
-						t.Fatal(err)
-					}
-					cp, err := f.controlPlane()
-					if err != nil {
-						t.Fatal(err)
-					}
-					b, err := cp.builder(t.Context(), mustProvider(t, cp))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := b.DeleteSnapshot(t.Context(), env.SnapshotID); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-				},
+			Config: cfg,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 			},
 		},
-	})
+	)
 }
 
 func TestAccEnvironment_rules(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: f.config(`
+	accTest(t,
+		resource.TestStep{
+			Config: f.config(`
 resource "trueforge_environment" "d" {
   name             = "default"
   sandbox_provider = trueforge_sandbox_provider.local.name
 }`),
-				ExpectError: regexp.MustCompile(`(?s)"default" is reserved`),
-			},
-			{Config: f.config(envHCL("", `  memory = -1`)), ExpectError: regexp.MustCompile(`(?s)memory.*must be between 1 and 512`)},
-			{Config: f.config(envHCL("", `  disk = 0`)), ExpectError: regexp.MustCompile(`(?s)disk.*must be between 1 and 2048`)},
-			{Config: f.config(envHCL("", `  env = { "BAD-NAME" = "x" }`)), ExpectError: attrError("env", `env key "BAD-NAME": "BAD-NAME" is not an environment variable name`)},
-			{Config: f.config(envHCL("", `  network = { allow_domains = ["*"] }`)), ExpectError: regexp.MustCompile(`(?s)would match every host`)},
-			{Config: f.config(envHCL("", `  network = { allow_domains = ["*.com"] }`)), ExpectError: regexp.MustCompile(`(?s)whole top-level domain`)},
-			{Config: f.config(envHCL("", `  network = { allow_domains = ["https://api.github.com"] }`)), ExpectError: regexp.MustCompile(`(?s)has a scheme`)},
-			{Config: f.config(envHCL("", `  image = "ubuntu:24.04"`)), ExpectError: regexp.MustCompile(`(?s)Image Not Supported By Backend`)},
-			{
-				// Nothing was written by any refused step.
-				PreConfig: func() {
-					envs, err := f.store().ListEnvironments(t.Context())
-					if err != nil {
-						t.Fatal(err)
+			ExpectError: regexp.MustCompile(`(?s)"default" is reserved`),
+		},
+		resource.TestStep{Config: f.config(envHCL("", `  memory = -1`)), ExpectError: regexp.MustCompile(`(?s)memory.*must be between 1 and 512`)},
+		resource.TestStep{Config: f.config(envHCL("", `  disk = 0`)), ExpectError: regexp.MustCompile(`(?s)disk.*must be between 1 and 2048`)},
+		resource.TestStep{Config: f.config(envHCL("", `  env = { "BAD-NAME" = "x" }`)), ExpectError: attrError("env", `env key "BAD-NAME": "BAD-NAME" is not an environment variable name`)},
+		resource.TestStep{Config: f.config(envHCL("", `  network = { allow_domains = ["*"] }`)), ExpectError: regexp.MustCompile(`(?s)would match every host`)},
+		resource.TestStep{Config: f.config(envHCL("", `  network = { allow_domains = ["*.com"] }`)), ExpectError: regexp.MustCompile(`(?s)whole top-level domain`)},
+		resource.TestStep{Config: f.config(envHCL("", `  network = { allow_domains = ["https://api.github.com"] }`)), ExpectError: regexp.MustCompile(`(?s)has a scheme`)},
+		resource.TestStep{Config: f.config(envHCL("", `  image = "ubuntu:24.04"`)), ExpectError: regexp.MustCompile(`(?s)Image Not Supported By Backend`)},
+		resource.TestStep{
+			// Nothing was written by any refused step.
+			PreConfig: func() {
+				envs, err := f.store().ListEnvironments(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range envs {
+					if e.Name != "default" {
+						t.Errorf("refused environment %q was stored", e.Name)
 					}
-					for _, e := range envs {
-						if e.Name != "default" {
-							t.Errorf("refused environment %q was stored", e.Name)
-						}
-					}
-				},
-				Config: f.config(envHCL("", "")),
+				}
 			},
-			{
-				// "default" cannot be renamed to.
-				Config: f.config(`
+			Config: f.config(envHCL("", "")),
+		},
+		resource.TestStep{
+			// "default" cannot be renamed to.
+			Config: f.config(`
 resource "trueforge_environment" "py" {
   name             = "default"
   sandbox_provider = trueforge_sandbox_provider.local.name
 }`),
-				ExpectError: regexp.MustCompile(`(?s)"default" is reserved`),
-			},
-			{
-				// The default environment cannot be imported (and so not deleted) as a resource.
-				// The refused rename before it changed nothing: py keeps its name.
-				PreConfig:    func() { expectEnvironments(t, f, "default", "py") },
-				ResourceName: "trueforge_environment.other",
-				Config: f.config(envHCL("", "")) + `resource "trueforge_environment" "other" {
+			ExpectError: regexp.MustCompile(`(?s)"default" is reserved`),
+		},
+		resource.TestStep{
+			// The default environment cannot be imported (and so not deleted) as a resource.
+			// The refused rename before it changed nothing: py keeps its name.
+			PreConfig:    func() { expectEnvironments(t, f, "default", "py") },
+			ResourceName: "trueforge_environment.other",
+			Config: f.config(envHCL("", "")) + `resource "trueforge_environment" "other" {
   name             = "other"
   sandbox_provider = trueforge_sandbox_provider.local.name
 }`,
-				ImportState:   true,
-				ImportStateId: "default",
-				ExpectError:   regexp.MustCompile(`Reserved Environment`),
-			},
-			{
-				// The refused import wrote nothing: no "other", and the default environment is
-				// still the provider's, reserved.
-				PreConfig: func() { expectEnvironments(t, f, "default", "py") },
-				Config:    f.config(envHCL("", "")),
-			},
+			ImportState:   true,
+			ImportStateId: "default",
+			ExpectError:   regexp.MustCompile(`Reserved Environment`),
 		},
-	})
+		resource.TestStep{
+			// The refused import wrote nothing: no "other", and the default environment is
+			// still the provider's, reserved.
+			PreConfig: func() { expectEnvironments(t, f, "default", "py") },
+			Config:    f.config(envHCL("", "")),
+		},
+	)
 }
 
 // expectEnvironments asserts that the store holds exactly the named environments, with
@@ -402,50 +382,42 @@ func TestAccEnvironment_ownedByCreator(t *testing.T) {
 	asBob := func(body string) string {
 		return f.providerBlock("bob") + localProviderHCL + body
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: f.config(envHCL("", `  env = { A = "1" }`))},
-			{
-				Config:      asBob(envHCL("", `  env = { A = "2" }`)),
-				ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*owned by "alice".*cannot be changed by "bob"`),
-			},
-			{
-				Config:      asBob(""),
-				ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*cannot be deleted by "bob"`),
-			},
-			{
-				PreConfig: func() {
-					env, err := f.store().GetEnvironment(t.Context(), "py")
-					if err != nil || env.Env["A"] != "1" {
-						t.Errorf("bob changed alice's environment: %+v, %v", env, err)
-					}
-				},
-				Config: f.config(envHCL("", `  env = { A = "1" }`)),
-			},
+	accTest(t,
+		resource.TestStep{Config: f.config(envHCL("", `  env = { A = "1" }`))},
+		resource.TestStep{
+			Config:      asBob(envHCL("", `  env = { A = "2" }`)),
+			ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*owned by "alice".*cannot be changed by "bob"`),
 		},
-	})
+		resource.TestStep{
+			Config:      asBob(""),
+			ExpectError: regexp.MustCompile(`(?s)Environment Owned By Another User.*cannot be deleted by "bob"`),
+		},
+		resource.TestStep{
+			PreConfig: func() {
+				env, err := f.store().GetEnvironment(t.Context(), "py")
+				if err != nil || env.Env["A"] != "1" {
+					t.Errorf("bob changed alice's environment: %+v, %v", env, err)
+				}
+			},
+			Config: f.config(envHCL("", `  env = { A = "1" }`)),
+		},
+	)
 }
 
 func TestAccEnvironment_blockAllMakesAllowListInert(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: f.config(envHCL("", `  network = { allow_domains = ["api.github.com"] }`))},
-			{
-				// Turning block_all on keeps the allow list but warns that it is inert; no rebuild.
-				Config: f.config(envHCL("", `  network = { block_all = true, allow_domains = ["api.github.com"] }`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("network").AtMapKey("block_all"), knownvalue.Bool(true)),
-				},
+	accTest(t,
+		resource.TestStep{Config: f.config(envHCL("", `  network = { allow_domains = ["api.github.com"] }`))},
+		resource.TestStep{
+			// Turning block_all on keeps the allow list but warns that it is inert; no rebuild.
+			Config: f.config(envHCL("", `  network = { block_all = true, allow_domains = ["api.github.com"] }`)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("network").AtMapKey("block_all"), knownvalue.Bool(true)),
 			},
 		},
-	})
+	)
 }

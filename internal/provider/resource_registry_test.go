@@ -193,19 +193,15 @@ func TestAccRegistry_daytonaURLRefused(t *testing.T) {
 // refused at plan, on the sandbox_provider attribute, saying what to use instead.
 func TestAccRegistry_localRefused(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: f.config("")},
-			{
-				Config:      f.config(registryHCL("local", "bot", "")),
-				ExpectError: regexp.MustCompile(`Missing Password`),
-			},
-			{
-				Config:      f.config(registryHCL("local", "bot", `  password = "pw"`)),
-				ExpectError: regexp.MustCompile(`(?s)Registries Not Supported By Backend.*need\s+a\s+daytona\s+provider`),
-			},
+	accTest(t,
+		resource.TestStep{Config: f.config("")},
+		resource.TestStep{
+			Config:      f.config(registryHCL("local", "bot", "")),
+			ExpectError: regexp.MustCompile(`Missing Password`),
 		},
-	})
+		resource.TestStep{
+			Config:      f.config(registryHCL("local", "bot", `  password = "pw"`)),
+			ExpectError: regexp.MustCompile(`(?s)Registries Not Supported By Backend.*need\s+a\s+daytona\s+provider`),
+		},
+	)
 }

@@ -21,50 +21,46 @@ const providerAddr = "trueforge_sandbox_provider.local"
 
 func TestAccSandboxProvider_basic(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: f.config(""),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-					statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("default_environment"), knownvalue.StringExact("default")),
-					statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("release_snapshot"), knownvalue.StringRegexp(regexp.MustCompile(`^release-[0-9a-f]{16}$`))),
-					statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("scopes"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.StringExact("write:sandboxes"), knownvalue.StringExact("write:snapshots"), knownvalue.StringExact("manage:secrets"),
-					})),
-				},
-				Check: func(*terraformState) error {
-					// The reserved default environment exists with the platform blueprint.
-					env, err := f.store().GetEnvironment(t.Context(), "default")
-					if err != nil {
-						return err
-					}
-					if env.Image != "platform" || env.CPU != 1 || env.MemoryGB != 1 || env.DiskGB != 3 || !env.Reserved {
-						t.Errorf("default environment = %+v, want platform, 1 CPU, 1 GB, 3 GB, reserved", env)
-					}
-					snap, err := f.store().GetSnapshot(t.Context(), env.SnapshotID)
-					if err != nil || snap.Status != "Ready" {
-						t.Errorf("default snapshot = %+v, %v; want Ready", snap, err)
-					}
-					return nil
-				},
+	accTest(t,
+		resource.TestStep{
+			Config: f.config(""),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("default_environment"), knownvalue.StringExact("default")),
+				statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("release_snapshot"), knownvalue.StringRegexp(regexp.MustCompile(`^release-[0-9a-f]{16}$`))),
+				statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("scopes"), knownvalue.ListExact([]knownvalue.Check{
+					knownvalue.StringExact("write:sandboxes"), knownvalue.StringExact("write:snapshots"), knownvalue.StringExact("manage:secrets"),
+				})),
 			},
-			{
-				ResourceName:            providerAddr,
-				ImportState:             true,
-				ImportStateId:           "local",
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
-			{
-				// Renaming is a replacement; changing the target is in place.
-				Config:           f.config("") + "",
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check: func(*terraformState) error {
+				// The reserved default environment exists with the platform blueprint.
+				env, err := f.store().GetEnvironment(t.Context(), "default")
+				if err != nil {
+					return err
+				}
+				if env.Image != "platform" || env.CPU != 1 || env.MemoryGB != 1 || env.DiskGB != 3 || !env.Reserved {
+					t.Errorf("default environment = %+v, want platform, 1 CPU, 1 GB, 3 GB, reserved", env)
+				}
+				snap, err := f.store().GetSnapshot(t.Context(), env.SnapshotID)
+				if err != nil || snap.Status != "Ready" {
+					t.Errorf("default snapshot = %+v, %v; want Ready", snap, err)
+				}
+				return nil
 			},
 		},
-	})
+		resource.TestStep{
+			ResourceName:            providerAddr,
+			ImportState:             true,
+			ImportStateId:           "local",
+			ImportStateVerify:       true,
+			ImportStateVerifyIgnore: []string{"timeouts"},
+		},
+		resource.TestStep{
+			// Renaming is a replacement; changing the target is in place.
+			Config:           f.config("") + "",
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+		},
+	)
 }
 
 func TestAccSandboxProvider_updateAndReplace(t *testing.T) {
@@ -78,21 +74,17 @@ resource "trueforge_sandbox_provider" "local" {
 }
 `
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: cfg("one", "eu")},
-			{
-				Config:           cfg("one", "us"),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate)}},
-			},
-			{
-				Config:           cfg("two", "us"),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionReplace)}},
-			},
+	accTest(t,
+		resource.TestStep{Config: cfg("one", "eu")},
+		resource.TestStep{
+			Config:           cfg("one", "us"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate)}},
 		},
-	})
+		resource.TestStep{
+			Config:           cfg("two", "us"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionReplace)}},
+		},
+	)
 }
 
 func TestAccSandboxProvider_disappears(t *testing.T) {
@@ -102,86 +94,74 @@ func TestAccSandboxProvider_disappears(t *testing.T) {
 
 func TestAccSandboxProvider_drift(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: f.config("")},
-			{
-				PreConfig: func() { f.exec(`UPDATE sandbox_providers SET target = 'elsewhere'`) },
-				Config:    f.config(""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate)},
-				},
+	accTest(t,
+		resource.TestStep{Config: f.config("")},
+		resource.TestStep{
+			PreConfig: func() { f.exec(`UPDATE sandbox_providers SET target = 'elsewhere'`) },
+			Config:    f.config(""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{
+				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate)},
 			},
 		},
-	})
+	)
 }
 
 func TestAccSandboxProvider_repairsDefaultEnvironment(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: f.config("")},
-			{
-				// The reserved environment was removed outside Terraform: refresh marks the
-				// provider Degraded, plan shows an update, apply recreates it.
-				PreConfig: func() { f.exec(`DELETE FROM environments WHERE name = 'default'`) },
-				Config:    f.config(""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-				},
-				Check: func(*terraformState) error {
-					_, err := f.store().GetEnvironment(t.Context(), "default")
-					return err
-				},
+	accTest(t,
+		resource.TestStep{Config: f.config("")},
+		resource.TestStep{
+			// The reserved environment was removed outside Terraform: refresh marks the
+			// provider Degraded, plan shows an update, apply recreates it.
+			PreConfig: func() { f.exec(`DELETE FROM environments WHERE name = 'default'`) },
+			Config:    f.config(""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+			},
+			Check: func(*terraformState) error {
+				_, err := f.store().GetEnvironment(t.Context(), "default")
+				return err
 			},
 		},
-	})
+	)
 }
 
 func TestAccSandboxProvider_rules(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config:      f.providerBlock(f.owner) + "resource \"trueforge_sandbox_provider\" \"x\" {\n  name = \"x\"\n  type = \"kubernetes\"\n}\n",
-				ExpectError: regexp.MustCompile(`(?s)Attribute type value must be one of`),
-			},
-			{
-				// The unknown type wrote nothing: no provider "x" (no provider at all), and no
-				// default environment.
-				PreConfig:   func() { expectNoSandboxProvider(t, f, "x") },
-				Config:      f.providerBlock(f.owner) + "resource \"trueforge_sandbox_provider\" \"x\" {\n  name = \"Bad Name\"\n  type = \"local\"\n}\n",
-				ExpectError: regexp.MustCompile(`(?s)"Bad Name" is not a valid name`),
-			},
-			{
-				// One per control plane: a second provider is refused and nothing is stored.
-				Config: f.config(`
+	accTest(t,
+		resource.TestStep{
+			Config:      f.providerBlock(f.owner) + "resource \"trueforge_sandbox_provider\" \"x\" {\n  name = \"x\"\n  type = \"kubernetes\"\n}\n",
+			ExpectError: regexp.MustCompile(`(?s)Attribute type value must be one of`),
+		},
+		resource.TestStep{
+			// The unknown type wrote nothing: no provider "x" (no provider at all), and no
+			// default environment.
+			PreConfig:   func() { expectNoSandboxProvider(t, f, "x") },
+			Config:      f.providerBlock(f.owner) + "resource \"trueforge_sandbox_provider\" \"x\" {\n  name = \"Bad Name\"\n  type = \"local\"\n}\n",
+			ExpectError: regexp.MustCompile(`(?s)"Bad Name" is not a valid name`),
+		},
+		resource.TestStep{
+			// One per control plane: a second provider is refused and nothing is stored.
+			Config: f.config(`
 resource "trueforge_sandbox_provider" "second" {
   name       = "second"
   type       = "local"
   depends_on = [trueforge_sandbox_provider.local]
 }`),
-				ExpectError: regexp.MustCompile(`Sandbox Provider Already Configured`),
-			},
-			{
-				PreConfig: func() {
-					if _, err := f.store().GetSandboxProvider(t.Context(), "second"); err == nil {
-						t.Error("the refused provider was stored")
-					}
-				},
-				Config: f.config(""),
-			},
+			ExpectError: regexp.MustCompile(`Sandbox Provider Already Configured`),
 		},
-	})
+		resource.TestStep{
+			PreConfig: func() {
+				if _, err := f.store().GetSandboxProvider(t.Context(), "second"); err == nil {
+					t.Error("the refused provider was stored")
+				}
+			},
+			Config: f.config(""),
+		},
+	)
 }
 
 // expectNoSandboxProvider asserts that a refused step stored nothing: no provider name,

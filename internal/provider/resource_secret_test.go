@@ -77,85 +77,81 @@ func (f *controlPlaneFixture) dbFilesLack(plaintext string) error {
 func TestAccSecret_rotationAndHosts(t *testing.T) {
 	f := newFixture(t)
 	env := envHCL("", "")
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: f.config(env + secretHCL(`  value = "ghp_first"`, `["api.github.com"]`)),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(secretAddr, tfjsonpath.New("id"), knownvalue.StringExact("py/GITHUB_TOKEN")),
-					statecheck.ExpectSensitiveValue(secretAddr, tfjsonpath.New("value")),
-				},
-				Check: func(*terraformState) error {
-					if err := f.secretOpensTo("ghp_first"); err != nil {
-						return err
-					}
-					return f.dbFilesLack("ghp_first")
-				},
+	accTest(t,
+		resource.TestStep{
+			Config: f.config(env + secretHCL(`  value = "ghp_first"`, `["api.github.com"]`)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(secretAddr, tfjsonpath.New("id"), knownvalue.StringExact("py/GITHUB_TOKEN")),
+				statecheck.ExpectSensitiveValue(secretAddr, tfjsonpath.New("value")),
 			},
-			{
-				// Rotation is in place and never touches the environment's snapshot.
-				Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com"]`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionNoop),
-				}},
-				Check: func(*terraformState) error { return f.secretOpensTo("ghp_second") },
+			Check: func(*terraformState) error {
+				if err := f.secretOpensTo("ghp_first"); err != nil {
+					return err
+				}
+				return f.dbFilesLack("ghp_first")
 			},
-			{
-				Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
-				}},
+		},
+		resource.TestStep{
+			// Rotation is in place and never touches the environment's snapshot.
+			Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com"]`)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionNoop),
+			}},
+			Check: func(*terraformState) error { return f.secretOpensTo("ghp_second") },
+		},
+		resource.TestStep{
+			Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+			}},
+		},
+		resource.TestStep{
+			ResourceName:            secretAddr,
+			ImportState:             true,
+			ImportStateId:           "py/GITHUB_TOKEN",
+			ImportStateVerify:       true,
+			ImportStateVerifyIgnore: []string{"value"},
+		},
+		resource.TestStep{
+			// Hosts changed outside Terraform: plan reverts them in place.
+			PreConfig: func() { f.exec(`UPDATE secrets SET hosts = '["evil.example.com"]'`) },
+			Config:    f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+			}},
+		},
+		resource.TestStep{
+			// A value re-sealed outside Terraform is drift too.
+			PreConfig: func() {
+				cp, _ := f.controlPlane()
+				box, err := cp.plane.SecretBox(f.t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				sealed, _ := box.Seal([]byte("tampered"), "secret/py/GITHUB_TOKEN")
+				f.exec(`UPDATE secrets SET value_enc = ?`, sealed)
 			},
-			{
-				ResourceName:            secretAddr,
-				ImportState:             true,
-				ImportStateId:           "py/GITHUB_TOKEN",
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"value"},
-			},
-			{
-				// Hosts changed outside Terraform: plan reverts them in place.
-				PreConfig: func() { f.exec(`UPDATE secrets SET hosts = '["evil.example.com"]'`) },
-				Config:    f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
-				}},
-			},
-			{
-				// A value re-sealed outside Terraform is drift too.
-				PreConfig: func() {
-					cp, _ := f.controlPlane()
-					box, err := cp.plane.SecretBox(f.t.Context())
-					if err != nil {
-						t.Fatal(err)
-					}
-					sealed, _ := box.Seal([]byte("tampered"), "secret/py/GITHUB_TOKEN")
-					f.exec(`UPDATE secrets SET value_enc = ?`, sealed)
-				},
-				Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: func(*terraformState) error { return f.secretOpensTo("ghp_second") },
-			},
-			{
-				// Renaming the variable replaces the secret.
-				Config: f.config(env + `
+			Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
+			}},
+			Check: func(*terraformState) error { return f.secretOpensTo("ghp_second") },
+		},
+		resource.TestStep{
+			// Renaming the variable replaces the secret.
+			Config: f.config(env + `
 resource "trueforge_secret" "gh" {
   environment = trueforge_environment.py.name
   env_name    = "GH_TOKEN"
   hosts       = ["api.github.com"]
   value       = "ghp_second"
 }`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionReplace),
-				}},
-			},
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionReplace),
+			}},
 		},
-	})
+	)
 }
 
 func TestAccSecret_writeOnly(t *testing.T) {
@@ -205,49 +201,45 @@ func TestAccSecret_disappears(t *testing.T) {
 func TestAccSecret_rules(t *testing.T) {
 	f := newFixture(t)
 	blocked := envHCL("", `  network = { block_all = true }`)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["https://api.github.com"]`)), ExpectError: attrError("hosts", `hosts\[0\]: "https://api\.github\.com" has a scheme`)},
-			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["api.github.com:443"]`)), ExpectError: attrError("hosts", `hosts\[0\]: "api\.github\.com:443" has a port`)},
-			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["api.github.com/v3"]`)), ExpectError: attrError("hosts", `hosts\[0\]: "api\.github\.com/v3" has a path`)},
-			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["10.0.0.1"]`)), ExpectError: attrError("hosts", `hosts\[0\]: "10\.0\.0\.1" is an IP address`)},
-			{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `[]`)), ExpectError: attrError("hosts", `Attribute hosts list must contain at least 1 elements`)},
-			{Config: f.config(envHCL("", "") + secretHCL(``, `["api.github.com"]`)), ExpectError: regexp.MustCompile(`Missing Secret Value`)},
-			{
-				Config: f.config(envHCL("", "") + `
+	accTest(t,
+		resource.TestStep{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["https://api.github.com"]`)), ExpectError: attrError("hosts", `hosts\[0\]: "https://api\.github\.com" has a scheme`)},
+		resource.TestStep{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["api.github.com:443"]`)), ExpectError: attrError("hosts", `hosts\[0\]: "api\.github\.com:443" has a port`)},
+		resource.TestStep{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["api.github.com/v3"]`)), ExpectError: attrError("hosts", `hosts\[0\]: "api\.github\.com/v3" has a path`)},
+		resource.TestStep{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["10.0.0.1"]`)), ExpectError: attrError("hosts", `hosts\[0\]: "10\.0\.0\.1" is an IP address`)},
+		resource.TestStep{Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `[]`)), ExpectError: attrError("hosts", `Attribute hosts list must contain at least 1 elements`)},
+		resource.TestStep{Config: f.config(envHCL("", "") + secretHCL(``, `["api.github.com"]`)), ExpectError: regexp.MustCompile(`Missing Secret Value`)},
+		resource.TestStep{
+			Config: f.config(envHCL("", "") + `
 resource "trueforge_secret" "gh" {
   environment = trueforge_environment.py.name
   env_name    = "1BAD"
   hosts       = ["api.github.com"]
   value       = "x"
 }`),
-				ExpectError: attrError("env_name", `env_name: "1BAD" is not an environment variable name`),
-			},
-			// The environment exists with block_all on: the plan warns (this apply might turn
-			// block_all off first) and apply refuses to add the secret, writing nothing.
-			{Config: f.config(blocked)},
-			{
-				Config:      f.config(blocked + secretHCL(`  value = "x"`, `["api.github.com"]`)),
-				ExpectError: regexp.MustCompile(`Secrets Cannot Be Added While Block All Network Is On`),
-			},
-			{
-				PreConfig: func() {
-					secs, err := f.store().ListSecrets(t.Context(), "py")
-					if err != nil || len(secs) != 0 {
-						t.Errorf("a refused secret was stored: %v, %v", secs, err)
-					}
-				},
-				Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["api.github.com"]`)),
-			},
-			{
-				// Turning block_all on afterwards is allowed, with a warning that the secret is inert.
-				Config: f.config(blocked + secretHCL(`  value = "x"`, `["api.github.com"]`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-				}},
-			},
+			ExpectError: attrError("env_name", `env_name: "1BAD" is not an environment variable name`),
 		},
-	})
+		// The environment exists with block_all on: the plan warns (this apply might turn
+		// block_all off first) and apply refuses to add the secret, writing nothing.
+		resource.TestStep{Config: f.config(blocked)},
+		resource.TestStep{
+			Config:      f.config(blocked + secretHCL(`  value = "x"`, `["api.github.com"]`)),
+			ExpectError: regexp.MustCompile(`Secrets Cannot Be Added While Block All Network Is On`),
+		},
+		resource.TestStep{
+			PreConfig: func() {
+				secs, err := f.store().ListSecrets(t.Context(), "py")
+				if err != nil || len(secs) != 0 {
+					t.Errorf("a refused secret was stored: %v, %v", secs, err)
+				}
+			},
+			Config: f.config(envHCL("", "") + secretHCL(`  value = "x"`, `["api.github.com"]`)),
+		},
+		resource.TestStep{
+			// Turning block_all on afterwards is allowed, with a warning that the secret is inert.
+			Config: f.config(blocked + secretHCL(`  value = "x"`, `["api.github.com"]`)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
+			}},
+		},
+	)
 }

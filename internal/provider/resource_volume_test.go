@@ -65,49 +65,45 @@ func TestAccVolume_local(t *testing.T) {
 		return nil
 	}
 	withEnv := volumeHCL("local") + envHCL("", mountsCache("trueforge_volume.cache.name"))
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: f.config(withEnv),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("id"), knownvalue.StringExact("cache")),
-					statecheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("remote_id"), knownvalue.StringExact("cache")),
-				},
-				Check: exists,
+	accTest(t,
+		resource.TestStep{
+			Config: f.config(withEnv),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("id"), knownvalue.StringExact("cache")),
+				statecheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("remote_id"), knownvalue.StringExact("cache")),
 			},
-			{
-				Config:           f.config(withEnv),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
-			{
-				ResourceName:      volumeAddr,
-				ImportState:       true,
-				ImportStateId:     "cache",
-				ImportStateVerify: true,
-			},
-			{
-				// Deleted outside Terraform: the plan creates it again.
-				PreConfig: func() { removeLocalVolume(t, dir) },
-				Config:    f.config(withEnv),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionCreate),
-				}},
-				Check: exists,
-			},
-			{
-				// The environment still lists it (by a literal name, so Terraform does not
-				// order the two): the delete is refused, naming the environment.
-				Config:      f.config(envHCL("", mountsCache(`"cache"`))),
-				ExpectError: regexp.MustCompile(`(?s)Volume In Use.*environment\(s\)\s+py\.`),
-			},
-			{
-				Config: f.config(withEnv),
-				Check:  exists,
-			},
+			Check: exists,
 		},
-	})
+		resource.TestStep{
+			Config:           f.config(withEnv),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+		},
+		resource.TestStep{
+			ResourceName:      volumeAddr,
+			ImportState:       true,
+			ImportStateId:     "cache",
+			ImportStateVerify: true,
+		},
+		resource.TestStep{
+			// Deleted outside Terraform: the plan creates it again.
+			PreConfig: func() { removeLocalVolume(t, dir) },
+			Config:    f.config(withEnv),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionCreate),
+			}},
+			Check: exists,
+		},
+		resource.TestStep{
+			// The environment still lists it (by a literal name, so Terraform does not
+			// order the two): the delete is refused, naming the environment.
+			Config:      f.config(envHCL("", mountsCache(`"cache"`))),
+			ExpectError: regexp.MustCompile(`(?s)Volume In Use.*environment\(s\)\s+py\.`),
+		},
+		resource.TestStep{
+			Config: f.config(withEnv),
+			Check:  exists,
+		},
+	)
 }
 
 // On Daytona a volume is a Daytona volume named trueforge-<name>, created ready; a
@@ -200,14 +196,10 @@ func TestAccVolume_daytonaRecreatedWhileDeleting(t *testing.T) {
 // apply may create it) and refused at apply, on volumes[0].volume, naming the volume.
 func TestAccVolume_environmentNamesMissingVolume(t *testing.T) {
 	f := newFixture(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config:      f.config(envHCL("", mountsCache(`"nope"`))),
-				ExpectError: regexp.MustCompile(`(?s)Volume Not Found.*No volume "nope" exists`),
-			},
+	accTest(t,
+		resource.TestStep{
+			Config:      f.config(envHCL("", mountsCache(`"nope"`))),
+			ExpectError: regexp.MustCompile(`(?s)Volume Not Found.*No volume "nope" exists`),
 		},
-	})
+	)
 }
