@@ -27,30 +27,18 @@ func TestAccAgentVolumeSharing_throughEnvironment(t *testing.T) {
 	teamA := f.providerBlock("team_a") + teamAHCL
 	teamAApplies := func(wantRefused bool) func(*terraformState) error {
 		return func(*terraformState) error {
-			steps := []resource.TestStep{{Config: teamA}}
-			if wantRefused {
-				steps[0].ExpectError = cliError(`Volume Not Shared With This Owner.*Agent "thief" selects environment "py" \(sandbox.environment\), which mounts volume "cache", owned by "team_b" and not shared with "team_a".*Ask "team_b" to add "team_a" to the volume's shared_with`)
-			} else {
-				steps[0].ConfigStateChecks = []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("trueforge_agent.thief", tfjsonpath.New("owner"), knownvalue.StringExact("team_a")),
-				}
-				steps = append(steps, resource.TestStep{Config: teamA, PlanOnly: true})
-			}
-			t.Run(fmt.Sprintf("team A refused %v", wantRefused), func(t *testing.T) {
-				resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: testAccProviders, Steps: steps})
-			})
+			applyAsTeamA(t, testAccProviders, teamA, wantRefused,
+				cliError(`Volume Not Shared With This Owner.*Agent "thief" selects environment "py" \(sandbox.environment\), which mounts volume "cache", owned by "team_b" and not shared with "team_a".*Ask "team_b" to add "team_a" to the volume's shared_with`),
+				statecheck.ExpectKnownValue("trueforge_agent.thief", tfjsonpath.New("owner"), knownvalue.StringExact("team_a")),
+			)
 			if _, err := f.store().GetAgent(t.Context(), "thief"); wantRefused && err == nil {
 				return fmt.Errorf("team A's agent on an environment mounting team B's unshared volume was stored")
 			}
 			return nil
 		}
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: teamB(teamBLendsHCL("")), Check: teamAApplies(true)},
-			{Config: teamB(teamBLendsHCL(`["team_a"]`)), Check: teamAApplies(false)},
-		},
-	})
+	accTest(t,
+		resource.TestStep{Config: teamB(teamBLendsHCL("")), Check: teamAApplies(true)},
+		resource.TestStep{Config: teamB(teamBLendsHCL(`["team_a"]`)), Check: teamAApplies(false)},
+	)
 }

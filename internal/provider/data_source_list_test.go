@@ -66,30 +66,12 @@ data "trueforge_sandbox_provider" "only" {
 			statecheck.ExpectKnownValue(ds, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 		)
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: cfg, ConfigStateChecks: checks},
-			{
-				Config: cfg + `
-data "trueforge_sandbox_provider" "ghost" {
-  name = "ghost"
-}
-`,
-				ExpectError: expectError(`Sandbox Provider Not Found.*"ghost"`),
-			},
-			{
-				Config: cfg + `
-data "trueforge_sandbox_provider" "bad" {
-  name = "Not A Name"
-}
-`,
-				ExpectError: attrError("name", `not a valid name`),
-			},
-			{Config: cfg}, // the configuration the destroy runs with
-		},
-	})
+	accTest(t,
+		resource.TestStep{Config: cfg, ConfigStateChecks: checks},
+		dataSourceStep(cfg, "trueforge_sandbox_provider", "ghost", "name", "ghost", expectError(`Sandbox Provider Not Found.*"ghost"`)),
+		dataSourceStep(cfg, "trueforge_sandbox_provider", "bad", "name", "Not A Name", attrError("name", `not a valid name`)),
+		resource.TestStep{Config: cfg}, // the configuration the destroy runs with
+	)
 }
 
 // Environments listed with each filter, in name order whatever the order of creation,
@@ -126,73 +108,55 @@ data "trueforge_environments" "elsewhere" {
 	item := func(i int, attr string) tfjsonpath.Path {
 		return tfjsonpath.New("environments").AtSliceIndex(i).AtMapKey(attr)
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: base},
-			{
-				// Bob's environment "mid", applied by another configuration.
-				PreConfig: func() { othersEnvironment(t, f.store(), "mid", "bob", "alpha") },
-				Config:    lists,
-				ConfigStateChecks: []statecheck.StateCheck{
-					namesAre(all, "alpha", "default", "mid", "zeta"),
-					namesAre("data.trueforge_environments.alice", "alpha", "default", "zeta"),
-					namesAre("data.trueforge_environments.bob", "mid"),
-					namesAre("data.trueforge_environments.ready_on_local", "alpha", "default", "mid", "zeta"),
-					namesAre("data.trueforge_environments.building"),
-					namesAre("data.trueforge_environments.elsewhere"),
-					statecheck.ExpectKnownValue("data.trueforge_environments.elsewhere", tfjsonpath.New("environments"), knownvalue.ListSizeExact(0)),
-					statecheck.ExpectKnownValue(all, item(0, "reserved"), knownvalue.Bool(false)),
-					statecheck.ExpectKnownValue(all, item(1, "reserved"), knownvalue.Bool(true)),
-					statecheck.ExpectKnownValue(all, item(2, "owner"), knownvalue.StringExact("bob")),
-					statecheck.ExpectKnownValue(all, item(0, "status"), knownvalue.StringExact("Ready")),
-					statecheck.ExpectKnownValue(all, item(0, "sandbox_provider"), knownvalue.StringExact("local")),
-					statecheck.ExpectKnownValue(all, item(0, "env"), knownvalue.MapSizeExact(0)),
-					statecheck.ExpectKnownValue(all, item(0, "network"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"allow_domains":      knownvalue.ListSizeExact(0),
-						"block_all":          knownvalue.Bool(false),
-						"allow_cidrs":        knownvalue.ListSizeExact(0),
-						"package_indexes":    knownvalue.ListSizeExact(0),
-						"package_indexes_in": knownvalue.StringExact("build"),
-					})),
-					// An element reads back what the resource says.
-					statecheck.CompareValuePairs("trueforge_environment.alpha", tfjsonpath.New("snapshot_id"), all, item(0, "snapshot_id"), compare.ValuesSame()),
-					statecheck.CompareValuePairs("trueforge_environment.alpha", tfjsonpath.New("build_hash"), all, item(0, "build_hash"), compare.ValuesSame()),
-					statecheck.CompareValuePairs("trueforge_environment.zeta", tfjsonpath.New("cpu"), all, item(3, "cpu"), compare.ValuesSame()),
-					statecheck.CompareValuePairs("trueforge_environment.zeta", tfjsonpath.New("memory"), all, item(3, "memory"), compare.ValuesSame()),
-					statecheck.CompareValuePairs("trueforge_environment.zeta", tfjsonpath.New("disk"), all, item(3, "disk"), compare.ValuesSame()),
-					statecheck.CompareValuePairs("trueforge_environment.zeta", tfjsonpath.New("image"), all, item(3, "image"), compare.ValuesSame()),
-				},
-			},
-			{
-				Config: base + `
-data "trueforge_environments" "bad" {
-  status = "ready"
-}
-`,
-				ExpectError: attrError("status", `value must be one of: \["Building" "Ready" "Failed"\], got: "ready"`),
-			},
-			{
-				Config: base + `
-data "trueforge_environments" "bad" {
-  sandbox_provider = "Local Provider"
-}
-`,
-				ExpectError: attrError("sandbox_provider", `not a valid name`),
-			},
-			{
-				// Bob's environment goes (his configuration destroyed), so alice's destroy
-				// can delete the sandbox provider.
-				PreConfig: func() {
-					if err := f.store().DeleteEnvironment(context.Background(), "mid"); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: base,
+	accTest(t,
+		resource.TestStep{Config: base},
+		resource.TestStep{
+			// Bob's environment "mid", applied by another configuration.
+			PreConfig: func() { othersEnvironment(t, f.store(), "mid", "bob", "alpha") },
+			Config:    lists,
+			ConfigStateChecks: []statecheck.StateCheck{
+				namesAre(all, "alpha", "default", "mid", "zeta"),
+				namesAre("data.trueforge_environments.alice", "alpha", "default", "zeta"),
+				namesAre("data.trueforge_environments.bob", "mid"),
+				namesAre("data.trueforge_environments.ready_on_local", "alpha", "default", "mid", "zeta"),
+				namesAre("data.trueforge_environments.building"),
+				namesAre("data.trueforge_environments.elsewhere"),
+				statecheck.ExpectKnownValue("data.trueforge_environments.elsewhere", tfjsonpath.New("environments"), knownvalue.ListSizeExact(0)),
+				statecheck.ExpectKnownValue(all, item(0, "reserved"), knownvalue.Bool(false)),
+				statecheck.ExpectKnownValue(all, item(1, "reserved"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue(all, item(2, "owner"), knownvalue.StringExact("bob")),
+				statecheck.ExpectKnownValue(all, item(0, "status"), knownvalue.StringExact("Ready")),
+				statecheck.ExpectKnownValue(all, item(0, "sandbox_provider"), knownvalue.StringExact("local")),
+				statecheck.ExpectKnownValue(all, item(0, "env"), knownvalue.MapSizeExact(0)),
+				statecheck.ExpectKnownValue(all, item(0, "network"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"allow_domains":      knownvalue.ListSizeExact(0),
+					"block_all":          knownvalue.Bool(false),
+					"allow_cidrs":        knownvalue.ListSizeExact(0),
+					"package_indexes":    knownvalue.ListSizeExact(0),
+					"package_indexes_in": knownvalue.StringExact("build"),
+				})),
+				// An element reads back what the resource says.
+				statecheck.CompareValuePairs("trueforge_environment.alpha", tfjsonpath.New("snapshot_id"), all, item(0, "snapshot_id"), compare.ValuesSame()),
+				statecheck.CompareValuePairs("trueforge_environment.alpha", tfjsonpath.New("build_hash"), all, item(0, "build_hash"), compare.ValuesSame()),
+				statecheck.CompareValuePairs("trueforge_environment.zeta", tfjsonpath.New("cpu"), all, item(3, "cpu"), compare.ValuesSame()),
+				statecheck.CompareValuePairs("trueforge_environment.zeta", tfjsonpath.New("memory"), all, item(3, "memory"), compare.ValuesSame()),
+				statecheck.CompareValuePairs("trueforge_environment.zeta", tfjsonpath.New("disk"), all, item(3, "disk"), compare.ValuesSame()),
+				statecheck.CompareValuePairs("trueforge_environment.zeta", tfjsonpath.New("image"), all, item(3, "image"), compare.ValuesSame()),
 			},
 		},
-	})
+		dataSourceStep(base, "trueforge_environments", "bad", "status", "ready", attrError("status", `value must be one of: \["Building" "Ready" "Failed"\], got: "ready"`)),
+		dataSourceStep(base, "trueforge_environments", "bad", "sandbox_provider", "Local Provider", attrError("sandbox_provider", `not a valid name`)),
+		resource.TestStep{
+			// Bob's environment goes (his configuration destroyed), so alice's destroy
+			// can delete the sandbox provider.
+			PreConfig: func() {
+				if err := f.store().DeleteEnvironment(context.Background(), "mid"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Config: base,
+		},
+	)
 }
 
 // agentsHCL is two agents: "b-coder" on environment py with Code Mode, and "a-chat" with
@@ -250,53 +214,42 @@ data "trueforge_agents" "on_default" {
 	item := func(i int, attr string) tfjsonpath.Path {
 		return tfjsonpath.New("agents").AtSliceIndex(i).AtMapKey(attr)
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: base},
-			{
-				Config: lists,
-				ConfigStateChecks: []statecheck.StateCheck{
-					namesAre(all, "a-chat", "b-coder"),
-					namesAre("data.trueforge_agents.code_mode", "b-coder"),
-					namesAre("data.trueforge_agents.on_py", "b-coder"),
-					namesAre("data.trueforge_agents.on_local", "b-coder"),
-					namesAre("data.trueforge_agents.alice", "a-chat", "b-coder"),
-					namesAre("data.trueforge_agents.bob"),
-					namesAre("data.trueforge_agents.on_default"),
-					statecheck.ExpectKnownValue("data.trueforge_agents.bob", tfjsonpath.New("agents"), knownvalue.ListSizeExact(0)),
-					statecheck.ExpectKnownValue(all, tfjsonpath.New("agents").AtSliceIndex(0), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"code_mode":        knownvalue.Bool(false),
-						"description":      knownvalue.StringExact("Answers questions"),
-						"environment":      knownvalue.Null(),
-						"mcp_servers":      knownvalue.ListSizeExact(0),
-						"model_name":       knownvalue.Null(),
-						"model_provider":   knownvalue.StringExact("scripted"),
-						"name":             knownvalue.StringExact("a-chat"),
-						"owner":            knownvalue.StringExact("alice"),
-						"sandbox_enabled":  knownvalue.Bool(false),
-						"sandbox_provider": knownvalue.Null(),
-						"skills":           knownvalue.ListSizeExact(0),
-					})),
-					statecheck.ExpectKnownValue(all, item(1, "environment"), knownvalue.StringExact("py")),
-					statecheck.ExpectKnownValue(all, item(1, "sandbox_provider"), knownvalue.StringExact("local")),
-					statecheck.ExpectKnownValue(all, item(1, "code_mode"), knownvalue.Bool(true)),
-					statecheck.ExpectKnownValue(all, item(1, "mcp_servers"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("github")})),
-					statecheck.ExpectKnownValue(all, item(1, "description"), knownvalue.Null()),
-				},
+	accTest(t,
+		resource.TestStep{Config: base},
+		resource.TestStep{
+			Config: lists,
+			ConfigStateChecks: []statecheck.StateCheck{
+				namesAre(all, "a-chat", "b-coder"),
+				namesAre("data.trueforge_agents.code_mode", "b-coder"),
+				namesAre("data.trueforge_agents.on_py", "b-coder"),
+				namesAre("data.trueforge_agents.on_local", "b-coder"),
+				namesAre("data.trueforge_agents.alice", "a-chat", "b-coder"),
+				namesAre("data.trueforge_agents.bob"),
+				namesAre("data.trueforge_agents.on_default"),
+				statecheck.ExpectKnownValue("data.trueforge_agents.bob", tfjsonpath.New("agents"), knownvalue.ListSizeExact(0)),
+				statecheck.ExpectKnownValue(all, tfjsonpath.New("agents").AtSliceIndex(0), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"code_mode":        knownvalue.Bool(false),
+					"description":      knownvalue.StringExact("Answers questions"),
+					"environment":      knownvalue.Null(),
+					"mcp_servers":      knownvalue.ListSizeExact(0),
+					"model_name":       knownvalue.Null(),
+					"model_provider":   knownvalue.StringExact("scripted"),
+					"name":             knownvalue.StringExact("a-chat"),
+					"owner":            knownvalue.StringExact("alice"),
+					"sandbox_enabled":  knownvalue.Bool(false),
+					"sandbox_provider": knownvalue.Null(),
+					"skills":           knownvalue.ListSizeExact(0),
+				})),
+				statecheck.ExpectKnownValue(all, item(1, "environment"), knownvalue.StringExact("py")),
+				statecheck.ExpectKnownValue(all, item(1, "sandbox_provider"), knownvalue.StringExact("local")),
+				statecheck.ExpectKnownValue(all, item(1, "code_mode"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue(all, item(1, "mcp_servers"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("github")})),
+				statecheck.ExpectKnownValue(all, item(1, "description"), knownvalue.Null()),
 			},
-			{
-				Config: base + `
-data "trueforge_agents" "bad" {
-  environment = "Py Env"
-}
-`,
-				ExpectError: attrError("environment", `not a valid name`),
-			},
-			{Config: base}, // the configuration the destroy runs with
 		},
-	})
+		dataSourceStep(base, "trueforge_agents", "bad", "environment", "Py Env", attrError("environment", `not a valid name`)),
+		resource.TestStep{Config: base}, // the configuration the destroy runs with
+	)
 }
 
 // On PostgreSQL a team role lists every team's environments and agents (row-level

@@ -36,64 +36,53 @@ data "trueforge_snapshot_manifest" "by_id" {
 }
 `)
 	const env, byID = "data.trueforge_snapshot_manifest.by_env", "data.trueforge_snapshot_manifest.by_id"
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: cfg,
-				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttrPair(env, "snapshot_id", "trueforge_environment.pinned", "snapshot_id"),
-					resource.TestCheckResourceAttrPair(env, "digest", byID, "digest"),
-					resource.TestMatchResourceAttr(env, "digest", regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)),
-					resource.TestCheckTypeSetElemNestedAttrs(env, "packages.*", map[string]string{
-						"ecosystem": "pypi", "name": "pinned-pkg", "version": "1.2.3", "arch": "", "purl": "pkg:pypi/pinned-pkg@1.2.3"}),
-					resource.TestCheckTypeSetElemNestedAttrs(env, "packages.*", map[string]string{
-						"ecosystem": "deb", "name": "trueforge-demo", "version": "0.9-1", "arch": "all"}),
-					resource.TestCheckResourceAttr(env, "omitted", "0"),
-					resource.TestCheckResourceAttrWith(env, "counts.pypi", positive),
-					resource.TestCheckResourceAttrWith(env, "cyclonedx", func(v string) error {
-						var bom struct {
-							BOMFormat   string `json:"bomFormat"`
-							SpecVersion string `json:"specVersion"`
-							Components  []struct {
-								Name, Version, PURL string
-							} `json:"components"`
+	accTest(t,
+		resource.TestStep{
+			Config: cfg,
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckResourceAttrPair(env, "snapshot_id", "trueforge_environment.pinned", "snapshot_id"),
+				resource.TestCheckResourceAttrPair(env, "digest", byID, "digest"),
+				resource.TestMatchResourceAttr(env, "digest", regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)),
+				resource.TestCheckTypeSetElemNestedAttrs(env, "packages.*", map[string]string{
+					"ecosystem": "pypi", "name": "pinned-pkg", "version": "1.2.3", "arch": "", "purl": "pkg:pypi/pinned-pkg@1.2.3"}),
+				resource.TestCheckTypeSetElemNestedAttrs(env, "packages.*", map[string]string{
+					"ecosystem": "deb", "name": "trueforge-demo", "version": "0.9-1", "arch": "all"}),
+				resource.TestCheckResourceAttr(env, "omitted", "0"),
+				resource.TestCheckResourceAttrWith(env, "counts.pypi", positive),
+				resource.TestCheckResourceAttrWith(env, "cyclonedx", func(v string) error {
+					var bom struct {
+						BOMFormat   string `json:"bomFormat"`
+						SpecVersion string `json:"specVersion"`
+						Components  []struct {
+							Name, Version, PURL string
+						} `json:"components"`
+					}
+					if err := json.Unmarshal([]byte(v), &bom); err != nil {
+						return err
+					}
+					if bom.BOMFormat != "CycloneDX" || bom.SpecVersion != "1.5" {
+						return fmt.Errorf("bomFormat %q specVersion %q", bom.BOMFormat, bom.SpecVersion)
+					}
+					for _, c := range bom.Components {
+						if c.PURL == "pkg:pypi/pinned-pkg@1.2.3" {
+							return nil
 						}
-						if err := json.Unmarshal([]byte(v), &bom); err != nil {
-							return err
-						}
-						if bom.BOMFormat != "CycloneDX" || bom.SpecVersion != "1.5" {
-							return fmt.Errorf("bomFormat %q specVersion %q", bom.BOMFormat, bom.SpecVersion)
-						}
-						for _, c := range bom.Components {
-							if c.PURL == "pkg:pypi/pinned-pkg@1.2.3" {
-								return nil
-							}
-						}
-						return fmt.Errorf("no component for pinned-pkg among %d", len(bom.Components))
-					}),
-				),
-			},
-			{
-				Config: cfg + `
+					}
+					return fmt.Errorf("no component for pinned-pkg among %d", len(bom.Components))
+				}),
+			),
+		},
+		resource.TestStep{
+			Config: cfg + `
 data "trueforge_snapshot_manifest" "both" {
   snapshot_id = trueforge_environment.pinned.snapshot_id
   environment = "pinned"
 }
 `,
-				ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Combination`),
-			},
-			{
-				Config: cfg + `
-data "trueforge_snapshot_manifest" "ghost" {
-  environment = "ghost"
-}
-`,
-				ExpectError: regexp.MustCompile(`(?s)Environment Not Found.*No environment "ghost"`),
-			},
+			ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Combination`),
 		},
-	})
+		dataSourceStep(cfg, "trueforge_snapshot_manifest", "ghost", "environment", "ghost", regexp.MustCompile(`(?s)Environment Not Found.*No environment "ghost"`)),
+	)
 }
 
 func positive(v string) error {

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"regexp"
 	"testing"
 
@@ -10,6 +11,16 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
+
+// dataSourceStep is a step that reads data source typ (as label) with attr = value on top
+// of config, which must fail with want: a lookup of what does not exist, or a malformed
+// value refused naming the attribute.
+func dataSourceStep(config, typ, label, attr, value string, want *regexp.Regexp) resource.TestStep {
+	return resource.TestStep{
+		Config:      config + fmt.Sprintf("\ndata %q %q {\n  %s = %q\n}\n", typ, label, attr, value),
+		ExpectError: want,
+	}
+}
 
 func TestAccDataSourceEnvironment(t *testing.T) {
 	f := newFixture(t)
@@ -36,52 +47,41 @@ data "trueforge_environment" "py" {
 	same := func(attr string) statecheck.StateCheck {
 		return statecheck.CompareValuePairs(res, tfjsonpath.New(attr), py, tfjsonpath.New(attr), compare.ValuesSame())
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{
-				Config: cfg,
-				ConfigStateChecks: []statecheck.StateCheck{
-					// The reserved default environment: platform image, 1 CPU, 1 GB, 3 GB.
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("image"), knownvalue.StringExact("platform")),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("cpu"), knownvalue.Int64Exact(1)),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("memory"), knownvalue.Int64Exact(1)),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("disk"), knownvalue.Int64Exact(3)),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("build_script"), knownvalue.StringExact("")),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("sandbox_provider"), knownvalue.StringExact("local")),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("owner"), knownvalue.StringExact("alice")),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("env"), knownvalue.MapSizeExact(0)),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("triggers"), knownvalue.MapSizeExact(0)),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
-					statecheck.ExpectKnownValue(def, tfjsonpath.New("network"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-						"allow_domains":      knownvalue.ListSizeExact(0),
-						"block_all":          knownvalue.Bool(false),
-						"allow_cidrs":        knownvalue.ListSizeExact(0),
-						"package_indexes":    knownvalue.ListSizeExact(0),
-						"package_indexes_in": knownvalue.StringExact("build"),
-					})),
-					// A user's environment reads back what the resource says.
-					same("snapshot_id"), same("build_hash"), same("status"), same("owner"), same("image"),
-					same("build_script"), same("cpu"), same("memory"), same("disk"), same("env"), same("triggers"),
-					// The resource keeps the configuration's nulls; the data source reads empty lists.
-					statecheck.CompareValuePairs(res, tfjsonpath.New("network").AtMapKey("allow_domains"), py, tfjsonpath.New("network").AtMapKey("allow_domains"), compare.ValuesSame()),
-					statecheck.CompareValuePairs(res, tfjsonpath.New("network").AtMapKey("block_all"), py, tfjsonpath.New("network").AtMapKey("block_all"), compare.ValuesSame()),
-					statecheck.ExpectKnownValue(py, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
-					statecheck.ExpectKnownValue(py, tfjsonpath.New("env"), knownvalue.MapExact(map[string]knownvalue.Check{"MODE": knownvalue.StringExact("test")})),
-				},
-			},
-			{
-				Config: cfg + `
-data "trueforge_environment" "ghost" {
-  name = "ghost"
-}
-`,
-				ExpectError: expectError(`Environment Not Found.*"ghost"`),
+	accTest(t,
+		resource.TestStep{
+			Config: cfg,
+			ConfigStateChecks: []statecheck.StateCheck{
+				// The reserved default environment: platform image, 1 CPU, 1 GB, 3 GB.
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("image"), knownvalue.StringExact("platform")),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("cpu"), knownvalue.Int64Exact(1)),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("memory"), knownvalue.Int64Exact(1)),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("disk"), knownvalue.Int64Exact(3)),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("build_script"), knownvalue.StringExact("")),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("sandbox_provider"), knownvalue.StringExact("local")),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("owner"), knownvalue.StringExact("alice")),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("env"), knownvalue.MapSizeExact(0)),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("triggers"), knownvalue.MapSizeExact(0)),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("snapshot_id"), knownvalue.StringRegexp(regexp.MustCompile(`^snap-`))),
+				statecheck.ExpectKnownValue(def, tfjsonpath.New("network"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"allow_domains":      knownvalue.ListSizeExact(0),
+					"block_all":          knownvalue.Bool(false),
+					"allow_cidrs":        knownvalue.ListSizeExact(0),
+					"package_indexes":    knownvalue.ListSizeExact(0),
+					"package_indexes_in": knownvalue.StringExact("build"),
+				})),
+				// A user's environment reads back what the resource says.
+				same("snapshot_id"), same("build_hash"), same("status"), same("owner"), same("image"),
+				same("build_script"), same("cpu"), same("memory"), same("disk"), same("env"), same("triggers"),
+				// The resource keeps the configuration's nulls; the data source reads empty lists.
+				statecheck.CompareValuePairs(res, tfjsonpath.New("network").AtMapKey("allow_domains"), py, tfjsonpath.New("network").AtMapKey("allow_domains"), compare.ValuesSame()),
+				statecheck.CompareValuePairs(res, tfjsonpath.New("network").AtMapKey("block_all"), py, tfjsonpath.New("network").AtMapKey("block_all"), compare.ValuesSame()),
+				statecheck.ExpectKnownValue(py, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
+				statecheck.ExpectKnownValue(py, tfjsonpath.New("env"), knownvalue.MapExact(map[string]knownvalue.Check{"MODE": knownvalue.StringExact("test")})),
 			},
 		},
-	})
+		dataSourceStep(cfg, "trueforge_environment", "ghost", "name", "ghost", expectError(`Environment Not Found.*"ghost"`)),
+	)
 }
 
 func TestAccDataSourceAgent(t *testing.T) {
@@ -116,19 +116,8 @@ data "trueforge_agent" "a" {
 		statecheck.ExpectKnownValue(ds, tfjsonpath.New("mcp_servers").AtSliceIndex(0).AtMapKey("credential_env"), knownvalue.StringExact("GITHUB_MCP_TOKEN")),
 		statecheck.ExpectKnownValue(ds, tfjsonpath.New("model").AtMapKey("provider"), knownvalue.StringExact("scripted")),
 	)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
-		ProtoV6ProviderFactories: testAccProviders,
-		Steps: []resource.TestStep{
-			{Config: cfg, ConfigStateChecks: checks},
-			{
-				Config: cfg + `
-data "trueforge_agent" "ghost" {
-  name = "ghost"
-}
-`,
-				ExpectError: expectError(`Agent Not Found.*"ghost"`),
-			},
-		},
-	})
+	accTest(t,
+		resource.TestStep{Config: cfg, ConfigStateChecks: checks},
+		dataSourceStep(cfg, "trueforge_agent", "ghost", "name", "ghost", expectError(`Agent Not Found.*"ghost"`)),
+	)
 }

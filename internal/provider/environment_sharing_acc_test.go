@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -13,9 +14,9 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-// sharingPlane is what the environment sharing test needs of a control plane: two
-// owners (team B, who owns the environment with the secret, and team A, the
-// attacker), each applying its own configuration in its own Terraform run.
+// sharingPlane is what a sharing test needs of a control plane: two owners (team B,
+// who owns what is shared, and team A, the attacker), each applying its own
+// configuration in its own Terraform run.
 type sharingPlane struct {
 	teamB, teamA string
 	providers    map[string]func() (tfprotov6.ProviderServer, error)
@@ -23,6 +24,93 @@ type sharingPlane struct {
 	// body (team B's includes the sandbox provider).
 	configAs func(owner, body string) string
 	store    func() *store.Store
+	// storeAs opens the store as an owner (on SQLite the owner is only a name, so any
+	// store will do).
+	storeAs func(owner string) *store.Store
+	// database says whether the database itself refuses team A's direct writes
+	// (PostgreSQL's row-level security).
+	database bool
+}
+
+// sqliteSharing is the sharing plane on SQLite: owners are stated names, which only the
+// provider tells apart.
+func sqliteSharing(f *controlPlaneFixture) sharingPlane {
+	return sharingPlane{
+		teamB: "team_b", teamA: "team_a", providers: testAccProviders,
+		configAs: func(owner, body string) string {
+			if owner == "team_b" {
+				return f.providerBlock(owner) + localProviderHCL + body
+			}
+			return f.providerBlock(owner) + body
+		},
+		store:   f.store,
+		storeAs: func(string) *store.Store { return f.store() },
+	}
+}
+
+// pgSharing is the sharing plane on PostgreSQL: owners are two team roles of one
+// database, which refuses their direct writes too.
+func pgSharing(f *pgFixture) sharingPlane {
+	return sharingPlane{
+		teamB: f.alice, teamA: f.bob, providers: f.providers,
+		configAs: func(role, body string) string {
+			if role == f.alice {
+				return f.configAs(role, body)
+			}
+			return f.providerBlock(role) + body
+		},
+		store:    f.store,
+		storeAs:  f.storeAs,
+		database: true,
+	}
+}
+
+// applyAsTeamA runs, in a sub-test of t, team A's apply of config against providers:
+// refused with want when refused, else applied (its state passing checks) and then
+// planned clean.
+func applyAsTeamA(t *testing.T, providers map[string]func() (tfprotov6.ProviderServer, error), config string, refused bool, want *regexp.Regexp, checks ...statecheck.StateCheck) {
+	steps := []resource.TestStep{{Config: config}}
+	if refused {
+		steps[0].ExpectError = want
+	} else {
+		steps[0].ConfigStateChecks = checks
+		steps = append(steps, resource.TestStep{Config: config, PlanOnly: true})
+	}
+	t.Run(fmt.Sprintf("team A refused %v", refused), func(t *testing.T) {
+		resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: providers, Steps: steps})
+	})
+}
+
+// consentSteps are the steps a sharing test starts with, team B's object at addr
+// (imported as id) in config(shared_with): not shared, team A is refused (teamAApplies
+// checks it, given true); shared with team A, it is not; imported, shared_with reads
+// back. first are more checks of the first step.
+func consentSteps(p sharingPlane, addr, id string, config func(sharedWith string) string, teamAApplies func(refused bool) func(*terraformState) error,
+	first ...statecheck.StateCheck) []resource.TestStep {
+	return []resource.TestStep{
+		{
+			Config:            p.configAs(p.teamB, config("")),
+			ConfigStateChecks: append([]statecheck.StateCheck{statecheck.ExpectKnownValue(addr, tfjsonpath.New("shared_with"), knownvalue.SetSizeExact(0))}, first...),
+			Check:             teamAApplies(true),
+		},
+		{
+			// Sharing is in place: no replacement.
+			Config: p.configAs(p.teamB, config(fmt.Sprintf("[%q]", p.teamA))),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("shared_with"),
+					knownvalue.SetExact([]knownvalue.Check{knownvalue.StringExact(p.teamA)})),
+			},
+			Check: teamAApplies(false),
+		},
+		{
+			// Import reads shared_with back.
+			ResourceName:            addr,
+			ImportState:             true,
+			ImportStateId:           id,
+			ImportStateVerify:       true,
+			ImportStateVerifyIgnore: []string{"timeouts"},
+		},
+	}
 }
 
 // teamBHCL is team B's environment py, with a network-scoped secret for its host and
@@ -62,23 +150,14 @@ resource "trueforge_agent" "thief" {
 func testEnvironmentSharing(t *testing.T, p sharingPlane) {
 	teamAApplies := func(wantRefused bool) func(*terraformState) error {
 		return func(*terraformState) error {
-			step := resource.TestStep{Config: p.configAs(p.teamA, teamAHCL)}
-			steps := []resource.TestStep{step}
-			if wantRefused {
-				steps[0].ExpectError = cliError(fmt.Sprintf(`Environment Not Shared With This Owner.*Agent "thief" selects environment "py" \(sandbox.environment\), owned by %q.*does not share them with %q.*shared_with = \[%q\]`,
-					p.teamB, p.teamA, p.teamA))
-			} else {
-				steps[0].ConfigStateChecks = []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("trueforge_agent.thief", tfjsonpath.New("owner"), knownvalue.StringExact(p.teamA)),
-					statecheck.ExpectKnownValue("data.trueforge_environment.py", tfjsonpath.New("shared_with"),
-						knownvalue.SetExact([]knownvalue.Check{knownvalue.StringExact(p.teamA)})),
-					statecheck.ExpectKnownValue("data.trueforge_environment.py", tfjsonpath.New("has_secrets"), knownvalue.Bool(true)),
-				}
-				steps = append(steps, resource.TestStep{Config: p.configAs(p.teamA, teamAHCL), PlanOnly: true})
-			}
-			t.Run(fmt.Sprintf("team A refused %v", wantRefused), func(t *testing.T) {
-				resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: p.providers, Steps: steps})
-			})
+			applyAsTeamA(t, p.providers, p.configAs(p.teamA, teamAHCL), wantRefused,
+				cliError(fmt.Sprintf(`Environment Not Shared With This Owner.*Agent "thief" selects environment "py" \(sandbox.environment\), owned by %q.*does not share them with %q.*shared_with = \[%q\]`,
+					p.teamB, p.teamA, p.teamA)),
+				statecheck.ExpectKnownValue("trueforge_agent.thief", tfjsonpath.New("owner"), knownvalue.StringExact(p.teamA)),
+				statecheck.ExpectKnownValue("data.trueforge_environment.py", tfjsonpath.New("shared_with"),
+					knownvalue.SetExact([]knownvalue.Check{knownvalue.StringExact(p.teamA)})),
+				statecheck.ExpectKnownValue("data.trueforge_environment.py", tfjsonpath.New("has_secrets"), knownvalue.Bool(true)),
+			)
 			_, err := p.store().GetAgent(t.Context(), "thief")
 			if wantRefused && err == nil {
 				return fmt.Errorf("team A's agent on team B's unshared environment was stored")
@@ -89,31 +168,8 @@ func testEnvironmentSharing(t *testing.T, p sharingPlane) {
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: p.providers,
-		Steps: []resource.TestStep{
-			{
-				Config: p.configAs(p.teamB, teamBHCL("")),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("shared_with"), knownvalue.SetSizeExact(0)),
-				},
-				Check: teamAApplies(true),
-			},
-			{
-				Config: p.configAs(p.teamB, teamBHCL(fmt.Sprintf("[%q]", p.teamA))),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("shared_with"),
-						knownvalue.SetExact([]knownvalue.Check{knownvalue.StringExact(p.teamA)})),
-				},
-				Check: teamAApplies(false),
-			},
-			{
-				// Import reads shared_with back.
-				ResourceName:            envAddr,
-				ImportState:             true,
-				ImportStateId:           "py",
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"timeouts"},
-			},
-			{
+		Steps: append(consentSteps(p, envAddr, "py", teamBHCL, teamAApplies),
+			resource.TestStep{
 				// Drift: shared_with changed outside Terraform shows in team B's plan.
 				PreConfig: func() {
 					if _, err := p.store().Exec(t.Context(), `UPDATE environments SET shared_with = '["*"]' WHERE name = 'py'`); err != nil {
@@ -124,36 +180,16 @@ func testEnvironmentSharing(t *testing.T, p sharingPlane) {
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},
-		},
+		),
 	})
 }
 
 // The attack on SQLite: owners are stated names.
 func TestAccEnvironmentSharing_secretsNeedConsent(t *testing.T) {
-	f := newFixture(t)
-	testEnvironmentSharing(t, sharingPlane{
-		teamB: "team_b", teamA: "team_a", providers: testAccProviders,
-		configAs: func(owner, body string) string {
-			if owner == "team_b" {
-				return f.providerBlock(owner) + localProviderHCL + body
-			}
-			return f.providerBlock(owner) + body
-		},
-		store: f.store,
-	})
+	testEnvironmentSharing(t, sqliteSharing(newFixture(t)))
 }
 
 // The attack on PostgreSQL: owners are two team roles of one database.
 func TestAccPostgres_environmentSharing(t *testing.T) {
-	f := newPGFixture(t)
-	testEnvironmentSharing(t, sharingPlane{
-		teamB: f.alice, teamA: f.bob, providers: f.providers,
-		configAs: func(role, body string) string {
-			if role == f.alice {
-				return f.configAs(role, body)
-			}
-			return f.providerBlock(role) + body
-		},
-		store: f.store,
-	})
+	testEnvironmentSharing(t, pgSharing(newPGFixture(t)))
 }
