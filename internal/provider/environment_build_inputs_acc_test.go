@@ -78,10 +78,6 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 			return check(in.GPU, in.Dockerfile, in.ContextHashes)
 		}, f.expectCounts(counts))
 	}
-	rebuildPlanned := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-		plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
-		plancheck.ExpectUnknownValue(addr, tfjsonpath.New("snapshot_id")),
-	}}
 	var firstHashes []string
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: f.providers,
@@ -100,7 +96,7 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 			{
 				// Daytona allows one GPU at most (buildcheck.go): the change is 0 to 1.
 				Config:            f.config(dockerfileEnvHCL(df1, dir, 1, "sleep", "infinity")),
-				ConfigPlanChecks:  rebuildPlanned,
+				ConfigPlanChecks:  rebuildPlanned(addr),
 				ConfigStateChecks: []statecheck.StateCheck{snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id"))},
 				Check: built(func(gpu int64, _ string, _ []string) error {
 					if gpu != 1 {
@@ -111,7 +107,7 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 			},
 			{
 				Config:            f.config(dockerfileEnvHCL(df2, dir, 1, "sleep", "infinity")),
-				ConfigPlanChecks:  rebuildPlanned,
+				ConfigPlanChecks:  rebuildPlanned(addr),
 				ConfigStateChecks: []statecheck.StateCheck{snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id"))},
 				Check: built(func(_ int64, d string, hashes []string) error {
 					if !strings.HasPrefix(d, df2) || !slices.Equal(hashes, firstHashes) {
@@ -124,7 +120,7 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 				// The configuration is the same; one file of the folder changed.
 				PreConfig:         func() { writeFile("v2\n") },
 				Config:            f.config(dockerfileEnvHCL(df2, dir, 1, "sleep", "infinity")),
-				ConfigPlanChecks:  rebuildPlanned,
+				ConfigPlanChecks:  rebuildPlanned(addr),
 				ConfigStateChecks: []statecheck.StateCheck{snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id"))},
 				Check: built(func(_ int64, _ string, hashes []string) error {
 					if len(hashes) != 1 || slices.Equal(hashes, firstHashes) {
@@ -135,7 +131,7 @@ func TestAccDaytona_buildInputsBakeOnce(t *testing.T) {
 			},
 			{
 				Config:            f.config(dockerfileEnvHCL(df2, dir, 1, "/usr/bin/env", "serve")),
-				ConfigPlanChecks:  rebuildPlanned,
+				ConfigPlanChecks:  rebuildPlanned(addr),
 				ConfigStateChecks: []statecheck.StateCheck{snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id"))},
 				Check: built(func(_ int64, d string, _ []string) error {
 					if !strings.HasSuffix(d, "ENTRYPOINT [\"/usr/bin/env\",\"serve\"]\n") {

@@ -79,10 +79,7 @@ func TestAccQuickstart(t *testing.T) {
 				ConfigDirectory:          dir,
 				ProtoV6ProviderFactories: testAccProviders,
 				ConfigVariables:          vars("hi", "v2"),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(env, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(env, tfjsonpath.New("snapshot_id")),
-				}},
+				ConfigPlanChecks:         rebuildPlanned(env),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(env, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 				},

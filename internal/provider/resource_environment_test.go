@@ -28,6 +28,19 @@ resource "trueforge_environment" "py" {
 `, script, extra)
 }
 
+// rebuildPlanned is the plan of environment addr baking a new snapshot: an in-place
+// update with snapshot_id unknown, and the unknown attributes too.
+func rebuildPlanned(addr string, unknown ...string) resource.ConfigPlanChecks {
+	checks := []plancheck.PlanCheck{
+		plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+		plancheck.ExpectUnknownValue(addr, tfjsonpath.New("snapshot_id")),
+	}
+	for _, attr := range unknown {
+		checks = append(checks, plancheck.ExpectUnknownValue(addr, tfjsonpath.New(attr)))
+	}
+	return resource.ConfigPlanChecks{PreApply: checks}
+}
+
 func TestAccEnvironment_buildInputsVersusLiveChanges(t *testing.T) {
 	f := newFixture(t)
 	snapshotStable := statecheck.CompareValue(compare.ValuesSame())
@@ -71,11 +84,7 @@ func TestAccEnvironment_buildInputsVersusLiveChanges(t *testing.T) {
 			// build_script bakes a new snapshot: in place, snapshot_id and status unknown in the plan.
 			Config: f.config(envHCL("echo v2 > /usr/local/share/marker", `  env = { MODE = "b" }
   network = { allow_domains = ["api.github.com", "*.pypi.org"] }`)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
-				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("status")),
-			}},
+			ConfigPlanChecks: rebuildPlanned(envAddr, "status"),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 			},
@@ -97,11 +106,8 @@ func TestAccEnvironment_buildInputsVersusLiveChanges(t *testing.T) {
   cpu      = 2
   triggers = { index = "2026-11-29" }
   network = { allow_domains = ["api.github.com", "*.pypi.org"] }`)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
-			}},
-			Check: countBuilds(1),
+			ConfigPlanChecks: rebuildPlanned(envAddr),
+			Check:            countBuilds(1),
 		},
 		resource.TestStep{
 			ResourceName:            envAddr,
@@ -137,12 +143,8 @@ func TestAccEnvironment_eachBuildInputBakesANewSnapshot(t *testing.T) {
 	countBuilds := buildCounter(t, f)
 	rebuilds := func(attr string, want knownvalue.Check, extra string) resource.TestStep {
 		return resource.TestStep{
-			Config: f.config(envHCL(script, extra)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
-				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("status")),
-			}},
+			Config:           f.config(envHCL(script, extra)),
+			ConfigPlanChecks: rebuildPlanned(envAddr, "status"),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New(attr), want),
 				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
@@ -274,11 +276,8 @@ func TestAccEnvironment_drift(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-				plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("snapshot_id")),
-			}},
+			Config:           cfg,
+			ConfigPlanChecks: rebuildPlanned(envAddr),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 			},
