@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -254,6 +255,22 @@ func configureControlPlane(providerData any, diags *diag.Diagnostics) *controlPl
 		return nil
 	}
 	return cp
+}
+
+// configuredResource is what every resource embeds: the control plane it acts on, set
+// by its Configure.
+type configuredResource struct{ cp *controlPlane }
+
+func (c *configuredResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	c.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
+}
+
+// configuredDataSource is what every data source embeds: the control plane it reads,
+// set by its Configure.
+type configuredDataSource struct{ cp *controlPlane }
+
+func (c *configuredDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	c.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 // notConfigured reports a resource used before the provider was configured.

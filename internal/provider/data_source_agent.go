@@ -18,9 +18,7 @@ var (
 	_ datasource.DataSourceWithConfigure = (*agentDataSource)(nil)
 )
 
-type agentDataSource struct {
-	cp *controlPlane
-}
+type agentDataSource struct{ configuredDataSource }
 
 // NewAgentDataSource is the trueforge_agent data source.
 func NewAgentDataSource() datasource.DataSource { return &agentDataSource{} }
@@ -97,10 +95,6 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			},
 		},
 	}
-}
-
-func (d *agentDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *agentDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

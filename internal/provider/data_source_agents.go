@@ -23,9 +23,7 @@ var (
 	_ datasource.DataSourceWithConfigure = (*agentsDataSource)(nil)
 )
 
-type agentsDataSource struct {
-	cp *controlPlane
-}
+type agentsDataSource struct{ configuredDataSource }
 
 type agentsDataSourceModel struct {
 	Agents          types.List   `tfsdk:"agents"`
@@ -108,10 +106,6 @@ func (d *agentsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			},
 		},
 	}
-}
-
-func (d *agentsDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *agentsDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

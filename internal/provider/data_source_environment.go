@@ -23,9 +23,7 @@ var (
 	_ datasource.DataSourceWithConfigure = (*environmentDataSource)(nil)
 )
 
-type environmentDataSource struct {
-	cp *controlPlane
-}
+type environmentDataSource struct{ configuredDataSource }
 
 type environmentDataSourceModel struct {
 	BuildHash       types.String `tfsdk:"build_hash"`
@@ -84,10 +82,6 @@ func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 			"triggers":         computedStringMap("Values whose change forces a new snapshot (empty when none)."),
 		}),
 	}
-}
-
-func (d *environmentDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

@@ -25,9 +25,7 @@ var (
 	_ datasource.DataSourceWithConfigure = (*environmentsDataSource)(nil)
 )
 
-type environmentsDataSource struct {
-	cp *controlPlane
-}
+type environmentsDataSource struct{ configuredDataSource }
 
 type environmentsDataSourceModel struct {
 	Environments    types.List   `tfsdk:"environments"`
@@ -118,10 +116,6 @@ func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 			},
 		},
 	}
-}
-
-func (d *environmentsDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *environmentsDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

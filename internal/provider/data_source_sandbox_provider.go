@@ -20,9 +20,7 @@ var (
 	_ datasource.DataSourceWithConfigure = (*sandboxProviderDataSource)(nil)
 )
 
-type sandboxProviderDataSource struct {
-	cp *controlPlane
-}
+type sandboxProviderDataSource struct{ configuredDataSource }
 
 // sandboxProviderDataSourceModel is the resource's model without its credential and
 // timeouts, plus the owner, which the resource keeps in the store only.
@@ -73,10 +71,6 @@ func (d *sandboxProviderDataSource) Schema(_ context.Context, _ datasource.Schem
 	}
 }
 
-func (d *sandboxProviderDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
-}
-
 func (d *sandboxProviderDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	m, ok := decode[sandboxProviderDataSourceModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
 	if !ok {
@@ -108,7 +102,7 @@ func (d *sandboxProviderDataSource) Read(ctx context.Context, req datasource.Rea
 	status := p.Status
 	if def, err := d.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
 		status = statusDegraded
-	} else if err == nil && d.cp.remoteSnapshots(p) && (&sandboxProviderResource{cp: d.cp}).defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
+	} else if err == nil && d.cp.remoteSnapshots(p) && (&sandboxProviderResource{configuredResource{d.cp}}).defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
 		status = statusDegraded
 	}
 	if resp.Diagnostics.HasError() {

@@ -22,9 +22,7 @@ var (
 	_ datasource.DataSourceWithConfigure = (*snapshotManifestDataSource)(nil)
 )
 
-type snapshotManifestDataSource struct {
-	cp *controlPlane
-}
+type snapshotManifestDataSource struct{ configuredDataSource }
 
 type snapshotManifestModel struct {
 	SnapshotID   types.String `tfsdk:"snapshot_id"`
@@ -97,10 +95,6 @@ func (d *snapshotManifestDataSource) Schema(_ context.Context, _ datasource.Sche
 			"cyclonedx": computedString("The manifest as a CycloneDX 1.5 JSON SBOM (one `library` component per package, with its purl)."),
 		},
 	}
-}
-
-func (d *snapshotManifestDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	d.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *snapshotManifestDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {

@@ -51,6 +51,13 @@ func setNameIdentity(ctx context.Context, identity *tfsdk.ResourceIdentity, id t
 	setIdentity(ctx, identity, map[string]string{"name": id.ValueString()}, diags)
 }
 
+// setNamed records m, the model of a resource whose id (its name) is id, as its state
+// and its identity: how Create, Read and Update end.
+func setNamed(ctx context.Context, state *tfsdk.State, identity *tfsdk.ResourceIdentity, id types.String, m any, diags *diag.Diagnostics) {
+	setNameIdentity(ctx, identity, id, diags)
+	diags.Append(state.Set(ctx, m)...)
+}
+
 // importedName is the name an import names: the string id of `terraform import` or an
 // import block's `id`, else the `name` of an import block's `identity`.
 func importedName(ctx context.Context, req resource.ImportStateRequest, diags *diag.Diagnostics) string {
@@ -73,14 +80,10 @@ func importByName(ctx context.Context, req resource.ImportStateRequest, resp *re
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), name)...)
 }
 
-// The resources known by {name} alone.
-var (
-	_ resource.ResourceWithIdentity = (*agentResource)(nil)
-	_ resource.ResourceWithIdentity = (*environmentResource)(nil)
-	_ resource.ResourceWithIdentity = (*registryResource)(nil)
-	_ resource.ResourceWithIdentity = (*sandboxProviderResource)(nil)
-	_ resource.ResourceWithIdentity = (*volumeResource)(nil)
-)
+// Every resource has an identity: {name} (nameIdentitySchema) but for the secret, whose
+// identity is its own (below).
+var _ = []resource.ResourceWithIdentity{(*agentResource)(nil), (*environmentResource)(nil), (*registryResource)(nil),
+	(*sandboxProviderResource)(nil), (*secretResource)(nil), (*volumeResource)(nil)}
 
 func (r *agentResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
 	resp.IdentitySchema = nameIdentitySchema("agent")
@@ -104,8 +107,6 @@ func (r *volumeResource) IdentitySchema(_ context.Context, _ resource.IdentitySc
 
 // trueforge_secret's identity is {environment, env_name}: the two parts of its string id
 // `<environment>/<env_name>`, kept apart so that neither needs quoting or parsing.
-var _ resource.ResourceWithIdentity = (*secretResource)(nil)
-
 func (r *secretResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
 	resp.IdentitySchema = identityschema.Schema{
 		Attributes: map[string]identityschema.Attribute{

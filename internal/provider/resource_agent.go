@@ -36,9 +36,7 @@ var (
 	_ resource.ResourceWithValidateConfig = (*agentResource)(nil)
 )
 
-type agentResource struct {
-	cp *controlPlane
-}
+type agentResource struct{ configuredResource }
 
 // agentModel is the trueforge_agent resource and the trueforge_agent data source.
 type agentModel struct {
@@ -361,10 +359,6 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 			},
 		},
 	}
-}
-
-func (r *agentResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *agentResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {

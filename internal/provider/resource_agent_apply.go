@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -18,15 +20,10 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if !ok {
 		return
 	}
-	blobs := plan.publishSkills(ctx, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
+	spec, raw, blobs, ok := plan.applied(ctx, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	plan.validate(ctx, true, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	spec, raw := plan.spec(ctx)
 	env := spec.EnvironmentRef() // none while the sandbox is off
 	if env != "" && !r.checkEnvironment(ctx, spec.Name, env, &resp.Diagnostics) {
 		return
@@ -51,6 +48,22 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	plan.Owner = types.StringValue(r.cp.owner)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// applied is what Create and Update store of the planned agent: its skills published,
+// the plan validated as apply sees it, and the spec (with its JSON) it becomes. ok is
+// false when an error was added.
+func (m *agentModel) applied(ctx context.Context, diags *diag.Diagnostics) (spec agentspec.Spec, raw []byte, blobs []store.SkillBlob, ok bool) {
+	blobs = m.publishSkills(ctx, diags)
+	if diags.HasError() {
+		return spec, nil, nil, false
+	}
+	m.validate(ctx, true, diags)
+	if diags.HasError() {
+		return spec, nil, nil, false
+	}
+	spec, raw = m.spec(ctx)
+	return spec, raw, blobs, true
 }
 
 func (r *agentResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -82,15 +95,10 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if !ok {
 		return
 	}
-	blobs := plan.publishSkills(ctx, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
+	spec, raw, blobs, ok := plan.applied(ctx, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	plan.validate(ctx, true, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	spec, raw := plan.spec(ctx)
 	env := spec.EnvironmentRef() // none while the sandbox is off
 	if selectsEnvironment(ctx, &state, spec.Sandbox.Enabled, env) {
 		if !r.checkEnvironment(ctx, spec.Name, env, &resp.Diagnostics) {
@@ -115,8 +123,7 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 	plan.ID, plan.Owner = state.ID, state.Owner
-	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setNamed(ctx, &resp.State, resp.Identity, plan.ID, &plan, &resp.Diagnostics)
 }
 
 func (r *agentResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -39,9 +39,7 @@ var (
 	_ resource.ResourceWithModifyPlan  = (*environmentResource)(nil)
 )
 
-type environmentResource struct {
-	cp *controlPlane
-}
+type environmentResource struct{ configuredResource }
 
 type environmentModel struct {
 	ID              types.String   `tfsdk:"id"`
@@ -238,10 +236,6 @@ func checkNotReserved(s string) string {
 		return `"default" is reserved for the environment the sandbox provider creates; it cannot be created, renamed to or deleted. Choose another name, or reference the default environment with the trueforge_environment data source`
 	}
 	return ""
-}
-
-func (r *environmentResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 // spec returns the build inputs of m, and false when any of them is still unknown.

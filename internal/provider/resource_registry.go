@@ -28,9 +28,7 @@ var (
 	_ resource.ResourceWithConfigValidators = (*registryResource)(nil)
 )
 
-type registryResource struct {
-	cp *controlPlane
-}
+type registryResource struct{ configuredResource }
 
 type registryModel struct {
 	ID                types.String `tfsdk:"id"`
@@ -145,10 +143,6 @@ func (v exactlyOneCredential) ValidateResource(ctx context.Context, req resource
 		resp.Diagnostics.AddAttributeError(path.Root(v.c.name), "Conflicting Passwords",
 			fmt.Sprintf("Set only one of %s and %s.", v.c.name, v.c.woName()))
 	}
-}
-
-func (r *registryResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 // ModifyPlan refuses at plan a registry of a backend that has none (the local one) and
@@ -303,8 +297,7 @@ func (r *registryResource) Create(ctx context.Context, req resource.CreateReques
 	}
 	tflog.Debug(ctx, "registry: created", map[string]any{"registry": name, "backend": title, "remote_id": remote.ID})
 	plan.ID, plan.RemoteID = types.StringValue(name), types.StringValue(remote.ID)
-	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setNamed(ctx, &resp.State, resp.Identity, plan.ID, &plan, &resp.Diagnostics)
 }
 
 // Read refreshes the registry from the store and its backend (one read): a registry
@@ -353,8 +346,7 @@ func (r *registryResource) Read(ctx context.Context, req resource.ReadRequest, r
 			state.Password = types.StringValue(string(pt))
 		}
 	}
-	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setNamed(ctx, &resp.State, resp.Identity, state.ID, &state, &resp.Diagnostics)
 }
 
 // Update changes the registry in place in its backend and the store; a new password (or
@@ -396,8 +388,7 @@ func (r *registryResource) Update(ctx context.Context, req resource.UpdateReques
 	}
 	tflog.Debug(ctx, "registry: updated", map[string]any{"registry": name, "backend": title, "rotated": rotate})
 	plan.ID, plan.RemoteID = state.ID, types.StringValue(remote.ID)
-	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setNamed(ctx, &resp.State, resp.Identity, plan.ID, &plan, &resp.Diagnostics)
 }
 
 // Delete removes the registry from the store first, in the transaction that checks no

@@ -48,9 +48,7 @@ var (
 	_ resource.ResourceWithModifyPlan     = (*sandboxProviderResource)(nil)
 )
 
-type sandboxProviderResource struct {
-	cp *controlPlane
-}
+type sandboxProviderResource struct{ configuredResource }
 
 type sandboxProviderModel struct {
 	ID                 types.String   `tfsdk:"id"`
@@ -154,10 +152,6 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 		},
 	}
 	apiKeyCredential.addAttributes(resp.Schema.Attributes)
-}
-
-func (r *sandboxProviderResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 func (r *sandboxProviderResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {

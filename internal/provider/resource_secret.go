@@ -32,9 +32,7 @@ var (
 	_ resource.ResourceWithConfigValidators = (*secretResource)(nil)
 )
 
-type secretResource struct {
-	cp *controlPlane
-}
+type secretResource struct{ configuredResource }
 
 type secretModel struct {
 	ID             types.String   `tfsdk:"id"`
@@ -132,10 +130,6 @@ func (exactlyOneValue) ValidateResource(ctx context.Context, req resource.Valida
 		resp.Diagnostics.AddAttributeError(path.Root("value"), "Conflicting Secret Values",
 			"Set only one of value and value_wo.")
 	}
-}
-
-func (r *secretResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 // checkEnvironment enforces the rules of the environment a secret is added to: it

@@ -37,9 +37,7 @@ var (
 // ready in seconds, but its client retries a busy API for minutes.
 const defaultVolumeTimeout = 10 * time.Minute
 
-type volumeResource struct {
-	cp *controlPlane
-}
+type volumeResource struct{ configuredResource }
 
 type volumeResourceModel struct {
 	ID              types.String   `tfsdk:"id"`
@@ -141,10 +139,6 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			}),
 		},
 	}
-}
-
-func (r *volumeResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)
 }
 
 // ModifyPlan refuses at plan what apply would: another owner's volume, and warns when a
@@ -314,8 +308,7 @@ func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	plan.ID, plan.RemoteID = types.StringValue(name), types.StringValue(v.ID)
-	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setNamed(ctx, &resp.State, resp.Identity, plan.ID, &plan, &resp.Diagnostics)
 }
 
 // Read refreshes the volume from the store and its backend (one read). A volume deleted
@@ -349,8 +342,7 @@ func (r *volumeResource) Read(ctx context.Context, req resource.ReadRequest, res
 	state.SandboxProvider, state.RemoteID = types.StringValue(v.Provider), types.StringValue(v.RemoteID)
 	state.Size = types.Int64Value(v.SizeGB)
 	state.SharedWith = stringSet(v.SharedWith)
-	setNameIdentity(ctx, resp.Identity, state.ID, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	setNamed(ctx, &resp.State, resp.Identity, state.ID, &state, &resp.Diagnostics)
 }
 
 // Update grows the volume (a smaller size replaces it) and changes whom it is shared
@@ -396,8 +388,7 @@ func (r *volumeResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	plan.ID, plan.RemoteID = state.ID, state.RemoteID
-	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	setNamed(ctx, &resp.State, resp.Identity, plan.ID, &plan, &resp.Diagnostics)
 }
 
 // Delete removes the volume from the store first, in the transaction that checks no
