@@ -262,10 +262,8 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 			{
 				// env is applied live: zero snapshot writes and no build log reads. (Each
 				// refresh reads the snapshot once; that is the only snapshot traffic.)
-				Config: f.config(daytonaEnvHCL("py", "pip install requests", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_first", "api.github.com")),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(envAddrPy, plancheck.ResourceActionUpdate)},
-				},
+				Config:            f.config(daytonaEnvHCL("py", "pip install requests", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_first", "api.github.com")),
+				ConfigPlanChecks:  plannedAction(envAddrPy, plancheck.ResourceActionUpdate),
 				ConfigStateChecks: []statecheck.StateCheck{snapshotStable.AddStateValue(envAddrPy, tfjsonpath.New("snapshot_id"))},
 				Check: f.expectCounts(merge(snapshotWrites(0, 0, 0), map[string]int{
 					"GET /snapshots/{id}/build-logs-url": 0, "PATCH /secret/{id}": 0, "POST /secret": 0,
@@ -328,11 +326,9 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 			{
 				// Drift: the snapshot went inactive. The plan proposes a rebuild; apply
 				// re-activates it instead (no POST /snapshots).
-				PreConfig: func() { f.srv.DeactivateSnapshot(snapName) },
-				Config:    f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(envAddrPy, plancheck.ResourceActionUpdate)},
-				},
+				PreConfig:        func() { f.srv.DeactivateSnapshot(snapName) },
+				Config:           f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
+				ConfigPlanChecks: plannedAction(envAddrPy, plancheck.ResourceActionUpdate),
 				Check: resource.ComposeTestCheckFunc(
 					f.expectCounts(snapshotWrites(0, 1, 0)),
 					func(*terraformState) error {
@@ -345,11 +341,9 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 			},
 			{
 				// Drift: the Daytona secret's hosts changed there. The plan restores them.
-				PreConfig: func() { f.srv.SetSecretHosts(secretName, "evil.example.com") },
-				Config:    f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate)},
-				},
+				PreConfig:        func() { f.srv.SetSecretHosts(secretName, "evil.example.com") },
+				Config:           f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
+				ConfigPlanChecks: plannedAction(secretAddr, plancheck.ResourceActionUpdate),
 				Check: func(*terraformState) error {
 					if h, _ := f.srv.SecretHosts(secretName); !slices.Equal(h, []string{"api.github.com"}) {
 						return fmt.Errorf("hosts after repair: %v", h)
@@ -365,10 +359,8 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 					f.srv.DeleteSecret(secretName)
 					f.warnings.reset()
 				},
-				Config: f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate)},
-				},
+				Config:           f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
+				ConfigPlanChecks: plannedAction(secretAddr, plancheck.ResourceActionUpdate),
 				Check: func(*terraformState) error {
 					if v, ok := f.srv.SecretValue(secretName); !ok || v != "ghp_second" {
 						return fmt.Errorf("secret after repair = %q, %v", v, ok)
@@ -382,11 +374,9 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 			{
 				// Drift: the secret's value rotated in Daytona. A state `value` reads as
 				// changed, and apply sends the configured one again.
-				PreConfig: func() { f.srv.SetSecretValue(secretName, "tampered") },
-				Config:    f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate)},
-				},
+				PreConfig:        func() { f.srv.SetSecretValue(secretName, "tampered") },
+				Config:           f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
+				ConfigPlanChecks: plannedAction(secretAddr, plancheck.ResourceActionUpdate),
 				Check: func(*terraformState) error {
 					if v, _ := f.srv.SecretValue(secretName); v != "ghp_second" {
 						return fmt.Errorf("secret after repair = %q", v)
@@ -404,10 +394,8 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 					}
 					f.srv.ResetCounts()
 				},
-				Config: f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
-				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("trueforge_sandbox_provider.daytona", plancheck.ResourceActionUpdate)},
-				},
+				Config:           f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_second", "api.github.com")),
+				ConfigPlanChecks: plannedAction("trueforge_sandbox_provider.daytona", plancheck.ResourceActionUpdate),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("trueforge_sandbox_provider.daytona", tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 				},

@@ -52,7 +52,7 @@ func identityTest(t *testing.T, steps ...resource.TestStep) {
 func updateKeepsIdentity(config, addr string, checks []statecheck.StateCheck) resource.TestStep {
 	return resource.TestStep{
 		Config:            config,
-		ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate)}},
+		ConfigPlanChecks:  plannedAction(addr, plancheck.ResourceActionUpdate),
 		ConfigStateChecks: checks,
 	}
 }

@@ -50,11 +50,9 @@ func TestAccPostgres_skills(t *testing.T) {
 					f.alice, f.bob)),
 			},
 			{
-				PreConfig: func() { v2 = skillDigest(t, pdf) },
-				Config:    f.config(cfg),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-				}},
+				PreConfig:        func() { v2 = skillDigest(t, pdf) },
+				Config:           f.config(cfg),
+				ConfigPlanChecks: plannedAction(agentAddr, plancheck.ResourceActionUpdate),
 				Check: func(*terraformState) error {
 					if err := expectBlobs(t, f.store(), v2); err != nil {
 						return err

@@ -95,6 +95,11 @@ func accTest(t *testing.T, steps ...resource.TestStep) {
 	})
 }
 
+// plannedAction is the plan check of a step whose plan must take action on addr.
+func plannedAction(addr string, action plancheck.ResourceActionType) resource.ConfigPlanChecks {
+	return resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(addr, action)}}
+}
+
 // attrError matches an attribute's diagnostic and requires the attribute to be named
 // twice: in the source line Terraform and OpenTofu quote for an attribute diagnostic
 // ("31:   hosts       = [...]") and in the detail, given as a pattern whose spaces match

@@ -234,10 +234,8 @@ func TestAccAgent_basic(t *testing.T) {
 		},
 		resource.TestStep{
 			// Every attribute but the name changes in place.
-			Config: f.config(py + agentHCL("helper", fullBody)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-			}},
+			Config:           f.config(py + agentHCL("helper", fullBody)),
+			ConfigPlanChecks: plannedAction(agentAddr, plancheck.ResourceActionUpdate),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper")),
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(true)),
@@ -294,9 +292,7 @@ func TestAccAgent_basic(t *testing.T) {
   skills      = []
   sandbox     = { enabled = true, environment = trueforge_environment.py.name }
 `)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-			}},
+			ConfigPlanChecks: plannedAction(agentAddr, plancheck.ResourceActionUpdate),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("description"), knownvalue.StringExact("")),
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("instructions"), knownvalue.Null()),
@@ -314,10 +310,8 @@ func TestAccAgent_basic(t *testing.T) {
 		},
 		resource.TestStep{
 			// The name is the agent's identity: changing it replaces the agent.
-			Config: f.config(py + agentHCL("helper-2", afterProvider)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionReplace),
-			}},
+			Config:           f.config(py + agentHCL("helper-2", afterProvider)),
+			ConfigPlanChecks: plannedAction(agentAddr, plancheck.ResourceActionReplace),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("id"), knownvalue.StringExact("helper-2")),
 			},
@@ -365,10 +359,8 @@ func TestAccAgent_outOfBandDrift(t *testing.T) {
 		},
 		resource.TestStep{
 			// Applying the configuration puts it back, in place.
-			Config: cfg,
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-			}},
+			Config:           cfg,
+			ConfigPlanChecks: plannedAction(agentAddr, plancheck.ResourceActionUpdate),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("instructions"), knownvalue.StringExact("Be brief.")),
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("code_mode"), knownvalue.Bool(false)),
@@ -521,9 +513,7 @@ resource "trueforge_agent" "b" {
 			},
 			Config: f.config(slow + agentHCL("a", `  instructions = "Edited while slow builds."
   sandbox      = { enabled = true, environment = trueforge_environment.slow.name }`)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(agentAddr, plancheck.ResourceActionUpdate),
-			}},
+			ConfigPlanChecks: plannedAction(agentAddr, plancheck.ResourceActionUpdate),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("instructions"), knownvalue.StringExact("Edited while slow builds.")),
 				statecheck.ExpectKnownValue("trueforge_environment.slow", tfjsonpath.New("status"), knownvalue.StringExact("Building")),

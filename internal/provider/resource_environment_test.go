@@ -124,9 +124,7 @@ resource "trueforge_environment" "py" {
   sandbox_provider = trueforge_sandbox_provider.local.name
 }
 `),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionReplace),
-			}},
+			ConfigPlanChecks: plannedAction(envAddr, plancheck.ResourceActionReplace),
 		},
 	)
 }

@@ -69,11 +69,9 @@ func TestAccRegistry_daytona(t *testing.T) {
 			},
 			{
 				// Rotation: in place, the same Daytona registry with the new password.
-				Config: cfg("bot", 2, false),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: f.registryIs("bot", "pw-2"),
+				Config:           cfg("bot", 2, false),
+				ConfigPlanChecks: plannedAction(registryAddr, plancheck.ResourceActionUpdate),
+				Check:            f.registryIs("bot", "pw-2"),
 			},
 			{
 				ResourceName:            registryAddr,
@@ -84,30 +82,24 @@ func TestAccRegistry_daytona(t *testing.T) {
 			},
 			{
 				// Changed outside Terraform: the plan reverts it in place.
-				PreConfig: func() { f.srv.SetRegistryUsername("trueforge-ghcr", "mallory") },
-				Config:    cfg("bot", 2, false),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: f.registryIs("bot", "pw-2"),
+				PreConfig:        func() { f.srv.SetRegistryUsername("trueforge-ghcr", "mallory") },
+				Config:           cfg("bot", 2, false),
+				ConfigPlanChecks: plannedAction(registryAddr, plancheck.ResourceActionUpdate),
+				Check:            f.registryIs("bot", "pw-2"),
 			},
 			{
 				// Deleted outside Terraform: apply creates it again, password included.
-				PreConfig: func() { f.srv.DeleteRegistryOutOfBand("trueforge-ghcr") },
-				Config:    cfg("bot", 2, false),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: f.registryIs("bot", "pw-2"),
+				PreConfig:        func() { f.srv.DeleteRegistryOutOfBand("trueforge-ghcr") },
+				Config:           cfg("bot", 2, false),
+				ConfigPlanChecks: plannedAction(registryAddr, plancheck.ResourceActionUpdate),
+				Check:            f.registryIs("bot", "pw-2"),
 			},
 			{
 				// The plain password: kept in state (sealed in the store), rotated in
 				// place, and read back without drift.
-				Config: f.config(registryHCL("daytona", "bot", `  password = "pw-plain"`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: f.registryIs("bot", "pw-plain"),
+				Config:           f.config(registryHCL("daytona", "bot", `  password = "pw-plain"`)),
+				ConfigPlanChecks: plannedAction(registryAddr, plancheck.ResourceActionUpdate),
+				Check:            f.registryIs("bot", "pw-plain"),
 			},
 			{
 				Config:           f.config(registryHCL("daytona", "bot", `  password = "pw-plain"`)),
@@ -157,11 +149,9 @@ func TestAccRegistry_daytonaProjectRemoved(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: withProject, Check: projectIs("acme")},
 			{
-				Config: without,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(registryAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: resource.ComposeTestCheckFunc(projectIs(""), resource.TestCheckNoResourceAttr(registryAddr, "project")),
+				Config:           without,
+				ConfigPlanChecks: plannedAction(registryAddr, plancheck.ResourceActionUpdate),
+				Check:            resource.ComposeTestCheckFunc(projectIs(""), resource.TestCheckNoResourceAttr(registryAddr, "project")),
 			},
 			{
 				Config:           without,

@@ -78,11 +78,11 @@ resource "trueforge_sandbox_provider" "local" {
 		resource.TestStep{Config: cfg("one", "eu")},
 		resource.TestStep{
 			Config:           cfg("one", "us"),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate)}},
+			ConfigPlanChecks: plannedAction(providerAddr, plancheck.ResourceActionUpdate),
 		},
 		resource.TestStep{
 			Config:           cfg("two", "us"),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionReplace)}},
+			ConfigPlanChecks: plannedAction(providerAddr, plancheck.ResourceActionReplace),
 		},
 	)
 }
@@ -97,11 +97,9 @@ func TestAccSandboxProvider_drift(t *testing.T) {
 	accTest(t,
 		resource.TestStep{Config: f.config("")},
 		resource.TestStep{
-			PreConfig: func() { f.exec(`UPDATE sandbox_providers SET target = 'elsewhere'`) },
-			Config:    f.config(""),
-			ConfigPlanChecks: resource.ConfigPlanChecks{
-				PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate)},
-			},
+			PreConfig:        func() { f.exec(`UPDATE sandbox_providers SET target = 'elsewhere'`) },
+			Config:           f.config(""),
+			ConfigPlanChecks: plannedAction(providerAddr, plancheck.ResourceActionUpdate),
 		},
 	)
 }
@@ -113,11 +111,9 @@ func TestAccSandboxProvider_repairsDefaultEnvironment(t *testing.T) {
 		resource.TestStep{
 			// The reserved environment was removed outside Terraform: refresh marks the
 			// provider Degraded, plan shows an update, apply recreates it.
-			PreConfig: func() { f.exec(`DELETE FROM environments WHERE name = 'default'`) },
-			Config:    f.config(""),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate),
-			}},
+			PreConfig:        func() { f.exec(`DELETE FROM environments WHERE name = 'default'`) },
+			Config:           f.config(""),
+			ConfigPlanChecks: plannedAction(providerAddr, plancheck.ResourceActionUpdate),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(providerAddr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 			},
@@ -235,7 +231,7 @@ resource "trueforge_sandbox_provider" "local" {
 			{
 				// Bumping the version sends the new key: rotated in place.
 				Config:           cfg("key-v2", 2),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(providerAddr, plancheck.ResourceActionUpdate)}},
+				ConfigPlanChecks: plannedAction(providerAddr, plancheck.ResourceActionUpdate),
 				Check:            resource.ComposeTestCheckFunc(resource.TestCheckNoResourceAttr(providerAddr, "api_key_wo"), expectKey("key-v2")),
 			},
 			{

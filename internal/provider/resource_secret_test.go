@@ -101,10 +101,8 @@ func TestAccSecret_rotationAndHosts(t *testing.T) {
 			Check: func(*terraformState) error { return f.secretOpensTo("ghp_second") },
 		},
 		resource.TestStep{
-			Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
-			}},
+			Config:           f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
+			ConfigPlanChecks: plannedAction(secretAddr, plancheck.ResourceActionUpdate),
 		},
 		resource.TestStep{
 			ResourceName:            secretAddr,
@@ -115,11 +113,9 @@ func TestAccSecret_rotationAndHosts(t *testing.T) {
 		},
 		resource.TestStep{
 			// Hosts changed outside Terraform: plan reverts them in place.
-			PreConfig: func() { f.exec(`UPDATE secrets SET hosts = '["evil.example.com"]'`) },
-			Config:    f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
-			}},
+			PreConfig:        func() { f.exec(`UPDATE secrets SET hosts = '["evil.example.com"]'`) },
+			Config:           f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
+			ConfigPlanChecks: plannedAction(secretAddr, plancheck.ResourceActionUpdate),
 		},
 		resource.TestStep{
 			// A value re-sealed outside Terraform is drift too.
@@ -132,11 +128,9 @@ func TestAccSecret_rotationAndHosts(t *testing.T) {
 				sealed, _ := box.Seal([]byte("tampered"), "secret/py/GITHUB_TOKEN")
 				f.exec(`UPDATE secrets SET value_enc = ?`, sealed)
 			},
-			Config: f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
-			}},
-			Check: func(*terraformState) error { return f.secretOpensTo("ghp_second") },
+			Config:           f.config(env + secretHCL(`  value = "ghp_second"`, `["api.github.com", "*.githubusercontent.com"]`)),
+			ConfigPlanChecks: plannedAction(secretAddr, plancheck.ResourceActionUpdate),
+			Check:            func(*terraformState) error { return f.secretOpensTo("ghp_second") },
 		},
 		resource.TestStep{
 			// Renaming the variable replaces the secret.
@@ -147,9 +141,7 @@ resource "trueforge_secret" "gh" {
   hosts       = ["api.github.com"]
   value       = "ghp_second"
 }`),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionReplace),
-			}},
+			ConfigPlanChecks: plannedAction(secretAddr, plancheck.ResourceActionReplace),
 		},
 	)
 }
@@ -178,11 +170,9 @@ func TestAccSecret_writeOnly(t *testing.T) {
 			},
 			{
 				// Bumping the version rotates in place.
-				Config: f.config(env + secretHCL("  value_wo = \"wo-two\"\n  value_wo_version = 2", `["api.github.com"]`)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(secretAddr, plancheck.ResourceActionUpdate),
-				}},
-				Check: func(*terraformState) error { return f.secretOpensTo("wo-two") },
+				Config:           f.config(env + secretHCL("  value_wo = \"wo-two\"\n  value_wo_version = 2", `["api.github.com"]`)),
+				ConfigPlanChecks: plannedAction(secretAddr, plancheck.ResourceActionUpdate),
+				Check:            func(*terraformState) error { return f.secretOpensTo("wo-two") },
 			},
 			{
 				// Switching to the legacy attribute works and re-seals.
@@ -236,10 +226,8 @@ resource "trueforge_secret" "gh" {
 		},
 		resource.TestStep{
 			// Turning block_all on afterwards is allowed, with a warning that the secret is inert.
-			Config: f.config(blocked + secretHCL(`  value = "x"`, `["api.github.com"]`)),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionUpdate),
-			}},
+			Config:           f.config(blocked + secretHCL(`  value = "x"`, `["api.github.com"]`)),
+			ConfigPlanChecks: plannedAction(envAddr, plancheck.ResourceActionUpdate),
 		},
 	)
 }

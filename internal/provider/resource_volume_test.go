@@ -86,12 +86,10 @@ func TestAccVolume_local(t *testing.T) {
 		},
 		resource.TestStep{
 			// Deleted outside Terraform: the plan creates it again.
-			PreConfig: func() { removeLocalVolume(t, dir) },
-			Config:    f.config(withEnv),
-			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionCreate),
-			}},
-			Check: exists,
+			PreConfig:        func() { removeLocalVolume(t, dir) },
+			Config:           f.config(withEnv),
+			ConfigPlanChecks: plannedAction(volumeAddr, plancheck.ResourceActionCreate),
+			Check:            exists,
 		},
 		resource.TestStep{
 			// The environment still lists it (by a literal name, so Terraform does not
@@ -143,11 +141,9 @@ func TestAccVolume_daytona(t *testing.T) {
 				ImportStateVerify: true,
 			},
 			{
-				PreConfig: func() { f.srv.DeleteVolumeOutOfBand("trueforge-cache") },
-				Config:    f.config(withEnv),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionCreate),
-				}},
+				PreConfig:        func() { f.srv.DeleteVolumeOutOfBand("trueforge-cache") },
+				Config:           f.config(withEnv),
+				ConfigPlanChecks: plannedAction(volumeAddr, plancheck.ResourceActionCreate),
 			},
 			{
 				Config:      f.config(daytonaEnvHCL("py", "", mountsCache(`"cache"`))),

@@ -72,17 +72,13 @@ func testVolumeSharing(t *testing.T, p sharingPlane) {
 			statecheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("size"), knownvalue.Int64Exact(1))),
 			resource.TestStep{
 				// Growing is in place; shrinking replaces.
-				Config: p.configAs(p.teamB, teamBVolumeSized(fmt.Sprintf("[%q]", p.teamA), 2)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionUpdate),
-				}},
+				Config:            p.configAs(p.teamB, teamBVolumeSized(fmt.Sprintf("[%q]", p.teamA), 2)),
+				ConfigPlanChecks:  plannedAction(volumeAddr, plancheck.ResourceActionUpdate),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(volumeAddr, tfjsonpath.New("size"), knownvalue.Int64Exact(2))},
 			},
 			resource.TestStep{
-				Config: p.configAs(p.teamB, teamBVolumeSized(fmt.Sprintf("[%q]", p.teamA), 1)),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(volumeAddr, plancheck.ResourceActionReplace),
-				}},
+				Config:           p.configAs(p.teamB, teamBVolumeSized(fmt.Sprintf("[%q]", p.teamA), 1)),
+				ConfigPlanChecks: plannedAction(volumeAddr, plancheck.ResourceActionReplace),
 			},
 		),
 	})
