@@ -24,9 +24,7 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 	if !ok {
 		return
 	}
-	timeout, d := plan.Timeouts.Create(ctx, defaultBuildTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, _ := withTimeout(ctx, plan.Timeouts.Create, defaultBuildTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	name := plan.Name.ValueString()
@@ -224,9 +222,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	if !ok {
 		return
 	}
-	timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, _ := withTimeout(ctx, plan.Timeouts.Update, defaultBuildTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	name := state.ID.ValueString()
@@ -303,9 +299,7 @@ func (r *environmentResource) Delete(ctx context.Context, req resource.DeleteReq
 	if !ok {
 		return
 	}
-	timeout, d := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, timeout := withTimeout(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	name := state.ID.ValueString()

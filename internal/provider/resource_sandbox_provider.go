@@ -255,9 +255,7 @@ func (r *sandboxProviderResource) Create(ctx context.Context, req resource.Creat
 	if !ok {
 		return
 	}
-	timeout, d := plan.Timeouts.Create(ctx, defaultBuildTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, _ := withTimeout(ctx, plan.Timeouts.Create, defaultBuildTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	name := plan.Name.ValueString()
@@ -361,9 +359,7 @@ func (r *sandboxProviderResource) Update(ctx context.Context, req resource.Updat
 	if !ok {
 		return
 	}
-	timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, _ := withTimeout(ctx, plan.Timeouts.Update, defaultBuildTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	p, err := r.cp.store.GetSandboxProvider(ctx, state.ID.ValueString())
@@ -415,9 +411,7 @@ func (r *sandboxProviderResource) Delete(ctx context.Context, req resource.Delet
 	if !ok {
 		return
 	}
-	timeout, d := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, timeout := withTimeout(ctx, state.Timeouts.Delete, defaultDeleteTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	name := state.ID.ValueString()

@@ -196,9 +196,7 @@ func (r *secretResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	ctx = maskSecrets(ctx)
-	timeout, d := plan.Timeouts.Create(ctx, defaultSecretTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, timeout := withTimeout(ctx, plan.Timeouts.Create, defaultSecretTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	envName := plan.Environment.ValueString()
@@ -308,9 +306,7 @@ func (r *secretResource) Update(ctx context.Context, req resource.UpdateRequest,
 		return
 	}
 	ctx = maskSecrets(ctx)
-	timeout, d := plan.Timeouts.Update(ctx, defaultSecretTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, timeout := withTimeout(ctx, plan.Timeouts.Update, defaultSecretTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	r.checkEnvironment(ctx, state.Environment.ValueString(), false, false, &resp.Diagnostics)
@@ -364,9 +360,7 @@ func (r *secretResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	if !ok {
 		return
 	}
-	timeout, d := state.Timeouts.Delete(ctx, defaultSecretTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, timeout := withTimeout(ctx, state.Timeouts.Delete, defaultSecretTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	if env, err := r.cp.store.GetEnvironment(ctx, state.Environment.ValueString()); err == nil && env.Owner != r.cp.owner {

@@ -246,9 +246,7 @@ func (r *volumeResource) Create(ctx context.Context, req resource.CreateRequest,
 	if !ok {
 		return
 	}
-	timeout, d := plan.Timeouts.Create(ctx, defaultVolumeTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, timeout := withTimeout(ctx, plan.Timeouts.Create, defaultVolumeTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	name, providerName := plan.Name.ValueString(), plan.SandboxProvider.ValueString()
@@ -356,13 +354,11 @@ func (r *volumeResource) Update(ctx context.Context, req resource.UpdateRequest,
 	}
 	var state volumeResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	timeout, d := plan.Timeouts.Update(ctx, defaultVolumeTimeout)
-	resp.Diagnostics.Append(d...)
+	ctx, cancel, _ := withTimeout(ctx, plan.Timeouts.Update, defaultVolumeTimeout, &resp.Diagnostics)
+	defer cancel()
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 
 	name := state.ID.ValueString()
 	v, ok := ownedNamed(ctx, r.cp, "Volume", name, "changed", r.cp.store.GetVolume, volumeOwner, &resp.Diagnostics)
@@ -399,9 +395,7 @@ func (r *volumeResource) Delete(ctx context.Context, req resource.DeleteRequest,
 	if !ok {
 		return
 	}
-	timeout, d := state.Timeouts.Delete(ctx, defaultVolumeTimeout)
-	resp.Diagnostics.Append(d...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel, timeout := withTimeout(ctx, state.Timeouts.Delete, defaultVolumeTimeout, &resp.Diagnostics)
 	defer cancel()
 
 	name := state.ID.ValueString()

@@ -51,6 +51,17 @@ func timeoutsAttribute(ctx context.Context, summary string, docs map[string]stri
 	return a
 }
 
+// withTimeout bounds ctx by an operation's timeout: op (a timeouts.Value's Create,
+// Update or Delete) gives the configured one, else def; a malformed one is reported in
+// diags. The caller defers cancel, and names the timeout in what it reports.
+func withTimeout(ctx context.Context, op func(context.Context, time.Duration) (time.Duration, diag.Diagnostics), def time.Duration,
+	diags *diag.Diagnostics) (context.Context, context.CancelFunc, time.Duration) {
+	timeout, d := op(ctx, def)
+	diags.Append(d...)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return ctx, cancel, timeout
+}
+
 // timedOut reports whether err (or the context it ran under) ended because an operation's
 // timeout passed.
 func timedOut(ctx context.Context, err error) bool {
