@@ -301,12 +301,13 @@ type page[T any] interface {
 	page() ([]T, string)
 }
 
-// walkCursor collects every item of a cursor-paginated list, starting at cursor. list
-// reads the page at a cursor.
-func walkCursor[T any, P page[T]](cursor string, list func(cursor string) (P, error)) ([]T, error) {
+// walkCursor collects every item of a cursor-paginated list: list reads the page that *o
+// asks for, starting at the cursor *o already holds; cursor points at o's cursor field,
+// which walkCursor moves on from page to page.
+func walkCursor[T any, P page[T], O any](ctx context.Context, o *O, cursor *string, list func(context.Context, O) (P, error)) ([]T, error) {
 	var all []T
 	for {
-		p, err := list(cursor)
+		p, err := list(ctx, *o)
 		if err != nil {
 			return nil, err
 		}
@@ -315,6 +316,22 @@ func walkCursor[T any, P page[T]](cursor string, list func(cursor string) (P, er
 		if next == "" {
 			return all, nil
 		}
-		cursor = next
+		*cursor = next
 	}
+}
+
+// patch sends PATCH to the path made of format and a, with body, and decodes the answer
+// into a new T: the shape of every update. Repeating an update has the same effect, so
+// it is retried like an idempotent call.
+func patch[T any](ctx context.Context, c *Client, body any, format string, a ...any) (*T, error) {
+	r := c.api(http.MethodPatch, format, a...)
+	r.body, r.idempotent = body, true
+	return call[T](ctx, c, r)
+}
+
+// remove sends DELETE to the path made of format and a, ignoring any answer body: the
+// shape of every delete call.
+func (c *Client) remove(ctx context.Context, format string, a ...any) error {
+	_, err := c.do(ctx, c.api(http.MethodDelete, format, a...), nil)
+	return err
 }

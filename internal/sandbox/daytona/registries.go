@@ -71,13 +71,10 @@ func (c *Client) ListDockerRegistries(ctx context.Context) ([]DockerRegistry, er
 // UpdateDockerRegistry sends PATCH /docker-registry/{id} (needs write:registries).
 // Repeating it has the same effect, so it is retried like an idempotent call.
 func (c *Client) UpdateDockerRegistry(ctx context.Context, id string, req UpdateDockerRegistryRequest) (*DockerRegistry, error) {
-	r := c.api(http.MethodPatch, "/docker-registry/%s", esc(id))
-	r.body, r.idempotent = req, true
-	return call[DockerRegistry](ctx, c, r)
+	return patch[DockerRegistry](ctx, c, req, "/docker-registry/%s", esc(id))
 }
 
 // DeleteDockerRegistry sends DELETE /docker-registry/{id} (needs delete:registries).
 func (c *Client) DeleteDockerRegistry(ctx context.Context, id string) error {
-	_, err := c.do(ctx, c.api(http.MethodDelete, "/docker-registry/%s", esc(id)), nil)
-	return err
+	return c.remove(ctx, "/docker-registry/%s", esc(id))
 }

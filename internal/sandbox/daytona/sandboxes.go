@@ -128,10 +128,7 @@ func (c *Client) ListSandboxes(ctx context.Context, o SandboxListOptions) (*Sand
 
 // AllSandboxes walks every page.
 func (c *Client) AllSandboxes(ctx context.Context, o SandboxListOptions) ([]Sandbox, error) {
-	return walkCursor[Sandbox](o.Cursor, func(cursor string) (*SandboxPage, error) {
-		o.Cursor = cursor
-		return c.ListSandboxes(ctx, o)
-	})
+	return walkCursor[Sandbox](ctx, &o, &o.Cursor, c.ListSandboxes)
 }
 
 func (p *SandboxPage) page() ([]Sandbox, string) { return p.Items, p.NextCursor }
@@ -167,8 +164,7 @@ func (c *Client) ArchiveSandbox(ctx context.Context, id string) (*Sandbox, error
 
 // DeleteSandbox soft-deletes a sandbox; its name is free at once.
 func (c *Client) DeleteSandbox(ctx context.Context, id string) error {
-	_, err := c.do(ctx, c.api(http.MethodDelete, "/sandbox/%s", esc(id)), nil)
-	return err
+	return c.remove(ctx, "/sandbox/%s", esc(id))
 }
 
 // SetSandboxSecrets replaces the sandbox's whole secret set (PUT /sandbox/{id}/secrets);

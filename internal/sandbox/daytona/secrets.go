@@ -78,10 +78,7 @@ func (c *Client) ListSecrets(ctx context.Context, o SecretListOptions) (*SecretP
 
 // AllSecrets walks every page.
 func (c *Client) AllSecrets(ctx context.Context, o SecretListOptions) ([]Secret, error) {
-	return walkCursor[Secret](o.Cursor, func(cursor string) (*SecretPage, error) {
-		o.Cursor = cursor
-		return c.ListSecrets(ctx, o)
-	})
+	return walkCursor[Secret](ctx, &o, &o.Cursor, c.ListSecrets)
 }
 
 func (p *SecretPage) page() ([]Secret, string) { return p.Items, p.NextCursor }
@@ -89,13 +86,10 @@ func (p *SecretPage) page() ([]Secret, string) { return p.Items, p.NextCursor }
 // UpdateSecret sends PATCH /secret/{id} (rotation, hosts). Repeating it has the same effect,
 // so it is retried like an idempotent call.
 func (c *Client) UpdateSecret(ctx context.Context, id string, req UpdateSecretRequest) (*Secret, error) {
-	r := c.api(http.MethodPatch, "/secret/%s", esc(id))
-	r.body, r.idempotent = req, true
-	return call[Secret](ctx, c, r)
+	return patch[Secret](ctx, c, req, "/secret/%s", esc(id))
 }
 
 // DeleteSecret sends DELETE /secret/{id}.
 func (c *Client) DeleteSecret(ctx context.Context, id string) error {
-	_, err := c.do(ctx, c.api(http.MethodDelete, "/secret/%s", esc(id)), nil)
-	return err
+	return c.remove(ctx, "/secret/%s", esc(id))
 }

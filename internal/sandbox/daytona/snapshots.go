@@ -123,8 +123,7 @@ func (c *Client) AllSnapshots(ctx context.Context, o SnapshotListOptions) ([]Sna
 
 // DeleteSnapshot deletes by UUID (the state becomes `removing`; the row goes later).
 func (c *Client) DeleteSnapshot(ctx context.Context, id string) error {
-	_, err := c.do(ctx, c.api(http.MethodDelete, "/snapshots/%s", esc(id)), nil)
-	return err
+	return c.remove(ctx, "/snapshots/%s", esc(id))
 }
 
 // ActivateSnapshot re-activates an inactive snapshot by UUID (400 unless it is inactive).

@@ -74,8 +74,7 @@ func (c *Client) GetVolumeByName(ctx context.Context, name string) (*Volume, err
 // DeleteVolume sends DELETE /volumes/{volumeId} (needs delete:volumes; 409 while in
 // use).
 func (c *Client) DeleteVolume(ctx context.Context, id string) error {
-	_, err := c.do(ctx, c.api(http.MethodDelete, "/volumes/%s", esc(id)), nil)
-	return err
+	return c.remove(ctx, "/volumes/%s", esc(id))
 }
 
 // IsVolumeNameTaken reports the 400 that POST /volumes answers for a name in use.
