@@ -161,11 +161,7 @@ func (s *Server) listRegistries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getRegistry(w http.ResponseWriter, r *http.Request) {
-	g := byID(w, r, s.registryByID, "Docker registry with ID %s not found")
-	if g == nil {
-		return
-	}
-	writeJSON(w, 200, g.dto())
+	getByID(w, r, s.registryByID, "Docker registry with ID %s not found")
 }
 
 func (s *Server) patchRegistry(w http.ResponseWriter, r *http.Request) {

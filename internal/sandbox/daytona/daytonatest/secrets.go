@@ -168,11 +168,7 @@ func (s *Server) listSecrets(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSecret(w http.ResponseWriter, r *http.Request) {
-	sec := byID(w, r, s.secretByID, "Secret %s not found")
-	if sec == nil {
-		return
-	}
-	writeJSON(w, 200, sec.dto())
+	getByID(w, r, s.secretByID, "Secret %s not found")
 }
 
 func (s *Server) patchSecret(w http.ResponseWriter, r *http.Request) {

@@ -377,6 +377,21 @@ func byID[T any](w http.ResponseWriter, r *http.Request, find func(string) *T, n
 	return v
 }
 
+// dtoer is a pointer to a T that has a wire form (dto): every resource the emulator
+// stores.
+type dtoer[T any] interface {
+	*T
+	dto() map[string]any
+}
+
+// getByID answers the GET of a by-id route: 200 with the wire form of what find finds
+// by {id}, else 404 (byID).
+func getByID[T any, P dtoer[T]](w http.ResponseWriter, r *http.Request, find func(string) *T, notFound string) {
+	if v := byID(w, r, find, notFound); v != nil {
+		writeJSON(w, 200, P(v).dto())
+	}
+}
+
 // deleteByID answers the DELETE of a by-id route: 204 once what find finds by {id} is
 // removed from list, else 404 (byID).
 func deleteByID[T any](w http.ResponseWriter, r *http.Request, list *[]*T, find func(string) *T, notFound string) {

@@ -314,11 +314,7 @@ func orDefault(v, d int64) int64 {
 }
 
 func (s *Server) getSnapshot(w http.ResponseWriter, r *http.Request) {
-	sn := byID(w, r, s.findSnap, "Snapshot %s not found")
-	if sn == nil {
-		return
-	}
-	writeJSON(w, 200, sn.dto())
+	getByID(w, r, s.findSnap, "Snapshot %s not found")
 }
 
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) {
