@@ -50,16 +50,30 @@ func stopGroup(ctx context.Context, pid int, start uint64) error {
 	if err := killGroup(pid); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(killWait)
-	for processAlive(pid, start) {
-		if time.Now().After(deadline) {
+	return untilNoneLeft(ctx, time.Now().Add(killWait), 20*time.Millisecond, func() error {
+		if processAlive(pid, start) {
 			return fmt.Errorf("process %d still alive %s after SIGKILL", pid, killWait)
+		}
+		return nil
+	})
+}
+
+// untilNoneLeft calls sweep every interval until it reports that nothing is left (nil):
+// the wait after a SIGKILL for processes to be gone. Once deadline has passed it returns
+// what sweep last reported left; when ctx ends first, ctx's error.
+func untilNoneLeft(ctx context.Context, deadline time.Time, every time.Duration, sweep func() error) error {
+	for {
+		left := sweep()
+		if left == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return left
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(every):
 		}
 	}
-	return nil
 }

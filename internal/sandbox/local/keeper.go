@@ -591,19 +591,11 @@ func waitPidNSEmpty(ctx context.Context, ns string, wait time.Duration) error {
 	if ns == "" {
 		return nil
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	return untilNoneLeft(ctx, time.Now().Add(wait), 5*time.Millisecond, func() error {
 		left := killPidNS(ns)
 		if len(left) == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes of the sandbox still alive %s after SIGKILL: %s", wait, strings.Join(left, ", "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("processes of the sandbox still alive %s after SIGKILL: %s", wait, strings.Join(left, ", "))
+	})
 }

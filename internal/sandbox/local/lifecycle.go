@@ -126,7 +126,7 @@ func killExecProcs(ctx context.Context, pid int, start uint64, wait time.Duratio
 	if err := killGroup(pid); err != nil {
 		return err
 	}
-	for {
+	return untilNoneLeft(ctx, deadline, 5*time.Millisecond, func() error {
 		var left []string
 		if processAlive(pid, start) {
 			left = append(left, procDesc(pid))
@@ -137,15 +137,8 @@ func killExecProcs(ctx context.Context, pid int, start uint64, wait time.Duratio
 		if len(left) == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes of exec %d still alive %s after SIGKILL: %s", pid, wait, strings.Join(left, ", "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return fmt.Errorf("processes of exec %d still alive %s after SIGKILL: %s", pid, wait, strings.Join(left, ", "))
+	})
 }
 
 // sandboxPidNS returns the pid namespace ("pid:[inode]") of the sandbox started by the

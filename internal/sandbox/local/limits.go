@@ -559,8 +559,7 @@ func (l *limiter) kill(ctx context.Context, id string, wait time.Duration) error
 	if len(dirs) == 0 {
 		return nil
 	}
-	deadline := time.Now().Add(wait)
-	for {
+	err := untilNoneLeft(ctx, time.Now().Add(wait), 5*time.Millisecond, func() error {
 		left := 0
 		for _, d := range dirs {
 			if l.mode == limitCgroup2 {
@@ -575,16 +574,12 @@ func (l *limiter) kill(ctx context.Context, id string, wait time.Duration) error
 			}
 		}
 		if left == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d processes still in the cgroups of sandbox %s after SIGKILL", left, id)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
+		return fmt.Errorf("%d processes still in the cgroups of sandbox %s after SIGKILL", left, id)
+	})
+	if err != nil {
+		return err
 	}
 	return l.remove(id)
 }
