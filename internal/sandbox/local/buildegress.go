@@ -212,13 +212,7 @@ func serveBuildProxy() error {
 	if os.Getppid() != parent {
 		return errors.New("the build's supervisor is gone")
 	}
-	path := os.Getenv(buildProxyEnv)
-	os.Unsetenv(buildProxyEnv)
-	var cfg buildEgress
-	data, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(data, &cfg)
-	}
+	cfg, err := readPlan[buildEgress](buildProxyEnv)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}

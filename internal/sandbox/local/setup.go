@@ -125,18 +125,26 @@ func isSetup() bool {
 
 // runSetup runs the setup step; it returns only on failure.
 func runSetup() int {
-	path := os.Getenv(setupEnv)
-	os.Unsetenv(setupEnv)
-	var p setupPlan
-	data, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(data, &p)
-	}
+	p, err := readPlan[setupPlan](setupEnv)
 	if err == nil {
 		err = p.run()
 	}
 	fmt.Fprintln(os.Stderr, "trueforge setup:", err)
 	return 1
+}
+
+// readPlan decodes the JSON file that variable env names into a new T and unsets env, so
+// that nothing this process starts inherits it: how a re-executed helper (a setup step,
+// the build's proxy) reads the orders its parent wrote.
+func readPlan[T any](env string) (T, error) {
+	path := os.Getenv(env)
+	os.Unsetenv(env)
+	var v T
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(data, &v)
+	}
+	return v, err
 }
 
 func (p setupPlan) run() error {
