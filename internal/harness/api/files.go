@@ -71,6 +71,16 @@ type workspaceFile struct {
 	ModTime time.Time `json:"mod_time"`
 }
 
+// downloadableSession is the caller's session named by the request (ownSession), once
+// downloadsAllowed: where every file route starts.
+func (s *Server) downloadableSession(r *http.Request, c *caller) (store.Session, error) {
+	ss, err := s.ownSession(r, c)
+	if err == nil {
+		err = s.downloadsAllowed(r, ss)
+	}
+	return ss, err
+}
+
 // downloadsAllowed refuses when the session's agent does not offer downloads (or is no
 // longer published, which leaves nothing to say it does).
 func (s *Server) downloadsAllowed(r *http.Request, ss store.Session) error {
@@ -94,11 +104,8 @@ func (s *Server) downloadsAllowed(r *http.Request, ss store.Session) error {
 // listFiles lists the files offered in a session (the newest offer of each path) and,
 // with ?workspace=1, a directory (?dir=, default the workspace) of its sandbox.
 func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *caller) error {
-	ss, err := s.ownSession(r, c)
+	ss, err := s.downloadableSession(r, c)
 	if err != nil {
-		return err
-	}
-	if err := s.downloadsAllowed(r, ss); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -226,11 +233,8 @@ func cleanFilePath(p string) (string, error) {
 
 // getFile downloads an offered file, or with ?workspace=1 a regular workspace file.
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) error {
-	ss, err := s.ownSession(r, c)
+	ss, err := s.downloadableSession(r, c)
 	if err != nil {
-		return err
-	}
-	if err := s.downloadsAllowed(r, ss); err != nil {
 		return err
 	}
 	p, err := cleanFilePath(r.PathValue("path"))
