@@ -333,8 +333,12 @@ func (g *globals) withHarness(fn func(ctx context.Context, cmd *cobra.Command, h
 	}
 }
 
-// withSession is a command body on the session named by its first argument, which the
-// caller must own; the harness is open while it runs.
+// harnessCmd is a command that works on the open harness: use, short and args as cobra
+// takes them, and run with the harness open (withHarness).
+func (g *globals) harnessCmd(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: args, RunE: g.withHarness(run)}
+}
+
 // storeCmd is a command that works on the harness database: use, short and args as
 // cobra takes them, and run with the store open (withStore).
 func (g *globals) storeCmd(use, short string, args cobra.PositionalArgs, run func(ctx context.Context, cmd *cobra.Command, st *store.Store) error) *cobra.Command {
@@ -348,6 +352,8 @@ func (g *globals) sessionCmd(use, short string, nargs int, run func(ctx context.
 	return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(nargs), ValidArgsFunction: g.completeSessions, RunE: g.withSession(run)}
 }
 
+// withSession is a command body on the session named by its first argument, which the
+// caller must own; the harness is open while it runs.
 func (g *globals) withSession(fn func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()

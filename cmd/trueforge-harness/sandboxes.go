@@ -17,37 +17,32 @@ import (
 func newSandboxesCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sandboxes", Short: "List session sandboxes and sweep orphans"}
 	var listOut outputFormat
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List your sessions' sandboxes with their recorded state, and your backend sandboxes no session points at",
-		Args:  cobra.NoArgs,
-		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
-			recs, err := h.store.ListOwnedSessionSandboxes(ctx, h.me)
-			if err != nil {
-				return err
+	list := g.harnessCmd("list", "List your sessions' sandboxes with their recorded state, and your backend sandboxes no session points at", cobra.NoArgs, func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
+		recs, err := h.store.ListOwnedSessionSandboxes(ctx, h.me)
+		if err != nil {
+			return err
+		}
+		rows := make([]*sandboxJSON, 0, len(recs))
+		for _, r := range recs {
+			rows = append(rows, sandboxRow(r))
+		}
+		orphans, err := findOrphans(cmd, h, h.me, 0)
+		if err != nil {
+			return err
+		}
+		for _, o := range orphans {
+			rows = append(rows, &sandboxJSON{ID: o.info.ID, Session: o.info.Labels[lifecycle.LabelSession], State: o.info.Status,
+				Snapshot: o.info.SnapshotID, Environment: o.info.Labels[lifecycle.LabelEnvironment], Uncertain: []string{}, Orphan: true})
+		}
+		return printList(cmd.OutOrStdout(), listOut, rows, "SANDBOX\tSESSION\tSTATE\tSNAPSHOT\tENVIRONMENT\tPROVIDER\tLAST USED\tBUSY", func(tw io.Writer, r *sandboxJSON) {
+			if r.Orphan {
+				fmt.Fprintf(tw, "%s\t%s\t%s (orphan)\t%s\t\t\t\t\n", r.ID, r.Session, r.State, r.Snapshot)
+				return
 			}
-			rows := make([]*sandboxJSON, 0, len(recs))
-			for _, r := range recs {
-				rows = append(rows, sandboxRow(r))
-			}
-			orphans, err := findOrphans(cmd, h, h.me, 0)
-			if err != nil {
-				return err
-			}
-			for _, o := range orphans {
-				rows = append(rows, &sandboxJSON{ID: o.info.ID, Session: o.info.Labels[lifecycle.LabelSession], State: o.info.Status,
-					Snapshot: o.info.SnapshotID, Environment: o.info.Labels[lifecycle.LabelEnvironment], Uncertain: []string{}, Orphan: true})
-			}
-			return printList(cmd.OutOrStdout(), listOut, rows, "SANDBOX\tSESSION\tSTATE\tSNAPSHOT\tENVIRONMENT\tPROVIDER\tLAST USED\tBUSY", func(tw io.Writer, r *sandboxJSON) {
-				if r.Orphan {
-					fmt.Fprintf(tw, "%s\t%s\t%s (orphan)\t%s\t\t\t\t\n", r.ID, r.Session, r.State, r.Snapshot)
-					return
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Session, r.State, r.Snapshot, r.Environment, r.Provider,
-					r.LastUsedAt.Format(time.RFC3339), r.ActiveExecs)
-			})
-		}),
-	}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.ID, r.Session, r.State, r.Snapshot, r.Environment, r.Provider,
+				r.LastUsedAt.Format(time.RFC3339), r.ActiveExecs)
+		})
+	})
 	addOutputFlag(list, &listOut, "")
 	var minAge time.Duration
 	gc := &cobra.Command{

@@ -17,36 +17,31 @@ func newSessionsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "sessions", Short: "List, show and delete sessions"}
 	var agent string
 	var listOut outputFormat
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List sessions, newest first",
-		Args:  cobra.NoArgs,
-		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
-			ss, err := sessions.List(ctx, h.store, h.caller(), false, agent)
-			if err != nil {
-				return err
+	list := g.harnessCmd("list", "List sessions, newest first", cobra.NoArgs, func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
+		ss, err := sessions.List(ctx, h.store, h.caller(), false, agent)
+		if err != nil {
+			return err
+		}
+		rows := make([]sessionJSON, 0, len(ss))
+		for _, s := range ss {
+			r := sessionRow(s)
+			if rec, err := h.store.GetSessionSandbox(ctx, s.ID); err == nil {
+				r.Sandbox = sandboxRow(rec)
 			}
-			rows := make([]sessionJSON, 0, len(ss))
-			for _, s := range ss {
-				r := sessionRow(s)
-				if rec, err := h.store.GetSessionSandbox(ctx, s.ID); err == nil {
-					r.Sandbox = sandboxRow(rec)
-				}
-				rows = append(rows, r)
+			rows = append(rows, r)
+		}
+		return printList(cmd.OutOrStdout(), listOut, rows, "SESSION\tAGENT\tMODEL\tCREATED\tTOKENS IN/OUT\tSANDBOX", func(tw io.Writer, r sessionJSON) {
+			sb := "none"
+			if r.Sandbox != nil {
+				sb = r.Sandbox.State + " " + r.Sandbox.ID
 			}
-			return printList(cmd.OutOrStdout(), listOut, rows, "SESSION\tAGENT\tMODEL\tCREATED\tTOKENS IN/OUT\tSANDBOX", func(tw io.Writer, r sessionJSON) {
-				sb := "none"
-				if r.Sandbox != nil {
-					sb = r.Sandbox.State + " " + r.Sandbox.ID
-				}
-				m := "live"
-				if r.Replay {
-					m = "replay"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.ID, r.Agent, m, r.CreatedAt.Format(time.RFC3339), r.InputTokens, r.OutputTokens, sb)
-			})
-		}),
-	}
+			m := "live"
+			if r.Replay {
+				m = "replay"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.ID, r.Agent, m, r.CreatedAt.Format(time.RFC3339), r.InputTokens, r.OutputTokens, sb)
+		})
+	})
 	list.Flags().StringVar(&agent, "agent", "", "only this agent's sessions")
 	_ = list.RegisterFlagCompletionFunc("agent", g.completeAgents)
 	addOutputFlag(list, &listOut, "")

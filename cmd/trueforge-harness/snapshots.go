@@ -17,45 +17,40 @@ func newSnapshotsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "snapshots", Short: "Show what a snapshot contains, and find what an advisory affects"}
 	var showOut outputFormat
 	var sbom bool
-	show := &cobra.Command{
-		Use:   "show SNAPSHOT|ENVIRONMENT [--sbom]",
-		Short: "Show a snapshot's package manifest (an environment's name shows its current snapshot's); --sbom prints it as CycloneDX 1.5 JSON",
-		Args:  cobra.ExactArgs(1),
-		RunE: g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error {
-			sm, err := snapshotManifest(ctx, h.store, args[0])
+	show := g.harnessCmd("show SNAPSHOT|ENVIRONMENT [--sbom]", "Show a snapshot's package manifest (an environment's name shows its current snapshot's); --sbom prints it as CycloneDX 1.5 JSON", cobra.ExactArgs(1), func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error {
+		sm, err := snapshotManifest(ctx, h.store, args[0])
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if sbom {
+			b, err := manifest.CycloneDX(sm.Manifest, sm.SnapshotID)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if sbom {
-				b, err := manifest.CycloneDX(sm.Manifest, sm.SnapshotID)
-				if err != nil {
-					return err
-				}
-				_, err = out.Write(b)
-				return err
-			}
-			doc := manifestDoc(sm)
-			if showOut == outputJSON {
-				return writeJSON(out, doc)
-			}
-			fmt.Fprintf(out, "snapshot  %s\ndigest    %s\npackages  %d (%s)", doc.SnapshotID, doc.Digest, len(doc.Packages), countsLine(doc.Counts))
-			if doc.Omitted > 0 {
-				fmt.Fprintf(out, ", %d more left out (the manifest's size cap)", doc.Omitted)
-			}
-			fmt.Fprintf(out, "\nsize      %d bytes, read in %d ms\n", doc.Bytes, doc.ExtractMS)
-			if doc.Distro != "" {
-				fmt.Fprintf(out, "distro    %s %s\n", doc.Distro, doc.DistroVersion)
-			}
-			fmt.Fprintf(out, "sources   %s\n\n", strings.Join(doc.Sources, ", "))
-			tw := newTable(out)
-			fmt.Fprintln(tw, "ECOSYSTEM\tNAME\tVERSION\tARCH")
-			for _, p := range doc.Packages {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Ecosystem, p.Name, p.Version, p.Arch)
-			}
-			return tw.Flush()
-		}),
-	}
+			_, err = out.Write(b)
+			return err
+		}
+		doc := manifestDoc(sm)
+		if showOut == outputJSON {
+			return writeJSON(out, doc)
+		}
+		fmt.Fprintf(out, "snapshot  %s\ndigest    %s\npackages  %d (%s)", doc.SnapshotID, doc.Digest, len(doc.Packages), countsLine(doc.Counts))
+		if doc.Omitted > 0 {
+			fmt.Fprintf(out, ", %d more left out (the manifest's size cap)", doc.Omitted)
+		}
+		fmt.Fprintf(out, "\nsize      %d bytes, read in %d ms\n", doc.Bytes, doc.ExtractMS)
+		if doc.Distro != "" {
+			fmt.Fprintf(out, "distro    %s %s\n", doc.Distro, doc.DistroVersion)
+		}
+		fmt.Fprintf(out, "sources   %s\n\n", strings.Join(doc.Sources, ", "))
+		tw := newTable(out)
+		fmt.Fprintln(tw, "ECOSYSTEM\tNAME\tVERSION\tARCH")
+		for _, p := range doc.Packages {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Ecosystem, p.Name, p.Version, p.Arch)
+		}
+		return tw.Flush()
+	})
 	show.Flags().BoolVar(&sbom, "sbom", false, "print the manifest as a CycloneDX 1.5 JSON SBOM")
 	addOutputFlag(show, &showOut, "")
 
