@@ -6,9 +6,9 @@
 # same time never write one file.
 set -euo pipefail
 version="${GOLANGCI_LINT_VERSION:-v2.15.0}"
-cache="${TRUEFORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/trueforge-tools}"
-bin="$cache/golangci-lint-$version/golangci-lint"
-if [[ -x "$bin" ]]; then echo "$bin"; exit 0; fi
+# shellcheck source=scripts/toolcache.sh
+. "$(dirname "$0")/toolcache.sh"
+tool_cache golangci-lint "$version" golangci-lint
 mkdir -p "$cache" "$(dirname "$bin")"
 work="$(mktemp -d "$cache/golangci-lint-src.XXXXXX")"
 trap 'rm -rf "$work"' EXIT

@@ -13,9 +13,9 @@
 # only; nothing else in Terraform imports those packages (init.go alone does).
 set -euo pipefail
 version="${TERRAFORM113_VERSION:-v1.13.3}"
-cache="${TRUEFORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/trueforge-tools}"
-bin="$cache/terraform-$version/terraform"
-if [[ -x "$bin" ]]; then echo "$bin"; exit 0; fi
+# shellcheck source=scripts/toolcache.sh
+. "$(dirname "$0")/toolcache.sh"
+tool_cache terraform "$version" terraform
 mkdir -p "$cache" "$(dirname "$bin")"
 dir="$(GOFLAGS=-mod=mod go mod download -json "github.com/hashicorp/terraform@$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
 work="$(mktemp -d "$cache/terraform-src.XXXXXX")"

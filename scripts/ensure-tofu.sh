@@ -4,9 +4,9 @@
 # writable copy of the downloaded module instead.
 set -euo pipefail
 version="${TOFU_VERSION:-v1.12.6}"
-cache="${TRUEFORGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/trueforge-tools}"
-bin="$cache/tofu-$version/tofu"
-if [[ -x "$bin" ]]; then echo "$bin"; exit 0; fi
+# shellcheck source=scripts/toolcache.sh
+. "$(dirname "$0")/toolcache.sh"
+tool_cache tofu "$version" tofu
 if command -v tofu >/dev/null 2>&1; then command -v tofu; exit 0; fi
 mkdir -p "$cache"
 dir="$(GOFLAGS=-mod=mod go mod download -json "github.com/opentofu/opentofu@$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
