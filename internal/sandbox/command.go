@@ -49,6 +49,18 @@ func (r ExecRequest) WorkingDir() (string, error) {
 	return path.Join(WorkspaceDir, path.Clean("/"+r.Cwd)), nil
 }
 
+// Invocation is what a runtime runs for the request: its argv (Command) and its working
+// directory (WorkingDir), or the first error of the two.
+func (r ExecRequest) Invocation() (argv []string, cwd string, err error) {
+	if argv, err = r.Command(); err != nil {
+		return nil, "", err
+	}
+	if cwd, err = r.WorkingDir(); err != nil {
+		return nil, "", err
+	}
+	return argv, cwd, nil
+}
+
 // WorkspacePath turns a file path given relative to the workspace or as /workspace/...
 // into a clean relative one ("." for the workspace itself); dot-dots stop at the
 // workspace, and an absolute path elsewhere is an error. File operations reach nothing

@@ -334,11 +334,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 
 func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	res := sandbox.ExecResult{ExitCode: -1}
-	argv, err := req.Command()
-	if err != nil {
-		return res, err
-	}
-	cwd, err := req.WorkingDir()
+	argv, cwd, err := req.Invocation()
 	if err != nil {
 		return res, err
 	}

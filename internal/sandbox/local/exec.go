@@ -48,11 +48,7 @@ func (r *Runtime) Exec(ctx context.Context, id string, req sandbox.ExecRequest) 
 
 func (r *Runtime) exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	var res sandbox.ExecResult
-	argv, err := req.Command()
-	if err != nil {
-		return res, err
-	}
-	cwd, err := req.WorkingDir()
+	argv, cwd, err := req.Invocation()
 	if err != nil {
 		return res, err
 	}
