@@ -45,12 +45,7 @@ func normalizeRegistryURL(u string) string {
 }
 
 func (s *Server) registryByID(id string) *registry {
-	for _, g := range s.vols.registries {
-		if g.ID == id {
-			return g
-		}
-	}
-	return nil
+	return first(s.vols.registries, func(g *registry) bool { return g.ID == id })
 }
 
 // Registry returns a registry's URL, username and password by name (ok false if none).
@@ -125,6 +120,20 @@ func (b registryBody) missing(password bool) string {
 	return strings.Join(msgs, ", ")
 }
 
+// decodeRegistry decodes the body of a create (password required) or an update and
+// answers 400 when it lacks a required field (missing), reporting whether it did not.
+func decodeRegistry(w http.ResponseWriter, r *http.Request, password bool) (registryBody, bool) {
+	var b registryBody
+	if !decodeStrict(w, r, &b) {
+		return b, false
+	}
+	if msg := b.missing(password); msg != "" {
+		writeErr(w, r, 400, msg)
+		return b, false
+	}
+	return b, true
+}
+
 func deref0(p *string) string {
 	if p == nil {
 		return ""
@@ -133,12 +142,8 @@ func deref0(p *string) string {
 }
 
 func (s *Server) createRegistry(w http.ResponseWriter, r *http.Request) {
-	var b registryBody
-	if !decodeStrict(w, r, &b) {
-		return
-	}
-	if msg := b.missing(true); msg != "" {
-		writeErr(w, r, 400, msg)
+	b, ok := decodeRegistry(w, r, true)
+	if !ok {
 		return
 	}
 	if len(s.vols.registries) >= 100 { // docker-registry.service.ts:107 (v0.190)
@@ -169,12 +174,8 @@ func (s *Server) patchRegistry(w http.ResponseWriter, r *http.Request) {
 	if g == nil {
 		return
 	}
-	var b registryBody
-	if !decodeStrict(w, r, &b) {
-		return
-	}
-	if msg := b.missing(false); msg != "" {
-		writeErr(w, r, 400, msg)
+	b, ok := decodeRegistry(w, r, false)
+	if !ok {
 		return
 	}
 	g.Name, g.URL, g.Username = *b.Name, normalizeRegistryURL(*b.URL), *b.Username

@@ -82,12 +82,7 @@ func (s *Server) transitionDelay(state string) time.Duration {
 
 func (s *Server) findSandbox(idOrName string) *sbox {
 	s.advanceSandboxes()
-	for _, sb := range s.sandboxes {
-		if sb.ID == idOrName || sb.Name == idOrName {
-			return sb
-		}
-	}
-	return nil
+	return first(s.sandboxes, func(sb *sbox) bool { return sb.ID == idOrName || sb.Name == idOrName })
 }
 
 // advanceSandboxes completes every due transition (over a copy: a destroyed sandbox

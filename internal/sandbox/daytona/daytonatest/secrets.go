@@ -76,12 +76,7 @@ func (s *Server) secretByName(name string) *secret {
 }
 
 func (s *Server) secretByID(id string) *secret {
-	for _, sec := range s.secrets {
-		if sec.ID == id {
-			return sec
-		}
-	}
-	return nil
+	return first(s.secrets, func(sec *secret) bool { return sec.ID == id })
 }
 
 func (sec *secret) dto() map[string]any {

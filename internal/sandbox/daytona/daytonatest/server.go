@@ -403,6 +403,15 @@ func deleteByID[T any](w http.ResponseWriter, r *http.Request, list *[]*T, find 
 	w.WriteHeader(204)
 }
 
+// first is the first item of list that matches, or nil: the lookup of a resource by id
+// (or name).
+func first[T any](list []*T, match func(*T) bool) *T {
+	if i := slices.IndexFunc(list, match); i >= 0 {
+		return list[i]
+	}
+	return nil
+}
+
 // removeWhere removes the items of list that match, saying whether there were any.
 func removeWhere[T any](list *[]*T, match func(*T) bool) bool {
 	n := len(*list)

@@ -83,33 +83,33 @@ func (s *Server) DeleteSnapshot(name string) bool {
 
 // DeactivateSnapshot makes the snapshot inactive out of band (as the idle cron would).
 func (s *Server) DeactivateSnapshot(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sn := s.findSnap(name); sn != nil {
-		sn.State, sn.UpdatedAt = "inactive", time.Now().UTC()
-		return true
-	}
-	return false
+	return s.SetSnapshotState(name, "inactive")
 }
 
 // SnapshotState returns the snapshot's current state ("" if it does not exist).
 func (s *Server) SnapshotState(name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sn := s.findSnap(name); sn != nil {
-		return sn.State
-	}
-	return ""
+	var state string
+	s.onSnap(name, func(sn *snap) { state = sn.State })
+	return state
 }
 
 // SnapshotDockerfile returns the Dockerfile a snapshot was created with.
 func (s *Server) SnapshotDockerfile(name string) string {
+	var dockerfile string
+	s.onSnap(name, func(sn *snap) { dockerfile = sn.Dockerfile })
+	return dockerfile
+}
+
+// onSnap calls f, with mu held, on the snapshot named (or with id) name, and reports
+// whether there is one: the lookup of the out-of-band accessors tests use.
+func (s *Server) onSnap(name string, f func(*snap)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sn := s.findSnap(name); sn != nil {
-		return sn.Dockerfile
+	sn := s.findSnap(name)
+	if sn != nil {
+		f(sn)
 	}
-	return ""
+	return sn != nil
 }
 
 // advanceSnaps applies the time-driven transitions. Called with mu held.
@@ -161,12 +161,7 @@ func (s *Server) advanceSnaps() {
 // findSnap finds by id or name after advancing. Called with mu held.
 func (s *Server) findSnap(idOrName string) *snap {
 	s.advanceSnaps()
-	for _, sn := range s.snaps {
-		if sn.ID == idOrName || sn.Name == idOrName {
-			return sn
-		}
-	}
-	return nil
+	return first(s.snaps, func(sn *snap) bool { return sn.ID == idOrName || sn.Name == idOrName })
 }
 
 func (sn *snap) dto() map[string]any {

@@ -25,13 +25,7 @@ func WithBuildLogsURLDelay(d time.Duration) Option {
 // SnapshotState for a snapshot captured from a running sandbox), which the emulator
 // otherwise never enters and leaves alone. It reports whether the snapshot exists.
 func (s *Server) SetSnapshotState(name, state string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sn := s.findSnap(name); sn != nil {
-		sn.State, sn.UpdatedAt = state, time.Now().UTC()
-		return true
-	}
-	return false
+	return s.onSnap(name, func(sn *snap) { sn.State, sn.UpdatedAt = state, time.Now().UTC() })
 }
 
 // activationRefused reports an activation within the cooldown. Called with mu held.
