@@ -251,16 +251,8 @@ func supervisorPidLine(pid int) (string, error) {
 // findTool resolves a program from PATH, falling back to the usual system directories
 // (a provider may run with a minimal PATH).
 func findTool(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		if abs, err := filepath.Abs(p); err == nil {
-			return abs, nil
-		}
-	}
-	for _, dir := range []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin"} {
-		p := filepath.Join(dir, name)
-		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
+	if p := sandbox.FindProgram(name); p != "" {
+		return p, nil
 	}
 	return "", fmt.Errorf("%s not found in PATH or the system directories; local builds need bubblewrap and util-linux", name)
 }

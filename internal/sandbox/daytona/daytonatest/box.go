@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
 
 // box runs what a sandbox's toolbox does: commands and file operations. Paths are the
@@ -218,14 +220,8 @@ func (h hostBox) del(id, p string, recursive bool) error {
 
 // findExecutable looks name up in PATH and the system directories.
 func findExecutable(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
+	if p := sandbox.FindProgram(name); p != "" {
 		return p, nil
-	}
-	for _, dir := range []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin"} {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
 	}
 	return "", fmt.Errorf("%s not found", name)
 }
