@@ -17,8 +17,8 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
-	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // listener is a loopback HTTP server (an MCP server, or whatever an agent's author
@@ -248,19 +248,12 @@ func runAsRole(t *testing.T, dbURL string, args ...string) (string, error) {
 // origin, A's run is refused and the attacker's server gets nothing, while B's agent
 // on B's origin is sent B's token; without a file, nothing is sent to anyone.
 func TestRunOnPostgreSQLBindsCredentialsToRoles(t *testing.T) {
-	c := pgtest.Get(t)
-	harnessRole, teamA, teamB := c.Role(t, "harness"), c.Role(t, "team_a"), c.Role(t, "team_b")
-	admin := c.Database(t)
+	pg := storetest.NewHarnessDB(t)
+	c, owner, harnessRole, db := pg.Cluster, pg.Owner, pg.Harness, pg.Name
+	teamA, teamB := c.Role(t, "team_a"), c.Role(t, "team_b")
 	ctx := context.Background()
-	owner, err := store.Open(ctx, admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close()
-	must(t, owner.ApplyRoles(ctx, store.HarnessRole, harnessRole))
 	must(t, owner.ApplyRoles(ctx, store.TeamRole, teamA))
 	must(t, owner.ApplyRoles(ctx, store.TeamRole, teamB))
-	db := pgtest.Name(admin)
 
 	const bToken = "b-mcp-CANARY-pg-41e0"
 	t.Setenv("TF_TEST_B_MCP_TOKEN", bToken)

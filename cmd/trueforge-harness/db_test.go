@@ -12,6 +12,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // cli executes the CLI in-process with exactly args (no --database-url or --owner added).
@@ -143,23 +144,15 @@ func TestDBRolesErrors(t *testing.T) {
 // role's, another harness role cannot touch them, and --owner naming anyone else is
 // refused, naming both.
 func TestCLIOwnerIsTheRoleOnPostgres(t *testing.T) {
-	c := pgtest.Get(t)
-	admin := c.Database(t)
-	owner, err := store.Open(context.Background(), admin)
-	if err != nil {
+	pg := storetest.NewHarnessDB(t)
+	owner, h1, h2 := pg.Owner, pg.Harness, pg.Cluster.Role(t, "harness")
+	harnesstest.AddAgent(t, owner, "talker", "", harnesstest.AgentSpec{"model": harnesstest.Script(map[string]any{"text": "Hello there."})})
+	if err := owner.ApplyRoles(context.Background(), store.HarnessRole, h2); err != nil {
 		t.Fatal(err)
 	}
-	defer owner.Close()
-	harnesstest.AddAgent(t, owner, "talker", "", harnesstest.AgentSpec{"model": harnesstest.Script(map[string]any{"text": "Hello there."})})
-	h1, h2 := c.Role(t, "harness"), c.Role(t, "harness")
-	for _, r := range []string{h1, h2} {
-		if err := owner.ApplyRoles(context.Background(), store.HarnessRole, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	url1, url2 := c.URL(pgtest.Name(admin), h1), c.URL(pgtest.Name(admin), h2)
+	url1, url2 := pg.URL(h1), pg.URL(h2)
 
-	_, err = cli("--database-url", url1, "--owner", "mallory", "run", "talker", "hi")
+	_, err := cli("--database-url", url1, "--owner", "mallory", "run", "talker", "hi")
 	if err == nil || !strings.Contains(err.Error(), `--owner (or TRUEFORGE_OWNER) is "mallory"`) || !strings.Contains(err.Error(), fmt.Sprintf("connects as: %q", h1)) {
 		t.Fatalf("--owner naming another: %v", err)
 	}

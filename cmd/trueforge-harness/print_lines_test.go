@@ -7,6 +7,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 func piece(stream, s string) runner.Event {
@@ -16,7 +17,7 @@ func piece(stream, s string) runner.Event {
 // Output written in pieces prints as whole lines, each stream's on its own, and a
 // partial line (a prompt) shows after lineFlushInterval without waiting for its newline.
 func TestLiveOutputByLine(t *testing.T) {
-	var out syncBuffer
+	var out sandboxtest.SyncBuffer
 	p := newPrinter(&out, false, false)
 	for _, e := range []runner.Event{
 		piece("stdout", "python"), piece("stderr", "warn"), piece("stdout", " "), piece("stdout", "3.11.2"),
@@ -30,7 +31,7 @@ func TestLiveOutputByLine(t *testing.T) {
 		t.Fatalf("printed %q; want %q", out.String(), want)
 	}
 
-	var prompt syncBuffer
+	var prompt sandboxtest.SyncBuffer
 	p = newPrinter(&prompt, false, false)
 	p.event(piece("stdout", "Password: "))
 	time.Sleep(lineFlushInterval + 300*time.Millisecond)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -66,7 +67,7 @@ func startServe(t *testing.T, db string, args ...string) (string, func() (string
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := newRootCmd()
-	out := &syncBuffer{}
+	out := &sandboxtest.SyncBuffer{}
 	cmd.SetOut(out)
 	cmd.SetErr(io.Discard)
 	cmd.SetArgs(append([]string{"--database-url", db, "serve"}, args...))

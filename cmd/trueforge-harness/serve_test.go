@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,48 +8,28 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
-	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
-
-// syncBuffer is a process's output, read while the process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // harnessProcess starts the real trueforge-harness binary (the static build TestMain
 // makes) with args, as its own process, and stops it when the test ends.
-func harnessProcess(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer, *syncBuffer) {
+func harnessProcess(t *testing.T, args ...string) (*exec.Cmd, *sandboxtest.SyncBuffer, *sandboxtest.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command(os.Getenv(sandboxnet.HelperEnv), args...)
 	cmd.Env = append(os.Environ(), "TRUEFORGE_OWNER=")
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &sandboxtest.SyncBuffer{}, &sandboxtest.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -76,78 +55,17 @@ func pgControlPlane(t *testing.T) (*store.Store, string) {
 	key := make([]byte, 32)
 	rand.Read(key)
 	t.Setenv(secretbox.KeyEnv, base64.StdEncoding.EncodeToString(key))
-	c := pgtest.Get(t)
-	role := c.Role(t, "harness") // before the database, so it is dropped after it
-	admin := c.Database(t)
+	pg := storetest.NewHarnessDB(t)
+	st := pg.Owner
 	ctx := context.Background()
-	st, err := store.Open(ctx, admin)
-	if err != nil {
+	prov := store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}
+	be, cfg := harnesstest.Backend(t, st, prov)
+	rel, _ := harnesstest.PrepareProvider(t, st, prov, be, cfg)
+	if err := st.CreateEnvironment(ctx, store.Environment{ID: "env-isolated", Name: "isolated", Provider: "local", Owner: harnesstest.Owner,
+		Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "release", SnapshotID: rel, BlockAll: true}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.ApplyRoles(ctx, store.HarnessRole, role); err != nil {
-		t.Fatal(err)
-	}
-	be, err := backends.Default().Get("local")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := sandbox.ProviderConfig{Name: "local", Type: "local", DataDir: st.Dir()}
-	b, err := be.Builder(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := b.PrepareRelease(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(st.CreateSandboxProvider(ctx, store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner, ReleaseSnapshot: rel}))
-	must(st.RegisterReleaseSnapshot(ctx, "local", rel))
-	must(st.CreateEnvironment(ctx, store.Environment{ID: "env-isolated", Name: "isolated", Provider: "local", Owner: harnesstest.Owner,
-		Image: sandbox.PlatformImage, CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "release", SnapshotID: rel, BlockAll: true}))
-	rt, err := be.Runtime(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		list, _ := rt.List(context.Background())
-		for _, s := range list {
-			if err := rt.Delete(context.Background(), s.ID); err != nil {
-				t.Errorf("cleanup: deleting sandbox %s: %v", s.ID, err)
-			}
-		}
-	})
-	return st, c.URL(pgtest.Name(admin), role)
-}
-
-// processesWith lists pids whose command line contains marker.
-func processesWith(marker string) []string {
-	var pids []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err == nil && strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), marker) {
-			pids = append(pids, filepath.Base(d))
-		}
-	}
-	return pids
-}
-
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return st, pg.URL(pg.Harness)
 }
 
 // Two `serve` replicas and a `run` process, each the real binary connected as the
@@ -168,21 +86,21 @@ func TestServeReplicasRepairAKilledTurn(t *testing.T) {
 		"sandbox": harnesstest.Sandbox("isolated", 15, 60, 120),
 	})
 	replicas := make([]*exec.Cmd, 2)
-	outs := make([]*syncBuffer, 2)
+	outs := make([]*sandboxtest.SyncBuffer, 2)
 	for i := range replicas {
 		replicas[i], outs[i], _ = harnessProcess(t, "--database-url", url, "serve", "--interval", "200ms")
 	}
 	turn, _, turnErr := harnessProcess(t, "--database-url", url, "run", "crashy", "start the long job")
 
 	var sid string
-	waitFor(t, "the turn's command in the sandbox", 60*time.Second, func() bool {
+	sandboxtest.WaitFor(t, "the turn's command in the sandbox", 60*time.Second, func() bool {
 		ss, _ := st.ListSessions(ctx, "", "crashy")
 		if len(ss) != 1 {
 			return false
 		}
 		sid = ss[0].ID
 		_, err := st.GetSessionSandbox(ctx, sid)
-		return err == nil && len(processesWith(marker)) > 0
+		return err == nil && len(sandboxtest.ProcessesWith(marker)) > 0
 	})
 	time.Sleep(time.Second) // several passes of both replicas while the turn runs
 	runs, _ := st.Runs(ctx, sid)
@@ -194,9 +112,9 @@ func TestServeReplicasRepairAKilledTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = turn.Wait()
-	waitFor(t, "a replica to repair the killed turn", 20*time.Second, func() bool {
+	sandboxtest.WaitFor(t, "a replica to repair the killed turn", 20*time.Second, func() bool {
 		runs, _ := st.Runs(ctx, sid)
-		return len(runs) == 1 && runs[0].Status == store.RunInterrupted && len(processesWith(marker)) == 0
+		return len(runs) == 1 && runs[0].Status == store.RunInterrupted && len(sandboxtest.ProcessesWith(marker)) == 0
 	})
 	time.Sleep(600 * time.Millisecond) // more passes: nobody repairs it again
 	count := func(kind string) []map[string]any {

@@ -3,7 +3,6 @@ package builds
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,11 +13,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // remote is a backend that every process reaches, as Daytona is: one build state per
 // snapshot id. StartBuild waits for release and then fails with startErr, if set.

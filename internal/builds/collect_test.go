@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // Garbage collection against applies that run at the same moment, on SQLite and on
@@ -76,12 +76,12 @@ func planes(t *testing.T, fn func(t *testing.T, open func() *store.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "trueforge.db")
-		fn(t, func() *store.Store { return harnesstest.OpenStore(t, path) })
+		fn(t, func() *store.Store { return storetest.Open(t, path) })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		url := pgtest.Get(t).Database(t)
-		fn(t, func() *store.Store { return harnesstest.OpenStore(t, url) })
+		fn(t, func() *store.Store { return storetest.Open(t, url) })
 	})
 }
 

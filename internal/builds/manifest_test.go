@@ -7,10 +7,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/manifest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // manifestBuilder is a fakeBuilder that can say what its snapshots contain.
@@ -48,7 +48,7 @@ func buildReady(t *testing.T, c *Coordinator, script, what string) store.Snapsho
 // snapshot Ready all the same.
 func TestReadyBuildRecordsItsManifestOnce(t *testing.T) {
 	ctx := context.Background()
-	st := harnesstest.OpenStore(t, filepath.Join(t.TempDir(), "cp.db"))
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "cp.db"))
 	addProvider(t, st, "p", "alice")
 	b := &manifestBuilder{fakeBuilder: newFakeBuilder()}
 	c := &Coordinator{Store: st, Builder: b, Provider: "p"}

@@ -18,11 +18,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // plane is the plane of the database at url as a machine whose environment is env.
 func plane(t *testing.T, url string, env map[string]string) *Plane {

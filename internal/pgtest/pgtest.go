@@ -88,6 +88,14 @@ func Stop() {
 	shared = nil
 }
 
+// Main is the TestMain of a package whose tests use the cluster and need nothing else
+// around m.Run: it runs the tests, stops the cluster, and exits with their status.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
 // Start starts a cluster of the caller's own, outside any test: for tools that need a
 // throwaway PostgreSQL (tools/benchpg, which scripts/bench.sh runs). Close stops it.
 func Start() (*Cluster, error) { return start() }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,11 +14,7 @@ import (
 // The store's tests are one suite: each runs against SQLite and against PostgreSQL (a
 // fresh database of pgtest's throwaway cluster), as subtests named for the database.
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // eachDB runs test against a fresh store on each database.
 func eachDB(t *testing.T, test func(t *testing.T, st *Store)) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
-	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // harnessRoleDB creates a PostgreSQL database, seeded as its owner (seedNoSandbox, then
@@ -18,14 +18,10 @@ import (
 // member of trueforge_harness, not the tables' owner).
 func harnessRoleDB(t *testing.T, seed func(owner *store.Store)) (*store.Store, string) {
 	t.Helper()
-	c := pgtest.Get(t)
-	admin := c.Database(t)
-	owner := harnesstest.OpenStore(t, admin)
-	role := c.Role(t, "harness")
-	must(t, owner.ApplyRoles(context.Background(), store.HarnessRole, role))
-	harnesstest.SeedNoSandbox(t, owner)
-	seed(owner)
-	return owner, c.URL(pgtest.Name(admin), role)
+	db := storetest.NewHarnessDB(t)
+	harnesstest.SeedNoSandbox(t, db.Owner)
+	seed(db.Owner)
+	return db.Owner, db.URL(db.Harness)
 }
 
 // On a PostgreSQL control plane, as a harness role (a member of trueforge_harness, not
@@ -36,7 +32,7 @@ func TestOnPostgreSQL(t *testing.T) {
 	owner, harnessURL := harnessRoleDB(t, func(owner *store.Store) {
 		harnesstest.AddAgent(t, owner, "talker", "", harnesstest.AgentSpec{"model": script(text("Hello from PostgreSQL."))})
 	})
-	asHarness := harnesstest.OpenStore(t, harnessURL)
+	asHarness := storetest.Open(t, harnessURL)
 
 	f := newFixture(t, fixtureOpts{st: asHarness})
 	sid := f.newSession("alice", "talker")
@@ -51,7 +47,7 @@ func TestOnPostgreSQL(t *testing.T) {
 	want(t, "bob deletes alice's session", f.req("DELETE", "/api/v1/sessions/"+sid, "bob", nil), http.StatusNotFound, api.CodeNotFound)
 
 	// A second replica on the same database knows the same users and logins.
-	other := harnesstest.OpenStore(t, harnessURL)
+	other := storetest.Open(t, harnessURL)
 	g := newFixture(t, fixtureOpts{st: other, noUsers: true})
 	g.tokens = f.tokens
 	login := f.req("POST", "/api/v1/login", "", map[string]any{"token": f.tokens["alice"]})

@@ -11,6 +11,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // seedSharing adds, beside seedNoSandbox's, Ready environments gpu (no secrets) and b-env
@@ -97,7 +98,7 @@ func TestSessionEnvironmentMustBeShared(t *testing.T) {
 // The same on PostgreSQL, the API serving as a harness role.
 func TestSessionEnvironmentMustBeSharedOnPostgreSQL(t *testing.T) {
 	owner, harnessURL := harnessRoleDB(t, func(owner *store.Store) { seedSharing(t, owner) })
-	checkSharingAPI(t, newFixture(t, fixtureOpts{st: harnesstest.OpenStore(t, harnessURL)}), owner)
+	checkSharingAPI(t, newFixture(t, fixtureOpts{st: storetest.Open(t, harnessURL)}), owner)
 }
 
 // The volume route: team B's environment v-env has no secrets (anyone may use it) but

@@ -25,6 +25,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // Owner of every fixture row.
@@ -51,19 +52,7 @@ func RequireSandboxTools(tb testing.TB) {
 // NewStore opens a fresh store with no provider.
 func NewStore(tb testing.TB) *store.Store {
 	tb.Helper()
-	return OpenStore(tb, filepath.Join(tb.TempDir(), "trueforge.db"))
-}
-
-// OpenStore opens the store at url (a SQLite path or a PostgreSQL URL), closed when the
-// test ends: a second handle on one database stands for another process.
-func OpenStore(tb testing.TB, url string) *store.Store {
-	tb.Helper()
-	st, err := store.Open(context.Background(), url)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return st
+	return storetest.Open(tb, filepath.Join(tb.TempDir(), "trueforge.db"))
 }
 
 // NewEnv returns a store with provider "local", its release snapshot prepared for real,

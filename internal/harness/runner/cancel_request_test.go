@@ -8,6 +8,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -31,7 +32,7 @@ func TestCancelRequestedThroughTheRowCancelsTheRun(t *testing.T) {
 		out, err := r.RunAs(ctx, runID, sid, "go", nil)
 		done <- result{out, err}
 	}()
-	waitFor(t, "the run to start", 5*time.Second, func() bool {
+	sandboxtest.WaitFor(t, "the run to start", 5*time.Second, func() bool {
 		run, err := st.RunningRun(ctx, sid)
 		return err == nil && run.ID == runID
 	})

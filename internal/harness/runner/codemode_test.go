@@ -19,6 +19,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -326,7 +327,7 @@ print(kb.slow(city="Lima"))`
 	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	cancelled := cancelInSlowCall(t, r, sid, "go slow", kb, marker)
 	t.Logf("cancel to run end: %s", time.Since(cancelled))
-	waitFor(t, "the script's processes to go", 5*time.Second, func() bool { return len(processesWith(marker)) == 0 })
+	sandboxtest.WaitFor(t, "the script's processes to go", 5*time.Second, func() bool { return len(sandboxtest.ProcessesWith(marker)) == 0 })
 	calls := payloads(t, f.env.Store, sid, events.KindMCPCall)
 	if len(calls) != 1 || calls[0]["outcome"] != events.OutcomeUnknown {
 		t.Fatalf("records right after the cancel %v; want the slow call as unknown", calls)
@@ -370,7 +371,7 @@ func cancelInSlowCall(t *testing.T, r *runner.Runner, sid, prompt string, kb *kb
 		done <- out
 	}()
 	<-kb.slowEnter
-	waitFor(t, "the script's child", 10*time.Second, func() bool { return len(processesWith(marker)) > 0 })
+	sandboxtest.WaitFor(t, "the script's child", 10*time.Second, func() bool { return len(sandboxtest.ProcessesWith(marker)) > 0 })
 	cancelled := time.Now()
 	cancel()
 	select {

@@ -22,6 +22,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -130,13 +131,13 @@ func TestHarnessKilledMidTurnResumesSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitFor(t, "the helper's command in the sandbox", 60*time.Second, func() bool {
+	sandboxtest.WaitFor(t, "the helper's command in the sandbox", 60*time.Second, func() bool {
 		rec, err := f.env.Store.GetSessionSandbox(context.Background(), sid)
 		if err != nil {
 			return false
 		}
 		_, err = f.env.Runtime.Runtime.ReadFile(context.Background(), rec.SandboxID, "mark.txt", 0)
-		return err == nil && len(processesWith(marker)) > 0
+		return err == nil && len(sandboxtest.ProcessesWith(marker)) > 0
 	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -151,7 +152,7 @@ func TestHarnessKilledMidTurnResumesSession(t *testing.T) {
 	out := mustRun(t, r, sid, "are you still there?")
 	// The command the dead harness left running was stopped when the session resumed
 	// (the local runtime does not yet kill bwrap with a SIGKILLed harness).
-	if p := processesWith(marker); len(p) > 0 {
+	if p := sandboxtest.ProcessesWith(marker); len(p) > 0 {
 		t.Fatalf("the dead harness's command still runs after resume: pids %v", p)
 	}
 	if out.Text != "resumed fine" {

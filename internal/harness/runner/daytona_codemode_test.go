@@ -11,6 +11,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // codeRunner is a Daytona-backed runner of a Code Mode agent over kb.
@@ -64,7 +65,7 @@ print(kb.slow(city="Lima"))`
 	}
 
 	cancelInSlowCall(t, r, sid, "slow", kb, marker)
-	waitFor(t, "the script's processes to go", 10*time.Second, func() bool { return len(processesWith(marker)) == 0 })
+	sandboxtest.WaitFor(t, "the script's processes to go", 10*time.Second, func() bool { return len(sandboxtest.ProcessesWith(marker)) == 0 })
 	close(kb.slow)
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()

@@ -3,17 +3,11 @@ package runner_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -35,6 +29,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -75,24 +70,8 @@ type upstreamTLS struct {
 
 func newUpstreamTLS(t *testing.T, hosts ...string) *upstreamTLS {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "harness test upstream CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(der)
-	lkey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ltmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "upstream"}, DNSNames: hosts,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
-	lder, err := x509.CreateCertificate(rand.Reader, ltmpl, ca, &lkey.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &upstreamTLS{caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pool: x509.NewCertPool()}
-	u.pool.AddCert(ca)
+	id := sandboxtest.NewUpstreamTLS(t, hosts)
+	u := &upstreamTLS{caPEM: id.CAPEM, pool: id.Pool}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
@@ -108,7 +87,7 @@ func newUpstreamTLS(t *testing.T, hosts ...string) *upstreamTLS {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello from", r.Host) })
 	u.srv = httptest.NewUnstartedServer(mux)
-	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{lder}, PrivateKey: lkey}}}
+	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{id.Cert}}
 	u.srv.StartTLS()
 	t.Cleanup(u.srv.Close)
 	_, u.port, _ = net.SplitHostPort(u.srv.Listener.Addr().String())
@@ -468,7 +447,7 @@ func TestHarnessKilledWithEgressResumesThroughANewProxy(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if _, err = f.env.Runtime.Runtime.ReadFile(ctx, rec.SandboxID, "mark.txt", 0); err == nil && len(processesWith(marker)) > 0 {
+		if _, err = f.env.Runtime.Runtime.ReadFile(ctx, rec.SandboxID, "mark.txt", 0); err == nil && len(sandboxtest.ProcessesWith(marker)) > 0 {
 			break
 		}
 	}
@@ -482,7 +461,7 @@ func TestHarnessKilledWithEgressResumesThroughANewProxy(t *testing.T) {
 	if out.Text != "resumed fine" {
 		t.Fatalf("resumed turn answered %q", out.Text)
 	}
-	if p := processesWith(marker); len(p) > 0 {
+	if p := sandboxtest.ProcessesWith(marker); len(p) > 0 {
 		t.Fatalf("the dead harness's command still runs: %v", p)
 	}
 	got := lastResult(t, f.env.Store, sid)

@@ -3,12 +3,8 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
@@ -182,19 +178,6 @@ func mustRun(t testing.TB, r *runner.Runner, session, prompt string) runner.Outc
 	return out
 }
 
-// processesWith lists pids whose command line contains marker.
-func processesWith(marker string) []string {
-	var pids []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err == nil && strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), marker) {
-			pids = append(pids, filepath.Base(d))
-		}
-	}
-	return pids
-}
-
 // atOnce runs fn(0) to fn(n-1) in goroutines released at the same moment, so that they
 // race, and waits for them all.
 func atOnce(n int, fn func(i int)) {
@@ -210,15 +193,4 @@ func atOnce(n int, fn func(i int)) {
 	}
 	close(start)
 	wg.Wait()
-}
-
-func waitFor(t testing.TB, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -83,7 +84,7 @@ func TestSandboxKilledMidTurnLeavesSessionUsable(t *testing.T) {
 		// once the command runs. (Streamed output is not used as the signal: the local
 		// runtime streams only once the runtime branch lands.)
 		deadline := time.Now().Add(30 * time.Second)
-		for len(processesWith(marker)) == 0 {
+		for len(sandboxtest.ProcessesWith(marker)) == 0 {
 			if time.Now().After(deadline) {
 				killed <- errors.New("the command never started")
 				return
@@ -257,7 +258,7 @@ func TestBusySandboxIsNotStopped(t *testing.T) {
 		out, _ := r.Run(ctx, sid, "go", nil)
 		done <- out
 	}()
-	waitFor(t, "the command's process", 30*time.Second, func() bool { return len(processesWith(marker)) > 0 })
+	sandboxtest.WaitFor(t, "the command's process", 30*time.Second, func() bool { return len(sandboxtest.ProcessesWith(marker)) > 0 })
 	f.clock.Advance(10 * time.Minute)
 	trs, err := f.manager.Reap(context.Background())
 	if err != nil || len(trs) != 0 {
@@ -283,7 +284,7 @@ func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 		}
 		done <- out
 	}()
-	waitFor(t, "the command's process", 30*time.Second, func() bool { return len(processesWith(marker)) > 0 })
+	sandboxtest.WaitFor(t, "the command's process", 30*time.Second, func() bool { return len(sandboxtest.ProcessesWith(marker)) > 0 })
 	cancel()
 	var out runner.Outcome
 	select {
@@ -294,7 +295,7 @@ func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 	if out.Status != store.RunCancelled {
 		t.Fatalf("status %s; want cancelled", out.Status)
 	}
-	if p := processesWith(marker); len(p) > 0 {
+	if p := sandboxtest.ProcessesWith(marker); len(p) > 0 {
 		t.Fatalf("the command still runs after cancel: pids %v", p)
 	}
 	res := results(t, f.env.Store, sid)

@@ -17,6 +17,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/local"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // Machines of these tests: one process stands for each through the local backend's
@@ -211,7 +212,7 @@ func TestLocalSnapshotInAnotherDataDirectoryIsRefused(t *testing.T) {
 	snap := buildOn(t, f, onA, "py", "built-here")
 	applied := f.env.Store.Dir()
 	t.Setenv(store.DataDirEnv, t.TempDir()) // the harness's user keeps its files elsewhere
-	other := harnesstest.OpenStore(t, url)
+	other := storetest.Open(t, url)
 	if other.Dir() == applied {
 		t.Fatalf("the second store uses the same data directory %s", applied)
 	}

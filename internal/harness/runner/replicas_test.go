@@ -21,8 +21,10 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // pgReplicas sets up a control plane on a fresh PostgreSQL database, as replicas share
@@ -38,7 +40,7 @@ func pgReplicas(t *testing.T) (*fixture, string) {
 	rand.Read(key)
 	t.Setenv(secretbox.KeyEnv, base64.StdEncoding.EncodeToString(key))
 	url := pgtest.Get(t).Database(t)
-	st := harnesstest.OpenStore(t, url)
+	st := storetest.Open(t, url)
 	ctx := context.Background()
 	prov := store.SandboxProvider{Name: "local", Type: "local", Status: "Ready", Owner: harnesstest.Owner}
 	be, err := backends.Default().Get(prov.Type)
@@ -82,13 +84,13 @@ func TestReplicaKilledMidTurnIsRepairedAfterHeartbeatTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitFor(t, "replica A's command in the sandbox", 60*time.Second, func() bool {
+	sandboxtest.WaitFor(t, "replica A's command in the sandbox", 60*time.Second, func() bool {
 		rec, err := f.env.Store.GetSessionSandbox(ctx, sid)
 		if err != nil {
 			return false
 		}
 		_, err = f.env.Runtime.Runtime.ReadFile(ctx, rec.SandboxID, "mark.txt", 0)
-		return err == nil && len(processesWith(marker)) > 0
+		return err == nil && len(sandboxtest.ProcessesWith(marker)) > 0
 	})
 	runningRun := func() store.Run {
 		t.Helper()
@@ -99,7 +101,7 @@ func TestReplicaKilledMidTurnIsRepairedAfterHeartbeatTimeout(t *testing.T) {
 		return runs[0]
 	}
 	first := runningRun().HeartbeatAt
-	waitFor(t, "replica A's heartbeat", 10*time.Second, func() bool { return runningRun().HeartbeatAt.After(first) })
+	sandboxtest.WaitFor(t, "replica A's heartbeat", 10*time.Second, func() bool { return runningRun().HeartbeatAt.After(first) })
 
 	// Replica B's pass while A lives: nothing to repair, and the session is busy.
 	self := lifecycle.ProcessOwner()
@@ -128,7 +130,7 @@ func TestReplicaKilledMidTurnIsRepairedAfterHeartbeatTimeout(t *testing.T) {
 	}
 
 	var rep []runner.Repaired
-	waitFor(t, "B's pass to repair the dead replica's run", 10*time.Second, func() bool {
+	sandboxtest.WaitFor(t, "B's pass to repair the dead replica's run", 10*time.Second, func() bool {
 		rep, err = runner.RepairStale(ctx, f.env.Store, f.manager, self, timeout, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -141,7 +143,7 @@ func TestReplicaKilledMidTurnIsRepairedAfterHeartbeatTimeout(t *testing.T) {
 	if len(rep) != 1 || rep[0].Err != nil || rep[0].SessionID != sid || rep[0].Owner != deadOwner || rep[0].Added != 2 {
 		t.Fatalf("repair %+v; want A's run, with run_interrupted and the dangling call's result added", rep)
 	}
-	if p := processesWith(marker); len(p) > 0 {
+	if p := sandboxtest.ProcessesWith(marker); len(p) > 0 {
 		t.Fatalf("the command the dead replica left running still runs after the repair: pids %v", p)
 	}
 	interrupted := payloads(t, f.env.Store, sid, events.KindRunInterrupted)
@@ -175,7 +177,7 @@ func TestTwoReplicasReapEachSandboxOnce(t *testing.T) {
 	f, url := pgReplicas(t)
 	ctx := context.Background()
 	a := reapAgent(t, f, "reaped", 15, 60, 120)
-	other := harnesstest.OpenStore(t, url)
+	other := storetest.Open(t, url)
 	replicas := []*lifecycle.Manager{
 		lifecycle.New(lifecycle.Config{Store: f.env.Store, Runtimes: harnesstest.Source{C: f.env.Runtime}, Now: f.clock.Now, Owner: "replica-1~00000001:1:1"}),
 		lifecycle.New(lifecycle.Config{Store: other, Runtimes: harnesstest.Source{C: f.env.Runtime}, Now: f.clock.Now, Owner: "replica-2~00000002:2:2"}),
@@ -272,7 +274,7 @@ func TestTwoReplicasRepairADeadRunOnce(t *testing.T) {
 		}
 	}
 	harnesstest.AddAgent(t, f.env.Store, "talker", "default", harnesstest.AgentSpec{"model": harnesstest.Script(text("hi"))})
-	handles := []*store.Store{f.env.Store, harnesstest.OpenStore(t, url)}
+	handles := []*store.Store{f.env.Store, storetest.Open(t, url)}
 	for trial := 0; trial < 6; trial++ {
 		sid, err := f.runner(t, "talker").NewSession(ctx, harnesstest.Owner)
 		if err != nil {
