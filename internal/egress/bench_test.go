@@ -51,7 +51,7 @@ func newBenchPath(b *testing.B, secrets []egress.Secret, keepAlive bool) *benchP
 				var d net.Dialer
 				return d.DialContext(ctx, network, upAddr)
 			},
-			TLSClientConfig: &tls.Config{RootCAs: f.ca.pool},
+			TLSClientConfig: &tls.Config{RootCAs: f.ca.Pool},
 		}),
 		proxied: mk(&http.Transport{Proxy: http.ProxyURL(proxyURL), TLSClientConfig: &tls.Config{RootCAs: f.sandboxRoots(b)}}),
 	}

@@ -7,36 +7,23 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/netd"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // countingServer is a TCP server on host loopback that counts the connections it
 // accepts: what the attack would reach.
 func countingServer(t *testing.T) (port string, accepted func() int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, accepted, err := sandboxtest.CountingServer(t, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	var n atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	_, port, _ = net.SplitHostPort(ln.Addr().String())
-	return port, n.Load
+	return port, accepted
 }
 
 // TestEmbeddedIPv4Refused: IPv6 forms that embed a loopback IPv4 address (IPv4-compatible

@@ -3,18 +3,12 @@ package egress_test
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,44 +22,11 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // testNames are the upstream names every fixture serves (all on 127.0.0.1).
 var testNames = []string{"api.allowed.test", "other.allowed.test", "secret.allowed.test", "x.wild.test", "evil.test"}
-
-// upstreamCA is a CA of the tests' own, standing in for the public roots.
-type upstreamCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	pem     []byte
-	pool    *x509.CertPool
-	tlsCert tls.Certificate // leaf for testNames and 127.0.0.1
-}
-
-func newUpstreamCA(t testing.TB) *upstreamCA {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "upstream test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &upstreamCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pool: x509.NewCertPool()}
-	ca.pool.AddCert(cert)
-	lkey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ltmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "upstream"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: testNames,
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
-	lder, err := x509.CreateCertificate(rand.Reader, ltmpl, cert, &lkey.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca.tlsCert = tls.Certificate{Certificate: [][]byte{lder}, PrivateKey: lkey}
-	return ca
-}
 
 // upstream is a real TLS server on loopback that records what reached it.
 type upstream struct {
@@ -76,7 +37,7 @@ type upstream struct {
 	token func() string // the value /auth expects in Authorization: Bearer
 }
 
-func newUpstream(t testing.TB, ca *upstreamCA, tlsOn bool) *upstream {
+func newUpstream(t testing.TB, ca *sandboxtest.UpstreamTLS, tlsOn bool) *upstream {
 	t.Helper()
 	u := &upstream{token: func() string { return "" }}
 	big := make([]byte, 1<<20)
@@ -128,7 +89,7 @@ func newUpstream(t testing.TB, ca *upstreamCA, tlsOn bool) *upstream {
 	u.srv = httptest.NewUnstartedServer(mux)
 	u.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if tlsOn {
-		u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.tlsCert}}
+		u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Cert}}
 		u.srv.StartTLS()
 	} else {
 		u.srv.Start()
@@ -244,7 +205,7 @@ func (d *decisions) has(host, reason string) bool {
 
 // fixture is one sandbox's proxy serving a unix socket, with its upstreams.
 type fixture struct {
-	ca       *upstreamCA
+	ca       *sandboxtest.UpstreamTLS
 	up       *upstream // TLS
 	plainUp  *upstream // plain http
 	resolver *fakeResolver
@@ -259,7 +220,7 @@ type fixtureOpt func(*egress.Config)
 
 func newFixture(t testing.TB, pol egress.Policy, secrets []egress.Secret, opts ...fixtureOpt) *fixture {
 	t.Helper()
-	f := &fixture{ca: newUpstreamCA(t), resolver: newResolver(), secrets: &secretStore{}, log: &decisions{}, dir: t.TempDir()}
+	f := &fixture{ca: sandboxtest.NewUpstreamTLS(t, testNames, net.ParseIP("127.0.0.1")), resolver: newResolver(), secrets: &secretStore{}, log: &decisions{}, dir: t.TempDir()}
 	f.up = newUpstream(t, f.ca, true)
 	f.plainUp = newUpstream(t, f.ca, false)
 	f.secrets.set(secrets...)
@@ -269,8 +230,8 @@ func newFixture(t testing.TB, pol egress.Policy, secrets []egress.Secret, opts .
 		Secrets:     f.secrets.source,
 		Log:         f.log.sink,
 		Resolver:    f.resolver,
-		RootCAs:     f.ca.pool,
-		SystemRoots: f.ca.pem,
+		RootCAs:     f.ca.Pool,
+		SystemRoots: f.ca.CAPEM,
 		AllowAddrs:  []netip.Addr{netip.MustParseAddr("127.0.0.1")},
 	}
 	for _, o := range opts {

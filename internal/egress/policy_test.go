@@ -154,7 +154,7 @@ func TestSNIMustMatchConnectHost(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("CONNECT: %d", resp.StatusCode)
 		}
-		cfg := &tls.Config{RootCAs: f.ca.pool, ServerName: sni, InsecureSkipVerify: sni == ""}
+		cfg := &tls.Config{RootCAs: f.ca.Pool, ServerName: sni, InsecureSkipVerify: sni == ""}
 		tc := tls.Client(c, cfg)
 		err := tc.Handshake()
 		if err == nil {

@@ -8,13 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // Issue 23's lesser findings on downloads, driven as the sandbox would: an offered
@@ -51,20 +50,8 @@ func TestDownloadsResistTheSandbox(t *testing.T) {
 	ws := workspaceOnHost(t, f.env.Dir, rec.SandboxID)
 	canary := filepath.Join(t.TempDir(), "host-secret")
 	must(t, os.WriteFile(canary, []byte("HOST-CANARY"), 0o644))
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		race, tmp := filepath.Join(ws, "race"), filepath.Join(ws, ".race")
-		for !stop.Load() {
-			_ = os.Symlink(canary, tmp)
-			_ = os.Rename(tmp, race)
-			_ = os.WriteFile(tmp, []byte("inside"), 0o644)
-			_ = os.Rename(tmp, race)
-		}
-	}()
-	defer func() { stop.Store(true); wg.Wait() }()
+	stop := sandboxtest.SwapLinkAndFile(t, ws, "race", canary)
+	defer stop()
 	var served, refused int
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
 		r := f.req("GET", files+"race?workspace=1", "alice", nil)

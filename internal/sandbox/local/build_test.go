@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 func TestBuildWritesLayer(t *testing.T) {
@@ -233,7 +234,7 @@ func TestDeleteRunningBuild(t *testing.T) {
 	const marker = "sleep 60.0419"
 	startBuild(t, b, sandbox.BuildRequest{ID: "snap-sleep", Base: rel, Spec: sandbox.SnapshotSpec{BuildScript: "echo x > /opt/x\n" + marker}})
 	deadline := time.Now().Add(10 * time.Second)
-	for len(processesWith(marker)) == 0 {
+	for len(sandboxtest.ProcessesWith(marker)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("build never ran its script")
 		}

@@ -10,13 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/asuser"
 	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // fakeIndex serves a package index page on loopback, as pypi.org would.
@@ -88,7 +88,7 @@ func TestBuildEgressReachesOnlyItsAllowList(t *testing.T) {
 	}
 	// Other tests' builds may run a proxy too; ours has its snapshot's directory in its
 	// environment.
-	for _, pid := range processesWith(buildProxyArg) {
+	for _, pid := range sandboxtest.ProcessesWith(buildProxyArg) {
 		env, _ := os.ReadFile(filepath.Join("/proc", pid, "environ"))
 		if strings.Contains(string(env), b.snapDir("snap-egress")) {
 			t.Errorf("the build's proxy (pid %s) outlived the build", pid)
@@ -135,24 +135,11 @@ func TestUnprivilegedBuildEgress(t *testing.T) {
 // not available.
 func loopbackServer(t *testing.T, addr string) (port string, accepted func() int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", addr)
+	port, accepted, err := sandboxtest.CountingServer(t, addr)
 	if err != nil {
 		return "", func() int64 { return 0 }
 	}
-	t.Cleanup(func() { ln.Close() })
-	var n atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	_, port, _ = net.SplitHostPort(ln.Addr().String())
-	return port, n.Load
+	return port, accepted
 }
 
 // TestBuildWithoutAllowListRefusesHostServices: a build of an environment with no allow

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // ownerEnv makes the test binary act as the owner of a sandbox (see runOwner): it
@@ -79,9 +80,9 @@ func TestOwnerCrash(t *testing.T) {
 	_ = cmd.Wait()
 	// The keeper sees its lifeline close and takes the sandbox down.
 	deadline := time.Now().Add(10 * time.Second)
-	for len(processesWith("4321.5"+uniq)) > 0 || keeperRuns(r, "crash") {
+	for len(sandboxtest.ProcessesWith("4321.5"+uniq)) > 0 || keeperRuns(r, "crash") {
 		if time.Now().After(deadline) {
-			t.Fatalf("sandbox processes still running 10 s after their owner died: %v", processesWith("4321.5"+uniq))
+			t.Fatalf("sandbox processes still running 10 s after their owner died: %v", sandboxtest.ProcessesWith("4321.5"+uniq))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -7,12 +7,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // A sandbox swaps a symlink to a host file in for a regular file while it is being
@@ -21,8 +20,7 @@ import (
 // ErrNotRegular, never the host file and never an error that is the runtime's fault.
 func TestReadFileRefusesASymlinkSwappedIn(t *testing.T) {
 	t.Parallel()
-	r, rel := newTestRuntime(t)
-	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	r := newSandbox(t)
 	ctx := context.Background()
 	canary := filepath.Join(t.TempDir(), "host-secret")
 	if err := os.WriteFile(canary, []byte("HOST-CANARY"), 0o644); err != nil {
@@ -48,19 +46,7 @@ func TestReadFileRefusesASymlinkSwappedIn(t *testing.T) {
 		}
 	}
 
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		race, tmp := filepath.Join(ws, "race"), filepath.Join(ws, ".race")
-		for !stop.Load() {
-			_ = os.Symlink(canary, tmp)
-			_ = os.Rename(tmp, race)
-			_ = os.WriteFile(tmp, []byte("inside"), 0o644)
-			_ = os.Rename(tmp, race)
-		}
-	}()
+	stop := sandboxtest.SwapLinkAndFile(t, ws, "race", canary)
 	var served, refused int
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
 		data, err := r.ReadFile(ctx, "sb", "race", 0)
@@ -68,18 +54,17 @@ func TestReadFileRefusesASymlinkSwappedIn(t *testing.T) {
 		case err == nil && string(data) == "inside":
 			served++
 		case err == nil:
-			stop.Store(true)
+			stop()
 			t.Fatalf("read %q through the swapped link", data)
 		case errors.Is(err, sandbox.ErrNotRegular):
 			refused++
 		case errors.Is(err, sandbox.ErrNotFound): // between a rename's unlink and link: no such file
 		default:
-			stop.Store(true)
+			stop()
 			t.Fatalf("read during the swap: %v; want the file or ErrNotRegular", err)
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	t.Logf("%d reads served the regular file, %d refused a link", served, refused)
 	if served == 0 || refused == 0 {
 		t.Fatalf("the race was not exercised: %d served, %d refused", served, refused)

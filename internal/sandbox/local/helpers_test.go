@@ -161,19 +161,6 @@ func readLayerFile(t *testing.T, b *Builder, id, rel string) string {
 	return strings.TrimSpace(string(data))
 }
 
-// processesWith lists pids whose command line contains marker.
-func processesWith(marker string) []string {
-	var pids []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err == nil && strings.Contains(strings.ReplaceAll(string(data), "\x00", " "), marker) {
-			pids = append(pids, filepath.Base(d))
-		}
-	}
-	return pids
-}
-
 // playgroundDir is a directory of the playground snapshot that the sandbox user owns,
 // with a file and two non-empty directories in its layer: what a sandbox changes there
 // (removing a layer's file or directory) needs whiteouts and opaque directories. As root

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // The attacks of a sandbox or a build on the host through its uid: as root, before id
@@ -79,8 +80,7 @@ func wantHostUID(r *Runtime, id string, inner uint32) string {
 // the host's disk.
 func TestAttackHostUID(t *testing.T) {
 	t.Parallel()
-	r, rel := newTestRuntime(t)
-	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	r := newSandbox(t)
 	ctx := context.Background()
 	marker := "400.1" + uniq
 	go func() { _, _ = r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "sleep " + marker}) }()
@@ -245,7 +245,7 @@ grep -E '^CapEff' /proc/self/status >&3
 sleep ` + marker + "\n"
 	startBuild(t, b, sandbox.BuildRequest{ID: "attack", Base: rel, Spec: sandbox.SnapshotSpec{BuildScript: script}})
 	waitProcess(t, "sleep", marker)
-	for _, pid := range processesWith("sleep " + marker) {
+	for _, pid := range sandboxtest.ProcessesWith("sleep " + marker) {
 		data, err := os.ReadFile("/proc/" + pid + "/status")
 		if err != nil {
 			continue

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 func TestArchiveRestore(t *testing.T) {
@@ -107,7 +108,7 @@ func TestLabelsAndStreaming(t *testing.T) {
 	// The first line arrives while the command still runs.
 	first := make(chan time.Time, 1)
 	out := &notifyWriter{ch: first}
-	var errBuf syncBuffer
+	var errBuf sandboxtest.SyncBuffer
 	start := time.Now()
 	res, err := r.Exec(ctx, "sb", sandbox.ExecRequest{Shell: "echo first; echo e1 >&2; sleep 1; echo second", Stdout: out, Stderr: &errBuf})
 	if err != nil {
@@ -127,31 +128,14 @@ func TestLabelsAndStreaming(t *testing.T) {
 }
 
 type notifyWriter struct {
-	syncBuffer
+	sandboxtest.SyncBuffer
 	ch   chan time.Time
 	once sync.Once
 }
 
 func (w *notifyWriter) Write(p []byte) (int, error) {
 	w.once.Do(func() { w.ch <- time.Now() })
-	return w.syncBuffer.Write(p)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	return w.SyncBuffer.Write(p)
 }
 
 // TestLost kills a sandbox's keeper behind the runtime's back during an exec: the exec

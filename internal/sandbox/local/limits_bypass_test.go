@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // Attacks on the limits through what sits beside them: sparse files that cost nothing
@@ -230,7 +231,7 @@ func TestLimitsRootRlimitPids(t *testing.T) {
 	if err != nil && !errors.Is(err, sandbox.ErrLost) {
 		t.Fatal(err)
 	}
-	if n := len(processesWith("300.7" + uniq)); n == 0 || n >= 32 {
+	if n := len(sandboxtest.ProcessesWith("300.7" + uniq)); n == 0 || n >= 32 {
 		t.Fatalf("%d sleeps run in a sandbox limited to 32 processes (exit %d, stderr %q)", n, res.ExitCode, res.Stderr)
 	}
 	if !strings.Contains(string(res.Stderr), "Resource temporarily unavailable") && !strings.Contains(string(res.Stderr), "fork") {

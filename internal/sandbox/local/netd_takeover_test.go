@@ -38,17 +38,7 @@ exec >/workspace/takeover.tmp 2>&1
 grep -E '^(NoNewPrivs|Seccomp|Seccomp_filters):' /proc/self/status
 /usr/bin/python3 -c '
 import ctypes, errno, socket
-libc = ctypes.CDLL(None, use_errno=True)
-def res(f):
-    try:
-        f()
-        return "ok"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
-def sc(nr, *a):
-    if libc.syscall(nr, *a) < 0:
-        raise OSError(ctypes.get_errno(), "")
-print("unshare", res(lambda: sc(272, 0x10000000)))
+` + pySyscalls + `print("unshare", res(lambda: sc(272, 0x10000000)))
 print("io_uring", res(lambda: sc(425, 1, 0)))
 print("keyctl", res(lambda: sc(250, 0, 0, 0, 0)))
 print("ptrace", res(lambda: sc(101, 16, 0x3fffffff, 0, 0)))

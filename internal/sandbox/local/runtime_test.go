@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // newTestRuntime returns a runtime on a fresh builder root and the id of its release, a
@@ -50,6 +51,15 @@ func newTestRuntime(t testing.TB) (*Runtime, string) {
 		r.limits.removeParents()
 	})
 	return r, rel
+}
+
+// newSandbox returns a runtime as newTestRuntime does, with sandbox "sb" created on its
+// release: where most of the runtime's tests start.
+func newSandbox(t testing.TB) *Runtime {
+	t.Helper()
+	r, rel := newTestRuntime(t)
+	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	return r
 }
 
 func create(t testing.TB, r *Runtime, req sandbox.CreateRequest) {
@@ -93,7 +103,7 @@ func goneWithin(t *testing.T, marker string, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		pids := processesWith(marker)
+		pids := sandboxtest.ProcessesWith(marker)
 		if len(pids) == 0 {
 			return
 		}
@@ -160,8 +170,7 @@ func TestExecBasics(t *testing.T) {
 
 func TestAttackHostFiles(t *testing.T) {
 	t.Parallel()
-	r, rel := newTestRuntime(t)
-	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	r := newSandbox(t)
 	secretDir := t.TempDir()
 	secret := filepath.Join(secretDir, "secret.txt")
 	if err := os.WriteFile(secret, []byte("host-secret-42\n"), 0o644); err != nil {
@@ -202,8 +211,7 @@ func TestAttackHostFiles(t *testing.T) {
 
 func TestAttackHostProcesses(t *testing.T) {
 	t.Parallel()
-	r, rel := newTestRuntime(t)
-	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	r := newSandbox(t)
 	// Only the sandbox's init, the shell and what it runs: the test binary, whose pid
 	// and command line the host shows, is not there.
 	got := mustSh(t, r, "sb", `for p in /proc/[0-9]*; do printf '%s ' "${p#/proc/}"; tr '\0' ' ' < $p/cmdline; echo; done; hostname`)
@@ -395,8 +403,7 @@ func TestAttackSymlinkDownload(t *testing.T) {
 
 func TestFiles(t *testing.T) {
 	t.Parallel()
-	r, rel := newTestRuntime(t)
-	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	r := newSandbox(t)
 	ctx := context.Background()
 	r.MaxFileSize = 1024
 	if err := r.WriteFile(ctx, "sb", "/workspace/dir/a.txt", strings.NewReader("hello"), 0o600); err != nil {
@@ -441,8 +448,7 @@ func TestFiles(t *testing.T) {
 
 func TestEndlessOutputCapped(t *testing.T) {
 	t.Parallel()
-	r, rel := newTestRuntime(t)
-	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	r := newSandbox(t)
 	res, err := r.Exec(context.Background(), "sb", sandbox.ExecRequest{
 		Shell: "echo FIRST; yes 0123456789 | head -c 50000000; echo; echo LAST", OutputCap: 64 << 10, Timeout: 30 * time.Second,
 	})
@@ -465,8 +471,7 @@ func TestEndlessOutputCapped(t *testing.T) {
 
 func TestEndlessLoopTimeout(t *testing.T) {
 	t.Parallel()
-	r, rel := newTestRuntime(t)
-	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	r := newSandbox(t)
 	start := time.Now()
 	res, err := r.Exec(context.Background(), "sb", sandbox.ExecRequest{
 		Shell: "sleep 77.7" + uniq + " & while :; do :; done", Timeout: 300 * time.Millisecond,
@@ -491,8 +496,7 @@ func TestEndlessLoopTimeout(t *testing.T) {
 
 func TestBackgroundGrandchild(t *testing.T) {
 	t.Parallel()
-	r, rel := newTestRuntime(t)
-	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	r := newSandbox(t)
 	start := time.Now()
 	// The grandchild holds stdout and stderr open.
 	res := sh(t, r, "sb", "sleep 100.5"+uniq+" & echo started")
@@ -535,7 +539,7 @@ func TestStopStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Stop returns once the processes are gone.
-	if pids := append(processesWith("200.5"+uniq), processesWith("200.6"+uniq)...); len(pids) > 0 {
+	if pids := append(sandboxtest.ProcessesWith("200.5"+uniq), sandboxtest.ProcessesWith("200.6"+uniq)...); len(pids) > 0 {
 		t.Fatalf("processes left after Stop: %v", pids)
 	}
 	select {
@@ -596,8 +600,7 @@ func processRuns(argv ...string) bool {
 // is being started again: nothing may survive, and Stop must not hang.
 func TestStopDuringStart(t *testing.T) {
 	t.Parallel()
-	r, rel := newTestRuntime(t)
-	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	r := newSandbox(t)
 	ctx := context.Background()
 	for i := 0; i < 8; i++ {
 		done := make(chan error, 1)
@@ -643,9 +646,11 @@ func TestCapBuffer(t *testing.T) {
 	}
 }
 
-const seccompProbe = `
-import ctypes, errno, os, socket, threading, subprocess
-libc = ctypes.CDLL(None, use_errno=True)
+// pySyscalls is the start of a Python probe (after it imports ctypes and errno) that
+// tries what a sandbox must not do: sc(nr, args...) makes a raw system call, and
+// res(f) says how f came out ("ok" or the errno's name, such as "EPERM"). It has no
+// single quote, so that a shell script can quote a probe that holds it.
+const pySyscalls = `libc = ctypes.CDLL(None, use_errno=True)
 def res(f):
     try:
         f()
@@ -653,10 +658,13 @@ def res(f):
     except OSError as e:
         return errno.errorcode.get(e.errno, str(e.errno))
 def sc(nr, *a):
-    r = libc.syscall(nr, *a)
-    if r < 0:
+    if libc.syscall(nr, *a) < 0:
         raise OSError(ctypes.get_errno(), "")
-print("unix", res(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)))
+`
+
+const seccompProbe = `
+import ctypes, errno, os, socket, threading, subprocess
+` + pySyscalls + `print("unix", res(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)))
 print("inet", res(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()))
 print("unshare", res(lambda: sc(272, 0x10000000)))
 print("ptrace", res(lambda: sc(101, 16, 1, 0, 0)))
