@@ -32,7 +32,7 @@ import (
 const netdEnv = "TRUEFORGE_TEST_NETD"
 
 // buildNetd builds cmd/trueforge-netd static, as the harness ships it.
-func buildNetd(t *testing.T) string {
+func buildNetd(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv(netdEnv); p != "" {
 		return p
@@ -116,6 +116,55 @@ func (r *e2eResolver) count(host string) int {
 	return r.asked[host]
 }
 
+// secretUpstream is a fresh secret, its value starting with prefix, and an e2eUpstream
+// that admits it alone.
+func secretUpstream(t *testing.T, prefix string) (string, *e2eUpstream) {
+	t.Helper()
+	secret := unguessable(prefix + "-secret-")
+	return secret, newE2EUpstream(t, secret)
+}
+
+// e2eConfig is the proxy configuration of sandbox id in the end-to-end egress tests:
+// allowedHost alone is allowed and is sent secret as API_TOKEN, names resolve through
+// res, the upstream's CA stands for the public roots, and its loopback address is
+// exempt from the refusal of private addresses.
+func e2eConfig(id, secret string, up *e2eUpstream, res *e2eResolver) egress.Config {
+	return egress.Config{
+		SandboxID: id,
+		Policy:    egress.Policy{AllowDomains: []string{allowedHost}},
+		Secrets: func(context.Context) ([]egress.Secret, error) {
+			return []egress.Secret{{Name: "API_TOKEN", Value: secret, Hosts: []string{allowedHost}}}, nil
+		},
+		Resolver:    res,
+		RootCAs:     up.pool,
+		SystemRoots: up.caPEM,
+		AllowAddrs:  []netip.Addr{netip.MustParseAddr("127.0.0.1")},
+	}
+}
+
+// serveProxy serves p on a unix socket at sock until stop is called or, at the latest,
+// the test ends; stopping closes p and fails the test if Serve did.
+func serveProxy(t testing.TB, p *egress.Proxy, sock string) (stop func()) {
+	t.Helper()
+	ln, err := egress.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ln) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			p.Close()
+			if err := <-served; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
 // TestEgressEndToEnd runs a real sandbox behind the real egress proxy and trueforge-netd:
 // an allowed host is reached through the proxy with the secret substituted on the way
 // out, everything else is refused with a reason, names resolve only to synthetic
@@ -128,43 +177,22 @@ func TestEgressEndToEnd(t *testing.T) {
 	r, rel := newTestRuntime(t)
 	ctx := context.Background()
 
-	secret := unguessable("e2e-secret-")
-	up := newE2EUpstream(t, secret)
+	secret, up := secretUpstream(t, "e2e")
 	res := &e2eResolver{asked: map[string]int{}}
 	var logMu sync.Mutex
 	var decisions []egress.Decision
-	p, err := egress.New(ctx, egress.Config{
-		SandboxID: "net",
-		Policy:    egress.Policy{AllowDomains: []string{allowedHost}},
-		Secrets: func(context.Context) ([]egress.Secret, error) {
-			return []egress.Secret{{Name: "API_TOKEN", Value: secret, Hosts: []string{allowedHost}}}, nil
-		},
-		Log: func(d egress.Decision) {
-			logMu.Lock()
-			decisions = append(decisions, d)
-			logMu.Unlock()
-		},
-		Resolver:    res,
-		RootCAs:     up.pool,
-		SystemRoots: up.caPEM,
-		AllowAddrs:  []netip.Addr{netip.MustParseAddr("127.0.0.1")},
-	})
+	cfg := e2eConfig("net", secret, up, res)
+	cfg.Log = func(d egress.Decision) {
+		logMu.Lock()
+		decisions = append(decisions, d)
+		logMu.Unlock()
+	}
+	p, err := egress.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(t.TempDir(), "egress.sock")
-	ln, err := egress.Listen(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- p.Serve(ln) }()
-	t.Cleanup(func() {
-		p.Close()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	serveProxy(t, p, sock)
 	env := p.Env()
 	placeholder := env["API_TOKEN"]
 	if !strings.HasPrefix(placeholder, egress.PlaceholderPrefix) {

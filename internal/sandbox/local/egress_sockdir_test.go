@@ -5,7 +5,6 @@ package local
 import (
 	"context"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,57 +26,30 @@ func TestEgressSurvivesANewListener(t *testing.T) {
 	r, rel := newTestRuntime(t)
 	ctx := context.Background()
 
-	secret := unguessable("relisten-secret-")
-	up := newE2EUpstream(t, secret)
+	secret, up := secretUpstream(t, "relisten")
 	res := &e2eResolver{asked: map[string]int{}}
 	var mu sync.Mutex
 	allowedBy := map[int]int{} // proxy generation -> allowed decisions
 	newProxy := func(gen int, st *egress.State) *egress.Proxy {
-		p, err := egress.New(ctx, egress.Config{
-			SandboxID: "relisten",
-			Policy:    egress.Policy{AllowDomains: []string{allowedHost}},
-			Secrets: func(context.Context) ([]egress.Secret, error) {
-				return []egress.Secret{{Name: "API_TOKEN", Value: secret, Hosts: []string{allowedHost}}}, nil
-			},
-			Log: func(d egress.Decision) {
-				mu.Lock()
-				defer mu.Unlock()
-				if d.Allowed {
-					allowedBy[gen]++
-				}
-			},
-			State:    st,
-			Resolver: res, RootCAs: up.pool, SystemRoots: up.caPEM,
-			AllowAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
-		})
+		cfg := e2eConfig("relisten", secret, up, res)
+		cfg.Log = func(d egress.Decision) {
+			mu.Lock()
+			defer mu.Unlock()
+			if d.Allowed {
+				allowedBy[gen]++
+			}
+		}
+		cfg.State = st
+		p, err := egress.New(ctx, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
 	sock := filepath.Join(t.TempDir(), sandbox.EgressSocketName)
-	serve := func(p *egress.Proxy) (stop func()) {
-		ln, err := egress.Listen(sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		served := make(chan error, 1)
-		go func() { served <- p.Serve(ln) }()
-		var once sync.Once
-		stop = func() {
-			once.Do(func() {
-				p.Close()
-				if err := <-served; err != nil {
-					t.Errorf("Serve: %v", err)
-				}
-			})
-		}
-		t.Cleanup(stop)
-		return stop
-	}
 
 	first := newProxy(1, nil)
-	stopFirst := serve(first)
+	stopFirst := serveProxy(t, first, sock)
 	create(t, r, sandbox.CreateRequest{ID: "relisten", SnapshotID: rel, Env: first.Env(), Egress: egressHook(first, sock, netdBin)})
 	bg := mustSh(t, r, "relisten", `setsid sh -c 'while :; do sleep 1; done' >/dev/null 2>&1 </dev/null & echo $! > /tmp/bg.pid; echo alive > /tmp/marker; cat /tmp/bg.pid`)
 	keeper, _, _ := r.keeperAlive("relisten")
@@ -98,7 +70,7 @@ func TestEgressSurvivesANewListener(t *testing.T) {
 	}
 
 	st := first.State()
-	serve(newProxy(2, &st))
+	serveProxy(t, newProxy(2, &st), sock)
 	if got := mustSh(t, r, "relisten", authorized); got != "authorized" {
 		t.Fatalf("through the new listener, no restart: %q", got)
 	}

@@ -116,7 +116,7 @@ const harnessHelperEnv = "TRUEFORGE_TEST_HARNESS"
 // (sandboxnet.LocateHelper picks the harness binary itself), and trueforge-netd.
 var netdHelpers = []struct {
 	name  string
-	build func(*testing.T) string
+	build func(testing.TB) string
 }{
 	{"harness", buildHarnessHelper},
 	{"trueforge-netd", buildNetd},
@@ -125,7 +125,7 @@ var netdHelpers = []struct {
 // buildHarnessHelper builds cmd/trueforge-harness static, as the demo does, and checks
 // that sandboxnet.LocateHelper, asked for the helper of a harness run from that binary,
 // picks the binary itself; it returns its path.
-func buildHarnessHelper(t *testing.T) string {
+func buildHarnessHelper(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv(harnessHelperEnv); p != "" {
 		return p

@@ -4,7 +4,6 @@ package local
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -53,26 +52,13 @@ func BenchmarkColdStartBlocked(b *testing.B) {
 // of this program, netns.go) and Create returns once netd listens. Compare with
 // BenchmarkColdStart.
 func BenchmarkColdStartEgress(b *testing.B) {
-	if _, err := exec.LookPath("go"); err != nil {
-		b.Skip("skipping: the go command is needed to build trueforge-netd")
-	}
-	netd := filepath.Join(b.TempDir(), "trueforge-netd")
-	build := exec.Command("go", "build", "-trimpath", "-o", netd, "github.com/trueforge/terraform-provider-trueforge/cmd/trueforge-netd")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build trueforge-netd: %v\n%s", err, out)
-	}
+	netd := buildNetd(b)
 	p, err := egress.New(context.Background(), egress.Config{SandboxID: "bench", SystemRoots: []byte{}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	sock := filepath.Join(b.TempDir(), "egress.sock")
-	ln, err := egress.Listen(sock)
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = p.Serve(ln) }()
-	b.Cleanup(func() { p.Close() })
+	serveProxy(b, p, sock)
 	coldStart(b, sandbox.CreateRequest{Env: p.Env(), Egress: egressHook(p, sock, netd)})
 }
 
