@@ -11,6 +11,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // connectVia sends a CONNECT for target over a sandbox's egress socket and returns the
@@ -38,21 +39,10 @@ func connectVia(t *testing.T, socket, target string) (int, string) {
 func TestAllowCIDRsEnforcedAndKept(t *testing.T) {
 	st, env, _ := fixture(t)
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, _, err := sandboxtest.CountingServer(t, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	env.Settings.AllowCIDRs = []string{"127.0.0.1/32"}
 	cfg := sandboxnet.Config{Store: st, Dir: t.TempDir(), Helper: fakeHelper(t),
 		AllowAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}}
