@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,7 +15,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
-	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
@@ -51,10 +47,7 @@ func harnessProcess(t *testing.T, args ...string) (*exec.Cmd, *sandboxtest.SyncB
 func pgControlPlane(t *testing.T) (*store.Store, string) {
 	t.Helper()
 	harnesstest.RequireSandboxTools(t)
-	t.Setenv(store.DataDirEnv, t.TempDir())
-	key := make([]byte, 32)
-	rand.Read(key)
-	t.Setenv(secretbox.KeyEnv, base64.StdEncoding.EncodeToString(key))
+	harnesstest.ShareMachine(t)
 	pg := storetest.NewHarnessDB(t)
 	st := pg.Owner
 	ctx := context.Background()
@@ -117,25 +110,10 @@ func TestServeReplicasRepairAKilledTurn(t *testing.T) {
 		return len(runs) == 1 && runs[0].Status == store.RunInterrupted && len(sandboxtest.ProcessesWith(marker)) == 0
 	})
 	time.Sleep(600 * time.Millisecond) // more passes: nobody repairs it again
-	count := func(kind string) []map[string]any {
-		evs, err := st.Events(ctx, sid, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []map[string]any
-		for _, e := range evs {
-			if e.Kind == kind {
-				var m map[string]any
-				_ = json.Unmarshal(e.Payload, &m)
-				out = append(out, m)
-			}
-		}
-		return out
-	}
-	if n := len(count(events.KindRunInterrupted)); n != 1 {
+	if n := len(harnesstest.Payloads(t, st, sid, events.KindRunInterrupted)); n != 1 {
 		t.Fatalf("%d run_interrupted events; want 1", n)
 	}
-	if n := len(count(events.KindSandboxReclaimed)); n != 1 {
+	if n := len(harnesstest.Payloads(t, st, sid, events.KindSandboxReclaimed)); n != 1 {
 		t.Fatalf("%d sandbox_reclaimed events; want 1", n)
 	}
 	reported := 0
@@ -153,7 +131,7 @@ func TestServeReplicasRepairAKilledTurn(t *testing.T) {
 	if !strings.Contains(out.String(), "resumed fine") {
 		t.Fatalf("the next turn printed:\n%s", out)
 	}
-	res := count(events.KindToolResult)
+	res := harnesstest.Payloads(t, st, sid, events.KindToolResult)
 	if len(res) != 2 || res[0]["synthetic"] != true || !strings.Contains(res[1]["text"].(string), "before") {
 		t.Fatalf("tool results %v; want the killed call's interrupted result, then the file written before the kill", res)
 	}

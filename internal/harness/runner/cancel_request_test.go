@@ -47,7 +47,7 @@ func TestCancelRequestedThroughTheRowCancelsTheRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the run did not end after its cancel was requested")
 	}
-	if p := payloads(t, st, sid, events.KindCancelled); len(p) != 1 || p[0]["run_id"] != runID {
+	if p := harnesstest.Payloads(t, st, sid, events.KindCancelled); len(p) != 1 || p[0]["run_id"] != runID {
 		t.Fatalf("cancelled events: %v", p)
 	}
 }

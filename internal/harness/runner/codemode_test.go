@@ -172,7 +172,7 @@ console.log("combined:", f.city, f.temp_c, Math.floor(Number(p) / 1000), Object.
 			if strings.Contains(out, "internal_note") || strings.Contains(out, "NOT-FOR-SCRIPTS") {
 				t.Fatalf("a field forecast's output schema does not declare reached the script: %q", out)
 			}
-			calls := payloads(t, f.env.Store, sid, events.KindMCPCall)
+			calls := harnesstest.Payloads(t, f.env.Store, sid, events.KindMCPCall)
 			if len(calls) != 2 {
 				t.Fatalf("mcp_call records %v; want 2", calls)
 			}
@@ -270,7 +270,7 @@ print("population", kb.population(city="Rome"))`
 		sid, _ := r.NewSession(context.Background(), user)
 		mustRun(t, r, sid, "weather?")
 		outs[user] = results(t, f.env.Store, sid)[0]["text"].(string)
-		calls := payloads(t, f.env.Store, sid, events.KindMCPCall)
+		calls := harnesstest.Payloads(t, f.env.Store, sid, events.KindMCPCall)
 		if len(calls) != 2 || calls[0]["user"] != user || calls[1]["user"] != user {
 			t.Fatalf("%s's records %v", user, calls)
 		}
@@ -328,7 +328,7 @@ print(kb.slow(city="Lima"))`
 	cancelled := cancelInSlowCall(t, r, sid, "go slow", kb, marker)
 	t.Logf("cancel to run end: %s", time.Since(cancelled))
 	sandboxtest.WaitFor(t, "the script's processes to go", 5*time.Second, func() bool { return len(sandboxtest.ProcessesWith(marker)) == 0 })
-	calls := payloads(t, f.env.Store, sid, events.KindMCPCall)
+	calls := harnesstest.Payloads(t, f.env.Store, sid, events.KindMCPCall)
 	if len(calls) != 1 || calls[0]["outcome"] != events.OutcomeUnknown {
 		t.Fatalf("records right after the cancel %v; want the slow call as unknown", calls)
 	}
@@ -338,7 +338,7 @@ print(kb.slow(city="Lima"))`
 	if err := cm.Wait(wctx); err != nil {
 		t.Fatal("the slow call's outcome was never recorded:", err)
 	}
-	calls = payloads(t, f.env.Store, sid, events.KindMCPCall)
+	calls = harnesstest.Payloads(t, f.env.Store, sid, events.KindMCPCall)
 	if len(calls) != 2 || calls[1]["outcome"] != events.OutcomeCompleted || calls[1]["late"] != true {
 		t.Fatalf("records after the server answered %v; want a late completed record", calls)
 	}
@@ -424,10 +424,10 @@ func TestCodeModeLimits(t *testing.T) {
 			if strings.Contains(out, "never") {
 				t.Fatalf("the script went on past its limit: %q", out)
 			}
-			if got := len(payloads(t, f.env.Store, sid, events.KindMCPCall)); got != c.calls {
+			if got := len(harnesstest.Payloads(t, f.env.Store, sid, events.KindMCPCall)); got != c.calls {
 				t.Fatalf("%d mcp_call records; want %d", got, c.calls)
 			}
-			if msgs := payloads(t, f.env.Store, sid, events.KindModelMessage); msgs[len(msgs)-1]["text"] != "after" {
+			if msgs := harnesstest.Payloads(t, f.env.Store, sid, events.KindModelMessage); msgs[len(msgs)-1]["text"] != "after" {
 				t.Fatalf("the session did not go on: %v", msgs)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
@@ -158,7 +159,7 @@ func TestHarnessKilledMidTurnResumesSession(t *testing.T) {
 	if out.Text != "resumed fine" {
 		t.Fatalf("resumed turn answered %q", out.Text)
 	}
-	interrupted := payloads(t, f.env.Store, sid, events.KindRunInterrupted)
+	interrupted := harnesstest.Payloads(t, f.env.Store, sid, events.KindRunInterrupted)
 	if len(interrupted) != 1 {
 		t.Fatalf("%d run_interrupted events; want 1", len(interrupted))
 	}

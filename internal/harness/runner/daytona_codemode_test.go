@@ -72,7 +72,7 @@ print(kb.slow(city="Lima"))`
 	if err := cm.Wait(wctx); err != nil {
 		t.Fatal(err)
 	}
-	calls := payloads(t, f.st, sid, events.KindMCPCall)
+	calls := harnesstest.Payloads(t, f.st, sid, events.KindMCPCall)
 	if n := len(calls); n != 4 || calls[2]["outcome"] != events.OutcomeUnknown || calls[3]["outcome"] != events.OutcomeCompleted || calls[3]["late"] != true {
 		t.Fatalf("records %v; want two completed, then the slow call unknown and late completed", calls)
 	}

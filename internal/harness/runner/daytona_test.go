@@ -247,7 +247,7 @@ func TestDaytonaSandboxLazyReusedAndResumedWithFiles(t *testing.T) {
 	if last := lastResult(t, f.st, sid); !strings.Contains(last, "hello") {
 		t.Fatalf("after the archive: %q; want the file back", last)
 	}
-	resumed := payloads(t, f.st, sid, "sandbox_resumed")
+	resumed := harnesstest.Payloads(t, f.st, sid, "sandbox_resumed")
 	if len(resumed) != 2 || resumed[1]["snapshot_id"] != f.snapshot || resumed[1]["recorded_snapshot_id"] != f.snapshot {
 		t.Fatalf("sandbox_resumed %v; want two, with snapshot %s", resumed, f.snapshot)
 	}
@@ -257,7 +257,7 @@ func TestDaytonaSandboxLazyReusedAndResumedWithFiles(t *testing.T) {
 	if n := f.srv.Count("POST /sandbox/{id}/start"); n != 2 {
 		t.Fatalf("POST /sandbox/{id}/start %d times; want 2 (after the stop, after the archive)", n)
 	}
-	prov := payloads(t, f.st, sid, "sandbox_provisioned")
+	prov := harnesstest.Payloads(t, f.st, sid, "sandbox_provisioned")
 	if len(prov) != 1 || prov[0]["provider_type"] != "daytona" || prov[0]["limits_enforced"] != true {
 		t.Fatalf("sandbox_provisioned %v", prov)
 	}

@@ -278,7 +278,7 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 	// The decisions are in the session log: the allowed request with the secret named
 	// (not its value), the refusals with their reason.
 	var allowed, refused int
-	for _, d := range payloads(t, f.env.Store, sid, events.KindEgress) {
+	for _, d := range harnesstest.Payloads(t, f.env.Store, sid, events.KindEgress) {
 		switch {
 		case d["allowed"] == true && d["host"] == allowedHost:
 			if s, _ := d["secrets"].([]any); len(s) == 1 && s[0] == "API_TOKEN" {
@@ -301,7 +301,7 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 	if got := lastResult(t, f.env.Store, sid); !strings.Contains(got, "authorized by upstream") {
 		t.Fatalf("after rotation: %q", got)
 	}
-	if got := payloads(t, f.env.Store, sid, "sandbox_provisioned"); len(got) != 1 {
+	if got := harnesstest.Payloads(t, f.env.Store, sid, "sandbox_provisioned"); len(got) != 1 {
 		t.Fatalf("%d sandboxes provisioned; rotation must reach the running one", len(got))
 	}
 
@@ -335,7 +335,7 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 	lifecycleKinds := []string{"sandbox_network_reattached", "sandbox_resumed", "sandbox_reclaimed", "sandbox_lost", "sandbox_provisioned"}
 	counts := map[string]int{}
 	for _, k := range lifecycleKinds {
-		counts[k] = len(payloads(t, f.env.Store, sid, k))
+		counts[k] = len(harnesstest.Payloads(t, f.env.Store, sid, k))
 	}
 	f.newHarness(t, netdHelper(t))
 	r = f.runner(t, "net")
@@ -345,7 +345,7 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 		t.Fatalf("after a harness restart: %q; want the request through the new proxy and the background process alive", got)
 	}
 	for _, k := range lifecycleKinds {
-		if n := len(payloads(t, f.env.Store, sid, k)); n != counts[k] {
+		if n := len(harnesstest.Payloads(t, f.env.Store, sid, k)); n != counts[k] {
 			t.Fatalf("%d %s events after the harness restart, %d before; want no lifecycle change", n, k, counts[k])
 		}
 	}
@@ -471,7 +471,7 @@ func TestHarnessKilledWithEgressResumesThroughANewProxy(t *testing.T) {
 	if h := f.up.headers(); len(h) != 2 || h[1] != "Bearer "+secretV1 {
 		t.Fatalf("upstream saw %q", h)
 	}
-	if len(payloads(t, f.env.Store, sid, "sandbox_reclaimed")) != 1 {
+	if len(harnesstest.Payloads(t, f.env.Store, sid, "sandbox_reclaimed")) != 1 {
 		t.Fatal("no sandbox_reclaimed event")
 	}
 }

@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 
@@ -108,7 +107,7 @@ func call(name string, args map[string]any) map[string]any {
 // results returns the tool_result payloads of a session, in order.
 func results(t testing.TB, st *store.Store, session string) []map[string]any {
 	t.Helper()
-	return payloads(t, st, session, events.KindToolResult)
+	return harnesstest.Payloads(t, st, session, events.KindToolResult)
 }
 
 // editEnvironment changes environment name in st with edit and stores the change.
@@ -133,25 +132,6 @@ func lastResult(t testing.TB, st *store.Store, session string) string {
 		t.Fatal("no tool result")
 	}
 	return res[len(res)-1]["text"].(string)
-}
-
-func payloads(t testing.TB, st *store.Store, session, kind string) []map[string]any {
-	t.Helper()
-	evs, err := st.Events(context.Background(), session, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]any
-	for _, e := range evs {
-		if e.Kind == kind {
-			var m map[string]any
-			if err := json.Unmarshal(e.Payload, &m); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 func kinds(t testing.TB, st *store.Store, session string) []string {

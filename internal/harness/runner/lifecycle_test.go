@@ -50,7 +50,7 @@ func TestSandboxProvisionedOnFirstCallAndReused(t *testing.T) {
 	if got := f.env.Runtime.Calls("Create"); got != 1 {
 		t.Fatalf("Create called %d times after the first exec; want 1", got)
 	}
-	prov := payloads(t, f.env.Store, sid, "sandbox_provisioned")
+	prov := harnesstest.Payloads(t, f.env.Store, sid, "sandbox_provisioned")
 	if len(prov) != 1 || prov[0]["snapshot_id"] != f.env.Snapshot {
 		t.Fatalf("sandbox_provisioned events %v; want one with snapshot %s", prov, f.env.Snapshot)
 	}
@@ -122,7 +122,7 @@ func TestSandboxKilledMidTurnLeavesSessionUsable(t *testing.T) {
 	if got := f.env.Runtime.Calls("Create"); got != 2 {
 		t.Fatalf("Create called %d times; want 2 (first + recreate)", got)
 	}
-	lost := payloads(t, f.env.Store, sid, "sandbox_lost")
+	lost := harnesstest.Payloads(t, f.env.Store, sid, "sandbox_lost")
 	if len(lost) == 0 {
 		t.Fatal("no sandbox_lost event")
 	}
@@ -186,7 +186,7 @@ func TestSessionReusedAfterIdleStopKeepsFilesAndSnapshot(t *testing.T) {
 	if last := lastResult(t, f.env.Store, sid); !strings.Contains(last, "kept") || !strings.Contains(last, "resumed") {
 		t.Fatalf("after the stop: %q; want the file and a resume note", last)
 	}
-	resumed := payloads(t, f.env.Store, sid, "sandbox_resumed")
+	resumed := harnesstest.Payloads(t, f.env.Store, sid, "sandbox_resumed")
 	if len(resumed) != 1 || resumed[0]["snapshot_id"] != f.env.Snapshot || resumed[0]["recorded_snapshot_id"] != f.env.Snapshot {
 		t.Fatalf("sandbox_resumed %v; want snapshot %s recorded and reported", resumed, f.env.Snapshot)
 	}
@@ -213,7 +213,7 @@ func TestSessionReusedAfterArchiveKeepsFilesAndSnapshot(t *testing.T) {
 	if last := lastResult(t, f.env.Store, sid); !strings.Contains(last, "kept") {
 		t.Fatalf("after archive: %q; want the file back", last)
 	}
-	resumed := payloads(t, f.env.Store, sid, "sandbox_resumed")
+	resumed := harnesstest.Payloads(t, f.env.Store, sid, "sandbox_resumed")
 	if len(resumed) != 1 || resumed[0]["snapshot_id"] != f.env.Snapshot {
 		t.Fatalf("sandbox_resumed %v; want snapshot %s", resumed, f.env.Snapshot)
 	}
@@ -302,7 +302,7 @@ func TestCancelDuringExecStopsTheProcess(t *testing.T) {
 	if len(res) != 1 || res[0]["is_error"] != true {
 		t.Fatalf("cancelled call's result %v; want one error result", res)
 	}
-	if len(payloads(t, f.env.Store, sid, events.KindCancelled)) != 1 {
+	if len(harnesstest.Payloads(t, f.env.Store, sid, events.KindCancelled)) != 1 {
 		t.Fatal("no cancelled event")
 	}
 	out2 := mustRun(t, r, sid, "still there?")
@@ -327,7 +327,7 @@ func TestLocalSandboxHasLimitsAndNoHostNetwork(t *testing.T) {
 	}
 	// Enforced, unless this host gives the runtime no cgroup (an unprivileged run).
 	enforced := len(f.env.Runtime.UnenforcedLimits(info.Limits)) == 0
-	prov := payloads(t, f.env.Store, sid, "sandbox_provisioned")
+	prov := harnesstest.Payloads(t, f.env.Store, sid, "sandbox_provisioned")
 	if len(prov) != 1 || prov[0]["limits_enforced"] != enforced {
 		t.Fatalf("sandbox_provisioned %v; want limits_enforced %v", prov, enforced)
 	}

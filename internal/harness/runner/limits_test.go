@@ -50,14 +50,14 @@ func TestMaxTurnsAndTokenBudgetStopTheRun(t *testing.T) {
 	r := storeRunner(t, st, "loopy")
 	sid, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	out := mustRun(t, r, sid, "go")
-	lim := payloads(t, st, sid, events.KindLimit)
+	lim := harnesstest.Payloads(t, st, sid, events.KindLimit)
 	if out.Steps != 3 || len(lim) != 1 || lim[0]["limit"] != "max_turns" {
 		t.Fatalf("steps %d, limits %v; want 3 steps and a max_turns limit", out.Steps, lim)
 	}
 	r.MaxTurns, r.TokenBudget = 100, 2500
 	sid2, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	out = mustRun(t, r, sid2, "go")
-	lim = payloads(t, st, sid2, events.KindLimit)
+	lim = harnesstest.Payloads(t, st, sid2, events.KindLimit)
 	if out.Steps != 3 || len(lim) != 1 || lim[0]["limit"] != "token_budget" {
 		t.Fatalf("steps %d, limits %v; want the budget to stop step 3", out.Steps, lim)
 	}
@@ -69,7 +69,7 @@ func TestMaxTurnsAndTokenBudgetStopTheRun(t *testing.T) {
 	r.TokenBudget = 2200
 	sid3, _ := r.NewSession(context.Background(), harnesstest.Owner)
 	out = mustRun(t, r, sid3, "go")
-	if lim = payloads(t, st, sid3, events.KindLimit); out.Steps != 2 || len(lim) != 1 || lim[0]["limit"] != "token_budget" {
+	if lim = harnesstest.Payloads(t, st, sid3, events.KindLimit); out.Steps != 2 || len(lim) != 1 || lim[0]["limit"] != "token_budget" {
 		t.Fatalf("steps %d, limits %v; want the budget, reached exactly at step 2, to stop the run there", out.Steps, lim)
 	}
 }

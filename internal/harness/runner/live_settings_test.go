@@ -38,7 +38,7 @@ func TestDaytonaSandboxFollowsAgentTimingsWithoutHarness(t *testing.T) {
 	if *sb.AutoStopInterval != 5 || *sb.AutoArchiveInterval != 43200 || *sb.AutoDeleteInterval != 175 {
 		t.Fatalf("intervals stop=%d archive=%d delete=%d; want 5 43200 175", *sb.AutoStopInterval, *sb.AutoArchiveInterval, *sb.AutoDeleteInterval)
 	}
-	prov := payloads(t, f.st, sid, "sandbox_provisioned")
+	prov := harnesstest.Payloads(t, f.st, sid, "sandbox_provisioned")
 	if net, _ := prov[0]["network"].(map[string]any); net == nil || len(net["allow_cidrs"].([]any)) != 2 {
 		t.Fatalf("sandbox_provisioned %v; want the CIDRs in its network summary", prov)
 	}

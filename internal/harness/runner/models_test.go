@@ -275,7 +275,7 @@ func TestAnthropicModelRunsToolLoop(t *testing.T) {
 	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	out, err := r.Run(ctx, sid, "hi", nil)
 	if err != nil || out.Status != store.RunCompleted || out.Text != "All good." {
-		t.Fatalf("run: %v %+v %v", err, out, payloads(t, st, sid, events.KindError))
+		t.Fatalf("run: %v %+v %v", err, out, harnesstest.Payloads(t, st, sid, events.KindError))
 	}
 	if out.InputTokens != 100 || out.OutputTokens != 14 {
 		t.Fatalf("usage %d/%d; want 100/14", out.InputTokens, out.OutputTokens)
@@ -308,7 +308,7 @@ func TestMissingModelKeyNamesTheVariable(t *testing.T) {
 	r := &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st}}
 	sid, _ := r.NewSession(ctx, harnesstest.Owner)
 	out, _ := r.Run(ctx, sid, "hi", nil)
-	errs := payloads(t, st, sid, events.KindError)
+	errs := harnesstest.Payloads(t, st, sid, events.KindError)
 	if out.Status != store.RunFailed || len(errs) != 1 || !strings.Contains(errs[0]["message"].(string), "TF_TEST_UNSET_KEY_VAR") {
 		t.Fatalf("status %s, errors %v; want a failure naming TF_TEST_UNSET_KEY_VAR", out.Status, errs)
 	}

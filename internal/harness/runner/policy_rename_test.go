@@ -48,7 +48,7 @@ print("population", fx.population(city="Rome"))`
 	if !strings.Contains(out, "refused:") || !strings.Contains(out, "no forecasts from kb") || !strings.Contains(out, "population 2100000") {
 		t.Fatalf("the script's output %q; want forecast refused by the rule and population answered", out)
 	}
-	calls := payloads(t, f.env.Store, sid, events.KindMCPCall)
+	calls := harnesstest.Payloads(t, f.env.Store, sid, events.KindMCPCall)
 	if len(calls) != 2 || calls[0]["outcome"] != events.OutcomeDenied || calls[0]["rule"] != 0.0 || calls[1]["outcome"] != events.OutcomeCompleted {
 		t.Fatalf("mcp_call records %v; want forecast denied by rule 0, population completed", calls)
 	}

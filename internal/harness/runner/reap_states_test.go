@@ -138,7 +138,7 @@ func TestReapStopsLostSandboxThatStillRuns(t *testing.T) {
 	if st := recordState(t, f, sid); st != store.SandboxStateStopped {
 		t.Fatalf("record state %s; want stopped", st)
 	}
-	if ev := payloads(t, f.env.Store, sid, "sandbox_stopped"); len(ev) != 1 || ev[0]["from"] != "lost" || ev[0]["backend_status"] != sandbox.SandboxRunning {
+	if ev := harnesstest.Payloads(t, f.env.Store, sid, "sandbox_stopped"); len(ev) != 1 || ev[0]["from"] != "lost" || ev[0]["backend_status"] != sandbox.SandboxRunning {
 		t.Fatalf("sandbox_stopped events %v; want one from lost, backend Running", ev)
 	}
 

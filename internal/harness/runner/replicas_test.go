@@ -2,8 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +20,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
-	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
@@ -35,10 +32,7 @@ import (
 func pgReplicas(t *testing.T) (*fixture, string) {
 	t.Helper()
 	harnesstest.RequireSandboxTools(t)
-	t.Setenv(store.DataDirEnv, t.TempDir())
-	key := make([]byte, 32)
-	rand.Read(key)
-	t.Setenv(secretbox.KeyEnv, base64.StdEncoding.EncodeToString(key))
+	harnesstest.ShareMachine(t)
 	url := pgtest.Get(t).Database(t)
 	st := storetest.Open(t, url)
 	ctx := context.Background()
@@ -146,7 +140,7 @@ func TestReplicaKilledMidTurnIsRepairedAfterHeartbeatTimeout(t *testing.T) {
 	if p := sandboxtest.ProcessesWith(marker); len(p) > 0 {
 		t.Fatalf("the command the dead replica left running still runs after the repair: pids %v", p)
 	}
-	interrupted := payloads(t, f.env.Store, sid, events.KindRunInterrupted)
+	interrupted := harnesstest.Payloads(t, f.env.Store, sid, events.KindRunInterrupted)
 	if len(interrupted) != 1 || !strings.Contains(interrupted[0]["reason"].(string), "no heartbeat") {
 		t.Fatalf("run_interrupted events %v; want one, naming the lapsed heartbeat", interrupted)
 	}
@@ -165,7 +159,7 @@ func TestReplicaKilledMidTurnIsRepairedAfterHeartbeatTimeout(t *testing.T) {
 	if runs := checkResumedAfterCrash(t, f.env.Store, sid); runs[1].Owner != self {
 		t.Fatalf("runs %+v; want A's interrupted, then B's completed", runs)
 	}
-	if users := payloads(t, f.env.Store, sid, events.KindUserMessage); len(users) != 2 || users[0]["text"] != "start the long job" {
+	if users := harnesstest.Payloads(t, f.env.Store, sid, events.KindUserMessage); len(users) != 2 || users[0]["text"] != "start the long job" {
 		t.Fatalf("user messages %v; want A's and B's", users)
 	}
 }
@@ -287,7 +281,7 @@ func TestTwoReplicasRepairADeadRunOnce(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		if n := len(payloads(t, f.env.Store, sid, events.KindRunInterrupted)); n != 1 {
+		if n := len(harnesstest.Payloads(t, f.env.Store, sid, events.KindRunInterrupted)); n != 1 {
 			t.Fatalf("trial %d: %d run_interrupted events; want 1", trial, n)
 		}
 		if res := results(t, f.env.Store, sid); len(res) != 1 || res[0]["synthetic"] != true {

@@ -132,7 +132,7 @@ func TestSkillsLoadedOnDemand(t *testing.T) {
 	mustContain(t, "the load's result", loads[0], `Loaded skill "greet" (`+sk.Digest+`) into .skills/greet/`, "read-only", "scripts/hello.sh (", "executable",
 		"SKILL.md:\n---\nname: greet")
 	mustContain(t, "the script's run", lastResult(t, st, sid), "name: greet", "hello v1", "555 .skills/greet\n", "555 .skills/greet/scripts/hello.sh", "444 .skills/greet/notes/usage.md", "READ-ONLY")
-	ev := payloads(t, st, sid, events.KindSkillLoaded)
+	ev := harnesstest.Payloads(t, st, sid, events.KindSkillLoaded)
 	if len(ev) != 1 || ev[0]["digest"] != sk.Digest || ev[0]["generation"].(float64) != 1 {
 		t.Fatalf("skill_loaded events %v", ev)
 	}
@@ -181,7 +181,7 @@ func TestSkillsLoadedOnDemand(t *testing.T) {
 	}
 	mustContain(t, "the load in the new sandbox", resultOf(t, st, sid, tools.NameLoadSkill)[4], `Loaded skill "greet" (`+sk2.Digest+`)`)
 	mustContain(t, "the script in the new sandbox", lastResult(t, st, sid), "hello v2")
-	ev = payloads(t, st, sid, events.KindSkillLoaded)
+	ev = harnesstest.Payloads(t, st, sid, events.KindSkillLoaded)
 	if len(ev) != 3 || ev[2]["digest"] != sk2.Digest || ev[2]["generation"].(float64) != 2 {
 		t.Fatalf("skill_loaded events %v", ev)
 	}

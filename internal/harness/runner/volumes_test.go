@@ -66,7 +66,7 @@ func TestVolumeSharedBetweenSessions(t *testing.T) {
 	}
 	// The volume was made without a size (a plain directory): the sandbox's event says
 	// that its size is not enforced.
-	events := payloads(t, st, rs, "sandbox_provisioned")
+	events := harnesstest.Payloads(t, st, rs, "sandbox_provisioned")
 	if len(events) != 1 || !strings.Contains(fmt.Sprint(events[0]["unenforced_limits"]), "volume shared has no size limit") {
 		t.Fatalf("sandbox_provisioned %v; want the volume's size among the unenforced limits", events)
 	}
