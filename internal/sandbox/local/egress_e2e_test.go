@@ -171,8 +171,7 @@ func serveProxy(t testing.TB, p *egress.Proxy, sock string) (stop func()) {
 // addresses, and the secret's value is nowhere in the sandbox.
 func TestEgressEndToEnd(t *testing.T) {
 	t.Parallel()
-	skipWithout(t, "/usr/bin/python3", "the AF_UNIX probe needs python3")
-	skipWithout(t, "/usr/bin/curl", "the probes need curl")
+	requireHostTools(t, "python3", "curl")
 	netdBin := buildNetd(t)
 	r, rel := newTestRuntime(t)
 	ctx := context.Background()

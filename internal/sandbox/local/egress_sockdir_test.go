@@ -21,7 +21,7 @@ import (
 // by an earlier command is still alive. Between the two, the sandbox has no way out.
 func TestEgressSurvivesANewListener(t *testing.T) {
 	t.Parallel()
-	skipWithout(t, "/usr/bin/curl", "the probes need curl")
+	requireHostTools(t, "curl")
 	netdBin := buildNetd(t)
 	r, rel := newTestRuntime(t)
 	ctx := context.Background()
@@ -133,7 +133,7 @@ func socketIn(t *testing.T, dir, prefix string) string {
 // the sandbox, and the helper still connects through the read-only mount.
 func TestAttackEgressSocketDir(t *testing.T) {
 	t.Parallel()
-	skipWithout(t, "/usr/bin/python3", "the probe needs python3")
+	requireHostTools(t, "python3")
 	helper := buildEgressHelper(t)
 	r, rel := newTestRuntime(t)
 	sockA, sockB := socketIn(t, "", "tfsdA-"), socketIn(t, "", "tfsdB-")
@@ -185,7 +185,7 @@ grep -c tfsdA- /proc/self/mountinfo; grep -c tfsdB- /proc/self/mountinfo; true`)
 // reached once it is back.
 func TestEgressSocketDirChecked(t *testing.T) {
 	t.Parallel()
-	skipWithout(t, "/usr/bin/python3", "the probe needs python3")
+	requireHostTools(t, "python3")
 	helper := buildEgressHelper(t)
 	r, rel := newTestRuntime(t)
 	ctx := context.Background()

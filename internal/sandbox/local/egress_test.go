@@ -61,7 +61,7 @@ except OSError as e:
 // reaches the host's unix socket; commands cannot create unix sockets themselves.
 func TestEgressHook(t *testing.T) {
 	t.Parallel()
-	skipWithout(t, "/usr/bin/python3", "the probe needs python3")
+	requireHostTools(t, "python3")
 	helper := buildEgressHelper(t)
 	r, rel := newTestRuntime(t)
 	sock := filepath.Join(t.TempDir(), "egress.sock")
@@ -172,7 +172,7 @@ rm -f /etc/resolv.conf 2>/dev/null && echo removed || echo kept`)
 // listens, however slow it is to start (here 700 ms, well under the 5 s the init waits).
 func TestEgressHelperReady(t *testing.T) {
 	t.Parallel()
-	skipWithout(t, "/usr/bin/python3", "the probe needs python3")
+	requireHostTools(t, "python3")
 	const delay = 700 * time.Millisecond
 	helper := buildEgressHelperWith(t, "-X main.listenDelay="+delay.String())
 	r, rel := newTestRuntime(t)

@@ -94,6 +94,17 @@ func requireTools(t testing.TB) {
 	}
 }
 
+// requireHostTools skips t unless the host's /usr/bin has each of tools: sandboxes see
+// the host's /usr, so that is where a probe's python3 or curl comes from.
+func requireHostTools(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := os.Stat("/usr/bin/" + tool); err != nil {
+			t.Skipf("skipping: the probe needs %s (/usr/bin/%s)", tool, tool)
+		}
+	}
+}
+
 // newTestBuilder returns a builder on a fresh root with its release prepared.
 func newTestBuilder(t testing.TB) (*Builder, string) {
 	t.Helper()
@@ -197,15 +208,6 @@ func etcOwner(r *Runtime) string {
 // (sandboxnet): the socket p listens on, the netd helper and p's files.
 func egressHook(p *egress.Proxy, sock, helper string) *sandbox.Egress {
 	return &sandbox.Egress{Socket: sock, Helper: helper, Files: p.Files()}
-}
-
-// skipWithout skips the test when the host has no program at path, which it needs
-// (why says for what).
-func skipWithout(t *testing.T, path, why string) {
-	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("skipping: " + why)
-	}
 }
 
 // unguessable is a secret value that starts with prefix and that nothing in a sandbox

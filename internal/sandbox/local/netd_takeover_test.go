@@ -160,7 +160,7 @@ func TestAttackNetdTakeover(t *testing.T) {
 	if seccompProgram() == nil {
 		t.Skip("skipping: no seccomp filter on this architecture")
 	}
-	skipWithout(t, "/usr/bin/python3", "the probes need python3")
+	requireHostTools(t, "python3")
 	for _, h := range netdHelpers {
 		t.Run(h.name, func(t *testing.T) { attackNetdTakeover(t, h.build(t)) })
 	}
