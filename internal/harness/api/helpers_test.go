@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,9 +28,7 @@ import (
 
 func TestMain(m *testing.M) {
 	backends.ReexecMain() // the local backend re-executes this test binary as its helpers
-	code := m.Run()
-	pgtest.Stop()
-	os.Exit(code)
+	pgtest.Main(m)
 }
 
 // fixture is an API server on loopback over a real store, with users alice, bob (plain)
