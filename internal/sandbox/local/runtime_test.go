@@ -20,23 +20,11 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
-// newTestRuntime returns a runtime on a fresh builder root and the id of its release, a
-// Ready snapshot. Every sandbox left is deleted at the end of the test.
+// newTestRuntime returns a runtime on a fresh builder root (newTestBuilder's) and the id
+// of its release, a Ready snapshot. Every sandbox left is deleted at the end of the test.
 func newTestRuntime(t testing.TB) (*Runtime, string) {
 	t.Helper()
-	for _, tool := range []string{"bwrap", "unshare"} {
-		if _, err := findTool(tool); err != nil {
-			t.Skipf("skipping: %s is not installed", tool)
-		}
-	}
-	b, err := NewBuilder(filepath.Join(t.TempDir(), "local-backend"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := b.PrepareRelease(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, rel := newTestBuilder(t)
 	r, err := NewRuntime(b, filepath.Join(b.Root(), "runtime"))
 	if err != nil {
 		t.Fatal(err)
