@@ -10,16 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/nettest"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/netd"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // countingServer is a TCP server on host loopback that counts the connections it
 // accepts: what the attack would reach.
 func countingServer(t *testing.T) (port string, accepted func() int64) {
 	t.Helper()
-	port, accepted, err := sandboxtest.CountingServer(t, "127.0.0.1:0")
+	port, accepted, err := nettest.CountingServer(t, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

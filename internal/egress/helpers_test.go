@@ -20,9 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/nettest"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress/wire"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // testNames are the upstream names every fixture serves (all on 127.0.0.1).
@@ -37,7 +38,7 @@ type upstream struct {
 	token func() string // the value /auth expects in Authorization: Bearer
 }
 
-func newUpstream(t testing.TB, ca *sandboxtest.UpstreamTLS, tlsOn bool) *upstream {
+func newUpstream(t testing.TB, ca *nettest.UpstreamTLS, tlsOn bool) *upstream {
 	t.Helper()
 	u := &upstream{token: func() string { return "" }}
 	big := make([]byte, 1<<20)
@@ -205,7 +206,7 @@ func (d *decisions) has(host, reason string) bool {
 
 // fixture is one sandbox's proxy serving a unix socket, with its upstreams.
 type fixture struct {
-	ca       *sandboxtest.UpstreamTLS
+	ca       *nettest.UpstreamTLS
 	up       *upstream // TLS
 	plainUp  *upstream // plain http
 	resolver *fakeResolver
@@ -220,7 +221,7 @@ type fixtureOpt func(*egress.Config)
 
 func newFixture(t testing.TB, pol egress.Policy, secrets []egress.Secret, opts ...fixtureOpt) *fixture {
 	t.Helper()
-	f := &fixture{ca: sandboxtest.NewUpstreamTLS(t, testNames, net.ParseIP("127.0.0.1")), resolver: newResolver(), secrets: &secretStore{}, log: &decisions{}, dir: t.TempDir()}
+	f := &fixture{ca: nettest.NewUpstreamTLS(t, testNames, net.ParseIP("127.0.0.1")), resolver: newResolver(), secrets: &secretStore{}, log: &decisions{}, dir: t.TempDir()}
 	f.up = newUpstream(t, f.ca, true)
 	f.plainUp = newUpstream(t, f.ca, false)
 	f.secrets.set(secrets...)

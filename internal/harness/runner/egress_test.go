@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/nettest"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
@@ -70,7 +72,7 @@ type upstreamTLS struct {
 
 func newUpstreamTLS(t *testing.T, hosts ...string) *upstreamTLS {
 	t.Helper()
-	id := sandboxtest.NewUpstreamTLS(t, hosts)
+	id := nettest.NewUpstreamTLS(t, hosts)
 	u := &upstreamTLS{caPEM: id.CAPEM, pool: id.Pool}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) {

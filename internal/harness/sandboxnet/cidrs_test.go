@@ -9,9 +9,10 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/nettest"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // connectVia sends a CONNECT for target over a sandbox's egress socket and returns the
@@ -39,7 +40,7 @@ func connectVia(t *testing.T, socket, target string) (int, string) {
 func TestAllowCIDRsEnforcedAndKept(t *testing.T) {
 	st, env, _ := fixture(t)
 	ctx := context.Background()
-	port, _, err := sandboxtest.CountingServer(t, "127.0.0.1:0")
+	port, _, err := nettest.CountingServer(t, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/nettest"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/asuser"
 	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -135,7 +137,7 @@ func TestUnprivilegedBuildEgress(t *testing.T) {
 // not available.
 func loopbackServer(t *testing.T, addr string) (port string, accepted func() int64) {
 	t.Helper()
-	port, accepted, err := sandboxtest.CountingServer(t, addr)
+	port, accepted, err := nettest.CountingServer(t, addr)
 	if err != nil {
 		return "", func() int64 { return 0 }
 	}

@@ -22,9 +22,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/nettest"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
-	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 )
 
 // netdEnv points the end-to-end egress test at a prebuilt trueforge-netd (the
@@ -64,7 +65,7 @@ const allowedHost = "api.allowed.test"
 
 func newE2EUpstream(t *testing.T, secret string) *e2eUpstream {
 	t.Helper()
-	id := sandboxtest.NewUpstreamTLS(t, []string{allowedHost})
+	id := nettest.NewUpstreamTLS(t, []string{allowedHost})
 	u := &e2eUpstream{caPEM: id.CAPEM, pool: id.Pool}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a := r.Header.Get("Authorization")

@@ -6,11 +6,10 @@
 // are real are declared by the backend (sandbox.Capabilities and Fixture), never worked
 // around here.
 //
-// Beside the suite it holds the fixtures that the tests of sandboxes and of their
-// egress share, so that each is written once: processes looked for on the host
-// (procs.go), servers on loopback that count what reached them and stand-ins for public
-// TLS servers (listen.go, upstream.go), a symlink swapped in during a file call
-// (swap.go), and a buffer safe for a command's streams (buffer.go).
+// Beside the suite it holds the fixtures that the tests of sandboxes share, so that each
+// is written once: processes looked for on the host (procs.go), a symlink swapped in
+// during a file call (swap.go), and a buffer safe for a command's streams (buffer.go).
+// Network fixtures are internal/nettest's.
 package sandboxtest
 
 import (

@@ -1,4 +1,4 @@
-package sandboxtest
+package nettest
 
 import (
 	"crypto/ecdsa"
