@@ -100,50 +100,29 @@ func (m *agentModel) fromStore(ctx context.Context, a store.Agent) diag.Diagnost
 	}
 	m.Sandbox = sandboxObject(sb)
 
-	serverType := types.ObjectType{AttrTypes: mcpServerAttrTypes}
-	if s.MCPServers == nil {
-		m.MCPServers = types.ListNull(serverType)
-	} else {
-		vals := make([]attr.Value, 0, len(s.MCPServers))
-		for _, srv := range s.MCPServers {
-			tools := types.ListNull(types.StringType)
-			if srv.AllowedTools != nil {
-				tools = stringList(srv.AllowedTools)
-			}
-			obj, d := types.ObjectValue(mcpServerAttrTypes, map[string]attr.Value{
-				"allowed_tools":  tools,
-				"credential":     ptrString(srv.Credential),
-				"credential_env": ptrString(srv.CredentialEnv),
-				"name":           types.StringValue(srv.Name),
-				"url":            types.StringValue(srv.URL),
-			})
-			diags.Append(d...)
-			vals = append(vals, obj)
+	m.MCPServers = optionalObjectList(mcpServerAttrTypes, s.MCPServers, func(srv agentspec.MCPServer) map[string]attr.Value {
+		tools := types.ListNull(types.StringType)
+		if srv.AllowedTools != nil {
+			tools = stringList(srv.AllowedTools)
 		}
-		m.MCPServers, d = types.ListValue(serverType, vals)
-		diags.Append(d...)
-	}
-
-	skillType := types.ObjectType{AttrTypes: skillAttrTypes}
-	if s.Skills == nil {
-		m.Skills = types.ListNull(skillType)
-	} else {
-		vals := make([]attr.Value, 0, len(s.Skills))
-		for _, sk := range s.Skills {
-			// A spec stored before skills were published has no description or digest:
-			// null, so the next plan reads the folder and publishes it.
-			obj, d := types.ObjectValue(skillAttrTypes, map[string]attr.Value{
-				"description": optionalString(sk.Description),
-				"digest":      optionalString(sk.Digest),
-				"name":        types.StringValue(sk.Name),
-				"path":        types.StringValue(sk.Path),
-			})
-			diags.Append(d...)
-			vals = append(vals, obj)
+		return map[string]attr.Value{
+			"allowed_tools":  tools,
+			"credential":     ptrString(srv.Credential),
+			"credential_env": ptrString(srv.CredentialEnv),
+			"name":           types.StringValue(srv.Name),
+			"url":            types.StringValue(srv.URL),
 		}
-		m.Skills, d = types.ListValue(skillType, vals)
-		diags.Append(d...)
-	}
+	}, &diags)
+	// A spec stored before skills were published has no description or digest: null,
+	// so the next plan reads the folder and publishes it.
+	m.Skills = optionalObjectList(skillAttrTypes, s.Skills, func(sk agentspec.Skill) map[string]attr.Value {
+		return map[string]attr.Value{
+			"description": optionalString(sk.Description),
+			"digest":      optionalString(sk.Digest),
+			"name":        types.StringValue(sk.Name),
+			"path":        types.StringValue(sk.Path),
+		}
+	}, &diags)
 	return diags
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -128,7 +127,7 @@ func (d *agentsDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		providerOf[e.Name] = e.Provider
 	}
 	slices.Sort(names) // deterministic whatever the store's order
-	items := []attr.Value{}
+	items := []agentItem{}
 	matched := []string{}
 	for _, name := range names {
 		a, err := d.cp.store.GetAgent(ctx, name)
@@ -149,18 +148,14 @@ func (d *agentsDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		if !m.matches(item) {
 			continue
 		}
-		v, diags := item.value()
-		resp.Diagnostics.Append(diags...)
-		items = append(items, v)
+		items = append(items, item)
 		matched = append(matched, a.Name)
 	}
 	tflog.Debug(ctx, "data source: agents listed", map[string]any{
 		"owner": m.Owner.ValueString(), "environment": m.Environment.ValueString(), "sandbox_provider": m.SandboxProvider.ValueString(),
 		"matched": len(items), "of": len(names),
 	})
-	var diags diag.Diagnostics
-	m.Agents, diags = types.ListValue(types.ObjectType{AttrTypes: agentItemAttrTypes}, items)
-	resp.Diagnostics.Append(diags...)
+	m.Agents = objectList(agentItemAttrTypes, items, agentItem.attrs, &resp.Diagnostics)
 	m.Names = stringList(matched)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
@@ -193,7 +188,8 @@ func (m agentsDataSourceModel) matches(it agentItem) bool {
 		(m.CodeMode.IsNull() || it.spec.CodeMode == m.CodeMode.ValueBool())
 }
 
-func (it agentItem) value() (attr.Value, diag.Diagnostics) {
+// attrs is the element of `agents` that it is.
+func (it agentItem) attrs() map[string]attr.Value {
 	servers := make([]string, 0, len(it.spec.MCPServers))
 	for _, s := range it.spec.MCPServers {
 		servers = append(servers, s.Name)
@@ -202,7 +198,7 @@ func (it agentItem) value() (attr.Value, diag.Diagnostics) {
 	for _, s := range it.spec.Skills {
 		skills = append(skills, s.Name)
 	}
-	return types.ObjectValue(agentItemAttrTypes, map[string]attr.Value{
+	return map[string]attr.Value{
 		"code_mode":        types.BoolValue(it.spec.CodeMode),
 		"description":      ptrString(it.spec.Description),
 		"environment":      optionalString(it.environment),
@@ -214,5 +210,5 @@ func (it agentItem) value() (attr.Value, diag.Diagnostics) {
 		"sandbox_enabled":  types.BoolValue(it.spec.Sandbox.Enabled),
 		"sandbox_provider": optionalString(it.provider),
 		"skills":           stringList(skills),
-	})
+	}
 }

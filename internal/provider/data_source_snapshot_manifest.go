@@ -144,17 +144,12 @@ func (d *snapshotManifestDataSource) Read(ctx context.Context, req datasource.Re
 		return
 	}
 	man := sm.Manifest
-	pkgs := make([]attr.Value, 0, len(man.Packages))
-	for _, p := range man.Packages {
-		obj, diags := types.ObjectValue(manifestPackageAttrTypes, map[string]attr.Value{
+	list := objectList(manifestPackageAttrTypes, man.Packages, func(p manifest.Package) map[string]attr.Value {
+		return map[string]attr.Value{
 			"ecosystem": types.StringValue(p.Ecosystem), "name": types.StringValue(p.Name), "version": types.StringValue(p.Version),
 			"arch": types.StringValue(p.Arch), "purl": types.StringValue(manifest.PURL(man, p)),
-		})
-		resp.Diagnostics.Append(diags...)
-		pkgs = append(pkgs, obj)
-	}
-	list, diags := types.ListValue(types.ObjectType{AttrTypes: manifestPackageAttrTypes}, pkgs)
-	resp.Diagnostics.Append(diags...)
+		}
+	}, &resp.Diagnostics)
 	counts := map[string]attr.Value{}
 	for eco, n := range man.Counts() {
 		counts[eco] = types.Int64Value(int64(n))

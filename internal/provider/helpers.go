@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
@@ -22,6 +23,30 @@ func stringList(items []string) types.List {
 		vals = append(vals, types.StringValue(s))
 	}
 	return types.ListValueMust(types.StringType, vals)
+}
+
+// objectList is items as a known list of objects of attrTypes (empty when items is),
+// the attributes of each element from attrs: the list attributes of nested objects
+// that Read and the data sources fill from the store.
+func objectList[T any](attrTypes map[string]attr.Type, items []T, attrs func(T) map[string]attr.Value, diags *diag.Diagnostics) types.List {
+	vals := make([]attr.Value, 0, len(items))
+	for _, it := range items {
+		obj, d := types.ObjectValue(attrTypes, attrs(it))
+		diags.Append(d...)
+		vals = append(vals, obj)
+	}
+	l, d := types.ListValue(types.ObjectType{AttrTypes: attrTypes}, vals)
+	diags.Append(d...)
+	return l
+}
+
+// optionalObjectList is objectList, but null when items is nil: an optional attribute
+// the configuration left out reads back null, not [].
+func optionalObjectList[T any](attrTypes map[string]attr.Type, items []T, attrs func(T) map[string]attr.Value, diags *diag.Diagnostics) types.List {
+	if items == nil {
+		return types.ListNull(types.ObjectType{AttrTypes: attrTypes})
+	}
+	return objectList(attrTypes, items, attrs, diags)
 }
 
 // optionalString maps the store's empty string back to null, which is what an omitted
