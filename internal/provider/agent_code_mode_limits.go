@@ -8,9 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
@@ -69,13 +67,8 @@ func codeModeLimitsSchema(inPlace string) schema.SingleNestedAttribute {
 	d := agentspec.DefaultCodeModeLimits()
 	limit := func(desc string, def int64, field string) schema.Int64Attribute {
 		lo, hi := agentBound("code_mode_limits." + field)
-		return schema.Int64Attribute{
-			MarkdownDescription: fmt.Sprintf("%s %d to %d, defaults to %d.", desc, lo, hi, def),
-			Optional:            true,
-			Computed:            true,
-			Default:             int64default.StaticInt64(def),
-			Validators:          []validator.Int64{int64validator.Between(lo, hi)},
-		}
+		return defaultedInt64(fmt.Sprintf("%s %d to %d, defaults to %d.", desc, lo, hi, def),
+			def, int64validator.Between(lo, hi))
 	}
 	return schema.SingleNestedAttribute{
 		MarkdownDescription: codeModeLimitsDescription + inPlace,

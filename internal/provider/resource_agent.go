@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
@@ -151,22 +150,12 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Default:  booldefault.StaticBool(false),
 			},
 			"code_mode_limits": codeModeLimitsSchema(inPlace),
-			"max_turns": schema.Int64Attribute{
-				MarkdownDescription: fmt.Sprintf("How many model steps the harness allows for one user message (a step is one model reply with the tool calls it makes); "+
-					"the run stops with a clear message past it. %d to %d, defaults to %d.", 1, agentspec.MaxMaxTurns, agentspec.DefaultMaxTurns) + inPlace,
-				Optional:   true,
-				Computed:   true,
-				Default:    int64default.StaticInt64(agentspec.DefaultMaxTurns),
-				Validators: []validator.Int64{int64validator.Between(agentBound("max_turns"))},
-			},
-			"token_budget": schema.Int64Attribute{
-				MarkdownDescription: fmt.Sprintf("How many tokens (input plus output, summed over the steps) one user message may use before the harness stops the run. "+
-					"%d to %d, defaults to %d.", agentspec.MinTokenBudget, agentspec.MaxTokenBudget, agentspec.DefaultTokenBudget) + inPlace,
-				Optional:   true,
-				Computed:   true,
-				Default:    int64default.StaticInt64(agentspec.DefaultTokenBudget),
-				Validators: []validator.Int64{int64validator.Between(agentBound("token_budget"))},
-			},
+			"max_turns": defaultedInt64(fmt.Sprintf("How many model steps the harness allows for one user message (a step is one model reply with the tool calls it makes); "+
+				"the run stops with a clear message past it. %d to %d, defaults to %d.", 1, agentspec.MaxMaxTurns, agentspec.DefaultMaxTurns)+inPlace,
+				agentspec.DefaultMaxTurns, int64validator.Between(agentBound("max_turns"))),
+			"token_budget": defaultedInt64(fmt.Sprintf("How many tokens (input plus output, summed over the steps) one user message may use before the harness stops the run. "+
+				"%d to %d, defaults to %d.", agentspec.MinTokenBudget, agentspec.MaxTokenBudget, agentspec.DefaultTokenBudget)+inPlace,
+				agentspec.DefaultTokenBudget, int64validator.Between(agentBound("token_budget"))),
 			"description": schema.StringAttribute{
 				MarkdownDescription: "What the agent is for, shown to users." + inPlace,
 				Optional:            true,
@@ -277,20 +266,10 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Computed: true,
 				Default:  objectdefault.StaticValue(defaultAgentSandbox()),
 				Attributes: map[string]schema.Attribute{
-					"archive_after_minutes": schema.Int64Attribute{
-						MarkdownDescription: fmt.Sprintf("Minutes of inactivity after which a stopped sandbox is archived; at least `idle_stop_minutes`. Defaults to %d (a day).", agentspec.DefaultArchiveAfterMinutes),
-						Optional:            true,
-						Computed:            true,
-						Default:             int64default.StaticInt64(agentspec.DefaultArchiveAfterMinutes),
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
-					},
-					"delete_after_minutes": schema.Int64Attribute{
-						MarkdownDescription: fmt.Sprintf("Minutes of inactivity after which an archived sandbox is deleted; at least `archive_after_minutes`. Defaults to %d (a week).", agentspec.DefaultDeleteAfterMinutes),
-						Optional:            true,
-						Computed:            true,
-						Default:             int64default.StaticInt64(agentspec.DefaultDeleteAfterMinutes),
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
-					},
+					"archive_after_minutes": defaultedInt64(fmt.Sprintf("Minutes of inactivity after which a stopped sandbox is archived; at least `idle_stop_minutes`. Defaults to %d (a day).", agentspec.DefaultArchiveAfterMinutes),
+						agentspec.DefaultArchiveAfterMinutes, int64validator.AtLeast(1)),
+					"delete_after_minutes": defaultedInt64(fmt.Sprintf("Minutes of inactivity after which an archived sandbox is deleted; at least `archive_after_minutes`. Defaults to %d (a week).", agentspec.DefaultDeleteAfterMinutes),
+						agentspec.DefaultDeleteAfterMinutes, int64validator.AtLeast(1)),
 					"enabled": schema.BoolAttribute{
 						MarkdownDescription: "Give the agent a sandbox. Required for `skills` and `code_mode`. Defaults to false.",
 						Optional:            true,
@@ -313,15 +292,10 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 						Computed:            true,
 						Default:             booldefault.StaticBool(agentspec.DefaultFileDownloads),
 					},
-					"idle_stop_minutes": schema.Int64Attribute{
-						MarkdownDescription: fmt.Sprintf("Minutes without a tool call after which the sandbox is stopped (files kept). Defaults to %d. "+
-							"On Daytona the three timings are also the sandbox's own auto-stop and auto-delete intervals, so they hold with no harness running "+
-							"(see the *Running agents* guide for the mapping and rounding).", agentspec.DefaultIdleStopMinutes),
-						Optional:   true,
-						Computed:   true,
-						Default:    int64default.StaticInt64(agentspec.DefaultIdleStopMinutes),
-						Validators: []validator.Int64{int64validator.AtLeast(1)},
-					},
+					"idle_stop_minutes": defaultedInt64(fmt.Sprintf("Minutes without a tool call after which the sandbox is stopped (files kept). Defaults to %d. "+
+						"On Daytona the three timings are also the sandbox's own auto-stop and auto-delete intervals, so they hold with no harness running "+
+						"(see the *Running agents* guide for the mapping and rounding).", agentspec.DefaultIdleStopMinutes),
+						agentspec.DefaultIdleStopMinutes, int64validator.AtLeast(1)),
 				},
 			},
 			"skills": schema.ListNestedAttribute{

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -137,20 +136,10 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Default:             stringdefault.StaticString(""),
 				Validators:          []validator.String{noNUL("sh reads the script as text, so the text after the NUL would not run as written")},
 			},
-			"cpu": schema.Int64Attribute{
-				MarkdownDescription: fmt.Sprintf("CPUs for each sandbox (1 to %d). Defaults to 1.", maxCPU) + bakes,
-				Optional:            true,
-				Computed:            true,
-				Default:             int64default.StaticInt64(1),
-				Validators:          []validator.Int64{int64validator.Between(1, maxCPU)},
-			},
-			"disk": schema.Int64Attribute{
-				MarkdownDescription: fmt.Sprintf("Disk in GB for each sandbox (1 to %d); the build fails when the snapshot layer is larger. Defaults to 3.", maxDiskGB) + bakes,
-				Optional:            true,
-				Computed:            true,
-				Default:             int64default.StaticInt64(3),
-				Validators:          []validator.Int64{int64validator.Between(1, maxDiskGB)},
-			},
+			"cpu": defaultedInt64(fmt.Sprintf("CPUs for each sandbox (1 to %d). Defaults to 1.", maxCPU)+bakes,
+				1, int64validator.Between(1, maxCPU)),
+			"disk": defaultedInt64(fmt.Sprintf("Disk in GB for each sandbox (1 to %d); the build fails when the snapshot layer is larger. Defaults to 3.", maxDiskGB)+bakes,
+				3, int64validator.Between(1, maxDiskGB)),
 			"env": schema.MapAttribute{
 				MarkdownDescription: "Environment variables of every sandbox process. Not for credentials: use `trueforge_secret`." + live,
 				Optional:            true,
@@ -170,13 +159,8 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Default:             stringdefault.StaticString(sandbox.PlatformImage),
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1), noNUL("no image reference has one")},
 			},
-			"memory": schema.Int64Attribute{
-				MarkdownDescription: fmt.Sprintf("Memory in GB for each sandbox (1 to %d). Defaults to 1.", maxMemoryGB) + bakes,
-				Optional:            true,
-				Computed:            true,
-				Default:             int64default.StaticInt64(1),
-				Validators:          []validator.Int64{int64validator.Between(1, maxMemoryGB)},
-			},
+			"memory": defaultedInt64(fmt.Sprintf("Memory in GB for each sandbox (1 to %d). Defaults to 1.", maxMemoryGB)+bakes,
+				1, int64validator.Between(1, maxMemoryGB)),
 			"name": schema.StringAttribute{
 				MarkdownDescription: "Name agents reference. `default` is reserved. Changing it replaces the environment.",
 				Required:            true,
