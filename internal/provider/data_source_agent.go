@@ -2,15 +2,11 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-
-	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
 var (
@@ -103,15 +99,10 @@ func (d *agentDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		return
 	}
 	name := m.Name.ValueString()
-	a, err := d.cp.store.GetAgent(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		resp.Diagnostics.AddAttributeError(path.Root("name"), "Agent Not Found",
-			fmt.Sprintf("No agent %q exists in this control plane. Check the name; an agent created in the same configuration "+
-				"should be referenced by its trueforge_agent resource's name so Terraform creates it first.", name))
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Agent", fmt.Sprintf("Agent %q could not be read.\n\nOriginal Error: %s", name, err))
+	a, ok := lookupNamed(ctx, "Agent", name, d.cp.store.GetAgent,
+		fmt.Sprintf("No agent %q exists in this control plane. Check the name; an agent created in the same configuration "+
+			"should be referenced by its trueforge_agent resource's name so Terraform creates it first.", name), &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	resp.Diagnostics.Append(m.fromStore(ctx, a)...)

@@ -2,14 +2,12 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -90,15 +88,10 @@ func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadReq
 		return
 	}
 	name := m.Name.ValueString()
-	env, err := d.cp.store.GetEnvironment(ctx, name)
-	if errors.Is(err, store.ErrNotFound) {
-		resp.Diagnostics.AddAttributeError(path.Root("name"), "Environment Not Found",
-			fmt.Sprintf("No environment %q exists in this control plane. Check the name; an environment created in the same configuration "+
-				"should be read from its trueforge_environment resource, or referenced by that resource's name so Terraform creates it first.", name))
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Environment", fmt.Sprintf("Environment %q could not be read.\n\nOriginal Error: %s", name, err))
+	env, ok := lookupNamed(ctx, "Environment", name, d.cp.store.GetEnvironment,
+		fmt.Sprintf("No environment %q exists in this control plane. Check the name; an environment created in the same configuration "+
+			"should be read from its trueforge_environment resource, or referenced by that resource's name so Terraform creates it first.", name), &resp.Diagnostics)
+	if !ok {
 		return
 	}
 	st := environmentStatus{cp: d.cp, coords: map[string]*builds.Coordinator{}}

@@ -150,3 +150,20 @@ func (k backedKind) delete(ctx context.Context, cp *controlPlane, name, title st
 		fmt.Sprintf("%s %q could not be deleted in %s; it is kept in trueforge. %s\n\nOriginal Error: %s", k.kind, name, title, k.again, derr))
 	return false
 }
+
+// lookupNamed is a data source's fetch, with get, of the row named name that its
+// configuration looks up (kind in Title Case, as in the summaries). ok is false when an
+// error was added: there is none ("<kind> Not Found" on name; notFound says what to
+// check), or it could not be read.
+func lookupNamed[T any](ctx context.Context, kind, name string, get func(context.Context, string) (T, error), notFound string, diags *diag.Diagnostics) (T, bool) {
+	row, err := get(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		diags.AddAttributeError(path.Root("name"), kind+" Not Found", notFound)
+		return row, false
+	}
+	if err != nil {
+		diags.AddError("Error Reading "+kind, fmt.Sprintf("%s %q could not be read.\n\nOriginal Error: %s", kind, name, err))
+		return row, false
+	}
+	return row, true
+}
