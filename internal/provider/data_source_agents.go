@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -87,22 +86,10 @@ func (d *agentsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 				MarkdownDescription: "Only agents with Code Mode on (`true`) or off (`false`).",
 				Optional:            true,
 			},
-			"environment": schema.StringAttribute{
-				MarkdownDescription: "Only agents whose sandbox is cloned from this environment (agents with their sandbox off use none).",
-				Optional:            true,
-				Validators:          []validator.String{validName()},
-			},
-			"names": computedStringList("The names of the matching agents, ordered."),
-			"owner": schema.StringAttribute{
-				MarkdownDescription: "Only agents this owner published (on PostgreSQL, a database role).",
-				Optional:            true,
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
-			},
-			"sandbox_provider": schema.StringAttribute{
-				MarkdownDescription: "Only agents whose environment belongs to this sandbox provider (agents with their sandbox off have none).",
-				Optional:            true,
-				Validators:          []validator.String{validName()},
-			},
+			"environment":      optionalFilter("Only agents whose sandbox is cloned from this environment (agents with their sandbox off use none).", validName()),
+			"names":            computedStringList("The names of the matching agents, ordered."),
+			"owner":            optionalFilter("Only agents this owner published (on PostgreSQL, a database role).", stringvalidator.LengthAtLeast(1)),
+			"sandbox_provider": optionalFilter("Only agents whose environment belongs to this sandbox provider (agents with their sandbox off have none).", validName()),
 		},
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -98,22 +97,10 @@ func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 					}),
 				},
 			},
-			"names": computedStringList("The names of the matching environments, ordered: handy for `for_each` (`toset(...)`)."),
-			"owner": schema.StringAttribute{
-				MarkdownDescription: "Only environments this owner created (on PostgreSQL, a database role).",
-				Optional:            true,
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
-			},
-			"sandbox_provider": schema.StringAttribute{
-				MarkdownDescription: "Only environments of this sandbox provider.",
-				Optional:            true,
-				Validators:          []validator.String{validName()},
-			},
-			"status": schema.StringAttribute{
-				MarkdownDescription: "Only environments with this status: `Building`, `Ready` or `Failed` (for example `Ready`: the ones an agent can select).",
-				Optional:            true,
-				Validators:          []validator.String{stringvalidator.OneOf(environmentStatuses...)},
-			},
+			"names":            computedStringList("The names of the matching environments, ordered: handy for `for_each` (`toset(...)`)."),
+			"owner":            optionalFilter("Only environments this owner created (on PostgreSQL, a database role).", stringvalidator.LengthAtLeast(1)),
+			"sandbox_provider": optionalFilter("Only environments of this sandbox provider.", validName()),
+			"status":           optionalFilter("Only environments with this status: `Building`, `Ready` or `Failed` (for example `Ready`: the ones an agent can select).", stringvalidator.OneOf(environmentStatuses...)),
 		},
 	}
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
@@ -33,4 +34,10 @@ func computedStringMap(doc string) schema.MapAttribute {
 // computedStringList is a read-only list of strings documented by doc.
 func computedStringList(doc string) schema.ListAttribute {
 	return schema.ListAttribute{MarkdownDescription: doc, Computed: true, ElementType: types.StringType}
+}
+
+// optionalFilter is an optional lookup key of a list data source documented by doc
+// ("Only agents ..."), checked by valid: left out, it matches all.
+func optionalFilter(doc string, valid validator.String) schema.StringAttribute {
+	return schema.StringAttribute{MarkdownDescription: doc, Optional: true, Validators: []validator.String{valid}}
 }
