@@ -190,6 +190,18 @@ func (cp *controlPlane) environmentSecrets(ctx context.Context, environment stri
 	return s, b.Info().Title, err
 }
 
+// seal seals a credential (plaintext) under label with the control plane's secret
+// key, for the store; what names it in the error ("registry \"r\", sealing its
+// password"). ok is false when an error was added.
+func (cp *controlPlane) seal(ctx context.Context, plaintext, label, what string, diags *diag.Diagnostics) ([]byte, bool) {
+	sealed, err := cp.plane.Seal(ctx, []byte(plaintext), label)
+	if err != nil {
+		addOperationError(diags, "Secret Key Unavailable", what, err)
+		return nil, false
+	}
+	return sealed, true
+}
+
 // addOwnerError reports that the caller would change or delete an object of kind that
 // owner owns, and what the caller can do: on PostgreSQL the owner is a database role.
 func (cp *controlPlane) addOwnerError(diags *diag.Diagnostics, kind, name, owner, verb string) {

@@ -53,11 +53,13 @@ func (r *registryResource) Metadata(_ context.Context, req resource.MetadataRequ
 // registryCredential is the registry's password: password, or password_wo with
 // password_wo_version.
 var registryCredential = credential{
-	name:       "password",
-	plainDoc:   "Password or access token of `username` (sensitive; kept in state, stored sealed with AES-256-GCM). Prefer `password_wo`. Changing it updates the registry in place.",
-	woDoc:      "Write-only password or access token (Terraform 1.11 or later): never stored in plan or state. Increment `password_wo_version` to send a new one.",
-	versionDoc: "Version of `password_wo`; change it to rotate the password (the registry is updated in place).",
-	validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+	name:        "password",
+	plainDoc:    "Password or access token of `username` (sensitive; kept in state, stored sealed with AES-256-GCM). Prefer `password_wo`. Changing it updates the registry in place.",
+	woDoc:       "Write-only password or access token (Terraform 1.11 or later): never stored in plan or state. Increment `password_wo_version` to send a new one.",
+	versionDoc:  "Version of `password_wo`; change it to rotate the password (the registry is updated in place).",
+	validators:  []validator.String{stringvalidator.LengthAtLeast(1)},
+	missing:     "Missing Password",
+	conflicting: "Conflicting Passwords",
 }
 
 // registryLabel is the sealing label of a registry's password.
@@ -116,33 +118,6 @@ func (r *registryResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 
 func (r *registryResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{exactlyOneCredential{registryCredential}}
-}
-
-// exactlyOneCredential requires a credential's plain or write-only attribute, from the
-// config (write-only values are null in plans).
-type exactlyOneCredential struct{ c credential }
-
-func (v exactlyOneCredential) Description(context.Context) string {
-	return fmt.Sprintf("exactly one of %s or %s must be set", v.c.name, v.c.woName())
-}
-func (v exactlyOneCredential) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-func (v exactlyOneCredential) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var plain, wo types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(v.c.name), &plain)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(v.c.woName()), &wo)...)
-	if plain.IsUnknown() || wo.IsUnknown() {
-		return
-	}
-	switch {
-	case plain.IsNull() && wo.IsNull():
-		resp.Diagnostics.AddAttributeError(path.Root(v.c.woName()), "Missing Password",
-			fmt.Sprintf("Set %s (with %s), or %s. %s keeps the credential out of plan and state.", v.c.woName(), v.c.versionName(), v.c.name, v.c.woName()))
-	case !plain.IsNull() && !wo.IsNull():
-		resp.Diagnostics.AddAttributeError(path.Root(v.c.name), "Conflicting Passwords",
-			fmt.Sprintf("Set only one of %s and %s.", v.c.name, v.c.woName()))
-	}
 }
 
 // ModifyPlan refuses at plan a registry of a backend that has none (the local one) and
@@ -251,12 +226,9 @@ func (m *registryModel) spec(password string) sandbox.RegistrySpec {
 		Password: password, Project: m.Project.ValueString()}
 }
 
+// seal is the registry's password sealed for the store; nil when an error was added.
 func (r *registryResource) seal(ctx context.Context, name, password string, diags *diag.Diagnostics) []byte {
-	sealed, err := r.cp.plane.Seal(ctx, []byte(password), registryLabel(name))
-	if err != nil {
-		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("registry %q, sealing its password", name), err)
-		return nil
-	}
+	sealed, _ := r.cp.seal(ctx, password, registryLabel(name), fmt.Sprintf("registry %q, sealing its password", name), diags)
 	return sealed
 }
 

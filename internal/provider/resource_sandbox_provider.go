@@ -487,9 +487,8 @@ func (r *sandboxProviderResource) validateCredentials(ctx context.Context, p *st
 	if key == "" {
 		return scopes, nil, true
 	}
-	sealed, err := r.cp.plane.Seal(ctx, []byte(key), controlplane.ProviderKeyLabel(p.Name))
-	if err != nil {
-		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("sandbox provider %q, sealing its API key", p.Name), err)
+	sealed, ok := r.cp.seal(ctx, key, controlplane.ProviderKeyLabel(p.Name), fmt.Sprintf("sandbox provider %q, sealing its API key", p.Name), diags)
+	if !ok {
 		return nil, nil, false
 	}
 	return scopes, sealed, true

@@ -54,11 +54,13 @@ func (r *secretResource) Metadata(_ context.Context, req resource.MetadataReques
 
 // secretCredential is the secret's value: value, or value_wo with value_wo_version.
 var secretCredential = credential{
-	name:       "value",
-	plainDoc:   "The credential (sensitive; kept in state). Prefer `value_wo`. Changing it rotates the secret in place.",
-	woDoc:      "Write-only credential (Terraform 1.11 or later): never stored in plan or state. Increment `value_wo_version` to rotate.",
-	versionDoc: "Version of `value_wo`; change it to send a new value (a rotation, in place).",
-	validators: []validator.String{stringvalidator.LengthAtLeast(1), validSecretValue()},
+	name:        "value",
+	plainDoc:    "The credential (sensitive; kept in state). Prefer `value_wo`. Changing it rotates the secret in place.",
+	woDoc:       "Write-only credential (Terraform 1.11 or later): never stored in plan or state. Increment `value_wo_version` to rotate.",
+	versionDoc:  "Version of `value_wo`; change it to send a new value (a rotation, in place).",
+	validators:  []validator.String{stringvalidator.LengthAtLeast(1), validSecretValue()},
+	missing:     "Missing Secret Value",
+	conflicting: "Conflicting Secret Values",
 }
 
 func (r *secretResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -104,32 +106,7 @@ func (r *secretResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 }
 
 func (r *secretResource) ConfigValidators(context.Context) []resource.ConfigValidator {
-	return []resource.ConfigValidator{exactlyOneValue{}}
-}
-
-// exactlyOneValue requires value or value_wo. Write-only values are null in plans, so the
-// framework's ExactlyOneOf cannot see them at every stage; the config can.
-type exactlyOneValue struct{}
-
-func (exactlyOneValue) Description(context.Context) string {
-	return "exactly one of value or value_wo must be set"
-}
-func (v exactlyOneValue) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (exactlyOneValue) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var value, wo types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("value"), &value)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("value_wo"), &wo)...)
-	if value.IsUnknown() || wo.IsUnknown() {
-		return
-	}
-	switch {
-	case value.IsNull() && wo.IsNull():
-		resp.Diagnostics.AddAttributeError(path.Root("value_wo"), "Missing Secret Value",
-			"Set value_wo (with value_wo_version), or value. value_wo keeps the credential out of plan and state.")
-	case !value.IsNull() && !wo.IsNull():
-		resp.Diagnostics.AddAttributeError(path.Root("value"), "Conflicting Secret Values",
-			"Set only one of value and value_wo.")
-	}
+	return []resource.ConfigValidator{exactlyOneCredential{secretCredential}}
 }
 
 // checkEnvironment enforces the rules of the environment a secret is added to: it
@@ -181,12 +158,9 @@ func (r *secretResource) ModifyPlan(ctx context.Context, req resource.ModifyPlan
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
+// seal is the secret's value sealed for the store; nil when an error was added.
 func (r *secretResource) seal(ctx context.Context, id, value string, diags *diag.Diagnostics) []byte {
-	sealed, err := r.cp.plane.Seal(ctx, []byte(value), controlplane.SecretLabel(id))
-	if err != nil {
-		addOperationError(diags, "Secret Key Unavailable", fmt.Sprintf("secret %s, sealing its value", id), err)
-		return nil
-	}
+	sealed, _ := r.cp.seal(ctx, value, controlplane.SecretLabel(id), fmt.Sprintf("secret %s, sealing its value", id), diags)
 	return sealed
 }
 
