@@ -1,10 +1,12 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
@@ -47,4 +49,32 @@ func checkOneCredential(p path.Path, block, newName string, newValue types.Strin
 	diags.AddAttributeError(p, "Conflicting Credential Attributes",
 		fmt.Sprintf("%s sets both %s (%q) and %s (%q), which name the same credential in two ways. Keep %s, the name the harness operator's credentials file declares, and remove %s.",
 			block, newName, newValue.ValueString(), oldName, oldValue.ValueString(), newName, oldName))
+}
+
+// exactlyOneCredential requires a credential's plain or write-only attribute. Write-only
+// values are null in plans, so the framework's ExactlyOneOf cannot see them at every
+// stage; the config can.
+type exactlyOneCredential struct{ c credential }
+
+func (v exactlyOneCredential) Description(context.Context) string {
+	return fmt.Sprintf("exactly one of %s or %s must be set", v.c.name, v.c.woName())
+}
+func (v exactlyOneCredential) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+func (v exactlyOneCredential) ValidateResource(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var plain, wo types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(v.c.name), &plain)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(v.c.woName()), &wo)...)
+	if plain.IsUnknown() || wo.IsUnknown() {
+		return
+	}
+	switch {
+	case plain.IsNull() && wo.IsNull():
+		resp.Diagnostics.AddAttributeError(path.Root(v.c.woName()), v.c.missing,
+			fmt.Sprintf("Set %s (with %s), or %s. %s keeps the credential out of plan and state.", v.c.woName(), v.c.versionName(), v.c.name, v.c.woName()))
+	case !plain.IsNull() && !wo.IsNull():
+		resp.Diagnostics.AddAttributeError(path.Root(v.c.name), v.c.conflicting,
+			fmt.Sprintf("Set only one of %s and %s.", v.c.name, v.c.woName()))
+	}
 }
