@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -121,7 +122,7 @@ func openVolume(ctx context.Context, v volumeBind) (*os.Root, error) {
 	}
 	sub, err := vol.OpenRoot(v.Subpath)
 	if err != nil {
-		return nil, fmt.Errorf("subpath %q: %w", v.Subpath, escaped(vol, v.Subpath, err))
+		return nil, fmt.Errorf("subpath %q: %w", v.Subpath, escaped(err))
 	}
 	return sub, nil
 }
@@ -174,7 +175,7 @@ func (r *Runtime) writeFile(ctx context.Context, id, p string, src io.Reader, mo
 	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := mkdirAllOwned(root, dir, owner); err != nil {
-			return escaped(root, dir, err)
+			return escaped(err)
 		}
 	}
 	fi, err := root.Lstat(rel)
@@ -188,7 +189,7 @@ func (r *Runtime) writeFile(ctx context.Context, id, p string, src io.Reader, mo
 	}
 	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, mode.Perm())
 	if err != nil {
-		return escaped(root, rel, err)
+		return escaped(err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
@@ -284,7 +285,7 @@ func (r *Runtime) readFile(ctx context.Context, id, p string, maxBytes int64) ([
 	defer root.Close()
 	fi, err := root.Lstat(rel)
 	if err != nil {
-		return nil, escaped(root, rel, err)
+		return nil, escaped(err)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("refusing to read a %s: %w", kind(fi.Mode()), sandbox.ErrNotRegular)
@@ -296,7 +297,7 @@ func (r *Runtime) readFile(ctx context.Context, id, p string, maxBytes int64) ([
 		if now, lerr := root.Lstat(rel); lerr == nil && !now.Mode().IsRegular() || errors.Is(err, syscall.ELOOP) {
 			return nil, fmt.Errorf("refusing to read it: it was replaced while being opened: %w", sandbox.ErrNotRegular)
 		}
-		return nil, escaped(root, rel, err)
+		return nil, escaped(err)
 	}
 	defer f.Close()
 	ofi, err := f.Stat()
@@ -319,64 +320,35 @@ func (r *Runtime) readFile(ctx context.Context, id, p string, maxBytes int64) ([
 	return data, nil
 }
 
-// escaped is err, or ErrNotRegular when err is os.Root refusing rel because a symlink
-// in it leads out of root (the workspace, or the volume the path is in): the sandbox's
-// doing, not the runtime's failure. os keeps that error unexported, so it is known by
-// its shape (a *fs.PathError that is no errno) and confirmed by walking rel again
-// (leadsOut); TestReadFileRefusesASymlinkSwappedIn notices a change.
-func escaped(root *os.Root, rel string, err error) error {
-	var pe *fs.PathError
-	var errno syscall.Errno
-	if errors.As(err, &pe) && !errors.As(pe.Err, &errno) && leadsOut(root, rel) {
+// escaped is err, or ErrNotRegular when err is os.Root refusing a path because a
+// symlink in it leads out of root (the workspace, or the volume the path is in): the
+// sandbox's doing, not the runtime's failure. os keeps that error unexported, so it is
+// compared with the value os.Root gives for a path that plainly escapes (errEscapes),
+// never by its text, and never by walking the path again: the sandbox may have swapped
+// the link back by then (TestDownloadsResistTheSandbox races exactly that).
+func escaped(err error) error {
+	if esc := errEscapes(); esc != nil && errors.Is(err, esc) {
 		return fmt.Errorf("refusing to follow a symlink out of the workspace or volume: %w (%w)", sandbox.ErrNotRegular, err)
 	}
 	return err
 }
 
-// maxLinks bounds the symlinks leadsOut follows, as the kernel's ELOOP does.
-const maxLinks = 40
-
-// leadsOut says whether resolving rel in root, symlinks followed as os.Root follows
-// them, would leave root: a ".." above it, or an absolute symlink (os.Root never
-// follows one). What cannot be read is taken not to lead out.
-func leadsOut(root *os.Root, rel string) bool {
-	todo := strings.Split(filepath.ToSlash(rel), "/")
-	cur, links := "", 0 // cur: resolved so far, no symlink in it
-	for len(todo) > 0 {
-		part := todo[0]
-		todo = todo[1:]
-		switch part {
-		case "", ".":
-			continue
-		case "..":
-			if cur == "" {
-				return true
-			}
-			if cur = path.Dir(cur); cur == "." {
-				cur = ""
-			}
-			continue
-		}
-		next := path.Join(cur, part)
-		fi, err := root.Lstat(next)
-		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if links++; links > maxLinks {
-			return false
-		}
-		target, err := root.Readlink(next)
-		if err != nil {
-			return false
-		}
-		if path.IsAbs(target) {
-			return true
-		}
-		todo = append(strings.Split(target, "/"), todo...)
+// errEscapes is os.Root's refusal of a path that leads out of it, as os.Root returns it
+// for ".." at the root of the file system; nil if it cannot be had (no "/" to open),
+// when escaped passes every error through as it is.
+var errEscapes = sync.OnceValue(func() error {
+	root, err := os.OpenRoot("/")
+	if err != nil {
+		return nil
 	}
-	return false
-}
+	defer root.Close()
+	_, err = root.Open("..")
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return nil
+})
 
 // kind names what a file that is not regular is, for a refusal.
 func kind(m fs.FileMode) string {
@@ -408,7 +380,7 @@ func (r *Runtime) StatFile(ctx context.Context, id, p string) (sandbox.FileInfo,
 	defer root.Close()
 	fi, err := root.Lstat(inner)
 	if err != nil {
-		return sandbox.FileInfo{}, fileErr("stat", id, p, escaped(root, inner, err))
+		return sandbox.FileInfo{}, fileErr("stat", id, p, escaped(err))
 	}
 	return fileInfo(rel, fi), nil
 }
