@@ -61,12 +61,24 @@ func Prepare(t testing.TB, name string) *Run {
 	}
 	self, err := os.Executable()
 	if err == nil {
-		err = Install(self, r.Bin)
+		err = link(self, r.Bin)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// link puts the executable src at dst for the user: a hard link when src is on the same
+// file system and runnable by others, else a copy (Install). A link writes nothing, and a
+// copy just written can be "text file busy" for a moment: a process that another test
+// forks while the copy is open holds its write descriptor until it execs
+// (golang.org/issue/22315), and an exec of the copy then fails with ETXTBSY.
+func link(src, dst string) error {
+	if fi, err := os.Stat(src); err == nil && fi.Mode().Perm()&0o005 == 0o005 && os.Link(src, dst) == nil {
+		return nil
+	}
+	return Install(src, dst)
 }
 
 // Command runs the copy as the user in Base with args and an environment of PATH (path),
