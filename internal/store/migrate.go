@@ -380,6 +380,7 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationSharing,             // 14: sharing.go
 	migrationVolumeSize,          // 15: volume_size.go
 	migrationPackageIndexOwners,  // 16: package_index_owners.go
+	migrationGovernance,          // 17: approvals.go (approvals, budget counters)
 }
 
 // secretsOwned is the condition of migration 8's policies on secrets: the secret's

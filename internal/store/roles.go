@@ -33,10 +33,11 @@ var (
 	// write their own rows; harnesses read them.
 	configTables = []string{"owners", "sandbox_providers", "snapshots", "environments", "environment_snapshots", "secrets", "agents", "counters",
 		"volumes", "registries"}
-	// runtimeTables are the harness's: sessions and what hangs off them, and the API's
-	// users, their logins and the admin audit log. Teams have no access at all.
+	// runtimeTables are the harness's: sessions and what hangs off them, the API's
+	// users, their logins and the admin audit log, and the approvals and budget
+	// counters of the harness's calls. Teams have no access at all.
 	runtimeTables = []string{"sessions", "session_events", "session_runs", "session_sandboxes", "artifacts", "tool_outputs", "sandbox_egress", "leases",
-		"users", "user_logins", "admin_audit"}
+		"users", "user_logins", "admin_audit", "approvals", "budget_usage"}
 	// sharedTables are read and written by both kinds: the plane's settings (the
 	// secret key's check value is stored by whoever seals first).
 	sharedTables = []string{"control_plane"}
