@@ -44,23 +44,23 @@ func TestDecideFirstMatchWins(t *testing.T) {
 		want Decision
 	}{
 		{"a deny rule with a reason", Request{User: "bob", Agent: "a", Server: gh, Tool: "delete_repo"},
-			Decision{Allow: false, Rule: 0, Reason: "Bob may not delete on GitHub"}},
+			Decision{Allow: false, Effect: EffectDeny, Rule: 0, Reason: "Bob may not delete on GitHub"}},
 		{"another user passes the deny to the allow", Request{User: "ann", Agent: "a", Server: gh, Tool: "delete_repo"},
-			Decision{Allow: true, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
+			Decision{Allow: true, Effect: EffectAllow, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
 		{"bob's other tools", Request{User: "bob", Agent: "a", Server: gh, Tool: "list_repos"},
-			Decision{Allow: true, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
+			Decision{Allow: true, Effect: EffectAllow, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
 		{"an argument matching", Request{User: "ann", Agent: "a", Server: db, Tool: "query", Args: map[string]any{"database": "prod-eu", "sql": "select 1"}},
-			Decision{Allow: false, Rule: 1, Reason: "rule 1 of the policy (deny)"}},
+			Decision{Allow: false, Effect: EffectDeny, Rule: 1, Reason: "rule 1 of the policy (deny)"}},
 		{"an argument not matching", Request{User: "ann", Agent: "a", Server: db, Tool: "query", Args: map[string]any{"database": "staging"}},
-			Decision{Allow: true, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
+			Decision{Allow: true, Effect: EffectAllow, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
 		{"an argument missing", Request{User: "ann", Agent: "a", Server: db, Tool: "query"},
-			Decision{Allow: true, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
+			Decision{Allow: true, Effect: EffectAllow, Rule: 2, Reason: "rule 2 of the policy (allow)"}},
 		{"users, owners and agents together", Request{User: "ops-kim", Owner: "ops", Agent: "oncall", Server: pager, Tool: "ack"},
-			Decision{Allow: true, Rule: 3, Reason: "rule 3 of the policy (allow)"}},
+			Decision{Allow: true, Effect: EffectAllow, Rule: 3, Reason: "rule 3 of the policy (allow)"}},
 		{"the agent's name under another owner", Request{User: "ops-kim", Owner: "team_a", Agent: "oncall", Server: pager, Tool: "ack"},
-			Decision{Allow: false, Rule: -1, Reason: "no rule of the policy matched; its default is deny"}},
+			Decision{Allow: false, Effect: EffectDeny, Rule: -1, Reason: "no rule of the policy matched; its default is deny"}},
 		{"the default", Request{User: "ops-kim", Owner: "ops", Agent: "other", Server: pager, Tool: "ack"},
-			Decision{Allow: false, Rule: -1, Reason: "no rule of the policy matched; its default is deny"}},
+			Decision{Allow: false, Effect: EffectDeny, Rule: -1, Reason: "no rule of the policy matched; its default is deny"}},
 	} {
 		if got := p.Decide(c.req); got != c.want {
 			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
