@@ -132,26 +132,25 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
-	s.onFile(w, r, true, func(bx box, id, p string) error {
-		out, err := bx.list(id, p)
+// onFileJSON serves a files call whose answer is what read returns, as JSON: the listing
+// and the stat calls differ only in the box method they ask.
+func onFileJSON[T any](s *Server, w http.ResponseWriter, r *http.Request, optional bool, read func(bx box, id, p string) (T, error)) {
+	s.onFile(w, r, optional, func(bx box, id, p string) error {
+		v, err := read(bx, id, p)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, 200, out)
+		writeJSON(w, 200, v)
 		return nil
 	})
 }
 
+func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
+	onFileJSON(s, w, r, true, box.list)
+}
+
 func (s *Server) fileInfo(w http.ResponseWriter, r *http.Request) {
-	s.onFile(w, r, false, func(bx box, id, p string) error {
-		fi, err := bx.stat(id, p)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, 200, fi)
-		return nil
-	})
+	onFileJSON(s, w, r, false, box.stat)
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) {
