@@ -134,6 +134,14 @@ func decodeRegistry(w http.ResponseWriter, r *http.Request, password bool) (regi
 	return b, true
 }
 
+// setIfSent applies an optional field of an update's body: the API's update assigns only
+// the properties the body has, so an omitted one (nil) leaves the stored value as it is.
+func setIfSent[T any](stored *T, sent *T) {
+	if sent != nil {
+		*stored = *sent
+	}
+}
+
 func deref0(p *string) string {
 	if p == nil {
 		return ""
@@ -185,9 +193,7 @@ func (s *Server) patchRegistry(w http.ResponseWriter, r *http.Request) {
 	// update() assigns registry.project = updateDto.project and saves: TypeORM's save
 	// skips an undefined property, so an omitted project stays as it was and "" clears it
 	// (apps/api/src/docker-registry/services/docker-registry.service.ts:151-159, v0.190).
-	if b.Project != nil {
-		g.Project = *b.Project
-	}
+	setIfSent(&g.Project, b.Project)
 	g.UpdatedAt = time.Now().UTC()
 	writeJSON(w, 200, g.dto())
 }

@@ -189,12 +189,8 @@ func (s *Server) patchSecret(w http.ResponseWriter, r *http.Request) {
 		}
 		sec.Hosts = *b.Hosts
 	}
-	if b.Value != nil {
-		sec.value = *b.Value
-	}
-	if b.Description != nil {
-		sec.Description = *b.Description
-	}
+	setIfSent(&sec.value, b.Value)
+	setIfSent(&sec.Description, b.Description)
 	sec.UpdatedAt = time.Now().UTC()
 	writeJSON(w, 200, sec.dto())
 }
