@@ -101,19 +101,26 @@ func (s volumeStore) nameTaken(ctx context.Context, name string) (*Volume, error
 	return s.c.CreateVolume(ctx, name)
 }
 
-func (s volumeStore) Get(ctx context.Context, id string) (*sandbox.Volume, error) {
-	v, err := s.c.GetVolume(ctx, id)
+// storeGet is a store's Get of an object read from Daytona: a store answers nil, not an
+// error, for one that does not exist, which Daytona answers with 404 or, for an object
+// deleted in the background, with gone (nil for a kind that is deleted at once).
+func storeGet[D, T any](d *D, err error, gone func(*D) bool, to func(*D) T) (*T, error) {
 	if IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if v.Gone() {
+	if gone != nil && gone(d) {
 		return nil, nil
 	}
-	out := toVolume(v)
+	out := to(d)
 	return &out, nil
+}
+
+func (s volumeStore) Get(ctx context.Context, id string) (*sandbox.Volume, error) {
+	v, err := s.c.GetVolume(ctx, id)
+	return storeGet(v, err, (*Volume).Gone, toVolume)
 }
 
 func (s volumeStore) Delete(ctx context.Context, id string) error {
@@ -171,14 +178,7 @@ func (s registryStore) Create(ctx context.Context, r sandbox.RegistrySpec) (sand
 
 func (s registryStore) Get(ctx context.Context, id string) (*sandbox.RemoteRegistry, error) {
 	d, err := s.c.GetDockerRegistry(ctx, id)
-	if IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := toRegistry(d)
-	return &out, nil
+	return storeGet(d, err, nil, toRegistry)
 }
 
 func (s registryStore) Update(ctx context.Context, id string, r sandbox.RegistrySpec, rotate bool) (sandbox.RemoteRegistry, error) {
