@@ -160,6 +160,16 @@ import sqlite3, sys
 print(sqlite3.connect(sys.argv[1]).execute("SELECT COUNT(*) FROM session_sandboxes").fetchone()[0])
 EOF2
 }
+# turn FILE AGENT [--session ID] MESSAGE: shows the harness command of a turn, runs it and
+# keeps its output in $work/FILE for the checks that follow.
+turn() {
+	local out="$work/$1"
+	shift
+	echo "\$ trueforge-harness run ${*:1:$#-1} \"${!#}\""
+	"$harness" run "$@" | tee "$out"
+}
+# session_in FILE: the id of the session a turn's output in $work/FILE started.
+session_in() { sed -n 's/^session \(s-[0-9a-f]*\) .*/\1/p' "$work/$1"; }
 
 step "Supply chain: what the python environment's snapshot contains (package manifest, recorded when its build turned Ready)"
 echo "\$ trueforge-harness snapshots show python | head -12"
@@ -175,9 +185,8 @@ EOF2
 ok "manifest and CycloneDX SBOM of snapshot $snap1"
 
 step "Harness: a question that needs no code (no sandbox is provisioned)"
-echo "\$ trueforge-harness run demo \"What is the capital of France?\""
-"$harness" run demo "What is the capital of France?" | tee "$work/turn1.txt"
-sid="$(sed -n 's/^session \(s-[0-9a-f]*\) .*/\1/p' "$work/turn1.txt")"
+turn turn1.txt demo "What is the capital of France?"
+sid="$(session_in turn1.txt)"
 [[ -n $sid ]] || fail "no session id in the harness output"
 grep -q "Paris" "$work/turn1.txt" || fail "the answer did not come back"
 grep -q "PROVISIONED" "$work/turn1.txt" && fail "a question with no code provisioned a sandbox"
@@ -185,8 +194,7 @@ grep -q "PROVISIONED" "$work/turn1.txt" && fail "a question with no code provisi
 ok "answered without a sandbox (session $sid, 0 sandboxes)"
 
 step "Same session: run code, write a file, offer it for download (the sandbox is provisioned now)"
-echo "\$ trueforge-harness run demo --session $sid \"Run some code and give me a report\""
-"$harness" run demo --session "$sid" "Run some code and give me a report" | tee "$work/turn2.txt"
+turn turn2.txt demo --session "$sid" "Run some code and give me a report"
 grep -q "PROVISIONED" "$work/turn2.txt" || fail "no sandbox was provisioned for the code turn"
 grep -q "hello from the python env" "$work/turn2.txt" || fail "the environment's hello tool did not run in the sandbox"
 grep -q "385" "$work/turn2.txt" || fail "the Python code did not run"
@@ -211,9 +219,8 @@ step "The session's append-only event log (labelled as a replay)"
 "$harness" sandboxes list
 
 step "Harness: Code Mode, a script in the sandbox calls the facts MCP server through the harness"
-echo "\$ trueforge-harness run analyst \"Which of these capitals is largest?\""
-"$harness" run analyst "Which of France's, Japan's and Peru's capitals is largest?" | tee "$work/turn3.txt"
-asid="$(sed -n 's/^session \(s-[0-9a-f]*\) .*/\1/p' "$work/turn3.txt")"
+turn turn3.txt analyst "Which of France's, Japan's and Peru's capitals is largest?"
+asid="$(session_in turn3.txt)"
 grep -q "largest: Tokyo" "$work/turn3.txt" || fail "the Code Mode script did not combine the MCP results"
 [[ "$(grep -c '\[mcp\] facts__.* completed' "$work/turn3.txt")" == 6 ]] || fail "expected 6 completed MCP calls from the script"
 grep -q "$DEMO_MCP_TOKEN" "$work/turn3.txt" && fail "the MCP token appeared in the session output"
@@ -222,8 +229,7 @@ sed -n 1p "$work/demomcp.log"
 ok "the script made 6 MCP calls through the harness (the server saw each with the caller as X-Trueforge-User); the token never entered the sandbox"
 
 step "Harness: a skill, published by apply from the configuration's folder, loaded into the sandbox on first use"
-echo "\$ trueforge-harness run analyst --session $asid \"Make it a table\""
-"$harness" run analyst --session "$asid" "Make it a table" | tee "$work/turn4.txt"
+turn turn4.txt analyst --session "$asid" "Make it a table"
 grep -q "load_skill" "$work/turn4.txt" || fail "the skill was not loaded"
 grep -q "| Japan | Tokyo | 14,187,176 |" "$work/turn4.txt" || fail "the skill's script did not run from the sandbox"
 ok "facts-table loaded at .skills/facts-table/ (read-only) and its script ran in the sandbox"
