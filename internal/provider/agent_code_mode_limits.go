@@ -22,12 +22,7 @@ type codeModeLimitsModel struct {
 	RunTimeoutSeconds  types.Int64 `tfsdk:"run_timeout_seconds"`
 }
 
-var codeModeLimitsAttrTypes = map[string]attr.Type{
-	"call_timeout_seconds": types.Int64Type,
-	"max_calls":            types.Int64Type,
-	"max_result_bytes":     types.Int64Type,
-	"run_timeout_seconds":  types.Int64Type,
-}
+var codeModeLimitsAttrTypes = objectAttrTypes(codeModeLimitsDataSchema().Attributes)
 
 func codeModeLimitsObject(l agentspec.CodeModeLimits) types.Object {
 	return types.ObjectValueMust(codeModeLimitsAttrTypes, map[string]attr.Value{

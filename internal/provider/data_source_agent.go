@@ -2,29 +2,34 @@ package provider
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-)
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
-var (
-	_ datasource.DataSource              = (*agentDataSource)(nil)
-	_ datasource.DataSourceWithConfigure = (*agentDataSource)(nil)
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
-
-type agentDataSource struct{ configuredDataSource }
 
 // NewAgentDataSource is the trueforge_agent data source.
-func NewAgentDataSource() datasource.DataSource { return &agentDataSource{} }
-
-func (d *agentDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_agent"
+func NewAgentDataSource() datasource.DataSource {
+	return &dataSource[agentModel]{
+		typeName: "_agent",
+		schema:   agentDataSourceSchema(),
+		read: byName("Agent", func(m *agentModel) types.String { return m.Name }, (*store.Store).GetAgent,
+			"No agent %q exists in this control plane. Check the name; an agent created in the same configuration "+
+				"should be referenced by its trueforge_agent resource's name so Terraform creates it first.", readAgent),
+	}
 }
 
-func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	resp.Schema = schema.Schema{
+// readAgent fills the data source in from the agent a as the resource's Read does.
+func readAgent(ctx context.Context, _ *controlPlane, m *agentModel, a store.Agent, diags *diag.Diagnostics) {
+	diags.Append(m.fromStore(ctx, a)...)
+}
+
+func agentDataSourceSchema() schema.Schema {
+	return schema.Schema{
 		MarkdownDescription: "Reads a published agent by name: its model, instructions, MCP servers, skills and sandbox settings, as the harness runs it.",
 		Attributes: map[string]schema.Attribute{
 			"code_mode":        computedBool("Whether Code Mode is on (scripts in the sandbox call MCP tools through the harness)."),
@@ -91,23 +96,4 @@ func (d *agentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			},
 		},
 	}
-}
-
-func (d *agentDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	m, ok := decode[agentModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	name := m.Name.ValueString()
-	a, ok := lookupNamed(ctx, "Agent", name, d.cp.store.GetAgent,
-		fmt.Sprintf("No agent %q exists in this control plane. Check the name; an agent created in the same configuration "+
-			"should be referenced by its trueforge_agent resource's name so Terraform creates it first.", name), &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	resp.Diagnostics.Append(m.fromStore(ctx, a)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

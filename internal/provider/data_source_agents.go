@@ -9,19 +9,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
-
-var (
-	_ datasource.DataSource              = (*agentsDataSource)(nil)
-	_ datasource.DataSourceWithConfigure = (*agentsDataSource)(nil)
-)
-
-type agentsDataSource struct{ configuredDataSource }
 
 type agentsDataSourceModel struct {
 	Agents          types.List   `tfsdk:"agents"`
@@ -34,29 +28,15 @@ type agentsDataSourceModel struct {
 
 // agentItemAttrTypes is one element of `agents`: a summary; the trueforge_agent data
 // source reads the whole agent.
-var agentItemAttrTypes = map[string]attr.Type{
-	"code_mode":        types.BoolType,
-	"description":      types.StringType,
-	"environment":      types.StringType,
-	"mcp_servers":      types.ListType{ElemType: types.StringType},
-	"model_name":       types.StringType,
-	"model_provider":   types.StringType,
-	"name":             types.StringType,
-	"owner":            types.StringType,
-	"sandbox_enabled":  types.BoolType,
-	"sandbox_provider": types.StringType,
-	"skills":           types.ListType{ElemType: types.StringType},
-}
+var agentItemAttrTypes = nestedAttrTypes(agentsDataSourceSchema(), "agents")
 
 // NewAgentsDataSource is the trueforge_agents data source.
-func NewAgentsDataSource() datasource.DataSource { return &agentsDataSource{} }
-
-func (d *agentsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_agents"
+func NewAgentsDataSource() datasource.DataSource {
+	return &dataSource[agentsDataSourceModel]{typeName: "_agents", schema: agentsDataSourceSchema(), read: listAgents}
 }
 
-func (d *agentsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	resp.Schema = schema.Schema{
+func agentsDataSourceSchema() schema.Schema {
+	return schema.Schema{
 		MarkdownDescription: "Lists the published agents of this control plane, ordered by name, optionally filtered by owner, " +
 			"environment, sandbox provider and Code Mode; every filter left out matches all, and a filter that matches nothing " +
 			"gives an empty list. Agents have no status of their own (an agent is ready when its environment is: filter " +
@@ -94,19 +74,16 @@ func (d *agentsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 	}
 }
 
-func (d *agentsDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	m, ok := decode[agentsDataSourceModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
-	if !ok {
+// listAgents lists the agents that match the filters, by name.
+func listAgents(ctx context.Context, cp *controlPlane, m *agentsDataSourceModel, diags *diag.Diagnostics) {
+	names, err := cp.store.ListAgentNames(ctx)
+	if err != nil {
+		addOperationError(diags, "Error Listing Agents", "the agents of this control plane", err)
 		return
 	}
-	names, err := d.cp.store.ListAgentNames(ctx)
+	envs, err := cp.store.ListEnvironments(ctx)
 	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Listing Agents", "the agents of this control plane", err)
-		return
-	}
-	envs, err := d.cp.store.ListEnvironments(ctx)
-	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Listing Agents", "the environments of this control plane", err)
+		addOperationError(diags, "Error Listing Agents", "the environments of this control plane", err)
 		return
 	}
 	providerOf := make(map[string]string, len(envs))
@@ -117,17 +94,17 @@ func (d *agentsDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	items := []agentItem{}
 	matched := []string{}
 	for _, name := range names {
-		a, err := d.cp.store.GetAgent(ctx, name)
+		a, err := cp.store.GetAgent(ctx, name)
 		if err != nil {
 			if ignoreNotFound(err) == nil {
 				continue // deleted since it was listed
 			}
-			addOperationError(&resp.Diagnostics, "Error Listing Agents", fmt.Sprintf("agent %q", name), err)
+			addOperationError(diags, "Error Listing Agents", fmt.Sprintf("agent %q", name), err)
 			return
 		}
 		s, err := agentspec.Decode(a.Spec)
 		if err != nil {
-			resp.Diagnostics.AddError("Invalid Agent Spec",
+			diags.AddError("Invalid Agent Spec",
 				fmt.Sprintf("The stored spec of agent %q is not valid JSON, so the agents cannot be listed. Apply its configuration again to rewrite it.\n\nOriginal Error: %s", a.Name, err))
 			return
 		}
@@ -142,9 +119,8 @@ func (d *agentsDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		"owner": m.Owner.ValueString(), "environment": m.Environment.ValueString(), "sandbox_provider": m.SandboxProvider.ValueString(),
 		"matched": len(items), "of": len(names),
 	})
-	m.Agents = objectList(agentItemAttrTypes, items, agentItem.attrs, &resp.Diagnostics)
+	m.Agents = objectList(agentItemAttrTypes, items, agentItem.attrs, diags)
 	m.Names = stringList(matched)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // agentItem is what `agents` says of one agent.

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -15,13 +14,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/packageindex"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
-
-var (
-	_ datasource.DataSource              = (*environmentDataSource)(nil)
-	_ datasource.DataSourceWithConfigure = (*environmentDataSource)(nil)
-)
-
-type environmentDataSource struct{ configuredDataSource }
 
 type environmentDataSourceModel struct {
 	BuildHash       types.String `tfsdk:"build_hash"`
@@ -44,14 +36,18 @@ type environmentDataSourceModel struct {
 }
 
 // NewEnvironmentDataSource is the trueforge_environment data source.
-func NewEnvironmentDataSource() datasource.DataSource { return &environmentDataSource{} }
-
-func (d *environmentDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_environment"
+func NewEnvironmentDataSource() datasource.DataSource {
+	return &dataSource[environmentDataSourceModel]{
+		typeName: "_environment",
+		schema:   environmentDataSourceSchema(),
+		read: byName("Environment", func(m *environmentDataSourceModel) types.String { return m.Name }, (*store.Store).GetEnvironment,
+			"No environment %q exists in this control plane. Check the name; an environment created in the same configuration "+
+				"should be read from its trueforge_environment resource, or referenced by that resource's name so Terraform creates it first.", readEnvironment),
+	}
 }
 
-func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	resp.Schema = schema.Schema{
+func environmentDataSourceSchema() schema.Schema {
+	return schema.Schema{
 		MarkdownDescription: "Reads an environment by name, including the reserved `default` environment the sandbox provider creates. " +
 			"`status` is refreshed from the sandbox backend.",
 		Attributes: withSharingAttributes(map[string]schema.Attribute{
@@ -82,20 +78,11 @@ func (d *environmentDataSource) Schema(_ context.Context, _ datasource.SchemaReq
 	}
 }
 
-func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	m, ok := decode[environmentDataSourceModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	name := m.Name.ValueString()
-	env, ok := lookupNamed(ctx, "Environment", name, d.cp.store.GetEnvironment,
-		fmt.Sprintf("No environment %q exists in this control plane. Check the name; an environment created in the same configuration "+
-			"should be read from its trueforge_environment resource, or referenced by that resource's name so Terraform creates it first.", name), &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	st := environmentStatus{cp: d.cp, coords: map[string]*builds.Coordinator{}}
-	status := st.of(ctx, env, &resp.Diagnostics)
+// readEnvironment fills the data source in from env, its status refreshed from the
+// sandbox backend.
+func readEnvironment(ctx context.Context, cp *controlPlane, m *environmentDataSourceModel, env store.Environment, diags *diag.Diagnostics) {
+	st := environmentStatus{cp: cp, coords: map[string]*builds.Coordinator{}}
+	status := st.of(ctx, env, diags)
 	m.BuildHash = types.StringValue(env.BuildHash)
 	m.BuildScript = types.StringValue(env.BuildScript)
 	m.CPU = types.Int64Value(env.CPU)
@@ -111,10 +98,9 @@ func (d *environmentDataSource) Read(ctx context.Context, req datasource.ReadReq
 	m.Status = types.StringValue(status)
 	m.Triggers = knownStringMap(env.Triggers)
 	m.Labels = knownStringMap(env.Settings.Labels)
-	var d2 diag.Diagnostics
-	m.Network, d2 = networkObject(env)
-	resp.Diagnostics.Append(d2...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	var d diag.Diagnostics
+	m.Network, d = networkObject(env)
+	diags.Append(d...)
 }
 
 // networkObject is env's network policy as the data sources read it: the allow list as

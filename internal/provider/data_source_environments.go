@@ -19,13 +19,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-var (
-	_ datasource.DataSource              = (*environmentsDataSource)(nil)
-	_ datasource.DataSourceWithConfigure = (*environmentsDataSource)(nil)
-)
-
-type environmentsDataSource struct{ configuredDataSource }
-
 type environmentsDataSourceModel struct {
 	Environments    types.List   `tfsdk:"environments"`
 	Names           types.List   `tfsdk:"names"`
@@ -35,37 +28,18 @@ type environmentsDataSourceModel struct {
 }
 
 // environmentItemAttrTypes is one element of `environments`.
-var environmentItemAttrTypes = map[string]attr.Type{
-	"build_hash":       types.StringType,
-	"cpu":              types.Int64Type,
-	"disk":             types.Int64Type,
-	"env":              types.MapType{ElemType: types.StringType},
-	"image":            types.StringType,
-	"memory":           types.Int64Type,
-	"name":             types.StringType,
-	"network":          types.ObjectType{AttrTypes: networkAttrTypes},
-	"labels":           types.MapType{ElemType: types.StringType},
-	"owner":            types.StringType,
-	"shared_with":      types.SetType{ElemType: types.StringType},
-	"has_secrets":      types.BoolType,
-	"reserved":         types.BoolType,
-	"sandbox_provider": types.StringType,
-	"snapshot_id":      types.StringType,
-	"status":           types.StringType,
-}
+var environmentItemAttrTypes = nestedAttrTypes(environmentsDataSourceSchema(), "environments")
 
 // environmentStatuses are the values of an environment's status.
 var environmentStatuses = []string{sandbox.StatusBuilding, sandbox.StatusReady, sandbox.StatusFailed}
 
 // NewEnvironmentsDataSource is the trueforge_environments data source.
-func NewEnvironmentsDataSource() datasource.DataSource { return &environmentsDataSource{} }
-
-func (d *environmentsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_environments"
+func NewEnvironmentsDataSource() datasource.DataSource {
+	return &dataSource[environmentsDataSourceModel]{typeName: "_environments", schema: environmentsDataSourceSchema(), read: listEnvironments}
 }
 
-func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	resp.Schema = schema.Schema{
+func environmentsDataSourceSchema() schema.Schema {
+	return schema.Schema{
 		MarkdownDescription: "Lists the environments of this control plane, ordered by name, optionally filtered by owner, sandbox provider " +
 			"and status; every filter left out matches all. The reserved `default` environment is listed too (`reserved = true`). " +
 			"A filter that matches nothing gives an empty list, not an error. Every team can list every environment (on PostgreSQL " +
@@ -105,20 +79,17 @@ func (d *environmentsDataSource) Schema(_ context.Context, _ datasource.SchemaRe
 	}
 }
 
-func (d *environmentsDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	m, ok := decode[environmentsDataSourceModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
-	if !ok {
-		return
-	}
-	all, err := d.cp.store.ListEnvironments(ctx)
+// listEnvironments lists the environments that match the filters, by name.
+func listEnvironments(ctx context.Context, cp *controlPlane, m *environmentsDataSourceModel, diags *diag.Diagnostics) {
+	all, err := cp.store.ListEnvironments(ctx)
 	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Listing Environments", "the environments of this control plane", err)
+		addOperationError(diags, "Error Listing Environments", "the environments of this control plane", err)
 		return
 	}
 	// Ordered by name whatever the store's order, so that the list (and every plan
 	// over it) is deterministic.
 	slices.SortFunc(all, func(a, b store.Environment) int { return strings.Compare(a.Name, b.Name) })
-	st := environmentStatus{cp: d.cp, coords: map[string]*builds.Coordinator{}}
+	st := environmentStatus{cp: cp, coords: map[string]*builds.Coordinator{}}
 	items := []attr.Value{}
 	names := []string{}
 	for _, env := range all {
@@ -126,27 +97,26 @@ func (d *environmentsDataSource) Read(ctx context.Context, req datasource.ReadRe
 			!m.SandboxProvider.IsNull() && env.Provider != m.SandboxProvider.ValueString() {
 			continue
 		}
-		status := st.of(ctx, env, &resp.Diagnostics)
+		status := st.of(ctx, env, diags)
 		if !m.Status.IsNull() && status != m.Status.ValueString() {
 			continue
 		}
-		item, diags := environmentItem(env, status)
-		resp.Diagnostics.Append(diags...)
+		item, d := environmentItem(env, status)
+		diags.Append(d...)
 		items = append(items, item)
 		names = append(names, env.Name)
 	}
-	if resp.Diagnostics.HasError() {
+	if diags.HasError() {
 		return
 	}
 	tflog.Debug(ctx, "data source: environments listed", map[string]any{
 		"owner": m.Owner.ValueString(), "sandbox_provider": m.SandboxProvider.ValueString(), "status": m.Status.ValueString(),
 		"matched": len(items), "of": len(all),
 	})
-	var diags diag.Diagnostics
-	m.Environments, diags = types.ListValue(types.ObjectType{AttrTypes: environmentItemAttrTypes}, items)
-	resp.Diagnostics.Append(diags...)
+	var d diag.Diagnostics
+	m.Environments, d = types.ListValue(types.ObjectType{AttrTypes: environmentItemAttrTypes}, items)
+	diags.Append(d...)
 	m.Names = stringList(names)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // environmentStatus refreshes environments' snapshot status from their backends, one

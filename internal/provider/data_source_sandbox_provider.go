@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -14,13 +15,6 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
-
-var (
-	_ datasource.DataSource              = (*sandboxProviderDataSource)(nil)
-	_ datasource.DataSourceWithConfigure = (*sandboxProviderDataSource)(nil)
-)
-
-type sandboxProviderDataSource struct{ configuredDataSource }
 
 // sandboxProviderDataSourceModel is the resource's model without its credential and
 // timeouts, plus the owner, which the resource keeps in the store only.
@@ -39,14 +33,12 @@ type sandboxProviderDataSourceModel struct {
 }
 
 // NewSandboxProviderDataSource is the trueforge_sandbox_provider data source.
-func NewSandboxProviderDataSource() datasource.DataSource { return &sandboxProviderDataSource{} }
-
-func (d *sandboxProviderDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_sandbox_provider"
+func NewSandboxProviderDataSource() datasource.DataSource {
+	return &dataSource[sandboxProviderDataSourceModel]{typeName: "_sandbox_provider", schema: sandboxProviderDataSourceSchema(), read: readSandboxProvider}
 }
 
-func (d *sandboxProviderDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	resp.Schema = schema.Schema{
+func sandboxProviderDataSourceSchema() schema.Schema {
+	return schema.Schema{
 		MarkdownDescription: "Reads the sandbox provider of this control plane, for modules that create environments on a provider " +
 			"another configuration manages. A control plane has exactly one, so `name` may be left out. The API key is never " +
 			"exposed: it stays sealed in the control plane.",
@@ -71,41 +63,38 @@ func (d *sandboxProviderDataSource) Schema(_ context.Context, _ datasource.Schem
 	}
 }
 
-func (d *sandboxProviderDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	m, ok := decode[sandboxProviderDataSourceModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
-	if !ok {
-		return
-	}
+// readSandboxProvider reads the provider named, or the only one when no name is given.
+func readSandboxProvider(ctx context.Context, cp *controlPlane, m *sandboxProviderDataSourceModel, diags *diag.Diagnostics) {
 	var p store.SandboxProvider
 	var err error
 	if name := m.Name.ValueString(); name != "" {
-		p, err = d.cp.store.GetSandboxProvider(ctx, name)
+		p, err = cp.store.GetSandboxProvider(ctx, name)
 	} else {
-		p, err = d.cp.store.OnlySandboxProvider(ctx)
+		p, err = cp.store.OnlySandboxProvider(ctx)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		what := "No sandbox provider is configured in this control plane."
 		if !m.Name.IsNull() {
 			what = fmt.Sprintf("No sandbox provider %q exists in this control plane.", m.Name.ValueString())
 		}
-		resp.Diagnostics.AddAttributeError(path.Root("name"), "Sandbox Provider Not Found",
+		diags.AddAttributeError(path.Root("name"), "Sandbox Provider Not Found",
 			what+" Check database_url and the name; a provider created in the same configuration should be referenced through its "+
 				"trueforge_sandbox_provider resource, so Terraform creates it first.")
 		return
 	}
 	if err != nil {
-		addOperationError(&resp.Diagnostics, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", m.Name.ValueString()), err)
+		addOperationError(diags, "Error Reading Sandbox Provider", fmt.Sprintf("sandbox provider %q", m.Name.ValueString()), err)
 		return
 	}
 	// The status as the resource's refresh computes it: a provider whose default
 	// environment (or its remote snapshot) is gone is Degraded until the next apply.
 	status := p.Status
-	if def, err := d.cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
+	if def, err := cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
 		status = statusDegraded
-	} else if err == nil && d.cp.remoteSnapshots(p) && (&sandboxProviderResource{configuredResource{d.cp}}).defaultSnapshotFailed(ctx, p, def, &resp.Diagnostics) {
+	} else if err == nil && cp.remoteSnapshots(p) && (&sandboxProviderResource{configuredResource{cp}}).defaultSnapshotFailed(ctx, p, def, diags) {
 		status = statusDegraded
 	}
-	if resp.Diagnostics.HasError() {
+	if diags.HasError() {
 		return
 	}
 	tflog.Debug(ctx, "data source: sandbox provider read", map[string]any{"name": p.Name, "type": p.Type, "status": status})
@@ -120,5 +109,4 @@ func (d *sandboxProviderDataSource) Read(ctx context.Context, req datasource.Rea
 	m.Status = types.StringValue(status)
 	m.Target = optionalString(p.Target)
 	m.Type = types.StringValue(p.Type)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -40,4 +41,27 @@ func computedStringList(doc string) schema.ListAttribute {
 // ("Only agents ..."), checked by valid: left out, it matches all.
 func optionalFilter(doc string, valid validator.String) schema.StringAttribute {
 	return schema.StringAttribute{MarkdownDescription: doc, Optional: true, Validators: []validator.String{valid}}
+}
+
+// objectAttrTypes is the attribute types of an object whose attributes are attrs (a
+// data source's or a resource's): what its values must be made of, read off the schema
+// that documents them rather than listed a second time.
+func objectAttrTypes[A interface{ GetType() attr.Type }](attrs map[string]A) map[string]attr.Type {
+	types := make(map[string]attr.Type, len(attrs))
+	for name, a := range attrs {
+		types[name] = a.GetType()
+	}
+	return types
+}
+
+// nestedAttrTypes is objectAttrTypes of the objects of the nested attribute name of s: a
+// single object, or the elements of a list.
+func nestedAttrTypes(s schema.Schema, name string) map[string]attr.Type {
+	switch a := s.Attributes[name].(type) {
+	case schema.SingleNestedAttribute:
+		return objectAttrTypes(a.Attributes)
+	case schema.ListNestedAttribute:
+		return objectAttrTypes(a.NestedObject.Attributes)
+	}
+	panic("nestedAttrTypes: " + name + " is not a nested attribute")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -16,13 +17,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/manifest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
-
-var (
-	_ datasource.DataSource              = (*snapshotManifestDataSource)(nil)
-	_ datasource.DataSourceWithConfigure = (*snapshotManifestDataSource)(nil)
-)
-
-type snapshotManifestDataSource struct{ configuredDataSource }
 
 type snapshotManifestModel struct {
 	SnapshotID   types.String `tfsdk:"snapshot_id"`
@@ -37,23 +31,16 @@ type snapshotManifestModel struct {
 	CycloneDX    types.String `tfsdk:"cyclonedx"`
 }
 
-var manifestPackageAttrTypes = map[string]attr.Type{
-	"ecosystem": types.StringType,
-	"name":      types.StringType,
-	"version":   types.StringType,
-	"arch":      types.StringType,
-	"purl":      types.StringType,
-}
+// manifestPackageAttrTypes is one element of `packages`.
+var manifestPackageAttrTypes = nestedAttrTypes(snapshotManifestSchema(), "packages")
 
 // NewSnapshotManifestDataSource is the trueforge_snapshot_manifest data source.
-func NewSnapshotManifestDataSource() datasource.DataSource { return &snapshotManifestDataSource{} }
-
-func (d *snapshotManifestDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_snapshot_manifest"
+func NewSnapshotManifestDataSource() datasource.DataSource {
+	return &dataSource[snapshotManifestModel]{typeName: "_snapshot_manifest", schema: snapshotManifestSchema(), read: readSnapshotManifest}
 }
 
-func (d *snapshotManifestDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	resp.Schema = schema.Schema{
+func snapshotManifestSchema() schema.Schema {
+	return schema.Schema{
 		MarkdownDescription: "Reads what a snapshot contains: the packages its package databases list (Debian's dpkg, Alpine's apk), " +
 			"the Python distributions and the Node packages installed in it, recorded when its build turned Ready, and the same as a " +
 			"CycloneDX 1.5 SBOM. Set exactly one of `snapshot_id` and `environment`. The manifest is capped at 4 MiB " +
@@ -97,50 +84,37 @@ func (d *snapshotManifestDataSource) Schema(_ context.Context, _ datasource.Sche
 	}
 }
 
-func (d *snapshotManifestDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
-	m, ok := decode[snapshotManifestModel](ctx, d.cp, req.Config.Get, &resp.Diagnostics)
-	if !ok {
-		return
-	}
+// readSnapshotManifest reads the manifest of the snapshot named, or of the environment's.
+func readSnapshotManifest(ctx context.Context, cp *controlPlane, m *snapshotManifestModel, diags *diag.Diagnostics) {
 	id, attrPath := m.SnapshotID.ValueString(), path.Root("snapshot_id")
 	if name := m.Environment.ValueString(); name != "" {
 		attrPath = path.Root("environment")
-		env, err := d.cp.store.GetEnvironment(ctx, name)
-		if errors.Is(err, store.ErrNotFound) {
-			resp.Diagnostics.AddAttributeError(attrPath, "Environment Not Found",
-				fmt.Sprintf("No environment %q exists in this control plane. Check the name, or reference the trueforge_environment resource so Terraform creates it first.", name))
-			return
-		}
-		if err != nil {
-			resp.Diagnostics.AddError("Error Reading Environment", fmt.Sprintf("Environment %q could not be read.\n\nOriginal Error: %s", name, err))
+		env, ok := lookupNamed(ctx, "Environment", attrPath, name, cp.store.GetEnvironment,
+			fmt.Sprintf("No environment %q exists in this control plane. Check the name, or reference the trueforge_environment resource so Terraform creates it first.", name), diags)
+		if !ok {
 			return
 		}
 		id = env.SnapshotID
 	}
-	snap, err := d.cp.store.GetSnapshot(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		resp.Diagnostics.AddAttributeError(attrPath, "Snapshot Not Found",
-			fmt.Sprintf("No snapshot %q exists in this control plane. Use an environment's snapshot_id, or set environment instead.", id))
+	snap, ok := lookupNamed(ctx, "Snapshot", attrPath, id, cp.store.GetSnapshot,
+		fmt.Sprintf("No snapshot %q exists in this control plane. Use an environment's snapshot_id, or set environment instead.", id), diags)
+	if !ok {
 		return
 	}
+	coord, _, err := cp.coordinator(ctx, snap.Provider)
 	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Snapshot", fmt.Sprintf("Snapshot %q could not be read.\n\nOriginal Error: %s", id, err))
-		return
-	}
-	coord, _, err := d.cp.coordinator(ctx, snap.Provider)
-	if err != nil {
-		resp.Diagnostics.AddError("Error Opening Sandbox Provider", fmt.Sprintf("The backend of sandbox provider %q could not be opened to read snapshot %s.\n\nOriginal Error: %s", snap.Provider, id, err))
+		diags.AddError("Error Opening Sandbox Provider", fmt.Sprintf("The backend of sandbox provider %q could not be opened to read snapshot %s.\n\nOriginal Error: %s", snap.Provider, id, err))
 		return
 	}
 	sm, err := coord.Manifest(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		resp.Diagnostics.AddAttributeError(attrPath, "Snapshot Manifest Not Available",
+		diags.AddAttributeError(attrPath, "Snapshot Manifest Not Available",
 			fmt.Sprintf("Snapshot %s (status %s) has no package manifest. A manifest is recorded when a build turns Ready; a Building snapshot "+
 				"has one after its build. A failed extraction is retried when this data source is read again (run with TF_LOG_PROVIDER=WARN to see why it failed).", id, snap.Status))
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Error Reading Snapshot Manifest", fmt.Sprintf("The manifest of snapshot %s could not be read.\n\nOriginal Error: %s", id, err))
+		diags.AddError("Error Reading Snapshot Manifest", fmt.Sprintf("The manifest of snapshot %s could not be read.\n\nOriginal Error: %s", id, err))
 		return
 	}
 	man := sm.Manifest
@@ -149,16 +123,16 @@ func (d *snapshotManifestDataSource) Read(ctx context.Context, req datasource.Re
 			"ecosystem": types.StringValue(p.Ecosystem), "name": types.StringValue(p.Name), "version": types.StringValue(p.Version),
 			"arch": types.StringValue(p.Arch), "purl": types.StringValue(manifest.PURL(man, p)),
 		}
-	}, &resp.Diagnostics)
+	}, diags)
 	counts := map[string]attr.Value{}
 	for eco, n := range man.Counts() {
 		counts[eco] = types.Int64Value(int64(n))
 	}
-	countMap, diags := types.MapValue(types.Int64Type, counts)
-	resp.Diagnostics.Append(diags...)
+	countMap, d := types.MapValue(types.Int64Type, counts)
+	diags.Append(d...)
 	bom, err := manifest.CycloneDX(man, id)
 	if err != nil {
-		resp.Diagnostics.AddError("Error Rendering SBOM", fmt.Sprintf("The CycloneDX document of snapshot %s could not be rendered.\n\nOriginal Error: %s", id, err))
+		diags.AddError("Error Rendering SBOM", fmt.Sprintf("The CycloneDX document of snapshot %s could not be rendered.\n\nOriginal Error: %s", id, err))
 		return
 	}
 	distro := man.Distro
@@ -174,5 +148,4 @@ func (d *snapshotManifestDataSource) Read(ctx context.Context, req datasource.Re
 	m.Bytes = types.Int64Value(sm.Bytes)
 	m.Distro = types.StringValue(distro)
 	m.CycloneDX = types.StringValue(string(bom))
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

@@ -152,13 +152,13 @@ func (k backedKind) delete(ctx context.Context, cp *controlPlane, name, title st
 }
 
 // lookupNamed is a data source's fetch, with get, of the row named name that its
-// configuration looks up (kind in Title Case, as in the summaries). ok is false when an
-// error was added: there is none ("<kind> Not Found" on name; notFound says what to
-// check), or it could not be read.
-func lookupNamed[T any](ctx context.Context, kind, name string, get func(context.Context, string) (T, error), notFound string, diags *diag.Diagnostics) (T, bool) {
+// configuration looks up at the attribute at (kind in Title Case, as in the summaries).
+// ok is false when an error was added: there is none ("<kind> Not Found" on at;
+// notFound says what to check), or it could not be read.
+func lookupNamed[T any](ctx context.Context, kind string, at path.Path, name string, get func(context.Context, string) (T, error), notFound string, diags *diag.Diagnostics) (T, bool) {
 	row, err := get(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		diags.AddAttributeError(path.Root("name"), kind+" Not Found", notFound)
+		diags.AddAttributeError(at, kind+" Not Found", notFound)
 		return row, false
 	}
 	if err != nil {
