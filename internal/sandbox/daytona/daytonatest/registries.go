@@ -178,24 +178,22 @@ func (s *Server) getRegistry(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) patchRegistry(w http.ResponseWriter, r *http.Request) {
-	g := byID(w, r, s.registryByID, "Docker registry with ID %s not found")
-	if g == nil {
-		return
-	}
-	b, ok := decodeRegistry(w, r, false)
-	if !ok {
-		return
-	}
-	g.Name, g.URL, g.Username = *b.Name, normalizeRegistryURL(*b.URL), *b.Username
-	if b.Password != nil && *b.Password != "" {
-		g.password = *b.Password
-	}
-	// update() assigns registry.project = updateDto.project and saves: TypeORM's save
-	// skips an undefined property, so an omitted project stays as it was and "" clears it
-	// (apps/api/src/docker-registry/services/docker-registry.service.ts:151-159, v0.190).
-	setIfSent(&g.Project, b.Project)
-	g.UpdatedAt = time.Now().UTC()
-	writeJSON(w, 200, g.dto())
+	patchByID(w, r, s.registryByID, "Docker registry with ID %s not found", func(g *registry) bool {
+		b, ok := decodeRegistry(w, r, false)
+		if !ok {
+			return false
+		}
+		g.Name, g.URL, g.Username = *b.Name, normalizeRegistryURL(*b.URL), *b.Username
+		if b.Password != nil && *b.Password != "" {
+			g.password = *b.Password
+		}
+		// update() assigns registry.project = updateDto.project and saves: TypeORM's save
+		// skips an undefined property, so an omitted project stays as it was and "" clears it
+		// (apps/api/src/docker-registry/services/docker-registry.service.ts:151-159, v0.190).
+		setIfSent(&g.Project, b.Project)
+		g.UpdatedAt = time.Now().UTC()
+		return true
+	})
 }
 
 func (s *Server) deleteRegistry(w http.ResponseWriter, r *http.Request) {

@@ -167,32 +167,30 @@ func (s *Server) getSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) patchSecret(w http.ResponseWriter, r *http.Request) {
-	sec := byID(w, r, s.secretByID, "Secret %s not found")
-	if sec == nil {
-		return
-	}
-	var b struct {
-		Value, Description *string
-		Hosts              *[]string
-	}
-	if !decode(w, r, &b) {
-		return
-	}
-	if b.Value != nil && *b.Value == "" {
-		writeErr(w, r, 400, "value should not be empty")
-		return
-	}
-	if b.Hosts != nil {
-		if msg := checkHosts(*b.Hosts); msg != "" {
-			writeErr(w, r, 400, msg)
-			return
+	patchByID(w, r, s.secretByID, "Secret %s not found", func(sec *secret) bool {
+		var b struct {
+			Value, Description *string
+			Hosts              *[]string
 		}
-		sec.Hosts = *b.Hosts
-	}
-	setIfSent(&sec.value, b.Value)
-	setIfSent(&sec.Description, b.Description)
-	sec.UpdatedAt = time.Now().UTC()
-	writeJSON(w, 200, sec.dto())
+		if !decode(w, r, &b) {
+			return false
+		}
+		if b.Value != nil && *b.Value == "" {
+			writeErr(w, r, 400, "value should not be empty")
+			return false
+		}
+		if b.Hosts != nil {
+			if msg := checkHosts(*b.Hosts); msg != "" {
+				writeErr(w, r, 400, msg)
+				return false
+			}
+			sec.Hosts = *b.Hosts
+		}
+		setIfSent(&sec.value, b.Value)
+		setIfSent(&sec.Description, b.Description)
+		sec.UpdatedAt = time.Now().UTC()
+		return true
+	})
 }
 
 func (s *Server) deleteSecret(w http.ResponseWriter, r *http.Request) {

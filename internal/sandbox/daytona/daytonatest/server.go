@@ -392,6 +392,15 @@ func getByID[T any, P dtoer[T]](w http.ResponseWriter, r *http.Request, find fun
 	}
 }
 
+// patchByID answers the PATCH of a by-id route: update applies the request to what find
+// finds by {id} (else 404, byID), answering a bad request itself and reporting whether
+// it applied it; then 200 with the updated wire form.
+func patchByID[T any, P dtoer[T]](w http.ResponseWriter, r *http.Request, find func(string) *T, notFound string, update func(P) bool) {
+	if v := byID(w, r, find, notFound); v != nil && update(v) {
+		writeJSON(w, 200, P(v).dto())
+	}
+}
+
 // deleteByID answers the DELETE of a by-id route: 204 once what find finds by {id} is
 // removed from list, else 404 (byID).
 func deleteByID[T any](w http.ResponseWriter, r *http.Request, list *[]*T, find func(string) *T, notFound string) {
