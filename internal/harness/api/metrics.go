@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,7 +139,7 @@ func (m *metrics) write(w io.Writer, liveRuns int) {
 	family("trueforge_runs_started_total", "counter", "Runs (user messages) this replica started.")
 	fmt.Fprintf(w, "trueforge_runs_started_total %d\n", m.started)
 	family("trueforge_runs_finished_total", "counter", "Runs this replica finished, by final status.")
-	for _, k := range sortedKeys(m.finished) {
+	for _, k := range slices.Sorted(maps.Keys(m.finished)) {
 		fmt.Fprintf(w, "trueforge_runs_finished_total{status=%s} %d\n", label(k), m.finished[k])
 	}
 	family("trueforge_runs_live", "gauge", "Runs running in this replica now.")
@@ -154,11 +156,11 @@ func (m *metrics) write(w io.Writer, liveRuns int) {
 	fmt.Fprintf(w, "trueforge_sandbox_provision_seconds_sum %s\n", strconv.FormatFloat(m.provision.sum, 'g', -1, 64))
 	fmt.Fprintf(w, "trueforge_sandbox_provision_seconds_count %d\n", m.provision.n)
 	family("trueforge_mcp_calls_total", "counter", "MCP calls bridged for Code Mode scripts, by outcome.")
-	for _, k := range sortedKeys(m.mcpCalls) {
+	for _, k := range slices.Sorted(maps.Keys(m.mcpCalls)) {
 		fmt.Fprintf(w, "trueforge_mcp_calls_total{outcome=%s} %d\n", label(k), m.mcpCalls[k])
 	}
 	family("trueforge_run_errors_total", "counter", "Errors that ended runs in this replica (error events), by where they happened.")
-	for _, k := range sortedKeys(m.runErrors) {
+	for _, k := range slices.Sorted(maps.Keys(m.runErrors)) {
 		fmt.Fprintf(w, "trueforge_run_errors_total{where=%s} %d\n", label(k), m.runErrors[k])
 	}
 	family("trueforge_http_requests_total", "counter", "HTTP requests, by route, method and status.")
@@ -180,20 +182,11 @@ func (m *metrics) write(w io.Writer, liveRuns int) {
 		fmt.Fprintf(w, "trueforge_http_requests_total{route=%s,method=%s,status=%s} %d\n", label(k[0]), label(k[1]), label(k[2]), m.requests[k])
 	}
 	family("trueforge_http_errors_total", "counter", "Error answers of the API, by error code (internal: a 500).")
-	for _, k := range sortedKeys(m.apiErrors) {
+	for _, k := range slices.Sorted(maps.Keys(m.apiErrors)) {
 		fmt.Fprintf(w, "trueforge_http_errors_total{code=%s} %d\n", label(k), m.apiErrors[k])
 	}
 	family("trueforge_event_streams", "gauge", "Event streams (GET .../events) open now.")
 	fmt.Fprintf(w, "trueforge_event_streams %d\n", m.streams.Load())
-}
-
-func sortedKeys(m map[string]int64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // label quotes a label value as the text format escapes it.

@@ -417,7 +417,7 @@ func (x *Proxies) closeLocked(sandboxID string, r *running) {
 func (x *Proxies) Live() []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return sortedKeys(x.live)
+	return slices.Sorted(maps.Keys(x.live))
 }
 
 // Close closes every proxy (their state stays recorded for Ensure) and keeps the
@@ -478,13 +478,4 @@ func LocateHelper(self string) (string, error) {
 		fmt.Fprintf(&tried, "; %s: %v", c, err)
 	}
 	return "", fmt.Errorf("no static netd helper found (build trueforge-harness with CGO_ENABLED=0, or put a static trueforge-netd beside it, or set %s)%s", HelperEnv, tried.String())
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
