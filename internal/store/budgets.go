@@ -119,6 +119,20 @@ func (s *Store) ChargeBudget(ctx context.Context, c BudgetCharge) (usage BudgetU
 	return usage, true, nil
 }
 
+// RefundBudget takes back a charge that ChargeBudget made (c as it was charged), never
+// below zero: a call that a later budget refused is then counted by none.
+func (s *Store) RefundBudget(ctx context.Context, c BudgetCharge) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE budget_usage SET
+		calls = CASE WHEN calls > ? THEN calls - ? ELSE 0 END, bytes = CASE WHEN bytes > ? THEN bytes - ? ELSE 0 END,
+		tokens = CASE WHEN tokens > ? THEN tokens - ? ELSE 0 END, sandbox_ms = CASE WHEN sandbox_ms > ? THEN sandbox_ms - ? ELSE 0 END
+		WHERE budget = ? AND key = ? AND window_start = ?`,
+		c.Calls, c.Calls, c.Bytes, c.Bytes, c.Tokens, c.Tokens, c.SandboxMS, c.SandboxMS, c.Budget, c.Key, millis(c.WindowStart))
+	if err != nil {
+		return fmt.Errorf("refunding budget %q (%s): %w", c.Budget, c.Key, err)
+	}
+	return nil
+}
+
 // budgetRefused is ChargeBudget's answer to a charge that would pass a limit: the
 // counter's usage as it stands.
 func (s *Store) budgetRefused(ctx context.Context, c BudgetCharge) (BudgetUsage, bool, error) {

@@ -60,6 +60,7 @@ type script struct {
 	sem     chan struct{}
 	wg      sync.WaitGroup
 	output  *sandbox.OutputBuffer
+	clock   *runClock
 }
 
 // flight is a call the harness is making.
@@ -127,17 +128,32 @@ func (s *script) run(f *flight, req request) {
 			return
 		}
 	}
+	// A call that waits for a person's approval does not spend the script's time: its
+	// clock stops while the gate runs, and the per-call timeout starts after it.
+	s.clock.pause()
+	p, v, err := s.m.mcp.Authorize(s.ctx, s.call.Origin(), req.Tool, args)
+	s.clock.resume()
+	rec.Rule, rec.Approval = v.Rule, decided(v.Approval)
+	switch {
+	case errors.Is(err, mcptools.ErrDenied):
+		s.finish(f, rec, start, nil, events.OutcomeDenied, err.Error())
+		return
+	case errors.Is(err, mcptools.ErrOverBudget):
+		s.finish(f, rec, start, nil, events.OutcomeLimit, v.Refusal)
+		return
+	case errors.Is(err, mcptools.ErrUnknownTool):
+		s.finish(f, rec, start, nil, events.OutcomeDenied, fmt.Sprintf("%s is not one of this agent's MCP tools (see the API in the tool's description)", req.Tool))
+		return
+	case err != nil:
+		s.finish(f, rec, start, nil, events.OutcomeFailed, err.Error())
+		return
+	}
 	// The call outlives a cancelled script: an operation already sent to a server is
 	// not abandoned half-way, and its outcome is recorded when it ends.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), time.Duration(s.lim.CallTimeoutSeconds)*time.Second)
 	defer cancel()
-	v, err := s.m.mcp.CallValue(ctx, req.Tool, args)
-	rec.Rule = v.Rule
+	v, err = p.Call(ctx)
 	switch {
-	case errors.Is(err, mcptools.ErrDenied):
-		s.finish(f, rec, start, nil, events.OutcomeDenied, err.Error())
-	case errors.Is(err, mcptools.ErrUnknownTool):
-		s.finish(f, rec, start, nil, events.OutcomeDenied, fmt.Sprintf("%s is not one of this agent's MCP tools (see the API in the tool's description)", req.Tool))
 	case err != nil && ctx.Err() != nil:
 		s.finish(f, rec, start, nil, events.OutcomeUnknown, fmt.Sprintf("no answer within %ds (code_mode_limits.call_timeout_seconds); the server may still carry it out", s.lim.CallTimeoutSeconds))
 	case err != nil:
@@ -155,8 +171,17 @@ func (s *script) run(f *flight, req request) {
 			s.finish(f, rec, start, nil, events.OutcomeFailed, "the result cannot be encoded: "+err.Error())
 			return
 		}
+		p.Spent(s.ctx, int64(len(raw)))
 		s.finish(f, rec, start, raw, events.OutcomeCompleted, "")
 	}
+}
+
+// decided is an approval's verdict as the call's record carries it.
+func decided(v *mcptools.Verdict) *events.ApprovalDecided {
+	if v == nil {
+		return nil
+	}
+	return &events.ApprovalDecided{ID: v.ID, State: v.State, By: v.By, At: v.At, Note: v.Note}
 }
 
 // finish records a call's outcome and answers the script: with result, or with errMsg.

@@ -48,7 +48,9 @@ const MaxCode = 256 << 10
 // MCP is what Code Mode needs of the agent's MCP toolset (mcptools.Toolset).
 type MCP interface {
 	Descriptors(ctx context.Context) []mcptools.Descriptor
-	CallValue(ctx context.Context, name string, args map[string]any) (mcptools.Value, error)
+	// Authorize runs the operator's gate for a call (policy, approval, budgets); the
+	// Permit sends it.
+	Authorize(ctx context.Context, o mcptools.Origin, name string, args map[string]any) (*mcptools.Permit, mcptools.Value, error)
 }
 
 // Mode is Code Mode's tool for one agent's runner (tools.CodeTool).
@@ -198,6 +200,10 @@ func (m *Mode) runScript(ctx context.Context, st *store.Store, l *lifecycle.Leas
 		st:      storeRecorder{st: st, sessionID: c.SessionID, runID: c.RunID, logger: m.logger},
 		flights: map[int]*flight{}, sem: make(chan struct{}, maxConcurrent), output: sandbox.NewOutputBuffer(outputCap),
 	}
+	s.clock = newRunClock(time.Duration(lim.RunTimeoutSeconds)*time.Second, func() {
+		stop(limitError{fmt.Sprintf("the script ran for %ds (code_mode_limits.run_timeout_seconds)", lim.RunTimeoutSeconds)})
+	})
+	defer s.clock.halt()
 	go func() {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
@@ -215,7 +221,9 @@ func (m *Mode) runScript(ctx context.Context, st *store.Store, l *lifecycle.Leas
 	})
 	res, err := l.Runtime.Exec(execCtx, l.Record.SandboxID, sandbox.ExecRequest{
 		Argv: command(lang), Stdin: inR, Stdout: out, Stderr: errOut, Interactive: true,
-		Timeout: time.Duration(lim.RunTimeoutSeconds) * time.Second, OutputCap: 64 << 10,
+		// The run clock above enforces the script's limit without the time its calls
+		// wait for approvals; the runtime's own timeout is the backstop past that.
+		Timeout: time.Duration(lim.RunTimeoutSeconds)*time.Second + MaxApprovalWait, OutputCap: 64 << 10,
 	})
 	_ = inW.CloseWithError(io.ErrClosedPipe)
 	cause := context.Cause(execCtx)

@@ -170,6 +170,9 @@ type Limit struct {
 	Value int64  `json:"value"`
 	// Used is the tokens spent, for token_budget.
 	Used int64 `json:"used,omitempty"`
+	// Detail says which cumulative budget stopped the turn, its window and when it
+	// refills (limit "budget").
+	Detail string `json:"detail,omitempty"`
 }
 
 // RunInterrupted: a run's harness died mid-run; recorded by the next run.

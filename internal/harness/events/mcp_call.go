@@ -44,6 +44,9 @@ type MCPCall struct {
 	// ResultBytes is the size of the result the script received (after minimizing).
 	ResultBytes int   `json:"result_bytes"`
 	DurationMS  int64 `json:"duration_ms"`
+	// Approval is the decision on the call when its policy rule asked a person (who,
+	// when, the note); nil when none was asked.
+	Approval *ApprovalDecided `json:"approval,omitempty"`
 	// Late: recorded after the script ended (it was cancelled while this call ran);
 	// an earlier record of the same call said unknown.
 	Late bool `json:"late,omitempty"`

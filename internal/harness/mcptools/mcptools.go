@@ -56,6 +56,11 @@ type Options struct {
 	// Credentials decides which server may be sent which credential; the zero
 	// Authority sends none (a server naming one is then not connected).
 	Credentials agents.Authority
+	// Approver asks a person about the calls a policy rule says need approval; nil
+	// refuses those calls.
+	Approver Approver
+	// Budgets charges the policy's cumulative budgets; nil charges none.
+	Budgets Budgets
 }
 
 // Headers that name the subject of a call to an MCP server: the user the harness acts
@@ -247,19 +252,20 @@ func (t *Toolset) Has(name string) bool {
 	return ok
 }
 
-// Call runs an MCP tool and returns its text and whether it is an error result.
-func (t *Toolset) Call(ctx context.Context, name string, args json.RawMessage) (string, bool) {
+// Call runs an MCP tool for the model's call o and returns its text and whether it is
+// an error result.
+func (t *Toolset) Call(ctx context.Context, o Origin, name string, args json.RawMessage) (string, bool) {
 	var a map[string]any
 	if len(args) > 0 {
 		if err := json.Unmarshal(args, &a); err != nil {
 			return "the arguments are not a JSON object: " + err.Error(), true
 		}
 	}
-	v, err := t.CallValue(ctx, name, a)
+	v, err := t.CallValue(ctx, o, name, a)
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return fmt.Sprintf("unknown MCP tool %q", name), true
-	case errors.Is(err, ErrDenied):
+	case errors.Is(err, ErrDenied), errors.Is(err, ErrOverBudget):
 		return v.Refusal, true
 	case err != nil:
 		return err.Error(), true

@@ -178,7 +178,7 @@ func TestCredentialReachesTheNamedServer(t *testing.T) {
 	if names := toolNames(ts); names != "kb__lookup" {
 		t.Fatalf("tools %q (warnings %q); want kb__lookup", names, log.String())
 	}
-	if text, isErr := ts.Call(context.Background(), "kb__lookup", []byte(`{"q":"x"}`)); isErr || text != "answer" {
+	if text, isErr := ts.Call(context.Background(), mcptools.Origin{}, "kb__lookup", []byte(`{"q":"x"}`)); isErr || text != "answer" {
 		t.Fatalf("call: %q %v", text, isErr)
 	}
 	for i, a := range named.seen() {

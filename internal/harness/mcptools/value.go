@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 )
 
 // Descriptor is one allowed tool with its schemas, as Code Mode builds a typed API from
@@ -43,6 +40,8 @@ type Value struct {
 	// no policy is configured. Set on a refusal too, with Refusal saying why.
 	Rule    *int
 	Refusal string
+	// Approval is how the approval the rule asked for ended; nil when none was asked.
+	Approval *Verdict
 }
 
 // ErrDenied wraps a refusal by the harness (the policy); nothing was sent.
@@ -51,58 +50,38 @@ var ErrDenied = errors.New("refused by the harness's MCP policy")
 // ErrUnknownTool is a name that is not one of the agent's allowed tools.
 var ErrUnknownTool = errors.New("not one of the agent's MCP tools")
 
-// decide asks the operator's policy about a call (allowed_tools was applied when the
-// tools were listed: a tool it leaves out has no route), recording its verdict in v.
-func (t *Toolset) decide(name string, r route, args map[string]any, v *Value) bool {
-	if t.opts.Policy == nil {
-		return true
+// CallValue runs an allowed tool for the model (Call) or a script, through the gate
+// (Authorize) and then to the server (Permit.Call). An error means no answer: the
+// policy refused it or a person did not approve it (ErrDenied, nothing sent; the Value
+// carries the rule, the approval and the refusal), a budget refused it (ErrOverBudget),
+// the name is unknown (ErrUnknownTool), or the call failed on the way (the server could
+// not be reached, ctx ended, the protocol broke); a tool that answered with an error
+// result is a Value with IsError. The result's size is charged to the budgets as the
+// model receives it.
+func (t *Toolset) CallValue(ctx context.Context, o Origin, name string, args map[string]any) (Value, error) {
+	p, v, err := t.Authorize(ctx, o, name, args)
+	if err != nil {
+		return v, err
 	}
-	d := t.opts.Policy.Decide(policy.Request{User: t.opts.User, Owner: t.opts.Owner, Agent: t.opts.Agent,
-		Server: r.url, Tool: r.tool, Args: args})
-	ok, rule, reason := d.Allow, d.Rule, d.Reason
-	v.Rule = &rule
-	if !ok {
-		if reason == "" {
-			reason = "no reason given"
-		}
-		v.Refusal = fmt.Sprintf("MCP tool %s was refused for user %q by the harness's policy (rule %d): %s", name, t.opts.User, rule, reason)
+	v, err = p.Call(ctx)
+	if err == nil {
+		p.Spent(ctx, int64(len(v.Text)))
 	}
-	return ok
+	return v, err
 }
 
-// CallValue runs an allowed tool, for a script (Code Mode) or the model (Call). An error
-// means no answer: the policy refused it (ErrDenied, nothing sent; the Value carries
-// the rule and the refusal), the name is unknown (ErrUnknownTool), or the call failed
-// on the way (the server could not be reached, ctx ended, the protocol broke); a tool
-// that answered with an error result is a Value with IsError.
-func (t *Toolset) CallValue(ctx context.Context, name string, args map[string]any) (Value, error) {
+// forget drops the session of a server whose connection closed, so the next listing
+// connects again.
+func (t *Toolset) forget(server string) {
 	t.mu.Lock()
-	r, ok := t.routes[name]
-	var cs *mcp.ClientSession
-	if ok {
-		cs = t.sessions[r.server]
-	}
-	t.mu.Unlock()
-	if !ok || cs == nil {
-		return Value{}, fmt.Errorf("%q: %w", name, ErrUnknownTool)
-	}
-	var v Value
-	if !t.decide(name, r, args, &v) {
-		return v, fmt.Errorf("%w: %s", ErrDenied, v.Refusal)
-	}
-	if args == nil {
-		args = map[string]any{}
-	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: r.tool, Arguments: args})
-	if err != nil {
-		if errors.Is(err, mcp.ErrConnectionClosed) {
-			t.mu.Lock()
-			delete(t.sessions, r.server)
-			t.listed, t.specs, t.descs, t.routes = false, nil, nil, map[string]route{}
-			t.mu.Unlock()
-		}
-		return v, fmt.Errorf("MCP server %s: %w", r.server, err)
-	}
+	defer t.mu.Unlock()
+	delete(t.sessions, server)
+	t.listed, t.specs, t.descs, t.routes = false, nil, nil, map[string]route{}
+}
+
+// fill puts a tool's answer into v: its text, whether it is an error result, and its
+// structured content when it has one.
+func fill(v *Value, res *mcp.CallToolResult) {
 	v.IsError, v.Text = res.IsError, contentText(res)
 	if res.StructuredContent != nil {
 		raw, err := json.Marshal(res.StructuredContent)
@@ -110,7 +89,6 @@ func (t *Toolset) CallValue(ctx context.Context, name string, args map[string]an
 			v.HasStructured = true
 		}
 	}
-	return v, nil
 }
 
 // contentText joins a result's text blocks (other blocks as their JSON).

@@ -48,7 +48,7 @@ print("LAT " + json.dumps(lat))`
 	for i := 0; i < b.N; i++ {
 		for j := 0; j < 100; j++ {
 			t := time.Now()
-			if _, err := direct.CallValue(ctx, "kb__population", map[string]any{"city": "d"}); err != nil {
+			if _, err := direct.CallValue(ctx, mcptools.Origin{}, "kb__population", map[string]any{"city": "d"}); err != nil {
 				b.Fatal(err)
 			}
 			viaHarness = append(viaHarness, time.Since(t).Seconds())

@@ -13,6 +13,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
@@ -136,7 +137,7 @@ func (d *doneThenCancel) Specs(context.Context) []model.ToolSpec {
 	return []model.ToolSpec{{Name: "srv__pay", Parameters: map[string]any{"type": "object"}}}
 }
 func (d *doneThenCancel) Has(n string) bool { return n == "srv__pay" }
-func (d *doneThenCancel) Call(context.Context, string, json.RawMessage) (string, bool) {
+func (d *doneThenCancel) Call(context.Context, mcptools.Origin, string, json.RawMessage) (string, bool) {
 	d.cancel()
 	return "payment 42 sent", false
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -78,6 +79,9 @@ type Runner struct {
 	// MaxTurns and TokenBudget override the agent's when > 0.
 	MaxTurns    int64
 	TokenBudget int64
+	// Budgets charges the model's tokens to the operator's cumulative budgets (across
+	// turns, sessions and replicas); nil charges none.
+	Budgets TokenBudgets
 	// HeartbeatEvery defaults to DefaultHeartbeatEvery, StaleAfter (the heartbeat
 	// timeout) to DefaultHeartbeatTimeout.
 	HeartbeatEvery time.Duration
@@ -85,6 +89,13 @@ type Runner struct {
 
 	ownerOnce sync.Once
 	ownerName string
+}
+
+// TokenBudgets is the operator's cumulative token budgets (budgets.Meter): a model
+// step is refused once one is spent, and each step's tokens are charged after it.
+type TokenBudgets interface {
+	AdmitTokens(ctx context.Context, s policy.Subject) error
+	SpendTokens(ctx context.Context, s policy.Subject, tokens int64)
 }
 
 func (r *Runner) logger() *slog.Logger {
@@ -330,6 +341,12 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 			_, err := x.append(ctx, events.Limit{Limit: "max_turns", Value: maxTurns})
 			return store.RunCompleted, fmt.Sprintf("stopped at max turns (%d)", maxTurns), err
 		}
+		if r.Budgets != nil {
+			if err := r.Budgets.AdmitTokens(ctx, x.subject()); err != nil {
+				_, aerr := x.append(ctx, events.Limit{Limit: "budget", Detail: err.Error()})
+				return store.RunCompleted, "stopped: " + err.Error(), aerr
+			}
+		}
 		req := model.Request{System: r.System(), Messages: x.msgs, Tools: specs}
 		resp, err := r.Model.Generate(ctx, req, func(s string) { x.send(Event{Partial: true, Stream: "text", Delta: s}) })
 		if err != nil {
@@ -339,6 +356,9 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 			r.logger().Warn("model call failed", "session", x.sessionID, "model", r.Model.Name(), "err", err)
 			_, aerr := x.append(ctx, events.Error{Message: err.Error(), Where: "model"})
 			return store.RunFailed, err.Error(), aerr
+		}
+		if r.Budgets != nil {
+			r.Budgets.SpendTokens(ctx, x.subject(), resp.Usage.InputTokens+resp.Usage.OutputTokens)
 		}
 		out.Steps++
 		out.Text = resp.Text
@@ -388,6 +408,11 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 			}
 		}
 	}
+}
+
+// subject is who the run's spending is charged to.
+func (x *run) subject() policy.Subject {
+	return policy.Subject{User: x.user, Owner: x.r.Agent.Owner, Agent: x.r.Agent.Name, Session: x.sessionID, Turn: x.runID}
 }
 
 func (x *run) result(ctx context.Context, tc model.ToolCall, res tools.Result) error {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -73,7 +74,7 @@ type Executor struct {
 type MCPTools interface {
 	Specs(ctx context.Context) []model.ToolSpec
 	Has(name string) bool
-	Call(ctx context.Context, name string, args json.RawMessage) (string, bool)
+	Call(ctx context.Context, o mcptools.Origin, name string, args json.RawMessage) (string, bool)
 }
 
 // CodeTool is what the executor needs from Code Mode: one tool, whose description
@@ -113,6 +114,11 @@ type Call struct {
 	Commands func() []string
 	// Output, when set, receives exec output as it streams ("stdout"/"stderr").
 	Output func(stream string, p []byte)
+}
+
+// Origin is the session, turn and model call that an MCP call made for c comes from.
+func (c Call) Origin() mcptools.Origin {
+	return mcptools.Origin{SessionID: c.SessionID, RunID: c.RunID, ToolCallID: c.ToolCallID}
 }
 
 // Result is what a call returns to the model.
@@ -229,7 +235,7 @@ func (x *Executor) dispatch(ctx context.Context, c Call, tc model.ToolCall) Resu
 		return x.Code.Run(ctx, x, c, tc.Arguments)
 	}
 	if x.Code == nil && x.MCP != nil && x.MCP.Has(tc.Name) {
-		text, isErr := x.MCP.Call(ctx, tc.Name, tc.Arguments)
+		text, isErr := x.MCP.Call(ctx, c.Origin(), tc.Name, tc.Arguments)
 		return Result{Text: text, IsError: isErr}
 	}
 	i := slices.IndexFunc(builtins, func(t tool) bool { return t.name == tc.Name })
