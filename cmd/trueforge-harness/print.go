@@ -192,7 +192,19 @@ func (p *printer) render(e store.Event, textShown bool) {
 	case events.ToolCall:
 		// shown with the model message
 	case events.Limit:
-		fmt.Fprintf(w, "  ! limit reached: %s (%d)\n", v.Limit, v.Value)
+		if v.Detail != "" {
+			fmt.Fprintf(w, "  ! limit reached: %s: %s\n", v.Limit, termsafe.Line(v.Detail))
+		} else {
+			fmt.Fprintf(w, "  ! limit reached: %s (%d)\n", v.Limit, v.Value)
+		}
+	case events.ApprovalRequested:
+		p.renderApprovalRequested(v)
+	case events.ApprovalDecided:
+		fmt.Fprintf(w, "  [approval] %s %s by %s", strings.ToUpper(v.State), v.ID, termsafe.Line(v.By))
+		if v.Note != "" {
+			fmt.Fprintf(w, ": %s", termsafe.Line(clip(v.Note, 200)))
+		}
+		fmt.Fprintln(w)
 	case events.Cancelled:
 		fmt.Fprintf(w, "  ! turn cancelled\n")
 	case events.Error:
@@ -276,6 +288,27 @@ func clipLines(s string, n int) string {
 	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… (%d more lines)", len(lines)-n)
 }
 
+// renderApprovalRequested prints a call that waits for a person: what it would do, who
+// may decide and until when, and the command that decides it.
+func (p *printer) renderApprovalRequested(v events.ApprovalRequested) {
+	what := termsafe.Line(v.Tool)
+	if v.Server != "" {
+		what += " on " + termsafe.Line(v.Server)
+	}
+	fmt.Fprintf(p.w, "  [approval] WAITING %s: %s needs approval by %s before %s\n", v.ID, what,
+		termsafe.Line(strings.Join(v.Approvers, ", ")), v.Deadline.UTC().Format(time.RFC3339))
+	if v.Reason != "" {
+		fmt.Fprintf(p.w, "             rule %d: %s\n", v.Rule, termsafe.Line(clip(v.Reason, 200)))
+	}
+	if v.Arguments != "" {
+		fmt.Fprintf(p.w, "             arguments: %s\n", termsafe.Line(clip(v.Arguments, 400)))
+	}
+	if v.Code != "" {
+		fmt.Fprintf(p.w, "             %s code:\n%s\n", termsafe.Line(v.Language), indent(clipLines(termsafe.Text(v.Code), 40), "             | "))
+	}
+	fmt.Fprintf(p.w, "             decide: trueforge-harness approvals approve|deny %s [--note TEXT]\n", v.ID)
+}
+
 // renderMCPCall prints one MCP call a Code Mode script made: for whom, its outcome and
 // its size (the arguments are in the log only as a digest).
 func (p *printer) renderMCPCall(c events.MCPCall) {
@@ -291,6 +324,9 @@ func (p *printer) renderMCPCall(c events.MCPCall) {
 		when = " (after its script ended)"
 	}
 	fmt.Fprintf(p.w, "  [mcp] %s call %d for %s%s: %s in %d ms", termsafe.Line(c.Tool), c.Call, c.User, when, what, c.DurationMS)
+	if a := c.Approval; a != nil {
+		fmt.Fprintf(p.w, " (%s by %s)", a.State, termsafe.Line(a.By))
+	}
 	if c.Error != "" && c.Outcome != events.OutcomeCompleted {
 		fmt.Fprintf(p.w, ": %s", termsafe.Line(clip(c.Error, 200)))
 	}

@@ -38,7 +38,11 @@ func TestPrintExistingLogs(t *testing.T) {
 		"skill loaded":                  {"[skill] LOADED pdf (sha256:0f1e) into .skills/pdf/ of sandbox tf-s-abc-2: 3 files, 160 bytes, read-only"},
 		"mcp call from a script, allowed by a policy rule":   {"[mcp] weather__forecast call 2 for alice: completed, 120 bytes in 4 ms"},
 		"mcp call that ended after its script was cancelled": {"[mcp] db__slow call 1 for bob (after its script ended): FAILED in 900 ms: connection reset"},
-		"lost, found gone (state/reason)":                    {"[sandbox] LOST tf-s-1-1 (was stopped): the backend no longer has it"},
+		"approval requested for an MCP call": {
+			"[approval] WAITING apr_1: create_pull_request on https://api.githubcopilot.com/mcp needs approval by $caller, lead-* before 2026-12-07T13:10:00Z",
+			"rule 0: pull requests need a person", `arguments: {"title":"Fix"}`, "decide: trueforge-harness approvals approve|deny apr_1 [--note TEXT]"},
+		"approval decided by an approver": {"[approval] APPROVED apr_1 by lead-ana: looks right"},
+		"lost, found gone (state/reason)": {"[sandbox] LOST tf-s-1-1 (was stopped): the backend no longer has it"},
 		"lost, seen by a call (status/cause)": {
 			"[sandbox] LOST tf-s-1-1 (was running; backend: gone): exec failed: sandbox tf-s-1-1 is lost",
 			"uncertain files: (files written by: echo x > out.txt)",

@@ -16,7 +16,9 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/approvals"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/budgets"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/codemode"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
@@ -59,7 +61,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.credentialsFile, "credentials", os.Getenv("TRUEFORGE_CREDENTIALS"),
 		"the operator's credentials, a JSON file: each credential's variable, the origins it may go to and the owners whose agents may use it (default $TRUEFORGE_CREDENTIALS; "+
 			"none: on SQLite your own agents may name your variables, on PostgreSQL no credential is sent); see docs/guides/running-agents.md")
-	root.AddCommand(newRunCmd(g), newChatCmd(g), newAgentsCmd(g), newEnvironmentsCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newSnapshotsCmd(g),
+	root.AddCommand(newRunCmd(g), newApprovalsCmd(g), newBudgetsCmd(g), newChatCmd(g), newAgentsCmd(g), newEnvironmentsCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newSnapshotsCmd(g),
 		newServeCmd(g), newUsersCmd(g), newDBCmd(g), newVersionCmd())
 	markUsageErrors(root)
 	safeOutput(root)
@@ -255,21 +257,19 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	}
 	// The policy is read when an agent is about to run, so a broken file stops the run
 	// before anything is called, and never a command that runs no agent.
-	h.mu.Lock()
-	if h.g.policyFile != "" && h.policy == nil {
-		if h.policy, err = policy.Load(h.g.policyFile); err != nil {
-			h.mu.Unlock()
-			return nil, fmt.Errorf("--policy (TRUEFORGE_POLICY): %w", err)
-		}
+	pol, err := h.loadPolicy()
+	if err != nil {
+		return nil, err
 	}
-	pol := h.policy
-	h.mu.Unlock()
+	// The policy's cumulative budgets, charged in the store (shared by every replica).
+	meter := &budgets.Meter{Store: h.store, Policy: pol, Logger: h.logger}
 	x := &tools.Executor{Store: h.store, Sandboxes: h.manager}
 	var ts *mcptools.Toolset
 	if len(a.Spec.MCPServers) > 0 {
-		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth}
+		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth,
+			Approver: &approvals.Gate{Store: h.store, Logger: h.logger}}
 		if pol != nil {
-			opts.Policy = pol
+			opts.Policy, opts.Budgets = pol, meter
 		}
 		ts = mcptools.New(a.Spec.MCPServers, opts)
 		x.MCP = ts
@@ -293,8 +293,32 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	}
 	return &runner.Runner{
 		Store: h.store, Agent: a, Model: m, Logger: h.logger, Tools: x,
-		MaxTurns: f.maxTurns, TokenBudget: f.tokenBudget,
+		MaxTurns: f.maxTurns, TokenBudget: f.tokenBudget, Budgets: meter,
 	}, nil
+}
+
+// loadPolicy reads the operator's policy file the first time it is needed (nil: none).
+func (h *harness) loadPolicy() (*policy.Policy, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.g.policyFile != "" && h.policy == nil {
+		p, err := policy.Load(h.g.policyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--policy (TRUEFORGE_POLICY): %w", err)
+		}
+		h.policy = p
+	}
+	return h.policy, nil
+}
+
+// declaredBudgets is the policy's budgets, for showing their limits; a policy that
+// cannot be read shows none (the runs that need it say why).
+func (h *harness) declaredBudgets() []policy.Budget {
+	p, err := h.loadPolicy()
+	if err != nil {
+		return nil
+	}
+	return p.Budgets()
 }
 
 // authority is what decides a's credentials: the operator's credentials file, read when

@@ -151,6 +151,7 @@ func (h *harness) serveHTTP(ctx context.Context, out io.Writer, sf serveFlags) (
 		Runner: func(ctx context.Context, agent, user string) (*runner.Runner, error) {
 			return h.runnerFor(ctx, agent, user, nil)
 		},
+		Budgets:       h.declaredBudgets,
 		Web:           web.Handler(),
 		MetricsPublic: sf.metricsPublic,
 		SecureCookies: sf.insecureListen || sf.tlsCert != "",

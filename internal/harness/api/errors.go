@@ -42,6 +42,7 @@ const (
 	CodeMethod           = "method_not_allowed"
 	CodeBusy             = "session_busy"
 	CodeNotRunning       = "not_running"
+	CodeDecided          = "already_decided"
 	CodeTooLarge         = "body_too_large"
 	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeUnprocessable    = "unprocessable"

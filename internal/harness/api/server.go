@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -78,6 +79,9 @@ type Config struct {
 	// process did not write (another replica's run, the reaper); 0 means
 	// DefaultPollInterval.
 	PollInterval time.Duration
+	// Budgets lists the cumulative budgets the operator's policy declares, to show
+	// their limits beside what was charged (GET /api/v1/budgets); nil shows usage only.
+	Budgets func() []policy.Budget
 	// KeepAlive is the interval of an event stream's keep-alive comments; 0 means
 	// DefaultKeepAlive (15 s).
 	KeepAlive time.Duration
@@ -234,6 +238,10 @@ func (s *Server) table() []route {
 		{http.MethodPost, "/api/v1/sessions/{id}/cancel", authUser, s.cancelRun},
 		{http.MethodGet, "/api/v1/sessions/{id}/files", authUser, s.listFiles},
 		{http.MethodGet, "/api/v1/sessions/{id}/files/{path...}", authUser, s.getFile},
+		{http.MethodGet, "/api/v1/approvals", authUser, s.listApprovals},
+		{http.MethodGet, "/api/v1/approvals/{id}", authUser, s.getApproval},
+		{http.MethodPost, "/api/v1/approvals/{id}", authUser, s.decideApproval},
+		{http.MethodGet, "/api/v1/budgets", authUser, s.listBudgets},
 		{http.MethodGet, "/api/v1/admin/audit", authAdmin, s.auditLog},
 	}
 }

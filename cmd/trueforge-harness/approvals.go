@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/approvals"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// newApprovalsCmd is `approvals list|approve|deny`: the calls waiting for a person that
+// the caller may decide, whichever harness (or replica) runs them.
+func newApprovalsCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "approvals", Short: "List and decide the calls that wait for your approval"}
+	var out outputFormat
+	var session string
+	list := g.harnessCmd("list", "List the pending approvals you may decide (every session's, or --session's)", cobra.NoArgs,
+		func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
+			rows, err := approvals.Pending(ctx, h.store, h.me, session)
+			if err != nil {
+				return err
+			}
+			return printList(cmd.OutOrStdout(), out, rows, "APPROVAL\tSESSION\tUSER\tAGENT\tTOOL\tSERVER\tDEADLINE\tARGUMENTS", func(tw io.Writer, a store.Approval) {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.SessionID, a.User, a.Agent, a.Tool, a.Server,
+					a.Deadline.UTC().Format(time.RFC3339), clip(a.Arguments, 60))
+			})
+		})
+	addOutputFlag(list, &out, "")
+	list.Flags().StringVar(&session, "session", "", "only this session's approvals")
+	cmd.AddCommand(list, decideCmd(g, "approve", true), decideCmd(g, "deny", false))
+	return cmd
+}
+
+// decideCmd is `approvals approve|deny ID [--note TEXT]`.
+func decideCmd(g *globals, verb string, approve bool) *cobra.Command {
+	var note string
+	c := g.harnessCmd(verb+" APPROVAL", verb+" a call that waits for your approval", cobra.ExactArgs(1),
+		func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error {
+			if len(note) > api.MaxNote {
+				return usageErrorf("--note is %d bytes; at most %d", len(note), api.MaxNote)
+			}
+			a, err := approvals.Decide(ctx, h.store, args[0], h.me, approve, note, time.Now())
+			switch {
+			case errors.Is(err, approvals.ErrNotFound):
+				return codedError{exitNotFound, fmt.Errorf("approval %s: not found, or not one you may decide (trueforge-harness approvals list shows yours)", args[0])}
+			case errors.Is(err, store.ErrDecided):
+				return fmt.Errorf("approval %s cannot be decided: %w", args[0], err)
+			case err != nil:
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %s on %s for %s\n", a.State, a.ID, a.Tool, a.Server, a.User)
+			return nil
+		})
+	c.Flags().StringVar(&note, "note", "", "a note recorded with the decision (a denial's reason reaches the model)")
+	return c
+}
+
+// newBudgetsCmd is `budgets`: what the operator's cumulative budgets have counted.
+func newBudgetsCmd(g *globals) *cobra.Command {
+	var out outputFormat
+	var all bool
+	c := g.harnessCmd("budgets", "Show what the policy's cumulative budgets have counted for you (--all: everyone)", cobra.NoArgs,
+		func(ctx context.Context, cmd *cobra.Command, h *harness, _ []string) error {
+			f := store.BudgetFilter{User: h.me}
+			if all {
+				f.User = ""
+			}
+			list, err := h.store.ListBudgetUsage(ctx, f)
+			if err != nil {
+				return err
+			}
+			rows := api.BudgetsOf(list, h.declaredBudgets())
+			return printList(cmd.OutOrStdout(), out, rows, "BUDGET\tCOUNTER\tWINDOW\tCALLS\tRESULT BYTES\tTOKENS\tSANDBOX S\tREFILLS", func(tw io.Writer, b api.BudgetRow) {
+				refill := ""
+				if b.RefillsAt != nil {
+					refill = b.RefillsAt.Format(time.RFC3339)
+				}
+				lim := b.Limits
+				if lim == nil {
+					lim = &api.BudgetLimits{}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Budget, b.Key, b.Window, used(b.Calls, lim.Calls), used(b.ResultBytes, lim.ResultBytes),
+					used(b.Tokens, lim.Tokens), used(b.SandboxSeconds, lim.SandboxSeconds), refill)
+			})
+		})
+	addOutputFlag(c, &out, "")
+	c.Flags().BoolVar(&all, "all", false, "every user's counters, and those kept per agent or for everyone")
+	return c
+}
+
+// used is a counter against its limit: "3/5", or "3" without one.
+func used(n, limit int64) string {
+	if limit == 0 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%d/%d", n, limit)
+}
