@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,7 +138,7 @@ func (p buildPlan) egressArgs() []string {
 		return nil
 	}
 	args := []string{"--ro-bind", stagePath(buildEgressDir), sandbox.EgressSocketDir, "--setenv", buildEgressEnv, "1"}
-	for _, k := range sortedKeys(buildProxyVars()) {
+	for _, k := range slices.Sorted(maps.Keys(buildProxyVars())) {
 		args = append(args, "--setenv", k, buildProxyVars()[k])
 	}
 	return args

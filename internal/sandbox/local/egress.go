@@ -5,9 +5,10 @@ package local
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -171,7 +172,7 @@ func egressArgs(rec record) []string {
 	if e.Helper != "" {
 		args = append(args, "--ro-bind", stagePath("netd"), sandbox.EgressHelperPath)
 	}
-	for _, name := range sortedKeys(e.Files) {
+	for _, name := range slices.Sorted(maps.Keys(e.Files)) {
 		args = append(args, "--ro-bind", stagePath(filepath.Join("files", name)), filepath.Join("/run/trueforge", name))
 	}
 	if hasResolvConf(e) {
@@ -179,16 +180,6 @@ func egressArgs(rec record) []string {
 		args = append(args, "--ro-bind", stagePath(filepath.Join("files", egressResolvConf)), "/etc/resolv.conf")
 	}
 	return args
-}
-
-// sortedKeys lists a map's keys in order, so that a plan is the same every time.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // hasResolvConf reports whether the hook brings a resolv.conf for /etc/resolv.conf.
