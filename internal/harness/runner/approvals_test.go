@@ -15,6 +15,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/approvals"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/budgets"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/codemode"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
@@ -354,5 +355,107 @@ func TestApprovalIsNotDecidedByAnUnnamedUser(t *testing.T) {
 	}
 	if d := decidedEvents(t, st, sid); len(d) != 1 || d[0]["by"] != "lead-ben" {
 		t.Fatalf("approval_decided %v; want lead-ben's", d)
+	}
+}
+
+// A Code Mode script's call under an approve rule waits at the gate, in Python and in
+// JavaScript: approved, the script gets the result, even though the approval took
+// longer than the script's run_timeout_seconds (its run clock stands while it waits);
+// denied, the script catches an error that names the rule and the note. Each mcp_call
+// record carries its approval, and only the approved call reached the server.
+func TestCodeModeCallWaitsForApproval(t *testing.T) {
+	for _, lang := range []string{codemode.Python, codemode.JavaScript} {
+		t.Run(lang, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			kb := newKB(t, "kb-apr-tok")
+			pol := loadPolicy(t, `{"rules": [
+			  {"effect": "approve", "servers": ["`+kb.URL+`"], "tools": ["forecast", "population"], "approvers": ["$caller"],
+			   "timeout": "1m", "reason": "kb needs a person"}
+			], "default": "allow"}`)
+			code := `f = kb.forecast(city="Rome")
+print("forecast", f["temp_c"])
+try:
+    print("population", kb.population(city="Rome"))
+except ToolError as e:
+    print("refused:", e)`
+			if lang == codemode.JavaScript {
+				code = `const f = await kb.forecast({city: "Rome"});
+console.log("forecast", f.temp_c);
+try {
+  console.log("population", await kb.population({city: "Rome"}));
+} catch (e) {
+  console.log("refused:", e.message);
+}`
+			}
+			harnesstest.AddAgent(t, f.env.Store, "waiter", "default", harnesstest.AgentSpec{
+				"model":            harnesstest.Script(runCode(lang, code), text("done")),
+				"mcp_servers":      []any{map[string]any{"name": "kb", "url": kb.URL, "credential_env": "TF_TEST_KB_TOKEN"}},
+				"sandbox":          harnesstest.Sandbox("default", 15, 60, 120),
+				"code_mode":        true,
+				"code_mode_limits": map[string]any{"run_timeout_seconds": 3},
+			})
+			r := f.runner(t, "waiter")
+			withCodeMode(t, r, mcptools.Options{User: harnesstest.Owner, Agent: "waiter", Owner: r.Agent.Owner, Policy: pol,
+				Approver: &approvals.Gate{Store: f.env.Store, Poll: 20 * time.Millisecond}})
+			sid := ownerSession(t, r)
+			const wait = 5 * time.Second
+			go func() {
+				a, err := pendingOf(f.env.Store, harnesstest.Owner, sid)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				// Longer than the script's run_timeout_seconds.
+				time.Sleep(wait)
+				if _, err := approvals.Decide(ctx, f.env.Store, a.ID, harnesstest.Owner, true, "fine", time.Now()); err != nil {
+					t.Error(err)
+					return
+				}
+				b, err := pendingOf(f.env.Store, harnesstest.Owner, sid)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if b.Tool != "population" {
+					t.Errorf("the second approval is for %s; want population", b.Tool)
+				}
+				if _, err := approvals.Decide(ctx, f.env.Store, b.ID, harnesstest.Owner, false, "no census", time.Now()); err != nil {
+					t.Error(err)
+				}
+			}()
+			start := time.Now()
+			mustRun(t, r, sid, "weather?")
+			if took := time.Since(start); took < wait {
+				t.Fatalf("the turn took %v; the approval alone took %v", took, wait)
+			}
+			out := results(t, f.env.Store, sid)[0]["text"].(string)
+			for _, w := range []string{"forecast 21.5", "refused:", "rule 0", "kb needs a person", "no census"} {
+				if !strings.Contains(out, w) {
+					t.Fatalf("the script's output %q lacks %q", out, w)
+				}
+			}
+			if strings.Contains(out, "stopped:") || strings.Contains(out, "run_timeout_seconds") {
+				t.Fatalf("the script was stopped while its call waited for approval: %q", out)
+			}
+			if got := kb.seenUsers(); len(got) != 1 {
+				t.Fatalf("the kb server answered %d calls; want the approved forecast only", len(got))
+			}
+			calls := harnesstest.Payloads(t, f.env.Store, sid, events.KindMCPCall)
+			if len(calls) != 2 {
+				t.Fatalf("mcp_call records %v; want 2", calls)
+			}
+			approval := func(i int) map[string]any {
+				a, _ := calls[i]["approval"].(map[string]any)
+				return a
+			}
+			if calls[0]["outcome"] != events.OutcomeCompleted || approval(0)["state"] != store.ApprovalApproved || approval(0)["by"] != harnesstest.Owner || approval(0)["note"] != "fine" {
+				t.Fatalf("the forecast's record %v; want completed with its approval", calls[0])
+			}
+			if calls[1]["outcome"] != events.OutcomeDenied || approval(1)["state"] != store.ApprovalDenied || approval(1)["note"] != "no census" {
+				t.Fatalf("the population's record %v; want denied with its decision", calls[1])
+			}
+			inOrder(t, f.env.Store, sid, events.KindApprovalRequested, events.KindApprovalDecided, events.KindApprovalRequested, events.KindApprovalDecided, events.KindToolResult)
+		})
 	}
 }
