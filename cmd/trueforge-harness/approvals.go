@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/approvals"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/termsafe"
 )
 
 // newApprovalsCmd is `approvals list|approve|deny`: the calls waiting for a person that
@@ -100,4 +102,77 @@ func used(n, limit int64) string {
 		return fmt.Sprint(n)
 	}
 	return fmt.Sprintf("%d/%d", n, limit)
+}
+
+// askEvery is how often chat looks for calls of its session that wait for its user.
+const askEvery = 300 * time.Millisecond
+
+// askApprovals asks the chat's user, at the terminal, about each call of session that
+// waits for user's approval, until ctx ends (the turn did): the answer is the next line,
+// "y" or "yes" to approve and anything else to deny, with an optional note after it
+// ("n not on Fridays"). A call someone else decides first is reported as such.
+func askApprovals(ctx context.Context, st *store.Store, user, session string, out io.Writer, lines <-chan string) {
+	asked := map[string]bool{}
+	tick := time.NewTicker(askEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		pending, err := approvals.Pending(ctx, st, user, session)
+		if err != nil {
+			continue
+		}
+		for _, a := range pending {
+			if asked[a.ID] {
+				continue
+			}
+			asked[a.ID] = true
+			if !askOne(ctx, st, user, a, out, lines) {
+				return
+			}
+		}
+	}
+}
+
+// askOne asks about one approval; false when there is no more input or the turn ended.
+func askOne(ctx context.Context, st *store.Store, user string, a store.Approval, out io.Writer, lines <-chan string) bool {
+	what := termsafe.Line(a.Tool)
+	if a.Server != "" {
+		what += " on " + termsafe.Line(a.Server)
+	}
+	fmt.Fprintf(out, "\n  [approval] %s wants to call %s (rule %d: %s)\n", termsafe.Line(a.Agent), what, a.Rule, termsafe.Line(clip(a.Reason, 200)))
+	if a.Arguments != "" {
+		fmt.Fprintf(out, "             arguments: %s\n", termsafe.Line(clip(a.Arguments, 400)))
+	}
+	if a.Code != "" {
+		fmt.Fprintf(out, "%s\n", indent(clipLines(termsafe.Text(a.Code), 40), "             | "))
+	}
+	fmt.Fprintf(out, "  approve? [y/N, a note may follow] (before %s) ", a.Deadline.Local().Format(time.TimeOnly))
+	var line string
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out)
+		return false
+	case l, ok := <-lines:
+		if !ok {
+			fmt.Fprintln(out)
+			return false
+		}
+		line = strings.TrimSpace(l)
+	}
+	answer, note, _ := strings.Cut(line, " ")
+	approve := strings.EqualFold(answer, "y") || strings.EqualFold(answer, "yes")
+	d, err := approvals.Decide(ctx, st, a.ID, user, approve, strings.TrimSpace(note), time.Now())
+	switch {
+	case errors.Is(err, store.ErrDecided):
+		fmt.Fprintf(out, "  [approval] %s was decided already: %v\n", a.ID, err)
+	case err != nil:
+		fmt.Fprintf(out, "  [approval] %s: %v\n", a.ID, err)
+	default:
+		fmt.Fprintf(out, "  [approval] %s %s\n", strings.ToUpper(d.State), a.ID)
+	}
+	return true
 }

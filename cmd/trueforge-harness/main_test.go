@@ -110,7 +110,7 @@ func TestChatInterruptCancelsTheTurnNotTheSession(t *testing.T) {
 	var out bytes.Buffer
 	var turns []string
 	var cancelled []bool
-	err := chatLoop(context.Background(), strings.NewReader("long job\nnext\n"), &out, sigs, func(ctx context.Context, line string) error {
+	err := chatLoop(context.Background(), strings.NewReader("long job\nnext\n"), &out, sigs, func(ctx context.Context, line string, _ <-chan string) error {
 		turns = append(turns, line)
 		if line == "long job" {
 			sigs <- os.Interrupt

@@ -21,6 +21,7 @@ type talk struct {
 	runner    *runner.Runner
 	sessionID string
 	printer   *printer
+	user      string // who talks: the approvals this user may decide are asked about
 }
 
 // talkCmd makes cmd run or chat: it gets the run flags and --session, and its body
@@ -41,7 +42,7 @@ func (g *globals) talkCmd(cmd *cobra.Command, fn func(ctx context.Context, cmd *
 		}
 		p := newPrinter(cmd.OutOrStdout(), f.jsonOut, r.Agent.IsReplay())
 		p.header(id, r)
-		return fn(ctx, cmd, talk{runner: r, sessionID: id, printer: p}, args)
+		return fn(ctx, cmd, talk{runner: r, sessionID: id, printer: p, user: h.me}, args)
 	})
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
 	_ = cmd.RegisterFlagCompletionFunc("session", g.completeSessionFlag)
@@ -94,8 +95,18 @@ func newChatCmd(g *globals) *cobra.Command {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, os.Interrupt)
 		defer signal.Stop(sigs)
-		return chatLoop(ctx, cmd.InOrStdin(), out, sigs, func(turnCtx context.Context, line string) error {
+		return chatLoop(ctx, cmd.InOrStdin(), out, sigs, func(turnCtx context.Context, line string, lines <-chan string) error {
+			// While the turn runs, the calls of this session that wait for this user's
+			// approval are asked about at the terminal.
+			askCtx, stopAsking := context.WithCancel(turnCtx)
+			asked := make(chan struct{})
+			go func() {
+				defer close(asked)
+				askApprovals(askCtx, t.runner.Store, t.user, t.sessionID, out, lines)
+			}()
 			_, err := t.runner.Run(turnCtx, t.sessionID, line, t.printer.event)
+			stopAsking()
+			<-asked
 			t.printer.finish()
 			if errors.Is(err, runner.ErrBusy) {
 				fmt.Fprintln(out, "!", err)
@@ -128,7 +139,7 @@ func runExit(status string, p *printer) error {
 
 // chatLoop reads messages line by line and runs each as a turn; an interrupt while a
 // turn runs cancels that turn only, an interrupt at the prompt ends the chat.
-func chatLoop(ctx context.Context, in io.Reader, out io.Writer, sigs <-chan os.Signal, turn func(context.Context, string) error) error {
+func chatLoop(ctx context.Context, in io.Reader, out io.Writer, sigs <-chan os.Signal, turn func(ctx context.Context, line string, lines <-chan string) error) error {
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(in)
@@ -167,7 +178,7 @@ func chatLoop(ctx context.Context, in io.Reader, out io.Writer, sigs <-chan os.S
 			case <-done:
 			}
 		}()
-		err := turn(turnCtx, line)
+		err := turn(turnCtx, line, lines)
 		close(done)
 		cancel()
 		if err != nil {
