@@ -159,6 +159,8 @@ type loginRequest struct {
 	Token string `json:"token"`
 }
 
+func (b loginRequest) check() error { return required("token", b.Token) }
+
 // meJSON is who the caller is.
 type meJSON struct {
 	Name           string     `json:"name"`
@@ -184,9 +186,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ *caller) error 
 	}
 	var req loginRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := required("token", req.Token); err != nil {
 		return err
 	}
 	u, err := s.cfg.Store.UserByTokenHash(r.Context(), HashToken(strings.TrimSpace(req.Token)))

@@ -93,8 +93,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status, map[string]*Error{"error": e})
 }
 
+// checker is a request body that checks its own fields (the ones it requires):
+// decodeJSON runs the check once the body is decoded, so no handler can forget it.
+type checker interface{ check() error }
+
 // decodeJSON reads a request body of at most MaxBodyBytes into v: JSON only (415
-// otherwise), no unknown fields, one value, every problem named (the field, the offset).
+// otherwise), no unknown fields, one value, every problem named (the field, the offset),
+// then v's own check when it has one (checker).
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -116,6 +121,9 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 			return jsonError(err, s.cfg.MaxBodyBytes)
 		}
 		return errorf(http.StatusBadRequest, CodeBadJSON, "the request body must hold one JSON object, and it has more after it")
+	}
+	if c, ok := v.(checker); ok {
+		return c.check()
 	}
 	return nil
 }

@@ -236,14 +236,13 @@ type createRequest struct {
 	Environment string `json:"environment,omitempty"`
 }
 
+func (b createRequest) check() error { return required("agent", b.Agent) }
+
 // createSession starts a session of an agent for the caller, optionally on a one-off
 // Ready environment (only for an agent with a sandbox).
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request, c *caller) error {
 	var req createRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := required("agent", req.Agent); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -356,6 +355,8 @@ type messageRequest struct {
 	Text string `json:"text"`
 }
 
+func (b messageRequest) check() error { return required("text", b.Text) }
+
 // postMessage sends a message: the turn runs in this process, not tied to the request,
 // and the answer (202, the run's id) comes once the run has started (its row and the
 // user message committed). A second message while a run is live is 409.
@@ -366,9 +367,6 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	}
 	var req messageRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	if err := required("text", req.Text); err != nil {
 		return err
 	}
 	runID := runner.NewRunID()
