@@ -263,7 +263,7 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	}
 	// The policy's cumulative budgets, charged in the store (shared by every replica).
 	meter := &budgets.Meter{Store: h.store, Policy: pol, Logger: h.logger}
-	x := &tools.Executor{Store: h.store, Sandboxes: h.manager}
+	x := &tools.Executor{Store: h.store, Sandboxes: h.manager, Budgets: meter}
 	var ts *mcptools.Toolset
 	if len(a.Spec.MCPServers) > 0 {
 		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth,

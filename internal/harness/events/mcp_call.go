@@ -11,10 +11,11 @@ const (
 	// OutcomeFailed: the call did not reach a result: the server could not be reached,
 	// refused it, or broke the protocol.
 	OutcomeFailed = "failed"
-	// OutcomeDenied: the harness refused it (allowed_tools or the operator's policy);
-	// nothing was sent.
+	// OutcomeDenied: the harness refused it (allowed_tools, the operator's policy, or
+	// an approval that was denied, expired or cancelled); nothing was sent.
 	OutcomeDenied = "denied"
-	// OutcomeLimit: a Code Mode limit refused it before it was sent (calls per script).
+	// OutcomeLimit: a Code Mode limit (calls per script) or one of the operator's
+	// cumulative budgets refused it before it was sent.
 	OutcomeLimit = "limit"
 	// OutcomeUnknown: sent, but its end was not seen: it timed out, or its script was
 	// cancelled while it ran (a later late record says how it ended, when it ends).

@@ -38,6 +38,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -68,6 +69,17 @@ type Executor struct {
 	Code  CodeTool
 	Limit int              // bytes of a result shown to the model; 0 means DefaultLimit
 	Now   func() time.Time // nil means time.Now
+	// Budgets charges the sandbox time of calls to the operator's cumulative budgets
+	// (budgets.Meter); nil charges none.
+	Budgets SandboxBudgets
+}
+
+// SandboxBudgets is the operator's cumulative sandbox-time budgets: a sandbox call is
+// refused once one is spent, and the time each call holds the sandbox (provisioning or
+// resuming it, and running) is charged after it.
+type SandboxBudgets interface {
+	AdmitSandbox(ctx context.Context, s policy.Subject) error
+	SpendSandbox(ctx context.Context, s policy.Subject, d time.Duration)
 }
 
 // MCPTools is what the executor needs from an MCP toolset.
@@ -119,6 +131,15 @@ type Call struct {
 // Origin is the session, turn and model call that an MCP call made for c comes from.
 func (c Call) Origin() mcptools.Origin {
 	return mcptools.Origin{SessionID: c.SessionID, RunID: c.RunID, ToolCallID: c.ToolCallID}
+}
+
+// subject is who the call's spending is charged to.
+func (c Call) subject() policy.Subject {
+	s := policy.Subject{User: c.User, Session: c.SessionID, Turn: c.RunID}
+	if c.Agent != nil {
+		s.Owner, s.Agent = c.Agent.Owner, c.Agent.Name
+	}
+	return s
 }
 
 // Result is what a call returns to the model.
@@ -394,6 +415,14 @@ func (in invocation) withSandbox(ctx context.Context, writing []string, fn func(
 	m := in.x.Sandboxes
 	if m == nil {
 		return failed("this harness has no sandbox manager")
+	}
+	if b := in.x.Budgets; b != nil {
+		subj := in.c.subject()
+		if err := b.AdmitSandbox(ctx, subj); err != nil {
+			return failed("not run: " + err.Error())
+		}
+		start := in.x.now()
+		defer func() { b.SpendSandbox(ctx, subj, in.x.now().Sub(start)) }()
 	}
 	l, err := m.Acquire(ctx, in.c.SessionID, in.c.Agent)
 	if err != nil {
