@@ -178,11 +178,7 @@ type deltaJSON struct {
 }
 
 // streamEvents serves GET /sessions/{id}/events.
-func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, c *caller) error {
-	ss, err := s.ownSession(r, c)
-	if err != nil {
-		return err
-	}
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, ss store.Session) error {
 	after, err := resumePoint(r)
 	if err != nil {
 		return err

@@ -214,6 +214,19 @@ func (s *Server) ownSession(r *http.Request, c *caller) (store.Session, error) {
 	return s.sessionFor(r, c, false)
 }
 
+// own is the route handler of h, a handler of one of the caller's sessions: h runs with
+// session {id} as ownSession reads it, so another user's session, or none, is 404
+// before h runs.
+func (s *Server) own(h func(w http.ResponseWriter, r *http.Request, ss store.Session) error) func(http.ResponseWriter, *http.Request, *caller) error {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) error {
+		ss, err := s.ownSession(r, c)
+		if err != nil {
+			return err
+		}
+		return h(w, r, ss)
+	}
+}
+
 // sessionFor reads session {id} for the caller; with adminToo an admin gets any user's.
 func (s *Server) sessionFor(r *http.Request, c *caller, adminToo bool) (store.Session, error) {
 	id := r.PathValue("id")
@@ -300,11 +313,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, c *caller)
 
 // getSession is one of the caller's sessions with its running run, last event and
 // sandbox.
-func (s *Server) getSession(w http.ResponseWriter, r *http.Request, c *caller) error {
-	ss, err := s.ownSession(r, c)
-	if err != nil {
-		return err
-	}
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request, ss store.Session) error {
 	d, err := sessions.Show(r.Context(), s.cfg.Store, ss.ID)
 	if err != nil {
 		return err
@@ -360,11 +369,7 @@ func (b messageRequest) check() error { return required("text", b.Text) }
 // postMessage sends a message: the turn runs in this process, not tied to the request,
 // and the answer (202, the run's id) comes once the run has started (its row and the
 // user message committed). A second message while a run is live is 409.
-func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *caller) error {
-	ss, err := s.ownSession(r, c)
-	if err != nil {
-		return err
-	}
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, ss store.Session) error {
 	var req messageRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
@@ -464,11 +469,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 // cancelRun cancels the session's running turn: at once when this process runs it,
 // else by asking through the run's row, which the replica running it reads at its next
 // heartbeat (within runner.DefaultHeartbeatEvery).
-func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) error {
-	ss, err := s.ownSession(r, c)
-	if err != nil {
-		return err
-	}
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, ss store.Session) error {
 	if lr := s.liveRun(ss.ID); lr != nil {
 		lr.cancel()
 		writeJSON(w, http.StatusAccepted, map[string]any{"run_id": lr.id, "where": "this replica"})
