@@ -593,6 +593,29 @@ else
 	failed "the secret source benchmark" "$out/secrets-bench.txt" 30
 fi
 
+# The MCP gate: what approvals and cumulative budgets add to a call that needs no
+# approval (the same call through a toolset without a policy, interleaved), with the
+# budget charged on SQLite and on PostgreSQL, and the store statements per call.
+# Target: <= 0.2 ms at p50; one statement per call.
+echo "== MCP gate: approvals and budgets vs no policy (internal/harness/mcptools)"
+if go test -count=1 -run '^$' -bench 'BenchmarkGate' -benchtime "${BENCH_GATE_N:-500}x" ./internal/harness/mcptools/ >"$out/gate-bench.txt" 2>&1; then
+	python3 - "$out/gate-bench.txt" <<'EOF2' | tee -a "$out/results.txt" || status=1
+import re, sys
+rows = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"BenchmarkGate/(\w+)-\d+\s+\d+\s+\d+ ns/op(.*)", line)
+    if m:
+        rows[m.group(1)] = {k: float(v) for v, k in re.findall(r"([\d.]+) ([\w/-]+)", m.group(2))}
+print()
+print("MCP gate, per call that needs no approval (same run)")
+for db, r in sorted(rows.items()):
+    print(f"  {db:8} plain {r['plain-p50-ms']:.3f} ms, gated {r['gated-p50-ms']:.3f} ms: +{r['added-p50-ms']:.3f} ms at p50, {r['statements/call']:.0f} statement(s) per call; the charge alone {r['charge-p50-ms']:.3f} ms")
+print("RESULT " + " ".join(f"gate_added_{db}_ms={r['added-p50-ms']:.3f} gate_charge_{db}_ms={r['charge-p50-ms']:.3f} gate_statements_{db}={r['statements/call']:.0f}" for db, r in sorted(rows.items())))
+EOF2
+else
+	failed "the MCP gate benchmark" "$out/gate-bench.txt" 30
+fi
+
 # Harness: overhead per turn with the scripted model (whole turns with every store write,
 # no model latency, no sandbox) against the baseline of the scripted model alone, and 100
 # concurrent sessions on the real local runtime (half need a sandbox) with the number of
