@@ -81,7 +81,7 @@ func wait(t *testing.T, ch <-chan result) result {
 
 // A call waits until an approver decides it; only the rule's approvers see or decide
 // it, a decision is made once, and the session's log has the request and the decision.
-func TestGateWaitsForTheDecisionOfAnApprover(t *testing.T) {
+func TestApprovalGateWaitsForTheDecisionOfAnApprover(t *testing.T) {
 	ctx := context.Background()
 	st, sid := session(t)
 	gate := &approvals.Gate{Store: st, Poll: 10 * time.Millisecond}
@@ -128,7 +128,7 @@ func TestGateWaitsForTheDecisionOfAnApprover(t *testing.T) {
 
 // Nobody deciding before the deadline expires the approval (a denial by the harness),
 // and a person's decision after it loses.
-func TestGateExpiresAtTheDeadline(t *testing.T) {
+func TestApprovalGateExpiresAtTheDeadline(t *testing.T) {
 	ctx := context.Background()
 	st, sid := session(t)
 	gate := &approvals.Gate{Store: st, Poll: 10 * time.Millisecond}
@@ -147,7 +147,7 @@ func TestGateExpiresAtTheDeadline(t *testing.T) {
 
 // A person's decision made at a time past the deadline loses even before the harness
 // marks the approval expired.
-func TestDecisionPastTheDeadlineLoses(t *testing.T) {
+func TestApprovalDecisionPastTheDeadlineLoses(t *testing.T) {
 	ctx := context.Background()
 	st, sid := session(t)
 	a := store.Approval{ID: approvals.NewID(), SessionID: sid, User: "alice", Kind: store.ApprovalKindMCPCall, Tool: "t",
@@ -165,7 +165,7 @@ func TestDecisionPastTheDeadlineLoses(t *testing.T) {
 }
 
 // A turn cancelled while its call waits cancels the approval; a decision then loses.
-func TestGateCancelledWithItsTurn(t *testing.T) {
+func TestApprovalGateCancelledWithItsTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	st, sid := session(t)
@@ -187,7 +187,7 @@ func TestGateCancelledWithItsTurn(t *testing.T) {
 
 // Approvers see each string argument cut to MaxArgumentText, and the whole to about
 // MaxArguments.
-func TestArgumentsAreCut(t *testing.T) {
+func TestApprovalArgumentsAreCut(t *testing.T) {
 	long := strings.Repeat("x", approvals.MaxArgumentText+100)
 	got := approvals.Arguments(map[string]any{"body": long, "list": []any{long}, "n": 3})
 	if strings.Contains(got, long) || !strings.Contains(got, "…(100 more bytes)") || !strings.Contains(got, `"n":3`) {

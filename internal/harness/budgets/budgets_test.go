@@ -39,7 +39,7 @@ var alice = policy.Subject{User: "alice", Owner: "ops", Agent: "pr-bot", Session
 // A call refused by a later budget is refunded to the earlier ones: a refused call
 // costs nothing. The refusal names the budget, its limit and when it refills, and wraps
 // mcptools.ErrOverBudget.
-func TestRefusedCallIsRefunded(t *testing.T) {
+func TestBudgetRefusedCallIsRefunded(t *testing.T) {
 	ctx := context.Background()
 	st := harnesstest.NewStore(t)
 	now := time.Date(2026, 3, 4, 15, 0, 0, 0, time.UTC)
@@ -74,7 +74,7 @@ func TestRefusedCallIsRefunded(t *testing.T) {
 
 // Result bytes are charged after the call; once they reach the limit the next call is
 // refused until the window refills, which a duration window does on the meter's clock.
-func TestResultBytesAndRefill(t *testing.T) {
+func TestBudgetResultBytesAndRefill(t *testing.T) {
 	ctx := context.Background()
 	st := harnesstest.NewStore(t)
 	clock := harnesstest.NewClock()
@@ -96,7 +96,7 @@ func TestResultBytesAndRefill(t *testing.T) {
 }
 
 // Per-turn and per-session windows say they refill at the next turn or session, and do.
-func TestTurnAndSessionWindows(t *testing.T) {
+func TestBudgetTurnAndSessionWindows(t *testing.T) {
 	ctx := context.Background()
 	st := harnesstest.NewStore(t)
 	m := &budgets.Meter{Store: st, Policy: load(t, `[
@@ -126,7 +126,7 @@ func TestTurnAndSessionWindows(t *testing.T) {
 
 // Tokens: a step is refused once they are spent, and the budget's own limits only: a
 // tokens budget never counts calls.
-func TestTokens(t *testing.T) {
+func TestBudgetTokens(t *testing.T) {
 	ctx := context.Background()
 	st := harnesstest.NewStore(t)
 	m := &budgets.Meter{Store: st, Policy: load(t, `[{"name": "tok", "per": ["agent"], "window": "per_day", "tokens": 100}]`)}
@@ -155,7 +155,7 @@ func TestTokens(t *testing.T) {
 
 // Calls racing on two store handles (two replicas) never pass a limit together: on
 // SQLite and on PostgreSQL, exactly the limit's calls are admitted.
-func TestConcurrentCallsNeverPassTheLimit(t *testing.T) {
+func TestBudgetConcurrentCallsNeverPassTheLimit(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
 			ctx := context.Background()
@@ -205,7 +205,7 @@ func TestConcurrentCallsNeverPassTheLimit(t *testing.T) {
 }
 
 // A meter without a policy charges nothing and refuses nothing.
-func TestNoPolicy(t *testing.T) {
+func TestBudgetNoPolicy(t *testing.T) {
 	m := &budgets.Meter{Store: harnesstest.NewStore(t)}
 	for range 3 {
 		if err := m.Admit(context.Background(), alice); err != nil {
