@@ -123,7 +123,7 @@ func (g *Gate) wait(ctx context.Context, a store.Approval) (store.Approval, erro
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	deadline := time.NewTimer(time.Until(a.Deadline))
+	deadline := time.NewTimer(a.Deadline.Sub(g.now()))
 	defer deadline.Stop()
 	for {
 		select {

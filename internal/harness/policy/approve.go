@@ -77,11 +77,11 @@ func parseApproval(fields map[string]json.RawMessage, effect Effect, at string) 
 		return nil, nil
 	}
 	if !hasApprovers {
-		return nil, fmt.Errorf(`%s.approvers is missing: an "approve" rule names who may approve its calls, like "approvers": ["$caller", "lead-*"] ("$caller" is the session's own user; the others are user patterns)`, at)
+		return nil, fmt.Errorf(`%s.approvers is missing: an "approve" rule names who may approve its calls, like "approvers": ["$caller", "lead_*"] ("$caller" is the session's own user; the others are user patterns)`, at)
 	}
 	a := &ApprovalRule{Timeout: DefaultApprovalTimeout}
 	if err := json.Unmarshal(rawApprovers, &a.Approvers); err != nil || a.Approvers == nil {
-		return nil, fmt.Errorf(`%s.approvers must be a list of user patterns, like ["$caller", "lead-*"], not %s`, at, clip(string(rawApprovers)))
+		return nil, fmt.Errorf(`%s.approvers must be a list of user patterns, like ["$caller", "lead_*"], not %s`, at, clip(string(rawApprovers)))
 	}
 	if len(a.Approvers) == 0 {
 		return nil, fmt.Errorf(`%s.approvers is an empty list, so no one could approve and every call would wait out its timeout: list at least one user pattern or "$caller", or make the rule "effect": "deny"`, at)

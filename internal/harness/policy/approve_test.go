@@ -10,7 +10,7 @@ import (
 // request is created, by the caller or a lead.
 func TestDecideApprove(t *testing.T) {
 	p := load(t, `{"rules": [
-	  {"effect": "approve", "servers": ["https://api.githubcopilot.com"], "tools": ["create_pull_request"], "approvers": ["$caller", "lead-*"], "timeout": "30m",
+	  {"effect": "approve", "servers": ["https://api.githubcopilot.com"], "tools": ["create_pull_request"], "approvers": ["$caller", "lead_*"], "timeout": "30m",
 	   "reason": "external pull requests need a second look"},
 	  {"effect": "approve", "owners": ["ops"], "approvers": ["oncall"]},
 	  {"effect": "allow"}
@@ -21,7 +21,7 @@ func TestDecideApprove(t *testing.T) {
 	if d.Approval == nil || d.Allow != want.Allow || d.Effect != want.Effect || d.Rule != want.Rule || d.Reason != want.Reason {
 		t.Fatalf("%+v, want %+v with an approval", d, want)
 	}
-	if strings.Join(d.Approval.Approvers, " ") != "$caller lead-*" || d.Approval.Timeout != 30*time.Minute {
+	if strings.Join(d.Approval.Approvers, " ") != "$caller lead_*" || d.Approval.Timeout != 30*time.Minute {
 		t.Errorf("approval %+v", *d.Approval)
 	}
 	// The decision's approval is its own: changing it changes no later decision.
@@ -44,15 +44,15 @@ func TestDecideApprove(t *testing.T) {
 }
 
 func TestMayDecide(t *testing.T) {
-	rule := &ApprovalRule{Approvers: []string{"$caller", "lead-*", `\$admin`}}
+	rule := &ApprovalRule{Approvers: []string{"$caller", "lead_*", `\$admin`}}
 	for _, c := range []struct {
 		user, caller string
 		want         bool
 	}{
 		{"ann", "ann", true},           // $caller: the session's own user
 		{"bob", "ann", false},          // another user is not the caller
-		{"lead-kim", "ann", true},      // a pattern
-		{"lead-kim", "lead-kim", true}, // both
+		{"lead_kim", "ann", true},      // a pattern
+		{"lead_kim", "lead_kim", true}, // both
 		{"leader", "ann", false},       // patterns are anchored
 		{"$admin", "ann", true},        // a literal "$"
 		{"$caller", "ann", false},      // "$caller" is not a user name
@@ -60,7 +60,7 @@ func TestMayDecide(t *testing.T) {
 		{"", "ann", false},             //
 		{"ann", "", false},             // no caller: $caller is no one
 		{"LEAD-kim", "ann", false},     // patterns match with case
-		{"lead-kim/../x", "ann", true}, // "*" crosses "/", as everywhere
+		{"lead_kim/../x", "ann", true}, // "*" crosses "/", as everywhere
 	} {
 		if got := rule.MayDecide(c.user, c.caller); got != c.want {
 			t.Errorf("rule: %q deciding %q's call: %v, want %v", c.user, c.caller, got, c.want)
@@ -91,9 +91,9 @@ func TestApproveLoadErrors(t *testing.T) {
 		rule string
 		want []string
 	}{
-		{`{"effect": "approve", ` + pr + `}`, []string{`rules[0].approvers is missing: an "approve" rule names who may approve`, `"approvers": ["$caller", "lead-*"]`}},
+		{`{"effect": "approve", ` + pr + `}`, []string{`rules[0].approvers is missing: an "approve" rule names who may approve`, `"approvers": ["$caller", "lead_*"]`}},
 		{`{"effect": "approve", "approvers": []}`, []string{`rules[0].approvers is an empty list, so no one could approve`}},
-		{`{"effect": "approve", "approvers": "lead"}`, []string{`rules[0].approvers must be a list of user patterns, like ["$caller", "lead-*"], not "lead"`}},
+		{`{"effect": "approve", "approvers": "lead"}`, []string{`rules[0].approvers must be a list of user patterns, like ["$caller", "lead_*"], not "lead"`}},
 		{`{"effect": "approve", "approvers": null}`, []string{`rules[0].approvers must be a list of user patterns`}},
 		{`{"effect": "approve", "approvers": ["$user"]}`, []string{`rules[0].approvers[0] "$user": the only "$" name is "$caller"`, `"\\$user"`}},
 		{`{"effect": "approve", "approvers": ["$caller", "[a-"]}`, []string{`rules[0].approvers[1] "[a-": a "[" class is not closed`}},

@@ -11,7 +11,7 @@
 //	{
 //	  "rules": [
 //	    {"effect": "deny", "users": ["bob"], "servers": ["https://api.githubcopilot.com"], "tools": ["delete_*"], "reason": "Bob may not delete"},
-//	    {"effect": "approve", "servers": ["https://api.githubcopilot.com"], "tools": ["create_pull_request"], "approvers": ["$caller", "lead-*"], "timeout": "30m"},
+//	    {"effect": "approve", "servers": ["https://api.githubcopilot.com"], "tools": ["create_pull_request"], "approvers": ["$caller", "lead_*"], "timeout": "30m"},
 //	    {"effect": "deny", "servers": ["https://db.example.com"], "tools": ["query"], "args": {"database": ["prod*"]}},
 //	    {"effect": "allow", "owners": ["ops-*"]}
 //	  ],
