@@ -270,8 +270,15 @@ func configureControlPlane(providerData any, diags *diag.Diagnostics) *controlPl
 }
 
 // configuredResource is what every resource embeds: the control plane it acts on, set
-// by its Configure.
-type configuredResource struct{ cp *controlPlane }
+// by its Configure, and its type name, which Metadata gives Terraform.
+type configuredResource struct {
+	cp       *controlPlane
+	typeName string // after the provider's: "_agent"
+}
+
+func (c *configuredResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + c.typeName
+}
 
 func (c *configuredResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	c.cp = configureControlPlane(req.ProviderData, &resp.Diagnostics)

@@ -91,7 +91,7 @@ func readSandboxProvider(ctx context.Context, cp *controlPlane, m *sandboxProvid
 	status := p.Status
 	if def, err := cp.store.GetEnvironment(ctx, defaultEnvironmentName); errors.Is(err, store.ErrNotFound) {
 		status = statusDegraded
-	} else if err == nil && cp.remoteSnapshots(p) && (&sandboxProviderResource{configuredResource{cp}}).defaultSnapshotFailed(ctx, p, def, diags) {
+	} else if err == nil && cp.remoteSnapshots(p) && (&sandboxProviderResource{namedResource{configuredResource: configuredResource{cp: cp}}}).defaultSnapshotFailed(ctx, p, def, diags) {
 		status = statusDegraded
 	}
 	if diags.HasError() {

@@ -80,30 +80,44 @@ func importByName(ctx context.Context, req resource.ImportStateRequest, resp *re
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), name)...)
 }
 
-// Every resource has an identity: {name} (nameIdentitySchema) but for the secret, whose
-// identity is its own (below).
-var _ = []resource.ResourceWithIdentity{(*agentResource)(nil), (*environmentResource)(nil), (*registryResource)(nil),
-	(*sandboxProviderResource)(nil), (*secretResource)(nil), (*volumeResource)(nil)}
-
-func (r *agentResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = nameIdentitySchema("agent")
+// namedResource is what a resource known by its name embeds: its identity is {name}
+// (object says what the name names: "sandbox provider"), and an import names it by its
+// string id or that identity. The secret, known by its environment and variable, has
+// its own (below).
+type namedResource struct {
+	configuredResource
+	object string
 }
 
-func (r *environmentResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = nameIdentitySchema("environment")
+// named is the namedResource whose name names an object ("sandbox provider"): its type
+// is the object's name in snake case after the provider's (trueforge_sandbox_provider).
+func named(object string) namedResource {
+	return namedResource{configuredResource{typeName: "_" + strings.ReplaceAll(object, " ", "_")}, object}
 }
 
-func (r *registryResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = nameIdentitySchema("registry")
+func (r *namedResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = nameIdentitySchema(r.object)
 }
 
-func (r *sandboxProviderResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = nameIdentitySchema("sandbox provider")
+func (r *namedResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	importByName(ctx, req, resp)
 }
 
-func (r *volumeResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = nameIdentitySchema("volume")
-}
+// What the resources implement besides resource.Resource (their constructors check
+// that), checked at compile time: a method whose signature drifted would otherwise
+// never be called.
+var (
+	_ = []resource.ResourceWithIdentity{(*agentResource)(nil), (*environmentResource)(nil), (*registryResource)(nil),
+		(*sandboxProviderResource)(nil), (*secretResource)(nil), (*volumeResource)(nil)}
+	_ = []resource.ResourceWithImportState{(*agentResource)(nil), (*environmentResource)(nil), (*registryResource)(nil),
+		(*sandboxProviderResource)(nil), (*secretResource)(nil), (*volumeResource)(nil)}
+	_ = []resource.ResourceWithModifyPlan{(*agentResource)(nil), (*environmentResource)(nil), (*registryResource)(nil),
+		(*sandboxProviderResource)(nil), (*secretResource)(nil), (*volumeResource)(nil)}
+	_ = []resource.ResourceWithConfigure{(*agentResource)(nil), (*environmentResource)(nil), (*registryResource)(nil),
+		(*sandboxProviderResource)(nil), (*secretResource)(nil), (*volumeResource)(nil)}
+	_ = []resource.ResourceWithValidateConfig{(*agentResource)(nil), (*sandboxProviderResource)(nil)}
+	_ = []resource.ResourceWithConfigValidators{(*registryResource)(nil), (*secretResource)(nil)}
+)
 
 // trueforge_secret's identity is {environment, env_name}: the two parts of its string id
 // `<environment>/<env_name>`, kept apart so that neither needs quoting or parsing.

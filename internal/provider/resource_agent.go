@@ -8,16 +8,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -27,15 +24,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-var (
-	_ resource.Resource                   = (*agentResource)(nil)
-	_ resource.ResourceWithConfigure      = (*agentResource)(nil)
-	_ resource.ResourceWithImportState    = (*agentResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*agentResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*agentResource)(nil)
-)
-
-type agentResource struct{ configuredResource }
+type agentResource struct{ namedResource }
 
 // agentModel is the trueforge_agent resource and the trueforge_agent data source.
 type agentModel struct {
@@ -88,45 +77,17 @@ type agentSandboxModel struct {
 	IdleStopMinutes     types.Int64  `tfsdk:"idle_stop_minutes"`
 }
 
-var modelSettingsAttrTypes = map[string]attr.Type{
-	"api_key_credential": types.StringType,
-	"api_key_env":        types.StringType,
-	"base_url":           types.StringType,
-	"name":               types.StringType,
-	"provider":           types.StringType,
-	"script":             types.StringType,
-}
-
-var mcpServerAttrTypes = map[string]attr.Type{
-	"allowed_tools":  types.ListType{ElemType: types.StringType},
-	"credential":     types.StringType,
-	"credential_env": types.StringType,
-	"name":           types.StringType,
-	"url":            types.StringType,
-}
-
-var skillAttrTypes = map[string]attr.Type{
-	"description": types.StringType,
-	"digest":      types.StringType,
-	"name":        types.StringType,
-	"path":        types.StringType,
-}
-
-var agentSandboxAttrTypes = map[string]attr.Type{
-	"archive_after_minutes": types.Int64Type,
-	"delete_after_minutes":  types.Int64Type,
-	"enabled":               types.BoolType,
-	"environment":           types.StringType,
-	"file_downloads":        types.BoolType,
-	"idle_stop_minutes":     types.Int64Type,
-}
+// The attribute types of an agent's objects, the resource's and the data source's
+// alike (agentModel is both), read off the data source's schema.
+var (
+	modelSettingsAttrTypes = nestedAttrTypes(agentDataSourceSchema(), "model")
+	mcpServerAttrTypes     = nestedAttrTypes(agentDataSourceSchema(), "mcp_servers")
+	skillAttrTypes         = nestedAttrTypes(agentDataSourceSchema(), "skills")
+	agentSandboxAttrTypes  = nestedAttrTypes(agentDataSourceSchema(), "sandbox")
+)
 
 // NewAgentResource is the trueforge_agent resource.
-func NewAgentResource() resource.Resource { return &agentResource{} }
-
-func (r *agentResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_agent"
-}
+func NewAgentResource() resource.Resource { return &agentResource{named("agent")} }
 
 // defaultAgentSandbox is the sandbox attribute of an agent that sets none: off.
 func defaultAgentSandbox() types.Object { return sandboxObject(agentspec.DefaultSandbox()) }
@@ -160,11 +121,7 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				MarkdownDescription: "What the agent is for, shown to users." + inPlace,
 				Optional:            true,
 			},
-			"id": schema.StringAttribute{
-				MarkdownDescription: "The agent's name.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"id": keptString("The agent's name."),
 			"instructions": schema.StringAttribute{
 				MarkdownDescription: "The system prompt of the agent." + inPlace,
 				Optional:            true,
@@ -247,17 +204,8 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 					},
 				},
 			},
-			"name": schema.StringAttribute{
-				MarkdownDescription: "Name of the agent. Changing it replaces the agent.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{validName()},
-			},
-			"owner": schema.StringAttribute{
-				MarkdownDescription: "Who created the agent (the provider's `owner`).",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"name":  replacingString("Name of the agent. Changing it replaces the agent.", validName()),
+			"owner": keptString("Who created the agent (the provider's `owner`)."),
 			"sandbox": schema.SingleNestedAttribute{
 				MarkdownDescription: "The agent's sandbox: an isolated box for code, files and shell, provisioned on the first tool call that needs it " +
 					"and reused by later turns of the same session. Off by default. Changes reach sandboxes created afterwards; a sandbox that " +

@@ -136,7 +136,3 @@ func (r *agentResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 		resp.Diagnostics.AddError("Error Deleting Agent", fmt.Sprintf("Agent %q could not be deleted.\n\nOriginal Error: %s", state.ID.ValueString(), err))
 	}
 }
-
-func (r *agentResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByName(ctx, req, resp)
-}

@@ -9,14 +9,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -31,14 +28,7 @@ const (
 	maxDiskGB   = 2048
 )
 
-var (
-	_ resource.Resource                = (*environmentResource)(nil)
-	_ resource.ResourceWithConfigure   = (*environmentResource)(nil)
-	_ resource.ResourceWithImportState = (*environmentResource)(nil)
-	_ resource.ResourceWithModifyPlan  = (*environmentResource)(nil)
-)
-
-type environmentResource struct{ configuredResource }
+type environmentResource struct{ namedResource }
 
 type environmentModel struct {
 	ID              types.String   `tfsdk:"id"`
@@ -80,20 +70,11 @@ type networkModel struct {
 	PackageIndexesIn types.String `tfsdk:"package_indexes_in"`
 }
 
-var networkAttrTypes = map[string]attr.Type{
-	"block_all":          types.BoolType,
-	"allow_domains":      types.ListType{ElemType: types.StringType},
-	"allow_cidrs":        types.ListType{ElemType: types.StringType},
-	"package_indexes":    types.ListType{ElemType: types.StringType},
-	"package_indexes_in": types.StringType,
-}
+// networkAttrTypes is the network object's, the resource's and the data sources' alike.
+var networkAttrTypes = objectAttrTypes(dataNetworkAttributes())
 
 // NewEnvironmentResource is the trueforge_environment resource.
-func NewEnvironmentResource() resource.Resource { return &environmentResource{} }
-
-func (r *environmentResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_environment"
-}
+func NewEnvironmentResource() resource.Resource { return &environmentResource{named("environment")} }
 
 func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	bakes := " Changing it **bakes a new snapshot** (an in-place update; existing sandboxes keep their snapshot)."
@@ -147,11 +128,7 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 				Validators: []validator.Map{mapKeysCheck{"environment variable names", checkEnvVarName},
 					noNUL("a process environment cannot hold one, so every sandbox of this environment would fail to start")},
 			},
-			"id": schema.StringAttribute{
-				MarkdownDescription: "The environment's name.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"id": keptString("The environment's name."),
 			"image": schema.StringAttribute{
 				MarkdownDescription: "Base image. `platform` (the default) is the release snapshot: on the `local` backend, the host's system directories read-only." + bakes,
 				Optional:            true,
@@ -161,28 +138,15 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 			},
 			"memory": defaultedInt64(fmt.Sprintf("Memory in GB for each sandbox (1 to %d). Defaults to 1.", maxMemoryGB)+bakes,
 				1, int64validator.Between(1, maxMemoryGB)),
-			"name": schema.StringAttribute{
-				MarkdownDescription: "Name agents reference. `default` is reserved. Changing it replaces the environment.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{validName(), stringCheck{"not `default`", checkNotReserved}},
-			},
+			"name": replacingString("Name agents reference. `default` is reserved. Changing it replaces the environment.", validName(), stringCheck{"not `default`", checkNotReserved}),
 			"network": schema.SingleNestedAttribute{
 				MarkdownDescription: "Outbound network policy. Omitted means unrestricted egress." + live + " A running session keeps its policy until its sandbox is replaced.",
 				Optional:            true,
 				Attributes:          networkAttrs,
 			},
-			"owner": schema.StringAttribute{
-				MarkdownDescription: "Who created the environment (the provider's `owner`); only they may change or delete it.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"sandbox_provider": schema.StringAttribute{
-				MarkdownDescription: "Name of the `trueforge_sandbox_provider`. Changing it replaces the environment.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
-			"shared_with": sharedWithAttribute("environment's secrets"),
+			"owner":            keptString("Who created the environment (the provider's `owner`); only they may change or delete it."),
+			"sandbox_provider": replacingString("Name of the `trueforge_sandbox_provider`. Changing it replaces the environment."),
+			"shared_with":      sharedWithAttribute("environment's secrets"),
 			"snapshot_id": schema.StringAttribute{
 				MarkdownDescription: "The snapshot new sandboxes are cloned from. Unknown in a plan only when a build input changed.",
 				Computed:            true,

@@ -10,8 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -20,15 +18,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-var (
-	_ resource.Resource                     = (*registryResource)(nil)
-	_ resource.ResourceWithConfigure        = (*registryResource)(nil)
-	_ resource.ResourceWithImportState      = (*registryResource)(nil)
-	_ resource.ResourceWithModifyPlan       = (*registryResource)(nil)
-	_ resource.ResourceWithConfigValidators = (*registryResource)(nil)
-)
-
-type registryResource struct{ configuredResource }
+type registryResource struct{ namedResource }
 
 type registryModel struct {
 	ID                types.String `tfsdk:"id"`
@@ -44,11 +34,7 @@ type registryModel struct {
 }
 
 // NewRegistryResource is the trueforge_registry resource.
-func NewRegistryResource() resource.Resource { return &registryResource{} }
-
-func (r *registryResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_registry"
-}
+func NewRegistryResource() resource.Resource { return &registryResource{named("registry")} }
 
 // registryCredential is the registry's password: password, or password_wo with
 // password_wo_version.
@@ -73,18 +59,8 @@ func (r *registryResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			"`ghcr.io/acme/agent:1` with `url = \"ghcr.io\"`), and one organization should not have two registries for one host. The password is " +
 			"stored sealed and sent only to Daytona. The `local` backend runs only the platform image, so it refuses registries. Import with the name.",
 		Attributes: map[string]schema.Attribute{
-			"name": schema.StringAttribute{
-				MarkdownDescription: "Name of the registry, unique in the control plane; environments name it in `registry`. Changing it replaces the registry.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{validName()},
-			},
-			"sandbox_provider": schema.StringAttribute{
-				MarkdownDescription: "Name of the `trueforge_sandbox_provider` that pulls from the registry (a `daytona` one). Changing it replaces the registry.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{validName()},
-			},
+			"name":             replacingString("Name of the registry, unique in the control plane; environments name it in `registry`. Changing it replaces the registry.", validName()),
+			"sandbox_provider": replacingString("Name of the `trueforge_sandbox_provider` that pulls from the registry (a `daytona` one). Changing it replaces the registry.", validName()),
 			"url": schema.StringAttribute{
 				MarkdownDescription: "The registry's host, with a port or path prefix if it has one, for example `ghcr.io`, `registry.example.com:5000` or " +
 					"`https://index.docker.io/v1/`-style URLs without the trailing `/`. Daytona stores Docker Hub URLs as `docker.io`. " +
@@ -101,16 +77,8 @@ func (r *registryResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Optional:            true,
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
-			"id": schema.StringAttribute{
-				MarkdownDescription: "The registry's name.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"remote_id": schema.StringAttribute{
-				MarkdownDescription: "The backend's id of the registry (Daytona's docker registry id).",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"id":        keptString("The registry's name."),
+			"remote_id": keptString("The backend's id of the registry (Daytona's docker registry id)."),
 		},
 	}
 	registryCredential.addAttributes(resp.Schema.Attributes)
@@ -395,7 +363,3 @@ var registryKind = backedKind{kind: "Registry", owner: ownerBy((*store.Store).Ge
 }
 
 func registryOwner(g store.Registry) string { return g.Owner }
-
-func (r *registryResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByName(ctx, req, resp)
-}

@@ -13,8 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -40,15 +38,7 @@ const defaultBuildTimeout = 30 * time.Minute
 // Daytona, whose snapshot was deleted or deactivated there).
 const statusDegraded = "Degraded"
 
-var (
-	_ resource.Resource                   = (*sandboxProviderResource)(nil)
-	_ resource.ResourceWithConfigure      = (*sandboxProviderResource)(nil)
-	_ resource.ResourceWithImportState    = (*sandboxProviderResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*sandboxProviderResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*sandboxProviderResource)(nil)
-)
-
-type sandboxProviderResource struct{ configuredResource }
+type sandboxProviderResource struct{ namedResource }
 
 type sandboxProviderModel struct {
 	ID                 types.String   `tfsdk:"id"`
@@ -68,10 +58,8 @@ type sandboxProviderModel struct {
 }
 
 // NewSandboxProviderResource is the trueforge_sandbox_provider resource.
-func NewSandboxProviderResource() resource.Resource { return &sandboxProviderResource{} }
-
-func (r *sandboxProviderResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_sandbox_provider"
+func NewSandboxProviderResource() resource.Resource {
+	return &sandboxProviderResource{named("sandbox provider")}
 }
 
 // apiKeyCredential is the backend's API key: api_key, or api_key_wo with api_key_wo_version.
@@ -95,27 +83,10 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 				MarkdownDescription: "API endpoint of the backend. Defaults to the catalog's URL for the type; not used by `local`.",
 				Optional:            true,
 			},
-			"default_environment": schema.StringAttribute{
-				MarkdownDescription: "Name of the reserved environment created with the provider: always `default`.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"id": schema.StringAttribute{
-				MarkdownDescription: "The provider's name.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"name": schema.StringAttribute{
-				MarkdownDescription: "Name of the sandbox provider. Changing it replaces the provider.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{validName()},
-			},
-			"release_snapshot": schema.StringAttribute{
-				MarkdownDescription: "The release snapshot built when the provider was configured; every environment snapshot starts from it.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"default_environment": keptString("Name of the reserved environment created with the provider: always `default`."),
+			"id":                  keptString("The provider's name."),
+			"name":                replacingString("Name of the sandbox provider. Changing it replaces the provider.", validName()),
+			"release_snapshot":    keptString("The release snapshot built when the provider was configured; every environment snapshot starts from it."),
 			"require_limits": schema.BoolAttribute{
 				MarkdownDescription: "`local` only: refuse to run a sandbox whose `cpu`, `memory` or `disk` this host cannot enforce, instead of " +
 					"running it with the limits that can be (as rootless container engines do: a user without a writable cgroup gets rlimits, " +
@@ -138,12 +109,7 @@ func (r *sandboxProviderResource) Schema(ctx context.Context, _ resource.SchemaR
 				MarkdownDescription: "Backend target (Daytona region) where sandboxes and snapshots are placed.",
 				Optional:            true,
 			},
-			"type": schema.StringAttribute{
-				MarkdownDescription: "Backend type from the built-in catalog: `local` (embedded, this Linux machine) or `daytona`. Changing it replaces the provider.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{stringvalidator.OneOf(backends.Default().Types()...)},
-			},
+			"type": replacingString("Backend type from the built-in catalog: `local` (embedded, this Linux machine) or `daytona`. Changing it replaces the provider.", stringvalidator.OneOf(backends.Default().Types()...)),
 			"timeouts": timeoutsAttribute(ctx, "How long apply waits for this sandbox provider's operations.", map[string]string{
 				"create": "How long creating the provider waits for the release snapshot and the `default` environment's build. Defaults to 30 minutes.",
 				"update": "How long an update (a new key, or a repair of the `default` environment) may take. Defaults to 30 minutes.",
@@ -451,10 +417,6 @@ func (r *sandboxProviderResource) Delete(ctx context.Context, req resource.Delet
 		resp.Diagnostics.AddWarning("Snapshots Left Behind",
 			fmt.Sprintf("Sandbox provider %q was deleted, but some snapshot files could not be removed: %s", name, err))
 	}
-}
-
-func (r *sandboxProviderResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByName(ctx, req, resp)
 }
 
 // validateCredentials checks the key against the backend and returns the scopes it grants

@@ -13,8 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -22,14 +20,6 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
-)
-
-var (
-	_ resource.Resource                     = (*secretResource)(nil)
-	_ resource.ResourceWithConfigure        = (*secretResource)(nil)
-	_ resource.ResourceWithImportState      = (*secretResource)(nil)
-	_ resource.ResourceWithModifyPlan       = (*secretResource)(nil)
-	_ resource.ResourceWithConfigValidators = (*secretResource)(nil)
 )
 
 type secretResource struct{ configuredResource }
@@ -46,10 +36,8 @@ type secretModel struct {
 }
 
 // NewSecretResource is the trueforge_secret resource.
-func NewSecretResource() resource.Resource { return &secretResource{} }
-
-func (r *secretResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_secret"
+func NewSecretResource() resource.Resource {
+	return &secretResource{configuredResource{typeName: "_secret"}}
 }
 
 // secretCredential is the secret's value: value, or value_wo with value_wo_version.
@@ -72,29 +60,15 @@ func (r *secretResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"environment's `network.block_all` is on. On a `daytona` sandbox provider the secret is also a Daytona secret named " +
 			"`trueforge-<environment>--<env_name>` with these hosts; refresh compares it with Daytona. Import with `<environment>/<env_name>`.",
 		Attributes: map[string]schema.Attribute{
-			"env_name": schema.StringAttribute{
-				MarkdownDescription: "The environment variable the sandbox process sees, for example `GITHUB_TOKEN`. Changing it replaces the secret.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{validEnvVarName()},
-			},
-			"environment": schema.StringAttribute{
-				MarkdownDescription: "Name of the environment the secret belongs to. Changing it replaces the secret.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{validName()},
-			},
+			"env_name":    replacingString("The environment variable the sandbox process sees, for example `GITHUB_TOKEN`. Changing it replaces the secret.", validEnvVarName()),
+			"environment": replacingString("Name of the environment the secret belongs to. Changing it replaces the secret.", validName()),
 			"hosts": schema.ListAttribute{
 				MarkdownDescription: "Hosts the value may be sent to: host names or `*.` wildcards, with no scheme, port or path. Changed in place.",
 				Required:            true,
 				ElementType:         types.StringType,
 				Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.UniqueValues(), listvalidator.ValueStringsAre(validHost())},
 			},
-			"id": schema.StringAttribute{
-				MarkdownDescription: "`<environment>/<env_name>`.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"id": keptString("`<environment>/<env_name>`."),
 			"timeouts": timeoutsAttribute(ctx, "How long apply waits for the secret's backend (on Daytona a secret call may be retried for minutes).", map[string]string{
 				"create": "How long creating the secret may take. Defaults to 10 minutes.",
 				"update": "How long changing its hosts or rotating its value may take. Defaults to 10 minutes.",

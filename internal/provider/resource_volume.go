@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -26,18 +25,11 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
-var (
-	_ resource.Resource                = (*volumeResource)(nil)
-	_ resource.ResourceWithConfigure   = (*volumeResource)(nil)
-	_ resource.ResourceWithImportState = (*volumeResource)(nil)
-	_ resource.ResourceWithModifyPlan  = (*volumeResource)(nil)
-)
-
 // defaultVolumeTimeout bounds creating and deleting a volume: Daytona makes a volume
 // ready in seconds, but its client retries a busy API for minutes.
 const defaultVolumeTimeout = 10 * time.Minute
 
-type volumeResource struct{ configuredResource }
+type volumeResource struct{ namedResource }
 
 type volumeResourceModel struct {
 	ID              types.String   `tfsdk:"id"`
@@ -59,11 +51,7 @@ func (m volumeResourceModel) sharedWith(ctx context.Context, diags *diag.Diagnos
 }
 
 // NewVolumeResource is the trueforge_volume resource.
-func NewVolumeResource() resource.Resource { return &volumeResource{} }
-
-func (r *volumeResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
-	resp.TypeName = req.ProviderTypeName + "_volume"
-}
+func NewVolumeResource() resource.Resource { return &volumeResource{named("volume")} }
 
 func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
@@ -79,28 +67,10 @@ func (r *volumeResource) Schema(ctx context.Context, _ resource.SchemaRequest, r
 			"deletes a resource before it updates those that referenced it, so both in one apply are refused. An environment may list at most " +
 			fmt.Sprint(sandbox.MaxVolumes) + " volumes. Import with the name.",
 		Attributes: map[string]schema.Attribute{
-			"name": schema.StringAttribute{
-				MarkdownDescription: "Name of the volume, unique in the control plane: " + sandbox.VolumeNameRule + ". Changing it replaces the volume (and loses its files).",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{validName()},
-			},
-			"sandbox_provider": schema.StringAttribute{
-				MarkdownDescription: "Name of the `trueforge_sandbox_provider` that keeps the volume; only environments of this provider may mount it. Changing it replaces the volume.",
-				Required:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{validName()},
-			},
-			"id": schema.StringAttribute{
-				MarkdownDescription: "The volume's name.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"remote_id": schema.StringAttribute{
-				MarkdownDescription: "The backend's id of the volume: Daytona's volume id, or the local backend's directory name.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
+			"name":             replacingString("Name of the volume, unique in the control plane: "+sandbox.VolumeNameRule+". Changing it replaces the volume (and loses its files).", validName()),
+			"sandbox_provider": replacingString("Name of the `trueforge_sandbox_provider` that keeps the volume; only environments of this provider may mount it. Changing it replaces the volume.", validName()),
+			"id":               keptString("The volume's name."),
+			"remote_id":        keptString("The backend's id of the volume: Daytona's volume id, or the local backend's directory name."),
 			"size": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("Size of the volume in GB (%d to %d, default %d): what sandboxes may write into it. On the `local` backend, "+
 					"run as root with e2fsprogs, the volume is an ext4 image of that size (sparse: it takes on the host what was written), loop-mounted at "+
@@ -411,8 +381,4 @@ func (r *volumeResource) Delete(ctx context.Context, req resource.DeleteRequest,
 		func(ctx context.Context) error { return r.cp.store.CreateVolume(ctx, v) }, &resp.Diagnostics) {
 		tflog.Debug(ctx, "volume: deleted", map[string]any{"volume": name, "backend": title})
 	}
-}
-
-func (r *volumeResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importByName(ctx, req, resp)
 }
