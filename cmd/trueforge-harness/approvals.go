@@ -139,6 +139,9 @@ func askApprovals(ctx context.Context, st *store.Store, user, session string, ou
 
 // askOne asks about one approval; false when there is no more input or the turn ended.
 func askOne(ctx context.Context, st *store.Store, user string, a store.Approval, out io.Writer, lines <-chan string) bool {
+	if a.Kind == store.ApprovalKindElicitation {
+		return askQuestion(ctx, st, user, a, out, lines)
+	}
 	what := termsafe.Line(a.Tool)
 	if a.Server != "" {
 		what += " on " + termsafe.Line(a.Server)
@@ -151,28 +154,12 @@ func askOne(ctx context.Context, st *store.Store, user string, a store.Approval,
 		fmt.Fprintf(out, "%s\n", indent(clipLines(termsafe.Text(a.Code), 40), "             | "))
 	}
 	fmt.Fprintf(out, "  approve? [y/N, a note may follow] (before %s) ", a.Deadline.Local().Format(time.TimeOnly))
-	var line string
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(out)
+	line, ok := nextLine(ctx, out, lines)
+	if !ok {
 		return false
-	case l, ok := <-lines:
-		if !ok {
-			fmt.Fprintln(out)
-			return false
-		}
-		line = strings.TrimSpace(l)
 	}
 	answer, note, _ := strings.Cut(line, " ")
 	approve := strings.EqualFold(answer, "y") || strings.EqualFold(answer, "yes")
 	d, err := approvals.Decide(ctx, st, a.ID, user, approve, strings.TrimSpace(note), time.Now())
-	switch {
-	case errors.Is(err, store.ErrDecided):
-		fmt.Fprintf(out, "  [approval] %s was decided already: %v\n", a.ID, err)
-	case err != nil:
-		fmt.Fprintf(out, "  [approval] %s: %v\n", a.ID, err)
-	default:
-		fmt.Fprintf(out, "  [approval] %s %s\n", strings.ToUpper(d.State), a.ID)
-	}
-	return true
+	return report(out, a.ID, err, d.State)
 }

@@ -93,3 +93,109 @@ func TestChatAsksForApprovals(t *testing.T) {
 		t.Fatalf("the leads' approval was decided: %+v", a)
 	}
 }
+
+// question is a pending elicitation of session s-ask: a required name and a count with
+// a default.
+func question(t *testing.T, st *store.Store) store.Approval {
+	t.Helper()
+	a := store.Approval{ID: approvals.NewID(), SessionID: "s-ask", User: "alice", Agent: "pr-bot", Kind: store.ApprovalKindElicitation,
+		Server: "https://git.example", Tool: "git", Rule: -1, Reason: "Which release?", Approvers: []string{"$caller"},
+		Schema:   `{"type":"object","properties":{"name":{"type":"string"},"count":{"type":"integer","minimum":1,"default":1}},"required":["name"]}`,
+		Deadline: time.Now().Add(time.Minute)}
+	if err := st.CreateApproval(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// waitDecided waits until approval id is no longer pending.
+func waitDecided(t *testing.T, st *store.Store, id string, out *syncBuffer) store.Approval {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, err := st.GetApproval(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.State != store.ApprovalPending {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("approval %s not decided; output:\n%s", id, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// chat asks a server's question field by field: the required name, then the count,
+// whose empty answer keeps its default.
+func TestChatAnswersAQuestion(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	if err := st.CreateSession(ctx, store.Session{ID: "s-ask", Agent: "pr-bot", Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	a := question(t, st)
+	lines := make(chan string, 2)
+	lines <- "v1.2"
+	lines <- ""
+	out := &syncBuffer{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		askApprovals(ctx, st, "alice", "s-ask", out, lines)
+	}()
+	got := waitDecided(t, st, a.ID, out)
+	cancel()
+	<-done
+	if got.State != store.ApprovalApproved || got.Response != `{"count":1,"name":"v1.2"}` {
+		t.Fatalf("answered %+v; want approved with name v1.2 and the default count", got)
+	}
+	if !strings.Contains(out.String(), "asks: Which release?") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}
+
+// run declines a server's question, or with --yes accepts it with its defaults when
+// they make an answer the schema accepts (here they do not: name has none).
+func TestRunDeclinesQuestions(t *testing.T) {
+	for _, yes := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		st := storetest.Open(t, filepath.Join(t.TempDir(), "db.sqlite"))
+		if err := st.CreateSession(ctx, store.Session{ID: "s-ask", Agent: "pr-bot", Owner: "alice"}); err != nil {
+			t.Fatal(err)
+		}
+		a := question(t, st)
+		out := &syncBuffer{}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			answerQuestions(ctx, st, "alice", "s-ask", yes, out)
+		}()
+		got := waitDecided(t, st, a.ID, out)
+		cancel()
+		<-done
+		if got.State != store.ApprovalDenied {
+			t.Fatalf("yes=%v: %+v; want declined (the defaults lack the required name)", yes, got)
+		}
+	}
+	// With a default for every required field, --yes accepts the defaults.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	if err := st.CreateSession(ctx, store.Session{ID: "s-ask", Agent: "pr-bot", Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	a := question(t, st)
+	b := a
+	b.ID, b.Schema = approvals.NewID(), `{"type":"object","properties":{"name":{"type":"string","default":"latest"}},"required":["name"]}`
+	if err := st.CreateApproval(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	go answerQuestions(ctx, st, "alice", "s-ask", true, out)
+	if got := waitDecided(t, st, b.ID, out); got.State != store.ApprovalApproved || got.Response != `{"name":"latest"}` {
+		t.Fatalf("--yes with defaults: %+v", got)
+	}
+}

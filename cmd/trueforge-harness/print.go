@@ -291,6 +291,11 @@ func clipLines(s string, n int) string {
 // renderApprovalRequested prints a call that waits for a person: what it would do, who
 // may decide and until when, and the command that decides it.
 func (p *printer) renderApprovalRequested(v events.ApprovalRequested) {
+	if v.What == store.ApprovalKindElicitation {
+		fmt.Fprintf(p.w, "  [question] WAITING %s: MCP server %s asks the user: %s (until %s; chat asks at its prompt, the API takes the answer)\n",
+			v.ID, termsafe.Line(v.Tool), termsafe.Line(clip(v.Reason, 300)), v.Deadline.UTC().Format(time.RFC3339))
+		return
+	}
 	what := termsafe.Line(v.Tool)
 	if v.Server != "" {
 		what += " on " + termsafe.Line(v.Server)

@@ -25,6 +25,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sampling"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
@@ -266,8 +267,10 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	x := &tools.Executor{Store: h.store, Sandboxes: h.manager, Budgets: meter}
 	var ts *mcptools.Toolset
 	if len(a.Spec.MCPServers) > 0 {
+		gate := &approvals.Gate{Store: h.store, Logger: h.logger}
 		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth,
-			Approver: &approvals.Gate{Store: h.store, Logger: h.logger}}
+			Approver: gate, Asker: gate,
+			Sampler: &sampling.Sampler{Policy: pol, Model: m, Budgets: meter, User: user, Owner: a.Owner, Agent: a.Name}}
 		if pol != nil {
 			opts.Policy, opts.Budgets = pol, meter
 		}

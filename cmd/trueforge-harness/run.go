@@ -51,7 +51,8 @@ func (g *globals) talkCmd(cmd *cobra.Command, fn func(ctx context.Context, cmd *
 }
 
 func newRunCmd(g *globals) *cobra.Command {
-	return g.talkCmd(&cobra.Command{
+	var yes bool
+	cmd := g.talkCmd(&cobra.Command{
 		Use:   "run AGENT PROMPT|-",
 		Short: "Send one message to an agent and stream the turn (Ctrl-C cancels it); PROMPT - reads it from stdin",
 		Args:  cobra.ExactArgs(2),
@@ -75,13 +76,25 @@ func newRunCmd(g *globals) *cobra.Command {
 	}, func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error {
 		turnCtx, stop := signal.NotifyContext(ctx, os.Interrupt)
 		defer stop()
+		// Nobody is at a prompt: MCP servers' questions are declined, or with --yes
+		// accepted with their defaults, as they come.
+		askCtx, stopAsking := context.WithCancel(turnCtx)
+		asked := make(chan struct{})
+		go func() {
+			defer close(asked)
+			answerQuestions(askCtx, t.runner.Store, t.user, t.sessionID, yes, cmd.OutOrStdout())
+		}()
 		res, err := t.runner.Run(turnCtx, t.sessionID, args[1], t.printer.event)
+		stopAsking()
+		<-asked
 		t.printer.finish()
 		if err != nil {
 			return err
 		}
 		return runExit(res.Status, t.printer)
 	})
+	cmd.Flags().BoolVar(&yes, "yes", false, "accept MCP servers' questions (elicitations) with their default answers instead of declining them")
+	return cmd
 }
 
 func newChatCmd(g *globals) *cobra.Command {

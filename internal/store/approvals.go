@@ -55,7 +55,9 @@ CREATE TABLE approvals (
 	state        TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired', 'cancelled')),
 	decided_by   TEXT NOT NULL DEFAULT '',
 	decided_at   BIGINT NOT NULL DEFAULT 0,
-	note         TEXT NOT NULL DEFAULT ''
+	note         TEXT NOT NULL DEFAULT '',
+	schema       TEXT NOT NULL DEFAULT '',
+	response     TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX approvals_state_deadline ON approvals(state, deadline);
 CREATE INDEX approvals_session ON approvals(session_id);
@@ -89,6 +91,10 @@ const (
 const (
 	ApprovalKindMCPCall = "mcp_call"
 	ApprovalKindCode    = "code"
+	// ApprovalKindElicitation is an MCP server's question to the session's user
+	// (elicitation/create): approved is "accept" with the user's answer in Response,
+	// denied is "decline".
+	ApprovalKindElicitation = "elicitation"
 )
 
 // ErrDecided means the approval is no longer pending (someone decided it first, or the
@@ -119,18 +125,22 @@ type Approval struct {
 	DecidedBy  string
 	DecidedAt  time.Time // zero while pending
 	Note       string
+	// Schema is the JSON schema of the answer an elicitation asks for; Response the
+	// answer (JSON) its user gave when accepting it. Both "" for other kinds.
+	Schema   string
+	Response string
 }
 
 // approvalColumns are the columns scanApproval reads, in its order.
 const approvalColumns = `id, session_id, run_id, tool_call_id, user_name, agent, owner, kind, server, tool, arguments, code, language,
-	rule, reason, approvers, created_at, deadline, state, decided_by, decided_at, note`
+	rule, reason, approvers, created_at, deadline, state, decided_by, decided_at, note, schema, response`
 
 func scanApproval(sc scanner) (Approval, error) {
 	var a Approval
 	var approvers string
 	var created, deadline, decided int64
 	err := sc.Scan(&a.ID, &a.SessionID, &a.RunID, &a.ToolCallID, &a.User, &a.Agent, &a.Owner, &a.Kind, &a.Server, &a.Tool, &a.Arguments, &a.Code, &a.Language,
-		&a.Rule, &a.Reason, &approvers, &created, &deadline, &a.State, &a.DecidedBy, &decided, &a.Note)
+		&a.Rule, &a.Reason, &approvers, &created, &deadline, &a.State, &a.DecidedBy, &decided, &a.Note, &a.Schema, &a.Response)
 	if err != nil {
 		return a, err
 	}
@@ -186,9 +196,9 @@ func (s *Store) CreateApproval(ctx context.Context, a Approval) error {
 	if a.CreatedAt.IsZero() {
 		created = s.stamp()
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO approvals(`+approvalColumns+`) VALUES (`+placeholders(22)+`)`,
+	_, err = s.db.ExecContext(ctx, `INSERT INTO approvals(`+approvalColumns+`) VALUES (`+placeholders(24)+`)`,
 		a.ID, a.SessionID, a.RunID, a.ToolCallID, a.User, a.Agent, a.Owner, a.Kind, a.Server, a.Tool, a.Arguments, a.Code, a.Language,
-		a.Rule, a.Reason, string(list), created, a.Deadline.UnixMilli(), ApprovalPending, "", 0, "")
+		a.Rule, a.Reason, string(list), created, a.Deadline.UnixMilli(), ApprovalPending, "", 0, "", a.Schema, "")
 	return inserted(err, notFound("session %q", a.SessionID), "approval %q", a.ID)
 }
 
@@ -209,12 +219,22 @@ func (s *Store) GetApproval(ctx context.Context, id string) (Approval, error) {
 // ErrDecided (wrapped) and the row as it is. ErrNotFound when there is no such id.
 // Returns the approval as decided.
 func (s *Store) DecideApproval(ctx context.Context, id, state, by, note string, at time.Time) (Approval, error) {
+	return s.decideApproval(ctx, id, state, by, note, "", at)
+}
+
+// AnswerApproval accepts elicitation id with the user's answer (response, JSON): an
+// approval by by, under DecideApproval's rules.
+func (s *Store) AnswerApproval(ctx context.Context, id, by, response string, at time.Time) (Approval, error) {
+	return s.decideApproval(ctx, id, ApprovalApproved, by, "", response, at)
+}
+
+func (s *Store) decideApproval(ctx context.Context, id, state, by, note, response string, at time.Time) (Approval, error) {
 	person := state == ApprovalApproved || state == ApprovalDenied
 	if !person && state != ApprovalExpired && state != ApprovalCancelled {
 		return Approval{}, fmt.Errorf("deciding approval %q: %q is not a decision (approved, denied, expired or cancelled)", id, state)
 	}
-	q := `UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, note = ? WHERE id = ? AND state = ?`
-	args := []any{state, by, at.UnixMilli(), note, id, ApprovalPending}
+	q := `UPDATE approvals SET state = ?, decided_by = ?, decided_at = ?, note = ?, response = ? WHERE id = ? AND state = ?`
+	args := []any{state, by, at.UnixMilli(), note, response, id, ApprovalPending}
 	if person {
 		q += ` AND deadline > ?`
 		args = append(args, at.UnixMilli())

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -36,12 +37,17 @@ type approvalJSON struct {
 	DecidedBy  string     `json:"decided_by,omitempty"`
 	DecidedAt  *time.Time `json:"decided_at,omitempty"`
 	Note       string     `json:"note,omitempty"`
+	// Schema is what an elicitation asks for (a JSON schema); Response the accepted
+	// answer.
+	Schema   json.RawMessage `json:"schema,omitempty"`
+	Response json.RawMessage `json:"response,omitempty"`
 }
 
 func approvalOf(a store.Approval) approvalJSON {
 	j := approvalJSON{ID: a.ID, SessionID: a.SessionID, ToolCallID: a.ToolCallID, User: a.User, Agent: a.Agent, Kind: a.Kind,
 		Server: a.Server, Tool: a.Tool, Arguments: a.Arguments, Code: a.Code, Language: a.Language, Rule: a.Rule, Reason: a.Reason,
-		Approvers: a.Approvers, CreatedAt: a.CreatedAt.UTC(), Deadline: a.Deadline.UTC(), State: a.State, DecidedBy: a.DecidedBy, Note: a.Note}
+		Approvers: a.Approvers, CreatedAt: a.CreatedAt.UTC(), Deadline: a.Deadline.UTC(), State: a.State, DecidedBy: a.DecidedBy, Note: a.Note,
+		Schema: json.RawMessage(a.Schema), Response: json.RawMessage(a.Response)}
 	if !a.DecidedAt.IsZero() {
 		at := a.DecidedAt.UTC()
 		j.DecidedAt = &at
@@ -79,8 +85,11 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, c *caller) 
 
 // DecisionRequest is the body of POST /api/v1/approvals/{id}.
 type DecisionRequest struct {
-	Decision string `json:"decision"` // "approve" or "deny"
-	Note     string `json:"note"`
+	// Decision is "approve" or "deny" for a held call; "accept" (with Content) or
+	// "decline" for an elicitation (approve and deny mean the same there).
+	Decision string         `json:"decision"`
+	Note     string         `json:"note"`
+	Content  map[string]any `json:"content"`
 }
 
 // MaxNote is the longest note a decision may carry.
@@ -93,19 +102,28 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, c *calle
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if req.Decision != "approve" && req.Decision != "deny" {
-		return errorf(http.StatusUnprocessableEntity, CodeUnprocessable, `decision must be "approve" or "deny", not %q`, req.Decision)
+	yes := req.Decision == "approve" || req.Decision == "accept"
+	if !yes && req.Decision != "deny" && req.Decision != "decline" {
+		return errorf(http.StatusUnprocessableEntity, CodeUnprocessable, `decision must be "approve" or "deny" (or, for a question, "accept" with content, or "decline"), not %q`, req.Decision)
 	}
 	if len(req.Note) > MaxNote {
 		return errorf(http.StatusUnprocessableEntity, CodeUnprocessable, "note is %d bytes; at most %d", len(req.Note), MaxNote)
 	}
 	id := r.PathValue("id")
-	a, err := approvals.Decide(r.Context(), s.cfg.Store, id, c.user.Name, req.Decision == "approve", req.Note, s.cfg.Now())
+	var a store.Approval
+	var err error
+	if req.Content != nil && yes {
+		a, err = approvals.Answer(r.Context(), s.cfg.Store, id, c.user.Name, req.Content, s.cfg.Now())
+	} else {
+		a, err = approvals.Decide(r.Context(), s.cfg.Store, id, c.user.Name, yes, req.Note, s.cfg.Now())
+	}
 	switch {
 	case errors.Is(err, approvals.ErrNotFound):
 		return notFound("approval " + quote(id))
 	case errors.Is(err, store.ErrDecided):
 		return &Error{Status: http.StatusConflict, Code: CodeDecided, Message: "approval " + id + " cannot be decided: " + err.Error()}
+	case errors.Is(err, approvals.ErrBadAnswer):
+		return errorf(http.StatusUnprocessableEntity, CodeUnprocessable, "approval %s: %v", id, err)
 	case err != nil:
 		return err
 	}

@@ -78,7 +78,7 @@ func (g *Gate) Await(ctx context.Context, req mcptools.ApprovalRequest) (mcptool
 		Rule: req.Rule, Reason: req.Reason, Approvers: req.Approvers,
 		Deadline: g.now().Add(req.Timeout),
 	}
-	return g.await(ctx, a)
+	return g.verdict(ctx, a)
 }
 
 // AwaitCode holds code (a script or a command) for the session's user to read and
@@ -90,27 +90,36 @@ func (g *Gate) AwaitCode(ctx context.Context, o mcptools.Origin, user, agent, ow
 		Code: code, Language: language, Rule: -1, Reason: "the agent's sandbox.approve_code holds every script and command for the session's user",
 		Approvers: []string{policy.Caller}, Deadline: g.now().Add(timeout),
 	}
-	return g.await(ctx, a)
+	return g.verdict(ctx, a)
 }
 
-func (g *Gate) await(ctx context.Context, a store.Approval) (mcptools.Verdict, error) {
-	// The records outlive a cancelled turn: its cancellation is itself recorded.
-	rctx := context.WithoutCancel(ctx)
-	if err := g.Store.CreateApproval(rctx, a); err != nil {
-		return mcptools.Verdict{}, fmt.Errorf("recording the approval: %w", err)
-	}
-	if _, err := events.Append(rctx, g.Store, a.SessionID, a.RunID, requested(a)); err != nil {
-		return mcptools.Verdict{}, fmt.Errorf("recording the approval's request: %w", err)
-	}
-	decided, err := g.wait(ctx, a)
+// verdict is await's decision as the waiting call learns it.
+func (g *Gate) verdict(ctx context.Context, a store.Approval) (mcptools.Verdict, error) {
+	decided, err := g.await(ctx, a)
 	if err != nil {
 		return mcptools.Verdict{}, err
 	}
-	v := Verdict(decided)
+	return Verdict(decided), nil
+}
+
+// await records a, waits for its decision and records that: the approval as decided.
+func (g *Gate) await(ctx context.Context, a store.Approval) (store.Approval, error) {
+	// The records outlive a cancelled turn: its cancellation is itself recorded.
+	rctx := context.WithoutCancel(ctx)
+	if err := g.Store.CreateApproval(rctx, a); err != nil {
+		return a, fmt.Errorf("recording the approval: %w", err)
+	}
+	if _, err := events.Append(rctx, g.Store, a.SessionID, a.RunID, requested(a)); err != nil {
+		return a, fmt.Errorf("recording the approval's request: %w", err)
+	}
+	decided, err := g.wait(ctx, a)
+	if err != nil {
+		return decided, err
+	}
 	if _, err := events.Append(rctx, g.Store, a.SessionID, a.RunID, Decided(decided)); err != nil {
 		g.log().Warn("recording an approval's decision", "approval", a.ID, "err", err)
 	}
-	return v, nil
+	return decided, nil
 }
 
 // wait polls the approval until it is decided, marking it expired at its deadline and
@@ -187,7 +196,7 @@ func requested(a store.Approval) events.ApprovalRequested {
 	return events.ApprovalRequested{
 		ID: a.ID, ToolCallID: a.ToolCallID, What: a.Kind, Server: a.Server, Tool: a.Tool,
 		Arguments: a.Arguments, Code: a.Code, Language: a.Language, Rule: a.Rule, Reason: a.Reason,
-		Approvers: a.Approvers, Deadline: a.Deadline,
+		Approvers: a.Approvers, Deadline: a.Deadline, Schema: json.RawMessage(a.Schema),
 	}
 }
 
@@ -244,9 +253,16 @@ func Get(ctx context.Context, st *store.Store, id, user string) (store.Approval,
 // Decide records user's decision (approve or deny, with an optional note) on approval
 // id. ErrNotFound when there is none that user may decide; store.ErrDecided (wrapped,
 // with the approval as it stands) when it was decided already or its deadline passed.
+//
+// Approving an elicitation accepts it with an empty answer, which its schema must allow
+// (Answer gives one).
 func Decide(ctx context.Context, st *store.Store, id, user string, approve bool, note string, now time.Time) (store.Approval, error) {
-	if _, err := Get(ctx, st, id, user); err != nil {
+	a, err := Get(ctx, st, id, user)
+	if err != nil {
 		return store.Approval{}, err
+	}
+	if approve && a.Kind == store.ApprovalKindElicitation {
+		return Answer(ctx, st, id, user, map[string]any{}, now)
 	}
 	state := store.ApprovalDenied
 	if approve {

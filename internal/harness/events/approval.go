@@ -1,6 +1,9 @@
 package events
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Kinds of an approval's two records: a call that a policy rule says needs a person's
 // approval is asked (approval_requested, which the CLI and the web page show as a card
@@ -25,7 +28,10 @@ type ApprovalRequested struct {
 	Code      string `json:"code,omitempty"`
 	Language  string `json:"language,omitempty"`
 	Rule      int    `json:"rule"`
-	Reason    string `json:"reason,omitempty"`
+	// Reason is why the call is held; for an elicitation (kind "elicitation"), the
+	// server's question, whose answer Schema describes.
+	Reason string          `json:"reason,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
 	// Approvers are the rule's patterns of the users who may decide ("$caller": the
 	// session's own user).
 	Approvers []string  `json:"approvers"`

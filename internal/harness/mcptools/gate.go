@@ -24,6 +24,9 @@ type Origin struct {
 	SessionID  string
 	RunID      string
 	ToolCallID string
+	// Progress, when set, receives the call's progress as the server reports it, one
+	// line at a time ("kb__build: 3/10 compiling").
+	Progress func(text string)
 }
 
 // Approver asks the people a rule names to decide a call and waits for the decision
@@ -71,13 +74,14 @@ var ErrOverBudget = errors.New("over a cumulative budget of the harness's MCP po
 
 // Permit is a call the gate let through: Call sends it, once.
 type Permit struct {
-	t     *Toolset
-	name  string
-	r     route
-	cs    *mcp.ClientSession
-	args  map[string]any
-	subj  policy.Subject
-	value Value // the policy's rule and the approval, carried into the result
+	t      *Toolset
+	origin Origin
+	name   string
+	r      route
+	cs     *mcp.ClientSession
+	args   map[string]any
+	subj   policy.Subject
+	value  Value // the policy's rule and the approval, carried into the result
 }
 
 // Authorize runs the gate for the call of the allowed tool name by o: the policy, an
@@ -95,7 +99,7 @@ func (t *Toolset) Authorize(ctx context.Context, o Origin, name string, args map
 	if !ok || cs == nil {
 		return nil, Value{}, fmt.Errorf("%q: %w", name, ErrUnknownTool)
 	}
-	p := &Permit{t: t, name: name, r: r, cs: cs, args: args, subj: policy.Subject{
+	p := &Permit{t: t, origin: o, name: name, r: r, cs: cs, args: args, subj: policy.Subject{
 		User: t.opts.User, Owner: t.opts.Owner, Agent: t.opts.Agent, Session: o.SessionID, Turn: o.RunID, Server: r.url, Tool: r.tool,
 	}}
 	if err := t.decide(ctx, o, p, &p.value); err != nil {
@@ -183,7 +187,11 @@ func (p *Permit) Call(ctx context.Context) (Value, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	res, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Name: p.r.tool, Arguments: args})
+	// The call is known while it runs, so that what its server asks meanwhile
+	// (elicitation, sampling) reaches its session, and its progress its user.
+	tok := p.t.calls.begin(p.origin, p.r.server, p.name)
+	defer p.t.calls.end(tok)
+	res, err := p.cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"progressToken": tok}, Name: p.r.tool, Arguments: args})
 	if err != nil {
 		if errors.Is(err, mcp.ErrConnectionClosed) {
 			p.t.forget(p.r.server)

@@ -61,6 +61,10 @@ type Options struct {
 	Approver Approver
 	// Budgets charges the policy's cumulative budgets; nil charges none.
 	Budgets Budgets
+	// Asker puts servers' elicitations to the session's user; nil declines them.
+	Asker Asker
+	// Sampler decides and runs servers' sampling requests; nil refuses them.
+	Sampler Sampler
 }
 
 // Headers that name the subject of a call to an MCP server: the user the harness acts
@@ -88,6 +92,8 @@ type Toolset struct {
 	specs    []model.ToolSpec
 	descs    []Descriptor
 	listed   bool
+
+	calls inflight // the calls running on each server
 }
 
 type route struct {
@@ -184,7 +190,7 @@ func (t *Toolset) connect(ctx context.Context, i int, s agents.MCPServer) (*mcp.
 	hc := *t.opts.HTTPClient
 	hc.Transport = bearer{base: base, origin: want, env: grant.Env, getenv: t.opts.Getenv, user: t.opts.User, agent: t.opts.Agent}
 	hc.CheckRedirect = agents.SameOriginRedirects(fmt.Sprintf("MCP server %q", s.Name), "if the server has moved, set its url to the new address", t.opts.HTTPClient.CheckRedirect)
-	client := mcp.NewClient(&mcp.Implementation{Name: "trueforge-harness", Version: t.opts.Version}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "trueforge-harness", Version: t.opts.Version}, t.clientOptions(s.Name, s.URL))
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &hc, MaxRetries: 1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to MCP server %q: %w", s.Name, err)

@@ -129,8 +129,13 @@ type Call struct {
 }
 
 // Origin is the session, turn and model call that an MCP call made for c comes from.
+// A server's progress on the call streams to the user as the call's "progress" output.
 func (c Call) Origin() mcptools.Origin {
-	return mcptools.Origin{SessionID: c.SessionID, RunID: c.RunID, ToolCallID: c.ToolCallID}
+	o := mcptools.Origin{SessionID: c.SessionID, RunID: c.RunID, ToolCallID: c.ToolCallID}
+	if c.Output != nil {
+		o.Progress = func(text string) { c.Output("progress", []byte(text)) }
+	}
+	return o
 }
 
 // subject is who the call's spending is charged to.
