@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,12 +28,21 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api/web"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/approvals"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/budgets"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -161,6 +171,24 @@ func TestWebPageEndToEnd(t *testing.T) {
 		_ = srv.Shutdown(sctx)
 	})
 
+	x := newE2E(t, chrome, st, ts, token)
+	x.signIn(token)
+	x.toolsMenu()
+	sid := x.answerTurn()
+	x.codeTurn(sid)
+	x.download(sid)
+	x.screenshots("chat")
+	x.cancelTurn(sid)
+	x.pastSessions(sid)
+	x.signOut()
+}
+
+// newE2E starts headless Chromium for a test of the page served by ts (whose store is
+// st, whose user signs in with token). Uncaught exceptions and console errors of the
+// page fail the test at its end.
+func newE2E(t *testing.T, chrome string, st *store.Store, ts *httptest.Server, token string) *e2e {
+	t.Helper()
+	ctx := context.Background()
 	// The browser: headless, its own profile, no sandbox of its own (tests often run as
 	// root or in a container without user namespaces; the page it loads is ours).
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
@@ -202,15 +230,7 @@ func TestWebPageEndToEnd(t *testing.T) {
 		}
 	})
 
-	x.signIn(token)
-	x.toolsMenu()
-	sid := x.answerTurn()
-	x.codeTurn(sid)
-	x.download(sid)
-	x.screenshots("chat")
-	x.cancelTurn(sid)
-	x.pastSessions(sid)
-	x.signOut()
+	return x
 }
 
 // do runs actions, failing the test (with a screenshot) on error.
@@ -250,9 +270,9 @@ func (x *e2e) wait(what, expr string, timeout time.Duration) {
 }
 
 // eval evaluates a JavaScript expression into T.
-func eval[T any](x *e2e, expr string) T {
+func eval[T any](x *e2e, expr string, opts ...chromedp.EvaluateOption) T {
 	x.t.Helper()
-	v, err := chromedp.Run(x.ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(x.ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		x.fail("evaluating "+expr, err)
 	}
@@ -655,4 +675,246 @@ func (x *e2e) signOut() {
 	x.wait("the sign-in form", `!document.getElementById('login').hidden`, 10*time.Second)
 	x.do("reloading", chromedp.Reload())
 	x.wait("the sign-in form after a reload", `!document.getElementById('login').hidden`, 10*time.Second)
+}
+
+// kbToken is the bearer token the approvals test's MCP server wants.
+const kbToken = "kb-web-CANARY-77d2"
+
+type lookupIn struct {
+	Q       string         `json:"q"`
+	Filters map[string]any `json:"filters,omitempty"`
+}
+
+// TestWebApprovalsEndToEnd: an agent's MCP call that the operator's policy holds for
+// the chat's own user ("approvers": ["$caller"]) is a card in the chat, with Approve and
+// Deny for that user. Approved, the call is sent once and the answer goes on; denied with
+// a note, nothing is sent and the model's tool result says it was not approved. A call
+// waiting in another chat shows in the header's badge, which opens that chat.
+func TestWebApprovalsEndToEnd(t *testing.T) {
+	chrome := findBrowser(t)
+	ctx := context.Background()
+	st := harnesstest.NewStore(t)
+	harnesstest.SeedNoSandbox(t, st)
+
+	// A real MCP server on loopback (go-sdk, streamable HTTP) that counts its calls.
+	var calls atomic.Int64
+	t.Setenv("TF_TEST_WEB_KB_TOKEN", kbToken)
+	mcpSrv := mcp.NewServer(&mcp.Implementation{Name: "kb", Version: "1"}, nil)
+	mcp.AddTool(mcpSrv, &mcp.Tool{Name: "lookup", Description: "Look something up in the knowledge base."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in lookupIn) (*mcp.CallToolResult, any, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answer for " + in.Q}}}, nil, nil
+		})
+	mh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
+	kb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+kbToken {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mh.ServeHTTP(w, r)
+	}))
+	t.Cleanup(kb.Close)
+
+	lookup := map[string]any{"name": "kb__lookup", "arguments": map[string]any{
+		"q": "trueforge <b>release</b> notes", "filters": map[string]any{"year": 2026, "tags": []string{"harness", "web"}}}}
+	kbServer := []any{map[string]any{"name": "kb", "url": kb.URL, "credential_env": "TF_TEST_WEB_KB_TOKEN"}}
+	harnesstest.AddAgent(t, st, "librarian", "default", harnesstest.AgentSpec{
+		"description": "Looks things up in the knowledge base.",
+		"model": harnesstest.Script(
+			map[string]any{"text": "I will look that up.", "tool_calls": []any{lookup}},
+			map[string]any{"text": "The knowledge base has the release notes you asked for."}),
+		"mcp_servers": kbServer,
+	})
+	harnesstest.AddAgent(t, st, "archivist", "default", harnesstest.AgentSpec{
+		"description": "Also looks things up.",
+		"model": harnesstest.Script(
+			map[string]any{"tool_calls": []any{lookup}},
+			map[string]any{"text": "The lookup was not approved, so I have no answer."}),
+		"mcp_servers": kbServer,
+	})
+
+	// The operator's policy: every lookup waits for the chat's own user.
+	polPath := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(polPath, []byte(`{"rules": [
+	  {"effect": "approve", "servers": ["`+kb.URL+`"], "tools": ["lookup"], "approvers": ["$caller"],
+	   "timeout": "5m", "reason": "Lookups in the knowledge base need a person's approval"}
+	], "default": "allow"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Load(polPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each message's runner, wired as the harness's runnerFor wires it: the policy, the
+	// approval gate and the budgets' meter.
+	runnerFor := func(ctx context.Context, agent, user string) (*runner.Runner, error) {
+		a, err := agents.Load(ctx, st, agent)
+		if err != nil {
+			return nil, err
+		}
+		auth := a.Authority(nil, harnesstest.Owner)
+		m, err := a.NewModel(agents.ModelOptions{Credentials: auth})
+		if err != nil {
+			return nil, err
+		}
+		meter := &budgets.Meter{Store: st, Policy: pol}
+		ts := mcptools.New(a.Spec.MCPServers, mcptools.Options{User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth,
+			Policy: pol, Approver: &approvals.Gate{Store: st, Poll: 50 * time.Millisecond}, Budgets: meter})
+		t.Cleanup(ts.Close)
+		return &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, MCP: ts}, Budgets: meter}, nil
+	}
+
+	token, hash, err := api.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateUser(ctx, "alice", false, hash); err != nil {
+		t.Fatal(err)
+	}
+	srv := api.New(api.Config{Store: st, Web: web.Handler(), Runner: runnerFor})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	})
+
+	x := newE2E(t, chrome, st, ts, token)
+	x.do("opening the page", desktop, chromedp.Navigate(x.base), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("login-submit")))
+	x.wait("the chat page", `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length === 2`, 10*time.Second)
+
+	// Approved: the card, its buttons, then the call made once and the answer.
+	x.pickAgent("librarian")
+	x.send("Find the release notes.")
+	x.wait("the session in the address", `/^#\/s\/./.test(location.hash)`, 15*time.Second)
+	x.sid = eval[string](x, `decodeURIComponent(location.hash.slice(4))`)
+	x.wait("the approval card with its buttons", `document.querySelector('.approval-card[data-state="pending"] button.ap-approve')`, 20*time.Second)
+	card := eval[map[string]string](x, `(c => ({text: c.textContent, args: c.querySelector('pre.ap-args').textContent,
+		left: c.querySelector('.ap-countdown').textContent, label: c.querySelector('.ap-approve').getAttribute('aria-label')}))(document.querySelector('.approval-card'))`)
+	for _, want := range []string{"lookup", kb.URL, "Lookups in the knowledge base need a person's approval", "May approve: you", "rule 0"} {
+		if !strings.Contains(card["text"], want) {
+			t.Errorf("the approval card lacks %q: %q", want, card["text"])
+		}
+	}
+	if !strings.Contains(card["args"], "\"q\": \"trueforge <b>release</b> notes\"") || !strings.Contains(card["args"], "\n    \"year\": 2026") {
+		t.Errorf("the card's arguments are not the call's, pretty-printed: %q", card["args"])
+	}
+	if !strings.HasPrefix(card["left"], "Decide within 4:") && !strings.HasPrefix(card["left"], "Decide within 5:") {
+		t.Errorf("the countdown says %q, want about 5 minutes", card["left"])
+	}
+	if card["label"] != "Approve lookup" {
+		t.Errorf("the Approve button's label is %q", card["label"])
+	}
+	if eval[bool](x, `!!document.querySelector('.approval-card b')`) {
+		t.Error("markup in the call's arguments became markup on the page")
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the MCP server received %d calls before the approval", n)
+	}
+	x.approvalShots("approval-pending")
+	// The code of a "code" approval is highlighted with spans of text, never markup.
+	hl := eval[string](x, `import('/hl.js').then(m => { const c = m.highlight('# <img src=x onerror=alert(1)>\nif x == 42:\n    print("hi")', 'python');
+		return [...c.childNodes].map(n => n.nodeType === 3 ? n.textContent : n.className + ':' + n.textContent).join('|') + '|' + c.querySelectorAll('img').length; })`,
+		chromedp.EvalAwaitPromise)
+	if want := "tok-com:# <img src=x onerror=alert(1)>|\n|tok-kw:if| x == |tok-num:42|:\n    |tok-kw:print|(|tok-str:\"hi\"|)|0"; hl != want {
+		t.Errorf("highlighting Python gave %q, want %q", hl, want)
+	}
+	// The keyboard reaches Approve: focus it and press Enter.
+	x.do("approving with the keyboard", chromedp.Focus(chromedp.CSS(`.approval-card .ap-approve`)), chromedp.KeyEvent("\r"))
+	x.wait("the approved card", `document.querySelector('.approval-card[data-state="approved"]') && !document.querySelector('.approval-card button')`, 10*time.Second)
+	x.wait("the tool result and the final answer", `document.querySelector('.step.ok[data-tool="kb__lookup"]') &&
+		[...document.querySelectorAll('.agent-text')].some(e => e.textContent.includes('has the release notes'))`, 20*time.Second)
+	x.wait("the turn's end", `!document.getElementById('send').hidden && document.querySelector('.turn-meta')`, 20*time.Second)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the MCP server received %d calls; want exactly 1", n)
+	}
+	x.do("opening the lookup step", chromedp.Click(chromedp.CSS(`.step[data-tool="kb__lookup"] > summary`)))
+	if body := eval[string](x, `document.querySelector('.step[data-tool="kb__lookup"] .step-body').textContent`); !strings.Contains(body, "answer for trueforge <b>release</b> notes") {
+		t.Errorf("the lookup step shows %q, want the server's answer", body)
+	}
+	if out := eval[string](x, `document.querySelector('.approval-card .ap-outcome').textContent`); !strings.Contains(out, "Approved by alice") {
+		t.Errorf("the decided card says %q", out)
+	}
+	x.shot("approval-approved-desktop", 1280, 800, false)
+	approvedSID := x.sid
+
+	// Denied, reached through the badge: a call waits in a second chat while the page
+	// shows another; the badge counts it and opens that chat.
+	x.do("a new chat", chromedp.Click(chromedp.ID("new-chat")))
+	x.pickAgent("archivist")
+	x.send("Find the release notes again.")
+	x.wait("the second session", `/^#\/s\/./.test(location.hash) && decodeURIComponent(location.hash.slice(4)) !== `+jsString(approvedSID), 15*time.Second)
+	x.sid = eval[string](x, `decodeURIComponent(location.hash.slice(4))`)
+	x.wait("its approval card", `document.querySelector('.approval-card[data-state="pending"] button.ap-deny')`, 20*time.Second)
+	if !eval[bool](x, `document.getElementById('approvals-btn').hidden`) {
+		t.Error("the badge counts the approval of the open chat")
+	}
+	x.do("opening the first chat", chromedp.Click(chromedp.CSS(`a.session-item[data-id=`+jsString(approvedSID)+`]`)))
+	x.wait("the badge", `!document.getElementById('approvals-btn').hidden && document.getElementById('approvals-count').textContent === '1'`, 15*time.Second)
+	// The first chat, reopened, draws its card decided from the log.
+	x.wait("the first chat's decided card", `document.querySelector('.approval-card[data-state="approved"]') && !document.querySelector('.approval-card button')`, 10*time.Second)
+	x.do("opening the badge", chromedp.Click(chromedp.ID("approvals-btn")))
+	x.wait("the list of waiting approvals", `document.querySelectorAll('#approvals-panel a.ap-item').length === 1`, 5*time.Second)
+	x.shot("approval-badge-desktop", 1280, 800, false)
+	x.do("opening the waiting chat", chromedp.Click(chromedp.CSS(`#approvals-panel a.ap-item`)))
+	x.wait("the waiting chat", `decodeURIComponent(location.hash.slice(4)) === `+jsString(x.sid)+` && document.querySelector('.approval-card[data-state="pending"] button.ap-deny')`, 10*time.Second)
+	x.do("denying with a note", chromedp.SendKeys(chromedp.CSS(`.approval-card input.ap-note`), "Not the release notes, please"),
+		chromedp.Click(chromedp.CSS(`.approval-card .ap-deny`)))
+	x.wait("the denied card", `document.querySelector('.approval-card[data-state="denied"]') && !document.querySelector('.approval-card button')`, 10*time.Second)
+	x.wait("the refused step and the answer", `document.querySelector('.step.error[data-tool="kb__lookup"]') &&
+		[...document.querySelectorAll('.agent-text')].some(e => e.textContent.includes('was not approved'))`, 20*time.Second)
+	if out := eval[string](x, `document.querySelector('.approval-card .ap-outcome').textContent`); !strings.Contains(out, "Denied by alice") || !strings.Contains(out, "Not the release notes, please") {
+		t.Errorf("the denied card says %q, want who denied it and the note", out)
+	}
+	x.do("opening the refused step", chromedp.Click(chromedp.CSS(`.step[data-tool="kb__lookup"] > summary`)))
+	body := eval[string](x, `document.querySelector('.step[data-tool="kb__lookup"] .step-body').textContent`)
+	for _, want := range []string{"not approved", "denied by alice", "Not the release notes, please"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the model's tool result lacks %q: %q", want, body)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the MCP server received %d calls after the denial; want still 1", n)
+	}
+	x.wait("no badge", `document.getElementById('approvals-btn').hidden`, 15*time.Second)
+	x.shot("approval-denied-phone", 390, 844, false)
+	x.do("back to desktop", desktop)
+}
+
+// pickAgent chooses the agent of a new chat.
+func (x *e2e) pickAgent(name string) {
+	x.t.Helper()
+	x.do("choosing "+name, chromedp.SetValue(chromedp.ID("agent"), name),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('agent').dispatchEvent(new Event('change'))`))
+}
+
+// approvalShots takes the pending card at 1280×800 and 390×844 (light and dark), the
+// card scrolled into view.
+func (x *e2e) approvalShots(prefix string) {
+	x.t.Helper()
+	for _, s := range []struct {
+		name string
+		w, h int64
+		dark bool
+	}{{"-desktop", 1280, 800, false}, {"-desktop-dark", 1280, 800, true}, {"-phone", 390, 844, false}, {"-phone-dark", 390, 844, true}} {
+		x.do("resizing for "+prefix+s.name, viewport(s.w, s.h, s.dark), chromedp.Sleep(300*time.Millisecond),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('.approval-card').scrollIntoView({block: 'center'})`))
+		buf, err := chromedp.Run(x.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			x.fail("screenshot "+prefix+s.name, err)
+		}
+		p := filepath.Join(x.shots, prefix+s.name+".png")
+		if err := os.WriteFile(p, buf, 0o644); err != nil {
+			x.t.Fatal(err)
+		}
+		x.t.Logf("screenshot: %s", p)
+	}
+	x.do("back to desktop", desktop)
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	return string(must(json.Marshal(s)))
 }

@@ -29,6 +29,7 @@ func TestAssetsAndHeaders(t *testing.T) {
 		"/app.js":   "text/javascript; charset=utf-8",
 		"/dom.js":   "text/javascript; charset=utf-8",
 		"/md.js":    "text/javascript; charset=utf-8",
+		"/hl.js":    "text/javascript; charset=utf-8",
 		"/app.css":  "text/css; charset=utf-8",
 		"/icon.svg": "image/svg+xml",
 	} {
@@ -105,7 +106,7 @@ func TestNoInlineCodeOrUnsafeSinks(t *testing.T) {
 		t.Errorf("inline style or handler in index.html: %q", m)
 	}
 	sinks := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|setAttribute\(['"]style`)
-	for _, p := range []string{"/app.js", "/dom.js", "/md.js"} {
+	for _, p := range []string{"/app.js", "/dom.js", "/md.js", "/hl.js"} {
 		if m := sinks.FindString(read(p)); m != "" {
 			t.Errorf("%s uses %s", p, m)
 		}

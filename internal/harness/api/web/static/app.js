@@ -6,6 +6,7 @@
 
 import { h, append, clear, icon, fillIcons, formatBytes, relTime, fullTime, clip, firstLine } from './dom.js';
 import { render as markdown } from './md.js';
+import { highlight } from './hl.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -15,7 +16,7 @@ const KINDS = [
   'user_message', 'model_message', 'usage', 'tool_call', 'tool_result', 'cancelled', 'error', 'limit',
   'run_interrupted', 'run_finished', 'sandbox_provisioned', 'sandbox_resumed', 'sandbox_stopped',
   'sandbox_archived', 'sandbox_deleted', 'sandbox_lost', 'sandbox_recovered', 'sandbox_reclaimed',
-  'sandbox_network_reattached', 'egress', 'mcp_call', 'skill_loaded',
+  'sandbox_network_reattached', 'egress', 'mcp_call', 'skill_loaded', 'approval_requested', 'approval_decided',
 ];
 
 const state = {
@@ -40,6 +41,7 @@ const state = {
   replayUpTo: null, // its last_seq: events up to it are history
   deltaOffsets: false, // deltas carry byte offsets (so a reconnect replaces, not repeats)
   view: null, // rendering state of the open conversation (see newView)
+  approvals: [], // pending approvals the user may decide, of every session (GET /approvals)
 };
 
 // ---------------------------------------------------------------------------------
@@ -154,6 +156,8 @@ function signedOut(message) {
   state.me = null;
   state.session = null;
   state.sessions = [];
+  state.approvals = [];
+  renderApprovalsBadge();
   closeStream();
   clear($('conversation'));
   clear($('sessions'));
@@ -179,6 +183,7 @@ async function enterApp() {
   fillAgentSelect();
   await refreshSessions();
   await route();
+  refreshApprovals();
 }
 
 // ---------------------------------------------------------------------------------
@@ -329,6 +334,7 @@ function renderHeader() {
   }
   $('files-btn').hidden = !s;
   closeFiles();
+  renderApprovalsBadge();
 }
 
 function sessionTitleFor(s) {
@@ -750,7 +756,7 @@ function resetStream() {
 // Conversation rendering
 
 function newView() {
-  return { group: null, steps: new Map(), lastStep: null, title: '' };
+  return { group: null, steps: new Map(), lastStep: null, title: '', approvals: new Map() };
 }
 
 // A group is the agent's part of one turn: text, tool steps, notices, files, in order.
@@ -828,6 +834,14 @@ function renderEvent(kind, p, seq) {
     case 'mcp_call':
       mcpCall(p);
       break;
+    case 'approval_requested':
+      approvalRequested(p, seq);
+      refreshApprovalsSoon();
+      break;
+    case 'approval_decided':
+      approvalDecided(p);
+      refreshApprovalsSoon();
+      break;
     case 'sandbox_provisioned':
       addToGroup(notice('box', 'sandbox', [
         'Sandbox started on ', h('strong', p.environment || 'its environment'),
@@ -877,7 +891,7 @@ function renderEvent(kind, p, seq) {
       addToGroup(callout('error', 'Something went wrong' + (p.where ? ` (${p.where})` : ''), p.message || ''));
       break;
     case 'limit':
-      addToGroup(callout('warn', 'Stopped at a limit', limitText(p)));
+      addToGroup(callout('warn', p.limit === 'budget' ? 'Stopped at a budget' : 'Stopped at a limit', limitText(p)));
       break;
     case 'run_interrupted':
       addToGroup(notice('alert', 'warn', [`The previous run was interrupted${p.reason ? `: ${p.reason}` : ''}.`]));
@@ -937,10 +951,14 @@ function statusLabel(s) {
   return { cancelled: 'Cancelled', failed: 'Failed', limit: 'Stopped at a limit', interrupted: 'Interrupted' }[s] || s;
 }
 
+// limitText says which limit stopped the turn; a cumulative budget's refusal says in
+// its detail which budget, its window and when it refills.
 function limitText(p) {
-  if (p.limit === 'token_budget') return `The turn used ${formatCount(p.used || 0)} tokens of its budget of ${formatCount(p.value || 0)}.`;
-  if (p.limit === 'max_turns') return `The agent reached its limit of ${p.value} model steps for one message.`;
-  return `${p.limit || 'limit'}: ${p.value ?? ''}`;
+  let text = '';
+  if (p.limit === 'token_budget') text = `The turn used ${formatCount(p.used || 0)} tokens of its budget of ${formatCount(p.value || 0)}.`;
+  else if (p.limit === 'max_turns') text = `The agent reached its limit of ${p.value} model steps for one message.`;
+  else if (!p.detail) text = `${p.limit || 'limit'}: ${p.value ?? ''}`;
+  return [text, p.detail || ''].filter(Boolean).join(' ');
 }
 
 function formatMS(ms) {
@@ -1100,6 +1118,7 @@ function mcpCall(p) {
     h('span.mcp-out', p.outcome === 'completed' ? (p.is_error ? 'tool error' : 'ok') : p.outcome || ''),
     typeof p.duration_ms === 'number' ? h('span.mcp-ms', formatMS(p.duration_ms)) : null,
     p.late ? h('span.mcp-ms', 'late') : null,
+    p.approval ? approvalTag(p.approval) : null,
     p.error ? h('span.mcp-err', clip(p.error, 120)) : null);
   if (!st) {
     addToGroup(h('ul.mcp-calls.loose', row));
@@ -1108,6 +1127,293 @@ function mcpCall(p) {
   st.mcp.hidden = false;
   st.mcp.append(row);
 }
+
+// Approvals. A call the operator's policy holds for a person (approval_requested) is a
+// card in the chat: what would be called, with which arguments or code, why it needs
+// approval, who may decide, and a countdown to its deadline. Approve and Deny show only
+// to a user who may decide it (GET /approvals/{id} answers 200; anyone else gets 404
+// and reads whom it waits for). approval_decided, or the answer to the decision, turns
+// the card into its outcome; a chat opened again draws it from the log the same way.
+
+const APPROVAL_STATES = { pending: 'Waiting', approved: 'Approved', denied: 'Denied', expired: 'Expired', cancelled: 'Cancelled' };
+const APPROVAL_ICONS = { pending: 'shield', approved: 'check', denied: 'ban', expired: 'clock', cancelled: 'stop' };
+
+// approversText names who may decide: "$caller" is the chat's own user.
+function approversText(list) {
+  const owner = state.session && state.session.owner;
+  const names = (list || []).map((a) => {
+    if (a !== '$caller') return a;
+    if (owner && state.me && owner === state.me.user) return 'you';
+    return owner ? `${owner} (the chat’s user)` : 'the chat’s user';
+  });
+  return names.length ? names.join(', ') : 'nobody';
+}
+
+function prettyJSON(text) {
+  if (!text) return '{}';
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return String(text);
+  }
+}
+
+// countdownText is "4:59", "1 h 05 min", or '' once the deadline has passed.
+function countdownText(deadline, now = Date.now()) {
+  const left = Math.floor((deadline - now) / 1000);
+  if (!(left > 0)) return '';
+  const hh = Math.floor(left / 3600);
+  const mm = Math.floor((left % 3600) / 60);
+  const ss = left % 60;
+  if (hh) return `${hh} h ${String(mm).padStart(2, '0')} min`;
+  return `${mm}:${String(ss).padStart(2, '0')}`;
+}
+
+// approvalRequested draws the card of p (an approval_requested payload, or an approval
+// of GET /approvals, which the user may decide: mayDecide).
+function approvalRequested(p, seq, mayDecide) {
+  const v = state.view;
+  if (!p.id || v.approvals.has(p.id)) return;
+  const code = p.kind === 'code';
+  const deadline = Date.parse(p.deadline);
+  const what = code ? `${p.language || 'code'} (${p.tool || 'code'})` : `${p.tool || '?'}${p.server ? ` on ${p.server}` : ''}`;
+  const status = h('span.ap-state', icon('clock'), 'Waiting');
+  const countdown = h('span.ap-countdown', { role: 'timer', 'aria-live': 'off' }, icon('clock'), h('span.ap-left'));
+  const actions = h('div.ap-actions');
+  const body = h('div.ap-body',
+    h('p.ap-what', code ? 'Run this ' : 'Call ', h('code.ap-tool', code ? p.language || 'code' : p.tool || '?'),
+      !code && p.server ? [' on ', h('span.ap-server', p.server)] : null),
+    p.reason ? h('p.ap-reason', icon('info'), h('span', p.reason, typeof p.rule === 'number' && p.rule >= 0 ? h('span.ap-rule', ` · rule ${p.rule}`) : null)) : null,
+    code
+      ? h('div.ap-sec', h('div.sec-label', `Code${p.language ? ` (${p.language})` : ''}`), h('pre.ap-code', { tabindex: 0, 'aria-label': 'Code to approve' }, highlight(p.code || '', p.language)))
+      : h('div.ap-sec', h('div.sec-label', 'Arguments'), h('pre.ap-args', { tabindex: 0, 'aria-label': 'Arguments of the call' }, prettyJSON(p.arguments))),
+    h('p.ap-who', icon('agent'), h('span', 'May approve: ', h('strong', approversText(p.approvers)))),
+    countdown,
+    actions);
+  const el = h('section.approval-card', { tabindex: -1, dataset: { id: p.id, state: 'pending', toolCallId: p.tool_call_id || '' }, 'aria-label': `Approval for ${what}` },
+    h('header.ap-head', h('span.ap-title', icon('shield'), code ? 'Code approval' : 'Tool call approval'), status),
+    body);
+  const card = { id: p.id, p, el, status, countdown, actions, deadline, decided: false, busy: false };
+  v.approvals.set(p.id, card);
+  addToGroup(el);
+  const st = v.steps.get(p.tool_call_id);
+  if (st && st.el.classList.contains('running')) clear(st.status).append(icon('shield'), 'awaiting approval');
+  tickCountdown(card);
+  if (mayDecide) return showDecide(card);
+  actions.append(h('p.ap-waiting.muted', 'Checking whether you may decide…'));
+  // A card of the log's past whose deadline passed is decided further on in the log.
+  const past = state.replayUpTo !== null && seq <= state.replayUpTo && isFinite(deadline) && deadline <= Date.now();
+  if (past) {
+    clear(actions).append(h('p.ap-waiting.muted', 'Waiting for the decision…'));
+    return;
+  }
+  api('GET', '/approvals/' + encodeURIComponent(p.id)).then(
+    (a) => {
+      if (card.decided) return;
+      if (a && a.state && a.state !== 'pending') return decideCard(card, { state: a.state, by: a.decided_by, at: a.decided_at, note: a.note });
+      showDecide(card);
+    },
+    (e) => {
+      if (card.decided) return;
+      clear(actions).append(h('p.ap-waiting', icon('clock'), h('span', e.status === 404
+        ? ['Waiting for ', h('strong', approversText(p.approvers)), ' to decide.']
+        : `Could not tell whether you may decide: ${e.message}`)));
+    });
+}
+
+// showDecide puts Approve and Deny, with an optional note, on the card.
+function showDecide(card) {
+  const tool = card.p.kind === 'code' ? `this ${card.p.language || 'code'}` : card.p.tool || 'the call';
+  const noteId = 'ap-note-' + card.id.replace(/[^\w-]/g, '');
+  const note = h('input.ap-note', { id: noteId, type: 'text', maxlength: 2000, placeholder: 'Note (optional)', autocomplete: 'off', enterkeyhint: 'done' });
+  const approve = h('button.btn.primary.small.ap-approve', { type: 'button', 'aria-label': `Approve ${tool}`, onclick: () => decideApproval(card, 'approve') }, icon('check'), 'Approve');
+  const deny = h('button.btn.danger-soft.small.ap-deny', { type: 'button', 'aria-label': `Deny ${tool}`, onclick: () => decideApproval(card, 'deny') }, icon('x'), 'Deny');
+  card.note = note;
+  card.buttons = [approve, deny];
+  clear(card.actions).append(
+    h('label.sr-only', { for: noteId }, 'Note with your decision (optional)'),
+    note,
+    h('div.ap-buttons', deny, approve));
+  card.el.classList.add('can-decide');
+}
+
+async function decideApproval(card, decision) {
+  if (card.busy || card.decided) return;
+  card.busy = true;
+  for (const b of card.buttons || []) b.disabled = true;
+  const note = card.note ? card.note.value.trim() : '';
+  try {
+    const a = await api('POST', '/approvals/' + encodeURIComponent(card.id), { decision, note });
+    decideCard(card, { state: a.state, by: a.decided_by, at: a.decided_at, note: a.note });
+  } catch (e) {
+    if (e.status === 409) {
+      // Someone decided first, or the deadline passed: the decision that stands.
+      toast('This call was already decided.');
+      api('GET', '/approvals/' + encodeURIComponent(card.id)).then(
+        (a) => a && a.state !== 'pending' && decideCard(card, { state: a.state, by: a.decided_by, at: a.decided_at, note: a.note }),
+        () => {});
+    } else if (e.status === 404) {
+      toast('You may not decide this call any more.', 'error');
+      clear(card.actions).append(h('p.ap-waiting.muted', 'Waiting for the decision…'));
+    } else if (e.status !== 401) {
+      toast(e.message, 'error');
+      for (const b of card.buttons || []) b.disabled = false;
+    }
+  } finally {
+    card.busy = false;
+  }
+  refreshApprovalsSoon();
+}
+
+function approvalDecided(p) {
+  const card = state.view.approvals.get(p.id);
+  if (!card) {
+    addToGroup(notice(APPROVAL_ICONS[p.state] || 'shield', 'quiet', [outcomeText(p)]));
+    return;
+  }
+  decideCard(card, p);
+}
+
+function outcomeText(d) {
+  switch (d.state) {
+    case 'approved':
+      return `Approved by ${d.by || 'someone'}`;
+    case 'denied':
+      return `Denied by ${d.by || 'someone'}`;
+    case 'expired':
+      return 'Expired: nobody decided before the deadline, so the call was not made';
+    case 'cancelled':
+      return 'Cancelled: the turn was cancelled while it waited, so the call was not made';
+    default:
+      return d.state || 'Decided';
+  }
+}
+
+// decideCard turns a card into its outcome ({state, by, at, note}).
+function decideCard(card, d) {
+  if (card.decided) return;
+  card.decided = true;
+  const st = d.state || 'denied';
+  card.el.dataset.state = st;
+  card.el.classList.remove('can-decide');
+  clear(card.status).append(icon(APPROVAL_ICONS[st] || 'info'), APPROVAL_STATES[st] || st);
+  card.countdown.remove();
+  const focused = card.el.contains(document.activeElement);
+  clear(card.actions).append(h('div.ap-outcome', { role: 'status' },
+    icon(APPROVAL_ICONS[st] || 'info'),
+    h('div',
+      h('p.ap-outcome-text', outcomeText(d), d.at && (st === 'approved' || st === 'denied') ? h('time', { datetime: d.at, title: fullTime(d.at) }, ` · ${relTime(d.at)}`) : null),
+      d.note ? h('p.ap-note-text', '“', d.note, '”') : null)));
+  if (focused) card.el.focus({ preventScroll: true });
+  const s = state.view.steps.get(card.p.tool_call_id);
+  if (s && s.el.classList.contains('running')) {
+    clear(s.status).append(h('span.spinner', { 'aria-hidden': 'true' }), st === 'approved' ? 'running' : 'not approved');
+  }
+}
+
+function tickCountdown(card) {
+  const left = countdownText(card.deadline);
+  const el = card.countdown.querySelector('.ap-left');
+  if (!isFinite(card.deadline)) el.textContent = 'No deadline';
+  else el.textContent = left ? `Decide within ${left}` : 'The deadline has passed; the call will not be made';
+  card.countdown.classList.toggle('late', !left);
+  card.countdown.classList.toggle('soon', !!left && card.deadline - Date.now() < 60e3);
+}
+
+setInterval(() => {
+  if (!state.view) return;
+  for (const card of state.view.approvals.values()) if (!card.decided) tickCountdown(card);
+}, 1000);
+
+// approvalTag says who decided a Code Mode script's MCP call.
+function approvalTag(a) {
+  const st = a.state || 'approved';
+  return h('span.mcp-appr.' + st, { title: [outcomeText(a), a.note].filter(Boolean).join(': ') },
+    icon(APPROVAL_ICONS[st] || 'shield'), `${st === 'approved' ? 'approved' : st} by ${a.by || '?'}`);
+}
+
+// The header's badge: approvals of the user's OTHER chats waiting for them to decide,
+// read every 10 s while the page is visible and after every approval event.
+
+async function refreshApprovals() {
+  if (!state.me) return;
+  const sid = state.session && state.session.id;
+  try {
+    state.approvals = listOf(await api('GET', '/approvals'), 'approvals');
+  } catch {
+    return; // kept as it was; the next poll tries again
+  }
+  approvalsReadAt = Date.now();
+  renderApprovalsBadge();
+  // The open chat's waiting calls get their cards now, even before the stream brings
+  // their approval_requested (which a run in this process sends with its next event).
+  if (!state.session || state.session.id !== sid || !state.view) return;
+  for (const a of state.approvals) {
+    if (a.session_id === sid && !state.view.approvals.has(a.id)) approvalRequested(a, undefined, true);
+  }
+}
+
+let approvalsReadAt = 0;
+
+let approvalsTimer = null;
+function refreshApprovalsSoon() {
+  clearTimeout(approvalsTimer);
+  approvalsTimer = setTimeout(refreshApprovals, 300);
+}
+
+const otherApprovals = () => state.approvals.filter((a) => !state.session || a.session_id !== state.session.id);
+
+function renderApprovalsBadge() {
+  const list = otherApprovals();
+  const btn = $('approvals-btn');
+  btn.hidden = !list.length;
+  const label = `${list.length} approval${list.length === 1 ? '' : 's'} waiting for you in other chats`;
+  btn.setAttribute('aria-label', label);
+  btn.title = label;
+  $('approvals-count').textContent = String(list.length);
+  if (!list.length) closeApprovals();
+  else if (!$('approvals-panel').hidden) renderApprovalsPanel();
+}
+
+function toggleApprovals() {
+  if (!$('approvals-panel').hidden) return closeApprovals();
+  $('approvals-panel').hidden = false;
+  $('approvals-btn').setAttribute('aria-expanded', 'true');
+  renderApprovalsPanel();
+  const first = $('approvals-panel').querySelector('a');
+  if (first) first.focus();
+  refreshApprovals();
+}
+
+function closeApprovals() {
+  $('approvals-panel').hidden = true;
+  $('approvals-btn').setAttribute('aria-expanded', 'false');
+}
+
+function renderApprovalsPanel() {
+  const panel = clear($('approvals-panel'));
+  panel.append(h('div.files-head', h('strong', 'Waiting for your approval'), h('button.icon-btn', { type: 'button', 'aria-label': 'Close', onclick: closeApprovals }, icon('x'))));
+  const list = otherApprovals();
+  if (!list.length) panel.append(h('p.muted.small', 'Nothing waits for you.'));
+  const ul = h('ul.ap-list');
+  for (const a of list) {
+    const left = countdownText(Date.parse(a.deadline));
+    ul.append(h('li', h('a.ap-item', { href: '#/s/' + encodeURIComponent(a.session_id), dataset: { id: a.id, session: a.session_id }, onclick: closeApprovals },
+      h('span.ap-item-title', icon(a.kind === 'code' ? 'code' : 'plug'), h('code', a.kind === 'code' ? a.language || 'code' : a.tool || '?'), h('span.ap-item-agent', `${a.agent || ''}${a.user ? ` · ${a.user}` : ''}`)),
+      a.reason ? h('span.ap-item-reason', clip(a.reason, 140)) : null,
+      h('span.ap-item-left', icon('clock'), left ? `${left} left` : 'deadline passed'))));
+  }
+  panel.append(ul);
+}
+
+// Every 10 s; every 2 s while the open chat's turn runs (one of its calls may wait).
+setInterval(() => {
+  if (!state.me || document.visibilityState !== 'visible') return;
+  if (state.live || Date.now() - approvalsReadAt >= 9500) refreshApprovals();
+}, 2000);
+document.addEventListener('visibilitychange', () => {
+  if (state.me && document.visibilityState === 'visible') refreshApprovals();
+});
 
 // Files offered for download.
 
@@ -1257,19 +1563,25 @@ function wireStatic() {
   $('tab-env').addEventListener('click', () => selectTab('env'));
   $('tab-agent').addEventListener('click', () => selectTab('agent'));
   $('files-btn').addEventListener('click', toggleFiles);
+  $('approvals-btn').addEventListener('click', toggleApprovals);
   document.addEventListener('keydown', (ev) => {
     if (ev.key !== 'Escape') return;
     if (!$('tools-menu').hidden) {
       toggleTools(false);
       $('tools-btn').focus();
     } else if (!$('files-panel').hidden) closeFiles();
-    else closeDrawer();
+    else if (!$('approvals-panel').hidden) {
+      closeApprovals();
+      $('approvals-btn').focus();
+    } else closeDrawer();
   });
   document.addEventListener('click', (ev) => {
     const menu = $('tools-menu');
     if (!menu.hidden && !menu.contains(ev.target) && !$('tools-btn').contains(ev.target)) toggleTools(false);
     const files = $('files-panel');
     if (!files.hidden && !files.contains(ev.target) && !$('files-btn').contains(ev.target) && ev.target.isConnected) closeFiles();
+    const aps = $('approvals-panel');
+    if (!aps.hidden && !aps.contains(ev.target) && !$('approvals-btn').contains(ev.target) && ev.target.isConnected) closeApprovals();
   });
   window.addEventListener('hashchange', route);
   setInterval(() => state.me && renderSessions(), 60000);
