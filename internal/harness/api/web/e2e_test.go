@@ -858,6 +858,8 @@ func TestWebApprovalsEndToEnd(t *testing.T) {
 	x.do("opening the badge", chromedp.Click(chromedp.ID("approvals-btn")))
 	x.wait("the list of waiting approvals", `document.querySelectorAll('#approvals-panel a.ap-item').length === 1`, 5*time.Second)
 	x.shot("approval-badge-desktop", 1280, 800, false)
+	x.shot("approval-badge-phone", 390, 844, false)
+	x.do("back to desktop", desktop)
 	x.do("opening the waiting chat", chromedp.Click(chromedp.CSS(`#approvals-panel a.ap-item`)))
 	x.wait("the waiting chat", `decodeURIComponent(location.hash.slice(4)) === `+jsString(x.sid)+` && document.querySelector('.approval-card[data-state="pending"] button.ap-deny')`, 10*time.Second)
 	x.do("denying with a note", chromedp.SendKeys(chromedp.CSS(`.approval-card input.ap-note`), "Not the release notes, please"),
