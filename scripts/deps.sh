@@ -3,8 +3,8 @@
 # local backend, util-linux's unshare and prlimit (present on Debian), and a
 # Terraform-compatible CLI; with --tests (scripts/test.sh), PostgreSQL's server binaries
 # too, for the tests of a shared control plane, jq for the CI drift script, and chromium
-# for the web page's end-to-end test. Safe to
-# run again: it installs only what is missing.
+# for the web page's end-to-end test, and Node.js with npm for the MCP reference server
+# the MCP client's tests talk to. Safe to run again: it installs only what is missing.
 # Run as an ordinary user, it installs nothing: it names what is missing and exits 1.
 set -euo pipefail
 # have TOOL: TOOL is on PATH or in a system directory. Debian keeps tools such as
@@ -37,6 +37,10 @@ if [[ ${1:-} == --tests ]]; then
 	have_postgres || { need+=(postgresql); pg_needed=1; }
 	have jq || need+=(jq) # scripts/ci-drift.sh, which the CI drift test runs
 	have chromium || need+=(chromium) # the web page's end-to-end test (internal/harness/api/web)
+	# The MCP reference server "everything", a foreign MCP server for the MCP client's tests
+	# (internal/everythingtest): node runs it, npm installs it (scripts/ensure-server-everything.sh).
+	have node || need+=(nodejs)
+	have npm || need+=(npm)
 fi
 if ((${#need[@]})); then
 	if [[ $(id -u) -ne 0 ]]; then

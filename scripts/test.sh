@@ -33,6 +33,10 @@ fi
 export TRUEFORGE_REQUIRE_POSTGRES=1
 # Likewise chromium, for the web page's end-to-end test (internal/harness/api/web).
 export TRUEFORGE_REQUIRE_BROWSER=1
+# Likewise the MCP reference server "everything" (internal/everythingtest), which runs on
+# the node that deps.sh installed: installed into the tool cache once, from the npm registry.
+TRUEFORGE_SERVER_EVERYTHING="$(scripts/ensure-server-everything.sh)"
+export TRUEFORGE_SERVER_EVERYTHING TRUEFORGE_REQUIRE_SERVER_EVERYTHING=1
 
 # Third CLI: Terraform 1.13, which has resource identity (Terraform 1.11 has none, so the
 # identity tests skip there). Its build (about 4 minutes the first time) and its tests
