@@ -78,7 +78,7 @@ func (g *Gate) Await(ctx context.Context, req mcptools.ApprovalRequest) (mcptool
 		Rule: req.Rule, Reason: req.Reason, Approvers: req.Approvers,
 		Deadline: g.now().Add(req.Timeout),
 	}
-	return g.verdict(ctx, a)
+	return g.verdict(ctx, a, req.Origin.Appended)
 }
 
 // AwaitCode holds code (a script or a command) for the session's user to read and
@@ -90,12 +90,12 @@ func (g *Gate) AwaitCode(ctx context.Context, o mcptools.Origin, user, agent, ow
 		Code: code, Language: language, Rule: -1, Reason: "the agent's sandbox.approve_code holds every script and command for the session's user",
 		Approvers: []string{policy.Caller}, Deadline: g.now().Add(timeout),
 	}
-	return g.verdict(ctx, a)
+	return g.verdict(ctx, a, o.Appended)
 }
 
 // verdict is await's decision as the waiting call learns it.
-func (g *Gate) verdict(ctx context.Context, a store.Approval) (mcptools.Verdict, error) {
-	decided, err := g.await(ctx, a)
+func (g *Gate) verdict(ctx context.Context, a store.Approval, appended func()) (mcptools.Verdict, error) {
+	decided, err := g.await(ctx, a, appended)
 	if err != nil {
 		return mcptools.Verdict{}, err
 	}
@@ -103,7 +103,12 @@ func (g *Gate) verdict(ctx context.Context, a store.Approval) (mcptools.Verdict,
 }
 
 // await records a, waits for its decision and records that: the approval as decided.
-func (g *Gate) await(ctx context.Context, a store.Approval) (store.Approval, error) {
+// appended, when set, is told after each record, so the session's streams show it at
+// once.
+func (g *Gate) await(ctx context.Context, a store.Approval, appended func()) (store.Approval, error) {
+	if appended == nil {
+		appended = func() {}
+	}
 	// The records outlive a cancelled turn: its cancellation is itself recorded.
 	rctx := context.WithoutCancel(ctx)
 	if err := g.Store.CreateApproval(rctx, a); err != nil {
@@ -112,6 +117,7 @@ func (g *Gate) await(ctx context.Context, a store.Approval) (store.Approval, err
 	if _, err := events.Append(rctx, g.Store, a.SessionID, a.RunID, requested(a)); err != nil {
 		return a, fmt.Errorf("recording the approval's request: %w", err)
 	}
+	appended()
 	decided, err := g.wait(ctx, a)
 	if err != nil {
 		return decided, err
@@ -119,6 +125,7 @@ func (g *Gate) await(ctx context.Context, a store.Approval) (store.Approval, err
 	if _, err := events.Append(rctx, g.Store, a.SessionID, a.RunID, Decided(decided)); err != nil {
 		g.log().Warn("recording an approval's decision", "approval", a.ID, "err", err)
 	}
+	appended()
 	return decided, nil
 }
 

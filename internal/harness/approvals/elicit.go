@@ -46,7 +46,7 @@ func (g *Gate) Elicit(ctx context.Context, e mcptools.Elicitation) (mcptools.Ans
 		Rule: -1, Reason: cutText(e.Message), Schema: schema, Approvers: []string{policy.Caller},
 		Deadline: g.now().Add(ElicitTimeout),
 	}
-	decided, err := g.await(ctx, a)
+	decided, err := g.await(ctx, a, e.Origin.Appended)
 	if err != nil {
 		return mcptools.Answer{}, err
 	}

@@ -27,6 +27,9 @@ type Origin struct {
 	// Progress, when set, receives the call's progress as the server reports it, one
 	// line at a time ("kb__build: 3/10 compiling").
 	Progress func(text string)
+	// Appended, when set, is told that the gate appended to the session's log (an
+	// approval it waits for), so the session's streams show it while the call waits.
+	Appended func()
 }
 
 // Approver asks the people a rule names to decide a call and waits for the decision
@@ -158,12 +161,12 @@ func (t *Toolset) await(ctx context.Context, o Origin, p *Permit, d policy.Decis
 	if verdict.Approved {
 		return nil
 	}
-	v.Refusal = fmt.Sprintf("MCP tool %s was not approved (rule %d: %s): %s", p.name, d.Rule, d.Reason, verdictText(verdict))
+	v.Refusal = fmt.Sprintf("MCP tool %s was not approved (rule %d: %s): %s", p.name, d.Rule, d.Reason, VerdictText(verdict))
 	return fmt.Errorf("%w: %s", ErrDenied, v.Refusal)
 }
 
-// verdictText says how a refused approval ended, for the model or the script.
-func verdictText(v Verdict) string {
+// VerdictText says how a refused approval ended, for the model or the script.
+func VerdictText(v Verdict) string {
 	var s string
 	switch v.State {
 	case "expired":

@@ -148,9 +148,12 @@ type run struct {
 	runID     string
 	user      string // the session's owner
 	emit      func(Event)
-	lastSeq   int64
-	msgs      []model.Message
-	emitMu    sync.Mutex
+	// seqMu guards lastSeq and dirty: a tool call may stream what others appended
+	// (sync) from the goroutines of its Code Mode calls while the run waits for it.
+	seqMu   sync.Mutex
+	lastSeq int64
+	msgs    []model.Message
+	emitMu  sync.Mutex
 	// dirty: a tool ran since the last sync, so others (the sandbox manager) may have
 	// appended events this run has not streamed yet.
 	dirty bool
@@ -169,9 +172,11 @@ func (x *run) send(e Event) {
 // others (the sandbox manager) appended since the last sync.
 func (x *run) commit(ctx context.Context, b store.Batch, evs ...events.Payload) ([]int64, error) {
 	ctx = context.WithoutCancel(ctx)
+	x.seqMu.Lock()
 	if x.dirty {
-		x.sync(ctx)
+		x.syncLocked(ctx)
 	}
+	x.seqMu.Unlock()
 	b.SessionID, b.RunID = x.sessionID, x.runID
 	raws := make([][]byte, len(evs))
 	for i, e := range evs {
@@ -186,13 +191,15 @@ func (x *run) commit(ctx context.Context, b store.Batch, evs ...events.Payload) 
 	if err != nil {
 		return nil, err
 	}
+	x.seqMu.Lock()
+	defer x.seqMu.Unlock()
 	if len(seqs) > 0 && seqs[0] == x.lastSeq+1 {
 		for i, seq := range seqs {
 			x.send(Event{Seq: seq, Kind: evs[i].Kind(), Payload: raws[i]})
 		}
 		x.lastSeq = seqs[len(seqs)-1]
 	} else if len(seqs) > 0 {
-		x.sync(ctx)
+		x.syncLocked(ctx)
 	}
 	return seqs, nil
 }
@@ -208,6 +215,13 @@ func (x *run) append(ctx context.Context, p events.Payload) (int64, error) {
 
 // sync streams committed events this run did not write itself.
 func (x *run) sync(ctx context.Context) {
+	x.seqMu.Lock()
+	defer x.seqMu.Unlock()
+	x.syncLocked(ctx)
+}
+
+// syncLocked is sync with seqMu held.
+func (x *run) syncLocked(ctx context.Context) {
 	x.dirty = false
 	evs, err := x.r.Store.Events(context.WithoutCancel(ctx), x.sessionID, x.lastSeq)
 	if err != nil {
@@ -394,9 +408,13 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 			res := r.Tools.Run(ctx, tools.Call{
 				SessionID: x.sessionID, RunID: x.runID, User: x.user, ToolCallID: tc.ID, Agent: r.Agent, Event: seq,
 				Commands: func() []string { return x.commands(end) },
+				// What the call appends itself (an approval it waits for) streams at once.
+				Appended: func() { x.sync(end) },
 				Output:   func(stream string, p []byte) { x.send(Event{Partial: true, Stream: stream, Delta: string(p)}) },
 			}, tc)
+			x.seqMu.Lock()
 			x.dirty = true
+			x.seqMu.Unlock()
 			// The call returned: its result is recorded even when the cancel came as it
 			// finished (a payment sent, a file written), so the log never claims a
 			// completed call was stopped. Only the calls after it are cancelled.
