@@ -264,10 +264,10 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	}
 	// The policy's cumulative budgets, charged in the store (shared by every replica).
 	meter := &budgets.Meter{Store: h.store, Policy: pol, Logger: h.logger}
-	x := &tools.Executor{Store: h.store, Sandboxes: h.manager, Budgets: meter}
+	gate := &approvals.Gate{Store: h.store, Logger: h.logger}
+	x := &tools.Executor{Store: h.store, Sandboxes: h.manager, Budgets: meter, Approvals: gate}
 	var ts *mcptools.Toolset
 	if len(a.Spec.MCPServers) > 0 {
-		gate := &approvals.Gate{Store: h.store, Logger: h.logger}
 		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth,
 			Approver: gate, Asker: gate,
 			Sampler: &sampling.Sampler{Policy: pol, Model: m, Budgets: meter, User: user, Owner: a.Owner, Agent: a.Name}}

@@ -135,7 +135,10 @@ type Skill struct {
 // kept as configured even when the sandbox is off, but only an enabled sandbox uses or
 // references it (see EnvironmentRef).
 type Sandbox struct {
-	Enabled             bool   `json:"enabled"`
+	Enabled bool `json:"enabled"`
+	// ApproveCode holds every script (run_code) and command (exec) until the session's
+	// user has read and approved it.
+	ApproveCode         bool   `json:"approve_code,omitempty"`
 	Environment         string `json:"environment"`
 	FileDownloads       bool   `json:"file_downloads"`
 	IdleStopMinutes     int64  `json:"idle_stop_minutes"`

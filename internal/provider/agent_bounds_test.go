@@ -27,7 +27,7 @@ func TestAgentBoundsAreTheHarnesss(t *testing.T) {
 		MCPServers: types.ListNull(types.ObjectType{AttrTypes: mcpServerAttrTypes}), Skills: types.ListNull(types.ObjectType{AttrTypes: skillAttrTypes}),
 		Sandbox: types.ObjectValueMust(agentSandboxAttrTypes, map[string]attr.Value{
 			"archive_after_minutes": types.Int64Value(1440), "delete_after_minutes": types.Int64Value(10080), "enabled": types.BoolValue(false),
-			"environment": types.StringValue("default"), "file_downloads": types.BoolValue(true), "idle_stop_minutes": types.Int64Value(15),
+			"environment": types.StringValue("default"), "file_downloads": types.BoolValue(true), "idle_stop_minutes": types.Int64Value(15), "approve_code": types.BoolValue(false),
 		}),
 		MaxTurns: types.Int64Value(agentspec.MaxMaxTurns), TokenBudget: types.Int64Value(agentspec.MinTokenBudget),
 	}

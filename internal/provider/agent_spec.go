@@ -31,7 +31,7 @@ func (m *agentModel) spec(ctx context.Context) (agentspec.Spec, []byte) {
 		MaxTurns:       m.MaxTurns.ValueInt64(),
 		TokenBudget:    m.TokenBudget.ValueInt64(),
 		Sandbox: agentspec.Sandbox{
-			Enabled: sb.Enabled.ValueBool(), Environment: sb.Environment.ValueString(), FileDownloads: sb.FileDownloads.ValueBool(),
+			Enabled: sb.Enabled.ValueBool(), ApproveCode: sb.ApproveCode.ValueBool(), Environment: sb.Environment.ValueString(), FileDownloads: sb.FileDownloads.ValueBool(),
 			IdleStopMinutes: sb.IdleStopMinutes.ValueInt64(), ArchiveAfterMinutes: sb.ArchiveAfterMinutes.ValueInt64(), DeleteAfterMinutes: sb.DeleteAfterMinutes.ValueInt64(),
 		},
 	}
@@ -145,6 +145,7 @@ func ptrString(s *string) types.String {
 // sandboxObject is the sandbox attribute of sb.
 func sandboxObject(sb agentspec.Sandbox) types.Object {
 	return types.ObjectValueMust(agentSandboxAttrTypes, map[string]attr.Value{
+		"approve_code":          types.BoolValue(sb.ApproveCode),
 		"archive_after_minutes": types.Int64Value(sb.ArchiveAfterMinutes),
 		"delete_after_minutes":  types.Int64Value(sb.DeleteAfterMinutes),
 		"enabled":               types.BoolValue(sb.Enabled),

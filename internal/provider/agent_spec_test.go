@@ -60,7 +60,7 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 	full.Skills = skills(types.ObjectValueMust(skillAttrTypes, map[string]attr.Value{"name": str("pdf"), "path": str("./skills/pdf"),
 		"description": str("Reads PDFs."), "digest": str("sha256:0123")}))
 	full.CodeMode, full.MaxTurns, full.TokenBudget = types.BoolValue(true), types.Int64Value(12), types.Int64Value(200000)
-	full.Sandbox = sandboxObject(agentspec.Sandbox{Enabled: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120})
+	full.Sandbox = sandboxObject(agentspec.Sandbox{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120})
 	fullLimits := agentspec.CodeModeLimits{CallTimeoutSeconds: 7, RunTimeoutSeconds: 70, MaxCalls: 17, MaxResultBytes: 7000}
 	full.CodeModeLimits = codeModeLimitsObject(fullLimits)
 	fullRun := agents.Spec{
@@ -71,7 +71,7 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 		MCPServers: []agents.MCPServer{{Name: "github", URL: "https://api.githubcopilot.com/mcp/", Credential: "github", CredentialEnv: "GITHUB_MCP_TOKEN",
 			AllowedTools: []string{"get_issue"}}},
 		Skills: []agents.Skill{{Name: "pdf", Path: "./skills/pdf", Description: "Reads PDFs.", Digest: "sha256:0123"}}, CodeMode: true,
-		Sandbox:  agents.SandboxSpec{Enabled: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120},
+		Sandbox:  agents.SandboxSpec{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120},
 		MaxTurns: 12, TokenBudget: 200000,
 	}
 

@@ -74,6 +74,7 @@ func agentDataSourceSchema() schema.Schema {
 				MarkdownDescription: "The agent's sandbox settings.",
 				Computed:            true,
 				Attributes: map[string]schema.Attribute{
+					"approve_code":          computedBool("Whether every script and command waits for the session's user to approve it."),
 					"archive_after_minutes": computedInt64("Minutes of inactivity after which a stopped sandbox is archived."),
 					"delete_after_minutes":  computedInt64("Minutes of inactivity after which an archived sandbox is deleted."),
 					"enabled":               computedBool("Whether the agent has a sandbox."),

@@ -69,6 +69,7 @@ type skillModel struct {
 }
 
 type agentSandboxModel struct {
+	ApproveCode         types.Bool   `tfsdk:"approve_code"`
 	ArchiveAfterMinutes types.Int64  `tfsdk:"archive_after_minutes"`
 	DeleteAfterMinutes  types.Int64  `tfsdk:"delete_after_minutes"`
 	Enabled             types.Bool   `tfsdk:"enabled"`
@@ -218,6 +219,14 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 						agentspec.DefaultArchiveAfterMinutes, int64validator.AtLeast(1)),
 					"delete_after_minutes": defaultedInt64(fmt.Sprintf("Minutes of inactivity after which an archived sandbox is deleted; at least `archive_after_minutes`. Defaults to %d (a week).", agentspec.DefaultDeleteAfterMinutes),
 						agentspec.DefaultDeleteAfterMinutes, int64validator.AtLeast(1)),
+					"approve_code": schema.BoolAttribute{
+						MarkdownDescription: "Hold every `run_code` script and `exec` command until the session's user has read the code and approved it " +
+							"(in the web page, `chat`, or the approvals API and CLI), the same way an approve rule of the operator's MCP policy holds a call; " +
+							"a denial, or no decision within 10 minutes, refuses it and nothing runs. Requires `enabled = true`. Defaults to false.",
+						Optional: true,
+						Computed: true,
+						Default:  booldefault.StaticBool(false),
+					},
 					"enabled": schema.BoolAttribute{
 						MarkdownDescription: "Give the agent a sandbox. Required for `skills` and `code_mode`. Defaults to false.",
 						Optional:            true,

@@ -126,6 +126,7 @@ func expectAgents(t *testing.T, f *controlPlaneFixture, want int) func() {
 
 func defaultSandboxValue(enabled bool, env string) knownvalue.Check {
 	return knownvalue.ObjectExact(map[string]knownvalue.Check{
+		"approve_code":          knownvalue.Bool(false),
 		"archive_after_minutes": knownvalue.Int64Exact(1440),
 		"delete_after_minutes":  knownvalue.Int64Exact(10080),
 		"enabled":               knownvalue.Bool(enabled),
@@ -167,6 +168,7 @@ const fullAgentBody = `
   }
   sandbox = {
     enabled           = true
+    approve_code      = true
     environment       = trueforge_environment.py.name
     file_downloads    = false
     idle_stop_minutes = 30
@@ -185,7 +187,7 @@ var fullAgentRun = agents.Spec{
 	CodeMode: true,
 	// Set ones as configured, the others at their defaults.
 	CodeLimits: agentspec.CodeModeLimits{MaxCalls: 25, CallTimeoutSeconds: 10, RunTimeoutSeconds: agentspec.DefaultCodeRunTimeoutSeconds, MaxResultBytes: agentspec.DefaultCodeMaxResultBytes},
-	Sandbox:    agents.SandboxSpec{Enabled: true, Environment: "py", FileDownloads: false, IdleStopMinutes: 30, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
+	Sandbox:    agents.SandboxSpec{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: false, IdleStopMinutes: 30, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
 	MaxTurns:   12, TokenBudget: 200000,
 }
 
@@ -248,6 +250,7 @@ func TestAccAgent_basic(t *testing.T) {
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("max_turns"), knownvalue.Int64Exact(12)),
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("token_budget"), knownvalue.Int64Exact(200000)),
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("sandbox"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"approve_code":          knownvalue.Bool(true),
 					"archive_after_minutes": knownvalue.Int64Exact(1440),
 					"delete_after_minutes":  knownvalue.Int64Exact(10080),
 					"enabled":               knownvalue.Bool(true),
@@ -402,6 +405,7 @@ resource "trueforge_agent" "a" {
 		{scripted + `  skills = [{ name = "pdf", path = "/srv/skills/pdf" }]
   sandbox = { enabled = false }`, `Skills Require The Sandbox`},
 		{scripted + `  code_mode = true`, `Code Mode Requires The Sandbox.*sandbox.enabled = true`},
+		{scripted + `  sandbox = { approve_code = true }`, `Approving Code Requires The Sandbox.*sandbox.enabled = true`},
 		{`  model = { provider = "openai", name = "gpt-4.1", api_key_env = "sk-proj-4f9a8b7c6d5e4f3a2b1c" }`, `model.api_key_env.*looks like a credential`},
 		{`  model = { provider = "openai", name = "gpt-4.1", api_key_env = "OPENAI KEY" }`, `model.api_key_env.*not an environment variable name`},
 		{scripted + `  mcp_servers = [{ name = "gh", url = "https://x.example.com/mcp", credential_env = "ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7" }]`, `credential_env.*looks like a credential`},
@@ -574,7 +578,7 @@ func TestAgentValidateAtApply(t *testing.T) {
 	}
 	sb := func(idle int64) types.Object {
 		return types.ObjectValueMust(agentSandboxAttrTypes, map[string]attr.Value{
-			"archive_after_minutes": types.Int64Value(1440), "delete_after_minutes": types.Int64Value(10080), "enabled": types.BoolValue(false),
+			"approve_code": types.BoolValue(false), "archive_after_minutes": types.Int64Value(1440), "delete_after_minutes": types.Int64Value(10080), "enabled": types.BoolValue(false),
 			"environment": str("default"), "file_downloads": types.BoolValue(true), "idle_stop_minutes": types.Int64Value(idle),
 		})
 	}

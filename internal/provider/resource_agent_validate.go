@@ -42,6 +42,9 @@ func (m *agentModel) sandboxSettings(ctx context.Context) (agentSandboxModel, bo
 	if s.Enabled.IsNull() {
 		s.Enabled = types.BoolValue(def.Enabled)
 	}
+	if s.ApproveCode.IsNull() {
+		s.ApproveCode = types.BoolValue(def.ApproveCode)
+	}
 	if s.Environment.IsNull() {
 		s.Environment = types.StringValue(def.Environment)
 	}
@@ -100,6 +103,11 @@ func (m *agentModel) validate(ctx context.Context, atApply bool, diags *diag.Dia
 		diags.AddAttributeError(path.Root("code_mode"), "Code Mode Requires The Sandbox",
 			"code_mode = true needs sandbox.enabled = true: Code Mode scripts run in the agent's sandbox. "+
 				"Set sandbox = { enabled = true } (choosing a Ready environment), or remove code_mode.")
+	}
+	if sandboxOff && !sb.ApproveCode.IsUnknown() && sb.ApproveCode.ValueBool() {
+		diags.AddAttributeError(path.Root("sandbox").AtName("approve_code"), "Approving Code Requires The Sandbox",
+			"sandbox.approve_code = true holds the scripts and commands the agent runs in its sandbox, which is off. "+
+				"Set sandbox.enabled = true, or remove approve_code.")
 	}
 	if sandboxOff && !m.Skills.IsNull() && !m.Skills.IsUnknown() && len(m.Skills.Elements()) > 0 {
 		diags.AddAttributeError(path.Root("skills"), "Skills Require The Sandbox",

@@ -166,6 +166,9 @@ func (m *Mode) Run(ctx context.Context, x *tools.Executor, c tools.Call, raw jso
 		m.Spec(ctx)
 		api = m.api()
 	}
+	if refusal, ok := x.ApproveCode(ctx, c, ToolName, string(lang), a.Code); !ok {
+		return refusal
+	}
 	stubs := api.Python()
 	if lang != Python {
 		stubs = api.JavaScript()

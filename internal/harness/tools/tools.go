@@ -72,6 +72,9 @@ type Executor struct {
 	// Budgets charges the sandbox time of calls to the operator's cumulative budgets
 	// (budgets.Meter); nil charges none.
 	Budgets SandboxBudgets
+	// Approvals holds code for the session's user when the agent's
+	// sandbox.approve_code says so; nil refuses such code.
+	Approvals CodeApprovals
 }
 
 // SandboxBudgets is the operator's cumulative sandbox-time budgets: a sandbox call is
@@ -126,12 +129,15 @@ type Call struct {
 	Commands func() []string
 	// Output, when set, receives exec output as it streams ("stdout"/"stderr").
 	Output func(stream string, p []byte)
+	// Appended, when set, streams what the call appended to the session's log
+	// itself (an approval it waits for), without waiting for the call to end.
+	Appended func()
 }
 
 // Origin is the session, turn and model call that an MCP call made for c comes from.
 // A server's progress on the call streams to the user as the call's "progress" output.
 func (c Call) Origin() mcptools.Origin {
-	o := mcptools.Origin{SessionID: c.SessionID, RunID: c.RunID, ToolCallID: c.ToolCallID}
+	o := mcptools.Origin{SessionID: c.SessionID, RunID: c.RunID, ToolCallID: c.ToolCallID, Appended: c.Appended}
 	if c.Output != nil {
 		o.Progress = func(text string) { c.Output("progress", []byte(text)) }
 	}
@@ -310,6 +316,9 @@ func execTool(ctx context.Context, in invocation, args ExecArgs) Result {
 	timeout := DefaultExecTimeout
 	if args.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(args.TimeoutSeconds)*time.Second, MaxExecTimeout)
+	}
+	if refusal, ok := in.x.ApproveCode(ctx, in.c, "exec", "shell", args.Command); !ok {
+		return refusal
 	}
 	return in.withSandbox(ctx, []string{"(files written by: " + args.Command + ")"}, func(l *lifecycle.Lease, _ *Result) (string, bool, bool) {
 		req := sandbox.ExecRequest{Shell: args.Command, Cwd: args.Cwd, Timeout: timeout}
