@@ -166,7 +166,7 @@ func (m *Mode) Run(ctx context.Context, x *tools.Executor, c tools.Call, raw jso
 		m.Spec(ctx)
 		api = m.api()
 	}
-	if refusal, ok := x.ApproveCode(ctx, c, ToolName, string(lang), a.Code); !ok {
+	if refusal, ok := x.ApproveCode(ctx, c, ToolName, lang, a.Code); !ok {
 		return refusal
 	}
 	stubs := api.Python()
