@@ -12,6 +12,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/approvals"
+	"github.com/trueforge/terraform-provider-trueforge/internal/periodic"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 	"github.com/trueforge/terraform-provider-trueforge/internal/termsafe"
 )
@@ -112,29 +113,31 @@ const askEvery = 300 * time.Millisecond
 // "y" or "yes" to approve and anything else to deny, with an optional note after it
 // ("n not on Fridays"). A call someone else decides first is reported as such.
 func askApprovals(ctx context.Context, st *store.Store, user, session string, out io.Writer, lines <-chan string) {
-	asked := map[string]bool{}
-	tick := time.NewTicker(askEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	eachPending(ctx, st, user, session, func(a store.Approval) bool {
+		return askOne(ctx, st, user, a, out, lines)
+	})
+}
+
+// eachPending calls fn once for each approval of session that user may decide, as they
+// come (read every askEvery), until ctx ends or fn returns false.
+func eachPending(ctx context.Context, st *store.Store, user, session string, fn func(store.Approval) bool) {
+	seen := map[string]bool{}
+	periodic.Run(ctx, askEvery, func(ctx context.Context) bool {
 		pending, err := approvals.Pending(ctx, st, user, session)
 		if err != nil {
-			continue
+			return true
 		}
 		for _, a := range pending {
-			if asked[a.ID] {
+			if seen[a.ID] {
 				continue
 			}
-			asked[a.ID] = true
-			if !askOne(ctx, st, user, a, out, lines) {
-				return
+			seen[a.ID] = true
+			if !fn(a) {
+				return false
 			}
 		}
-	}
+		return true
+	})
 }
 
 // askOne asks about one approval; false when there is no more input or the turn ended.

@@ -197,32 +197,18 @@ func nextLine(ctx context.Context, out io.Writer, lines <-chan string) (string, 
 // each is declined, or with yes accepted with its schema's defaults (declined when
 // they do not make an answer it accepts).
 func answerQuestions(ctx context.Context, st *store.Store, user, session string, yes bool, out io.Writer) {
-	seen := map[string]bool{}
-	tick := time.NewTicker(askEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+	eachPending(ctx, st, user, session, func(a store.Approval) bool {
+		if a.Kind != store.ApprovalKindElicitation {
+			return true
 		}
-		pending, err := approvals.Pending(ctx, st, user, session)
-		if err != nil {
-			continue
-		}
-		for _, a := range pending {
-			if seen[a.ID] || a.Kind != store.ApprovalKindElicitation {
-				continue
+		if yes {
+			if _, err := approvals.Answer(ctx, st, a.ID, user, defaults(a.Schema), time.Now()); err == nil {
+				fmt.Fprintf(out, "  [question] %s accepted with its defaults (--yes)\n", a.ID)
+				return true
 			}
-			seen[a.ID] = true
-			if yes {
-				if _, err := approvals.Answer(ctx, st, a.ID, user, defaults(a.Schema), time.Now()); err == nil {
-					fmt.Fprintf(out, "  [question] %s accepted with its defaults (--yes)\n", a.ID)
-					continue
-				}
-			}
-			_, _ = approvals.Decide(ctx, st, a.ID, user, false, "run declines questions; answer them in chat, or run --yes to accept their defaults", time.Now())
-			fmt.Fprintf(out, "  [question] %s declined (run does not ask; --yes accepts defaults)\n", a.ID)
 		}
-	}
+		_, _ = approvals.Decide(ctx, st, a.ID, user, false, "run declines questions; answer them in chat, or run --yes to accept their defaults", time.Now())
+		fmt.Fprintf(out, "  [question] %s declined (run does not ask; --yes accepts defaults)\n", a.ID)
+		return true
+	})
 }

@@ -72,11 +72,23 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, c *caller
 
 // getApproval shows one approval the caller may decide (pending or not).
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, c *caller) error {
-	a, err := approvals.Get(r.Context(), s.cfg.Store, r.PathValue("id"), c.user.Name)
-	if errors.Is(err, approvals.ErrNotFound) {
-		return notFound("approval " + quote(r.PathValue("id")))
-	}
-	if err != nil {
+	id := r.PathValue("id")
+	a, err := approvals.Get(r.Context(), s.cfg.Store, id, c.user.Name)
+	return answerApproval(w, id, a, err)
+}
+
+// answerApproval answers a read or a decision of approval id: the approval, or err as
+// its status says (404 for one the caller may not see, 409 for one decided already,
+// 422 for an answer that does not fit a question).
+func answerApproval(w http.ResponseWriter, id string, a store.Approval, err error) error {
+	switch {
+	case errors.Is(err, approvals.ErrNotFound):
+		return notFound("approval " + quote(id))
+	case errors.Is(err, store.ErrDecided):
+		return &Error{Status: http.StatusConflict, Code: CodeDecided, Message: "approval " + id + " cannot be decided: " + err.Error()}
+	case errors.Is(err, approvals.ErrBadAnswer):
+		return errorf(http.StatusUnprocessableEntity, CodeUnprocessable, "approval %s: %v", id, err)
+	case err != nil:
 		return err
 	}
 	writeJSON(w, http.StatusOK, approvalOf(a))
@@ -117,18 +129,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request, c *calle
 	} else {
 		a, err = approvals.Decide(r.Context(), s.cfg.Store, id, c.user.Name, yes, req.Note, s.cfg.Now())
 	}
-	switch {
-	case errors.Is(err, approvals.ErrNotFound):
-		return notFound("approval " + quote(id))
-	case errors.Is(err, store.ErrDecided):
-		return &Error{Status: http.StatusConflict, Code: CodeDecided, Message: "approval " + id + " cannot be decided: " + err.Error()}
-	case errors.Is(err, approvals.ErrBadAnswer):
-		return errorf(http.StatusUnprocessableEntity, CodeUnprocessable, "approval %s: %v", id, err)
-	case err != nil:
-		return err
-	}
-	writeJSON(w, http.StatusOK, approvalOf(a))
-	return nil
+	return answerApproval(w, id, a, err)
 }
 
 // BudgetRow is one budget counter and, when the policy still declares the budget, its

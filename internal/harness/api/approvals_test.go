@@ -91,8 +91,8 @@ func held(st *store.Store, sid, user string, timeout time.Duration) <-chan mcpto
 	gate := &approvals.Gate{Store: st, Poll: 20 * time.Millisecond}
 	go func() {
 		v, err := gate.Await(context.Background(), mcptools.ApprovalRequest{
-			Origin: mcptools.Origin{SessionID: sid, RunID: "r-held", ToolCallID: "c-held"},
-			User:   user, Agent: "talker", Owner: harnesstest.Owner, Server: "https://mcp.example.test/", Tool: "create_pull_request",
+			Asking: mcptools.Asking{Origin: mcptools.Origin{SessionID: sid, RunID: "r-held", ToolCallID: "c-held"},
+				User: user, Agent: "talker", Owner: harnesstest.Owner, Server: "https://mcp.example.test/"}, Tool: "create_pull_request",
 			Name: "gh__create_pull_request", Args: map[string]any{"title": "Fix"}, Rule: 0, Reason: "pull requests need a person",
 			Approvers: []string{policy.Caller, "lead_*"}, Timeout: timeout,
 		})

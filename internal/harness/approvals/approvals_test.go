@@ -29,8 +29,8 @@ func session(t *testing.T) (*store.Store, string) {
 
 func request(sid string, timeout time.Duration, args map[string]any) mcptools.ApprovalRequest {
 	return mcptools.ApprovalRequest{
-		Origin: mcptools.Origin{SessionID: sid, RunID: "r-1", ToolCallID: "c-1"},
-		User:   "alice", Agent: "bot", Owner: "ops", Server: "https://mcp.test/", Tool: "create_pull_request", Name: "gh__create_pull_request",
+		Asking: mcptools.Asking{Origin: mcptools.Origin{SessionID: sid, RunID: "r-1", ToolCallID: "c-1"},
+			User: "alice", Agent: "bot", Owner: "ops", Server: "https://mcp.test/"}, Tool: "create_pull_request", Name: "gh__create_pull_request",
 		Args: args, Rule: 2, Reason: "pull requests need a person", Approvers: []string{policy.Caller, "lead_*"}, Timeout: timeout,
 	}
 }

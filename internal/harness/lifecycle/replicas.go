@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/periodic"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -50,27 +51,21 @@ func HoldLease(ctx context.Context, st *store.Store, name, holder string, ttl ti
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(ttl / leaseRenewals)
-		defer t.Stop()
-		for {
-			select {
-			case <-renewCtx.Done():
-				return
-			case <-t.C:
-				held, err := st.RenewLease(renewCtx, name, holder, ttl)
-				if renewCtx.Err() != nil {
-					return
-				}
-				if err != nil {
-					logger.Warn("renewing a lease failed; it lapses unless a later renewal succeeds", "lease", name, "ttl", ttl, "err", err)
-				} else if !held {
-					// The lease lapsed and another replica took it: it may now act on the same
-					// thing, and the records' compare-and-swaps decide who lands first.
-					logger.Warn("lost a lease while working under it", "lease", name, "holder", holder)
-					return
-				}
+		periodic.Run(renewCtx, ttl/leaseRenewals, func(renewCtx context.Context) bool {
+			held, err := st.RenewLease(renewCtx, name, holder, ttl)
+			switch {
+			case renewCtx.Err() != nil:
+				return false
+			case err != nil:
+				logger.Warn("renewing a lease failed; it lapses unless a later renewal succeeds", "lease", name, "ttl", ttl, "err", err)
+			case !held:
+				// The lease lapsed and another replica took it: it may now act on the same
+				// thing, and the records' compare-and-swaps decide who lands first.
+				logger.Warn("lost a lease while working under it", "lease", name, "holder", holder)
+				return false
 			}
-		}
+			return true
+		})
 	}()
 	var once sync.Once
 	return func() {

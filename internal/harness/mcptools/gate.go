@@ -39,18 +39,24 @@ type Approver interface {
 	Await(ctx context.Context, req ApprovalRequest) (Verdict, error)
 }
 
-// ApprovalRequest is a call waiting for approval.
-type ApprovalRequest struct {
+// Asking is who asks a person something through the harness, and from where: the
+// call of o, made for User by the agent (Agent, of Owner), on the server at Server.
+type Asking struct {
 	Origin             Origin
 	User, Agent, Owner string
 	Server             string // the server's URL
-	Tool               string // the server's own tool name
-	Name               string // "<server>__<tool>", as the model and scripts call it
-	Args               map[string]any
-	Rule               int
-	Reason             string
-	Approvers          []string
-	Timeout            time.Duration
+}
+
+// ApprovalRequest is a call waiting for approval.
+type ApprovalRequest struct {
+	Asking
+	Tool      string // the server's own tool name
+	Name      string // "<server>__<tool>", as the model and scripts call it
+	Args      map[string]any
+	Rule      int
+	Reason    string
+	Approvers []string
+	Timeout   time.Duration
 }
 
 // Verdict is how an approval ended.
@@ -149,8 +155,7 @@ func (t *Toolset) await(ctx context.Context, o Origin, p *Permit, d policy.Decis
 		return fmt.Errorf("%w: %s", ErrDenied, v.Refusal)
 	}
 	verdict, err := t.opts.Approver.Await(ctx, ApprovalRequest{
-		Origin: o, User: t.opts.User, Agent: t.opts.Agent, Owner: t.opts.Owner,
-		Server: p.r.url, Tool: p.r.tool, Name: p.name, Args: p.args,
+		Asking: t.asking(o, p.r.url), Tool: p.r.tool, Name: p.name, Args: p.args,
 		Rule: d.Rule, Reason: d.Reason, Approvers: d.Approval.Approvers, Timeout: d.Approval.Timeout,
 	})
 	if err != nil {
@@ -163,6 +168,11 @@ func (t *Toolset) await(ctx context.Context, o Origin, p *Permit, d policy.Decis
 	}
 	v.Refusal = fmt.Sprintf("MCP tool %s was not approved (rule %d: %s): %s", p.name, d.Rule, d.Reason, VerdictText(verdict))
 	return fmt.Errorf("%w: %s", ErrDenied, v.Refusal)
+}
+
+// asking is the Asking of a call of o on the server at url.
+func (t *Toolset) asking(o Origin, url string) Asking {
+	return Asking{Origin: o, User: t.opts.User, Agent: t.opts.Agent, Owner: t.opts.Owner, Server: url}
 }
 
 // VerdictText says how a refused approval ended, for the model or the script.

@@ -27,14 +27,12 @@ type Asker interface {
 	Elicit(ctx context.Context, e Elicitation) (Answer, error)
 }
 
-// Elicitation is a server's question to the user, from the call of o in flight.
+// Elicitation is a server's question to the user, from the call in flight.
 type Elicitation struct {
-	Origin             Origin
-	User, Agent, Owner string
-	Server             string // the server's URL
-	Name               string // the agent's name for the server
-	Message            string
-	Schema             any // the requested schema (JSON object), nil for none
+	Asking
+	Name    string // the agent's name for the server
+	Message string
+	Schema  any // the requested schema (JSON object), nil for none
 }
 
 // Answer is the user's answer: Action "accept" (with Content), "decline" or "cancel".
@@ -164,8 +162,7 @@ func (t *Toolset) elicit(ctx context.Context, name, url string, p *mcp.ElicitPar
 	if !ok || t.opts.Asker == nil {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
-	a, err := t.opts.Asker.Elicit(ctx, Elicitation{Origin: r.origin, User: t.opts.User, Agent: t.opts.Agent, Owner: t.opts.Owner,
-		Server: url, Name: name, Message: p.Message, Schema: p.RequestedSchema})
+	a, err := t.opts.Asker.Elicit(ctx, Elicitation{Asking: t.asking(r.origin, url), Name: name, Message: p.Message, Schema: p.RequestedSchema})
 	if err != nil {
 		return nil, fmt.Errorf("the harness could not ask its user: %w", err)
 	}

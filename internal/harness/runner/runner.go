@@ -31,6 +31,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/periodic"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -310,23 +311,17 @@ func (r *Runner) heartbeat(ctx context.Context, runID string, cancelRun context.
 	if every <= 0 {
 		every = DefaultHeartbeatEvery
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			asked, err := r.Store.HeartbeatRun(ctx, runID)
-			if err != nil {
-				r.logger().Warn("run heartbeat failed", "run", runID, "err", err)
-			}
-			if asked {
-				r.logger().Info("run cancelled through its row", "run", runID)
-				cancelRun()
-			}
+	periodic.Run(ctx, every, func(ctx context.Context) bool {
+		asked, err := r.Store.HeartbeatRun(ctx, runID)
+		if err != nil {
+			r.logger().Warn("run heartbeat failed", "run", runID, "err", err)
 		}
-	}
+		if asked {
+			r.logger().Info("run cancelled through its row", "run", runID)
+			cancelRun()
+		}
+		return true
+	})
 }
 
 func (r *Runner) limits() (int64, int64) {
