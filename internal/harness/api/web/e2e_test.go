@@ -920,3 +920,291 @@ func (x *e2e) approvalShots(prefix string) {
 func jsString(s string) string {
 	return string(must(json.Marshal(s)))
 }
+
+// TestWebQuestionsEndToEnd: an MCP server's question during a call (elicitation/create)
+// is a question card in the chat with a form built from the server's schema; the
+// chat's user answers it (a value the schema refuses first: the server's message shows
+// beside the form, which keeps what was typed), the server gets the answer typed as its
+// schema says, and the chat goes on; a second question is declined. The call's progress
+// shows as one line under its step, the latest report only.
+func TestWebQuestionsEndToEnd(t *testing.T) {
+	chrome := findBrowser(t)
+	ctx := context.Background()
+	st := harnesstest.NewStore(t)
+	harnesstest.SeedNoSandbox(t, st)
+
+	// A real MCP server on loopback (go-sdk, streamable HTTP) whose "release" tool
+	// reports progress, asks its client a question and returns what it was told.
+	got := make(chan string, 4)
+	t.Setenv("TF_TEST_WEB_KB_TOKEN", kbToken)
+	mcpSrv := mcp.NewServer(&mcp.Implementation{Name: "kb", Version: "1"}, nil)
+	mcp.AddTool(mcpSrv, &mcp.Tool{Name: "release", Description: "Prepares a release, asking how."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			progress := func(i float64, msg string) {
+				if tok != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: i, Total: 3, Message: msg})
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+			progress(1, "checking the branch")
+			progress(2, "waiting for your answer")
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+				Message: "Which release should I tag?\nThe build is <b>ready</b> <img src=x onerror=\"window.pwned=1\">",
+				RequestedSchema: map[string]any{
+					"type": "object",
+					"properties": map[string]any{
+						"name":     map[string]any{"type": "string", "title": "Release name", "description": "The tag to create, e.g. v2.4"},
+						"replicas": map[string]any{"type": "integer", "title": "Replicas", "minimum": 1, "maximum": 5, "default": 2},
+						"notify":   map[string]any{"type": "boolean", "title": "Notify the team", "default": true},
+						"channel": map[string]any{"type": "string", "title": "Channel", "enum": []any{"stable", "beta", "nightly"},
+							"enumNames": []any{"Stable", "Beta", "Nightly"}, "default": "stable"},
+						"regions": map[string]any{"type": "array", "title": "Regions", "minItems": 1, "maxItems": 2,
+							"items": map[string]any{"anyOf": []any{
+								map[string]any{"const": "eu", "title": "Europe"},
+								map[string]any{"const": "us", "title": "United States"},
+								map[string]any{"const": "ap", "title": "Asia Pacific"}}}},
+					},
+					"required": []any{"name"},
+				}})
+			if err != nil {
+				got <- "error: " + err.Error()
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil, nil //nolint:nilerr // the tool reports it
+			}
+			answer := res.Action
+			if res.Action == "accept" {
+				answer += " " + string(must(json.Marshal(res.Content)))
+			}
+			got <- answer
+			progress(3, "tagged")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the user said: " + answer}}}, nil, nil
+		})
+	mh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpSrv }, nil)
+	kb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+kbToken {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		mh.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		kb.CloseClientConnections() // a tool still waiting for an answer (a failed test) ends
+		kb.Close()
+	})
+
+	release := map[string]any{"name": "kb__release", "arguments": map[string]any{}}
+	harnesstest.AddAgent(t, st, "releaser", "default", harnesstest.AgentSpec{
+		"description": "Prepares releases.",
+		"model": harnesstest.Script(
+			map[string]any{"text": "I will prepare the release.", "tool_calls": []any{release}},
+			map[string]any{"text": "The release is tagged as you said."},
+			map[string]any{"tool_calls": []any{release}},
+			map[string]any{"text": "You declined, so nothing was tagged."}),
+		"mcp_servers": []any{map[string]any{"name": "kb", "url": kb.URL, "credential_env": "TF_TEST_WEB_KB_TOKEN"}},
+	})
+	// Each message's runner, wired as the harness's runnerFor wires it: the approvals
+	// gate both holds calls (Approver) and puts servers' questions to the user (Asker).
+	runnerFor := func(ctx context.Context, agent, user string) (*runner.Runner, error) {
+		a, err := agents.Load(ctx, st, agent)
+		if err != nil {
+			return nil, err
+		}
+		auth := a.Authority(nil, harnesstest.Owner)
+		m, err := a.NewModel(agents.ModelOptions{Credentials: auth})
+		if err != nil {
+			return nil, err
+		}
+		gate := &approvals.Gate{Store: st, Poll: 50 * time.Millisecond}
+		ts := mcptools.New(a.Spec.MCPServers, mcptools.Options{User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth,
+			Approver: gate, Asker: gate})
+		t.Cleanup(ts.Close)
+		return &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, MCP: ts}}, nil
+	}
+
+	token, hash, err := api.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateUser(ctx, "alice", false, hash); err != nil {
+		t.Fatal(err)
+	}
+	srv := api.New(api.Config{Store: st, Web: web.Handler(), Runner: runnerFor})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	})
+
+	x := newE2E(t, chrome, st, ts, token)
+	x.do("opening the page", desktop, chromedp.Navigate(x.base), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("login-submit")))
+	x.wait("the chat page", `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length === 1`, 10*time.Second)
+
+	x.pickAgent("releaser")
+	x.send("Tag the release.")
+	x.wait("the session in the address", `/^#\/s\/./.test(location.hash)`, 15*time.Second)
+	x.sid = eval[string](x, `decodeURIComponent(location.hash.slice(4))`)
+	const card = `.approval-card.ask-card[data-state="pending"]`
+	x.wait("the question's form", `document.querySelector('`+card+` form.ask-form')`, 20*time.Second)
+
+	// The call's progress: one line under the step, the latest report.
+	x.wait("the progress line at 2 of 3", `(p => p && p.querySelector('.sp-count').textContent === '2 / 3' && p.querySelector('progress').value === 2)(document.querySelector('.step[data-tool="kb__release"] ~ .step-progress'))`, 10*time.Second)
+	prog := eval[map[string]any](x, `({n: document.querySelectorAll('.step-progress').length, text: document.querySelector('.step-progress .sp-text').textContent})`)
+	if prog["n"] != float64(1) || prog["text"] != "waiting for your answer" {
+		t.Errorf("the progress shows %v, want one line with the latest report", prog)
+	}
+	x.cardShots("question-progress", `.step[data-tool="kb__release"]`, "start")
+
+	// The card: the question as text, the form as the schema says.
+	form := eval[map[string]any](x, `(c => ({
+		text: c.textContent, question: c.querySelector('.ask-question').innerText,
+		markup: c.querySelectorAll('.ask-question b, .ask-question img').length,
+		labels: [...c.querySelectorAll('.ask-label')].map(l => l.textContent),
+		help: c.querySelector('[data-field="name"] .ask-help').textContent,
+		nameRequired: c.querySelector('[data-field="name"] input').getAttribute('aria-required'),
+		replicas: [c.querySelector('[data-field="replicas"] input').value, c.querySelector('[data-field="replicas"] input').min, c.querySelector('[data-field="replicas"] input').max, c.querySelector('[data-field="replicas"] input').type],
+		notify: c.querySelector('[data-field="notify"] input').checked,
+		channel: c.querySelector('[data-field="channel"] select').selectedOptions[0].textContent,
+		channels: [...c.querySelectorAll('[data-field="channel"] option')].map(o => o.textContent),
+		regions: [...c.querySelectorAll('[data-field="regions"] .ask-opt')].map(o => o.textContent + (o.querySelector('input').checked ? '+' : '')),
+		left: c.querySelector('.ap-countdown').textContent,
+	}))(document.querySelector('`+card+`'))`)
+	for _, want := range []string{"MCP server kb asks:", kb.URL} {
+		if !strings.Contains(form["text"].(string), want) {
+			t.Errorf("the question card lacks %q: %q", want, form["text"])
+		}
+	}
+	if q := form["question"]; q != "Which release should I tag?\nThe build is <b>ready</b> <img src=x onerror=\"window.pwned=1\">" || form["markup"] != float64(0) {
+		t.Errorf("the question shows %q (%v elements of markup), want the server's text as text", q, form["markup"])
+	}
+	wantForm := map[string]any{
+		// In the order of the schema's properties as the harness passes them on (its
+		// MCP client reads the schema into a map: alphabetical).
+		"labels":       []any{"Channel", "Release name * (required)", "Notify the team", "Regions", "Replicas (a whole number, 1 to 5)"},
+		"help":         "The tag to create, e.g. v2.4",
+		"nameRequired": "true",
+		"replicas":     []any{"2", "1", "5", "number"},
+		"notify":       true,
+		"channel":      "Stable",
+		"channels":     []any{"(no answer)", "Stable", "Beta", "Nightly"},
+		"regions":      []any{"Europe", "United States", "Asia Pacific"},
+	}
+	for k, want := range wantForm {
+		if g, w := string(must(json.Marshal(form[k]))), string(must(json.Marshal(want))); g != w {
+			t.Errorf("the form's %s is %s, want %s", k, g, w)
+		}
+	}
+	if left := form["left"].(string); !strings.HasPrefix(left, "Answer within 9:") && !strings.HasPrefix(left, "Answer within 10:") {
+		t.Errorf("the countdown says %q, want about 10 minutes (approvals.ElicitTimeout)", left)
+	}
+
+	// Filled in with a number of replicas over the maximum: the server refuses it and
+	// says why, beside the form, which keeps what was typed.
+	f := func(field, sel string) chromedp.CSS {
+		return chromedp.CSS(card + ` [data-field="` + field + `"] ` + sel)
+	}
+	x.do("filling in the form",
+		chromedp.SendKeys(f("name", "input"), "v2.4 <b>rc</b>"),
+		chromedp.Evaluate[chromedp.Void](`(e => { e.select(); })(document.querySelector('`+card+` [data-field="replicas"] input'))`),
+		chromedp.SendKeys(f("replicas", "input"), "9"),
+		chromedp.Click(f("notify", "input")),
+		chromedp.SetValue(f("channel", "select"), "1"),
+		chromedp.Click(f("regions", `input[id$="-0"]`)),
+		chromedp.Click(f("regions", `input[id$="-2"]`)))
+	x.do("submitting", chromedp.Click(chromedp.CSS(card+` .ask-submit`)))
+	x.wait("the server's refusal beside the form", `(e => e && !e.hidden && e.textContent)(document.querySelector('.ask-card .ask-error'))`, 10*time.Second)
+	refusal := eval[map[string]any](x, `(c => ({error: c.querySelector('.ask-error').textContent, name: c.querySelector('[data-field="name"] input').value,
+		replicas: c.querySelector('[data-field="replicas"] input').value, bad: c.querySelector('[data-field="replicas"]').classList.contains('bad'),
+		enabled: !c.querySelector('.ask-submit').disabled}))(document.querySelector('`+card+`'))`)
+	if e := refusal["error"].(string); e != "Replicas: maximum: 9 is greater than 5" {
+		t.Errorf("the refusal says %q, want the server's message about replicas", e)
+	}
+	if refusal["name"] != "v2.4 <b>rc</b>" || refusal["replicas"] != "9" || refusal["bad"] != true || refusal["enabled"] != true {
+		t.Errorf("after the refusal the form is %v, want what was typed, replicas marked, Submit enabled", refusal)
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("the server got %q before a valid answer", a)
+	default:
+	}
+	x.cardShots("question", `.ask-card`, "start")
+
+	// Corrected and submitted: the server gets the answer typed as its schema says.
+	x.do("correcting replicas", chromedp.Evaluate[chromedp.Void](`(e => { e.select(); })(document.querySelector('`+card+` [data-field="replicas"] input'))`),
+		chromedp.SendKeys(f("replicas", "input"), "3"), chromedp.Focus(f("name", "input")), chromedp.KeyEvent("\r"))
+	select {
+	case a := <-got:
+		if want := `accept {"channel":"beta","name":"v2.4 \u003cb\u003erc\u003c/b\u003e","notify":false,"regions":["eu","ap"],"replicas":3}`; a != want {
+			t.Errorf("the server got %s\nwant %s", a, want)
+		}
+	case <-time.After(20 * time.Second):
+		x.fail("waiting for the server's answer", errors.New("none came"))
+	}
+	x.wait("the answered card", `document.querySelector('.ask-card[data-state="approved"] .ask-values') && !document.querySelector('.ask-card button')`, 10*time.Second)
+	x.wait("the tool result and the answer", `document.querySelector('.step.ok[data-tool="kb__release"]') && !document.querySelector('.step-progress') &&
+		[...document.querySelectorAll('.agent-text')].some(e => e.textContent.includes('tagged as you said'))`, 20*time.Second)
+	x.wait("the turn's end", `!document.getElementById('send').hidden && document.querySelector('.turn-meta')`, 20*time.Second)
+	answered := eval[map[string]any](x, `(c => ({outcome: c.querySelector('.ap-outcome-text').textContent,
+		values: [...c.querySelectorAll('.ask-values dt')].map(dt => dt.textContent + ': ' + dt.nextElementSibling.textContent)}))(document.querySelector('.ask-card'))`)
+	if !strings.HasPrefix(answered["outcome"].(string), "Answered by alice") {
+		t.Errorf("the answered card says %q", answered["outcome"])
+	}
+	if g, w := string(must(json.Marshal(answered["values"]))), `["Channel: Beta","Release name: v2.4 \u003cb\u003erc\u003c/b\u003e","Notify the team: No","Regions: Europe, Asia Pacific","Replicas: 3"]`; g != w {
+		t.Errorf("the answered card shows %s, want %s", g, w)
+	}
+	x.shot("question-answered-desktop", 1280, 800, false)
+
+	// A second question, declined.
+	x.send("Tag another one.")
+	x.wait("the second question", `document.querySelectorAll('.ask-card').length === 2 && document.querySelector('`+card+` .ask-decline')`, 20*time.Second)
+	x.do("declining", chromedp.Click(chromedp.CSS(card+` .ask-decline`)))
+	select {
+	case a := <-got:
+		if a != "decline" {
+			t.Errorf("the server got %q, want decline", a)
+		}
+	case <-time.After(20 * time.Second):
+		x.fail("waiting for the server's decline", errors.New("none came"))
+	}
+	x.wait("the declined card and the answer", `document.querySelector('.ask-card[data-state="denied"]') &&
+		[...document.querySelectorAll('.agent-text')].some(e => e.textContent.includes('You declined'))`, 20*time.Second)
+	if out := eval[string](x, `document.querySelectorAll('.ask-card')[1].querySelector('.ap-outcome').textContent`); !strings.HasPrefix(out, "Declined by alice") {
+		t.Errorf("the declined card says %q", out)
+	}
+
+	// Reopened, the chat draws both cards decided from the log, each once.
+	x.do("reloading", chromedp.Reload())
+	x.wait("the reopened chat", `document.querySelectorAll('.ask-card').length === 2 && document.querySelector('.ask-card[data-state="approved"] .ask-values dd') &&
+		document.querySelector('.ask-card[data-state="denied"]')`, 15*time.Second)
+	if n := eval[int](x, `document.querySelectorAll('.approval-card').length`); n != 2 {
+		t.Errorf("the reopened chat shows %d cards, want 2", n)
+	}
+	x.shot("question-declined-phone", 390, 844, false)
+	x.do("back to desktop", desktop)
+}
+
+// cardShots takes the first element matching sel at 1280×800 and 390×844 (light and
+// dark), scrolled into view (block: "start", "center" or "end").
+func (x *e2e) cardShots(prefix, sel, block string) {
+	x.t.Helper()
+	for _, s := range []struct {
+		name string
+		w, h int64
+		dark bool
+	}{{"-desktop", 1280, 800, false}, {"-desktop-dark", 1280, 800, true}, {"-phone", 390, 844, false}, {"-phone-dark", 390, 844, true}} {
+		x.do("resizing for "+prefix+s.name, viewport(s.w, s.h, s.dark), chromedp.Sleep(300*time.Millisecond),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector(`+jsString(sel)+`).scrollIntoView({block: `+jsString(block)+`})`))
+		buf, err := chromedp.Run(x.ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			x.fail("screenshot "+prefix+s.name, err)
+		}
+		p := filepath.Join(x.shots, prefix+s.name+".png")
+		if err := os.WriteFile(p, buf, 0o644); err != nil {
+			x.t.Fatal(err)
+		}
+		x.t.Logf("screenshot: %s", p)
+	}
+	x.do("back to desktop", desktop)
+}

@@ -1049,7 +1049,7 @@ function stepFor(id, name, rawArgs) {
     h('summary', h('span.step-icon', icon(TOOL_ICONS[name] || 'plug')), h('span.step-name', name || 'tool'), sum, status, icon('down', 'chev')),
     body);
   const wrap = h('div.step-wrap', el, mcp);
-  st = { id, name, args, el, wrap, status, body, mcp, mcpCount: 0, output: null };
+  st = { id, name, args, el, wrap, status, body, mcp, mcpCount: 0, output: null, progress: null };
   v.steps.set(id, st);
   v.lastStep = st;
   addToGroup(wrap);
@@ -1072,6 +1072,7 @@ function section(label, ...content) {
 }
 
 function liveOutput(stream, text, offset) {
+  if (stream === 'progress') return liveProgress(text);
   const st = state.view.lastStep;
   if (!st || !st.el.classList.contains('running')) return;
   if (!st.output) {
@@ -1083,8 +1084,52 @@ function liveOutput(stream, text, offset) {
   st.output.pre.textContent = Object.values(st.output.streams).map((b) => b.text).join('').slice(-20000);
 }
 
+// A long MCP call's progress ("progress" deltas, one line per notification of the
+// server: "kb__build: 2/3 step") is one line under its step, collapsed or not: a bar
+// (when the server says the total) and the latest line, replaced by each new one rather
+// than kept as a log. A delta at offset 0 (after a reconnect, or a committed event) may
+// bring several lines: the last one is the latest. The line goes when the step ends.
+const PROGRESS = /^(.*?): (-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?:\/(\d+(?:\.\d+)?(?:e[+-]?\d+)?))?(?: (.*))?$/;
+
+function liveProgress(text) {
+  const line = String(text).split('\n').map((l) => l.trim()).filter(Boolean).pop();
+  if (!line) return;
+  const m = PROGRESS.exec(line);
+  // The call's step: the running one of the tool the line names (a direct MCP call),
+  // else the latest running step (a Code Mode script's call).
+  let st = null;
+  for (const s of state.view.steps.values()) if (m && s.name === m[1] && s.el.classList.contains('running')) st = s;
+  if (!st) st = state.view.lastStep;
+  if (!st || !st.el.classList.contains('running')) return;
+  if (!st.progress) {
+    const bar = h('progress.sp-bar', { 'aria-label': `Progress of ${st.name || 'the call'}` });
+    st.progress = { el: h('div.step-progress', bar, h('span.sp-text'), h('span.sp-count')), bar };
+    st.wrap.insertBefore(st.progress.el, st.mcp);
+  }
+  const { el, bar } = st.progress;
+  const done = m ? Number(m[2]) : NaN;
+  const total = m && m[3] ? Number(m[3]) : NaN;
+  if (total > 0 && done >= 0) {
+    bar.max = total;
+    bar.value = Math.min(done, total);
+  } else {
+    bar.removeAttribute('value'); // indeterminate: the server gives no total
+  }
+  // The step names the tool already; a Code Mode script's call is named.
+  const what = m ? [m[1] === st.name ? '' : m[1], m[4]].filter(Boolean).join(' · ') || m[1] : line;
+  el.querySelector('.sp-text').textContent = clip(what, 200);
+  el.querySelector('.sp-count').textContent = m ? (m[3] ? `${m[2]} / ${m[3]}` : m[2]) : '';
+  el.title = line;
+}
+
+function endProgress(st) {
+  if (st.progress) st.progress.el.remove();
+  st.progress = null;
+}
+
 function finishStep(p) {
   const st = stepFor(p.id, p.name, '{}');
+  endProgress(st);
   const cancelled = p.is_error && /cancel/i.test(firstLine(p.text || ''));
   st.el.classList.remove('running');
   st.el.classList.add(cancelled ? 'stopped' : p.is_error ? 'error' : 'ok');
@@ -1104,6 +1149,7 @@ function finishStep(p) {
 function stopPendingSteps(why) {
   for (const st of state.view.steps.values()) {
     if (!st.el.classList.contains('running')) continue;
+    endProgress(st);
     st.el.classList.remove('running');
     st.el.classList.add('stopped');
     clear(st.status).append(icon('stop'), why);
@@ -1174,6 +1220,7 @@ function countdownText(deadline, now = Date.now()) {
 function approvalRequested(p, seq, mayDecide) {
   const v = state.view;
   if (!p.id || v.approvals.has(p.id)) return;
+  if (p.kind === 'elicitation') return questionAsked(p, seq, mayDecide);
   const code = p.kind === 'code';
   const deadline = Date.parse(p.deadline);
   const what = code ? `${p.language || 'code'} (${p.tool || 'code'})` : `${p.tool || '?'}${p.server ? ` on ${p.server}` : ''}`;
@@ -1292,6 +1339,7 @@ function outcomeText(d) {
 // decideCard turns a card into its outcome ({state, by, at, note}).
 function decideCard(card, d) {
   if (card.decided) return;
+  if (card.ask) return answeredCard(card, d);
   card.decided = true;
   const st = d.state || 'denied';
   card.el.dataset.state = st;
@@ -1315,6 +1363,7 @@ function tickCountdown(card) {
   const left = countdownText(card.deadline);
   const el = card.countdown.querySelector('.ap-left');
   if (!isFinite(card.deadline)) el.textContent = 'No deadline';
+  else if (card.ask) el.textContent = left ? `Answer within ${left}` : 'The deadline has passed; the server is told nobody answered';
   else el.textContent = left ? `Decide within ${left}` : 'The deadline has passed; the call will not be made';
   card.countdown.classList.toggle('late', !left);
   card.countdown.classList.toggle('soon', !!left && card.deadline - Date.now() < 60e3);
@@ -1324,6 +1373,370 @@ setInterval(() => {
   if (!state.view) return;
   for (const card of state.view.approvals.values()) if (!card.decided) tickCountdown(card);
 }, 1000);
+
+// Questions. An MCP server's question to the chat's user (MCP elicitation/create) is an
+// approval of kind "elicitation": a card with the question (text, never markup) and a
+// form the page builds from the server's flat JSON schema. Only the chat's own user may
+// answer (GET /approvals/{id} answers 200): Submit accepts with the answer typed as the
+// schema says (integers and numbers as numbers, booleans, arrays), Decline declines.
+// The server checks the answer; a 422 says what does not fit, beside the form, which
+// keeps what was typed. Anyone else reads whom the question waits for. The outcome
+// (answered, declined, expired, cancelled) replaces the form, with the answer given.
+
+const ASK_STATES = { pending: 'Waiting', approved: 'Answered', denied: 'Declined', expired: 'Expired', cancelled: 'Cancelled' };
+
+function askSchema(p) {
+  let s = p.schema;
+  if (typeof s === 'string') {
+    try {
+      s = JSON.parse(s);
+    } catch {
+      s = null;
+    }
+  }
+  return s && typeof s === 'object' && !Array.isArray(s) ? s : {};
+}
+
+// choices is the options of an enum schema: [{value, title}], or null.
+function choices(s) {
+  if (!s || typeof s !== 'object') return null;
+  if (Array.isArray(s.enum) && s.enum.length) {
+    return s.enum.map((v, i) => ({ value: v, title: Array.isArray(s.enumNames) && typeof s.enumNames[i] === 'string' ? s.enumNames[i] : String(v) }));
+  }
+  const alt = Array.isArray(s.oneOf) ? s.oneOf : Array.isArray(s.anyOf) ? s.anyOf : null;
+  if (alt && alt.length && alt.every((o) => o && typeof o === 'object' && 'const' in o)) {
+    return alt.map((o) => ({ value: o.const, title: typeof o.title === 'string' && o.title ? o.title : String(o.const) }));
+  }
+  return null;
+}
+
+// askFields reads the schema's properties: [{name, prop, label, help, required, options, multi}].
+function askFields(schema) {
+  const props = schema.properties && typeof schema.properties === 'object' ? schema.properties : {};
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  return Object.entries(props).map(([name, prop]) => {
+    prop = prop && typeof prop === 'object' ? prop : {};
+    const multi = prop.type === 'array';
+    return {
+      name, prop, multi, required: required.has(name),
+      label: typeof prop.title === 'string' && prop.title ? prop.title : name,
+      help: typeof prop.description === 'string' ? prop.description : '',
+      options: choices(multi ? prop.items : prop),
+    };
+  });
+}
+
+const sameValue = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+// localDateTime is an RFC 3339 time as a datetime-local input's value ('' if none).
+function localDateTime(v) {
+  const t = Date.parse(v);
+  if (!isFinite(t)) return '';
+  const d = new Date(t);
+  return new Date(t - d.getTimezoneOffset() * 60e3).toISOString().slice(0, 16);
+}
+
+// askInput is field f's input: {el, read, mark, focus}. read returns the typed value,
+// undefined for no answer, or throws a message.
+function askInput(f, id) {
+  const p = f.prop;
+  const helpId = f.help ? id + '-help' : null;
+  const star = f.required ? h('span.ask-req', { 'aria-hidden': 'true' }, ' *') : null;
+  const help = f.help ? h('p.ask-help', { id: helpId }, f.help) : null;
+  const wrap = (control, label) => h('div.ask-field', { dataset: { field: f.name } }, label, control, help);
+  const marker = (els, box) => (bad) => {
+    box.classList.toggle('bad', bad);
+    for (const e of els) e.setAttribute('aria-invalid', String(bad));
+  };
+  if (f.multi && f.options) {
+    const def = Array.isArray(p.default) ? p.default : [];
+    const boxes = f.options.map((o, j) => h('input', { type: 'checkbox', id: `${id}-${j}`, checked: def.some((d) => sameValue(d, o.value)) }));
+    const n = (k) => (typeof p[k] === 'number' ? p[k] : null);
+    const hint = n('minItems') !== null && n('maxItems') !== null ? `Choose ${n('minItems')} to ${n('maxItems')}.`
+      : n('minItems') ? `Choose at least ${n('minItems')}.` : n('maxItems') !== null ? `Choose at most ${n('maxItems')}.` : '';
+    const el = h('fieldset.ask-field.ask-multi', { dataset: { field: f.name }, 'aria-describedby': helpId },
+      h('legend.ask-label', f.label, star, f.required ? h('span.sr-only', ' (required)') : null),
+      h('div.ask-options', f.options.map((o, j) => h('label.ask-opt', { for: `${id}-${j}` }, boxes[j], h('span', o.title)))),
+      help, hint ? h('p.ask-help', hint) : null);
+    return {
+      el, focus: boxes[0], mark: marker(boxes, el),
+      read: () => {
+        const v = f.options.filter((o, j) => boxes[j].checked).map((o) => o.value);
+        return v.length || f.required ? v : undefined;
+      },
+    };
+  }
+  const attrs = { id, name: f.name, 'aria-describedby': helpId, 'aria-required': f.required ? 'true' : null, autocomplete: 'off' };
+  if (p.type === 'boolean') {
+    const box = h('input', { ...attrs, type: 'checkbox', checked: p.default === true });
+    const el = h('div.ask-field.ask-bool', { dataset: { field: f.name } }, h('label.ask-check', { for: id }, box, h('span.ask-label', f.label, star)), help);
+    return { el, focus: box, mark: marker([box], el), read: () => box.checked };
+  }
+  const label = h('label.ask-label', { for: id }, f.label, star, f.required ? h('span.sr-only', ' (required)') : null);
+  if (f.options) {
+    const i = f.options.findIndex((o) => 'default' in p && sameValue(o.value, p.default));
+    const sel = h('select.ask-input', attrs,
+      h('option', { value: '', selected: i < 0 }, f.required ? 'Choose…' : '(no answer)'),
+      f.options.map((o, j) => h('option', { value: String(j), selected: j === i }, o.title)));
+    const el = wrap(sel, label);
+    return { el, focus: sel, mark: marker([sel], el), read: () => (sel.value === '' ? undefined : f.options[Number(sel.value)].value) };
+  }
+  if (p.type === 'number' || p.type === 'integer') {
+    const int = p.type === 'integer';
+    const input = h('input.ask-input', { ...attrs, type: 'number', step: int ? 1 : 'any', inputmode: int ? 'numeric' : 'decimal',
+      min: typeof p.minimum === 'number' ? p.minimum : null, max: typeof p.maximum === 'number' ? p.maximum : null,
+      value: typeof p.default === 'number' ? p.default : null });
+    const range = typeof p.minimum === 'number' && typeof p.maximum === 'number' ? `${p.minimum} to ${p.maximum}`
+      : typeof p.minimum === 'number' ? `at least ${p.minimum}` : typeof p.maximum === 'number' ? `at most ${p.maximum}` : '';
+    const el = wrap(input, label);
+    if (range) el.querySelector('.ask-label').append(h('span.ask-range', ` (${int ? 'a whole number, ' : ''}${range})`));
+    return {
+      el, focus: input, mark: marker([input], el),
+      read: () => {
+        if (input.validity.badInput) throw new Error(`${f.label} must be a number.`);
+        return input.value.trim() === '' ? undefined : Number(input.value);
+      },
+    };
+  }
+  const type = { email: 'email', uri: 'url', date: 'date', 'date-time': 'datetime-local' }[p.format] || 'text';
+  let value = typeof p.default === 'string' ? p.default : null;
+  if (type === 'datetime-local' && value) value = localDateTime(value);
+  const input = h('input.ask-input', { ...attrs, type, value, maxlength: typeof p.maxLength === 'number' ? p.maxLength : null,
+    inputmode: type === 'email' ? 'email' : type === 'url' ? 'url' : null, spellcheck: type === 'text' ? null : 'false' });
+  const el = wrap(input, label);
+  return {
+    el, focus: input, mark: marker([input], el),
+    read: () => {
+      if (input.value === '') return undefined;
+      if (type === 'datetime-local') {
+        const t = Date.parse(input.value);
+        if (!isFinite(t)) throw new Error(`${f.label} is not a date and time.`);
+        return new Date(t).toISOString();
+      }
+      return input.value;
+    },
+  };
+}
+
+// questionAsked draws the card of an elicitation (see approvalRequested).
+function questionAsked(p, seq, mayDecide) {
+  const v = state.view;
+  const deadline = Date.parse(p.deadline);
+  const status = h('span.ap-state', icon('clock'), ASK_STATES.pending);
+  const countdown = h('span.ap-countdown', { role: 'timer', 'aria-live': 'off' }, icon('clock'), h('span.ap-left'));
+  const actions = h('div.ap-actions');
+  const fields = askFields(askSchema(p));
+  const body = h('div.ap-body',
+    h('p.ap-what.ask-what', h('span', 'MCP server ', h('code.ap-tool', p.tool || '?'), ' asks:'), p.server ? h('span.ap-server.ask-url', p.server) : null),
+    h('blockquote.ask-question', markdownPlain(p.reason || '(no question)')),
+    countdown,
+    actions);
+  const el = h('section.approval-card.ask-card', { tabindex: -1, dataset: { id: p.id, state: 'pending', kind: 'elicitation', toolCallId: p.tool_call_id || '' }, 'aria-label': `Question from ${p.tool || 'an MCP server'}` },
+    h('header.ap-head', h('span.ap-title', icon('ask'), 'Question'), status),
+    body);
+  const card = { id: p.id, p, el, status, countdown, actions, deadline, decided: false, busy: false, ask: true, fields };
+  v.approvals.set(p.id, card);
+  addToGroup(el);
+  const st = v.steps.get(p.tool_call_id);
+  if (st && st.el.classList.contains('running')) clear(st.status).append(icon('ask'), 'awaiting an answer');
+  tickCountdown(card);
+  if (mayDecide) return showAnswerForm(card);
+  actions.append(h('p.ap-waiting.muted', 'Checking whether you may answer…'));
+  const past = state.replayUpTo !== null && seq <= state.replayUpTo && isFinite(deadline) && deadline <= Date.now();
+  if (past) {
+    clear(actions).append(h('p.ap-waiting.muted', 'Waiting for the answer…'));
+    return;
+  }
+  api('GET', '/approvals/' + encodeURIComponent(p.id)).then(
+    (a) => {
+      if (card.decided) return;
+      if (a && a.state && a.state !== 'pending') return decideCard(card, { state: a.state, by: a.decided_by, at: a.decided_at, note: a.note, response: a.response, known: true });
+      if (a && a.schema) card.fields = askFields(askSchema(a));
+      showAnswerForm(card);
+    },
+    (e) => {
+      if (card.decided) return;
+      const owner = (state.session && state.session.owner) || 'the chat’s user';
+      clear(actions).append(h('p.ap-waiting', icon('clock'), h('span', e.status === 404
+        ? ['Waiting for ', h('strong', owner), ' to answer.', fields.length ? h('span.muted', ` It asks for ${fields.map((f) => f.label).join(', ')}.`) : null]
+        : `Could not tell whether you may answer: ${e.message}`)));
+    });
+}
+
+// showAnswerForm puts the question's form, Submit and Decline on the card.
+function showAnswerForm(card) {
+  const base = 'ask-' + card.id.replace(/[^\w-]/g, '');
+  card.inputs = card.fields.map((f, i) => ({ f, ...askInput(f, `${base}-${i}`) }));
+  const error = h('p.ask-error', { role: 'alert', id: base + '-error', hidden: true });
+  const submit = h('button.btn.primary.small.ask-submit', { type: 'submit', 'aria-label': `Submit your answer to ${card.p.tool || 'the server'}` }, icon('send'), 'Submit');
+  const decline = h('button.btn.danger-soft.small.ask-decline', { type: 'button', 'aria-label': `Decline to answer ${card.p.tool || 'the server'}`, onclick: () => answerQuestion(card, 'decline') }, icon('x'), 'Decline');
+  const form = h('form.ask-form', { novalidate: true, 'aria-label': 'Your answer', onsubmit: (ev) => {
+    ev.preventDefault();
+    answerQuestion(card, 'accept');
+  } },
+  card.inputs.length ? h('div.ask-fields', card.inputs.map((x) => x.el)) : h('p.muted.small', 'The server asks for no details: Submit says yes, Decline says no.'),
+  error,
+  h('div.ask-foot', card.inputs.some((x) => x.f.required) ? h('p.ask-legend', h('span.ask-req', '*'), ' required') : null,
+    h('div.ap-buttons', decline, submit)));
+  card.form = form;
+  card.error = error;
+  card.buttons = [submit, decline];
+  clear(card.actions).append(form);
+  card.el.classList.add('can-decide');
+}
+
+// askRefusal reads the server's 422 ("approval ID: the answer does not fit the
+// question's schema: validating root: validating /properties/NAME: maximum: 9/1 is
+// greater than 5.000000") as [the message the form shows, the field it names], the field
+// marked: "Replicas: maximum: 9 is greater than 5".
+function askRefusal(card, message) {
+  const m = /\/properties\/([^/:\s"]+): (.*)$/.exec(message);
+  let name = '';
+  if (m) {
+    try {
+      name = decodeURIComponent(m[1].replace(/~1/g, '/').replace(/~0/g, '~'));
+    } catch {
+      name = m[1];
+    }
+  }
+  const bad = card.inputs.find((x) => x.f.name === name);
+  if (!bad) return [message.replace(/^approval \S+: /, ''), null];
+  bad.mark(true);
+  const detail = m[2].replace(/\b(-?\d+)\/1\b/g, '$1').replace(/\b(\d+)\.0+\b/g, '$1').replace(/\b(\d+\.\d*?[1-9])0+\b/g, '$1');
+  return [`${bad.f.label}: ${detail}`, bad];
+}
+
+function askError(card, message, input) {
+  card.error.textContent = message;
+  card.error.hidden = !message;
+  if (input && input.focus) input.focus.focus();
+}
+
+async function answerQuestion(card, decision) {
+  if (card.busy || card.decided) return;
+  let body = { decision };
+  if (decision === 'accept') {
+    const content = {};
+    const missing = [];
+    for (const x of card.inputs) {
+      x.mark(false);
+      let v;
+      try {
+        v = x.read();
+      } catch (e) {
+        x.mark(true);
+        return askError(card, e.message, x);
+      }
+      if (v === undefined) {
+        if (x.f.required) missing.push(x);
+      } else content[x.f.name] = v;
+    }
+    if (missing.length) {
+      for (const x of missing) x.mark(true);
+      return askError(card, `Please answer ${missing.map((x) => x.f.label).join(', ')}.`, missing[0]);
+    }
+    body = { decision, content };
+  }
+  askError(card, '');
+  card.busy = true;
+  for (const b of card.buttons) b.disabled = true;
+  try {
+    const a = await api('POST', '/approvals/' + encodeURIComponent(card.id), body);
+    decideCard(card, { state: a.state, by: a.decided_by, at: a.decided_at, note: a.note, response: a.response, known: true });
+  } catch (e) {
+    if (e.status === 422) {
+      // What does not fit the schema, beside the form, which keeps what was typed; the
+      // field the message names (".../properties/NAME...") is marked.
+      askError(card, ...askRefusal(card, e.message));
+    } else if (e.status === 409) {
+      toast('This question was already answered.');
+      api('GET', '/approvals/' + encodeURIComponent(card.id)).then(
+        (a) => a && a.state !== 'pending' && decideCard(card, { state: a.state, by: a.decided_by, at: a.decided_at, note: a.note, response: a.response, known: true }),
+        () => {});
+    } else if (e.status === 404) {
+      toast('You may not answer this question any more.', 'error');
+      clear(card.actions).append(h('p.ap-waiting.muted', 'Waiting for the answer…'));
+    } else if (e.status !== 401) {
+      askError(card, e.message);
+    }
+  } finally {
+    card.busy = false;
+    if (!card.decided) for (const b of card.buttons) b.disabled = false;
+  }
+  refreshApprovalsSoon();
+}
+
+function askOutcomeText(d) {
+  switch (d.state) {
+    case 'approved':
+      return `Answered by ${d.by || 'someone'}`;
+    case 'denied':
+      return `Declined by ${d.by || 'someone'}`;
+    case 'expired':
+      return 'Expired: nobody answered before the deadline, so the server was told the question was cancelled';
+    case 'cancelled':
+      return 'Cancelled: the turn was cancelled while the question waited';
+    default:
+      return d.state || 'Answered';
+  }
+}
+
+// answeredCard turns a question's card into its outcome ({state, by, at, response?});
+// an accepted one shows the answer, which GET /approvals/{id} has for the chat's user.
+function answeredCard(card, d) {
+  card.decided = true;
+  const st = d.state || 'denied';
+  card.el.dataset.state = st;
+  card.el.classList.remove('can-decide');
+  clear(card.status).append(icon(APPROVAL_ICONS[st] || 'info'), ASK_STATES[st] || st);
+  card.countdown.remove();
+  const focused = card.el.contains(document.activeElement);
+  const answer = h('div.ask-answer');
+  clear(card.actions).append(h('div.ap-outcome', { role: 'status' },
+    icon(APPROVAL_ICONS[st] || 'info'),
+    h('div',
+      h('p.ap-outcome-text', askOutcomeText(d), d.at && (st === 'approved' || st === 'denied') ? h('time', { datetime: d.at, title: fullTime(d.at) }, ` · ${relTime(d.at)}`) : null),
+      st === 'approved' ? answer : null)));
+  if (focused) card.el.focus({ preventScroll: true });
+  const s = state.view.steps.get(card.p.tool_call_id);
+  if (s && s.el.classList.contains('running')) clear(s.status).append(h('span.spinner', { 'aria-hidden': 'true' }), 'running');
+  if (st !== 'approved') return;
+  if (d.known) return showAnswer(card, answer, d.response);
+  api('GET', '/approvals/' + encodeURIComponent(card.id)).then(
+    (a) => showAnswer(card, answer, a && a.response),
+    () => answer.append(h('p.muted.small', 'Only the chat’s user sees the answer.')));
+}
+
+// showAnswer lists an accepted answer read-only: each field's label and value (an
+// option's title, Yes or No, a list), in the schema's order.
+function showAnswer(card, box, response) {
+  let r = response;
+  if (typeof r === 'string') {
+    try {
+      r = JSON.parse(r);
+    } catch {
+      r = null;
+    }
+  }
+  clear(box);
+  if (!r || typeof r !== 'object' || !Object.keys(r).length) {
+    box.append(h('p.muted.small', 'No details.'));
+    return;
+  }
+  const fields = card.fields.length ? card.fields : askFields(askSchema(card.p));
+  const titleOf = (f, v) => {
+    const o = f && f.options && f.options.find((x) => sameValue(x.value, v));
+    if (o) return o.title;
+    if (typeof v === 'boolean') return v ? 'Yes' : 'No';
+    return typeof v === 'string' ? v : JSON.stringify(v);
+  };
+  const known = fields.filter((f) => f.name in r);
+  const rest = Object.keys(r).filter((k) => !fields.some((f) => f.name === k)).map((k) => ({ name: k, label: k }));
+  box.append(h('dl.ask-values', [...known, ...rest].flatMap((f) => {
+    const v = r[f.name];
+    return [h('dt', f.label), h('dd', Array.isArray(v) ? (v.length ? v.map((x) => titleOf(f, x)).join(', ') : '(none)') : titleOf(f, v))];
+  })));
+}
 
 // approvalTag says who decided a Code Mode script's MCP call.
 function approvalTag(a) {
@@ -1345,11 +1758,16 @@ async function refreshApprovals() {
   }
   approvalsReadAt = Date.now();
   renderApprovalsBadge();
-  // The open chat's waiting calls get their cards now, even before the stream brings
-  // their approval_requested (which a run in this process sends with its next event).
+  // A fallback for a stream that has not brought an open chat's waiting call (the
+  // stream sends approval_requested at once; a run on another replica reaches it by
+  // polling): a card after a few seconds, once the log's history has been drawn, so it
+  // never lands before the events it follows. A card is drawn once per id: the event
+  // that comes later finds it.
   if (!state.session || state.session.id !== sid || !state.view) return;
+  if (state.replayUpTo !== null && state.lastSeq < state.replayUpTo) return;
   for (const a of state.approvals) {
-    if (a.session_id === sid && !state.view.approvals.has(a.id)) approvalRequested(a, undefined, true);
+    const age = Date.now() - Date.parse(a.created_at);
+    if (a.session_id === sid && !state.view.approvals.has(a.id) && age > 4000) approvalRequested(a, undefined, true);
   }
 }
 
@@ -1392,14 +1810,16 @@ function closeApprovals() {
 
 function renderApprovalsPanel() {
   const panel = clear($('approvals-panel'));
-  panel.append(h('div.files-head', h('strong', 'Waiting for your approval'), h('button.icon-btn', { type: 'button', 'aria-label': 'Close', onclick: closeApprovals }, icon('x'))));
+  panel.append(h('div.files-head', h('strong', 'Waiting for you'), h('button.icon-btn', { type: 'button', 'aria-label': 'Close', onclick: closeApprovals }, icon('x'))));
   const list = otherApprovals();
   if (!list.length) panel.append(h('p.muted.small', 'Nothing waits for you.'));
   const ul = h('ul.ap-list');
   for (const a of list) {
     const left = countdownText(Date.parse(a.deadline));
     ul.append(h('li', h('a.ap-item', { href: '#/s/' + encodeURIComponent(a.session_id), dataset: { id: a.id, session: a.session_id }, onclick: closeApprovals },
-      h('span.ap-item-title', icon(a.kind === 'code' ? 'code' : 'plug'), h('code', a.kind === 'code' ? a.language || 'code' : a.tool || '?'), h('span.ap-item-agent', `${a.agent || ''}${a.user ? ` · ${a.user}` : ''}`)),
+      h('span.ap-item-title', icon({ code: 'code', elicitation: 'ask' }[a.kind] || 'plug'),
+        a.kind === 'elicitation' ? h('span.ap-item-kind', 'Question from') : null,
+        h('code', a.kind === 'code' ? a.language || 'code' : a.tool || '?'), h('span.ap-item-agent', `${a.agent || ''}${a.user ? ` · ${a.user}` : ''}`)),
       a.reason ? h('span.ap-item-reason', clip(a.reason, 140)) : null,
       h('span.ap-item-left', icon('clock'), left ? `${left} left` : 'deadline passed'))));
   }
