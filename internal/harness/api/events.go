@@ -117,8 +117,10 @@ func (h *hub) emit(runID string, e runner.Event) {
 	defer h.mu.Unlock()
 	if !e.Partial {
 		h.live, h.runID, h.lastSeq = true, runID, e.Seq
-		clear(h.pending)
-		clear(h.offsets)
+		if !midStep(e.Kind) {
+			clear(h.pending)
+			clear(h.offsets)
+		}
 		h.send(hubMsg{kind: msgCommit, seq: e.Seq, runID: runID})
 		return
 	}
@@ -133,6 +135,14 @@ func (h *hub) emit(runID string, e runner.Event) {
 		b.WriteString(e.Delta)
 	}
 	h.send(hubMsg{kind: msgDelta, stream: e.Stream, text: e.Delta, offset: off, runID: runID})
+}
+
+// midStep reports whether an event of kind is recorded while a step runs, without
+// ending it: an approval the running call waits for. The step's output so far (a
+// script's prints before its call waits) then goes on from where it was, rather than
+// starting afresh at offset 0.
+func midStep(kind string) bool {
+	return kind == events.KindApprovalRequested || kind == events.KindApprovalDecided
 }
 
 // end: the run is over (its run_finished was emitted).
