@@ -4,7 +4,8 @@
 # Terraform-compatible CLI; with --tests (scripts/test.sh), PostgreSQL's server binaries
 # too, for the tests of a shared control plane, jq for the CI drift script, and chromium
 # for the web page's end-to-end test, and Node.js with npm for the MCP reference server
-# the MCP client's tests talk to. Safe to run again: it installs only what is missing.
+# the MCP client's tests talk to, and ClamAV's daemon for the malware scanner's tests.
+# Safe to run again: it installs only what is missing.
 # Run as an ordinary user, it installs nothing: it names what is missing and exits 1.
 set -euo pipefail
 # have TOOL: TOOL is on PATH or in a system directory. Debian keeps tools such as
@@ -33,6 +34,7 @@ have_postgres() {
 	compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
 }
 pg_needed=0
+clamd_needed=0
 if [[ ${1:-} == --tests ]]; then
 	have_postgres || { need+=(postgresql); pg_needed=1; }
 	have jq || need+=(jq) # scripts/ci-drift.sh, which the CI drift test runs
@@ -41,6 +43,9 @@ if [[ ${1:-} == --tests ]]; then
 	# (internal/everythingtest): node runs it, npm installs it (scripts/ensure-server-everything.sh).
 	have node || need+=(nodejs)
 	have npm || need+=(npm)
+	# ClamAV's daemon, for the malware scanner's tests: they start a throwaway clamd with a
+	# signature database of their own (internal/clamtest). freshclam is never run.
+	have clamd || { need+=(clamav-daemon); clamd_needed=1; }
 fi
 if ((${#need[@]})); then
 	if [[ $(id -u) -ne 0 ]]; then
@@ -54,8 +59,20 @@ if ((${#need[@]})); then
 		mkdir -p /etc/postgresql-common/createcluster.d
 		echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/trueforge.conf
 	fi
+	# clamav-daemon and clamav-freshclam start their services on install, and freshclam
+	# would try to download the real signature databases: a policy-rc.d that denies every
+	# start (Docker images have one already) keeps the maintainer scripts from starting them.
+	if ((clamd_needed)) && [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+	fi
 	apt-get update -qq >&2
 	apt-get install -y -qq "${need[@]}" >&2
+	if ((clamd_needed)) && [[ -d /run/systemd/system ]]; then
+		# Nor left enabled to start at the next boot.
+		systemctl disable --now clamav-daemon.socket clamav-daemon.service clamav-freshclam.service >&2 || true
+	fi
 fi
 # As root the local backend maps sandboxes and builds to subordinate ids of a system
 # account, never to host root (internal/sandbox/local/subids.go): create them once.

@@ -33,6 +33,8 @@ fi
 export TRUEFORGE_REQUIRE_POSTGRES=1
 # Likewise chromium, for the web page's end-to-end test (internal/harness/api/web).
 export TRUEFORGE_REQUIRE_BROWSER=1
+# Likewise clamd, for the malware scanner's tests (internal/clamtest starts throwaway ones).
+export TRUEFORGE_REQUIRE_CLAMD=1
 # Likewise the MCP reference server "everything" (internal/everythingtest), which runs on
 # the node that deps.sh installed: installed into the tool cache once, from the npm registry.
 TRUEFORGE_SERVER_EVERYTHING="$(scripts/ensure-server-everything.sh)"
