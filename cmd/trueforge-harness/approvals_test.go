@@ -1,35 +1,26 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/approvals"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
-// syncBuffer is an output the prompter and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// askStore is a fresh control plane with alice's session s-ask.
+func askStore(t *testing.T) *store.Store {
+	t.Helper()
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "db.sqlite"))
+	if err := st.CreateSession(context.Background(), store.Session{ID: "s-ask", Agent: "pr-bot", Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // chat asks its user about a call of the session that waits for them, and the next line
@@ -38,10 +29,7 @@ func (s *syncBuffer) String() string {
 func TestChatAsksForApprovals(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st := storetest.Open(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	if err := st.CreateSession(ctx, store.Session{ID: "s-ask", Agent: "pr-bot", Owner: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	st := askStore(t)
 	mine := store.Approval{ID: approvals.NewID(), SessionID: "s-ask", User: "alice", Agent: "pr-bot", Kind: store.ApprovalKindMCPCall,
 		Server: "https://git.example", Tool: "create_pull_request", Arguments: `{"title":"Fix \u001b[31m"}`, Rule: 0,
 		Reason: "pull requests need a person", Approvers: []string{"$caller"}, Deadline: time.Now().Add(time.Minute)}
@@ -54,7 +42,7 @@ func TestChatAsksForApprovals(t *testing.T) {
 	}
 	lines := make(chan string, 1)
 	lines <- "n not on Fridays"
-	out := &syncBuffer{}
+	out := &sandboxtest.SyncBuffer{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -109,7 +97,7 @@ func question(t *testing.T, st *store.Store) store.Approval {
 }
 
 // waitDecided waits until approval id is no longer pending.
-func waitDecided(t *testing.T, st *store.Store, id string, out *syncBuffer) store.Approval {
+func waitDecided(t *testing.T, st *store.Store, id string, out *sandboxtest.SyncBuffer) store.Approval {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -132,15 +120,12 @@ func waitDecided(t *testing.T, st *store.Store, id string, out *syncBuffer) stor
 func TestChatAnswersAQuestion(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st := storetest.Open(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	if err := st.CreateSession(ctx, store.Session{ID: "s-ask", Agent: "pr-bot", Owner: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	st := askStore(t)
 	a := question(t, st)
 	lines := make(chan string, 2)
 	lines <- "v1.2"
 	lines <- ""
-	out := &syncBuffer{}
+	out := &sandboxtest.SyncBuffer{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -162,12 +147,9 @@ func TestChatAnswersAQuestion(t *testing.T) {
 func TestRunDeclinesQuestions(t *testing.T) {
 	for _, yes := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		st := storetest.Open(t, filepath.Join(t.TempDir(), "db.sqlite"))
-		if err := st.CreateSession(ctx, store.Session{ID: "s-ask", Agent: "pr-bot", Owner: "alice"}); err != nil {
-			t.Fatal(err)
-		}
+		st := askStore(t)
 		a := question(t, st)
-		out := &syncBuffer{}
+		out := &sandboxtest.SyncBuffer{}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -183,17 +165,14 @@ func TestRunDeclinesQuestions(t *testing.T) {
 	// With a default for every required field, --yes accepts the defaults.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st := storetest.Open(t, filepath.Join(t.TempDir(), "db.sqlite"))
-	if err := st.CreateSession(ctx, store.Session{ID: "s-ask", Agent: "pr-bot", Owner: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	st := askStore(t)
 	a := question(t, st)
 	b := a
 	b.ID, b.Schema = approvals.NewID(), `{"type":"object","properties":{"name":{"type":"string","default":"latest"}},"required":["name"]}`
 	if err := st.CreateApproval(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out := &sandboxtest.SyncBuffer{}
 	go answerQuestions(ctx, st, "alice", "s-ask", true, out)
 	if got := waitDecided(t, st, b.ID, out); got.State != store.ApprovalApproved || got.Response != `{"name":"latest"}` {
 		t.Fatalf("--yes with defaults: %+v", got)

@@ -22,6 +22,35 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// gated is a real MCP server on loopback, a control plane on db ("postgres", else
+// SQLite), and two toolsets of alice's agent on the server: one without a policy, and
+// one governed by policyText (its approvals and budgets in the control plane).
+func gated(tb testing.TB, db, policyText string) (*store.Store, *mcptools.Toolset, *mcptools.Toolset) {
+	tb.Helper()
+	url := filepath.Join(tb.TempDir(), "db.sqlite")
+	if db == "postgres" {
+		url = pgtest.Get(tb).Database(tb)
+	}
+	st := storetest.Open(tb, url)
+	path := filepath.Join(tb.TempDir(), "policy.json")
+	if err := os.WriteFile(path, []byte(policyText), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	pol, err := policy.Load(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(requireToken(mcpHandler()))
+	tb.Cleanup(srv.Close)
+	servers := []agents.MCPServer{{Name: "kb", URL: srv.URL, CredentialEnv: "TF_TEST_MCP_TOKEN"}}
+	plain := mcptools.New(servers, mcptools.Options{Getenv: getenv, Credentials: operator, User: "alice", Owner: "ops", Agent: "bench"})
+	tb.Cleanup(plain.Close)
+	governed := mcptools.New(servers, mcptools.Options{Getenv: getenv, Credentials: operator, User: "alice", Owner: "ops", Agent: "bench",
+		Policy: pol, Approver: &approvals.Gate{Store: st}, Budgets: &budgets.Meter{Store: st, Policy: pol}})
+	tb.Cleanup(governed.Close)
+	return st, plain, governed
+}
+
 // gatePolicy holds pull requests for approval (a rule this call does not match, so the
 // call is decided past it) and counts every call against a per-user daily budget: the
 // work a call that needs no approval pays for approvals and budgets.
@@ -46,33 +75,13 @@ const gatePolicy = `{
 func BenchmarkGate(b *testing.B) {
 	for _, db := range []string{"sqlite", "postgres", "no-budget"} {
 		b.Run(db, func(b *testing.B) {
-			url := filepath.Join(b.TempDir(), "db.sqlite")
-			if db == "postgres" {
-				url = pgtest.Get(b).Database(b)
-			}
-			st := storetest.Open(b, url)
 			text := gatePolicy
 			if db == "no-budget" {
 				// The policy's rules alone (the approve rule this call does not
 				// match): what the gate costs a call that no budget counts.
 				text = strings.Replace(gatePolicy, `"calls": 100000000`, `"calls": 100000000, "tools": ["create_pull_request"]`, 1)
 			}
-			path := filepath.Join(b.TempDir(), "policy.json")
-			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-				b.Fatal(err)
-			}
-			pol, err := policy.Load(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			srv := httptest.NewServer(requireToken(mcpHandler()))
-			defer srv.Close()
-			servers := []agents.MCPServer{{Name: "kb", URL: srv.URL, CredentialEnv: "TF_TEST_MCP_TOKEN"}}
-			plain := mcptools.New(servers, mcptools.Options{Getenv: getenv, Credentials: operator, User: "alice", Owner: "ops", Agent: "bench"})
-			defer plain.Close()
-			governed := mcptools.New(servers, mcptools.Options{Getenv: getenv, Credentials: operator, User: "alice", Owner: "ops", Agent: "bench",
-				Policy: pol, Approver: &approvals.Gate{Store: st}, Budgets: &budgets.Meter{Store: st, Policy: pol}})
-			defer governed.Close()
+			st, plain, governed := gated(b, db, text)
 			ctx := context.Background()
 			args := map[string]any{"q": "x"}
 			call := func(ts *mcptools.Toolset) time.Duration {
@@ -126,25 +135,7 @@ func BenchmarkGate(b *testing.B) {
 func TestGateChargesOneStatementPerCall(t *testing.T) {
 	for _, db := range []string{"sqlite", "postgres"} {
 		t.Run(db, func(t *testing.T) {
-			url := filepath.Join(t.TempDir(), "db.sqlite")
-			if db == "postgres" {
-				url = pgtest.Get(t).Database(t)
-			}
-			st := storetest.Open(t, url)
-			path := filepath.Join(t.TempDir(), "policy.json")
-			if err := os.WriteFile(path, []byte(gatePolicy), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			pol, err := policy.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(requireToken(mcpHandler()))
-			defer srv.Close()
-			ts := mcptools.New([]agents.MCPServer{{Name: "kb", URL: srv.URL, CredentialEnv: "TF_TEST_MCP_TOKEN"}},
-				mcptools.Options{Getenv: getenv, Credentials: operator, User: "alice", Owner: "ops", Agent: "bench",
-					Policy: pol, Approver: &approvals.Gate{Store: st}, Budgets: &budgets.Meter{Store: st, Policy: pol}})
-			defer ts.Close()
+			st, _, ts := gated(t, db, gatePolicy)
 			ctx := context.Background()
 			ts.Descriptors(ctx)
 			before := st.Queries()
