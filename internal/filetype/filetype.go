@@ -141,17 +141,17 @@ func Mismatch(name, kind string) string {
 }
 
 // ZipExecutables lists the entries of a zip archive whose content is an executable (by
-// its first bytes, not its name), at most max of them; an archive that cannot be read
+// its first bytes, not its name), at most limit of them; an archive that cannot be read
 // lists none. Only zip is read in place: the other archive formats are one stream that
 // would have to be decompressed whole.
-func ZipExecutables(content []byte, max int) []string {
+func ZipExecutables(content []byte, limit int) []string {
 	r, err := zip.NewReader(bytes.NewReader(content), int64(len(content)))
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, f := range r.File {
-		if len(out) >= max {
+		if len(out) >= limit {
 			break
 		}
 		if f.FileInfo().IsDir() {
