@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -51,6 +53,10 @@ func newFilesCmd(g *globals) *cobra.Command {
 	addOutputFlag(list, &listOut, "")
 	var dest, oldDest string
 	get := g.sessionCmd("get SESSION PATH [--dest FILE]", "Download an offered file (digest re-checked), else read it from the session's sandbox", 2, func(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, args []string) error {
+		scanner, err := g.malwareScanner()
+		if err != nil {
+			return err
+		}
 		var data []byte
 		// Offers are recorded under the cleaned path: look it up the same way, or
 		// "./out.txt" would miss the offer (and its digest and expiry checks) and
@@ -59,6 +65,9 @@ func newFilesCmd(g *globals) *cobra.Command {
 		switch {
 		case err == nil:
 			if _, err := sessions.CheckOffer(a, time.Now(), 0); err != nil {
+				return err
+			}
+			if err := checkScan(ctx, cmd, h, s, scanner, a.Path, true, a.SHA256, a.Content); err != nil {
 				return err
 			}
 			data = a.Content
@@ -74,6 +83,10 @@ func newFilesCmd(g *globals) *cobra.Command {
 			}
 			if data, err = rt.ReadFile(ctx, rec.SandboxID, args[1], 0); err != nil {
 				return fmt.Errorf("%s was not offered for download, and reading it from sandbox %s (%s) failed: %w", args[1], rec.SandboxID, rec.State, err)
+			}
+			sum := sha256.Sum256(data)
+			if err := checkScan(ctx, cmd, h, s, scanner, args[1], false, hex.EncodeToString(sum[:]), data); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s: read from sandbox %s (not an offered artifact: no recorded digest)\n", args[1], rec.SandboxID)
 		default:
@@ -101,4 +114,28 @@ func newFilesCmd(g *globals) *cobra.Command {
 	_ = get.Flags().MarkHidden("output")
 	cmd.AddCommand(list, get)
 	return cmd
+}
+
+// checkScan scans a file before it is handed out when --scanner is set
+// (sessions.CheckScan), as the API does: a positive verdict refuses it and is recorded in
+// the session's log (once per digest); a scanner without a verdict refuses it unless
+// --scanner-fail-open, which hands it out with a warning.
+func checkScan(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, sc sessions.Scanner, p string, offered bool, sum string, data []byte) error {
+	v, err := sessions.CheckScan(ctx, h.store, sc, h.g.scannerFailOpen, sum, data)
+	switch {
+	case errors.Is(err, sessions.ErrMalware):
+		if err := sessions.RecordMalware(ctx, h.store, s.ID, p, offered, v); err != nil {
+			h.logger.Error("recording malware_found", "session", s.ID, "path", p, "err", err)
+		}
+		return fmt.Errorf("%s was blocked: the malware scanner found %s (%s)", termsafe.Line(p), v.Signature, v.Scanner)
+	case errors.Is(err, sessions.ErrScanUnavailable):
+		return fmt.Errorf("%s was not handed out: it could not be scanned for malware (%w); --scanner-fail-open hands files out unscanned", termsafe.Line(p), err)
+	case err != nil:
+		return err
+	case sc != nil && v.Scanner == "":
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s was not scanned for malware: the scanner gave no verdict and --scanner-fail-open is set\n", termsafe.Line(p))
+	case sc != nil:
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: scanned clean (%s)\n", termsafe.Line(p), v.Scanner)
+	}
+	return nil
 }

@@ -42,6 +42,8 @@ func TestPrintExistingLogs(t *testing.T) {
 			"[approval] WAITING apr_1: create_pull_request on https://api.githubcopilot.com/mcp needs approval by $caller, lead-* before 2026-12-07T13:10:00Z",
 			"rule 0: pull requests need a person", `arguments: {"title":"Fix"}`, "decide: trueforge-harness approvals approve|deny apr_1 [--note TEXT]"},
 		"approval decided by an approver": {"[approval] APPROVED apr_1 by lead-ana: looks right"},
+		"malware found in an offered file": {"[malware] BLOCKED dist/tool.exe (sha256 275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f): " +
+			"Eicar-Signature found by ClamAV 1.4.6/27530/Tue Jan 13 09:25:45 2026"},
 		"lost, found gone (state/reason)": {"[sandbox] LOST tf-s-1-1 (was stopped): the backend no longer has it"},
 		"lost, seen by a call (status/cause)": {
 			"[sandbox] LOST tf-s-1-1 (was running; backend: gone): exec failed: sandbox tf-s-1-1 is lost",

@@ -29,6 +29,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sandboxnet"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/scan"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -40,6 +41,24 @@ type globals struct {
 	policyFile  string
 	// credentialsFile is the operator's credentials file (--credentials).
 	credentialsFile string
+	// scanner is the operator's malware scanner (--scanner, scan.Parse's unix:PATH or
+	// tcp:HOST:PORT; "" scans nothing), and scannerFailOpen lets downloads go on
+	// unscanned when it gives no verdict.
+	scanner         string
+	scannerFailOpen bool
+}
+
+// malwareScanner is the scanner --scanner names, nil when none; a value scan.Parse
+// refuses is a usage error naming the flag.
+func (g *globals) malwareScanner() (sessions.Scanner, error) {
+	if g.scanner == "" {
+		return nil, nil
+	}
+	c, err := scan.Parse(g.scanner)
+	if err != nil {
+		return nil, usageErrorf("--scanner %q: %v (want unix:/run/clamav/clamd.ctl or tcp:127.0.0.1:3310)", g.scanner, err)
+	}
+	return &c, nil
 }
 
 func newRootCmd() *cobra.Command {
@@ -62,6 +81,12 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.credentialsFile, "credentials", os.Getenv("TRUEFORGE_CREDENTIALS"),
 		"the operator's credentials, a JSON file: each credential's variable, the origins it may go to and the owners whose agents may use it (default $TRUEFORGE_CREDENTIALS; "+
 			"none: on SQLite your own agents may name your variables, on PostgreSQL no credential is sent); see docs/guides/running-agents.md")
+	root.PersistentFlags().StringVar(&g.scanner, "scanner", os.Getenv("TRUEFORGE_SCANNER"),
+		"the malware scanner that every file is scanned with before its first download, once per digest: ClamAV's clamd at unix:PATH or tcp:HOST:PORT "+
+			"(default $TRUEFORGE_SCANNER; none: downloads are not scanned); see docs/guides/running-agents.md")
+	root.PersistentFlags().BoolVar(&g.scannerFailOpen, "scanner-fail-open", os.Getenv("TRUEFORGE_SCANNER_FAIL_OPEN") == "1",
+		"when the --scanner gives no verdict (down, too slow, a file too large for it), hand the file out unscanned, logged, instead of refusing it "+
+			"(default: refuse; $TRUEFORGE_SCANNER_FAIL_OPEN=1 sets it)")
 	root.AddCommand(newRunCmd(g), newApprovalsCmd(g), newBudgetsCmd(g), newChatCmd(g), newAgentsCmd(g), newEnvironmentsCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newSnapshotsCmd(g),
 		newServeCmd(g), newUsersCmd(g), newDBCmd(g), newVersionCmd())
 	markUsageErrors(root)

@@ -146,6 +146,10 @@ func isLoopback(host string) bool {
 // no new connections, the runs it started cancelled and waited for, open event streams
 // ended once those runs' last events went out.
 func (h *harness) serveHTTP(ctx context.Context, out io.Writer, sf serveFlags) (func(), error) {
+	scanner, err := h.g.malwareScanner()
+	if err != nil {
+		return nil, err
+	}
 	srv := api.New(api.Config{
 		Store: h.store, Sandboxes: h.manager, Runtimes: h.runtimes, Logger: h.logger,
 		Runner: func(ctx context.Context, agent, user string) (*runner.Runner, error) {
@@ -155,6 +159,7 @@ func (h *harness) serveHTTP(ctx context.Context, out io.Writer, sf serveFlags) (
 		Web:           web.Handler(),
 		MetricsPublic: sf.metricsPublic,
 		SecureCookies: sf.insecureListen || sf.tlsCert != "",
+		Scanner:       scanner, ScannerFailOpen: h.g.scannerFailOpen,
 	})
 	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {

@@ -381,6 +381,7 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationVolumeSize,          // 15: volume_size.go
 	migrationPackageIndexOwners,  // 16: package_index_owners.go
 	migrationGovernance,          // 17: approvals.go (approvals, budget counters)
+	migrationScanVerdicts,        // 18: scan_verdicts.go
 }
 
 // secretsOwned is the condition of migration 8's policies on secrets: the secret's

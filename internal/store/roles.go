@@ -35,9 +35,10 @@ var (
 		"volumes", "registries"}
 	// runtimeTables are the harness's: sessions and what hangs off them, the API's
 	// users, their logins and the admin audit log, and the approvals and budget
-	// counters of the harness's calls. Teams have no access at all.
+	// counters of the harness's calls, and the malware scanner's verdicts on downloads.
+	// Teams have no access at all.
 	runtimeTables = []string{"sessions", "session_events", "session_runs", "session_sandboxes", "artifacts", "tool_outputs", "sandbox_egress", "leases",
-		"users", "user_logins", "admin_audit", "approvals", "budget_usage"}
+		"users", "user_logins", "admin_audit", "approvals", "budget_usage", "scan_verdicts"}
 	// sharedTables are read and written by both kinds: the plane's settings (the
 	// secret key's check value is stored by whoever seals first).
 	sharedTables = []string{"control_plane"}

@@ -57,6 +57,8 @@ const (
 	CodeNotRegular       = "not_regular_file"
 	CodeNoSandbox        = "no_sandbox"
 	CodeSandboxArchived  = "sandbox_archived"
+	CodeMalware          = "malware"
+	CodeScannerDown      = "scanner_unavailable"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
 )

@@ -265,9 +265,42 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) erro
 	case err != nil:
 		return err
 	}
-	s.sendFile(w, p, a.Content, sum, provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID,
-		sourceEvent: a.SourceEvent, expires: a.ExpiresAt})
+	prov := provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID, sourceEvent: a.SourceEvent, expires: a.ExpiresAt}
+	if prov.scan, err = s.checkScan(r, ss, p, true, a.SHA256, a.Content); err != nil {
+		return err
+	}
+	s.sendFile(w, p, a.Content, sum, prov)
 	return nil
+}
+
+// checkScan scans content (whose sha256 is sum) before its download when a scanner is
+// configured (sessions.CheckScan), and answers how the download headers describe the
+// verdict ("" when nothing was scanned). A positive verdict is 403 malware, recorded in
+// the session's log (once per digest); a scanner without a verdict is 503
+// scanner_unavailable, or with ScannerFailOpen a download that goes on, logged.
+func (s *Server) checkScan(r *http.Request, ss store.Session, p string, offered bool, sum string, content []byte) (string, error) {
+	ctx := r.Context()
+	v, err := sessions.CheckScan(ctx, s.cfg.Store, s.cfg.Scanner, s.cfg.ScannerFailOpen, sum, content)
+	switch {
+	case errors.Is(err, sessions.ErrMalware):
+		s.log.Warn("a download was blocked: the malware scanner found malware", "session", ss.ID, "path", p, "sha256", sum,
+			"signature", v.Signature, "scanner", v.Scanner)
+		if err := sessions.RecordMalware(ctx, s.cfg.Store, ss.ID, p, offered, v); err != nil {
+			s.log.Error("recording malware_found", "session", ss.ID, "path", p, "err", err)
+		}
+		return "", errorf(http.StatusForbidden, CodeMalware, "%s was blocked: the malware scanner found %s", p, v.Signature)
+	case errors.Is(err, sessions.ErrScanUnavailable):
+		s.log.Error("a download was refused: the malware scanner gave no verdict", "session", ss.ID, "path", p, "sha256", sum, "err", err)
+		return "", errorf(http.StatusServiceUnavailable, CodeScannerDown, "%s was not handed out: it could not be scanned for malware (%v); try again later", p, err)
+	case err != nil:
+		return "", err
+	case s.cfg.Scanner == nil:
+		return "", nil
+	case v.Scanner == "":
+		s.log.Warn("a file was downloaded unscanned: the malware scanner gave no verdict and the harness fails open", "session", ss.ID, "path", p, "sha256", sum)
+		return "", nil
+	}
+	return "clean (" + v.Scanner + ")", nil
 }
 
 // getWorkspaceFile serves a regular file of the session's sandbox; an offered path must
@@ -316,6 +349,9 @@ func (s *Server) getWorkspaceFile(w http.ResponseWriter, r *http.Request, ss sto
 		}
 		prov = provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID, sourceEvent: a.SourceEvent, expires: a.ExpiresAt}
 	}
+	if prov.scan, err = s.checkScan(r, ss, p, offered, hex.EncodeToString(sum[:]), data); err != nil {
+		return err
+	}
 	s.sendFile(w, p, data, sum, prov)
 	return nil
 }
@@ -338,6 +374,8 @@ type provenance struct {
 	snapshot       string
 	sourceEvent    int64
 	expires        time.Time
+	// scan is the malware scanner's verdict ("clean (ClamAV ...)"), "" when unscanned.
+	scan string
 }
 
 // sendFile answers a download: an attachment with its digest and provenance headers.
@@ -361,6 +399,9 @@ func (s *Server) sendFile(w http.ResponseWriter, p string, data []byte, sum [32]
 	}
 	if !prov.expires.IsZero() {
 		h.Set("X-Trueforge-Expires", prov.expires.UTC().Format(time.RFC3339))
+	}
+	if prov.scan != "" {
+		h.Set("X-Trueforge-Scan", prov.scan)
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(data)

@@ -34,6 +34,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
@@ -85,6 +86,12 @@ type Config struct {
 	// KeepAlive is the interval of an event stream's keep-alive comments; 0 means
 	// DefaultKeepAlive (15 s).
 	KeepAlive time.Duration
+	// Scanner scans every file before its first download, once per digest
+	// (sessions.CheckScan); nil scans nothing. ScannerFailOpen lets a download go on,
+	// unscanned and logged, when the scanner gives no verdict; otherwise it is refused
+	// (503 scanner_unavailable).
+	Scanner         sessions.Scanner
+	ScannerFailOpen bool
 }
 
 // Server is the HTTP API. It is an http.Handler; Shutdown cancels the runs it started.
