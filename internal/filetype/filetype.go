@@ -6,8 +6,13 @@
 package filetype
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"errors"
+	"fmt"
 	"io"
 	"path"
 	"strings"
@@ -140,14 +145,96 @@ func Mismatch(name, kind string) string {
 	return "named " + ext + " but its content is " + kind
 }
 
-// ZipExecutables lists the entries of a zip archive whose content is an executable (by
-// its first bytes, not its name), at most limit of them; an archive that cannot be read
-// lists none. Only zip is read in place: the other archive formats are one stream that
-// would have to be decompressed whole.
-func ZipExecutables(content []byte, limit int) []string {
+// Bounds of looking into an archive: a download is at most 16 MiB, but a compressed
+// one may unpack to far more, so reading stops at these.
+const (
+	MaxEntries       = 10000
+	MaxUnpackedBytes = 256 << 20
+)
+
+// ErrNotInspected is an archive whose entries were not all read: a compression this
+// package does not read (xz, zstd), one that is damaged, or one past MaxEntries or
+// MaxUnpackedBytes. Whether it holds an executable is unknown.
+var ErrNotInspected = errors.New("the archive could not be looked into")
+
+// ArchiveExecutables lists the entries of an archive (zip, tar, tar.gz, tar.bz2; of kind
+// as Sniff says) whose content is an executable by its first bytes, at most limit of
+// them. Content of another kind lists none. ErrNotInspected (wrapped) when the archive
+// could not be read to its end.
+func ArchiveExecutables(content []byte, kind string, limit int) ([]string, error) {
+	switch kind {
+	case Zip:
+		return zipExecutables(content, limit)
+	case Tar:
+		return tarExecutables(bytes.NewReader(content), limit)
+	case Gzip:
+		zr, err := gzip.NewReader(bytes.NewReader(content))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotInspected, err)
+		}
+		return compressedTar(zr, limit)
+	case Bzip2:
+		return compressedTar(bzip2.NewReader(bytes.NewReader(content)), limit)
+	case XZ, Zstd:
+		return nil, fmt.Errorf("%w: %s is not read here", ErrNotInspected, kind)
+	}
+	return nil, nil
+}
+
+// compressedTar lists the executables of a compressed stream that holds a tar; a
+// compressed single file (not a tar) is itself sniffed.
+func compressedTar(r io.Reader, limit int) ([]string, error) {
+	lr := &io.LimitedReader{R: r, N: MaxUnpackedBytes + 1}
+	head := make([]byte, 512)
+	n, err := io.ReadFull(lr, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %v", ErrNotInspected, err)
+	}
+	head = head[:n]
+	if n < 262 || !bytes.Equal(head[257:262], []byte("ustar")) {
+		if Executable(Sniff(head)) {
+			return []string{"(the compressed file itself)"}, nil
+		}
+		return nil, nil
+	}
+	return tarExecutables(io.MultiReader(bytes.NewReader(head), lr), limit)
+}
+
+func tarExecutables(r io.Reader, limit int) ([]string, error) {
+	lr, ok := r.(*io.LimitedReader)
+	if !ok {
+		lr = &io.LimitedReader{R: r, N: MaxUnpackedBytes + 1}
+	}
+	tr := tar.NewReader(lr)
+	var out []string
+	for entries := 0; ; entries++ {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil || entries >= MaxEntries || lr.N <= 0 {
+			return out, fmt.Errorf("%w: after %d entries: %v", ErrNotInspected, entries, err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		head := make([]byte, 512)
+		n, _ := io.ReadFull(tr, head)
+		if (Executable(Sniff(head[:n])) || h.Mode&0o111 != 0 && n > 0) && len(out) < limit {
+			out = append(out, h.Name)
+		}
+	}
+}
+
+// zipExecutables lists the entries of a zip archive whose content is an executable (by
+// its first bytes, not its name, or an executable bit), at most limit of them.
+func zipExecutables(content []byte, limit int) ([]string, error) {
 	r, err := zip.NewReader(bytes.NewReader(content), int64(len(content)))
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("%w: %v", ErrNotInspected, err)
+	}
+	if len(r.File) > MaxEntries {
+		return nil, fmt.Errorf("%w: %d entries, more than %d", ErrNotInspected, len(r.File), MaxEntries)
 	}
 	var out []string
 	for _, f := range r.File {
@@ -164,9 +251,9 @@ func ZipExecutables(content []byte, limit int) []string {
 		head := make([]byte, 512)
 		n, _ := io.ReadFull(rc, head)
 		_ = rc.Close()
-		if Executable(Sniff(head[:n])) {
+		if Executable(Sniff(head[:n])) || f.Mode()&0o111 != 0 && n > 0 {
 			out = append(out, f.Name)
 		}
 	}
-	return out
+	return out, nil
 }

@@ -1,9 +1,13 @@
 package filetype_test
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,22 +94,75 @@ func TestMismatch(t *testing.T) {
 	}
 }
 
-// The executables inside a zip are found by their content, whatever they are named.
-func TestZipExecutables(t *testing.T) {
-	z := zipOf(t, map[string][]byte{
-		"README.md":        []byte("# hi"),
-		"bin/tool.txt":     append([]byte("\x7fELF"), make([]byte, 100)...),
-		"scripts/setup.sh": []byte("#!/bin/sh\necho hi\n"),
-		"docs/":            nil,
-	})
-	got := filetype.ZipExecutables(z, 10)
-	if strings.Join(got, ",") != "bin/tool.txt,scripts/setup.sh" && strings.Join(got, ",") != "scripts/setup.sh,bin/tool.txt" {
-		t.Fatalf("executables %v", got)
+func tarOf(t *testing.T, files map[string][]byte, mode int64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := tar.NewWriter(&buf)
+	for name, data := range files {
+		if err := w.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if got := filetype.ZipExecutables(z, 1); len(got) != 1 {
-		t.Fatalf("at most 1: %v", got)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
-	if got := filetype.ZipExecutables([]byte("not a zip"), 10); got != nil {
-		t.Fatalf("not a zip: %v", got)
+	return buf.Bytes()
+}
+
+func gz(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// The executables inside an archive are found by their content (or an executable bit),
+// whatever they are named, in zip, tar and tar.gz; archives it cannot read through say
+// so rather than passing as clean.
+func TestArchiveExecutables(t *testing.T) {
+	elf := append([]byte("\x7fELF"), make([]byte, 100)...)
+	files := map[string][]byte{"README.md": []byte("# hi"), "bin/tool.txt": elf, "scripts/setup.sh": []byte("#!/bin/sh\necho hi\n")}
+	want := "bin/tool.txt,scripts/setup.sh"
+	for _, c := range []struct {
+		name    string
+		content []byte
+	}{
+		{"zip", zipOf(t, files)},
+		{"tar", tarOf(t, files, 0o644)},
+		{"tar.gz", gz(t, tarOf(t, files, 0o644))},
+	} {
+		kind := filetype.Sniff(c.content)
+		got, err := filetype.ArchiveExecutables(c.content, kind, 10)
+		slices.Sort(got)
+		if err != nil || strings.Join(got, ",") != want {
+			t.Errorf("%s (%s): %v, %v; want %s", c.name, kind, got, err, want)
+		}
+	}
+	if got, _ := filetype.ArchiveExecutables(tarOf(t, map[string][]byte{"run": []byte("echo hi")}, 0o755), filetype.Tar, 10); len(got) != 1 {
+		t.Errorf("an entry with an executable bit: %v", got)
+	}
+	if got, _ := filetype.ArchiveExecutables(gz(t, elf), filetype.Gzip, 10); len(got) != 1 {
+		t.Errorf("a gzipped executable: %v", got)
+	}
+	if got, err := filetype.ArchiveExecutables(gz(t, []byte("just text")), filetype.Gzip, 10); len(got) != 0 || err != nil {
+		t.Errorf("gzipped text: %v %v", got, err)
+	}
+	if _, err := filetype.ArchiveExecutables([]byte("\xfd7zXZ\x00..."), filetype.XZ, 10); !errors.Is(err, filetype.ErrNotInspected) {
+		t.Errorf("xz: %v; want ErrNotInspected", err)
+	}
+	if _, err := filetype.ArchiveExecutables([]byte("PK\x03\x04 broken"), filetype.Zip, 10); !errors.Is(err, filetype.ErrNotInspected) {
+		t.Errorf("a broken zip: %v; want ErrNotInspected", err)
+	}
+	if got, err := filetype.ArchiveExecutables([]byte("%PDF-1.7"), filetype.PDF, 10); got != nil || err != nil {
+		t.Errorf("a pdf is no archive: %v %v", got, err)
 	}
 }
