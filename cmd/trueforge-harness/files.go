@@ -67,7 +67,7 @@ func newFilesCmd(g *globals) *cobra.Command {
 			if _, err := sessions.CheckOffer(a, time.Now(), 0); err != nil {
 				return err
 			}
-			if err := checkScan(ctx, cmd, h, s, scanner, a.Path, true, a.SHA256, a.Content); err != nil {
+			if err := checkDownload(ctx, cmd, h, s, scanner, a.Path, true, a.SHA256, a.Content); err != nil {
 				return err
 			}
 			data = a.Content
@@ -85,7 +85,7 @@ func newFilesCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("%s was not offered for download, and reading it from sandbox %s (%s) failed: %w", args[1], rec.SandboxID, rec.State, err)
 			}
 			sum := sha256.Sum256(data)
-			if err := checkScan(ctx, cmd, h, s, scanner, args[1], false, hex.EncodeToString(sum[:]), data); err != nil {
+			if err := checkDownload(ctx, cmd, h, s, scanner, args[1], false, hex.EncodeToString(sum[:]), data); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s: read from sandbox %s (not an offered artifact: no recorded digest)\n", args[1], rec.SandboxID)
@@ -116,11 +116,18 @@ func newFilesCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// checkScan scans a file before it is handed out when --scanner is set
-// (sessions.CheckScan), as the API does: a positive verdict refuses it and is recorded in
-// the session's log (once per digest); a scanner without a verdict refuses it unless
+// checkDownload checks a file before it is handed out, as the API does: what it is
+// (sessions.CheckType: an executable, or an archive that may hold one, is refused unless
+// --allow-executable-downloads), then, when --scanner is set, malware
+// (sessions.CheckScan): a positive verdict refuses it and is recorded in the session's
+// log (once per digest); a scanner without a verdict refuses it unless
 // --scanner-fail-open, which hands it out with a warning.
-func checkScan(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, sc sessions.Scanner, p string, offered bool, sum string, data []byte) error {
+func checkDownload(ctx context.Context, cmd *cobra.Command, h *harness, s store.Session, sc sessions.Scanner, p string, offered bool, sum string, data []byte) error {
+	tc, err := sessions.CheckType(p, data, h.g.allowExecutables)
+	if err != nil {
+		return fmt.Errorf("%s was not handed out: %w; --allow-executable-downloads hands them out", termsafe.Line(p), err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%s: type %s\n", termsafe.Line(p), termsafe.Line(tc.Header()))
 	v, err := sessions.CheckScan(ctx, h.store, sc, h.g.scannerFailOpen, sum, data)
 	switch {
 	case errors.Is(err, sessions.ErrMalware):

@@ -46,6 +46,9 @@ type globals struct {
 	// unscanned when it gives no verdict.
 	scanner         string
 	scannerFailOpen bool
+	// allowExecutables hands out executables and archives that hold them
+	// (--allow-executable-downloads); by default they are refused.
+	allowExecutables bool
 }
 
 // malwareScanner is the scanner --scanner names, nil when none; a value scan.Parse
@@ -84,6 +87,9 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.scanner, "scanner", os.Getenv("TRUEFORGE_SCANNER"),
 		"the malware scanner that every file is scanned with before its first download, once per digest: ClamAV's clamd at unix:PATH or tcp:HOST:PORT "+
 			"(default $TRUEFORGE_SCANNER; none: downloads are not scanned); see docs/guides/running-agents.md")
+	root.PersistentFlags().BoolVar(&g.allowExecutables, "allow-executable-downloads", os.Getenv("TRUEFORGE_ALLOW_EXECUTABLE_DOWNLOADS") == "1",
+		"hand out executables (ELF, PE, Mach-O, scripts with a shebang) and archives that hold them, or that cannot be looked into, which downloads otherwise refuse: "+
+			"executable outputs go through your build and signing pipeline (default $TRUEFORGE_ALLOW_EXECUTABLE_DOWNLOADS=1)")
 	root.PersistentFlags().BoolVar(&g.scannerFailOpen, "scanner-fail-open", os.Getenv("TRUEFORGE_SCANNER_FAIL_OPEN") == "1",
 		"when the --scanner gives no verdict (down, too slow, a file too large for it), hand the file out unscanned, logged, instead of refusing it "+
 			"(default: refuse; $TRUEFORGE_SCANNER_FAIL_OPEN=1 sets it)")

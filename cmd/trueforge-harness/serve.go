@@ -159,7 +159,7 @@ func (h *harness) serveHTTP(ctx context.Context, out io.Writer, sf serveFlags) (
 		Web:           web.Handler(),
 		MetricsPublic: sf.metricsPublic,
 		SecureCookies: sf.insecureListen || sf.tlsCert != "",
-		Scanner:       scanner, ScannerFailOpen: h.g.scannerFailOpen,
+		Scanner:       scanner, ScannerFailOpen: h.g.scannerFailOpen, AllowExecutables: h.g.allowExecutables,
 	})
 	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {

@@ -58,6 +58,7 @@ const (
 	CodeNoSandbox        = "no_sandbox"
 	CodeSandboxArchived  = "sandbox_archived"
 	CodeMalware          = "malware"
+	CodeExecutable       = "executable"
 	CodeScannerDown      = "scanner_unavailable"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"

@@ -266,11 +266,26 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) erro
 		return err
 	}
 	prov := provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID, sourceEvent: a.SourceEvent, expires: a.ExpiresAt}
+	if prov.fileType, err = s.checkType(ss, p, a.Content); err != nil {
+		return err
+	}
 	if prov.scan, err = s.checkScan(r, ss, p, true, a.SHA256, a.Content); err != nil {
 		return err
 	}
 	s.sendFile(w, p, a.Content, sum, prov)
 	return nil
+}
+
+// checkType says what content, downloaded as p, is (sessions.CheckType) for the
+// X-Trueforge-Type header, and refuses an executable, or an archive that may hold one,
+// with 403 executable unless the operator allows executable downloads.
+func (s *Server) checkType(ss store.Session, p string, content []byte) (string, error) {
+	c, err := sessions.CheckType(p, content, s.cfg.AllowExecutables)
+	if errors.Is(err, sessions.ErrExecutable) {
+		s.log.Warn("a download was refused: an executable output", "session", ss.ID, "path", p, "type", c.Header())
+		return "", errorf(http.StatusForbidden, CodeExecutable, "%v", err)
+	}
+	return c.Header(), err
 }
 
 // checkScan scans content (whose sha256 is sum) before its download when a scanner is
@@ -349,6 +364,9 @@ func (s *Server) getWorkspaceFile(w http.ResponseWriter, r *http.Request, ss sto
 		}
 		prov = provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID, sourceEvent: a.SourceEvent, expires: a.ExpiresAt}
 	}
+	if prov.fileType, err = s.checkType(ss, p, data); err != nil {
+		return err
+	}
 	if prov.scan, err = s.checkScan(r, ss, p, offered, hex.EncodeToString(sum[:]), data); err != nil {
 		return err
 	}
@@ -376,6 +394,8 @@ type provenance struct {
 	expires        time.Time
 	// scan is the malware scanner's verdict ("clean (ClamAV ...)"), "" when unscanned.
 	scan string
+	// fileType is what the content is (sessions.TypeCheck.Header).
+	fileType string
 }
 
 // sendFile answers a download: an attachment with its digest and provenance headers.
@@ -402,6 +422,9 @@ func (s *Server) sendFile(w http.ResponseWriter, p string, data []byte, sum [32]
 	}
 	if prov.scan != "" {
 		h.Set("X-Trueforge-Scan", prov.scan)
+	}
+	if prov.fileType != "" {
+		h.Set("X-Trueforge-Type", prov.fileType)
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(data)

@@ -92,6 +92,10 @@ type Config struct {
 	// (503 scanner_unavailable).
 	Scanner         sessions.Scanner
 	ScannerFailOpen bool
+	// AllowExecutables hands out executables and archives that hold them, which are
+	// otherwise refused (403 executable): executable outputs go through the
+	// operator's build and signing pipeline.
+	AllowExecutables bool
 }
 
 // Server is the HTTP API. It is an http.Handler; Shutdown cancels the runs it started.
