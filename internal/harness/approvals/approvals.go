@@ -223,10 +223,7 @@ func Arguments(args map[string]any) string {
 func cut(v any) any {
 	switch v := v.(type) {
 	case string:
-		if len(v) > MaxArgumentText {
-			return v[:MaxArgumentText] + fmt.Sprintf("…(%d more bytes)", len(v)-MaxArgumentText)
-		}
-		return v
+		return cutText(v)
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {

@@ -65,9 +65,11 @@ func (g *Gate) Elicit(ctx context.Context, e mcptools.Elicitation) (mcptools.Ans
 	return mcptools.Answer{Action: "cancel"}, nil
 }
 
+// cutText is s as an approver is shown it: at most MaxArgumentText bytes, and how many
+// more there were.
 func cutText(s string) string {
 	if len(s) > MaxArgumentText {
-		return s[:MaxArgumentText] + "…(cut)"
+		return s[:MaxArgumentText] + fmt.Sprintf("…(%d more bytes)", len(s)-MaxArgumentText)
 	}
 	return s
 }

@@ -430,19 +430,22 @@ func (in invocation) withSandbox(ctx context.Context, writing []string, fn func(
 	if m == nil {
 		return failed("this harness has no sandbox manager")
 	}
+	subj, start := in.c.subject(), in.x.now()
 	if b := in.x.Budgets; b != nil {
-		subj := in.c.subject()
 		if err := b.AdmitSandbox(ctx, subj); err != nil {
 			return failed("not run: " + err.Error())
 		}
-		start := in.x.now()
-		defer func() { b.SpendSandbox(ctx, subj, in.x.now().Sub(start)) }()
 	}
 	l, err := m.Acquire(ctx, in.c.SessionID, in.c.Agent)
 	if err != nil {
 		return failed("the sandbox is not available: " + err.Error())
 	}
 	defer l.Release(ctx)
+	if b := in.x.Budgets; b != nil {
+		// Charged only for a sandbox the call got: from the acquire (provisioning or
+		// resuming it) to the call's end.
+		defer func() { b.SpendSandbox(ctx, subj, in.x.now().Sub(start)) }()
+	}
 	r := Result{Provisioned: l.Provisioned}
 	text, isErr, maybeLost := fn(l, &r)
 	if maybeLost && ctx.Err() == nil && m.CheckLost(ctx, l, writing, text) {
