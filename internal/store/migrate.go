@@ -382,6 +382,9 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationPackageIndexOwners,  // 16: package_index_owners.go
 	migrationGovernance,          // 17: approvals.go (approvals, budget counters)
 	migrationScanVerdicts,        // 18: scan_verdicts.go
+	migrationAttachments,         // 19: attachments.go
+	migrationProvenance,          // 20: provenance.go (extracted archives' provenance)
+	migrationRecipients,          // 21: recipients.go (downloads by classification)
 }
 
 // secretsOwned is the condition of migration 8's policies on secrets: the secret's
