@@ -48,6 +48,16 @@ func (p *printer) header(sessionID string, r *runner.Runner) {
 	fmt.Fprintf(p.w, "session %s · agent %s · model %s\n", sessionID, r.Agent.Name, label)
 }
 
+// attached says which files the first message carries (names are safe: SafeName).
+func (p *printer) attached(as []events.Attachment) {
+	if p.json {
+		return
+	}
+	for _, a := range as {
+		fmt.Fprintf(p.w, "attached %s · %d bytes · %s · sha256 %s · %s\n", a.Path, a.Size, a.DetectedType, a.SHA256, a.Classification)
+	}
+}
+
 func (p *printer) speaker() string {
 	if p.replay {
 		return "agent [replay]"

@@ -17,6 +17,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/controlplane"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/approvals"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/attachments"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/backend"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/budgets"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/codemode"
@@ -49,6 +50,16 @@ type globals struct {
 	// allowExecutables hands out executables and archives that hold them
 	// (--allow-executable-downloads); by default they are refused.
 	allowExecutables bool
+	// attachmentsDir keeps attachments' content in a directory instead of the store
+	// (--attachments-dir); maxAttachmentBytes and maxAttachments are the caps.
+	attachmentsDir     string
+	maxAttachmentBytes int64
+	maxAttachments     int
+}
+
+// attachments is the service that keeps attachments in st as the flags say.
+func (g *globals) attachments(st *store.Store) *attachments.Service {
+	return &attachments.Service{Store: st, Dir: g.attachmentsDir, MaxBytes: g.maxAttachmentBytes, MaxPerSession: g.maxAttachments}
 }
 
 // malwareScanner is the scanner --scanner names, nil when none; a value scan.Parse
@@ -93,6 +104,13 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().BoolVar(&g.scannerFailOpen, "scanner-fail-open", os.Getenv("TRUEFORGE_SCANNER_FAIL_OPEN") == "1",
 		"when the --scanner gives no verdict (down, too slow, a file too large for it), hand the file out unscanned, logged, instead of refusing it "+
 			"(default: refuse; $TRUEFORGE_SCANNER_FAIL_OPEN=1 sets it)")
+	root.PersistentFlags().StringVar(&g.attachmentsDir, "attachments-dir", os.Getenv("TRUEFORGE_ATTACHMENTS_DIR"),
+		"keep the content of the files users attach in this directory, by SHA-256, instead of the database (default $TRUEFORGE_ATTACHMENTS_DIR; "+
+			"replicas sharing a database must share it)")
+	root.PersistentFlags().Int64Var(&g.maxAttachmentBytes, "max-attachment-bytes", attachments.DefaultMaxBytes,
+		"the largest file a user may attach to a session, in bytes")
+	root.PersistentFlags().IntVar(&g.maxAttachments, "max-attachments", attachments.DefaultMaxPerSession,
+		"how many files one session may have attached")
 	root.AddCommand(newRunCmd(g), newApprovalsCmd(g), newBudgetsCmd(g), newChatCmd(g), newAgentsCmd(g), newEnvironmentsCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newSnapshotsCmd(g),
 		newServeCmd(g), newUsersCmd(g), newDBCmd(g), newVersionCmd())
 	markUsageErrors(root)
@@ -296,7 +314,7 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	// The policy's cumulative budgets, charged in the store (shared by every replica).
 	meter := &budgets.Meter{Store: h.store, Policy: pol, Logger: h.logger}
 	gate := &approvals.Gate{Store: h.store, Logger: h.logger}
-	x := &tools.Executor{Store: h.store, Sandboxes: h.manager, Budgets: meter, Approvals: gate}
+	x := &tools.Executor{Store: h.store, Sandboxes: h.manager, Budgets: meter, Approvals: gate, Attachments: h.g.attachments(h.store)}
 	var ts *mcptools.Toolset
 	if len(a.Spec.MCPServers) > 0 {
 		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
@@ -22,6 +23,16 @@ type talk struct {
 	sessionID string
 	printer   *printer
 	user      string // who talks: the approvals this user may decide are asked about
+	// attached are the files --attach stored for the session, carried by the first
+	// message.
+	attached []events.Attachment
+}
+
+// message is line as the next message: the first one carries the attachments.
+func (t *talk) message(line string) events.UserMessage {
+	m := events.UserMessage{Text: line, Attachments: t.attached}
+	t.attached = nil
+	return m
 }
 
 // talkCmd makes cmd run or chat: it gets the run flags and --session, and its body
@@ -31,7 +42,13 @@ type talk struct {
 func (g *globals) talkCmd(cmd *cobra.Command, fn func(ctx context.Context, cmd *cobra.Command, t talk, args []string) error) *cobra.Command {
 	var f runFlags
 	var sessionID string
+	var attach attachFlags
 	cmd.RunE = g.withHarness(func(ctx context.Context, cmd *cobra.Command, h *harness, args []string) error {
+		files, err := attach.open()
+		if err != nil {
+			return err
+		}
+		defer files.close()
 		r, err := h.runner(ctx, args[0], &f)
 		if err != nil {
 			return err
@@ -40,11 +57,17 @@ func (g *globals) talkCmd(cmd *cobra.Command, fn func(ctx context.Context, cmd *
 		if err != nil {
 			return err
 		}
+		attached, err := files.store(ctx, h.g.attachments(h.store), id, h.me, attach.classification)
+		if err != nil {
+			return err
+		}
 		p := newPrinter(cmd.OutOrStdout(), f.jsonOut, r.Agent.IsReplay())
 		p.header(id, r)
-		return fn(ctx, cmd, talk{runner: r, sessionID: id, printer: p, user: h.me}, args)
+		p.attached(attached)
+		return fn(ctx, cmd, talk{runner: r, sessionID: id, printer: p, user: h.me, attached: attached}, args)
 	})
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
+	attach.add(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("session", g.completeSessionFlag)
 	f.add(cmd)
 	return cmd
@@ -84,7 +107,7 @@ func newRunCmd(g *globals) *cobra.Command {
 			defer close(asked)
 			answerQuestions(askCtx, t.runner.Store, t.user, t.sessionID, yes, cmd.OutOrStdout())
 		}()
-		res, err := t.runner.Run(turnCtx, t.sessionID, args[1], t.printer.event)
+		res, err := t.runner.RunMessage(turnCtx, runner.NewRunID(), t.sessionID, t.message(args[1]), t.printer.event)
 		stopAsking()
 		<-asked
 		t.printer.finish()
@@ -117,7 +140,7 @@ func newChatCmd(g *globals) *cobra.Command {
 				defer close(asked)
 				askApprovals(askCtx, t.runner.Store, t.user, t.sessionID, out, lines)
 			}()
-			_, err := t.runner.Run(turnCtx, t.sessionID, line, t.printer.event)
+			_, err := t.runner.RunMessage(turnCtx, runner.NewRunID(), t.sessionID, t.message(line), t.printer.event)
 			stopAsking()
 			<-asked
 			t.printer.finish()

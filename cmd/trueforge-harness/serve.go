@@ -160,6 +160,7 @@ func (h *harness) serveHTTP(ctx context.Context, out io.Writer, sf serveFlags) (
 		MetricsPublic: sf.metricsPublic,
 		SecureCookies: sf.insecureListen || sf.tlsCert != "",
 		Scanner:       scanner, ScannerFailOpen: h.g.scannerFailOpen, AllowExecutables: h.g.allowExecutables,
+		Attachments: h.g.attachments(h.store),
 	})
 	ln, err := net.Listen("tcp", sf.listen)
 	if err != nil {

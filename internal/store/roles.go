@@ -38,7 +38,7 @@ var (
 	// counters of the harness's calls, and the malware scanner's verdicts on downloads.
 	// Teams have no access at all.
 	runtimeTables = []string{"sessions", "session_events", "session_runs", "session_sandboxes", "artifacts", "tool_outputs", "sandbox_egress", "leases",
-		"users", "user_logins", "admin_audit", "approvals", "budget_usage", "scan_verdicts"}
+		"users", "user_logins", "admin_audit", "approvals", "budget_usage", "scan_verdicts", "attachments", "attachment_blobs"}
 	// sharedTables are read and written by both kinds: the plane's settings (the
 	// secret key's check value is stored by whoever seals first).
 	sharedTables = []string{"control_plane"}

@@ -17,6 +17,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/backends"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/attachments"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
@@ -45,6 +46,8 @@ type fixture struct {
 	// heartbeat is the runners' heartbeat interval (a cancel asked through the row is
 	// seen at the next one).
 	heartbeat time.Duration
+	// attach keeps the sessions' attachments (in the store).
+	attach *attachments.Service
 }
 
 type fixtureOpts struct {
@@ -98,8 +101,11 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 
 // config is the server's configuration over the fixture's store, manager and clock.
 func (f *fixture) config() api.Config {
+	if f.attach == nil {
+		f.attach = &attachments.Service{Store: f.st}
+	}
 	cfg := api.Config{Store: f.st, Sandboxes: f.manager, Now: f.clock.Now, PollInterval: 40 * time.Millisecond,
-		Runner: f.runner}
+		Runner: f.runner, Attachments: f.attach}
 	if f.env != nil {
 		cfg.Runtimes = harnesstest.Source{C: f.env.Runtime}
 	}
@@ -120,7 +126,7 @@ func (f *fixture) runner(ctx context.Context, agent, user string) (*runner.Runne
 	if strings.HasPrefix(agent, "stream") {
 		m = chunked{m}
 	}
-	x := &tools.Executor{Store: f.st, Sandboxes: f.manager}
+	x := &tools.Executor{Store: f.st, Sandboxes: f.manager, Attachments: f.attach}
 	return &runner.Runner{Store: f.st, Agent: a, Model: m, Tools: x, HeartbeatEvery: f.heartbeat}, nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/attachments"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
@@ -96,6 +97,9 @@ type Config struct {
 	// otherwise refused (403 executable): executable outputs go through the
 	// operator's build and signing pipeline.
 	AllowExecutables bool
+	// Attachments keeps the files users attach to their sessions; nil refuses
+	// attachments (501).
+	Attachments *attachments.Service
 }
 
 // Server is the HTTP API. It is an http.Handler; Shutdown cancels the runs it started.
@@ -247,6 +251,10 @@ func (s *Server) table() []route {
 		{http.MethodPost, "/api/v1/sessions/{id}/messages", authUser, s.own(s.postMessage)},
 		{http.MethodGet, "/api/v1/sessions/{id}/events", authUser, s.own(s.streamEvents)},
 		{http.MethodPost, "/api/v1/sessions/{id}/cancel", authUser, s.own(s.cancelRun)},
+		{http.MethodPost, "/api/v1/sessions/{id}/attachments", authUser, s.own(s.postAttachment)},
+		{http.MethodGet, "/api/v1/sessions/{id}/attachments", authUser, s.own(s.listAttachments)},
+		{http.MethodGet, "/api/v1/sessions/{id}/attachments/{att}", authUser, s.own(s.getAttachment)},
+		{http.MethodDelete, "/api/v1/sessions/{id}/attachments/{att}", authUser, s.own(s.deleteAttachment)},
 		{http.MethodGet, "/api/v1/sessions/{id}/files", authUser, s.listFiles},
 		{http.MethodGet, "/api/v1/sessions/{id}/files/{path...}", authUser, s.getFile},
 		{http.MethodGet, "/api/v1/approvals", authUser, s.listApprovals},

@@ -362,6 +362,9 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, c *caller
 // messageRequest is POST /sessions/{id}/messages's body.
 type messageRequest struct {
 	Text string `json:"text"`
+	// Attachments are ids of the session's attachments (POST .../attachments) that the
+	// message carries.
+	Attachments []string `json:"attachments,omitempty"`
 }
 
 func (b messageRequest) check() error { return required("text", b.Text) }
@@ -372,6 +375,10 @@ func (b messageRequest) check() error { return required("text", b.Text) }
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, ss store.Session) error {
 	var req messageRequest
 	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	attached, err := s.messageAttachments(r, ss, req.Attachments)
+	if err != nil {
 		return err
 	}
 	runID := runner.NewRunID()
@@ -432,7 +439,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, ss store.Se
 	go func() {
 		defer release()
 		defer s.dropHub(ss.ID, h)
-		out, err := rn.RunAs(runCtx, runID, ss.ID, req.Text, emit)
+		out, err := rn.RunMessage(runCtx, runID, ss.ID, events.UserMessage{Text: req.Text, Attachments: attached}, emit)
 		h.end()
 		select {
 		case <-started:

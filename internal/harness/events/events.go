@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/egress"
@@ -61,6 +62,41 @@ type Payload interface {
 // UserMessage is what the user said; it is committed before the model is called.
 type UserMessage struct {
 	Text string `json:"text"`
+	// Attachments are the files the message carries (package attachments).
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a file a user message carries, as the model and the event log see it:
+// never its content, which reaches the workspace when a tool call needs the sandbox.
+type Attachment struct {
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	Path           string `json:"path"`
+	Size           int64  `json:"size"`
+	SHA256         string `json:"sha256"`
+	DeclaredType   string `json:"declared_type,omitempty"`
+	DetectedType   string `json:"detected_type"`
+	Classification string `json:"classification"`
+	Uploader       string `json:"uploader"`
+}
+
+// ModelText is the message as the model reads it: the text, then one line per
+// attachment with where it will be, its size, type, digest and classification.
+func (m UserMessage) ModelText() string {
+	if len(m.Attachments) == 0 {
+		return m.Text
+	}
+	var b strings.Builder
+	b.WriteString(m.Text)
+	b.WriteString("\n\n[attachments: files the user attached; each is written to its path when a tool first uses the sandbox]")
+	for _, a := range m.Attachments {
+		fmt.Fprintf(&b, "\n- %s: %d bytes, type %s", a.Path, a.Size, a.DetectedType)
+		if a.DeclaredType != "" {
+			fmt.Fprintf(&b, " (declared %s)", a.DeclaredType)
+		}
+		fmt.Fprintf(&b, ", sha256 %s, classified %s", a.SHA256, a.Classification)
+	}
+	return b.String()
 }
 
 // ModelMessage is one model step's answer.

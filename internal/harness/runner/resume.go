@@ -271,7 +271,7 @@ func History(evs []store.Event) []model.Message {
 	}
 	for _, e := range evs {
 		if p, ok := events.As[events.UserMessage](e.Kind, e.Payload); ok {
-			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: p.Text})
+			msgs = append(msgs, model.Message{Role: model.RoleUser, Text: p.ModelText()})
 		} else if p, ok := events.As[events.ModelMessage](e.Kind, e.Payload); ok {
 			msgs = append(msgs, model.Message{Role: model.RoleAssistant, Text: p.Text, ToolCalls: p.ToolCalls})
 			// Results follow their calls directly, whatever else was logged between.

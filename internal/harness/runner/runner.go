@@ -252,6 +252,12 @@ func NewRunID() string { return "r-" + randHex(8) }
 // Besides ctx, a cancel asked through the run's row (store.RequestCancel, by a process
 // that does not run it) cancels the run: the heartbeat sees it.
 func (r *Runner) RunAs(ctx context.Context, runID, sessionID, prompt string, emit func(Event)) (Outcome, error) {
+	return r.RunMessage(ctx, runID, sessionID, events.UserMessage{Text: prompt}, emit)
+}
+
+// RunMessage is RunAs with a message that may carry attachments (already stored for the
+// session: package attachments); the model reads msg.ModelText.
+func (r *Runner) RunMessage(ctx context.Context, runID, sessionID string, msg events.UserMessage, emit func(Event)) (Outcome, error) {
 	var out Outcome
 	ss, err := r.Store.GetSession(ctx, sessionID)
 	if err != nil {
@@ -277,7 +283,7 @@ func (r *Runner) RunAs(ctx context.Context, runID, sessionID, prompt string, emi
 	// this one) that got past repair at the same moment, one starts and the other is told
 	// the session is busy, having written nothing.
 	if _, err := x.commit(ctx, store.Batch{StartRun: &store.Run{ID: x.runID, Owner: r.owner()}},
-		events.UserMessage{Text: prompt}); err != nil {
+		msg); err != nil {
 		if errors.Is(err, store.ErrRunning) {
 			return out, fmt.Errorf("%w: another run of session %s started at the same time; wait for it to finish, then send the message again", ErrBusy, sessionID)
 		}
@@ -289,7 +295,7 @@ func (r *Runner) RunAs(ctx context.Context, runID, sessionID, prompt string, emi
 	defer stopHB()
 	go r.heartbeat(hbCtx, x.runID, cancelRun)
 
-	status, detail, err := x.loop(ctx, prompt, &out)
+	status, detail, err := x.loop(ctx, msg.ModelText(), &out)
 	stopHB()
 	end := context.WithoutCancel(ctx)
 	if err != nil && status == "" {

@@ -75,6 +75,15 @@ type Executor struct {
 	// Approvals holds code for the session's user when the agent's
 	// sandbox.approve_code says so; nil refuses such code.
 	Approvals CodeApprovals
+	// Attachments writes the session's attachments into its sandbox when a call has
+	// acquired it (attachments.Service); nil writes none.
+	Attachments Attachments
+}
+
+// Attachments writes a session's attachments into the sandbox of lease l that it does
+// not have yet, returning a note for the model on each.
+type Attachments interface {
+	WriteInto(ctx context.Context, sessionID string, l *lifecycle.Lease) []string
 }
 
 // SandboxBudgets is the operator's cumulative sandbox-time budgets: a sandbox call is
@@ -445,6 +454,9 @@ func (in invocation) withSandbox(ctx context.Context, writing []string, fn func(
 		// Charged only for a sandbox the call got: from the acquire (provisioning or
 		// resuming it) to the call's end.
 		defer func() { b.SpendSandbox(ctx, subj, in.x.now().Sub(start)) }()
+	}
+	if w := in.x.Attachments; w != nil {
+		l.Notes = append(l.Notes, w.WriteInto(ctx, in.c.SessionID, l)...)
 	}
 	r := Result{Provisioned: l.Provisioned}
 	text, isErr, maybeLost := fn(l, &r)
