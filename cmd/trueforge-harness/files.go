@@ -13,6 +13,7 @@ import (
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 	"github.com/trueforge/terraform-provider-trueforge/internal/termsafe"
 )
@@ -46,6 +47,9 @@ func newFilesCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "\nworkspace of %s (%s):\n", ws.Sandbox, ws.State)
 			for _, f := range ws.Files {
 				fmt.Fprintf(out, "  %s\t%d\t%s\n", f.Mode, f.Size, termsafe.Line(f.Path))
+			}
+			if note := (sandbox.FileList{Omitted: ws.Omitted, OmittedAtLeast: ws.OmittedAtLeast}).OmittedNote(); note != "" {
+				fmt.Fprintf(out, "  (%s)\n", note)
 			}
 		}
 		return nil

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
@@ -39,12 +41,20 @@ type workspaceJSON struct {
 	Listed  bool                `json:"listed"`
 	Reason  string              `json:"reason"`
 	Files   []workspaceFileJSON `json:"files"`
+	// Omitted counts the entries past the first sandbox.DefaultListEntries (a lower
+	// bound when OmittedAtLeast).
+	Omitted        int  `json:"omitted"`
+	OmittedAtLeast bool `json:"omitted_at_least"`
 }
 
 type workspaceFileJSON struct {
-	Path string `json:"path"`
-	Size int64  `json:"size"`
-	Mode string `json:"mode"`
+	// Path is for showing: a name's bytes that are not UTF-8 become U+FFFD in JSON.
+	// PathEncoded is exact: each segment percent-encoded (url.PathEscape), so a script
+	// gets the bytes to pass to `files get` back with any URL-decoding function.
+	Path        string `json:"path"`
+	PathEncoded string `json:"path_encoded"`
+	Size        int64  `json:"size"`
+	Mode        string `json:"mode"`
 }
 
 func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, error) {
@@ -82,14 +92,23 @@ func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, err
 	if err != nil {
 		return doc, err
 	}
-	files, err := rt.ListFiles(ctx, rec.SandboxID, "")
+	files, err := rt.ListFiles(ctx, rec.SandboxID, "", 0)
 	if err != nil {
 		ws.Reason = err.Error()
 		return doc, nil //nolint:nilerr // the offered files are still listed; the reason says why the workspace is not
 	}
-	ws.Listed = true
-	for _, f := range files {
-		ws.Files = append(ws.Files, workspaceFileJSON{Path: f.Path, Size: f.Size, Mode: f.Mode.String()})
+	ws.Listed, ws.Omitted, ws.OmittedAtLeast = true, files.Omitted, files.OmittedAtLeast
+	for _, f := range files.Entries {
+		ws.Files = append(ws.Files, workspaceFileJSON{Path: f.Path, PathEncoded: encodePath(f.Path), Size: f.Size, Mode: f.Mode.String()})
 	}
 	return doc, nil
+}
+
+// encodePath is p with each segment percent-encoded: lossless, whatever bytes p holds.
+func encodePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
 }

@@ -288,6 +288,9 @@ type Runtime interface {
 	// ReadFile returns a regular file's content; ErrTooLarge past maxBytes (0: a default).
 	ReadFile(ctx context.Context, id, path string, maxBytes int64) ([]byte, error)
 	StatFile(ctx context.Context, id, path string) (FileInfo, error)
-	ListFiles(ctx context.Context, id, dir string) ([]FileInfo, error)
+	// ListFiles lists a directory (not recursively, no symlink followed): its first
+	// entries by path, at most limit of them (0: DefaultListEntries), and how many it
+	// left out (FileList; filelist.go has the bounds).
+	ListFiles(ctx context.Context, id, dir string, limit int) (FileList, error)
 	DeleteFile(ctx context.Context, id, path string) error
 }

@@ -56,19 +56,27 @@ type fileJSON struct {
 	URL             string             `json:"url"`
 }
 
-// workspaceJSON lists a directory of the session's sandbox.
+// workspaceJSON lists a directory of the session's sandbox: its first
+// sandbox.DefaultListEntries entries by path, and how many more it holds (Omitted; a
+// lower bound when OmittedAtLeast).
 type workspaceJSON struct {
-	SandboxID string          `json:"sandbox_id"`
-	State     string          `json:"state"`
-	Dir       string          `json:"dir"`
-	Entries   []workspaceFile `json:"entries"`
+	SandboxID      string          `json:"sandbox_id"`
+	State          string          `json:"state"`
+	Dir            string          `json:"dir"`
+	Entries        []workspaceFile `json:"entries"`
+	Omitted        int             `json:"omitted"`
+	OmittedAtLeast bool            `json:"omitted_at_least"`
 }
 
 type workspaceFile struct {
+	// Path is for showing: JSON strings are Unicode, so bytes of a name that are not
+	// UTF-8 arrive as U+FFFD. URL is exact (every such byte percent-encoded): a regular
+	// file downloads by it whatever its name.
 	Path    string    `json:"path"`
 	Type    string    `json:"type"` // file, dir, symlink, fifo, socket, device, other
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"mod_time"`
+	URL     string    `json:"url,omitempty"` // regular files only
 }
 
 // downloadableSession is the caller's session named by the request (ownSession), once
@@ -199,16 +207,21 @@ func (s *Server) listWorkspace(r *http.Request, ss store.Session) (*workspaceJSO
 			return nil, err
 		}
 	}
-	list, err := rt.ListFiles(r.Context(), rec.SandboxID, dir)
+	list, err := rt.ListFiles(r.Context(), rec.SandboxID, dir, 0)
 	if errors.Is(err, sandbox.ErrNotFound) {
 		return nil, notFound("directory " + quote(dir) + " of the workspace")
 	}
 	if err != nil {
 		return nil, errorf(http.StatusUnprocessableEntity, CodeNotRegular, "listing %q in sandbox %s: %v", dir, rec.SandboxID, err)
 	}
-	ws := &workspaceJSON{SandboxID: rec.SandboxID, State: rec.State, Dir: dir, Entries: []workspaceFile{}}
-	for _, f := range list {
-		ws.Entries = append(ws.Entries, workspaceFile{Path: f.Path, Type: sandbox.FileType(f.Mode), Size: f.Size, ModTime: f.ModTime.UTC()})
+	ws := &workspaceJSON{SandboxID: rec.SandboxID, State: rec.State, Dir: dir, Entries: []workspaceFile{},
+		Omitted: list.Omitted, OmittedAtLeast: list.OmittedAtLeast}
+	for _, f := range list.Entries {
+		e := workspaceFile{Path: f.Path, Type: sandbox.FileType(f.Mode), Size: f.Size, ModTime: f.ModTime.UTC()}
+		if f.Mode.IsRegular() {
+			e.URL = fileURL(ss.ID, f.Path) + "?workspace=1"
+		}
+		ws.Entries = append(ws.Entries, e)
 	}
 	return ws, nil
 }

@@ -278,9 +278,9 @@ func (c *Counting) StatFile(ctx context.Context, id, p string) (sandbox.FileInfo
 	c.count("StatFile")
 	return c.Runtime.StatFile(ctx, id, p)
 }
-func (c *Counting) ListFiles(ctx context.Context, id, dir string) ([]sandbox.FileInfo, error) {
+func (c *Counting) ListFiles(ctx context.Context, id, dir string, limit int) (sandbox.FileList, error) {
 	c.count("ListFiles")
-	return c.Runtime.ListFiles(ctx, id, dir)
+	return c.Runtime.ListFiles(ctx, id, dir, limit)
 }
 func (c *Counting) DeleteFile(ctx context.Context, id, p string) error {
 	c.count("DeleteFile")

@@ -184,8 +184,8 @@ func (f *fakeRuntime) StatFile(context.Context, string, string) (sandbox.FileInf
 	return sandbox.FileInfo{}, errors.ErrUnsupported
 }
 
-func (f *fakeRuntime) ListFiles(context.Context, string, string) ([]sandbox.FileInfo, error) {
-	return nil, errors.ErrUnsupported
+func (f *fakeRuntime) ListFiles(context.Context, string, string, int) (sandbox.FileList, error) {
+	return sandbox.FileList{}, errors.ErrUnsupported
 }
 func (f *fakeRuntime) DeleteFile(context.Context, string, string) error { return errors.ErrUnsupported }
 

@@ -375,23 +375,6 @@ func writeFile(ctx context.Context, in invocation, args WriteFileArgs) Result {
 	})
 }
 
-func listFiles(ctx context.Context, in invocation, args ListFilesArgs) Result {
-	return in.withSandbox(ctx, nil, func(l *lifecycle.Lease, _ *Result) (string, bool, bool) {
-		list, err := l.Runtime.ListFiles(ctx, l.Record.SandboxID, args.Dir)
-		if err != nil {
-			return "list_files: " + err.Error(), true, isLoss(err)
-		}
-		var b strings.Builder
-		for _, f := range list {
-			fmt.Fprintf(&b, "%s\t%d\t%s\n", f.Mode, f.Size, f.Path)
-		}
-		if b.Len() == 0 {
-			return "(empty)", false, false
-		}
-		return b.String(), false, false
-	})
-}
-
 func offerArtifact(ctx context.Context, in invocation, args OfferArtifactArgs) Result {
 	if args.Classification == "" {
 		args.Classification = DefaultClassfication

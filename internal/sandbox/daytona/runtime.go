@@ -565,26 +565,29 @@ func (r *Runtime) StatFile(ctx context.Context, id, p string) (sandbox.FileInfo,
 	return r.fileInfo(dst, fi), nil
 }
 
-// ListFiles lists a workspace directory, sorted by path.
-func (r *Runtime) ListFiles(ctx context.Context, id, dir string) ([]sandbox.FileInfo, error) {
+// ListFiles lists a workspace directory: its first entries by path, at most
+// sandbox.ListLimit(limit). The toolbox answers the whole directory at once (no paging),
+// so the cut is made here (sandbox.CutList); a directory whose answer passes the
+// client's response cap (64 MiB, some 300,000 entries) is an error wrapping
+// sandbox.ErrTooLarge.
+func (r *Runtime) ListFiles(ctx context.Context, id, dir string, limit int) (sandbox.FileList, error) {
 	dst, err := r.inWork(dir)
 	if err != nil {
-		return nil, fmt.Errorf("daytona: list %s in sandbox %s: %w", dir, id, err)
+		return sandbox.FileList{}, fmt.Errorf("daytona: list %s in sandbox %s: %w", dir, id, err)
 	}
 	sb, err := r.sandbox(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("daytona: list %s in sandbox %s: %w", dir, id, err)
+		return sandbox.FileList{}, fmt.Errorf("daytona: list %s in sandbox %s: %w", dir, id, err)
 	}
 	fis, err := r.C.ListFiles(ctx, sb, dst)
 	if err != nil {
-		return nil, fmt.Errorf("daytona: list %s in sandbox %s: %w", dir, id, r.toolboxErr(ctx, id, err))
+		return sandbox.FileList{}, fmt.Errorf("daytona: list %s in sandbox %s: %w", dir, id, r.toolboxErr(ctx, id, err))
 	}
 	out := make([]sandbox.FileInfo, 0, len(fis))
 	for i := range fis {
 		out = append(out, r.fileInfo(path.Join(dst, fis[i].Name), &fis[i]))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return sandbox.CutList(out, limit), nil
 }
 
 // DeleteFile removes a file or directory tree of the workspace (never the workspace).

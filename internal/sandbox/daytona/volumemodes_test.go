@@ -67,11 +67,11 @@ func TestWriteFileIntoAVolume(t *testing.T) {
 				t.Fatalf("%s: %s: %v %v; want %v", tc.name, p, fi.Mode, err, want)
 			}
 		}
-		list, err := rt.ListFiles(ctx, id, ".")
+		list, err := rt.ListFiles(ctx, id, ".", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, fi := range list {
+		for _, fi := range list.Entries {
 			if fi.Path == "scratch" && fi.Mode != fs.ModeDir|0o777 {
 				t.Fatalf("%s: listing the workspace: scratch is %v; want drwxrwxrwx", tc.name, fi.Mode)
 			}

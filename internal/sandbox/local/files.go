@@ -385,41 +385,89 @@ func (r *Runtime) StatFile(ctx context.Context, id, p string) (sandbox.FileInfo,
 	return fileInfo(rel, fi), nil
 }
 
-// ListFiles lists a workspace directory (not recursively), by name.
-func (r *Runtime) ListFiles(ctx context.Context, id, dir string) ([]sandbox.FileInfo, error) {
+// ListFiles lists a workspace directory (not recursively): its first entries by name,
+// at most sandbox.ListLimit(limit). The whole directory is read for names only (at most
+// sandbox.MaxListScan of them, the smallest kept: smallestNames), and only the entries
+// returned are stat'ed, with lstat: a 100,000-file directory costs a getdents pass, not
+// 100,000 stats, and a symlink (a loop, a link to "..") is never followed.
+func (r *Runtime) ListFiles(ctx context.Context, id, dir string, limit int) (sandbox.FileList, error) {
+	list, err := r.listFiles(ctx, id, dir, sandbox.ListLimit(limit))
+	if err != nil {
+		return sandbox.FileList{}, fileErr("list", id, dir, err)
+	}
+	return list, nil
+}
+
+func (r *Runtime) listFiles(ctx context.Context, id, dir string, limit int) (sandbox.FileList, error) {
 	rel, err := sandbox.WorkspacePath(dir)
 	if err != nil {
-		return nil, fileErr("list", id, dir, err)
+		return sandbox.FileList{}, err
 	}
 	root, inner, _, err := r.openFor(ctx, id, rel)
 	if err != nil {
-		return nil, fileErr("list", id, dir, err)
+		return sandbox.FileList{}, err
 	}
 	defer root.Close()
 	if fi, err := root.Lstat(inner); err != nil {
-		return nil, fileErr("list", id, dir, err)
+		return sandbox.FileList{}, escaped(err)
 	} else if !fi.IsDir() {
-		return nil, fileErr("list", id, dir, fmt.Errorf("not a directory but a %s", kind(fi.Mode())))
+		return sandbox.FileList{}, fmt.Errorf("not a directory but a %s", kind(fi.Mode()))
 	}
-	d, err := root.Open(inner)
+	// O_DIRECTORY and O_NOFOLLOW: a FIFO or a symlink swapped in since the Lstat is
+	// refused at once, never waited on or followed.
+	d, err := root.OpenFile(inner, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fileErr("list", id, dir, err)
+		return sandbox.FileList{}, escaped(err)
 	}
 	defer d.Close()
-	entries, err := d.ReadDir(-1)
+	names, read, more, err := smallestNames(ctx, d, limit)
 	if err != nil {
-		return nil, fileErr("list", id, dir, err)
+		return sandbox.FileList{}, err
 	}
-	out := make([]sandbox.FileInfo, 0, len(entries))
-	for _, e := range entries {
-		fi, err := e.Info()
+	out := make([]sandbox.FileInfo, 0, len(names))
+	for _, name := range names {
+		fi, err := root.Lstat(path.Join(inner, name))
 		if err != nil {
-			continue
+			continue // removed since its name was read
 		}
-		out = append(out, fileInfo(path.Join(rel, e.Name()), fi))
+		out = append(out, fileInfo(path.Join(rel, name), fi))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return sandbox.FileList{Entries: out, Omitted: read - len(names), OmittedAtLeast: more}, nil
+}
+
+// listScan is sandbox.MaxListScan, lowered by a test to reach it without a million files.
+var listScan = sandbox.MaxListScan
+
+// smallestNames reads directory d's names in batches, at most listScan of them, and
+// returns the n smallest, sorted; read is how many names it read, and more reports
+// that the directory held names beyond the scan cap. Memory stays O(n + batch) however
+// large the directory: the kept names are cut back to n whenever they pass 2n.
+func smallestNames(ctx context.Context, d *os.File, n int) (names []string, read int, more bool, err error) {
+	const batch = 4096
+	for read < listScan {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, false, err
+		}
+		got, err := d.Readdirnames(min(batch, listScan-read))
+		read += len(got)
+		names = append(names, got...)
+		if len(names) > 2*n {
+			sort.Strings(names)
+			names = names[:n]
+		}
+		if errors.Is(err, io.EOF) || err == nil && len(got) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, 0, false, err
+		}
+	}
+	if read >= listScan {
+		next, _ := d.Readdirnames(1)
+		more = len(next) > 0
+	}
+	sort.Strings(names)
+	return names[:min(n, len(names))], read, more, nil
 }
 
 // DeleteFile removes a file, symlink (not its target) or directory tree of the workspace

@@ -412,12 +412,12 @@ func TestFiles(t *testing.T) {
 	if err := r.WriteFile(ctx, "sb", "big2", strings.NewReader(strings.Repeat("x", 2000)), 0); !errors.Is(err, sandbox.ErrTooLarge) {
 		t.Fatalf("upload over the cap: %v", err)
 	}
-	list, err := r.ListFiles(ctx, "sb", "/workspace")
+	list, err := r.ListFiles(ctx, "sb", "/workspace", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, f := range list {
+	for _, f := range list.Entries {
 		names = append(names, f.Path)
 	}
 	if strings.Join(names, ",") != "big,big2,dir" {

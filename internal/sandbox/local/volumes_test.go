@@ -358,12 +358,12 @@ func TestVolumeFilesInWorkspace(t *testing.T) {
 	if fi, err := r.StatFile(ctx, "a", "data"); err != nil || !fi.Mode.IsDir() {
 		t.Fatalf("StatFile of the mount point: %+v, %v; want the volume's root directory", fi, err)
 	}
-	list, err := r.ListFiles(ctx, "a", "/workspace/data")
+	list, err := r.ListFiles(ctx, "a", "/workspace/data", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for _, f := range list {
+	for _, f := range list.Entries {
 		names = append(names, f.Path)
 	}
 	if strings.Join(names, ",") != "data/x,data/y" {
@@ -430,7 +430,7 @@ func TestVolumeFilesSymlinkEscape(t *testing.T) {
 			t.Logf("WriteFile(%q) refused: %v", p, err)
 		}
 	}
-	if _, err := r.ListFiles(ctx, "attacker", "team"); err == nil {
+	if _, err := r.ListFiles(ctx, "attacker", "team", 0); err == nil {
 		t.Error("ListFiles through a subpath replaced by a symbolic link succeeded")
 	}
 	for _, p := range []string{"data/out", "data/evil"} {

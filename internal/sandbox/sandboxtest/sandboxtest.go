@@ -58,6 +58,7 @@ func RunRuntimeTests(t *testing.T, newFixture Factory) {
 		{"Interactive", testInteractive},
 		{"Timeouts", testTimeouts},
 		{"Files", testFiles},
+		{"Listing", testListing}, // listing.go
 		{"Lost", testLost},
 		{"Network", testNetwork},
 		{"Secrets", testSecrets},
@@ -269,15 +270,15 @@ func testFiles(t *testing.T, f Fixture) {
 	if err != nil || fi.Path != "src/run.sh" || fi.Size != 19 || fi.Mode.Perm() != 0o755 {
 		t.Fatalf("stat: %+v %v", fi, err)
 	}
-	list, err := rt.ListFiles(ctx, "files", ".")
+	list, err := rt.ListFiles(ctx, "files", ".", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var paths []string
-	for _, e := range list {
+	for _, e := range list.Entries {
 		paths = append(paths, e.Path)
 	}
-	if strings.Join(paths, ",") != "notes.txt,src" || !list[1].Mode.IsDir() {
+	if strings.Join(paths, ",") != "notes.txt,src" || !list.Entries[1].Mode.IsDir() || list.Omitted != 0 {
 		t.Fatalf("list: %+v", list)
 	}
 	if _, err := rt.ReadFile(ctx, "files", "/etc/passwd", 0); !errors.Is(err, sandbox.ErrOutsideWorkspace) {

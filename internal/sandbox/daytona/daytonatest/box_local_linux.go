@@ -190,12 +190,14 @@ func (l *localBox) list(id, p string) ([]fileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	fis, err := l.rt.ListFiles(context.Background(), id, c)
+	// Daytona's toolbox lists a whole directory in one answer, as hostBox does: the
+	// local runtime is asked for as many entries as it ever reads.
+	fis, err := l.rt.ListFiles(context.Background(), id, c, sandbox.MaxListScan)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]fileInfo, 0, len(fis))
-	for _, fi := range fis {
+	out := make([]fileInfo, 0, len(fis.Entries))
+	for _, fi := range fis.Entries {
 		out = append(out, localInfo(fi))
 	}
 	return out, nil

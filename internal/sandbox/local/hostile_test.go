@@ -1,0 +1,135 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+)
+
+// hostileNames are the names hostileScript makes at the top of the workspace (besides
+// "many", "big.img" and the links), as the bytes the sandbox gave them.
+var hostileNames = []string{"new\nline", `quo"te's`, "...", "..x", strings.Repeat("n", 255), "bad\xff\xfe"}
+
+// hostileScript fills a workspace with what the product documents' failure test places
+// there (issue 27): a 10 GB sparse file, a 100,000-file directory (made in one exec),
+// names with a newline, quotes, dots, 255 bytes and invalid UTF-8, a symlink loop, a
+// self-loop and links to ".." and "/".
+const hostileScript = `set -e
+truncate -s 10G big.img
+mkdir many && cd many && seq 1 100000 | xargs touch && cd ..
+printf x > "$(printf 'new\nline')"; printf x > "quo\"te's"; printf x > ...; printf x > ..x
+printf x > "$(head -c 255 /dev/zero | tr '\0' n)"; printf x > "$(printf 'bad\377\376')"
+ln -s loop2 loop1; ln -s loop1 loop2; ln -s self self; ln -s .. up; ln -s / root`
+
+// The local runtime's file calls on hostile workspace content: each answers at once,
+// bounded, and names come back byte for byte.
+func TestHostileWorkspaceContent(t *testing.T) {
+	r := newSandbox(t)
+	ctx := context.Background()
+	start := time.Now()
+	mustSh(t, r, "sb", hostileScript)
+	t.Logf("made the hostile workspace in %s", time.Since(start))
+
+	top := timed(t, "listing the workspace", func() (sandbox.FileList, error) { return r.ListFiles(ctx, "sb", "", 0) })
+	types := map[string]string{}
+	for _, e := range top.Entries {
+		types[e.Path] = sandbox.FileType(e.Mode)
+	}
+	for _, n := range hostileNames {
+		if types[n] != "file" {
+			t.Errorf("%q lists as %q; want a file (listing %q)", n, types[n], types)
+		}
+	}
+	for _, n := range []string{"loop1", "loop2", "self", "up", "root"} {
+		if types[n] != "symlink" {
+			t.Errorf("%q lists as %q; want a symlink, not followed", n, types[n])
+		}
+	}
+	if top.Omitted != 0 || types["many"] != "dir" || types["big.img"] != "file" {
+		t.Errorf("workspace listing: %+v", top)
+	}
+
+	many := timed(t, "listing 100,000 files", func() (sandbox.FileList, error) { return r.ListFiles(ctx, "sb", "many", 0) })
+	if len(many.Entries) != sandbox.DefaultListEntries || many.Omitted != 100000-sandbox.DefaultListEntries || many.OmittedAtLeast ||
+		many.Entries[0].Path != "many/1" || many.Entries[1].Path != "many/10" || many.Entries[2].Path != "many/100" {
+		t.Fatalf("many/: %d entries from %v, omitted %d (at least %v)", len(many.Entries), many.Entries[:min(3, len(many.Entries))], many.Omitted, many.OmittedAtLeast)
+	}
+	if note := many.OmittedNote(); note != "99000 more entries not shown" {
+		t.Errorf("note %q", note)
+	}
+	all := timed(t, "listing 100,000 files whole", func() (sandbox.FileList, error) { return r.ListFiles(ctx, "sb", "many", 200000) })
+	if len(all.Entries) != 100000 || all.Omitted != 0 {
+		t.Errorf("many/ asked whole: %d entries, omitted %d", len(all.Entries), all.Omitted)
+	}
+
+	// Over the scan cap, the listing stops reading and says it did.
+	listScan = 50000
+	capped := timed(t, "listing past the scan cap", func() (sandbox.FileList, error) { return r.ListFiles(ctx, "sb", "many", 10) })
+	listScan = sandbox.MaxListScan
+	if len(capped.Entries) != 10 || capped.Omitted != 50000-10 || !capped.OmittedAtLeast ||
+		!strings.HasPrefix(capped.OmittedNote(), "at least 49990 more entries") {
+		t.Errorf("past the scan cap: %d entries, omitted %d, at least %v, %q", len(capped.Entries), capped.Omitted, capped.OmittedAtLeast, capped.OmittedNote())
+	}
+
+	checkHostileFileCalls(t, r)
+}
+
+// checkHostileFileCalls: the sparse file, the links and the names, through StatFile,
+// ReadFile and ListFiles.
+func checkHostileFileCalls(t *testing.T, r *Runtime) {
+	ctx := context.Background()
+	start := time.Now()
+	if fi, err := r.StatFile(ctx, "sb", "big.img"); err != nil || fi.Size != 10<<30 {
+		t.Errorf("stat of the sparse file: %+v %v", fi, err)
+	}
+	if _, err := r.ReadFile(ctx, "sb", "big.img", 0); !errors.Is(err, sandbox.ErrTooLarge) || !strings.Contains(err.Error(), "10737418240 bytes") {
+		t.Errorf("reading the 10 GB sparse file: %v; want ErrTooLarge naming its size", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the 10 GB sparse file took %s to stat and refuse: it was read", took)
+	}
+	for _, n := range hostileNames {
+		if b, err := r.ReadFile(ctx, "sb", n, 0); err != nil || string(b) != "x" {
+			t.Errorf("reading %q: %q %v", n, b, err)
+		}
+	}
+	for _, p := range []string{"loop1", "self", "up", "root"} {
+		if _, err := r.ListFiles(ctx, "sb", p, 0); err == nil || !strings.Contains(err.Error(), "not a directory but a symlink") {
+			t.Errorf("listing the link %s as a directory: %v; want it refused, not followed", p, err)
+		}
+		if _, err := r.ReadFile(ctx, "sb", p, 0); !errors.Is(err, sandbox.ErrNotRegular) {
+			t.Errorf("reading the link %s: %v; want ErrNotRegular", p, err)
+		}
+	}
+	for _, p := range []string{"up/sb/data/workspace/...", "root/etc/passwd", "loop1/x", "self/x"} {
+		start := time.Now()
+		_, err := r.ReadFile(ctx, "sb", p, 0)
+		if err == nil || time.Since(start) > time.Second {
+			t.Errorf("reading %s through a link: %v after %s; want a refusal at once", p, err, time.Since(start))
+		}
+	}
+}
+
+// timed runs a listing, fails t on an error and logs how long it took; a listing
+// over 5 s fails (the whole 100,000 names take well under one on 2 cores).
+func timed(t *testing.T, what string, list func() (sandbox.FileList, error)) sandbox.FileList {
+	t.Helper()
+	start := time.Now()
+	l, err := list()
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Logf("%s: %d entries, %s, in %s", what, len(l.Entries), fmt.Sprint(l.Omitted, " omitted"), took)
+	if took > 5*time.Second {
+		t.Errorf("%s took %s", what, took)
+	}
+	return l
+}
