@@ -21,7 +21,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -176,7 +175,7 @@ func (s *Service) putFile(body io.Reader, a *store.Attachment) (err error) {
 	}()
 	h := sha256.New()
 	head := &headWriter{max: sniffBytes}
-	n, err := io.Copy(io.MultiWriter(f, hashWriter{h}, head), io.LimitReader(body, s.maxBytes()+1))
+	n, err := copyHashed(io.MultiWriter(f, head), body, h, s.maxBytes()+1)
 	if err != nil {
 		return fmt.Errorf("reading the upload: %w", err)
 	}
@@ -279,11 +278,6 @@ func newID() string {
 	_, _ = rand.Read(b[:])
 	return "att-" + hex.EncodeToString(b[:])
 }
-
-// hashWriter hides the hash's other methods from io.MultiWriter.
-type hashWriter struct{ h hash.Hash }
-
-func (w hashWriter) Write(p []byte) (int, error) { return w.h.Write(p) }
 
 // headWriter keeps the first max bytes written to it.
 type headWriter struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/filetype"
 )
@@ -40,10 +41,25 @@ func (c TypeCheck) Header() string {
 // the reason) an executable or an archive that holds one or cannot be looked into,
 // unless allowExecutables.
 func CheckType(name string, content []byte, allowExecutables bool) (TypeCheck, error) {
-	c := TypeCheck{Kind: filetype.Sniff(content)}
-	c.Mismatch = filetype.Mismatch(path.Base(name), c.Kind)
-	exes, err := filetype.ArchiveExecutables(content, c.Kind, maxListed)
-	c.Executables = exes
+	return inspect(content).decide(name, allowExecutables)
+}
+
+// inspection is what the content is, whatever its name: all that a check reads from
+// the bytes (an archive's entries included), so it can be kept per digest.
+type inspection struct {
+	kind string
+	exes []string
+	err  error // filetype.ErrNotInspected, wrapped, for an archive it cannot look into
+}
+
+func inspect(content []byte) inspection {
+	in := inspection{kind: filetype.Sniff(content)}
+	in.exes, in.err = filetype.ArchiveExecutables(content, in.kind, maxListed)
+	return in
+}
+
+func (in inspection) decide(name string, allowExecutables bool) (TypeCheck, error) {
+	c := TypeCheck{Kind: in.kind, Mismatch: filetype.Mismatch(path.Base(name), in.kind), Executables: in.exes}
 	if allowExecutables {
 		return c, nil
 	}
@@ -54,10 +70,60 @@ func CheckType(name string, content []byte, allowExecutables bool) (TypeCheck, e
 			what += ", " + c.Mismatch
 		}
 		return c, fmt.Errorf("%s is %s: %w", name, what, ErrExecutable)
-	case len(exes) > 0:
-		return c, fmt.Errorf("%s is a %s archive holding executables (%s): %w", name, c.Kind, strings.Join(exes, ", "), ErrExecutable)
-	case errors.Is(err, filetype.ErrNotInspected):
-		return c, fmt.Errorf("%s is a %s archive whose entries could not be checked for executables (%v): %w", name, c.Kind, err, ErrExecutable)
+	case len(in.exes) > 0:
+		return c, fmt.Errorf("%s is a %s archive holding executables (%s): %w", name, c.Kind, strings.Join(in.exes, ", "), ErrExecutable)
+	case errors.Is(in.err, filetype.ErrNotInspected):
+		return c, fmt.Errorf("%s is a %s archive whose entries could not be checked for executables (%v): %w", name, c.Kind, in.err, ErrExecutable)
 	}
 	return c, nil
+}
+
+// TypeChecks is CheckType with what it read from each content kept by digest, so that
+// a file downloaded again (the same bytes, under any name, in any session) is not
+// sniffed and its archive not opened again: an archive's look inside costs milliseconds
+// per MiB, the kept answer microseconds. It holds at most Max digests (0:
+// DefaultTypeChecks), forgetting the oldest first; the zero value is ready to use and
+// safe for concurrent use.
+type TypeChecks struct {
+	Max   int
+	mu    sync.Mutex
+	seen  map[string]inspection
+	order []string
+}
+
+// DefaultTypeChecks is how many digests a TypeChecks keeps by default (a few hundred
+// bytes each).
+const DefaultTypeChecks = 4096
+
+// Check is CheckType for content whose SHA-256 (hex) is sum.
+func (t *TypeChecks) Check(name, sum string, content []byte, allowExecutables bool) (TypeCheck, error) {
+	t.mu.Lock()
+	in, ok := t.seen[sum]
+	t.mu.Unlock()
+	if !ok {
+		in = inspect(content)
+		t.keep(sum, in)
+	}
+	return in.decide(name, allowExecutables)
+}
+
+func (t *TypeChecks) keep(sum string, in inspection) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen == nil {
+		t.seen = map[string]inspection{}
+	}
+	if _, ok := t.seen[sum]; ok {
+		return
+	}
+	limit := t.Max
+	if limit <= 0 {
+		limit = DefaultTypeChecks
+	}
+	for len(t.order) >= limit {
+		delete(t.seen, t.order[0])
+		t.order = t.order[1:]
+	}
+	t.seen[sum] = in
+	t.order = append(t.order, sum)
 }

@@ -49,3 +49,29 @@ func TestCheckType(t *testing.T) {
 		}
 	}
 }
+
+// TypeChecks answers as CheckType does, under any name, and keeps at most Max digests.
+func TestTypeChecksKeepsWhatItRead(t *testing.T) {
+	tc := sessions.TypeChecks{Max: 2}
+	elf := []byte("\x7fELF\x02\x01\x01\x00rest")
+	for _, name := range []string{"a.bin", "report.pdf"} {
+		want, wantErr := sessions.CheckType(name, elf, false)
+		got, err := tc.Check(name, "sum-elf", elf, false)
+		if got.Header() != want.Header() || !errors.Is(err, sessions.ErrExecutable) || err.Error() != wantErr.Error() {
+			t.Fatalf("%s: %+v %v; want %+v %v", name, got, err, want, wantErr)
+		}
+	}
+	if c, err := tc.Check("a.bin", "sum-elf", elf, true); err != nil || c.Kind != "elf" {
+		t.Fatalf("allowed: %+v %v", c, err)
+	}
+	// The kept answer is the digest's: other bytes under a kept digest are not read
+	// again (callers pass the digest of what they hand out), and an evicted one is.
+	if c, _ := tc.Check("x.txt", "sum-elf", []byte("text"), true); c.Kind != "elf" {
+		t.Fatalf("not kept: %+v", c)
+	}
+	_, _ = tc.Check("b.txt", "sum-b", []byte("b"), false)
+	_, _ = tc.Check("c.txt", "sum-c", []byte("c"), false)
+	if c, _ := tc.Check("x.txt", "sum-elf", []byte("text"), true); c.Kind != "text" {
+		t.Fatalf("the oldest digest was not forgotten: %+v", c)
+	}
+}
