@@ -75,24 +75,29 @@ func newFilesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			data = a.Content
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d bytes, sha256 %s verified, classified %s, from snapshot %s\n", a.Path, a.Size, a.SHA256, a.Classification, a.SnapshotID)
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d bytes, sha256 %s verified, classified %s, from snapshot %s\n", termsafe.Line(a.Path), a.Size, a.SHA256, a.Classification, a.SnapshotID)
 		case errors.Is(err, store.ErrNotFound):
+			// The path is the sandbox's name for a file: shown on one line, escaped, so
+			// a newline in it cannot forge a line of the error or of stderr.
+			name := termsafe.Line(args[1])
 			rec, err := sessions.Sandbox(ctx, h.store, s.ID)
 			if err != nil {
-				return fmt.Errorf("%s was not offered for download and session %s has no sandbox", args[1], s.ID)
+				return fmt.Errorf("%s was not offered for download and session %s has no sandbox", name, s.ID)
 			}
 			rt, err := sessions.Runtime(ctx, h.store, h.runtimes, rec)
 			if err != nil {
 				return err
 			}
-			if data, err = rt.ReadFile(ctx, rec.SandboxID, args[1], 0); err != nil {
-				return fmt.Errorf("%s was not offered for download, and reading it from sandbox %s (%s) failed: %w", args[1], rec.SandboxID, rec.State, err)
+			// At most what an offer may hold, as the API serves a workspace file: a 10 GB
+			// (sparse) file is refused from its size before a byte is read.
+			if data, err = rt.ReadFile(ctx, rec.SandboxID, args[1], tools.MaxArtifactBytes); err != nil {
+				return fmt.Errorf("%s was not offered for download, and reading it from sandbox %s (%s) failed: %w", name, rec.SandboxID, rec.State, lineErr{err})
 			}
 			sum := sha256.Sum256(data)
 			if err := checkDownload(ctx, cmd, h, s, scanner, args[1], false, hex.EncodeToString(sum[:]), data); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s: read from sandbox %s (not an offered artifact: no recorded digest)\n", args[1], rec.SandboxID)
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: read from sandbox %s (not an offered artifact: no recorded digest)\n", name, rec.SandboxID)
 		default:
 			return err
 		}
@@ -119,6 +124,14 @@ func newFilesCmd(g *globals) *cobra.Command {
 	cmd.AddCommand(list, get)
 	return cmd
 }
+
+// lineErr is err shown on one line (termsafe.Line). The errors of the layers below may
+// hold a sandbox's file name raw (an *fs.PathError's path), and a newline in it must
+// not split the harness's error into a forged line of its own.
+type lineErr struct{ err error }
+
+func (e lineErr) Error() string { return termsafe.Line(e.err.Error()) }
+func (e lineErr) Unwrap() error { return e.err }
 
 // checkDownload checks a file before it is handed out, as the API does: what it is
 // (sessions.CheckType: an executable, or an archive that may hold one, is refused unless

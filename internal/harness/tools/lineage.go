@@ -29,6 +29,41 @@ const (
 	lineageEntries = 1024
 )
 
+// Bounds of the commands an artifact records as its lineage (Artifact.Commands): they
+// are the model's exec commands in the sandbox, which nothing else bounds, and every
+// offer stores them in its row and its tool_result event, so a session of thousands of
+// commands, or one command of a megabyte (a heredoc writing a file), must not make
+// every offer that large.
+const (
+	// MaxLineageCommands is how many commands an artifact records: the last ones,
+	// after a first entry that says how many earlier ones were left out.
+	MaxLineageCommands = 100
+	// MaxLineageCommandBytes bounds one recorded command: a longer one keeps its first
+	// bytes (whole characters) and says how many more it had.
+	MaxLineageCommandBytes = 4096
+)
+
+// boundCommands is cmds as an artifact records them (MaxLineageCommands,
+// MaxLineageCommandBytes); nil stays nil.
+func boundCommands(cmds []string) []string {
+	if cmds == nil {
+		return nil
+	}
+	out := make([]string, 0, min(len(cmds), MaxLineageCommands)+1)
+	if n := len(cmds) - MaxLineageCommands; n > 0 {
+		out = append(out, fmt.Sprintf("[%d earlier commands not recorded]", n))
+		cmds = cmds[n:]
+	}
+	for _, c := range cmds {
+		if len(c) > MaxLineageCommandBytes {
+			cut := runeBoundary(c, MaxLineageCommandBytes)
+			c = fmt.Sprintf("%s[... %d more bytes not recorded]", c[:cut], len(c)-cut)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 type lineageEntry struct {
 	commands int // commands run in the sandbox when it was read
 	at       time.Time

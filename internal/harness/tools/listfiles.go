@@ -36,9 +36,9 @@ func formatList(list sandbox.FileList) string {
 	var b strings.Builder
 	var quoted, invalid bool
 	for _, f := range list.Entries {
-		name := f.Path
-		if q := strconv.Quote(name); q[1:len(q)-1] != name {
-			name, quoted = q, true
+		name := showName(f.Path)
+		if name != f.Path {
+			quoted = true
 			invalid = invalid || !utf8.ValidString(f.Path)
 		}
 		fmt.Fprintf(&b, "%s\t%d\t%s\n", f.Mode, f.Size, name)
@@ -56,4 +56,15 @@ func formatList(list sandbox.FileList) string {
 		fmt.Fprintf(&b, "[%s: list a subdirectory, or use exec (ls | head, find -name) to look further]\n", note)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// showName is a workspace name as a tool result shows it: as it is when it holds
+// nothing but printable characters other than a double quote and a backslash, else
+// Go-quoted (strconv.Quote), so that it stays one line, shows no terminal escape, and
+// reads back exactly.
+func showName(p string) string {
+	if q := strconv.Quote(p); q[1:len(q)-1] != p {
+		return q
+	}
+	return p
 }

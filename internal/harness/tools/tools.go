@@ -393,23 +393,24 @@ func offerArtifact(ctx context.Context, in invocation, args OfferArtifactArgs) R
 		}
 		sum := sha256.Sum256(b)
 		now := in.x.now()
-		var cmds []string
+		var ran []string
 		if in.c.Commands != nil {
-			cmds = in.c.Commands()
+			ran = in.c.Commands()
 		}
+		cmds := boundCommands(ran) // lineage.go: the model's commands, bounded
 		a := store.Artifact{
 			ID: newID(), SessionID: in.c.SessionID, Path: CleanPath(args.Path), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
 			SourceEvent: in.c.Event, Classification: args.Classification, ExpiresAt: now.Add(ttl), SnapshotID: l.Record.SnapshotID,
 			SandboxID: l.Record.SandboxID, Commands: cmds, Content: b, CreatedAt: now,
 		}
-		a.ManifestDigest, a.SessionInstalls = in.sessionLineage(ctx, l, len(cmds)) // lineage.go
+		a.ManifestDigest, a.SessionInstalls = in.sessionLineage(ctx, l, len(ran)) // lineage.go
 		if err := in.x.Store.PutArtifact(ctx, a); err != nil {
 			return "offer_artifact: " + err.Error(), true, false
 		}
 		a.Content = nil
 		r.Artifact = &a
 		return fmt.Sprintf("offered %s for download: %d bytes, sha256 %s, classified %s, until %s (snapshot %s)",
-			a.Path, a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID), false, false
+			showName(a.Path), a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID), false, false
 	})
 }
 

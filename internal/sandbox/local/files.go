@@ -326,9 +326,16 @@ func (r *Runtime) readFile(ctx context.Context, id, p string, maxBytes int64) ([
 // compared with the value os.Root gives for a path that plainly escapes (errEscapes),
 // never by its text, and never by walking the path again: the sandbox may have swapped
 // the link back by then (TestDownloadsResistTheSandbox races exactly that).
+//
+// ELOOP is the sandbox's doing too: a path through a symlink loop (loop1 -> loop2 ->
+// loop1, self -> self), which the kernel gives up on after 40 links, or a symlink where
+// O_NOFOLLOW wanted a file.
 func escaped(err error) error {
 	if esc := errEscapes(); esc != nil && errors.Is(err, esc) {
 		return fmt.Errorf("refusing to follow a symlink out of the workspace or volume: %w (%w)", sandbox.ErrNotRegular, err)
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("refusing a path through a symlink loop, or to a symlink: %w (%w)", sandbox.ErrNotRegular, err)
 	}
 	return err
 }
