@@ -59,10 +59,15 @@ func TestHostileWorkspaceThroughTheAPI(t *testing.T) {
 	if len(top.Files) != 2 || top.Workspace.Omitted != 0 {
 		t.Fatalf("offered %+v, omitted %d", top.Files, top.Workspace.Omitted)
 	}
-	for _, o := range top.Files { // the web page's file cards link to these
+	for _, o := range top.Files {
 		r := f.req("GET", o.URL, "alice", nil)
 		want(t, "the offered "+o.Path, r, http.StatusOK, "")
 		checkDisposition(t, o.Path, r)
+	}
+	// The web page's file cards link to each segment of path through encodeURIComponent,
+	// which leaves ' as it is (url.PathEscape does not).
+	for _, href := range []string{"new%0Aline", "quo%22te's"} {
+		want(t, "the web page's link "+href, f.req("GET", files+"/"+href, "alice", nil), http.StatusOK, "")
 	}
 	byType := map[string]int{}
 	for _, e := range top.Workspace.Entries {
