@@ -307,7 +307,7 @@ func TestBudgetLoadErrors(t *testing.T) {
 		{`{"default": "allow", "sampling": "https://facts.example.com"}`, `"sampling" must be a list of server URL patterns whose sampling requests may run on the agent's model, like "sampling": ["https://facts.example.com"]`},
 		{`{"default": "allow", "sampling": ["facts"]}`, `sampling[0] "facts": servers match the MCP server's URL, not the name an agent gives it`},
 		{`{"default": "allow", "sampling": ["https://[a-"]}`, `sampling[0] "https://[a-": a "[" class is not closed`},
-		{`{"default": "allow", "budget": []}`, `"budget" is not a field of a policy file; did you mean "budgets"? (fields: rules, default, budgets, sampling)`},
+		{`{"default": "allow", "budget": []}`, `"budget" is not a field of a policy file; did you mean "budgets"? (fields: rules, default, budgets, sampling, downloads)`},
 		{`{"default": "allow", "Sampling": []}`, `did you mean "sampling"?`},
 	} {
 		if _, err := Load(write(t, c.text)); err == nil || !strings.Contains(err.Error(), c.want) {

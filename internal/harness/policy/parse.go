@@ -14,7 +14,7 @@ import (
 
 // The fields each object may have, in the order the unknown-field errors list them.
 var (
-	topFields  = []string{"rules", "default", "budgets", "sampling"}
+	topFields  = []string{"rules", "default", "budgets", "sampling", "downloads"}
 	ruleFields = []string{"effect", "users", "owners", "agents", "servers", "tools", "args", "reason", "approvers", "timeout"}
 )
 
@@ -58,6 +58,11 @@ func parse(data []byte) (*Policy, error) {
 	}
 	if raw, ok := top["sampling"]; ok {
 		if p.sampling, err = parseSampling(raw); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := top["downloads"]; ok {
+		if p.downloads, err = parseDownloads(raw); err != nil {
 			return nil, err
 		}
 	}

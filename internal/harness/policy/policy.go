@@ -2,7 +2,8 @@
 // agent: a JSON file of rules, each allowing, denying or holding for approval calls by
 // the calling user, the agent's owner, the MCP server (its URL), the tool and the
 // tool's arguments; cumulative budgets on calls, result bytes, model tokens and sandbox
-// time; and the servers whose sampling requests may run on the agent's model. It is
+// time; the servers whose sampling requests may run on the agent's model; and who may
+// download the files agents offer, by their classification (downloads.go). It is
 // consulted after the agent's allowed_tools, for every call, whether the model made it
 // directly or a Code Mode script made it through the bridge.
 //
@@ -19,7 +20,8 @@
 //	  "budgets": [
 //	    {"name": "prs", "servers": ["https://api.githubcopilot.com"], "tools": ["create_pull_request"], "per": ["user"], "window": "per_day", "calls": 20}
 //	  ],
-//	  "sampling": ["https://facts.example.com"]
+//	  "sampling": ["https://facts.example.com"],
+//	  "downloads": {"confidential": {"users": ["auditor"], "roles": ["owner", "admin"]}}
 //	}
 //
 // Rules are tried in order and the first that matches decides; when none does,
@@ -101,6 +103,8 @@ type Policy struct {
 	allowDefault bool
 	budgets      []Budget
 	sampling     []serverPattern // nil: no server may sample
+	// downloads is who may download each classification the file names (downloads.go).
+	downloads map[string]Recipients
 }
 
 type rule struct {
