@@ -30,6 +30,8 @@ type offeredFileJSON struct {
 	// ManifestDigest and SessionInstalls are the packages' lineage (supply-chain guide).
 	ManifestDigest  string        `json:"manifest_digest"`
 	SessionInstalls []packageJSON `json:"session_installs"`
+	// Provenance is the archives the file came from (extract_archive), [] when none.
+	Provenance []store.Provenance `json:"provenance"`
 }
 
 // workspaceJSON is the session's sandbox workspace: listed only when the sandbox
@@ -70,7 +72,7 @@ func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, err
 		}
 		doc.Offered = append(doc.Offered, offeredFileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification,
 			ExpiresAt: a.ExpiresAt.UTC(), Snapshot: a.SnapshotID, Sandbox: a.SandboxID, SourceEvent: a.SourceEvent, Commands: cmds,
-			ManifestDigest: a.ManifestDigest, SessionInstalls: packagesOf(a.SessionInstalls)})
+			ManifestDigest: a.ManifestDigest, SessionInstalls: packagesOf(a.SessionInstalls), Provenance: nonNilProvenance(a.Provenance)})
 	}
 	ws := &doc.Workspace
 	rec, err := sessions.Sandbox(ctx, h.store, s.ID)
@@ -111,4 +113,12 @@ func encodePath(p string) string {
 		parts[i] = url.PathEscape(s)
 	}
 	return strings.Join(parts, "/")
+}
+
+// nonNilProvenance is p, [] when nil: the JSON has an array either way.
+func nonNilProvenance(p []store.Provenance) []store.Provenance {
+	if p == nil {
+		return []store.Provenance{}
+	}
+	return p
 }

@@ -199,6 +199,8 @@ func (p *printer) render(e store.Event, textShown bool) {
 		fmt.Fprintf(w, "  [skill] LOADED %s (%s) into %s/ of sandbox %s: %d files, %d bytes%s\n", v.Name, v.Digest, v.Path, v.SandboxID, v.Files, v.Bytes, ro)
 	case events.MalwareFound:
 		fmt.Fprintf(w, "  [malware] BLOCKED %s (sha256 %s): %s found by %s\n", termsafe.Line(v.Path), v.SHA256, termsafe.Line(v.Signature), termsafe.Line(v.Scanner))
+	case events.ArchiveExtracted:
+		p.renderArchiveExtracted(v) // print_archive.go
 	case events.MCPCall:
 		p.renderMCPCall(v)
 	case events.ToolCall:

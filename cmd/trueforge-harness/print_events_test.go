@@ -44,6 +44,8 @@ func TestPrintExistingLogs(t *testing.T) {
 		"approval decided by an approver": {"[approval] APPROVED apr_1 by lead-ana: looks right"},
 		"malware found in an offered file": {"[malware] BLOCKED dist/tool.exe (sha256 275a021bbfb6489e54d471899f7db9d1663fc695ec2fe2a2c4538aabf651fd0f): " +
 			"Eicar-Signature found by ClamAV 1.4.6/27530/Tue Jan 13 09:25:45 2026"},
+		"archive extracted with entries skipped": {"[archive] EXTRACTED attachments/src.tgz (tar.gz, sha256 9f2c, attachment att-1) into attachments/src/: 3 files, 1 folders, 0 symlinks, 0 hard links, 120 bytes",
+			`skipped ../../evil: the name has a ".." component`, "STOPPED (max_ratio): the archive unpacks to more than 100 times"},
 		"lost, found gone (state/reason)": {"[sandbox] LOST tf-s-1-1 (was stopped): the backend no longer has it"},
 		"lost, seen by a call (status/cause)": {
 			"[sandbox] LOST tf-s-1-1 (was running; backend: gone): exec failed: sandbox tf-s-1-1 is lost",

@@ -67,6 +67,26 @@ const (
 	MaxCodeMaxResultBytes     = 64 << 20
 )
 
+// extract_archive defaults: what one archive may unpack to (package archive enforces
+// them while it reads). Enough for a source tree or a data set, far below what a
+// decompression bomb unpacks to: 1 GiB of zeros is 1 MiB as gzip and 32 KiB as zstd.
+const (
+	// DefaultExtractMaxEntries is how many entries of one archive are looked at.
+	DefaultExtractMaxEntries = 10_000
+	// DefaultExtractMaxBytes is how many bytes one archive may unpack to in all.
+	DefaultExtractMaxBytes = 1 << 30
+	// DefaultExtractMaxRatio is how many times its compressed size an archive may unpack
+	// to (checked once a stream has unpacked 1 MiB).
+	DefaultExtractMaxRatio = 100
+)
+
+// Bounds of the extract limits, enforced by the provider.
+const (
+	MaxExtractMaxEntries = 1_000_000
+	MaxExtractMaxBytes   = 64 << 30
+	MaxExtractMaxRatio   = 100_000
+)
+
 // Bounds of the run limits, enforced by the provider.
 const (
 	MaxMaxTurns    = 1000
@@ -144,6 +164,37 @@ type Sandbox struct {
 	IdleStopMinutes     int64  `json:"idle_stop_minutes"`
 	ArchiveAfterMinutes int64  `json:"archive_after_minutes"`
 	DeleteAfterMinutes  int64  `json:"delete_after_minutes"`
+	// ExtractLimits bound each archive extract_archive unpacks; absent from specs
+	// written before they existed (Extract reads the defaults then), so those specs
+	// encode as they were stored.
+	ExtractLimits *ExtractLimits `json:"extract_limits,omitempty"`
+}
+
+// ExtractLimits are the agent's sandbox.extract_limits: how many entries one archive may
+// have, how many bytes it may unpack to, and how many times its compressed size.
+type ExtractLimits struct {
+	MaxEntries int64 `json:"max_entries"`
+	MaxBytes   int64 `json:"max_bytes"`
+	MaxRatio   int64 `json:"max_ratio"`
+}
+
+// DefaultExtractLimits are the limits of an agent that sets none.
+func DefaultExtractLimits() ExtractLimits {
+	return ExtractLimits{MaxEntries: DefaultExtractMaxEntries, MaxBytes: DefaultExtractMaxBytes, MaxRatio: DefaultExtractMaxRatio}
+}
+
+// Extract is the sandbox's extract limits, each one it leaves out (or that is not
+// positive) at its default.
+func (sb Sandbox) Extract() ExtractLimits {
+	l := DefaultExtractLimits()
+	if e := sb.ExtractLimits; e != nil {
+		for _, f := range []struct{ v, dst *int64 }{{&e.MaxEntries, &l.MaxEntries}, {&e.MaxBytes, &l.MaxBytes}, {&e.MaxRatio, &l.MaxRatio}} {
+			if *f.v > 0 {
+				*f.dst = *f.v
+			}
+		}
+	}
+	return l
 }
 
 // CodeModeLimits are the agent's code_mode_limits: per-call and per-script timeouts, and

@@ -143,6 +143,22 @@ func TestCodeLimitsDefaultWhatIsLeftOut(t *testing.T) {
 	}
 }
 
+// sandbox.extract_limits reads as the defaults where it is left out, one by one.
+func TestExtractLimitsDefaultWhatIsLeftOut(t *testing.T) {
+	s, err := agentspec.Decode([]byte(`{"name":"a","sandbox":{"enabled":true,"extract_limits":{"max_entries":50,"max_ratio":0}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agentspec.DefaultExtractLimits()
+	want.MaxEntries = 50
+	if got := s.Sandbox.Extract(); got != want {
+		t.Fatalf("Extract = %+v, want %+v", got, want)
+	}
+	if got := agentspec.Default("b").Sandbox.Extract(); got != agentspec.DefaultExtractLimits() {
+		t.Fatalf("an agent without extract_limits: %+v, want the defaults", got)
+	}
+}
+
 // A published skill carries its description and digest; specs stored before skills were
 // published have neither, and encode as they were stored (TestStoredSpecsStillLoad).
 func TestSkillDigestRoundTrips(t *testing.T) {

@@ -30,6 +30,9 @@ func Bounds() []Bound {
 		{"code_mode_limits.max_calls", 1, MaxCodeMaxCalls, func(s Spec) int64 { return s.CodeLimits().MaxCalls }},
 		{"code_mode_limits.max_result_bytes", MinCodeMaxResultBytes, MaxCodeMaxResultBytes, func(s Spec) int64 { return s.CodeLimits().MaxResultBytes }},
 		{"skills (how many)", 0, skills.MaxPerAgent, func(s Spec) int64 { return int64(len(s.Skills)) }},
+		{"sandbox.extract_limits.max_entries", 1, MaxExtractMaxEntries, func(s Spec) int64 { return s.Sandbox.Extract().MaxEntries }},
+		{"sandbox.extract_limits.max_bytes", 1, MaxExtractMaxBytes, func(s Spec) int64 { return s.Sandbox.Extract().MaxBytes }},
+		{"sandbox.extract_limits.max_ratio", 1, MaxExtractMaxRatio, func(s Spec) int64 { return s.Sandbox.Extract().MaxRatio }},
 	}
 }
 

@@ -31,6 +31,10 @@ func TestCheckBounds(t *testing.T) {
 		{func(s *Spec) { s.CodeModeLimits = &CodeModeLimits{CallTimeoutSeconds: 601} }, []string{"code_mode_limits.call_timeout_seconds is 601"}},
 		{func(s *Spec) { s.Skills = make([]Skill, 33) }, []string{"skills (how many) is 33", "0 to 32"}},
 		{func(s *Spec) { s.Skills = []Skill{{Name: "big", Description: strings.Repeat("x", 1025)}} }, []string{"skills[0] (big)", "1025 characters"}},
+		{func(s *Spec) { s.Sandbox.ExtractLimits = &ExtractLimits{MaxEntries: MaxExtractMaxEntries + 1} },
+			[]string{"sandbox.extract_limits.max_entries is 1000001", "1 to 1000000", "apply the agent again with sandbox.extract_limits.max_entries"}},
+		{func(s *Spec) { s.Sandbox.ExtractLimits = &ExtractLimits{MaxRatio: MaxExtractMaxRatio + 1} }, []string{"sandbox.extract_limits.max_ratio is 100001"}},
+		{func(s *Spec) { s.Sandbox.ExtractLimits = &ExtractLimits{MaxBytes: MaxExtractMaxBytes + 1} }, []string{"sandbox.extract_limits.max_bytes is 68719476737"}},
 		{func(s *Spec) { s.Sandbox.IdleStopMinutes, s.Sandbox.ArchiveAfterMinutes = 100, 10 }, []string{"idle_stop_minutes 100, archive_after_minutes 10", "apply the agent again"}},
 	} {
 		s := Default("a")

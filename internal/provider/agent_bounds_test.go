@@ -28,6 +28,7 @@ func TestAgentBoundsAreTheHarnesss(t *testing.T) {
 		Sandbox: types.ObjectValueMust(agentSandboxAttrTypes, map[string]attr.Value{
 			"archive_after_minutes": types.Int64Value(1440), "delete_after_minutes": types.Int64Value(10080), "enabled": types.BoolValue(false),
 			"environment": types.StringValue("default"), "file_downloads": types.BoolValue(true), "idle_stop_minutes": types.Int64Value(15), "approve_code": types.BoolValue(false),
+			"extract_limits": extractLimitsObject(agentspec.ExtractLimits{MaxEntries: agentspec.MaxExtractMaxEntries, MaxBytes: 1, MaxRatio: agentspec.MaxExtractMaxRatio}),
 		}),
 		MaxTurns: types.Int64Value(agentspec.MaxMaxTurns), TokenBudget: types.Int64Value(agentspec.MinTokenBudget),
 	}
@@ -43,18 +44,23 @@ func TestAgentBoundsAreTheHarnesss(t *testing.T) {
 	}
 	var sr resource.SchemaResponse
 	(&agentResource{}).Schema(t.Context(), resource.SchemaRequest{}, &sr)
+	checked := 0
 	for _, b := range agentspec.Bounds() {
 		attrs, name := sr.Schema.Attributes, b.Field
-		if group, field, nested := strings.Cut(b.Field, "."); nested {
-			attrs, name = sr.Schema.Attributes[group].(schema.SingleNestedAttribute).Attributes, field
+		for group, rest, nested := strings.Cut(name, "."); nested; group, rest, nested = strings.Cut(name, ".") {
+			attrs, name = attrs[group].(schema.SingleNestedAttribute).Attributes, rest
 		}
 		a, ok := attrs[name].(schema.Int64Attribute)
 		if !ok {
 			continue // counted, not a number attribute (skills)
 		}
+		checked++
 		want := fmt.Sprintf("between %d and %d", b.Min, b.Max)
 		if len(a.Validators) == 0 || !strings.Contains(a.Validators[0].Description(t.Context()), want) {
 			t.Errorf("%s: the schema's validator does not check %s", b.Field, want)
 		}
+	}
+	if checked != len(agentspec.Bounds())-1 {
+		t.Errorf("checked %d of the %d numeric bounds against the schema", checked, len(agentspec.Bounds())-1)
 	}
 }

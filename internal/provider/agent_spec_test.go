@@ -60,7 +60,9 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 	full.Skills = skills(types.ObjectValueMust(skillAttrTypes, map[string]attr.Value{"name": str("pdf"), "path": str("./skills/pdf"),
 		"description": str("Reads PDFs."), "digest": str("sha256:0123")}))
 	full.CodeMode, full.MaxTurns, full.TokenBudget = types.BoolValue(true), types.Int64Value(12), types.Int64Value(200000)
-	full.Sandbox = sandboxObject(agentspec.Sandbox{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120})
+	fullExtract := &agentspec.ExtractLimits{MaxEntries: 500, MaxBytes: 1 << 20, MaxRatio: 20}
+	full.Sandbox = sandboxObject(agentspec.Sandbox{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120,
+		ExtractLimits: fullExtract})
 	fullLimits := agentspec.CodeModeLimits{CallTimeoutSeconds: 7, RunTimeoutSeconds: 70, MaxCalls: 17, MaxResultBytes: 7000}
 	full.CodeModeLimits = codeModeLimitsObject(fullLimits)
 	fullRun := agents.Spec{
@@ -71,7 +73,8 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 		MCPServers: []agents.MCPServer{{Name: "github", URL: "https://api.githubcopilot.com/mcp/", Credential: "github", CredentialEnv: "GITHUB_MCP_TOKEN",
 			AllowedTools: []string{"get_issue"}}},
 		Skills: []agents.Skill{{Name: "pdf", Path: "./skills/pdf", Description: "Reads PDFs.", Digest: "sha256:0123"}}, CodeMode: true,
-		Sandbox:  agents.SandboxSpec{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120},
+		Sandbox: agents.SandboxSpec{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120,
+			ExtractLimits: fullExtract},
 		MaxTurns: 12, TokenBudget: 200000,
 	}
 
@@ -82,11 +85,13 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 	empty.MCPServers = servers(server("docs", "http://docs.internal:8080/mcp", null, stringList([]string{})))
 	empty.Skills = skills()
 	empty.Sandbox = sandboxObject(agentspec.Sandbox{Environment: "ghost", IdleStopMinutes: 1, ArchiveAfterMinutes: 1, DeleteAfterMinutes: 1})
+	defaultExtract := agentspec.DefaultExtractLimits() // written whole, as apply writes every limit
 	emptyRun := agents.Spec{
 		Name: "empty", Model: agents.ModelSpec{Provider: "scripted", Script: "[]"},
 		// allowed_tools = [] is every tool, as an omitted list is.
 		MCPServers: []agents.MCPServer{{Name: "docs", URL: "http://docs.internal:8080/mcp"}}, Skills: []agents.Skill{},
-		Sandbox:  agents.SandboxSpec{Environment: "ghost", IdleStopMinutes: 1, ArchiveAfterMinutes: 1, DeleteAfterMinutes: 1},
+		Sandbox: agents.SandboxSpec{Environment: "ghost", IdleStopMinutes: 1, ArchiveAfterMinutes: 1, DeleteAfterMinutes: 1,
+			ExtractLimits: &defaultExtract},
 		MaxTurns: 50, TokenBudget: 1_000_000, CodeLimits: agentspec.DefaultCodeModeLimits(),
 	}
 

@@ -74,8 +74,10 @@ type agentSandboxModel struct {
 	DeleteAfterMinutes  types.Int64  `tfsdk:"delete_after_minutes"`
 	Enabled             types.Bool   `tfsdk:"enabled"`
 	Environment         types.String `tfsdk:"environment"`
-	FileDownloads       types.Bool   `tfsdk:"file_downloads"`
-	IdleStopMinutes     types.Int64  `tfsdk:"idle_stop_minutes"`
+	// ExtractLimits is extractLimitsModel.
+	ExtractLimits   types.Object `tfsdk:"extract_limits"`
+	FileDownloads   types.Bool   `tfsdk:"file_downloads"`
+	IdleStopMinutes types.Int64  `tfsdk:"idle_stop_minutes"`
 }
 
 // The attribute types of an agent's objects, the resource's and the data source's
@@ -243,6 +245,7 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 						Default:    stringdefault.StaticString(agentspec.DefaultEnvironment),
 						Validators: []validator.String{validName()},
 					},
+					"extract_limits": extractLimitsSchema(),
 					"file_downloads": schema.BoolAttribute{
 						MarkdownDescription: "Let users download files the agent produces. Defaults to true.",
 						Optional:            true,

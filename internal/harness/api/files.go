@@ -52,8 +52,10 @@ type fileJSON struct {
 	// ManifestDigest and SessionInstalls are the packages' lineage (supply-chain guide).
 	ManifestDigest  string             `json:"manifest_digest"`
 	SessionInstalls []manifest.Package `json:"session_installs"`
-	OfferedAt       time.Time          `json:"offered_at"`
-	URL             string             `json:"url"`
+	// Provenance is the archives the file came from (extract_archive), [] when none.
+	Provenance []store.Provenance `json:"provenance"`
+	OfferedAt  time.Time          `json:"offered_at"`
+	URL        string             `json:"url"`
 }
 
 // workspaceJSON lists a directory of the session's sandbox: its first
@@ -130,12 +132,15 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *caller) er
 	for _, a := range arts { // oldest first: a later offer of a path replaces an earlier one
 		f := fileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification, ExpiresAt: a.ExpiresAt.UTC(),
 			Expired: !now.Before(a.ExpiresAt), SnapshotID: a.SnapshotID, SandboxID: a.SandboxID, SourceEvent: a.SourceEvent,
-			Commands: a.Commands, ManifestDigest: a.ManifestDigest, SessionInstalls: a.SessionInstalls, OfferedAt: a.CreatedAt.UTC(), URL: fileURL(ss.ID, a.Path)}
+			Commands: a.Commands, ManifestDigest: a.ManifestDigest, SessionInstalls: a.SessionInstalls, Provenance: a.Provenance, OfferedAt: a.CreatedAt.UTC(), URL: fileURL(ss.ID, a.Path)}
 		if f.Commands == nil {
 			f.Commands = []string{}
 		}
 		if f.SessionInstalls == nil {
 			f.SessionInstalls = []manifest.Package{}
+		}
+		if f.Provenance == nil {
+			f.Provenance = []store.Provenance{}
 		}
 		if i, ok := newest[a.Path]; ok {
 			out[i] = f

@@ -27,6 +27,12 @@ var schemasBefore = []struct{ name, description, parameters string }{
 		`{"properties": {"dir": {"description": "Directory relative to /workspace, default the workspace.", "type": "string"}}, "required": [], "type": "object"}`},
 	{"offer_artifact", "Offer a workspace file to the user for download.",
 		`{"properties": {"classification": {"description": "One of untrusted (default), internal, confidential, public.", "type": "string"}, "expires_in_hours": {"description": "How long the download is offered, default 168.", "type": "integer"}, "path": {"description": "Path relative to /workspace.", "type": "string"}}, "required": ["path"], "type": "object"}`},
+	// Added with the tool (issue 27), not from before the derivation.
+	{"extract_archive", "Extract an archive of the workspace (zip, tar, tar.gz, tar.bz2, tar.xz, tar.zst) into a new or empty folder, safely: entries that would " +
+		"land outside the folder (absolute paths, .., symlinks or hard links pointing out), devices, FIFOs and names with control characters are " +
+		"skipped and listed with the reason, set-user-ID bits are dropped, and limits on entries, bytes and compression ratio stop a " +
+		"decompression bomb. Use it instead of tar or unzip for any archive you did not make yourself.",
+		`{"properties": {"dest": {"description": "Folder to extract into, relative to /workspace; it must not exist yet or be empty. Default: the archive's name without its extension, beside it.", "type": "string"}, "path": {"description": "The archive, relative to /workspace: zip, tar, tar.gz, tar.bz2, tar.xz or tar.zst (told by its content, not its name).", "type": "string"}}, "required": ["path"], "type": "object"}`},
 }
 
 // The schemas derived from the argument types are the ones the model saw before:
@@ -40,8 +46,8 @@ func TestSchemasUnchanged(t *testing.T) {
 		want               []string
 	}{
 		{"no sandbox", false, false, []string{"read_output"}},
-		{"sandbox", true, false, []string{"read_output", "exec", "read_file", "write_file", "list_files"}},
-		{"sandbox with downloads", true, true, []string{"read_output", "exec", "read_file", "write_file", "list_files", "offer_artifact"}},
+		{"sandbox", true, false, []string{"read_output", "exec", "read_file", "write_file", "list_files", "extract_archive"}},
+		{"sandbox with downloads", true, true, []string{"read_output", "exec", "read_file", "write_file", "list_files", "offer_artifact", "extract_archive"}},
 	} {
 		a := &agents.Agent{}
 		a.Spec.Sandbox.Enabled, a.Spec.Sandbox.FileDownloads = c.sandbox, c.downloads

@@ -1,8 +1,9 @@
 // Package tools is what the model may call: exec, read_file, write_file, list_files,
-// offer_artifact and load_skill (skills.go) in the session's sandbox, and read_output to
-// page through a result that was cut. The tool list depends only on the agent's spec, never on live sandbox
-// state, so building a prompt provisions nothing; the sandbox is acquired inside the
-// first call that needs one.
+// offer_artifact, load_skill (skills.go) and extract_archive (extract.go) in the
+// session's sandbox, and read_output to page through a result that was cut. The tool
+// list depends only on the agent's spec, never on live sandbox state, so building a
+// prompt provisions nothing; the sandbox is acquired inside the first call that needs
+// one.
 //
 // Each built-in tool is one entry of a table (builtins): its name, its description, an
 // argument struct from whose json and jsonschema tags the schema the model sees is
@@ -225,7 +226,8 @@ var builtins = []tool{
 	define(NameWriteFile, "Write a file in the sandbox workspace, creating directories.", withSandboxOn, writeFile),
 	define(NameListFiles, "List a directory of the sandbox workspace.", withSandboxOn, listFiles),
 	define(NameOfferArtifact, "Offer a workspace file to the user for download.", withDownloads, offerArtifact),
-	loadSkillTool, // skills.go
+	loadSkillTool,      // skills.go
+	extractArchiveTool, // extract.go
 }
 
 func always(*agents.Agent) bool { return true }
@@ -403,6 +405,8 @@ func offerArtifact(ctx context.Context, in invocation, args OfferArtifactArgs) R
 			SourceEvent: in.c.Event, Classification: args.Classification, ExpiresAt: now.Add(ttl), SnapshotID: l.Record.SnapshotID,
 			SandboxID: l.Record.SandboxID, Commands: cmds, Content: b, CreatedAt: now,
 		}
+		// The archives the file came from, when it was extracted (extract_provenance.go).
+		a.Provenance = in.provenance(ctx, a.Path)
 		a.ManifestDigest, a.SessionInstalls = in.sessionLineage(ctx, l, len(ran)) // lineage.go
 		if err := in.x.Store.PutArtifact(ctx, a); err != nil {
 			return "offer_artifact: " + err.Error(), true, false
