@@ -35,8 +35,11 @@ type Artifact struct {
 	// Provenance is the archives the file came from (extract_archive; provenance.go),
 	// nil when none.
 	Provenance []Provenance
-	Content    []byte
-	CreatedAt  time.Time
+	// DetectedType is what the content is (filetype.Sniff), recorded at offer time; ""
+	// for a file offered before it was recorded (migration 21).
+	DetectedType string
+	Content      []byte
+	CreatedAt    time.Time
 }
 
 // PutArtifact stores an artifact.
@@ -44,9 +47,9 @@ func (s *Store) PutArtifact(ctx context.Context, a Artifact) error {
 	cmds, _ := json.Marshal(nonNil(a.Commands))
 	installs, _ := json.Marshal(nonNil(a.SessionInstalls))
 	_, err := s.db.ExecContext(ctx, `INSERT INTO artifacts(id, session_id, path, sha256, size, source_event, classification, expires_at,
-		snapshot_id, sandbox_id, commands, manifest_digest, session_installs, provenance, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		snapshot_id, sandbox_id, commands, manifest_digest, session_installs, provenance, detected_type, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.SessionID, a.Path, a.SHA256, a.Size, a.SourceEvent, a.Classification, a.ExpiresAt.UnixMilli(),
-		a.SnapshotID, a.SandboxID, string(cmds), a.ManifestDigest, string(installs), provenanceJSON(a.Provenance), a.Content, a.CreatedAt.UnixMilli())
+		a.SnapshotID, a.SandboxID, string(cmds), a.ManifestDigest, string(installs), provenanceJSON(a.Provenance), a.DetectedType, a.Content, a.CreatedAt.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("storing artifact %s: %w", a.Path, err)
 	}
@@ -54,14 +57,14 @@ func (s *Store) PutArtifact(ctx context.Context, a Artifact) error {
 }
 
 const artifactSelect = `SELECT id, session_id, path, sha256, size, source_event, classification, expires_at, snapshot_id, sandbox_id,
-	commands, manifest_digest, session_installs, provenance, created_at FROM artifacts`
+	commands, manifest_digest, session_installs, provenance, detected_type, created_at FROM artifacts`
 
 func scanArtifact(sc scanner) (Artifact, error) {
 	var a Artifact
 	var cmds, installs, prov string
 	var exp, created int64
 	err := sc.Scan(&a.ID, &a.SessionID, &a.Path, &a.SHA256, &a.Size, &a.SourceEvent, &a.Classification, &exp, &a.SnapshotID, &a.SandboxID,
-		&cmds, &a.ManifestDigest, &installs, &prov, &created)
+		&cmds, &a.ManifestDigest, &installs, &prov, &a.DetectedType, &created)
 	_ = json.Unmarshal([]byte(cmds), &a.Commands)
 	_ = json.Unmarshal([]byte(installs), &a.SessionInstalls)
 	if prov != "[]" {

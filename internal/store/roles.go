@@ -35,11 +35,12 @@ var (
 		"volumes", "registries"}
 	// runtimeTables are the harness's: sessions and what hangs off them, the API's
 	// users, their logins and the admin audit log, and the approvals and budget
-	// counters of the harness's calls, the malware scanner's verdicts on downloads, and
-	// where extracted archives came from (extractions).
-	// Teams have no access at all.
+	// counters of the harness's calls, the malware scanner's verdicts on downloads,
+	// where extracted archives came from (extractions), and admins' releases of offered
+	// files (artifact_releases). Teams have no access at all.
 	runtimeTables = []string{"sessions", "session_events", "session_runs", "session_sandboxes", "artifacts", "tool_outputs", "sandbox_egress", "leases",
-		"users", "user_logins", "admin_audit", "approvals", "budget_usage", "scan_verdicts", "extractions", "attachments", "attachment_blobs"}
+		"users", "user_logins", "admin_audit", "approvals", "budget_usage", "scan_verdicts", "extractions", "attachments", "attachment_blobs",
+		"artifact_releases"}
 	// sharedTables are read and written by both kinds: the plane's settings (the
 	// secret key's check value is stored by whoever seals first).
 	sharedTables = []string{"control_plane"}

@@ -26,7 +26,7 @@ var schemasBefore = []struct{ name, description, parameters string }{
 	{"list_files", "List a directory of the sandbox workspace.",
 		`{"properties": {"dir": {"description": "Directory relative to /workspace, default the workspace.", "type": "string"}}, "required": [], "type": "object"}`},
 	{"offer_artifact", "Offer a workspace file to the user for download.",
-		`{"properties": {"classification": {"description": "One of untrusted (default), internal, confidential, public.", "type": "string"}, "expires_in_hours": {"description": "How long the download is offered, default 168.", "type": "integer"}, "path": {"description": "Path relative to /workspace.", "type": "string"}}, "required": ["path"], "type": "object"}`},
+		`{"properties": {"classification": {"description": "One of untrusted (default), internal, confidential, restricted, public. The operator's policy says who may download each: by default confidential only the session's owner, and restricted nobody until an admin releases it (data that must not leave without review).", "type": "string"}, "expires_in_hours": {"description": "How long the download is offered, default 168.", "type": "integer"}, "path": {"description": "Path relative to /workspace.", "type": "string"}}, "required": ["path"], "type": "object"}`},
 	// Added with the tool (issue 27), not from before the derivation.
 	{"extract_archive", "Extract an archive of the workspace (zip, tar, tar.gz, tar.bz2, tar.xz, tar.zst) into a new or empty folder, safely: entries that would " +
 		"land outside the folder (absolute paths, .., symlinks or hard links pointing out), devices, FIFOs and names with control characters are " +
@@ -119,7 +119,7 @@ func TestBadArguments(t *testing.T) {
 		{"read_file", `{"path": "a", "max_bytes": 1.5}`, `read_file: argument "max_bytes" must be an integer, not 1.5 (Largest size to read, default 262144.)`},
 		{"write_file", `{"path": "a"}`, `write_file: the required argument "content" is missing (string: The file's content.)`},
 		{"list_files", `{"dir": true}`, `list_files: argument "dir" must be a string, not a boolean`},
-		{"offer_artifact", `{"path": "a", "classification": "secret"}`, `offer_artifact: classification "secret" is not one of untrusted, internal, confidential, public`},
+		{"offer_artifact", `{"path": "a", "classification": "secret"}`, `offer_artifact: classification "secret" is not one of untrusted, internal, confidential, restricted, public`},
 		{"read_output", `{"offset": 3}`, `read_output: the required argument "call_id" is missing (string: The id of the tool call.)`},
 		{"exec", `{"command": "true", "timeout": 5}`, "this harness has no sandbox manager"},
 		{"list_files", `{}`, "this harness has no sandbox manager"},

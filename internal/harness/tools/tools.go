@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueforge/terraform-provider-trueforge/internal/filetype"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/mcptools"
@@ -55,8 +56,9 @@ const (
 	DefaultClassfication = "untrusted"
 )
 
-// Classifications an artifact may carry.
-var Classifications = []string{"untrusted", "internal", "confidential", "public"}
+// Classifications an artifact may carry: the operator's policy decides who may
+// download each (policy.DownloadRecipients), so the list is the policy's.
+var Classifications = policy.Classifications
 
 // Executor runs tool calls.
 type Executor struct {
@@ -212,7 +214,7 @@ type (
 	}
 	OfferArtifactArgs struct {
 		Path           string `json:"path" jsonschema:"Path relative to /workspace."`
-		Classification string `json:"classification,omitempty" jsonschema:"One of untrusted (default), internal, confidential, public."`
+		Classification string `json:"classification,omitempty" jsonschema:"One of untrusted (default), internal, confidential, restricted, public. The operator's policy says who may download each: by default confidential only the session's owner, and restricted nobody until an admin releases it (data that must not leave without review)."`
 		ExpiresInHours int64  `json:"expires_in_hours,omitempty" jsonschema:"How long the download is offered, default 168."`
 	}
 )
@@ -404,6 +406,7 @@ func offerArtifact(ctx context.Context, in invocation, args OfferArtifactArgs) R
 			ID: newID(), SessionID: in.c.SessionID, Path: CleanPath(args.Path), SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)),
 			SourceEvent: in.c.Event, Classification: args.Classification, ExpiresAt: now.Add(ttl), SnapshotID: l.Record.SnapshotID,
 			SandboxID: l.Record.SandboxID, Commands: cmds, Content: b, CreatedAt: now,
+			DetectedType: filetype.Sniff(b), // so lists say what it is without reading it
 		}
 		// The archives the file came from, when it was extracted (extract_provenance.go).
 		a.Provenance = in.provenance(ctx, a.Path)
