@@ -156,6 +156,7 @@ func (h *harness) serveHTTP(ctx context.Context, out io.Writer, sf serveFlags) (
 			return h.runnerFor(ctx, agent, user, nil)
 		},
 		Budgets:       h.declaredBudgets,
+		Policy:        h.loadPolicy, // who may download what (its "downloads")
 		Web:           web.Handler(),
 		MetricsPublic: sf.metricsPublic,
 		SecureCookies: sf.insecureListen || sf.tlsCert != "",

@@ -59,6 +59,7 @@ const (
 	CodeSandboxArchived  = "sandbox_archived"
 	CodeMalware          = "malware"
 	CodeExecutable       = "executable"
+	CodeRecipient        = "recipient"
 	CodeScannerDown      = "scanner_unavailable"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"

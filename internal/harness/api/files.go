@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/agentspec"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/policy"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/sessions"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/manifest"
@@ -33,6 +34,14 @@ import (
 // provisioning or resuming the sandbox; a workspace file that was offered must still be
 // what was offered (else 409 digest_mismatch). Either needs the agent's
 // sandbox.file_downloads (else 403).
+//
+// Who may download: the file's classification decides (sessions.CheckRecipient, by the
+// operator's policy; 403 recipient otherwise, and the decision on a confidential or
+// restricted file in the audit log). The session's owner reaches its files as before;
+// an admin reaches any session's (to see what to release, and to download what the
+// policy or a release lets admins have); another user reaches a session's files only
+// when one of them is theirs to download, and then sees only those (a visitor: the
+// others are 404, as a session not theirs is). A sandbox's workspace is its owner's.
 
 // MaxDownloadBytes caps a download: the cap of an offered file.
 const MaxDownloadBytes = tools.MaxArtifactBytes
@@ -56,6 +65,25 @@ type fileJSON struct {
 	Provenance []store.Provenance `json:"provenance"`
 	OfferedAt  time.Time          `json:"offered_at"`
 	URL        string             `json:"url"`
+	// DetectedType is what the content is, recorded when it was offered ("" for a file
+	// offered before types were recorded); TypeMismatch how that contradicts its name.
+	DetectedType string   `json:"detected_type"`
+	TypeMismatch string   `json:"type_mismatch,omitempty"`
+	Scan         scanJSON `json:"scan"`
+	// Recipients is who the classification lets download it; MayDownload whether the
+	// caller may download it now, and Refusal, when not, the error the download would
+	// answer (recipient, expired, executable or malware).
+	Recipients  string `json:"recipients"`
+	MayDownload bool   `json:"may_download"`
+	Refusal     *Error `json:"refusal,omitempty"`
+}
+
+// scanJSON is the malware scan of an offered file, as far as it is known without
+// scanning it (sessions.ScanState).
+type scanJSON struct {
+	Verdict   string `json:"verdict"` // clean, found, not_scanned (scanned at the first download), off
+	Signature string `json:"signature,omitempty"`
+	Scanner   string `json:"scanner,omitempty"`
 }
 
 // workspaceJSON lists a directory of the session's sandbox: its first
@@ -81,14 +109,57 @@ type workspaceFile struct {
 	URL     string    `json:"url,omitempty"` // regular files only
 }
 
-// downloadableSession is the caller's session named by the request (ownSession), once
-// downloadsAllowed: where every file route starts.
-func (s *Server) downloadableSession(r *http.Request, c *caller) (store.Session, error) {
-	ss, err := s.ownSession(r, c)
+// filesAccess is a session as a file route's caller reaches it.
+type filesAccess struct {
+	ss store.Session
+	// visitor: the caller is neither the session's owner nor an admin, and reaches it
+	// because a file of it is theirs to download; only those files are theirs to see.
+	visitor bool
+	owner   bool
+	pol     *policy.Policy
+}
+
+// downloadableSession is the session named by the request as the caller reaches its
+// files (sessions.FilesSession; a session not theirs to reach is 404 like a missing
+// one), once downloadsAllowed: where every file route starts.
+func (s *Server) downloadableSession(r *http.Request, c *caller) (filesAccess, error) {
+	pol, err := s.downloadPolicy()
+	if err != nil {
+		return filesAccess{}, err
+	}
+	id := r.PathValue("id")
+	ss, visitor, err := sessions.FilesSession(r.Context(), s.cfg.Store, pol, id, c.session())
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, sessions.ErrNotOwner) {
+		return filesAccess{}, notFound("session " + quote(id))
+	}
 	if err == nil {
 		err = s.downloadsAllowed(r, ss)
 	}
-	return ss, err
+	return filesAccess{ss: ss, visitor: visitor, owner: ss.Owner == c.user.Name, pol: pol}, err
+}
+
+// downloadPolicy is the operator's policy for downloads (nil: the defaults).
+func (s *Server) downloadPolicy() (*policy.Policy, error) {
+	if s.cfg.Policy == nil {
+		return nil, nil
+	}
+	p, err := s.cfg.Policy()
+	if err != nil {
+		return nil, fmt.Errorf("reading the operator's policy, which says who may download what: %w", err)
+	}
+	return p, nil
+}
+
+// workspaceOwned refuses the workspace to anyone but the session's owner: what the
+// sandbox holds was never offered, so no classification lets it go to anyone else.
+func (fa filesAccess) workspaceOwned() error {
+	if fa.owner {
+		return nil
+	}
+	if fa.visitor {
+		return notFound("the workspace of session " + quote(fa.ss.ID))
+	}
+	return errorf(http.StatusForbidden, CodeRecipient, "the workspace of session %s is its owner's (%s): others download only the files offered in it", fa.ss.ID, fa.ss.Owner)
 }
 
 // downloadsAllowed refuses when the session's agent does not offer downloads (or is no
@@ -113,45 +184,40 @@ func (s *Server) downloadsAllowed(r *http.Request, ss store.Session) error {
 
 // listFiles lists the files offered in a session (the newest offer of each path) and,
 // with ?workspace=1, a directory (?dir=, default the workspace) of its sandbox.
+// Each offered file says the verdicts its download would meet (sessions.Verdicts):
+// type, scan, classification, and whether the caller may download it, and why not.
 func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *caller) error {
-	ss, err := s.downloadableSession(r, c)
+	fa, err := s.downloadableSession(r, c)
 	if err != nil {
 		return err
+	}
+	if workspaceAsked(r) {
+		if err := fa.workspaceOwned(); err != nil {
+			return err
+		}
 	}
 	ctx := r.Context()
-	arts, err := s.cfg.Store.ListArtifacts(ctx, ss.ID)
+	arts, err := s.cfg.Store.ListArtifacts(ctx, fa.ss.ID)
 	if err != nil {
 		return err
 	}
-	// In the order they were offered (the offering tool call's seq): offers made in one
-	// millisecond have no other order.
-	sort.SliceStable(arts, func(i, j int) bool { return arts[i].SourceEvent < arts[j].SourceEvent })
+	arts = newestOffers(arts)
 	now := s.cfg.Now()
-	newest := map[string]int{}
+	vs, err := sessions.Verdicts(ctx, s.cfg.Store, fa.ss, arts, c.session(),
+		sessions.ListOptions{Policy: fa.pol, Scanner: s.cfg.Scanner != nil, AllowExecutables: s.cfg.AllowExecutables, Now: now})
+	if err != nil {
+		return err
+	}
 	out := []fileJSON{}
-	for _, a := range arts { // oldest first: a later offer of a path replaces an earlier one
-		f := fileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification, ExpiresAt: a.ExpiresAt.UTC(),
-			Expired: !now.Before(a.ExpiresAt), SnapshotID: a.SnapshotID, SandboxID: a.SandboxID, SourceEvent: a.SourceEvent,
-			Commands: a.Commands, ManifestDigest: a.ManifestDigest, SessionInstalls: a.SessionInstalls, Provenance: a.Provenance, OfferedAt: a.CreatedAt.UTC(), URL: fileURL(ss.ID, a.Path)}
-		if f.Commands == nil {
-			f.Commands = []string{}
-		}
-		if f.SessionInstalls == nil {
-			f.SessionInstalls = []manifest.Package{}
-		}
-		if f.Provenance == nil {
-			f.Provenance = []store.Provenance{}
-		}
-		if i, ok := newest[a.Path]; ok {
-			out[i] = f
+	for i, a := range arts {
+		if fa.visitor && !vs[i].Recipient.Allowed {
 			continue
 		}
-		newest[a.Path] = len(out)
-		out = append(out, f)
+		out = append(out, fileOf(fa.ss.ID, a, vs[i], now))
 	}
 	resp := map[string]any{"files": out}
 	if workspaceAsked(r) {
-		ws, err := s.listWorkspace(r, ss)
+		ws, err := s.listWorkspace(r, fa.ss)
 		if err != nil {
 			return err
 		}
@@ -159,6 +225,62 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *caller) er
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
+}
+
+// newestOffers keeps the newest offer of each path of arts, in the order the paths were
+// first offered (the offering tool call's seq: offers made in one millisecond have no
+// other order).
+func newestOffers(arts []store.Artifact) []store.Artifact {
+	sort.SliceStable(arts, func(i, j int) bool { return arts[i].SourceEvent < arts[j].SourceEvent })
+	newest := map[string]int{}
+	var out []store.Artifact
+	for _, a := range arts { // oldest first: a later offer of a path replaces an earlier one
+		if i, ok := newest[a.Path]; ok {
+			out[i] = a
+			continue
+		}
+		newest[a.Path] = len(out)
+		out = append(out, a)
+	}
+	return out
+}
+
+// fileOf is offered file a of session sessionID as listed, with its verdicts v.
+func fileOf(sessionID string, a store.Artifact, v sessions.FileVerdicts, now time.Time) fileJSON {
+	f := fileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification, ExpiresAt: a.ExpiresAt.UTC(),
+		Expired: !now.Before(a.ExpiresAt), SnapshotID: a.SnapshotID, SandboxID: a.SandboxID, SourceEvent: a.SourceEvent,
+		Commands: a.Commands, ManifestDigest: a.ManifestDigest, SessionInstalls: a.SessionInstalls, Provenance: a.Provenance, OfferedAt: a.CreatedAt.UTC(), URL: fileURL(sessionID, a.Path),
+		DetectedType: v.Type, TypeMismatch: v.Mismatch, Scan: scanJSON{Verdict: v.Scan.Verdict, Signature: v.Scan.Signature, Scanner: v.Scan.Scanner},
+		Recipients: v.Recipient.Recipients.String(), MayDownload: v.Refused == nil, Refusal: refusalOf(v.Refused)}
+	if f.Commands == nil {
+		f.Commands = []string{}
+	}
+	if f.SessionInstalls == nil {
+		f.SessionInstalls = []manifest.Package{}
+	}
+	if f.Provenance == nil {
+		f.Provenance = []store.Provenance{}
+	}
+	return f
+}
+
+// refusalOf is a listing's refusal (sessions.FileVerdicts.Refused) as the error its
+// download would answer; nil for none.
+func refusalOf(err error) *Error {
+	code := ""
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sessions.ErrOfferExpired):
+		code = CodeExpired
+	case errors.Is(err, sessions.ErrRecipient):
+		code = CodeRecipient
+	case errors.Is(err, sessions.ErrExecutable):
+		code = CodeExecutable
+	case errors.Is(err, sessions.ErrMalware):
+		code = CodeMalware
+	}
+	return &Error{Status: http.StatusForbidden, Code: code, Message: err.Error()}
 }
 
 func workspaceAsked(r *http.Request) bool {
@@ -251,10 +373,11 @@ func cleanFilePath(p string) (string, error) {
 
 // getFile downloads an offered file, or with ?workspace=1 a regular workspace file.
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) error {
-	ss, err := s.downloadableSession(r, c)
+	fa, err := s.downloadableSession(r, c)
 	if err != nil {
 		return err
 	}
+	ss := fa.ss
 	p, err := cleanFilePath(r.PathValue("path"))
 	if err != nil {
 		return err
@@ -266,7 +389,22 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) erro
 		return err
 	}
 	if workspaceAsked(r) {
+		if err := fa.workspaceOwned(); err != nil {
+			return err
+		}
+		// A path that was offered keeps its classification (and its releases) when read
+		// from the workspace; one never offered has the default.
+		wa := a
+		if !offered {
+			wa = store.Artifact{SessionID: ss.ID, Path: p, Classification: tools.DefaultClassfication}
+		}
+		if err := s.checkRecipient(r, fa, c, wa); err != nil {
+			return err
+		}
 		return s.getWorkspaceFile(w, r, ss, p, offered, a)
+	}
+	if !offered && fa.visitor {
+		return notFound("file " + quote(p) + " of session " + quote(ss.ID))
 	}
 	if !offered {
 		return errorf(http.StatusNotFound, CodeNotOffered, "%s was not offered for download in session %s (ask with ?workspace=1 for a file of the sandbox)", p, ss.ID)
@@ -283,6 +421,9 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) erro
 	case err != nil:
 		return err
 	}
+	if err := s.checkRecipient(r, fa, c, a); err != nil {
+		return err
+	}
 	prov := provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID, sourceEvent: a.SourceEvent, expires: a.ExpiresAt}
 	if prov.fileType, err = s.checkType(ss, p, a.Content); err != nil {
 		return err
@@ -292,6 +433,23 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) erro
 	}
 	s.sendFile(w, p, a.Content, sum, prov)
 	return nil
+}
+
+// checkRecipient refuses the caller a file its classification does not let them have
+// (sessions.CheckRecipient, which records the decision on a confidential or restricted
+// file in the audit log): 403 recipient saying why and how to get it released, or, for
+// a visitor, 404 as a file that is not theirs to see.
+func (s *Server) checkRecipient(r *http.Request, fa filesAccess, c *caller, a store.Artifact) error {
+	_, err := sessions.CheckRecipient(r.Context(), s.cfg.Store, fa.pol, fa.ss, a, c.session())
+	switch {
+	case errors.Is(err, sessions.ErrRecipient) && fa.visitor:
+		return notFound("file " + quote(a.Path) + " of session " + quote(fa.ss.ID))
+	case errors.Is(err, sessions.ErrRecipient):
+		s.log.Info("a download was refused: not a recipient of its classification", "session", fa.ss.ID, "path", a.Path,
+			"classification", a.Classification, "user", c.user.Name)
+		return errorf(http.StatusForbidden, CodeRecipient, "%v", err)
+	}
+	return err
 }
 
 // checkType says what content, downloaded as p, is (sessions.CheckType) for the

@@ -60,7 +60,8 @@ func TestDownloads(t *testing.T) {
 	}
 	_ = json.Unmarshal(list.body, &fl)
 	if len(fl.Files) != 3 || fl.Files[0]["path"] != "out.txt" || fl.Files[1]["path"] != "big.txt" || fl.Files[2]["path"] != "sub/d.txt" ||
-		fl.Files[0]["classification"] != "internal" || fl.Files[0]["url"] != files+"/out.txt" || fl.Workspace != nil {
+		fl.Files[0]["classification"] != "internal" || fl.Files[0]["url"] != files+"/out.txt" || fl.Workspace != nil ||
+		fl.Files[0]["detected_type"] != "text" || fl.Files[0]["may_download"] != true { // the type recorded by offer_artifact
 		t.Fatalf("offered files: %s", list.body)
 	}
 

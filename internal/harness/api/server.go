@@ -97,6 +97,10 @@ type Config struct {
 	// otherwise refused (403 executable): executable outputs go through the
 	// operator's build and signing pipeline.
 	AllowExecutables bool
+	// Policy is the operator's policy, read for who may download each classification
+	// of offered files (policy.DownloadRecipients); nil, or a nil *Policy, keeps the
+	// defaults. An error refuses downloads that need the policy (it is not guessed).
+	Policy func() (*policy.Policy, error)
 	// Attachments keeps the files users attach to their sessions; nil refuses
 	// attachments (501).
 	Attachments *attachments.Service
@@ -257,6 +261,7 @@ func (s *Server) table() []route {
 		{http.MethodDelete, "/api/v1/sessions/{id}/attachments/{att}", authUser, s.own(s.deleteAttachment)},
 		{http.MethodGet, "/api/v1/sessions/{id}/files", authUser, s.listFiles},
 		{http.MethodGet, "/api/v1/sessions/{id}/files/{path...}", authUser, s.getFile},
+		{http.MethodPost, "/api/v1/sessions/{id}/files/{path...}", authUser, s.releaseFile}, // .../files/{path}/release
 		{http.MethodGet, "/api/v1/approvals", authUser, s.listApprovals},
 		{http.MethodGet, "/api/v1/approvals/{id}", authUser, s.getApproval},
 		{http.MethodPost, "/api/v1/approvals/{id}", authUser, s.decideApproval},
