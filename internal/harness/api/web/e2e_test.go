@@ -456,6 +456,9 @@ func (x *e2e) codeTurn(sid string) {
 	x.send("Make me a table of the temperatures.")
 	x.wait("the live state", `!document.getElementById('cancel').hidden || document.querySelectorAll('.turn-meta').length >= 2`, 10*time.Second)
 	x.wait("the offered file", `document.querySelector('.file-card a.file-download')`, 60*time.Second)
+	// The card is drawn again with the verdicts of its download (type, scan), from the
+	// files listing.
+	x.wait("the file card's verdicts", `[...document.querySelectorAll('.file-card [data-verdict]')].map(b => b.textContent).join(' ') === 'internal text scanner off'`, 10*time.Second)
 	x.wait("the turn's end", `!document.getElementById('send').hidden && document.querySelectorAll('.turn-meta').length >= 2`, 30*time.Second)
 	perTurn := eval[[]int](x, `[...document.querySelectorAll('.turn.agent')].map(g => g.querySelectorAll('.notice.sandbox').length)`)
 	if len(perTurn) != 2 || perTurn[0] != 0 || perTurn[1] != 1 {

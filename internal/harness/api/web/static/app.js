@@ -1143,7 +1143,10 @@ function finishStep(p) {
   const text = p.text || '';
   st.body.append(section(p.is_error ? 'Error' : 'Result', text ? h('pre', text) : h('p.muted', '(empty)'),
     p.truncated ? h('p.muted.small', `The model saw part of the result: ${formatBytes(text.length)} of ${formatBytes(p.full_size || 0)}.`) : null));
-  if (p.artifact) addToGroup(fileCard(p.artifact));
+  if (p.artifact) {
+    addToGroup(fileCard(p.artifact));
+    refreshFileVerdicts();
+  }
 }
 
 function stopPendingSteps(why) {
@@ -1850,12 +1853,17 @@ function baseName(p) {
   return s.slice(s.lastIndexOf('/') + 1) || s;
 }
 
+// fileCard is an offered file: a card from the offer's event (path, size, digest,
+// classification), or from the files listing, which adds the verdicts its download
+// meets for the signed-in user (type, scan, may_download and the refusal's reason): a
+// refused file shows the reason instead of a download link.
 function fileCard(a) {
   const sid = state.session.id;
   const href = filePath(sid, a.path);
   const exp = a.expires_at ? Date.parse(a.expires_at) : NaN;
   const expired = a.expired === true || (isFinite(exp) && exp <= Date.now());
-  const unusable = expired || !href;
+  const refusal = a.may_download === false && a.refusal && a.refusal.code !== 'expired' ? a.refusal : null;
+  const unusable = expired || !href || !!refusal;
   const sha = String(a.sha256 || '');
   const name = baseName(a.path);
   const meta = h('div.file-meta',
@@ -1864,15 +1872,73 @@ function fileCard(a) {
       h('span.hash-label', 'sha256'), h('code', sha.slice(0, 12)), icon('copy')) : null,
     isFinite(exp) ? h('span', { title: fullTime(a.expires_at), class: expired ? 'expired' : null }, expired ? 'expired' : `expires ${relTime(a.expires_at)}`) : null);
   const link = unusable
-    ? h('span.btn.small.disabled', icon('download'), expired ? 'Expired' : 'Unavailable')
+    ? h('span.btn.small.disabled', icon(refusal ? 'ban' : 'download'), expired ? 'Expired' : refusal ? refusedLabel(refusal.code) : 'Unavailable')
     : h('a.btn.small.file-download', { href, download: name, dataset: { sha256: sha, path: a.path }, rel: 'noopener' }, icon('download'), 'Download');
-  return h('div.file-card', { dataset: { path: a.path } },
+  return h('div.file-card', { dataset: { path: a.path, sha256: sha }, class: refusal ? 'file-card refused' : null },
     h('div.file-icon', icon('file')),
     h('div.file-main',
-      h('div.file-title', unusable ? h('span.file-name', a.path) : h('a.file-name', { href, download: name }, a.path),
-        a.classification ? h('span.badge.class-' + a.classification, { title: 'Classification of the file' }, a.classification) : null),
-      meta),
+      h('div.file-title', unusable ? h('span.file-name', a.path) : h('a.file-name', { href, download: name }, a.path)),
+      h('div.file-verdicts', classBadge(a), typeBadge(a), scanBadge(a.scan)),
+      meta,
+      refusal ? h('p.file-refusal', { dataset: { code: refusal.code } }, icon('alert'), h('span', refusal.message)) : null),
     link);
+}
+
+// refusedLabel is the disabled button's word for why a file does not download.
+function refusedLabel(code) {
+  return { recipient: 'Not released', malware: 'Blocked', executable: 'Blocked' }[code] || 'Unavailable';
+}
+
+// The three verdicts as badges: who may download it (its classification), what it is
+// (its type, warned when its name claims another), and the malware scan.
+function classBadge(a) {
+  if (!a.classification) return null;
+  const who = a.recipients ? `: ${a.recipients} may download it` : '';
+  return h('span.badge.class-' + a.classification, { title: `Classified ${a.classification}${who}`, dataset: { verdict: 'classification' } }, a.classification);
+}
+
+function typeBadge(a) {
+  if (a.detected_type === undefined) return null; // an offer's event, before the listing says
+  const type = a.detected_type || 'type not recorded';
+  const warn = !!a.type_mismatch;
+  return h('span.badge.verdict', { class: warn ? 'badge verdict verdict-warn' : null, title: warn ? `Type: ${type}, ${a.type_mismatch}` : `Type: ${type} (from its first bytes)`, dataset: { verdict: 'type' } },
+    warn ? icon('alert') : null, type);
+}
+
+function scanBadge(scan) {
+  if (!scan) return null;
+  const [text, cls, title] = {
+    clean: ['scan clean', 'verdict-ok', `No malware found${scan.scanner ? ` (${scan.scanner})` : ''}`],
+    found: [`malware: ${scan.signature || 'found'}`, 'verdict-bad', `The malware scanner found ${scan.signature}${scan.scanner ? ` (${scan.scanner})` : ''}`],
+    not_scanned: ['not scanned yet', '', 'Scanned for malware at its first download'],
+    off: ['scanner off', '', 'No malware scanner is configured on this harness'],
+  }[scan.verdict] || [scan.verdict, '', ''];
+  return h('span.badge.verdict', { class: cls ? 'badge verdict ' + cls : null, title, dataset: { verdict: 'scan' } }, text);
+}
+
+// Cards in the chat come from the offer's event, which cannot know the verdicts (they
+// depend on who looks, the scanner and the operator's policy): the files listing says
+// them, fetched once for the cards a render adds, and each card of the same offer is
+// drawn again with them.
+let verdictsTimer = 0;
+function refreshFileVerdicts() {
+  clearTimeout(verdictsTimer);
+  verdictsTimer = setTimeout(async () => {
+    const sid = state.session && state.session.id;
+    if (!sid) return;
+    let files;
+    try {
+      files = listOf(await api('GET', sessionPath(sid) + '/files'), 'files');
+    } catch {
+      return; // the cards stay as the events drew them
+    }
+    if (!state.session || state.session.id !== sid) return;
+    const byPath = new Map(files.map((f) => [f.path, f]));
+    for (const card of document.querySelectorAll('#conversation .file-card')) {
+      const f = byPath.get(card.dataset.path);
+      if (f && f.sha256 === card.dataset.sha256) card.replaceWith(fileCard(f));
+    }
+  }, 120);
 }
 
 async function copyHash(ev, sha) {
