@@ -315,6 +315,13 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	meter := &budgets.Meter{Store: h.store, Policy: pol, Logger: h.logger}
 	gate := &approvals.Gate{Store: h.store, Logger: h.logger}
 	x := &tools.Executor{Store: h.store, Sandboxes: h.manager, Budgets: meter, Approvals: gate, Attachments: h.g.attachments(h.store)}
+	scanner, err := h.g.malwareScanner()
+	if err != nil {
+		return nil, err
+	}
+	if scanner != nil {
+		x.Scans = &sessions.OfferScans{Store: h.store, Scanner: scanner, Logger: h.logger}
+	}
 	var ts *mcptools.Toolset
 	if len(a.Spec.MCPServers) > 0 {
 		opts := mcptools.Options{Logger: h.logger, Version: version, User: user, Agent: a.Name, Owner: a.Owner, Credentials: auth,

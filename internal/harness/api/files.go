@@ -425,7 +425,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *caller) erro
 		return err
 	}
 	prov := provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID, sourceEvent: a.SourceEvent, expires: a.ExpiresAt}
-	if prov.fileType, err = s.checkType(ss, p, a.Content); err != nil {
+	if prov.fileType, err = s.checkType(ss, p, a.SHA256, a.Content); err != nil {
 		return err
 	}
 	if prov.scan, err = s.checkScan(r, ss, p, true, a.SHA256, a.Content); err != nil {
@@ -454,9 +454,10 @@ func (s *Server) checkRecipient(r *http.Request, fa filesAccess, c *caller, a st
 
 // checkType says what content, downloaded as p, is (sessions.CheckType) for the
 // X-Trueforge-Type header, and refuses an executable, or an archive that may hold one,
-// with 403 executable unless the operator allows executable downloads.
-func (s *Server) checkType(ss store.Session, p string, content []byte) (string, error) {
-	c, err := sessions.CheckType(p, content, s.cfg.AllowExecutables)
+// with 403 executable unless the operator allows executable downloads. What the
+// content is is kept by digest (sum, hex), so a file downloaded again is not read again.
+func (s *Server) checkType(ss store.Session, p, sum string, content []byte) (string, error) {
+	c, err := s.types.Check(p, sum, content, s.cfg.AllowExecutables)
 	if errors.Is(err, sessions.ErrExecutable) {
 		s.log.Warn("a download was refused: an executable output", "session", ss.ID, "path", p, "type", c.Header())
 		return "", errorf(http.StatusForbidden, CodeExecutable, "%v", err)
@@ -540,7 +541,7 @@ func (s *Server) getWorkspaceFile(w http.ResponseWriter, r *http.Request, ss sto
 		}
 		prov = provenance{offered: true, classification: a.Classification, snapshot: a.SnapshotID, sourceEvent: a.SourceEvent, expires: a.ExpiresAt}
 	}
-	if prov.fileType, err = s.checkType(ss, p, data); err != nil {
+	if prov.fileType, err = s.checkType(ss, p, hex.EncodeToString(sum[:]), data); err != nil {
 		return err
 	}
 	if prov.scan, err = s.checkScan(r, ss, p, offered, hex.EncodeToString(sum[:]), data); err != nil {

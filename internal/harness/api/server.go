@@ -123,6 +123,9 @@ type Server struct {
 	closing bool
 	runs    map[string]*liveRun // by session id
 	hubs    map[string]*hub     // by session id
+
+	// types keeps what downloaded contents are, by digest (checkType).
+	types sessions.TypeChecks
 }
 
 // liveRun is a run this process runs.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/scan"
@@ -83,4 +84,31 @@ func RecordMalware(ctx context.Context, st *store.Store, sessionID, p string, of
 	_, err = events.Append(ctx, st, sessionID, "", events.MalwareFound{Path: p, SHA256: v.SHA256, Signature: v.Signature,
 		Scanner: v.Scanner, ScannedAt: v.ScannedAt.UTC(), Offered: offered})
 	return err
+}
+
+// OfferScans scans each file as it is offered (tools.OfferScanner), so the verdict is
+// kept by digest, and shown, before anyone downloads it. A scanner without a verdict
+// leaves the scan to the first download, which fails closed or open as configured.
+type OfferScans struct {
+	Store   *store.Store
+	Scanner Scanner
+	Logger  *slog.Logger
+}
+
+// ScanOffered scans a's content; malware is recorded in the session's log (once per
+// digest) and said to the model, since nobody will be able to download the file.
+func (o *OfferScans) ScanOffered(ctx context.Context, a store.Artifact) string {
+	v, err := CheckScan(ctx, o.Store, o.Scanner, true, a.SHA256, a.Content)
+	switch {
+	case errors.Is(err, ErrMalware):
+		if rerr := RecordMalware(ctx, o.Store, a.SessionID, a.Path, true, v); rerr != nil && o.Logger != nil {
+			o.Logger.Warn("recording malware found in an offered file", "session", a.SessionID, "path", a.Path, "err", rerr)
+		}
+		return fmt.Sprintf("the malware scanner found %s in it (%s): nobody can download it", v.Signature, v.Scanner)
+	case err != nil && o.Logger != nil:
+		o.Logger.Warn("scanning an offered file", "session", a.SessionID, "path", a.Path, "err", err)
+	case v.Scanner == "" && o.Logger != nil:
+		o.Logger.Info("an offered file was not scanned now; its first download scans it", "session", a.SessionID, "path", a.Path)
+	}
+	return ""
 }

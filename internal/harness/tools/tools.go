@@ -81,6 +81,16 @@ type Executor struct {
 	// Attachments writes the session's attachments into its sandbox when a call has
 	// acquired it (attachments.Service); nil writes none.
 	Attachments Attachments
+	// Scans, when set, scans an offered file for malware as it is offered
+	// (sessions.OfferScans), so the user sees the verdict before the first download; nil
+	// leaves the scan to that download.
+	Scans OfferScanner
+}
+
+// OfferScanner scans an artifact as it is offered and returns a sentence for the model
+// ("" when the file is clean or was not scanned).
+type OfferScanner interface {
+	ScanOffered(ctx context.Context, a store.Artifact) string
 }
 
 // Attachments writes a session's attachments into the sandbox of lease l that it does
@@ -414,10 +424,18 @@ func offerArtifact(ctx context.Context, in invocation, args OfferArtifactArgs) R
 		if err := in.x.Store.PutArtifact(ctx, a); err != nil {
 			return "offer_artifact: " + err.Error(), true, false
 		}
+		scanned := ""
+		if sc := in.x.Scans; sc != nil {
+			scanned = sc.ScanOffered(ctx, a)
+		}
 		a.Content = nil
 		r.Artifact = &a
-		return fmt.Sprintf("offered %s for download: %d bytes, sha256 %s, classified %s, until %s (snapshot %s)",
-			showName(a.Path), a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID), false, false
+		text := fmt.Sprintf("offered %s for download: %d bytes, sha256 %s, classified %s, until %s (snapshot %s)",
+			showName(a.Path), a.Size, a.SHA256, a.Classification, a.ExpiresAt.UTC().Format(time.RFC3339), a.SnapshotID)
+		if scanned != "" {
+			return text + "\n" + scanned, true, false
+		}
+		return text, false, false
 	})
 }
 

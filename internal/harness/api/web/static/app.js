@@ -7,6 +7,7 @@
 import { h, append, clear, icon, fillIcons, formatBytes, relTime, fullTime, clip, firstLine } from './dom.js';
 import { render as markdown } from './md.js';
 import { highlight } from './hl.js';
+import { Attachments, attachmentChips, dropTarget } from './attach.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -408,7 +409,8 @@ function updateComposer() {
   const text = $('input').value.trim();
   $('send').hidden = state.live;
   $('cancel').hidden = !state.live;
-  $('send').disabled = state.live || state.sending || !text || (!s && !agent);
+  $('send').disabled = state.live || state.sending || (!text && !attached().count) || (!s && !agent);
+  $('attach-btn').disabled = state.sending;
   $('cancel').disabled = state.cancelling;
   clear($('cancel')).append(icon('stop'), state.cancelling ? 'Cancelling…' : 'Cancel');
   $('input').placeholder = agent ? `Message ${agent.name}…` : 'Message the agent…';
@@ -421,10 +423,18 @@ function autosize() {
   ta.style.height = Math.min(ta.scrollHeight, Math.round(window.innerHeight * 0.4)) + 'px';
 }
 
+// attached is the composer's pending files (attach.js).
+let pending = null;
+function attached() {
+  if (!pending) pending = new Attachments($('attach-list'), () => updateComposer());
+  return pending;
+}
+
 async function send(ev) {
   if (ev) ev.preventDefault();
   const input = $('input');
-  const text = input.value.trim();
+  const files = attached();
+  const text = input.value.trim() || (files.count ? `Attached: ${files.names()}` : '');
   if (!text || state.live || state.sending) return;
   state.sending = true;
   updateComposer();
@@ -451,7 +461,10 @@ async function send(ev) {
       await Promise.race([state.esOpen, new Promise((r) => setTimeout(r, 3000))]);
     }
     const sid = state.session.id;
-    const res = await api('POST', sessionPath(sid) + '/messages', { text });
+    const body = { text };
+    if (files.count) body.attachments = await files.uploadAll(sid, state.me && state.me.csrf);
+    const res = await api('POST', sessionPath(sid) + '/messages', body);
+    files.clear();
     input.value = '';
     autosize();
     if (state.session && state.session.id === sid && res && res.run_id && !state.finishedRuns.has(res.run_id)) {
@@ -795,7 +808,7 @@ function renderEvent(kind, p, seq) {
         state.view.title = firstLine(p.text);
         $('chat-title').textContent = clip(state.view.title, 120);
       }
-      $('conversation').append(h('div.turn.user', { dataset: { seq } }, h('div.bubble', markdownPlain(p.text))));
+      $('conversation').append(h('div.turn.user', { dataset: { seq } }, h('div.bubble', markdownPlain(p.text), attachmentChips(p.attachments))));
       const history = state.replayUpTo !== null && seq <= state.replayUpTo;
       if (!history || state.knownRunning !== false) setLive(true);
       scrollToBottom();
@@ -2038,6 +2051,19 @@ function wireStatic() {
     updateComposer();
   });
   $('cancel').addEventListener('click', cancelRun);
+  $('attach-btn').addEventListener('click', () => $('file-input').click());
+  $('file-input').addEventListener('change', (ev) => {
+    attached().add(Array.from(ev.target.files || []));
+    ev.target.value = '';
+  });
+  $('input').addEventListener('paste', (ev) => {
+    const files = Array.from((ev.clipboardData && ev.clipboardData.files) || []);
+    if (files.length) {
+      ev.preventDefault();
+      attached().add(files);
+    }
+  });
+  dropTarget($('composer').closest('section'), $('composer'), (files) => attached().add(files));
   $('agent').addEventListener('change', (ev) => {
     state.draftAgent = ev.target.value;
     state.draftEnv = '';
