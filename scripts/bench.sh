@@ -710,11 +710,49 @@ else
 	failed "the harness API benchmarks" "$out/api-bench.txt" 40
 fi
 
+# Issue 27: a 64 MiB attachment uploaded through the API (content streamed to the
+# attachments directory while hashed; and held, then stored in the database) against the
+# same bytes POSTed over loopback to a handler that only reads them; and what the checks
+# before a download's first byte cost (type check and cached malware verdict), on the
+# first download of the bytes and on every later one. Targets: the directory upload
+# >= 0.5x loopback; checks on a later download <= 1 ms.
+echo "== attachments and download checks (internal/harness/api, internal/harness/sessions)"
+if go test -count=1 -run '^$' -bench 'BenchmarkAttachmentUpload' -benchtime "${BENCH_UPLOAD_N:-10}x" ./internal/harness/api/ >"$out/attach-bench.txt" 2>&1 &&
+	go test -count=1 -run '^$' -bench 'BenchmarkDownloadChecks' -benchtime 200x ./internal/harness/sessions/ >>"$out/attach-bench.txt" 2>&1; then
+	grep '^Benchmark' "$out/attach-bench.txt"
+	python3 - "$out/attach-bench.txt" <<'EOF2' | tee -a "$out/results.txt" || status=1
+import re, sys
+up, checks = {}, {}
+for line in open(sys.argv[1]):
+    m = re.match(r"BenchmarkAttachmentUpload/(\w+)-\d+\s+\d+\s+([\d.]+) ns/op", line)
+    if m:
+        up[m.group(1)] = float(m.group(2))
+    m = re.match(r"BenchmarkDownloadChecks/(\w+)/(\w+)-\d+\s+\d+\s+([\d.]+) ns/op", line)
+    if m:
+        checks[(m.group(1), m.group(2))] = float(m.group(3)) / 1e6
+mib = 64
+print()
+print("attachments: a 64 MiB upload (same run)")
+for k in ("loopback", "directory", "database"):
+    print(f"  {k:10} {up[k] / 1e6:8.1f} ms  {mib * 1.048576 / (up[k] / 1e9):7.0f} MB/s  {up['loopback'] / up[k]:.2f}x loopback")
+print("download checks (type check + cached scan verdict), 1 MiB file")
+for kind in ("text", "zip", "tgz"):
+    print(f"  {kind:5} first download {checks[(kind, 'first')]:.3f} ms, later ones {checks[(kind, 'again')]:.3f} ms")
+worst = max(v for (k, w), v in checks.items() if w == "again")
+ratio = up["loopback"] / up["directory"]
+print(f"RESULT upload_dir_ratio={ratio:.2f} upload_db_ratio={up['loopback'] / up['database']:.2f} download_checks_again_max_ms={worst:.3f}")
+if ratio < 0.5 or worst > 1:
+    print("  below target (upload >= 0.5x loopback, checks <= 1 ms)")
+EOF2
+else
+	failed "the attachment benchmarks" "$out/attach-bench.txt" 30
+fi
+
 if [[ "${BENCH_GO:-1}" == 0 ]]; then
 	echo "== BENCH_GO=0: skipping the other Go benchmarks"
 elif grep -rqs --include='*_test.go' '^func Benchmark' .; then
 	echo "== go test -bench . -run '^\$' ./... (less the sandbox, Daytona, egress and API benchmarks and internal/harness/runner, run above)"
-	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry|RequestLatency|Download100MB|SecretSource|APIConcurrentSessions200|APITurnScripted)$' -run '^$' $(go list ./... | grep -v /internal/harness/runner) || status=1
+	go test -bench . -skip '^Benchmark(ColdStart|WarmExec|BareForkExec|DaytonaPlan|ClientRetry|RequestLatency|Download100MB|SecretSource|APIConcurrentSessions200|APITurnScripted|AttachmentUpload|DownloadChecks)$' -run '^$' $(go list ./... | grep -v /internal/harness/runner) || status=1
 else
 	echo "== no Go benchmarks (func Benchmark...) in the module; skipping go test -bench"
 fi

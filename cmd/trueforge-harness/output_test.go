@@ -24,9 +24,9 @@ var (
 	runFields         = []string{"id", "status", "detail", "started_at", "ended_at"}
 	eventFields       = []string{"seq", "run_id", "kind", "at", "payload"}
 	filesFields       = []string{"offered", "workspace"}
-	offeredFields     = []string{"path", "size", "sha256", "classification", "expires_at", "snapshot", "sandbox", "source_event", "commands", "manifest_digest", "session_installs"}
-	workspaceFields   = []string{"sandbox", "state", "listed", "reason", "files"}
-	fileFields        = []string{"path", "size", "mode"}
+	offeredFields     = []string{"path", "size", "sha256", "classification", "expires_at", "snapshot", "sandbox", "source_event", "commands", "manifest_digest", "session_installs", "provenance"}
+	workspaceFields   = []string{"sandbox", "state", "listed", "reason", "files", "omitted", "omitted_at_least"}
+	fileFields        = []string{"path", "path_encoded", "size", "mode"}
 	userFields        = []string{"name", "admin", "created_at", "token_rotated_at"}
 )
 
