@@ -54,3 +54,20 @@ func TestAttachments(t *testing.T) {
 		}
 	})
 }
+
+// The harness's role keeps attachments on PostgreSQL (runtime tables); a team reads
+// none.
+func TestAttachmentsHarnessRole(t *testing.T) {
+	p := newRLSPlane(t)
+	ctx := context.Background()
+	must(t, p.asHarness.CreateSession(ctx, Session{ID: "s1", Agent: "pr-bot", Owner: "alice"}))
+	a := Attachment{ID: "att-1", SessionID: "s1", Uploader: "alice", Name: "a.txt", OriginalName: "a.txt", Size: 1, SHA256: "ab",
+		DetectedType: "text", Classification: "untrusted", CreatedAt: time.UnixMilli(5)}
+	must(t, p.asHarness.PutAttachment(ctx, a, []byte("x")))
+	if c, err := p.asHarness.AttachmentContent(ctx, "ab"); err != nil || string(c) != "x" {
+		t.Fatalf("as the harness: %q, %v", c, err)
+	}
+	if _, err := p.asAlice.AttachmentContent(ctx, "ab"); err == nil {
+		t.Error("a team read an attachment's content")
+	}
+}
