@@ -32,12 +32,17 @@ func newFilesCmd(g *globals) *cobra.Command {
 			return writeJSON(out, doc)
 		}
 		tw := newTable(out)
-		fmt.Fprintln(tw, "OFFERED FILE\tSIZE\tSHA256\tCLASSIFICATION\tEXPIRES\tSNAPSHOT\tSOURCE EVENT\tCOMMANDS\tMANIFEST\tSESSION INSTALLS")
+		fmt.Fprintln(tw, "OFFERED FILE\tSIZE\tSHA256\tCLASSIFICATION\tTYPE\tSCAN\tDOWNLOAD\tEXPIRES\tSNAPSHOT\tSOURCE EVENT\tCOMMANDS\tMANIFEST\tSESSION INSTALLS")
 		for _, a := range doc.Offered {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t#%d\t%d\t%s\n", termsafe.Line(a.Path), a.Size, a.SHA256[:min(16, len(a.SHA256))], a.Classification,
-				a.ExpiresAt.Format(time.RFC3339), a.Snapshot, a.SourceEvent, len(a.Commands), lineageCells(a))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t#%d\t%d\t%s\n", termsafe.Line(a.Path), a.Size, a.SHA256[:min(16, len(a.SHA256))], a.Classification,
+				orDash(a.DetectedType), scanCell(a), downloadCell(a), a.ExpiresAt.Format(time.RFC3339), a.Snapshot, a.SourceEvent, len(a.Commands), lineageCells(a))
 		}
 		tw.Flush()
+		for _, a := range doc.Offered {
+			if a.Refusal != "" {
+				fmt.Fprintf(out, "%s: not for you: %s\n", termsafe.Line(a.Path), termsafe.Line(a.Refusal))
+			}
+		}
 		ws := doc.Workspace
 		switch {
 		case ws.Sandbox == "":
@@ -247,4 +252,21 @@ func checkDownload(ctx context.Context, cmd *cobra.Command, h *harness, s store.
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s: scanned clean (%s)\n", termsafe.Line(p), v.Scanner)
 	}
 	return nil
+}
+
+// scanCell is an offered file's malware scan as the table says it.
+func scanCell(a offeredFileJSON) string {
+	if a.Scan == sessions.ScanFound {
+		return "FOUND " + termsafe.Line(a.ScanSignature)
+	}
+	return a.Scan
+}
+
+// downloadCell says whether the CLI's user may download the file (the reason follows
+// the table).
+func downloadCell(a offeredFileJSON) string {
+	if a.MayDownload {
+		return "yes"
+	}
+	return "refused"
 }

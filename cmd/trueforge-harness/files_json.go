@@ -32,6 +32,15 @@ type offeredFileJSON struct {
 	SessionInstalls []packageJSON `json:"session_installs"`
 	// Provenance is the archives the file came from (extract_archive), [] when none.
 	Provenance []store.Provenance `json:"provenance"`
+	// The checks a download by you meets (sessions.Verdicts, as the API lists them):
+	// the type recorded at the offer, how it contradicts the name, the malware scan
+	// (clean, found, not_scanned, off), and whether you may download it, else why not.
+	DetectedType  string `json:"detected_type"`
+	TypeMismatch  string `json:"type_mismatch,omitempty"`
+	Scan          string `json:"scan"`
+	ScanSignature string `json:"scan_signature,omitempty"`
+	MayDownload   bool   `json:"may_download"`
+	Refusal       string `json:"refusal,omitempty"`
 }
 
 // workspaceJSON is the session's sandbox workspace: listed only when the sandbox
@@ -65,14 +74,24 @@ func listFiles(ctx context.Context, h *harness, s store.Session) (filesJSON, err
 	if err != nil {
 		return doc, err
 	}
-	for _, a := range arts {
+	verdicts, err := h.verdicts(ctx, s, arts)
+	if err != nil {
+		return doc, err
+	}
+	for i, a := range arts {
 		cmds := a.Commands
 		if cmds == nil {
 			cmds = []string{}
 		}
-		doc.Offered = append(doc.Offered, offeredFileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification,
+		v := verdicts[i]
+		f := offeredFileJSON{Path: a.Path, Size: a.Size, SHA256: a.SHA256, Classification: a.Classification,
 			ExpiresAt: a.ExpiresAt.UTC(), Snapshot: a.SnapshotID, Sandbox: a.SandboxID, SourceEvent: a.SourceEvent, Commands: cmds,
-			ManifestDigest: a.ManifestDigest, SessionInstalls: packagesOf(a.SessionInstalls), Provenance: nonNilProvenance(a.Provenance)})
+			ManifestDigest: a.ManifestDigest, SessionInstalls: packagesOf(a.SessionInstalls), Provenance: nonNilProvenance(a.Provenance),
+			DetectedType: v.Type, TypeMismatch: v.Mismatch, Scan: v.Scan.Verdict, ScanSignature: v.Scan.Signature, MayDownload: v.Refused == nil}
+		if v.Refused != nil {
+			f.Refusal = v.Refused.Error()
+		}
+		doc.Offered = append(doc.Offered, f)
 	}
 	ws := &doc.Workspace
 	rec, err := sessions.Sandbox(ctx, h.store, s.ID)
@@ -121,4 +140,15 @@ func nonNilProvenance(p []store.Provenance) []store.Provenance {
 		return []store.Provenance{}
 	}
 	return p
+}
+
+// verdicts says what a download of each of arts by the CLI's user would meet, as the
+// API lists it (one function for both).
+func (h *harness) verdicts(ctx context.Context, s store.Session, arts []store.Artifact) ([]sessions.FileVerdicts, error) {
+	pol, err := h.loadPolicy()
+	if err != nil {
+		return nil, err
+	}
+	return sessions.Verdicts(ctx, h.store, s, arts, h.caller(), sessions.ListOptions{Policy: pol, Scanner: h.g.scanner != "",
+		AllowExecutables: h.g.allowExecutables, Now: time.Now()})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,13 @@ func TestFilesGetRecipientAndRelease(t *testing.T) {
 		}
 	}
 
+	// files list says, before any download, what one would meet, as the API lists it.
+	listed, _, err := run(t, st.Path(), "", "files", "list", sid)
+	if err != nil || !strings.Contains(listed, "plan.txt: not for you: plan.txt is classified restricted") ||
+		!regexp.MustCompile(`plan\.txt\s+\d+\s+\w+\s+restricted\s+text\s+off\s+refused`).MatchString(listed) ||
+		!regexp.MustCompile(`secret\.txt\s+\d+\s+\w+\s+confidential\s+text\s+off\s+yes`).MatchString(listed) {
+		t.Fatalf("files list: %v\n%s", err, listed)
+	}
 	out, _, err := run(t, st.Path(), "", "files", "get", sid, "plan.txt")
 	if err == nil || out != "" || exitStatus(err) != exitError ||
 		!strings.Contains(err.Error(), "plan.txt was not handed out: plan.txt is classified restricted, which nobody may download until an admin releases it") ||

@@ -24,7 +24,7 @@ var (
 	runFields         = []string{"id", "status", "detail", "started_at", "ended_at"}
 	eventFields       = []string{"seq", "run_id", "kind", "at", "payload"}
 	filesFields       = []string{"offered", "workspace"}
-	offeredFields     = []string{"path", "size", "sha256", "classification", "expires_at", "snapshot", "sandbox", "source_event", "commands", "manifest_digest", "session_installs", "provenance"}
+	offeredFields     = []string{"path", "size", "sha256", "classification", "expires_at", "snapshot", "sandbox", "source_event", "commands", "manifest_digest", "session_installs", "provenance", "detected_type", "scan", "may_download"}
 	workspaceFields   = []string{"sandbox", "state", "listed", "reason", "files", "omitted", "omitted_at_least"}
 	fileFields        = []string{"path", "path_encoded", "size", "mode"}
 	userFields        = []string{"name", "admin", "created_at", "token_rotated_at"}
