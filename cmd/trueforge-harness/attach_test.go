@@ -54,7 +54,7 @@ func TestRunAttach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "attached /workspace/attachments/My Report _final_.pdf · 26 bytes · pdf · sha256 "+hexSum+" · confidential") ||
+	if !strings.Contains(out, "you: go\n  [attached] /workspace/attachments/My Report _final_.pdf · 26 bytes · pdf · sha256 "+hexSum+" · confidential\n") ||
 		!strings.Contains(out, hexSum+"  /workspace/attachments/My Report _final_.pdf") {
 		t.Fatalf("run output:\n%s", out)
 	}
@@ -64,6 +64,13 @@ func TestRunAttach(t *testing.T) {
 	ss, _ := env.Store.ListSessions(ctx, "", "reader")
 	if len(ss) != 1 {
 		t.Fatalf("%d sessions", len(ss))
+	}
+	show, _, err := run(t, env.Store.Path(), "", "sessions", "show", ss[0].ID)
+	if err != nil || !strings.Contains(show, "you: go\n  [attached] /workspace/attachments/My Report _final_.pdf · 26 bytes · pdf · sha256 "+hexSum+" · confidential\n") {
+		t.Fatalf("sessions show: %v\n%s", err, show)
+	}
+	if strings.Count(out, "/workspace/attachments/My Report _final_.pdf · 26 bytes") != 1 {
+		t.Errorf("run shows the attachment %d times:\n%s", strings.Count(out, "· 26 bytes"), out)
 	}
 	as, err := env.Store.ListAttachments(ctx, ss[0].ID)
 	if err != nil || len(as) != 1 || as[0].Uploader != harnesstest.Owner || as[0].DeclaredType != "application/pdf" || !as[0].InDirectory || as[0].WrittenSandbox == "" {

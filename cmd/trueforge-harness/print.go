@@ -48,16 +48,6 @@ func (p *printer) header(sessionID string, r *runner.Runner) {
 	fmt.Fprintf(p.w, "session %s · agent %s · model %s\n", sessionID, r.Agent.Name, label)
 }
 
-// attached says which files the first message carries (names are safe: SafeName).
-func (p *printer) attached(as []events.Attachment) {
-	if p.json {
-		return
-	}
-	for _, a := range as {
-		fmt.Fprintf(p.w, "attached %s · %d bytes · %s · sha256 %s · %s\n", a.Path, a.Size, a.DetectedType, a.SHA256, a.Classification)
-	}
-}
-
 func (p *printer) speaker() string {
 	if p.replay {
 		return "agent [replay]"
@@ -129,6 +119,9 @@ func (p *printer) render(e store.Event, textShown bool) {
 	switch v := ev.(type) {
 	case events.UserMessage:
 		fmt.Fprintf(w, "you: %s\n", v.Text)
+		for _, a := range v.Attachments {
+			fmt.Fprintf(w, "  [attached] %s · %d bytes · %s · sha256 %s · %s\n", a.Path, a.Size, a.DetectedType, a.SHA256, a.Classification)
+		}
 	case events.ModelMessage:
 		if !textShown && v.Text != "" {
 			sp := "agent"

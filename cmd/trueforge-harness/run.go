@@ -63,7 +63,6 @@ func (g *globals) talkCmd(cmd *cobra.Command, fn func(ctx context.Context, cmd *
 		}
 		p := newPrinter(cmd.OutOrStdout(), f.jsonOut, r.Agent.IsReplay())
 		p.header(id, r)
-		p.attached(attached)
 		return fn(ctx, cmd, talk{runner: r, sessionID: id, printer: p, user: h.me, attached: attached}, args)
 	})
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue this session (default: a new one)")
