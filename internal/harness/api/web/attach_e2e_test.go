@@ -163,6 +163,9 @@ func TestWebAttachmentsEndToEnd(t *testing.T) {
 		for (const type of ['dragenter', 'dragover', 'drop']) target.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
 	})()`))
 	x.wait("both chips", `document.querySelectorAll('#attach-list .attach-chip').length === 2`, 5*time.Second)
+	// The uploader says what the notes are; the archive stays untrusted.
+	x.do("classifying the notes", chromedp.Evaluate[chromedp.Void](`(s => { s.value = 'internal'; s.dispatchEvent(new Event('change')); })(
+		document.querySelector('#attach-list .attach-chip:nth-child(2) select.attach-class'))`))
 	x.shot("attach-chips-phone", 390, 844, false)
 	x.do("back to the desktop", desktop)
 	names := eval[[]string](x, `[...document.querySelectorAll('#attach-list .attach-name')].map(e => e.textContent)`)
@@ -213,7 +216,8 @@ func TestWebAttachmentsEndToEnd(t *testing.T) {
 		t.Fatalf("sessions %v, %v", ss, err)
 	}
 	as, err := st.ListAttachments(ctx, ss[0].ID)
-	if err != nil || len(as) != 2 || as[0].WrittenSandbox == "" || as[1].WrittenSandbox == "" || as[0].DetectedType != "gzip" || as[1].DeclaredType != "text/plain" {
+	if err != nil || len(as) != 2 || as[0].WrittenSandbox == "" || as[1].WrittenSandbox == "" || as[0].DetectedType != "gzip" || as[1].DeclaredType != "text/plain" ||
+		as[0].Classification != "untrusted" || as[1].Classification != "internal" {
 		t.Fatalf("attachments %+v, %v", as, err)
 	}
 	evs, err := st.EventsOfKind(ctx, ss[0].ID, events.KindUserMessage)

@@ -6,6 +6,9 @@
 
 import { h, clear, icon, formatBytes } from './dom.js';
 
+// CLASSIFICATIONS are what an uploader may say a file is (the harness refuses others).
+const CLASSIFICATIONS = ['untrusted', 'internal', 'confidential', 'restricted', 'public'];
+
 // Attachments manages the pending files of the composer whose list element is list;
 // onChange runs when the list changes (the send button's state depends on it).
 export class Attachments {
@@ -23,7 +26,7 @@ export class Attachments {
   add(files) {
     for (const file of files) {
       if (this.items.some((it) => it.file.name === file.name && it.file.size === file.size && it.file.lastModified === file.lastModified)) continue;
-      this.items.push({ file, id: '', progress: 0, error: '' });
+      this.items.push({ file, id: '', progress: 0, error: '', classification: 'untrusted' });
     }
     this.render();
   }
@@ -52,9 +55,12 @@ export class Attachments {
       const bar = h('span.attach-progress', { role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-label': `Uploading ${it.file.name}` },
         h('span.attach-progress-fill'));
       const meta = h('span.attach-meta', it.error ? it.error : it.id ? `${formatBytes(it.file.size)} · uploaded` : formatBytes(it.file.size));
+      const cls = h('select.attach-class', { 'aria-label': `Classification of ${it.file.name}`, title: 'Who may see what the agent makes from it: untrusted unless you say otherwise',
+        disabled: this.busy || !!it.id, onchange: (ev) => { it.classification = ev.target.value; } },
+        CLASSIFICATIONS.map((c) => h('option', { value: c, selected: c === it.classification }, c)));
       it.node = h('div.attach-chip' + (it.error ? '.failed' : '') + (it.id ? '.done' : ''), { title: it.file.name },
         icon(it.error ? 'alert' : it.id ? 'check' : 'file'),
-        h('span.attach-text', h('span.attach-name', it.file.name), meta),
+        h('span.attach-text', h('span.attach-name', it.file.name), h('span.attach-sub', meta, cls)),
         bar,
         h('button.attach-x', { type: 'button', 'aria-label': `Remove ${it.file.name}`, title: 'Remove', disabled: this.busy && !it.error, onclick: () => this.remove(it) }, icon('x')));
       it.bar = bar;
@@ -120,7 +126,7 @@ function upload(sid, csrf, it, onProgress) {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     it.xhr = xhr;
-    const q = new URLSearchParams({ name: it.file.name });
+    const q = new URLSearchParams({ name: it.file.name, classification: it.classification });
     xhr.open('POST', `/api/v1/sessions/${encodeURIComponent(sid)}/attachments?${q}`);
     xhr.setRequestHeader('Accept', 'application/json');
     xhr.setRequestHeader('Content-Type', it.file.type || 'application/octet-stream');
