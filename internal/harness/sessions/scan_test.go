@@ -133,3 +133,43 @@ func TestRecordMalware(t *testing.T) {
 		t.Errorf("event %+v; want %+v", m, want)
 	}
 }
+
+// Scanning as a file is offered, against a real clamd: a clean file's verdict is stored
+// before anyone downloads it; EICAR is said to the model and recorded in the session's
+// log once; a stopped clamd stores nothing (the first download scans, failing closed).
+func TestOfferScans(t *testing.T) {
+	c := clamtest.Start(t)
+	st := storetest.Open(t, filepath.Join(t.TempDir(), "cp.db"))
+	ctx := context.Background()
+	if err := st.CreateSession(ctx, store.Session{ID: "s1", Agent: "a", Owner: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	o := &sessions.OfferScans{Store: st, Scanner: &scan.Clamd{Network: "unix", Address: c.Socket, Timeout: 30 * time.Second, MaxStream: c.StreamMaxLength}}
+	offer := func(p string, content []byte) string {
+		return o.ScanOffered(ctx, store.Artifact{SessionID: "s1", Path: p, SHA256: digest(content), Content: content})
+	}
+	clean := []byte("a clean report\n")
+	if said := offer("report.txt", clean); said != "" {
+		t.Fatalf("a clean file: %q", said)
+	}
+	if v, err := st.GetScanVerdict(ctx, digest(clean)); err != nil || !v.Clean {
+		t.Fatalf("the clean verdict before any download: %+v, %v", v, err)
+	}
+	eicar := []byte(clamtest.EICAR)
+	for range 2 {
+		if said := offer("eicar.com", eicar); !strings.Contains(said, clamtest.Reported) || !strings.Contains(said, "nobody can download it") {
+			t.Fatalf("EICAR: %q", said)
+		}
+	}
+	if evs, err := st.EventsOfKind(ctx, "s1", events.KindMalwareFound); err != nil || len(evs) != 1 {
+		t.Fatalf("malware_found events: %d, %v; want 1", len(evs), err)
+	}
+	c.Stop()
+	later := []byte("offered while clamd is down\n")
+	if said := offer("later.txt", later); said != "" {
+		t.Fatalf("a scanner without a verdict: %q", said)
+	}
+	if _, err := st.GetScanVerdict(ctx, digest(later)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a verdict without a scan: %v", err)
+	}
+}
