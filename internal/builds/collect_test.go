@@ -107,9 +107,13 @@ func spec(script string) sandbox.SnapshotSpec {
 }
 
 // env is environment name on snapshot snap.
+// These tests are about snapshots nothing refers to once an environment moves on, so
+// their environments keep no previous version (keep_versions = 0).
 func env(name string, snap store.Snapshot) store.Environment {
+	var keepNone int64
 	return store.Environment{ID: "env-" + name, Name: name, Provider: "local", Owner: "alice", Image: "platform",
-		CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: snap.BuildHash, SnapshotID: snap.ID}
+		CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: snap.BuildHash, SnapshotID: snap.ID,
+		Settings: store.EnvironmentSettings{KeepVersions: &keepNone}}
 }
 
 // collecting builds sp's snapshot for an environment "a", removes the environment and

@@ -28,6 +28,10 @@ type EnvironmentSettings struct {
 	Registry string `json:"registry,omitempty"`
 
 	// Live settings: applied without a rebuild, to sandboxes created afterwards.
+	// KeepVersions is how many previous versions are kept from collection (nil:
+	// DefaultKeepVersions; environment_versions.go).
+	KeepVersions *int64 `json:"keep_versions,omitempty"`
+
 	Labels     map[string]string `json:"labels,omitempty"`
 	AllowCIDRs []string          `json:"allow_cidrs,omitempty"`
 	// PackageIndexes are named package indexes (pypi, npm, ...) whose hosts are allowed;

@@ -2,9 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -98,21 +96,8 @@ func (s *Store) CreateEnvironment(ctx context.Context, e Environment) error {
 		if err := inserted(err, missing, "environment %q", e.Name); err != nil {
 			return err
 		}
-		return recordHistory(ctx, tx, e.Name, e.SnapshotID, now)
+		return recordHistory(ctx, tx, e.Name, e.SnapshotID, e.BuildHash, e.Settings.Keep(), now) // environment_versions.go
 	})
-}
-
-func recordHistory(ctx context.Context, tx *txn, env, snapshot string, now int64) error {
-	var last sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT snapshot_id FROM environment_snapshots WHERE environment = ? ORDER BY created_at DESC LIMIT 1`, env).Scan(&last)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
-	}
-	if last.Valid && last.String == snapshot {
-		return nil
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO environment_snapshots(environment, snapshot_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, env, snapshot, now)
-	return err
 }
 
 // UpdateEnvironment replaces every mutable field of environment e.Name. Its snapshot must
@@ -129,7 +114,7 @@ func (s *Store) UpdateEnvironment(ctx context.Context, e Environment) error {
 		if err := changedOne(res, err, "updating", "environment %q", e.Name); err != nil {
 			return err
 		}
-		return recordHistory(ctx, tx, e.Name, e.SnapshotID, now)
+		return recordHistory(ctx, tx, e.Name, e.SnapshotID, e.BuildHash, e.Settings.Keep(), now) // environment_versions.go
 	})
 }
 

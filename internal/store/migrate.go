@@ -385,6 +385,7 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationAttachments,         // 19: attachments.go
 	migrationProvenance,          // 20: provenance.go (extracted archives' provenance)
 	migrationRecipients,          // 21: recipients.go (downloads by classification)
+	migrationEnvironmentVersions, // 22: environment_versions.go (kept versions of environments)
 }
 
 // secretsOwned is the condition of migration 8's policies on secrets: the secret's

@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// migrationEnvironmentVersions (22): versions of an environment (issue 28). Every
+// snapshot an environment has pointed at is one of its versions; environment_snapshots
+// already records when each became current (a row per period). The history gains the
+// build hash and the manifest digest, so that a version still says what it was once its
+// snapshot is collected, and kept: whether the snapshot is the environment's current one
+// or one of its keep_versions latest previous ones. Garbage collection leaves a kept
+// snapshot alone, so that reverting to it (or pinning an agent to it) needs no build.
+// kept is recomputed for the whole environment in the transaction that moves it
+// (recordHistory), which also reads keep_versions from its settings document.
+//
+// Who writes: apply (a configuration table, shared like snapshots).
+var migrationEnvironmentVersions = migration{sql: `
+ALTER TABLE environment_snapshots ADD COLUMN build_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE environment_snapshots ADD COLUMN manifest_digest TEXT NOT NULL DEFAULT '';
+ALTER TABLE environment_snapshots ADD COLUMN kept BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX environment_snapshots_kept ON environment_snapshots(snapshot_id, kept);
+`}
+
+// DefaultKeepVersions is how many previous versions an environment keeps from
+// collection when its configuration does not say.
+const DefaultKeepVersions = 3
+
+// MaxKeepVersions bounds keep_versions: each kept version holds a snapshot's disk.
+const MaxKeepVersions = 32
+
+// Keep is how many previous versions the environment keeps (its setting, else
+// DefaultKeepVersions).
+func (st EnvironmentSettings) Keep() int64 {
+	if st.KeepVersions == nil {
+		return DefaultKeepVersions
+	}
+	return *st.KeepVersions
+}
+
+// EnvironmentVersion is one snapshot an environment has used.
+type EnvironmentVersion struct {
+	SnapshotID     string
+	BuildHash      string
+	ManifestDigest string
+	// CurrentSince is when it last became the environment's snapshot; CurrentUntil when
+	// another replaced it then (zero while it is current).
+	CurrentSince time.Time
+	CurrentUntil time.Time
+	// Current: new sessions use it; Kept: it is current or one of the keep_versions
+	// latest previous versions, so it is not collected and may be pinned or reverted to.
+	Current bool
+	Kept    bool
+}
+
+// recordHistory makes snapshot the environment's current version (a new period unless
+// it is already), fills what the history lacks (build hashes, manifest digests taken
+// since) and recomputes which versions are kept, keeping keep previous ones.
+func recordHistory(ctx context.Context, tx *txn, env, snapshot, buildHash string, keep, now int64) error {
+	periods, err := queryRows(ctx, tx, scanPeriod, `SELECT snapshot_id, created_at FROM environment_snapshots WHERE environment = ? ORDER BY created_at`, env)
+	if err != nil {
+		return fmt.Errorf("reading the versions of environment %q: %w", env, err)
+	}
+	if len(periods) == 0 || periods[len(periods)-1].snapshot != snapshot {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO environment_snapshots(environment, snapshot_id, created_at, build_hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			env, snapshot, now, buildHash); err != nil {
+			return fmt.Errorf("recording version %s of environment %q: %w", snapshot, env, err)
+		}
+		periods = append(periods, period{snapshot: snapshot, at: now})
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE environment_snapshots SET
+		build_hash = COALESCE((SELECT s.build_hash FROM snapshots s WHERE s.id = environment_snapshots.snapshot_id), build_hash),
+		manifest_digest = COALESCE((SELECT m.digest FROM snapshot_manifests m WHERE m.snapshot_id = environment_snapshots.snapshot_id), manifest_digest)
+		WHERE environment = ? AND (build_hash = '' OR manifest_digest = '')`, env); err != nil {
+		return fmt.Errorf("completing the versions of environment %q: %w", env, err)
+	}
+	kept := keptSnapshots(periods, keep)
+	args := make([]any, 0, len(kept)+1)
+	for _, id := range kept {
+		args = append(args, id)
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?, ", len(kept)), ", ")
+	if _, err := tx.ExecContext(ctx, `UPDATE environment_snapshots SET kept = CASE WHEN snapshot_id IN (`+marks+`) THEN 1 ELSE 0 END WHERE environment = ?`,
+		append(args, env)...); err != nil {
+		return fmt.Errorf("marking the kept versions of environment %q: %w", env, err)
+	}
+	return nil
+}
+
+// period is one row of the history: a snapshot and when it became current.
+type period struct {
+	snapshot string
+	at       int64
+}
+
+func scanPeriod(sc scanner) (period, error) {
+	var p period
+	err := sc.Scan(&p.snapshot, &p.at)
+	return p, err
+}
+
+// keptSnapshots are the current snapshot (the last period's) and the keep latest other
+// snapshots, by when each last became current.
+func keptSnapshots(periods []period, keep int64) []string {
+	var kept []string
+	seen := map[string]bool{}
+	for i := len(periods) - 1; i >= 0 && int64(len(kept)) <= keep; i-- {
+		if id := periods[i].snapshot; !seen[id] {
+			seen[id] = true
+			kept = append(kept, id)
+		}
+	}
+	return kept
+}
+
+// EnvironmentVersions lists the versions of environment env, the current one first,
+// then the others by when they last became current, latest first. A snapshot current
+// in several periods (reverted to) is one version, dated by its latest period.
+func (s *Store) EnvironmentVersions(ctx context.Context, env string) ([]EnvironmentVersion, error) {
+	type row struct {
+		period
+		buildHash, digest string
+		kept              bool
+	}
+	rows, err := queryRows(ctx, s.db, func(sc scanner) (row, error) {
+		var r row
+		var kept int64
+		err := sc.Scan(&r.snapshot, &r.at, &r.buildHash, &r.digest, &kept)
+		r.kept = kept != 0
+		return r, err
+	}, `SELECT h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept
+		FROM environment_snapshots h
+		LEFT JOIN snapshots s ON s.id = h.snapshot_id
+		LEFT JOIN snapshot_manifests m ON m.snapshot_id = h.snapshot_id
+		WHERE h.environment = ? ORDER BY h.created_at`, env)
+	if err != nil {
+		return nil, fmt.Errorf("listing the versions of environment %q: %w", env, err)
+	}
+	var out []EnvironmentVersion
+	seen := map[string]bool{}
+	for i := len(rows) - 1; i >= 0; i-- {
+		r := rows[i]
+		if seen[r.snapshot] {
+			continue
+		}
+		seen[r.snapshot] = true
+		v := EnvironmentVersion{SnapshotID: r.snapshot, BuildHash: r.buildHash, ManifestDigest: r.digest,
+			CurrentSince: time.UnixMilli(r.at), Current: i == len(rows)-1, Kept: r.kept || i == len(rows)-1}
+		if i+1 < len(rows) {
+			v.CurrentUntil = time.UnixMilli(rows[i+1].at)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// FindVersion returns the version of environment env whose snapshot id or build hash is
+// ref (ErrNotFound when it has none).
+func (s *Store) FindVersion(ctx context.Context, env, ref string) (EnvironmentVersion, error) {
+	versions, err := s.EnvironmentVersions(ctx, env)
+	if err != nil {
+		return EnvironmentVersion{}, err
+	}
+	for _, v := range versions {
+		if ref != "" && (v.SnapshotID == ref || v.BuildHash == ref) {
+			return v, nil
+		}
+	}
+	return EnvironmentVersion{}, notFound("version %q of environment %q", ref, env)
+}
