@@ -100,8 +100,16 @@ func defaultAgentRun(name string) agents.Spec {
 	return agents.Spec{
 		Name: name, Model: agents.ModelSpec{Provider: "scripted", Script: "[]"}, MaxTurns: 50, TokenBudget: 1_000_000,
 		CodeLimits: agentspec.DefaultCodeModeLimits(), // no agent sets them yet
-		Sandbox:    agents.SandboxSpec{Enabled: false, Environment: "default", FileDownloads: true, IdleStopMinutes: 15, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
+		Sandbox:    storedSandbox(agents.SandboxSpec{Enabled: false, Environment: "default", FileDownloads: true, IdleStopMinutes: 15, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080}),
 	}
+}
+
+// storedSandbox is sb as apply stores it: sandbox.extract_limits always written, at its
+// defaults when the configuration sets none (the schema's default fills them in).
+func storedSandbox(sb agentspec.Sandbox) agentspec.Sandbox {
+	l := agentspec.DefaultExtractLimits()
+	sb.ExtractLimits = &l
+	return sb
 }
 
 func agentCount(t *testing.T, f *controlPlaneFixture) int {
@@ -133,6 +141,17 @@ func defaultSandboxValue(enabled bool, env string) knownvalue.Check {
 		"environment":           knownvalue.StringExact(env),
 		"file_downloads":        knownvalue.Bool(true),
 		"idle_stop_minutes":     knownvalue.Int64Exact(15),
+		"environment_version":   knownvalue.Null(),
+		"extract_limits":        defaultExtractLimitsValue(),
+	})
+}
+
+// defaultExtractLimitsValue is sandbox.extract_limits as an agent that sets none has it.
+func defaultExtractLimitsValue() knownvalue.Check {
+	return knownvalue.ObjectExact(map[string]knownvalue.Check{
+		"max_bytes":   knownvalue.Int64Exact(agentspec.DefaultExtractMaxBytes),
+		"max_entries": knownvalue.Int64Exact(agentspec.DefaultExtractMaxEntries),
+		"max_ratio":   knownvalue.Int64Exact(agentspec.DefaultExtractMaxRatio),
 	})
 }
 
@@ -187,7 +206,7 @@ var fullAgentRun = agents.Spec{
 	CodeMode: true,
 	// Set ones as configured, the others at their defaults.
 	CodeLimits: agentspec.CodeModeLimits{MaxCalls: 25, CallTimeoutSeconds: 10, RunTimeoutSeconds: agentspec.DefaultCodeRunTimeoutSeconds, MaxResultBytes: agentspec.DefaultCodeMaxResultBytes},
-	Sandbox:    agents.SandboxSpec{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: false, IdleStopMinutes: 30, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080},
+	Sandbox:    storedSandbox(agents.SandboxSpec{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: false, IdleStopMinutes: 30, ArchiveAfterMinutes: 1440, DeleteAfterMinutes: 10080}),
 	MaxTurns:   12, TokenBudget: 200000,
 }
 
@@ -227,7 +246,7 @@ func TestAccAgent_basic(t *testing.T) {
 					return err
 				}
 				// The sandbox is off, so the row references no environment.
-				if env != "" || s.Sandbox != agentspec.DefaultSandbox() || s.Model.Provider != "scripted" || s.MCPServers != nil ||
+				if env != "" || !reflect.DeepEqual(s.Sandbox, storedSandbox(agentspec.DefaultSandbox())) || s.Model.Provider != "scripted" || s.MCPServers != nil ||
 					s.MaxTurns != agentspec.DefaultMaxTurns || s.TokenBudget != agentspec.DefaultTokenBudget {
 					return fmt.Errorf("stored agent: environment %q, spec %+v", env, s)
 				}
@@ -257,6 +276,8 @@ func TestAccAgent_basic(t *testing.T) {
 					"environment":           knownvalue.StringExact("py"),
 					"file_downloads":        knownvalue.Bool(false),
 					"idle_stop_minutes":     knownvalue.Int64Exact(30),
+					"environment_version":   knownvalue.Null(),
+					"extract_limits":        defaultExtractLimitsValue(),
 				})),
 				statecheck.ExpectKnownValue(agentAddr, tfjsonpath.New("mcp_servers").AtSliceIndex(0).AtMapKey("allowed_tools"),
 					knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("get_issue"), knownvalue.StringExact("list_pull_requests")})),
@@ -502,7 +523,7 @@ resource "trueforge_agent" "b" {
 			// environment.
 			PreConfig: func() {
 				expectAgents(t, f, 1)()
-				if s, env, err := storedAgentSpec(t, f, "a"); err != nil || env != "" || s.Sandbox != agentspec.DefaultSandbox() {
+				if s, env, err := storedAgentSpec(t, f, "a"); err != nil || env != "" || !reflect.DeepEqual(s.Sandbox, storedSandbox(agentspec.DefaultSandbox())) {
 					t.Fatalf("agent a: environment %q, sandbox %+v, %v; want none and the default sandbox", env, s.Sandbox, err)
 				}
 			},
@@ -580,6 +601,7 @@ func TestAgentValidateAtApply(t *testing.T) {
 		return types.ObjectValueMust(agentSandboxAttrTypes, map[string]attr.Value{
 			"approve_code": types.BoolValue(false), "archive_after_minutes": types.Int64Value(1440), "delete_after_minutes": types.Int64Value(10080), "enabled": types.BoolValue(false),
 			"environment": str("default"), "file_downloads": types.BoolValue(true), "idle_stop_minutes": types.Int64Value(idle),
+			"environment_version": types.StringNull(),
 			"extract_limits": extractLimitsObject(agentspec.DefaultExtractLimits()),
 		})
 	}
