@@ -68,7 +68,16 @@ const (
 	ProvenanceExtracted = "extracted" // the file is under the folder the archive was unpacked into
 	ProvenanceArchive   = "archive"   // the file is the archive itself
 	ProvenanceNested    = "nested"    // an archive the file came from was itself unpacked from this one
+	// ProvenanceWorkspace: the archive was unpacked in the session's workspace before the
+	// file was offered, elsewhere than where the file is. The file may have been made
+	// from its contents (a report of an extracted repository): which files a command
+	// read is not known, so every such archive is named, newest first, at most
+	// maxWorkspaceProvenance of them.
+	ProvenanceWorkspace = "workspace"
 )
+
+// maxWorkspaceProvenance bounds the workspace archives one artifact's lineage names.
+const maxWorkspaceProvenance = 16
 
 // Provenance is an extraction as an artifact's lineage shows it.
 type Provenance struct {
@@ -159,6 +168,15 @@ func provenanceOf(list []Extraction, p string) []Provenance {
 			}
 		}
 		paths = next
+	}
+	n := 0
+	for _, e := range list {
+		if seen[e.ID] || n == maxWorkspaceProvenance {
+			continue
+		}
+		n++
+		out = append(out, Provenance{Role: ProvenanceWorkspace, Extraction: e.ID, Archive: e.ArchivePath, ArchiveSHA256: e.ArchiveSHA256, Dest: e.Dest,
+			AttachmentID: e.AttachmentID, Classification: e.Classification, ExtractedAt: e.CreatedAt})
 	}
 	return out
 }

@@ -23,13 +23,15 @@ func TestProvenanceOf(t *testing.T) {
 		}
 		return out
 	}
+	// After the chain a file is in, every other archive unpacked in the workspace
+	// before the offer, newest first: the file may have been made from it.
 	for path, want := range map[string][]string{
-		"outer/lib/a.go":      {"extracted:inner", "extracted:outer-again"},
-		"outer/readme":        {"extracted:outer-again"},
-		"outer/lib.zip":       {"archive:inner", "extracted:outer-again"},
-		"attachments/src.tgz": {"archive:outer"},
-		"elsewhere":           nil,
-		"outerfile":           nil,
+		"outer/lib/a.go":      {"extracted:inner", "extracted:outer-again", "workspace:outer", "workspace:other"},
+		"outer/readme":        {"extracted:outer-again", "workspace:inner", "workspace:outer", "workspace:other"},
+		"outer/lib.zip":       {"archive:inner", "extracted:outer-again", "workspace:outer", "workspace:other"},
+		"attachments/src.tgz": {"archive:outer", "workspace:inner", "workspace:outer-again", "workspace:other"},
+		"elsewhere":           {"workspace:inner", "workspace:outer-again", "workspace:outer", "workspace:other"},
+		"outerfile":           {"workspace:inner", "workspace:outer-again", "workspace:outer", "workspace:other"},
 		// An archive from an archive: the inner one's record, then the outer one's.
 		"deep/x": {"extracted:deep", "nested:inner"},
 	} {

@@ -220,6 +220,13 @@ func TestWebAttachmentsEndToEnd(t *testing.T) {
 		as[0].Classification != "untrusted" || as[1].Classification != "internal" {
 		t.Fatalf("attachments %+v, %v", as, err)
 	}
+	// The report was made from the extracted repository: its lineage names the archive
+	// and the attachment it came from.
+	arts, err := st.ListArtifacts(ctx, ss[0].ID)
+	if err != nil || len(arts) != 1 || len(arts[0].Provenance) != 1 || arts[0].Provenance[0].ArchiveSHA256 != as[0].SHA256 ||
+		arts[0].Provenance[0].AttachmentID != as[0].ID || arts[0].Provenance[0].Role != "workspace" {
+		t.Fatalf("the report's lineage: %+v, %v", arts, err)
+	}
 	evs, err := st.EventsOfKind(ctx, ss[0].ID, events.KindUserMessage)
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("user messages %v, %v", evs, err)
