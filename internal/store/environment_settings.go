@@ -41,6 +41,17 @@ type EnvironmentSettings struct {
 	// Volumes are mounted in every sandbox of the environment; a volume named here
 	// cannot be deleted (volumes.go).
 	Volumes []EnvironmentVolume `json:"volumes,omitempty"`
+	// WarmPool is how many sandboxes the harness keeps ready for the environment's
+	// sessions (warm_pools.go); nil keeps none.
+	WarmPool *WarmPool `json:"warm_pool,omitempty"`
+}
+
+// WarmPool is an environment's warm_pool setting.
+type WarmPool struct {
+	// Size is how many ready sandboxes serve keeps (0: none, the pool drains).
+	Size int64 `json:"size"`
+	// MaxAgeSeconds is how long a member may wait unclaimed before it is replaced.
+	MaxAgeSeconds int64 `json:"max_age_seconds"`
 }
 
 // EnvironmentVolume is one entry of an environment's volumes.

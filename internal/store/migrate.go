@@ -386,6 +386,7 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationProvenance,          // 20: provenance.go (extracted archives' provenance)
 	migrationRecipients,          // 21: recipients.go (downloads by classification)
 	migrationEnvironmentVersions, // 22: environment_versions.go (kept versions of environments)
+	migrationWarmPools,           // 23: warm_pools.go (warm pools' members)
 }
 
 // secretsOwned is the condition of migration 8's policies on secrets: the secret's

@@ -36,11 +36,11 @@ var (
 	// runtimeTables are the harness's: sessions and what hangs off them, the API's
 	// users, their logins and the admin audit log, and the approvals and budget
 	// counters of the harness's calls, the malware scanner's verdicts on downloads,
-	// where extracted archives came from (extractions), and admins' releases of offered
-	// files (artifact_releases). Teams have no access at all.
+	// where extracted archives came from (extractions), admins' releases of offered
+	// files (artifact_releases) and warm pools' members (pool_sandboxes). Teams have no access at all.
 	runtimeTables = []string{"sessions", "session_events", "session_runs", "session_sandboxes", "artifacts", "tool_outputs", "sandbox_egress", "leases",
 		"users", "user_logins", "admin_audit", "approvals", "budget_usage", "scan_verdicts", "extractions", "attachments", "attachment_blobs",
-		"artifact_releases"}
+		"artifact_releases", "pool_sandboxes"}
 	// sharedTables are read and written by both kinds: the plane's settings (the
 	// secret key's check value is stored by whoever seals first).
 	sharedTables = []string{"control_plane"}
