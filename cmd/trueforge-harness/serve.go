@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,7 +38,7 @@ type serveFlags struct {
 }
 
 func newServeCmd(g *globals) *cobra.Command {
-	var interval time.Duration
+	var interval, poolInterval time.Duration
 	var once bool
 	var sf serveFlags
 	cmd := &cobra.Command{
@@ -49,7 +50,9 @@ func newServeCmd(g *globals) *cobra.Command {
 			"runs (recorded as cancelled) and waits for them.\n\n" +
 			"Every --interval, serve also marks interrupted the runs whose harness process is gone (dead, or silent\n" +
 			"for the heartbeat timeout, " + runner.DefaultHeartbeatTimeout.String() + ", when it runs on another machine), stopping what they left running in\n" +
-			"their sandboxes, and it stops, archives and deletes idle session sandboxes by their agents' timings. Several serve\n" +
+			"their sandboxes, and it stops, archives and deletes idle session sandboxes by their agents' timings. Every\n" +
+			"--pool-interval it keeps the environments' warm pools (warm_pool): filled, and their members replaced when the\n" +
+			"environment changes or they wait past max_age. Several serve\n" +
 			"processes may share one database: each sandbox and each repair is taken by one of them at a time (leases, which lapse\n" +
 			"after " + lifecycle.DefaultLeaseTTL.String() + " when their holder dies). See docs/guides/harness-replicas.md.",
 		Args: cobra.NoArgs,
@@ -73,7 +76,19 @@ func newServeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer h.close()
-			out := cmd.OutOrStdout()
+			out := io.Writer(&lockedWriter{w: cmd.OutOrStdout()})
+			if once {
+				h.poolPass(ctx, out) // serve_pools.go
+			} else {
+				var pools sync.WaitGroup
+				pools.Add(1)
+				go func() {
+					defer pools.Done()
+					h.keepPools(ctx, out, poolInterval)
+				}()
+				// Before the store closes (h.close, deferred earlier): the loop ends with ctx.
+				defer func() { stop(); pools.Wait() }()
+			}
 			var stopHTTP func()
 			if sf.listen != "" {
 				if stopHTTP, err = h.serveHTTP(ctx, out, sf); err != nil {
@@ -97,6 +112,7 @@ func newServeCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "how often serve repairs dead harnesses' runs and reaps idle sandboxes")
+	cmd.Flags().DurationVar(&poolInterval, "pool-interval", lifecycle.PoolInterval, "how often serve refills the environments' warm pools and replaces their stale members")
 	cmd.Flags().BoolVar(&once, "once", false, "make one pass and exit (without --listen)")
 	cmd.Flags().StringVar(&sf.listen, "listen", "", "serve the HTTP API and the web page on this address (host:port, for example 127.0.0.1:8080)")
 	cmd.Flags().StringVar(&sf.tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM, the chain after the leaf); needs --tls-key")

@@ -347,50 +347,21 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		// The sandbox this one replaces is gone: so is its proxy.
 		m.cfg.Network.Detach(ctx, sandboxID(sessionID, gen-1), true)
 	}
-	req := sandbox.CreateRequest{
-		ID:           id,
-		SnapshotID:   env.SnapshotID,
-		Env:          env.Env,
-		BlockNetwork: env.BlockAll,
-		Limits:       sandbox.Limits{CPU: env.CPU, MemoryMB: env.MemoryGB * 1024, DiskMB: env.DiskGB * 1024},
-		Labels: map[string]string{
-			LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: sess.Owner, LabelEnvironment: env.Name,
-		},
-	}
-	if err := m.volumes(ctx, env, a, &req); err != nil { // volumes.go
-		return nil, err
-	}
-	// Limits the backend cannot enforce on this host (a local runtime without a
-	// writable cgroup) are asked for all the same: the runtime enforces what it can and
-	// the event says what it does not, or, with require_limits, Create refuses them.
-	var unenforced []sandbox.UnenforcedLimit
-	if r, ok := rt.(sandbox.LimitReporter); ok {
-		unenforced = r.UnenforcedLimits(req.Limits)
-	}
-	if r, ok := rt.(sandbox.VolumeLimitReporter); ok {
-		unenforced = append(unenforced, r.UnenforcedVolumes(req.Volumes)...) // a volume's size
-	}
 	began := time.Now()
-	network, err := m.network(ctx, sessionID, a, &req)
+	labels := map[string]string{LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: sess.Owner, LabelEnvironment: env.Name}
+	req, network, err := m.newRequest(ctx, sessionID, a, id, labels) // pool.go
 	if err != nil {
 		return nil, err
 	}
-	liveSettings(&req, a, network) // labels, CIDRs, lifecycle timings (create_request.go)
-	if err := rt.Create(ctx, req); err != nil {
-		if errors.Is(err, sandbox.ErrExists) && req.Egress != nil {
-			// A previous attempt created it and died before recording it, with another
-			// proxy's CA and placeholders: replace it.
-			if derr := rt.Delete(ctx, id); derr == nil {
-				err = rt.Create(ctx, req)
-			}
-		}
-		if err != nil && !errors.Is(err, sandbox.ErrExists) {
-			if req.Egress != nil {
-				m.cfg.Network.Detach(ctx, id, true)
-			}
-			return nil, fmt.Errorf("provisioning a sandbox from environment %q (snapshot %s): %w", env.Name, env.SnapshotID, err)
-		}
-		// A previous attempt created it and died before recording it: take it over.
+	unenforced := unenforcedLimits(rt, req)
+	pooled, claimed, err := m.claim(ctx, rt, a, req) // pool.go
+	if err != nil {
+		m.cfg.Logger.Warn("claiming a warm pool sandbox failed; creating one", "session", sessionID, "environment", env.Name, "err", err)
+	}
+	if claimed {
+		id = pooled
+	} else if err := m.create(ctx, rt, req); err != nil {
+		return nil, err
 	}
 	now := m.cfg.Now()
 	rec := store.SessionSandbox{
@@ -408,6 +379,9 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	reason := "first call that needs a sandbox"
 	if gen > 1 {
 		reason = "the previous sandbox was lost or deleted; workspace reset"
+	}
+	if claimed {
+		reason += "; claimed from the environment's warm pool"
 	}
 	m.cfg.Record(ctx, sessionID, events.SandboxProvisioned{
 		SandboxID: id, Provider: a.Provider.Name, ProviderType: a.Provider.Type, Environment: env.Name,
@@ -432,4 +406,41 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		return nil, fmt.Errorf("the new sandbox of session %s changed state before its first call", sessionID)
 	}
 	return lease, nil
+}
+
+// create makes req's sandbox on rt. A sandbox of that id that exists already was made by
+// an earlier attempt that died before recording it: taken over, or, when it has an
+// egress proxy (another proxy's CA and placeholders), replaced.
+func (m *Manager) create(ctx context.Context, rt sandbox.Runtime, req sandbox.CreateRequest) error {
+	err := rt.Create(ctx, req)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sandbox.ErrExists) && req.Egress != nil {
+		if derr := rt.Delete(ctx, req.ID); derr == nil {
+			err = rt.Create(ctx, req)
+		}
+	}
+	if err != nil && !errors.Is(err, sandbox.ErrExists) {
+		if req.Egress != nil {
+			m.cfg.Network.Detach(ctx, req.ID, true)
+		}
+		return fmt.Errorf("provisioning a sandbox from environment %q (snapshot %s): %w", req.Labels[LabelEnvironment], req.SnapshotID, err)
+	}
+	return nil
+}
+
+// unenforcedLimits are the limits of req that rt cannot enforce on this host (a local
+// runtime without a writable cgroup). They are asked for all the same: the runtime
+// enforces what it can and the event says what it does not, or, with require_limits,
+// Create refuses them.
+func unenforcedLimits(rt sandbox.Runtime, req sandbox.CreateRequest) []sandbox.UnenforcedLimit {
+	var unenforced []sandbox.UnenforcedLimit
+	if r, ok := rt.(sandbox.LimitReporter); ok {
+		unenforced = r.UnenforcedLimits(req.Limits)
+	}
+	if r, ok := rt.(sandbox.VolumeLimitReporter); ok {
+		unenforced = append(unenforced, r.UnenforcedVolumes(req.Volumes)...) // a volume's size
+	}
+	return unenforced
 }

@@ -199,7 +199,8 @@ func sandboxID(sessionID string, gen int64) string {
 	return fmt.Sprintf("%s%s-%d", SandboxIDPrefix, strings.TrimPrefix(sessionID, "s-"), gen)
 }
 
-// SandboxIDPrefix starts the id of every sandbox the harness creates:
+// SandboxIDPrefix starts the id of every sandbox the harness creates for a session (a
+// claimed warm pool member keeps its PoolIDPrefix id, pool.go):
 // "tf-s-<session>-<generation>".
 const SandboxIDPrefix = "tf-s-"
 

@@ -1,0 +1,368 @@
+package lifecycle
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// Warm pools (issue 28). An environment's warm_pool asks for size sandboxes made ahead
+// of any session, so that the first sandbox call of a session takes one instead of
+// waiting for a create (1.2 to 1.7 s on Daytona). KeepPools, run by `serve` every
+// PoolInterval, fills each pool from the environment's current snapshot and settings
+// (env, network, secrets, volumes, limits: the create request a session's own sandbox
+// would get) and deletes the members that no longer match it, that waited unclaimed
+// past max_age, or that a smaller size no longer needs. provision claims a member whose
+// create request digest (poolConfig) is the one its own create would have had, so a
+// member made before a change is never handed out, and creates a sandbox when there is
+// none.
+//
+// A claim deletes the member's row (store.ClaimPoolSandbox), so a member is handed out
+// at most once across replicas, and a claimed sandbox never returns to a pool: a pooled
+// sandbox has run nobody's code. A pool's keeper holds the pool's lease, so two
+// replicas do not both fill it.
+//
+// What a member cannot carry is per session: an environment whose sandboxes reach the
+// network through this harness's egress proxy (the local backend without block_all)
+// gets no pool, since the proxy, its CA and its secrets' placeholders belong to one
+// session. The backend's own idle timings of a member are the pool's, not the claiming
+// agent's (they outlast max_age); the harness's reaper enforces the agent's from the
+// claim on.
+
+// LabelPool marks a warm pool's member with its environment's name; a claimed member
+// keeps its labels (the backends cannot relabel a sandbox), and the session's record
+// is what ties it to the session.
+const LabelPool = "trueforge.pool"
+
+// PoolIDPrefix starts the id of every pool member: "tf-p-<environment>-<random>".
+const PoolIDPrefix = "tf-p-"
+
+// PoolInterval is how often `serve` keeps the warm pools.
+const PoolInterval = 5 * time.Second
+
+// DefaultPoolMaxAge is a member's max_age when the environment sets none.
+const DefaultPoolMaxAge = time.Hour
+
+// fromPool is the From of a pool member's Transition.
+const fromPool = "pooled"
+
+// poolSize is env's warm pool's size and max_age (0 when it keeps none).
+func poolSize(env store.Environment) (int, time.Duration) {
+	wp := env.Settings.WarmPool
+	if wp == nil || wp.Size <= 0 {
+		return 0, 0
+	}
+	age := time.Duration(wp.MaxAgeSeconds) * time.Second
+	if age <= 0 {
+		age = DefaultPoolMaxAge
+	}
+	return int(wp.Size), age
+}
+
+// poolable reports whether env's sandboxes can be made ahead of their session: not
+// when each gets its session's egress proxy.
+func (m *Manager) poolable(providerType string, env store.Environment) bool {
+	return env.BlockAll || !m.proxied(providerType)
+}
+
+// poolConfig is the digest of what req makes, besides whom it is for (id, the harness's
+// labels, the agent's idle timings): two requests with one digest make the same
+// sandbox. A runtime whose snapshots are files on a machine adds its place, so that a
+// member is claimed only where it runs.
+func poolConfig(rt sandbox.Runtime, req sandbox.CreateRequest) string {
+	labels := map[string]string{}
+	for k, v := range req.Labels {
+		if !sandbox.ReservedLabel(k) {
+			labels[k] = v
+		}
+	}
+	place := ""
+	if pl, ok := rt.(sandbox.Placed); ok {
+		place = pl.SnapshotPlace().String()
+	}
+	b, _ := json.Marshal(struct {
+		Snapshot     string
+		Env          map[string]string
+		Block        bool
+		Limits       sandbox.Limits
+		AllowDomains []string
+		Secrets      map[string]string
+		AllowCIDRs   []string
+		Volumes      []sandbox.VolumeMount
+		Labels       map[string]string
+		DeleteOnStop bool
+		Place        string
+	}{req.SnapshotID, req.Env, req.BlockNetwork, req.Limits, req.AllowDomains, req.Secrets, req.AllowCIDRs, req.Volumes, labels,
+		req.Lifecycle.DeleteOnStop, place})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// claim hands provision a pool member made with req's digest, or ok false. The member's
+// row is gone once claimed: if the box is gone too (deleted out of band), the next
+// member is tried.
+func (m *Manager) claim(ctx context.Context, rt sandbox.Runtime, a *agents.Agent, req sandbox.CreateRequest) (id string, ok bool, err error) {
+	env := a.Environment
+	if size, _ := poolSize(env); size == 0 || req.Egress != nil {
+		return "", false, nil
+	}
+	cfg := poolConfig(rt, req)
+	for range 3 {
+		p, ok, err := m.cfg.Store.ClaimPoolSandbox(ctx, env.Name, cfg)
+		if err != nil || !ok {
+			return "", false, err
+		}
+		info, err := rt.Get(ctx, p.SandboxID)
+		if err == nil && info.Status == sandbox.SandboxRunning {
+			return p.SandboxID, true, nil
+		}
+		// Not usable as it is (stopped by the backend's own idle timer, or gone): a
+		// fresh create is as fast as a start, and the box is nobody's now.
+		_ = deleted(rt.Delete(context.WithoutCancel(ctx), p.SandboxID))
+	}
+	return "", false, nil
+}
+
+// KeepPools is one pass of the warm pools' keeper: each environment's pool filled to
+// its size, members that no longer match their environment or waited past max_age
+// deleted, and the members of environments that are gone deleted. It returns what it
+// did, a member's creation as a Transition to "pooled" and its deletion as one from
+// "pooled" to deleted (what `serve` prints with the reaper's).
+func (m *Manager) KeepPools(ctx context.Context) ([]Transition, error) {
+	envs, err := m.cfg.Store.ListEnvironments(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing environments for their warm pools: %w", err)
+	}
+	members, err := m.cfg.Store.ListPoolSandboxes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byEnv := map[string][]store.PoolSandbox{}
+	for _, p := range members {
+		byEnv[p.Environment] = append(byEnv[p.Environment], p)
+	}
+	var out []Transition
+	for _, env := range envs {
+		if size, _ := poolSize(env); size == 0 && len(byEnv[env.Name]) == 0 {
+			continue
+		}
+		release, held, err := HoldLease(ctx, m.cfg.Store, PoolLeaseName(env.Name), m.cfg.Owner, m.cfg.LeaseTTL, m.cfg.Logger)
+		if err != nil {
+			out = append(out, Transition{From: fromPool, Err: err})
+			continue
+		}
+		if held {
+			out = append(out, m.keepPool(ctx, env, byEnv[env.Name])...)
+			release()
+		}
+	}
+	for name, left := range byEnv {
+		if !slicesHasEnv(envs, name) {
+			for _, p := range left {
+				out = append(out, m.dropMember(ctx, p))
+			}
+		}
+	}
+	return out, nil
+}
+
+// PoolLeaseName is the lease a keeper holds while it keeps an environment's pool.
+func PoolLeaseName(env string) string { return "pool/" + env }
+
+func slicesHasEnv(envs []store.Environment, name string) bool {
+	for _, e := range envs {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// keepPool keeps one environment's pool, from its members as listed.
+func (m *Manager) keepPool(ctx context.Context, env store.Environment, members []store.PoolSandbox) []Transition {
+	size, maxAge := poolSize(env)
+	var out []Transition
+	var pa *agents.Agent
+	var rt sandbox.Runtime
+	want := ""
+	if size > 0 {
+		var err error
+		if pa, rt, want, err = m.poolTarget(ctx, env); err != nil {
+			// Not poolable now (building, not Ready, proxied): the members made before
+			// no longer match, and none is made until it is.
+			m.cfg.Logger.Debug("environment's warm pool is not filled", "environment", env.Name, "err", err)
+			size = 0
+		}
+	}
+	now := m.cfg.Now()
+	keep := 0
+	for _, p := range members {
+		switch {
+		case p.State == store.PoolCreating && now.Sub(p.CreatedAt) < StaleChange:
+			if p.Config == want {
+				keep++ // another keeper is creating it
+			}
+			continue
+		case p.State == store.PoolCreating, p.Config != want, now.Sub(p.CreatedAt) >= maxAge, keep >= size:
+			// Its keeper died midway, its environment changed, it waited too long, or the
+			// pool is smaller now.
+			out = append(out, m.dropMember(ctx, p))
+		default:
+			keep++
+		}
+	}
+	for ; keep < size; keep++ {
+		tr := m.addMember(ctx, pa, rt, want)
+		out = append(out, tr)
+		if tr.Err != nil {
+			break // the next pass tries again
+		}
+	}
+	return out
+}
+
+// poolTarget is what env's members are made as: a stand-in agent of the environment's
+// owner (whose volumes and secrets the environment may use), its runtime, and the
+// digest a member must have. An environment that is not Ready or not poolable is an
+// error.
+func (m *Manager) poolTarget(ctx context.Context, env store.Environment) (*agents.Agent, sandbox.Runtime, string, error) {
+	snap, err := m.cfg.Store.GetSnapshot(ctx, env.SnapshotID)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("snapshot %s of environment %q: %w", env.SnapshotID, env.Name, err)
+	}
+	if snap.Status != sandbox.StatusReady {
+		return nil, nil, "", fmt.Errorf("environment %q is %s, not Ready", env.Name, snap.Status)
+	}
+	p, err := m.cfg.Store.GetSandboxProvider(ctx, env.Provider)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("sandbox provider %q of environment %q: %w", env.Provider, env.Name, err)
+	}
+	if !m.poolable(p.Type, env) {
+		return nil, nil, "", fmt.Errorf("environment %q reaches the network through a per-session egress proxy", env.Name)
+	}
+	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := m.checkPlace(ctx, rt, env.Name, env.SnapshotID); err != nil {
+		return nil, nil, "", err
+	}
+	pa := &agents.Agent{Owner: env.Owner, Environment: env, Provider: p, Snapshot: snap}
+	req, _, err := m.newRequest(ctx, "", pa, "", nil)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return pa, rt, poolConfig(rt, req), nil
+}
+
+// addMember creates one member of pa's environment's pool. Its row is written first
+// (creating), so that a replica counts it, and marked ready once the box runs.
+func (m *Manager) addMember(ctx context.Context, pa *agents.Agent, rt sandbox.Runtime, want string) Transition {
+	env := pa.Environment
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	id := PoolIDPrefix + env.Name + "-" + hex.EncodeToString(rnd[:])
+	tr := Transition{SandboxID: id, To: fromPool}
+	req, _, err := m.newRequest(ctx, "", pa, id, map[string]string{LabelPool: env.Name, LabelOwner: env.Owner, LabelEnvironment: env.Name})
+	// A backend that stops idle sandboxes itself (Daytona) would stop a waiting member
+	// at the agent's default idle stop, long before max_age, and a stopped member is
+	// not handed out: it waits a minute past max_age instead, by when the keeper has
+	// replaced it.
+	_, maxAge := poolSize(env)
+	req.Lifecycle = sandboxLifecycle(Timings{IdleStop: maxAge + time.Minute, Archive: maxAge + 2*time.Minute, Delete: maxAge + 3*time.Minute})
+	req.Lifecycle.DeleteOnStop = env.Settings.GPU > 0
+	if err == nil && poolConfig(rt, req) != want {
+		err = errors.New("the environment changed while its pool member was prepared")
+	}
+	if err != nil {
+		tr.Err = fmt.Errorf("preparing a warm pool member of environment %q: %w", env.Name, err)
+		return tr
+	}
+	row := store.PoolSandbox{SandboxID: id, Environment: env.Name, Provider: env.Provider, SnapshotID: env.SnapshotID,
+		Config: want, State: store.PoolCreating, CreatedAt: m.cfg.Now()}
+	if err := m.cfg.Store.PutPoolSandbox(ctx, row); err != nil {
+		tr.Err = err
+		return tr
+	}
+	if err := rt.Create(ctx, req); err != nil {
+		_, _ = m.cfg.Store.TakePoolSandbox(context.WithoutCancel(ctx), id, store.PoolCreating)
+		tr.Err = fmt.Errorf("creating a warm pool member of environment %q (snapshot %s): %w", env.Name, env.SnapshotID, err)
+		return tr
+	}
+	ok, err := m.cfg.Store.MarkPoolSandboxReady(ctx, id)
+	if err != nil || !ok {
+		// Taken as stale meanwhile (or the database failed): nobody may claim it.
+		_ = rt.Delete(context.WithoutCancel(ctx), id)
+		tr.Err = fmt.Errorf("warm pool member %s of environment %q could not be marked ready: %w", id, env.Name, errors.Join(err, errors.New("its row is gone")))
+	}
+	return tr
+}
+
+// dropMember takes a member out of its pool and deletes its box; a member claimed (or
+// dropped by another keeper) first is left alone.
+func (m *Manager) dropMember(ctx context.Context, p store.PoolSandbox) Transition {
+	tr := Transition{SandboxID: p.SandboxID, From: fromPool, To: store.SandboxStateDeleted}
+	took, err := m.cfg.Store.TakePoolSandbox(ctx, p.SandboxID, p.State)
+	if err != nil || !took {
+		tr.Err = err
+		if err == nil {
+			tr.To = "claimed" // a session took it first: nothing to do
+		}
+		return tr
+	}
+	prov, err := m.cfg.Store.GetSandboxProvider(ctx, p.Provider)
+	if err == nil {
+		var rt sandbox.Runtime
+		if rt, err = m.cfg.Runtimes.Runtime(ctx, prov); err == nil {
+			err = deleted(rt.Delete(ctx, p.SandboxID))
+		}
+	}
+	if err != nil {
+		tr.Err = fmt.Errorf("deleting warm pool member %s of environment %q: %w", p.SandboxID, p.Environment, err)
+	}
+	return tr
+}
+
+// newRequest is the create request of a sandbox of a's environment for sessionID ("" for
+// a pool member), with the harness's labels under labels (none: a request only to be
+// digested): snapshot, env, limits, volumes (volumes.go), network (network.go, which
+// starts a proxied sandbox's egress proxy) and live settings (create_request.go). It
+// returns the network summary for the sandbox_provisioned event.
+func (m *Manager) newRequest(ctx context.Context, sessionID string, a *agents.Agent, id string, labels map[string]string) (sandbox.CreateRequest, map[string]any, error) {
+	env := a.Environment
+	req := sandbox.CreateRequest{
+		ID:           id,
+		SnapshotID:   env.SnapshotID,
+		Env:          env.Env,
+		BlockNetwork: env.BlockAll,
+		Limits:       sandbox.Limits{CPU: env.CPU, MemoryMB: env.MemoryGB * 1024, DiskMB: env.DiskGB * 1024},
+		Labels:       maps.Clone(labels),
+	}
+	if err := m.volumes(ctx, env, a, &req); err != nil { // volumes.go
+		return req, nil, err
+	}
+	network, err := m.network(ctx, sessionID, a, &req)
+	if err != nil {
+		return req, nil, err
+	}
+	liveSettings(&req, a, network) // labels, CIDRs, lifecycle timings (create_request.go)
+	return req, network, nil
+}
+
+// deleted is err, or nil when it says the sandbox is gone already: what deleting it was for.
+func deleted(err error) error {
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return nil
+	}
+	return err
+}
