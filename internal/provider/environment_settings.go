@@ -294,6 +294,7 @@ func (m *environmentModel) settings(ctx context.Context, spec sandbox.SnapshotSp
 		st.Labels = labels
 	}
 	st.Volumes = m.volumes(ctx)
+	st.WarmPool = m.warmPool(ctx) // environment_warm_pool.go
 	return st
 }
 
@@ -381,6 +382,7 @@ func (m *environmentModel) settingsFromStore(st store.EnvironmentSettings) {
 		m.Entrypoint = stringList(st.Entrypoint)
 	}
 	m.Labels = keepEmptyMap(m.Labels, st.Labels)
+	m.WarmPool = warmPoolValue(m.WarmPool, st.WarmPool)
 	// Unset stays unset and [] stays []; anything else reads back what is stored.
 	if len(st.Volumes) > 0 || m.Volumes.IsUnknown() || (!m.Volumes.IsNull() && len(m.Volumes.Elements()) > 0) {
 		vals := make([]attr.Value, 0, len(st.Volumes))

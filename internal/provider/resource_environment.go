@@ -60,6 +60,7 @@ type environmentModel struct {
 	Labels            types.Map    `tfsdk:"labels"`
 	Volumes           types.List   `tfsdk:"volumes"`
 	PackageIndexHosts types.List   `tfsdk:"package_index_hosts"`
+	WarmPool          types.Object `tfsdk:"warm_pool"` // environment_warm_pool.go
 }
 
 type networkModel struct {
@@ -177,6 +178,7 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 	for k, v := range environmentSettingsAttributes(bakes, live) {
 		resp.Schema.Attributes[k] = v
 	}
+	resp.Schema.Attributes["warm_pool"] = warmPoolAttribute() // environment_warm_pool.go
 }
 
 func checkNotReserved(s string) string {
