@@ -110,6 +110,7 @@ type config struct {
 	activationCooldown, buildLogsDelay time.Duration
 	noUploadV2                         bool          // WithoutUploadV2 (uploads.go)
 	toolboxLatency                     time.Duration // WithToolboxLatency (latency.go)
+	requestLatency                     time.Duration // WithRequestLatency (latency.go)
 	// WithStorageRegion, WithoutPushAccessRegion, WithStorageBandwidth (objectstorage.go).
 	storageRegion    string
 	noPushRegion     bool
@@ -257,6 +258,7 @@ func (s *Server) takeFault(route string) (fault, bool) {
 func (s *Server) handle(mux *http.ServeMux, prefix, route, perm string, fn func(w http.ResponseWriter, r *http.Request)) {
 	method, path, _ := strings.Cut(route, " ")
 	mux.HandleFunc(method+" "+prefix+path, func(w http.ResponseWriter, r *http.Request) {
+		s.apiRoundTrip(prefix) // outside the lock, as the network is
 		s.mu.Lock()
 		locked := true
 		defer func() {
