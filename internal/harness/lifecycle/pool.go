@@ -295,6 +295,9 @@ func (m *Manager) addMember(ctx context.Context, pa *agents.Agent, rt sandbox.Ru
 		return tr
 	}
 	if err := rt.Create(ctx, req); err != nil {
+		// A create that failed late (a timeout) may have left the box: it carries no
+		// session label, so no orphan sweep would find it.
+		_ = deleted(rt.Delete(context.WithoutCancel(ctx), id))
 		_, _ = m.cfg.Store.TakePoolSandbox(context.WithoutCancel(ctx), id, store.PoolCreating)
 		tr.Err = fmt.Errorf("creating a warm pool member of environment %q (snapshot %s): %w", env.Name, env.SnapshotID, err)
 		return tr

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -314,5 +315,20 @@ func TestPoolNotReadyAndGone(t *testing.T) {
 	must(t, x.st.DeleteEnvironment(t.Context(), "env"))
 	if _, deleted := x.keep(t); len(deleted) != 2 || len(x.members(t)) != 0 {
 		t.Fatalf("environment gone: deleted %v", deleted)
+	}
+}
+
+// A member whose create fails leaves no row and no box, and the pass reports it.
+func TestPoolCreateFails(t *testing.T) {
+	x := newMachine(t)
+	x.pooled(t, 1)
+	x.rt.failAfter("Create", 0, errors.New("quota exceeded"))
+	trs, err := x.m.KeepPools(t.Context())
+	must(t, err)
+	if len(trs) != 1 || trs[0].Err == nil || !strings.Contains(trs[0].Err.Error(), "quota exceeded") {
+		t.Fatalf("transitions: %+v", trs)
+	}
+	if len(x.members(t)) != 0 || x.rt.counts["Delete"] != 1 {
+		t.Fatalf("after a failed create: %d members, %d deletes", len(x.members(t)), x.rt.counts["Delete"])
 	}
 }
