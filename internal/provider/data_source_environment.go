@@ -33,6 +33,9 @@ type environmentDataSourceModel struct {
 	SnapshotID      types.String `tfsdk:"snapshot_id"`
 	Status          types.String `tfsdk:"status"`
 	Triggers        types.Map    `tfsdk:"triggers"`
+	// Versions (environment_versions.go).
+	KeepVersions types.Int64 `tfsdk:"keep_versions"`
+	Versions     types.List  `tfsdk:"versions"`
 }
 
 // NewEnvironmentDataSource is the trueforge_environment data source.
@@ -74,6 +77,8 @@ func environmentDataSourceSchema() schema.Schema {
 			"snapshot_id":      computedString("The snapshot new sandboxes are cloned from."),
 			"status":           computedString("`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent."),
 			"triggers":         computedStringMap("Values whose change forces a new snapshot (empty when none)."),
+			"keep_versions":    computedInt64("How many previous versions keep their snapshot from collection."),
+			"versions":         versionsDataAttribute(), // environment_versions.go
 		}),
 	}
 }
@@ -98,6 +103,8 @@ func readEnvironment(ctx context.Context, cp *controlPlane, m *environmentDataSo
 	m.Status = types.StringValue(status)
 	m.Triggers = knownStringMap(env.Triggers)
 	m.Labels = knownStringMap(env.Settings.Labels)
+	m.KeepVersions = types.Int64Value(env.Settings.Keep())
+	m.Versions = readVersions(ctx, cp.store, env.Name, diags) // environment_versions.go
 	var d diag.Diagnostics
 	m.Network, d = networkObject(env)
 	diags.Append(d...)

@@ -294,7 +294,8 @@ func (m *environmentModel) settings(ctx context.Context, spec sandbox.SnapshotSp
 		st.Labels = labels
 	}
 	st.Volumes = m.volumes(ctx)
-	st.WarmPool = m.warmPool(ctx) // environment_warm_pool.go
+	st.KeepVersions = m.keepVersions() // environment_versions.go
+	st.WarmPool = m.warmPool(ctx)      // environment_warm_pool.go
 	return st
 }
 

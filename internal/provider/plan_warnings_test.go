@@ -253,4 +253,5 @@ func nullSettings(m *environmentModel) {
 	m.Labels, m.Volumes = types.MapNull(types.StringType), types.ListNull(types.ObjectType{AttrTypes: volumeAttrTypes})
 	m.PackageIndexHosts = types.ListNull(types.StringType)
 	m.SharedWith = types.SetNull(types.StringType)
+	m.KeepVersions, m.Versions = types.Int64Value(3), types.ListNull(types.ObjectType{AttrTypes: versionAttrTypes})
 }

@@ -60,7 +60,10 @@ type environmentModel struct {
 	Labels            types.Map    `tfsdk:"labels"`
 	Volumes           types.List   `tfsdk:"volumes"`
 	PackageIndexHosts types.List   `tfsdk:"package_index_hosts"`
-	WarmPool          types.Object `tfsdk:"warm_pool"` // environment_warm_pool.go
+	// Versions (environment_versions.go).
+	KeepVersions types.Int64  `tfsdk:"keep_versions"`
+	Versions     types.List   `tfsdk:"versions"`
+	WarmPool     types.Object `tfsdk:"warm_pool"` // environment_warm_pool.go
 }
 
 type networkModel struct {
@@ -178,6 +181,8 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 	for k, v := range environmentSettingsAttributes(bakes, live) {
 		resp.Schema.Attributes[k] = v
 	}
+	resp.Schema.Attributes["keep_versions"] = keepVersionsAttribute() // environment_versions.go
+	resp.Schema.Attributes["versions"] = versionsAttribute()
 	resp.Schema.Attributes["warm_pool"] = warmPoolAttribute() // environment_warm_pool.go
 }
 
@@ -280,7 +285,8 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	rebuild := !known || plan.BuildHash.ValueString() != state.BuildHash.ValueString() ||
 		state.Status.ValueString() == sandbox.StatusFailed || state.SnapshotID.ValueString() == ""
-	if rebuild {
+	// Inputs back to a kept version's reuse its snapshot: no build (environment_versions.go).
+	if r.planVersions(ctx, &plan, state, rebuild, &resp.Diagnostics) {
 		plan.SnapshotID, plan.Status = types.StringUnknown(), types.StringUnknown()
 		why := "a build input (image, build_script, cpu, memory, disk, triggers, gpu, gpu_type, dockerfile, a file of build_context, entrypoint, region or registry) changed"
 		if known && plan.BuildHash.ValueString() == state.BuildHash.ValueString() {
@@ -289,7 +295,7 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.AddWarning("New Snapshot Will Be Baked",
 			fmt.Sprintf("Environment %q will bake a new snapshot because %s. Sandboxes that already exist keep their snapshot until they are replaced; env and network changes never rebuild.",
 				state.Name.ValueString(), why))
-	} else {
+	} else if !rebuild {
 		plan.SnapshotID, plan.Status = state.SnapshotID, state.Status
 	}
 	blockAll, allow := plan.network(ctx)

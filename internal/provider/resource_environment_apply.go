@@ -86,7 +86,9 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 	plan.ID = types.StringValue(name)
 	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	plan.Owner = types.StringValue(r.cp.owner)
+	plan.Versions = readVersions(ctx, r.cp.store, name, &resp.Diagnostics) // environment_versions.go
 	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)
+	r.finishVersions(ctx, &plan, &resp.State, &resp.Diagnostics)
 }
 
 // finishBuild saves the state with the snapshot id before waiting (a failed or timed-out
@@ -151,6 +153,7 @@ func (r *environmentResource) Read(ctx context.Context, req resource.ReadRequest
 	}
 	before := state
 	resp.Diagnostics.Append(state.fromStore(ctx, env, status)...)
+	state.Versions = readVersions(ctx, r.cp.store, env.Name, &resp.Diagnostics) // environment_versions.go
 	if reflect.DeepEqual(before, state) {
 		// resp.State already holds the prior state; encoding it again is the costliest
 		// step of a refresh and changes nothing.
@@ -178,6 +181,7 @@ func (m *environmentModel) fromStore(ctx context.Context, env store.Environment,
 	m.Status = types.StringValue(status)
 	m.Owner = types.StringValue(env.Owner)
 	m.SharedWith = stringSet(env.SharedWith)
+	m.KeepVersions = types.Int64Value(env.Settings.Keep())
 	if m.WaitForReady.IsNull() {
 		m.WaitForReady = types.BoolValue(true)
 	}
@@ -252,16 +256,24 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	plan.ID, plan.Owner = state.ID, state.Owner
 	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 
-	if !plan.SnapshotID.IsUnknown() {
+	if !plan.SnapshotID.IsUnknown() && plan.SnapshotID.Equal(state.SnapshotID) {
 		// Only live attributes changed: the snapshot stays, nothing is built, and the
-		// build inputs stay those of that snapshot.
+		// build inputs stay those of that snapshot. (A known snapshot that differs is a
+		// kept version reverted to: below, Use finds it Ready and builds nothing.)
 		settings.ContextHash = env.Settings.ContextHash
 		env.Settings = settings
 		if err := r.cp.store.UpdateEnvironment(ctx, env); err != nil {
 			addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q, saving its live settings", name), err)
 			return
 		}
+		keepChanged := plan.Versions.IsUnknown() // which versions are kept changed
+		if keepChanged {
+			plan.Versions = readVersions(ctx, r.cp.store, name, &resp.Diagnostics)
+		}
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		if keepChanged {
+			r.collect(ctx, coord, &resp.Diagnostics) // the versions no longer kept
+		}
 		return
 	}
 	if !plan.applyContext(&spec, &resp.Diagnostics) {
@@ -282,8 +294,10 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 		addOperationError(&resp.Diagnostics, "Error Updating Environment", fmt.Sprintf("environment %q, saving its new snapshot %s", name, snap.ID), saveErr)
 		return
 	}
+	plan.Versions = readVersions(ctx, r.cp.store, name, &resp.Diagnostics) // environment_versions.go
 	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)
 	r.collect(ctx, coord, &resp.Diagnostics)
+	r.finishVersions(ctx, &plan, &resp.State, &resp.Diagnostics)
 }
 
 // collect removes snapshots nothing refers to any more; failing to is worth a warning,

@@ -41,7 +41,8 @@ import (
 
 // configLoadQueries is what one load costs in statements: begin, one select per table
 // (sandbox providers with their volumes and registries, environments, the snapshots they
-// reference, secrets, agents), and commit.
+// reference, secrets, agents), and commit. Environments come with their versions
+// (environment_versions.go).
 const configLoadQueries = 7
 
 // cacheStrikes is how many copies in a row may be dropped before they served
@@ -81,6 +82,8 @@ type configSnapshot struct {
 	// snapshots are those that an environment or a provider references: what a plan
 	// reads. Another id is read from the database.
 	snapshots map[string]Snapshot
+	// versions are each environment's history, oldest first (environment_versions.go).
+	versions map[string][]versionRow
 }
 
 // EnableConfigCache turns the config cache on for this Store (see above). Call it once,
@@ -172,7 +175,7 @@ func (s *Store) loadConfig(ctx context.Context, gen uint64) (*configSnapshot, er
 	if snap.providers, snap.volumes, snap.registries, err = selectProvidersWithChildren(ctx, tx, s.db.dialect); err != nil {
 		return nil, err
 	}
-	if snap.envs, err = listEnvironments(ctx, tx); err != nil {
+	if snap.envs, snap.versions, err = selectEnvironmentsWithVersions(ctx, tx, s.db.dialect); err != nil {
 		return nil, err
 	}
 	snaps, err := selectAll(ctx, tx, snapshotSelect+` WHERE id IN (SELECT snapshot_id FROM environments)

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -64,6 +66,11 @@ func recordHistory(ctx context.Context, tx *txn, env, snapshot, buildHash string
 	if err != nil {
 		return fmt.Errorf("reading the versions of environment %q: %w", env, err)
 	}
+	if n := len(periods); n > 0 && now <= periods[n-1].at {
+		// Two moves within one millisecond (or a clock behind the last one): the
+		// history's order is its times', so the new period starts after the last.
+		now = periods[n-1].at + 1
+	}
 	if len(periods) == 0 || periods[len(periods)-1].snapshot != snapshot {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO environment_snapshots(environment, snapshot_id, created_at, build_hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 			env, snapshot, now, buildHash); err != nil {
@@ -116,29 +123,46 @@ func keptSnapshots(periods []period, keep int64) []string {
 	return kept
 }
 
+// versionRow is one period of an environment's history as versions are read: the
+// snapshot's build hash and manifest digest from its rows while it exists, else as the
+// history recorded them.
+type versionRow struct {
+	environment string
+	period
+	buildHash, digest string
+	kept              bool
+}
+
+const versionSelect = `SELECT h.environment, h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept
+	FROM environment_snapshots h
+	LEFT JOIN snapshots s ON s.id = h.snapshot_id
+	LEFT JOIN snapshot_manifests m ON m.snapshot_id = h.snapshot_id`
+
+func scanVersionRow(sc scanner) (versionRow, error) {
+	var r versionRow
+	var kept int64
+	err := sc.Scan(&r.environment, &r.snapshot, &r.at, &r.buildHash, &r.digest, &kept)
+	r.kept = kept != 0
+	return r, err
+}
+
 // EnvironmentVersions lists the versions of environment env, the current one first,
 // then the others by when they last became current, latest first. A snapshot current
-// in several periods (reverted to) is one version, dated by its latest period.
+// in several periods (reverted to) is one version, dated by its latest period. A plan
+// reads them from the config cache (one query for every environment).
 func (s *Store) EnvironmentVersions(ctx context.Context, env string) ([]EnvironmentVersion, error) {
-	type row struct {
-		period
-		buildHash, digest string
-		kept              bool
+	if c := s.config(ctx); c != nil {
+		return versionsOf(c.versions[env]), nil
 	}
-	rows, err := queryRows(ctx, s.db, func(sc scanner) (row, error) {
-		var r row
-		var kept int64
-		err := sc.Scan(&r.snapshot, &r.at, &r.buildHash, &r.digest, &kept)
-		r.kept = kept != 0
-		return r, err
-	}, `SELECT h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept
-		FROM environment_snapshots h
-		LEFT JOIN snapshots s ON s.id = h.snapshot_id
-		LEFT JOIN snapshot_manifests m ON m.snapshot_id = h.snapshot_id
-		WHERE h.environment = ? ORDER BY h.created_at`, env)
+	rows, err := queryRows(ctx, s.db, scanVersionRow, versionSelect+` WHERE h.environment = ? ORDER BY h.created_at`, env)
 	if err != nil {
 		return nil, fmt.Errorf("listing the versions of environment %q: %w", env, err)
 	}
+	return versionsOf(rows), nil
+}
+
+// versionsOf turns one environment's history, oldest period first, into its versions.
+func versionsOf(rows []versionRow) []EnvironmentVersion {
 	var out []EnvironmentVersion
 	seen := map[string]bool{}
 	for i := len(rows) - 1; i >= 0; i-- {
@@ -154,7 +178,57 @@ func (s *Store) EnvironmentVersions(ctx context.Context, env string) ([]Environm
 		}
 		out = append(out, v)
 	}
-	return out, nil
+	return out
+}
+
+// The config cache reads each environment's history in the statement that reads the
+// environments, as one JSON array per environment row (as config_cache_children.go does
+// for a provider's volumes), so that versions cost a plan no statement of their own.
+func versionsColumn(d dialect) string {
+	if d == postgres {
+		return `COALESCE((SELECT json_agg(json_build_array(h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept) ORDER BY h.created_at)
+		FROM environment_snapshots h LEFT JOIN snapshots s ON s.id = h.snapshot_id LEFT JOIN snapshot_manifests m ON m.snapshot_id = h.snapshot_id
+		WHERE h.environment = e.name), '[]')::text`
+	}
+	return `(SELECT json_group_array(json_array(h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept))
+		FROM (SELECT * FROM environment_snapshots WHERE environment = e.name ORDER BY created_at) h
+		LEFT JOIN snapshots s ON s.id = h.snapshot_id LEFT JOIN snapshot_manifests m ON m.snapshot_id = h.snapshot_id)`
+}
+
+// selectEnvironmentsWithVersions is listEnvironments with each environment's history,
+// for the config cache.
+func selectEnvironmentsWithVersions(ctx context.Context, q querier, d dialect) ([]Environment, map[string][]versionRow, error) {
+	query := strings.TrimSuffix(envSelect, " FROM environments e") + ",\n\t" + versionsColumn(d) + " FROM environments e ORDER BY e.name"
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the configuration: %w", err)
+	}
+	defer rows.Close()
+	var envs []Environment
+	versions := map[string][]versionRow{}
+	for rows.Next() {
+		var doc string
+		var sc scanFunc = func(dest ...any) error { return rows.Scan(append(dest, &doc)...) }
+		e, err := scanEnv(sc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the configuration: %w", err)
+		}
+		envs = append(envs, e)
+		hist, err := childRows(doc, 5, "versions", e.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range hist {
+			at, _ := r[1].(float64)
+			kept, _ := r[4].(float64)
+			versions[e.Name] = append(versions[e.Name], versionRow{environment: e.Name, period: period{snapshot: str(r[0]), at: int64(at)},
+				buildHash: str(r[2]), digest: str(r[3]), kept: kept != 0})
+		}
+		// The JSON keeps the subquery's order on both databases; sorted anyway, since
+		// versionsOf reads the history by time.
+		slices.SortStableFunc(versions[e.Name], func(a, b versionRow) int { return cmp.Compare(a.at, b.at) })
+	}
+	return envs, versions, rows.Err()
 }
 
 // FindVersion returns the version of environment env whose snapshot id or build hash is

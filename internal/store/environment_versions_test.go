@@ -74,6 +74,15 @@ func TestEnvironmentVersionsKeep(t *testing.T) {
 			t.Fatalf("FindVersion(h9) = %v, want ErrNotFound", err)
 		}
 
+		// A plan reads them from the config cache, loaded in the environments' statement: the same versions.
+		cached := reopen(t, st)
+		cached.EnableConfigCache()
+		fromCache, err := cached.EnvironmentVersions(ctx, "py")
+		must(t, err)
+		if !reflect.DeepEqual(fromCache, versions) || cached.ConfigLoads() != 1 {
+			t.Fatalf("versions from the config cache (%d loads) = %+v, want %+v", cached.ConfigLoads(), fromCache, versions)
+		}
+
 		// keep_versions = 0 keeps the current one only.
 		zero := int64(0)
 		e.Settings.KeepVersions = &zero
