@@ -158,8 +158,11 @@ type Sandbox struct {
 	Enabled bool `json:"enabled"`
 	// ApproveCode holds every script (run_code) and command (exec) until the session's
 	// user has read and approved it.
-	ApproveCode         bool   `json:"approve_code,omitempty"`
-	Environment         string `json:"environment"`
+	ApproveCode bool   `json:"approve_code,omitempty"`
+	Environment string `json:"environment"`
+	// EnvironmentVersion pins the agent's new sandboxes to one kept version of
+	// Environment (its build hash or snapshot id); "" follows the current version.
+	EnvironmentVersion  string `json:"environment_version,omitempty"`
 	FileDownloads       bool   `json:"file_downloads"`
 	IdleStopMinutes     int64  `json:"idle_stop_minutes"`
 	ArchiveAfterMinutes int64  `json:"archive_after_minutes"`

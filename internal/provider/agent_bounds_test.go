@@ -28,7 +28,8 @@ func TestAgentBoundsAreTheHarnesss(t *testing.T) {
 		Sandbox: types.ObjectValueMust(agentSandboxAttrTypes, map[string]attr.Value{
 			"archive_after_minutes": types.Int64Value(1440), "delete_after_minutes": types.Int64Value(10080), "enabled": types.BoolValue(false),
 			"environment": types.StringValue("default"), "file_downloads": types.BoolValue(true), "idle_stop_minutes": types.Int64Value(15), "approve_code": types.BoolValue(false),
-			"extract_limits": extractLimitsObject(agentspec.ExtractLimits{MaxEntries: agentspec.MaxExtractMaxEntries, MaxBytes: 1, MaxRatio: agentspec.MaxExtractMaxRatio}),
+			"environment_version": types.StringNull(),
+			"extract_limits":      extractLimitsObject(agentspec.ExtractLimits{MaxEntries: agentspec.MaxExtractMaxEntries, MaxBytes: 1, MaxRatio: agentspec.MaxExtractMaxRatio}),
 		}),
 		MaxTurns: types.Int64Value(agentspec.MaxMaxTurns), TokenBudget: types.Int64Value(agentspec.MinTokenBudget),
 	}

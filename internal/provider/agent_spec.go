@@ -33,7 +33,7 @@ func (m *agentModel) spec(ctx context.Context) (agentspec.Spec, []byte) {
 		Sandbox: agentspec.Sandbox{
 			Enabled: sb.Enabled.ValueBool(), ApproveCode: sb.ApproveCode.ValueBool(), Environment: sb.Environment.ValueString(), FileDownloads: sb.FileDownloads.ValueBool(),
 			IdleStopMinutes: sb.IdleStopMinutes.ValueInt64(), ArchiveAfterMinutes: sb.ArchiveAfterMinutes.ValueInt64(), DeleteAfterMinutes: sb.DeleteAfterMinutes.ValueInt64(),
-			ExtractLimits: sb.extractLimits(ctx),
+			ExtractLimits: sb.extractLimits(ctx), EnvironmentVersion: sb.EnvironmentVersion.ValueString(),
 		},
 	}
 	if !m.MCPServers.IsNull() {
@@ -151,6 +151,7 @@ func sandboxObject(sb agentspec.Sandbox) types.Object {
 		"delete_after_minutes":  types.Int64Value(sb.DeleteAfterMinutes),
 		"enabled":               types.BoolValue(sb.Enabled),
 		"environment":           types.StringValue(sb.Environment),
+		"environment_version":   optionalString(sb.EnvironmentVersion),
 		"extract_limits":        extractLimitsObject(sb.Extract()),
 		"file_downloads":        types.BoolValue(sb.FileDownloads),
 		"idle_stop_minutes":     types.Int64Value(sb.IdleStopMinutes),

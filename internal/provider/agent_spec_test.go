@@ -62,7 +62,7 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 	full.CodeMode, full.MaxTurns, full.TokenBudget = types.BoolValue(true), types.Int64Value(12), types.Int64Value(200000)
 	fullExtract := &agentspec.ExtractLimits{MaxEntries: 500, MaxBytes: 1 << 20, MaxRatio: 20}
 	full.Sandbox = sandboxObject(agentspec.Sandbox{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120,
-		ExtractLimits: fullExtract})
+		ExtractLimits: fullExtract, EnvironmentVersion: "snap-py"})
 	fullLimits := agentspec.CodeModeLimits{CallTimeoutSeconds: 7, RunTimeoutSeconds: 70, MaxCalls: 17, MaxResultBytes: 7000}
 	full.CodeModeLimits = codeModeLimitsObject(fullLimits)
 	fullRun := agents.Spec{
@@ -74,7 +74,7 @@ func TestAgentSpecRoundTrip(t *testing.T) {
 			AllowedTools: []string{"get_issue"}}},
 		Skills: []agents.Skill{{Name: "pdf", Path: "./skills/pdf", Description: "Reads PDFs.", Digest: "sha256:0123"}}, CodeMode: true,
 		Sandbox: agents.SandboxSpec{Enabled: true, ApproveCode: true, Environment: "py", FileDownloads: true, IdleStopMinutes: 30, ArchiveAfterMinutes: 60, DeleteAfterMinutes: 120,
-			ExtractLimits: fullExtract},
+			ExtractLimits: fullExtract, EnvironmentVersion: "snap-py"},
 		MaxTurns: 12, TokenBudget: 200000,
 	}
 

@@ -79,6 +79,7 @@ func agentDataSourceSchema() schema.Schema {
 					"delete_after_minutes":  computedInt64("Minutes of inactivity after which an archived sandbox is deleted."),
 					"enabled":               computedBool("Whether the agent has a sandbox."),
 					"environment":           computedString("The environment sandboxes are cloned from."),
+					"environment_version":   computedString("The version of `environment` the agent's sandboxes are pinned to (a build hash or snapshot id); null when they follow the current one."),
 					"extract_limits":        extractLimitsDataSchema(),
 					"file_downloads":        computedBool("Whether users may download files the agent produces."),
 					"idle_stop_minutes":     computedInt64("Minutes without a tool call after which the sandbox is stopped."),

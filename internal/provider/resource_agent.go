@@ -74,6 +74,8 @@ type agentSandboxModel struct {
 	DeleteAfterMinutes  types.Int64  `tfsdk:"delete_after_minutes"`
 	Enabled             types.Bool   `tfsdk:"enabled"`
 	Environment         types.String `tfsdk:"environment"`
+	// EnvironmentVersion pins a version (agent_environment_version.go).
+	EnvironmentVersion types.String `tfsdk:"environment_version"`
 	// ExtractLimits is extractLimitsModel.
 	ExtractLimits   types.Object `tfsdk:"extract_limits"`
 	FileDownloads   types.Bool   `tfsdk:"file_downloads"`
@@ -245,6 +247,11 @@ func (r *agentResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 						Default:    stringdefault.StaticString(agentspec.DefaultEnvironment),
 						Validators: []validator.String{validName()},
 					},
+					"environment_version": schema.StringAttribute{
+						MarkdownDescription: environmentVersionDoc, // agent_environment_version.go
+						Optional:            true,
+						Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+					},
 					"extract_limits": extractLimitsSchema(),
 					"file_downloads": schema.BoolAttribute{
 						MarkdownDescription: "Let users download files the agent produces. Defaults to true.",
@@ -357,6 +364,7 @@ func (r *agentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if !ok || sb.Enabled.IsUnknown() || sb.Environment.IsUnknown() || !sb.Enabled.ValueBool() {
 		return
 	}
+	r.checkEnvironmentVersion(ctx, plan.Name.ValueString(), sb, &resp.Diagnostics) // agent_environment_version.go
 	// An environment that does not exist yet may be created by this same apply; Create
 	// checks again once it has run.
 	name := sb.Environment.ValueString()

@@ -28,6 +28,9 @@ func (r *agentResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if env != "" && !r.checkEnvironment(ctx, spec.Name, env, &resp.Diagnostics) {
 		return
 	}
+	if sb, _ := plan.sandboxSettings(ctx); !r.checkEnvironmentVersion(ctx, spec.Name, sb, &resp.Diagnostics) { // agent_environment_version.go
+		return
+	}
 	err := r.cp.store.CreateAgent(ctx, store.Agent{
 		ID: newID("agent"), Name: spec.Name, Owner: r.cp.owner, Environment: env, Spec: raw, Skills: blobs,
 	})
@@ -109,6 +112,9 @@ func (r *agentResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		if e, err := r.cp.store.GetEnvironment(ctx, env); err == nil && !checkEnvironmentSharing(ctx, r.cp.store, spec.Name, r.cp.owner, e, &resp.Diagnostics) {
 			return
 		}
+	}
+	if sb, _ := plan.sandboxSettings(ctx); !r.checkEnvironmentVersion(ctx, spec.Name, sb, &resp.Diagnostics) { // agent_environment_version.go
+		return
 	}
 	err := r.cp.store.UpdateAgent(ctx, store.Agent{Name: spec.Name, Environment: env, Spec: raw, Skills: blobs})
 	if err != nil {

@@ -600,7 +600,7 @@ func TestAgentValidateAtApply(t *testing.T) {
 	sb := func(idle int64) types.Object {
 		return types.ObjectValueMust(agentSandboxAttrTypes, map[string]attr.Value{
 			"approve_code": types.BoolValue(false), "archive_after_minutes": types.Int64Value(1440), "delete_after_minutes": types.Int64Value(10080), "enabled": types.BoolValue(false),
-			"environment": str("default"), "file_downloads": types.BoolValue(true), "idle_stop_minutes": types.Int64Value(idle),
+			"environment": str("default"), "file_downloads": types.BoolValue(true), "idle_stop_minutes": types.Int64Value(idle), "environment_version": types.StringNull(),
 			"extract_limits": extractLimitsObject(agentspec.DefaultExtractLimits()),
 		})
 	}

@@ -148,6 +148,9 @@ func Load(ctx context.Context, st *store.Store, name string) (*Agent, error) {
 	if err := a.resolve(ctx, st, row.Environment); err != nil {
 		return nil, err
 	}
+	if err := a.pinVersion(ctx, st); err != nil { // environment_version.go
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -162,11 +165,14 @@ func (a *Agent) resolve(ctx context.Context, st *store.Store, envName string) er
 	if err != nil {
 		return err
 	}
+	// An agent pinned to a version of this environment (pinVersion) does not use its
+	// current snapshot, which may be building or failed meanwhile.
+	pinned := a.Spec.Sandbox.EnvironmentVersion != "" && envName == a.Spec.Sandbox.Environment
 	snap, err := st.GetSnapshot(ctx, env.SnapshotID)
-	if err != nil {
+	if err != nil && !pinned {
 		return fmt.Errorf("agent %q: environment %q points at snapshot %s, which is missing; apply again to rebuild it: %w", name, envName, env.SnapshotID, ErrNotReady)
 	}
-	if snap.Status != sandbox.StatusReady {
+	if snap.Status != sandbox.StatusReady && !pinned {
 		detail := ""
 		if snap.Reason != "" {
 			detail = " (" + snap.Reason + ")"

@@ -1,0 +1,67 @@
+package agents_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+)
+
+// An agent pinned to a kept version loads on its snapshot while the environment moves
+// on (even to a failed build), and one pinned to a version that is no longer kept is
+// refused with the reason; an unpinned agent follows the current version.
+func TestPinnedAgentLoadsItsVersion(t *testing.T) {
+	st := harnesstest.NewStore(t)
+	ctx := context.Background()
+	harnesstest.AddEnvironment(t, st, "py", "Ready") // v1: snap-py, build hash h-py
+	keep := int64(1)
+	env, err := st.GetEnvironment(ctx, "py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Settings.KeepVersions = &keep
+	move := func(id, status string) {
+		t.Helper()
+		if _, _, err := st.ClaimSnapshot(ctx, store.Snapshot{ID: id, Provider: "local", BuildHash: "h-" + id, Spec: "{}"}, "Building", "Failed"); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetSnapshotState(ctx, id, status, "", ""); err != nil {
+			t.Fatal(err)
+		}
+		env.SnapshotID, env.BuildHash = id, "h-"+id
+		if err := st.UpdateEnvironment(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sandbox := func(pin string) map[string]any {
+		sb := harnesstest.Sandbox("py", 15, 60, 120)
+		if pin != "" {
+			sb["environment_version"] = pin
+		}
+		return sb
+	}
+	harnesstest.AddAgent(t, st, "pinned", "py", harnesstest.AgentSpec{"model": harnesstest.Script(), "sandbox": sandbox("h-py")})
+	harnesstest.AddAgent(t, st, "follower", "py", harnesstest.AgentSpec{"model": harnesstest.Script(), "sandbox": sandbox("")})
+
+	move("snap-v2", "Failed") // the current build failed: the pinned agent does not care
+	a, err := agents.Load(ctx, st, "pinned")
+	if err != nil || a.Environment.SnapshotID != "snap-py" || a.Snapshot.ID != "snap-py" {
+		t.Fatalf("pinned agent after a failed v2: %v, %+v", err, a)
+	}
+	if _, err := agents.Load(ctx, st, "follower"); !errors.Is(err, agents.ErrNotReady) {
+		t.Fatalf("follower on a failed current version: %v, want ErrNotReady", err)
+	}
+
+	move("snap-v3", "Ready") // keep_versions = 1: v2 is kept, v1 (pinned) is not
+	if a, err := agents.Load(ctx, st, "follower"); err != nil || a.Environment.SnapshotID != "snap-v3" {
+		t.Fatalf("follower after v3: %v, %+v", err, a)
+	}
+	_, err = agents.Load(ctx, st, "pinned")
+	if !errors.Is(err, agents.ErrNotReady) || !strings.Contains(err.Error(), "keep_versions") || !strings.Contains(err.Error(), "snap-py") {
+		t.Fatalf("a pin past keep_versions: %v; want a refusal naming the version and keep_versions", err)
+	}
+}
