@@ -68,6 +68,8 @@ func environmentsDataSourceSchema() schema.Schema {
 						"sandbox_provider": computedString("Name of the sandbox provider the environment belongs to."),
 						"snapshot_id":      computedString("The snapshot new sandboxes are cloned from."),
 						"status":           computedString("`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent."),
+						"keep_versions":    computedInt64("How many previous versions keep their snapshot from collection."),
+						"versions":         versionsDataAttribute(), // environment_versions.go
 					}),
 				},
 			},
@@ -101,7 +103,7 @@ func listEnvironments(ctx context.Context, cp *controlPlane, m *environmentsData
 		if !m.Status.IsNull() && status != m.Status.ValueString() {
 			continue
 		}
-		item, d := environmentItem(env, status)
+		item, d := environmentItem(env, status, readVersions(ctx, cp.store, env.Name, diags))
 		diags.Append(d...)
 		items = append(items, item)
 		names = append(names, env.Name)
@@ -155,7 +157,7 @@ func (s *environmentStatus) of(ctx context.Context, env store.Environment, diags
 }
 
 // environmentItem is env as an element of `environments`.
-func environmentItem(env store.Environment, status string) (attr.Value, diag.Diagnostics) {
+func environmentItem(env store.Environment, status string, versions types.List) (attr.Value, diag.Diagnostics) {
 	network, diags := networkObject(env)
 	item, d := types.ObjectValue(environmentItemAttrTypes, map[string]attr.Value{
 		"build_hash":       types.StringValue(env.BuildHash),
@@ -174,6 +176,8 @@ func environmentItem(env store.Environment, status string) (attr.Value, diag.Dia
 		"sandbox_provider": types.StringValue(env.Provider),
 		"snapshot_id":      types.StringValue(env.SnapshotID),
 		"status":           types.StringValue(status),
+		"keep_versions":    types.Int64Value(env.Settings.Keep()),
+		"versions":         versions,
 	})
 	diags.Append(d...)
 	return item, diags

@@ -47,6 +47,11 @@ data "trueforge_environment" "py" {
   name = trueforge_environment.py.name
 }
 
+# Read after py's apply whenever it builds (status is unknown until then).
+data "trueforge_environments" "ready" {
+  status = trueforge_environment.py.status
+}
+
 resource "trueforge_agent" "follower" {
   name    = "follower"
   model   = { provider = "scripted", script = "[]" }
@@ -152,6 +157,9 @@ func testEnvironmentVersions(t *testing.T, p versionsPlane) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("data.trueforge_environment.py", tfjsonpath.New("versions"), knownvalue.ListSizeExact(4)),
 					statecheck.ExpectKnownValue("data.trueforge_environment.py", tfjsonpath.New("versions").AtSliceIndex(3).AtMapKey("kept"), knownvalue.Bool(false)),
+					// The list data source: default, then py.
+					statecheck.ExpectKnownValue("data.trueforge_environments.ready", tfjsonpath.New("environments").AtSliceIndex(1).AtMapKey("versions"), knownvalue.ListSizeExact(4)),
+					statecheck.ExpectKnownValue("data.trueforge_environments.ready", tfjsonpath.New("environments").AtSliceIndex(1).AtMapKey("keep_versions"), knownvalue.Int64Exact(2)),
 				},
 				Check: resource.ComposeTestCheckFunc(record("v4"), countBuilds(1), p.expectVersions(t, snaps, "v4", "v3", "v1"),
 					p.expectAgentSnapshot(t, "pinned", snaps, "v1"), p.expectAgentSnapshot(t, "follower", snaps, "v4"), func(*terraformState) error {
