@@ -120,13 +120,17 @@ func testEnvironmentVersions(t *testing.T, p versionsPlane) {
 					resource.TestCheckResourceAttr(envAddr, "build_hash", versionHash("v1"))),
 			},
 			{
+				PreConfig:        func() { started = time.Now() },
 				Config:           p.config(versionsHCL("v2", "")),
 				ConfigPlanChecks: rebuildPlanned(envAddr, "versions"),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("versions"), knownvalue.ListSizeExact(2)),
 					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("versions").AtSliceIndex(1).AtMapKey("kept"), knownvalue.Bool(true)),
 				},
-				Check: resource.ComposeTestCheckFunc(record("v2"), countBuilds(1), p.expectVersions(t, snaps, "v2", "v1")),
+				Check: resource.ComposeTestCheckFunc(record("v2"), countBuilds(1), p.expectVersions(t, snaps, "v2", "v1"), func(*terraformState) error {
+					t.Logf("v2, a build: plan and apply took %s", time.Since(started).Round(time.Millisecond))
+					return nil
+				}),
 			},
 			{
 				// Back to v1's inputs: the plan names v1's snapshot (no build), and so does the state.
