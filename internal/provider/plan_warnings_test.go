@@ -254,4 +254,5 @@ func nullSettings(m *environmentModel) {
 	m.PackageIndexHosts = types.ListNull(types.StringType)
 	m.SharedWith = types.SetNull(types.StringType)
 	m.KeepVersions, m.Versions = types.Int64Value(3), types.ListNull(types.ObjectType{AttrTypes: versionAttrTypes})
+	m.WarmPool = types.ObjectNull(warmPoolAttrTypes)
 }
