@@ -270,11 +270,11 @@ func TestAccDaytona_environmentAndSecretMapping(t *testing.T) {
 				})),
 			},
 			{
-				// A build_script change: exactly one POST /snapshots; the old snapshot, now
-				// unreferenced, is deleted.
+				// A build_script change: exactly one POST /snapshots; the old snapshot is
+				// kept as a previous version (keep_versions defaults to 3), not deleted.
 				Config: f.config(daytonaEnvHCL("py", "pip install requests httpx", `  env = { MODE = "b" }`) + daytonaSecretHCL("ghp_first", "api.github.com")),
 				Check: resource.ComposeTestCheckFunc(
-					f.expectCounts(merge(snapshotWrites(1, 0, 1), map[string]int{"PATCH /secret/{id}": 0})),
+					f.expectCounts(merge(snapshotWrites(1, 0, 0), map[string]int{"PATCH /secret/{id}": 0})),
 					remember,
 				),
 			},
@@ -603,8 +603,8 @@ func TestAccDaytona_imageChangeBakesNewSnapshot(t *testing.T) {
 					statecheck.ExpectKnownValue(addr, tfjsonpath.New("status"), knownvalue.StringExact("Ready")),
 					snapshotChanges.AddStateValue(addr, tfjsonpath.New("snapshot_id")),
 				},
-				// One new snapshot; the old one, unreferenced now, is deleted.
-				Check: resource.ComposeTestCheckFunc(dockerfileFrom("python:3.13-slim"), f.expectCounts(snapshotWrites(1, 0, 1))),
+				// One new snapshot; the old one is kept as a previous version.
+				Check: resource.ComposeTestCheckFunc(dockerfileFrom("python:3.13-slim"), f.expectCounts(snapshotWrites(1, 0, 0))),
 			},
 		},
 	})

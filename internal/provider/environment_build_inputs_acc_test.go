@@ -37,6 +37,9 @@ resource "trueforge_environment" "df" {
   dockerfile       = %q
   build_context    = %q
 %s  entrypoint       = [%s]
+  # Each rebuild's predecessor is collected at once, so every step counts its delete;
+  # kept versions are TestAccEnvironmentVersions_*'s.
+  keep_versions    = 0
 }
 `, dockerfile, dir, gpus, strings.Join(q, ", "))
 }
