@@ -89,8 +89,13 @@ func TestExecCancelKillsTheCommand(t *testing.T) {
 		res, err := rt.Exec(ctx, "inter", sandbox.ExecRequest{Shell: "sleep " + tok + " & sleep " + tok + "; wait", Timeout: time.Minute})
 		done <- result{res, err}
 	}()
-	if ps, ok := waitProcs(t, tok, true, 20*time.Second); !ok || len(ps) < 2 {
-		t.Fatalf("the command's two sleeps did not show on the host: %q", ps)
+	// Both sleeps, not the first to start: the shell starts them one after the other.
+	deadline := time.Now().Add(20 * time.Second)
+	for ps, _ := waitProcs(t, tok, true, 20*time.Second); len(ps) < 2; ps = hostProcs(t, tok) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command's two sleeps did not show on the host: %q", ps)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
 	var got result
