@@ -65,10 +65,7 @@ func (s *Server) postAttachment(w http.ResponseWriter, r *http.Request, ss store
 			declared = mt
 		}
 	}
-	limit := svc.MaxBytes
-	if limit <= 0 {
-		limit = attachments.DefaultMaxBytes
-	}
+	limit := svc.MaxBytesOrDefault()
 	if r.ContentLength > limit {
 		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the attachment has %d bytes, over the cap of %d per attachment", r.ContentLength, limit)
 	}
@@ -87,6 +84,10 @@ func attachmentError(err error) error {
 	switch {
 	case errors.Is(err, attachments.ErrTooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%s", err.Error())
+	case errors.Is(err, store.ErrAttachmentName):
+		// Two uploads of one name at once: the other took it between the name's choice
+		// and the insert.
+		return errorf(http.StatusConflict, CodeBusy, "%s; send the file again (it gets a name of its own)", err.Error())
 	case errors.Is(err, attachments.ErrTooMany):
 		return errorf(http.StatusConflict, CodeUnprocessable, "%s", err.Error())
 	case errors.Is(err, attachments.ErrBadName), errors.Is(err, attachments.ErrEmpty):

@@ -80,7 +80,8 @@ type Upload struct {
 	Uploader       string
 }
 
-func (s *Service) maxBytes() int64 {
+// MaxBytesOrDefault is the cap on one attachment: MaxBytes, or DefaultMaxBytes.
+func (s *Service) MaxBytesOrDefault() int64 {
 	if s.MaxBytes > 0 {
 		return s.MaxBytes
 	}
@@ -144,7 +145,7 @@ func (s *Service) Put(ctx context.Context, sessionID string, up Upload, body io.
 // read takes the whole upload into memory (the store keeps it as one value).
 func (s *Service) read(body io.Reader, a *store.Attachment) ([]byte, error) {
 	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(body, s.maxBytes()+1)); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(body, s.MaxBytesOrDefault()+1)); err != nil {
 		return nil, fmt.Errorf("reading the upload: %w", err)
 	}
 	if err := s.sized(int64(buf.Len())); err != nil {
@@ -175,7 +176,7 @@ func (s *Service) putFile(body io.Reader, a *store.Attachment) (err error) {
 	}()
 	h := sha256.New()
 	head := &headWriter{max: sniffBytes}
-	n, err := copyHashed(io.MultiWriter(f, head), body, h, s.maxBytes()+1)
+	n, err := copyHashed(io.MultiWriter(f, head), body, h, s.MaxBytesOrDefault()+1)
 	if err != nil {
 		return fmt.Errorf("reading the upload: %w", err)
 	}
@@ -202,8 +203,8 @@ func (s *Service) putFile(body io.Reader, a *store.Attachment) (err error) {
 
 func (s *Service) sized(n int64) error {
 	switch {
-	case n > s.maxBytes():
-		return fmt.Errorf("%w: more than %d bytes (the cap per attachment); split it or ask the operator to raise --max-attachment-bytes", ErrTooLarge, s.maxBytes())
+	case n > s.MaxBytesOrDefault():
+		return fmt.Errorf("%w: more than %d bytes (the cap per attachment); split it or ask the operator to raise --max-attachment-bytes", ErrTooLarge, s.MaxBytesOrDefault())
 	case n == 0:
 		return fmt.Errorf("%w: send the file's bytes as the request body", ErrEmpty)
 	}
