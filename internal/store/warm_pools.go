@@ -33,6 +33,13 @@ CREATE TABLE pool_sandboxes (
 CREATE INDEX pool_sandboxes_environment ON pool_sandboxes(environment, state);
 `}
 
+// migrationPoolEgress (24): the egress a member of a proxied environment's pool was
+// prepared with (the local backend without block_all). Its proxy's state (CA, the
+// placeholders in its environment), sealed by the harness, waits here until a session
+// claims the member and serves its proxy; it is not in sandbox_egress, whose rows are
+// a session's. Empty for a member without a proxy.
+var migrationPoolEgress = migration{sql: `ALTER TABLE pool_sandboxes ADD COLUMN egress TEXT NOT NULL DEFAULT '';`}
+
 // Pool member states.
 const (
 	PoolCreating = "creating" // recorded before its create, so that replicas count it
@@ -49,22 +56,25 @@ type PoolSandbox struct {
 	Config    string
 	State     string
 	CreatedAt time.Time
+	// Egress is the member's prepared egress, opaque to the store (sealed by the
+	// harness); empty when it has no proxy.
+	Egress string
 }
 
-const poolSelect = `SELECT sandbox_id, environment, provider, snapshot_id, config, state, created_at FROM pool_sandboxes`
+const poolSelect = `SELECT sandbox_id, environment, provider, snapshot_id, config, state, created_at, egress FROM pool_sandboxes`
 
 func scanPoolSandbox(sc scanner) (PoolSandbox, error) {
 	var p PoolSandbox
 	var created int64
-	err := sc.Scan(&p.SandboxID, &p.Environment, &p.Provider, &p.SnapshotID, &p.Config, &p.State, &created)
+	err := sc.Scan(&p.SandboxID, &p.Environment, &p.Provider, &p.SnapshotID, &p.Config, &p.State, &created, &p.Egress)
 	p.CreatedAt = time.UnixMilli(created)
 	return p, err
 }
 
 // PutPoolSandbox records a new pool member (in PoolCreating, before its create).
 func (s *Store) PutPoolSandbox(ctx context.Context, p PoolSandbox) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO pool_sandboxes(sandbox_id, environment, provider, snapshot_id, config, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		p.SandboxID, p.Environment, p.Provider, p.SnapshotID, p.Config, p.State, p.CreatedAt.UnixMilli())
+	_, err := s.db.ExecContext(ctx, `INSERT INTO pool_sandboxes(sandbox_id, environment, provider, snapshot_id, config, state, created_at, egress) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.SandboxID, p.Environment, p.Provider, p.SnapshotID, p.Config, p.State, p.CreatedAt.UnixMilli(), p.Egress)
 	if err != nil {
 		return fmt.Errorf("recording pool sandbox %s of environment %q: %w", p.SandboxID, p.Environment, err)
 	}
