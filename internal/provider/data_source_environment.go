@@ -34,8 +34,9 @@ type environmentDataSourceModel struct {
 	Status          types.String `tfsdk:"status"`
 	Triggers        types.Map    `tfsdk:"triggers"`
 	// Versions (environment_versions.go).
-	KeepVersions types.Int64 `tfsdk:"keep_versions"`
-	Versions     types.List  `tfsdk:"versions"`
+	KeepVersions types.Int64  `tfsdk:"keep_versions"`
+	Versions     types.List   `tfsdk:"versions"`
+	WarmPool     types.Object `tfsdk:"warm_pool"` // environment_warm_pool.go
 }
 
 // NewEnvironmentDataSource is the trueforge_environment data source.
@@ -79,6 +80,7 @@ func environmentDataSourceSchema() schema.Schema {
 			"triggers":         computedStringMap("Values whose change forces a new snapshot (empty when none)."),
 			"keep_versions":    computedInt64("How many previous versions keep their snapshot from collection."),
 			"versions":         versionsDataAttribute(), // environment_versions.go
+			"warm_pool":        warmPoolDataAttribute(), // environment_warm_pool.go
 		}),
 	}
 }
@@ -105,6 +107,7 @@ func readEnvironment(ctx context.Context, cp *controlPlane, m *environmentDataSo
 	m.Labels = knownStringMap(env.Settings.Labels)
 	m.KeepVersions = types.Int64Value(env.Settings.Keep())
 	m.Versions = readVersions(ctx, cp.store, env.Name, diags) // environment_versions.go
+	m.WarmPool = warmPoolData(env)                            // environment_warm_pool.go
 	var d diag.Diagnostics
 	m.Network, d = networkObject(env)
 	diags.Append(d...)

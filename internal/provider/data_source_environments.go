@@ -70,6 +70,7 @@ func environmentsDataSourceSchema() schema.Schema {
 						"status":           computedString("`Building`, `Ready` or `Failed`. Only Ready environments can be selected on an agent."),
 						"keep_versions":    computedInt64("How many previous versions keep their snapshot from collection."),
 						"versions":         versionsDataAttribute(), // environment_versions.go
+						"warm_pool":        warmPoolDataAttribute(), // environment_warm_pool.go
 					}),
 				},
 			},
@@ -178,6 +179,7 @@ func environmentItem(env store.Environment, status string, versions types.List) 
 		"status":           types.StringValue(status),
 		"keep_versions":    types.Int64Value(env.Settings.Keep()),
 		"versions":         versions,
+		"warm_pool":        warmPoolData(env),
 	})
 	diags.Append(d...)
 	return item, diags

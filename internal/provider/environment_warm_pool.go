@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -27,32 +28,60 @@ const (
 
 var warmPoolAttrTypes = map[string]attr.Type{"size": types.Int64Type, "max_age": types.StringType}
 
+// warmPoolDoc is what warm_pool means, the resource's and the data sources' alike.
+const warmPoolDoc = "Sandboxes that `trueforge-harness serve` keeps ready for the environment's sessions, so that a session's first sandbox call " +
+	"claims one instead of waiting for a create. Members are made from the current snapshot with the environment's `env`, `network`, secrets, " +
+	"`volumes` and `labels`, and replaced when any of them changes (a secret's rotation reaches them as it reaches running sandboxes). " +
+	"A member is claimed by one session at most and never returns to the pool. An environment whose sandboxes reach the network through " +
+	"the harness's egress proxy (the `local` backend without `block_all`) keeps no pool."
+
+// warmPoolSizeDoc and warmPoolMaxAgeDoc describe warm_pool's attributes.
+var (
+	warmPoolSizeDoc   = fmt.Sprintf("How many ready sandboxes to keep, 0 to %d. 0 drains the pool.", maxWarmPoolSize)
+	warmPoolMaxAgeDoc = fmt.Sprintf("How long a member may wait unclaimed before it is deleted and replaced, as a duration (`30m`, `2h`), "+
+		"from %s to %s. Defaults to `%s`.", fmtAge(minWarmPoolMaxAge), fmtAge(maxWarmPoolMaxAge), fmtAge(lifecycle.DefaultPoolMaxAge))
+)
+
 // warmPoolAttribute is trueforge_environment's warm_pool.
 func warmPoolAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{
-		MarkdownDescription: "Sandboxes that `trueforge-harness serve` keeps ready for the environment's sessions, so that a session's first sandbox call " +
-			"claims one instead of waiting for a create. Members are made from the current snapshot with the environment's `env`, `network`, secrets, " +
-			"`volumes` and `labels`, and replaced when any of them changes (a secret's rotation reaches them as it reaches running sandboxes). " +
-			"A member is claimed by one session at most and never returns to the pool. An environment whose sandboxes reach the network through " +
-			"the harness's egress proxy (the `local` backend without `block_all`) keeps no pool. Unset keeps none. " +
+		MarkdownDescription: warmPoolDoc + " Unset keeps none. " +
 			"Changing it is applied live: no rebuild; `serve` resizes the pool and replaces its members at its next pass (`--pool-interval`, 5 s by default).",
 		Optional: true,
 		Attributes: map[string]schema.Attribute{
 			"size": schema.Int64Attribute{
-				MarkdownDescription: fmt.Sprintf("How many ready sandboxes to keep, 0 to %d. 0 drains the pool.", maxWarmPoolSize),
+				MarkdownDescription: warmPoolSizeDoc,
 				Required:            true,
 				Validators:          []validator.Int64{int64validator.Between(0, maxWarmPoolSize)},
 			},
 			"max_age": schema.StringAttribute{
-				MarkdownDescription: fmt.Sprintf("How long a member may wait unclaimed before it is deleted and replaced, as a duration (`30m`, `2h`), "+
-					"from %s to %s. Defaults to `%s`.", fmtAge(minWarmPoolMaxAge), fmtAge(maxWarmPoolMaxAge), fmtAge(lifecycle.DefaultPoolMaxAge)),
-				Optional:   true,
-				Computed:   true,
-				Default:    stringdefault.StaticString(fmtAge(lifecycle.DefaultPoolMaxAge)),
-				Validators: []validator.String{stringCheck{"a duration from 1m to 24h", checkPoolMaxAge}},
+				MarkdownDescription: warmPoolMaxAgeDoc,
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(fmtAge(lifecycle.DefaultPoolMaxAge)),
+				Validators:          []validator.String{stringCheck{"a duration from 1m to 24h", checkPoolMaxAge}},
 			},
 		},
 	}
+}
+
+// warmPoolDataAttribute is warm_pool of the environment data sources: the resource's
+// setting, read back (warmPoolValue converts it, as the resource's read does).
+func warmPoolDataAttribute() dsschema.SingleNestedAttribute {
+	return dsschema.SingleNestedAttribute{
+		MarkdownDescription: warmPoolDoc + " Null when the environment keeps no pool (its `warm_pool` is unset).",
+		Computed:            true,
+		Attributes: map[string]dsschema.Attribute{
+			"size":    dsschema.Int64Attribute{MarkdownDescription: warmPoolSizeDoc, Computed: true},
+			"max_age": dsschema.StringAttribute{MarkdownDescription: warmPoolMaxAgeDoc, Computed: true},
+		},
+	}
+}
+
+// warmPoolData is env's warm_pool as the data sources read it: null when it keeps none,
+// max_age spelled in its largest whole unit.
+func warmPoolData(env store.Environment) types.Object {
+	return warmPoolValue(types.ObjectNull(warmPoolAttrTypes), env.Settings.WarmPool)
 }
 
 func checkPoolMaxAge(s string) string {

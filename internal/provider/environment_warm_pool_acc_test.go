@@ -36,7 +36,28 @@ resource "trueforge_agent" "live" {
   model   = { provider = "scripted", script = "[]" }
   sandbox = { enabled = true, environment = trueforge_environment.py.name }
 }
+
+# Both environment data sources, read after py's apply (depends_on) so that they show it.
+data "trueforge_environment" "py" {
+  name       = trueforge_environment.py.name
+  depends_on = [trueforge_environment.py]
+}
+
+data "trueforge_environments" "all" {
+  depends_on = [trueforge_environment.py]
+}
 `
+}
+
+// expectDataWarmPool checks warm_pool as both environment data sources read it (the
+// list's elements are default, then py).
+func expectDataWarmPool(want knownvalue.Check) []statecheck.StateCheck {
+	return []statecheck.StateCheck{
+		statecheck.ExpectKnownValue("data.trueforge_environment.py", tfjsonpath.New("warm_pool"), want),
+		statecheck.ExpectKnownValue("data.trueforge_environments.all", tfjsonpath.New("environments").AtSliceIndex(1).AtMapKey("name"), knownvalue.StringExact("py")),
+		statecheck.ExpectKnownValue("data.trueforge_environments.all", tfjsonpath.New("environments").AtSliceIndex(1).AtMapKey("warm_pool"), want),
+		statecheck.ExpectKnownValue("data.trueforge_environments.all", tfjsonpath.New("environments").AtSliceIndex(0).AtMapKey("warm_pool"), knownvalue.Null()),
+	}
 }
 
 // poolPass runs one pass of a harness's pool keeper against the fixture's control plane
@@ -134,22 +155,26 @@ func TestAccEnvironment_warmPool(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: f.config(warmPoolHCL("a", `{ size = 1 }`, "ghp_first")),
-				ConfigStateChecks: []statecheck.StateCheck{
+				ConfigStateChecks: append([]statecheck.StateCheck{
 					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("warm_pool"), knownvalue.ObjectExact(map[string]knownvalue.Check{
 						"size": knownvalue.Int64Exact(1), "max_age": knownvalue.StringExact("1h"),
 					})),
 					snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
-				},
+				}, expectDataWarmPool(knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"size": knownvalue.Int64Exact(1), "max_age": knownvalue.StringExact("1h"),
+				}))...),
 				Check: resource.ComposeTestCheckFunc(f.poolPass(t, 1, 0), f.poolPass(t, 0, 0),
 					func(*terraformState) error { f.srv.ResetCounts(); return nil }),
 			},
 			{
 				Config:           f.config(warmPoolHCL("a", `{ size = 2, max_age = "90m" }`, "ghp_first")),
 				ConfigPlanChecks: live,
-				ConfigStateChecks: []statecheck.StateCheck{
+				ConfigStateChecks: append([]statecheck.StateCheck{
 					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("warm_pool").AtMapKey("max_age"), knownvalue.StringExact("90m")),
 					snapshotStable.AddStateValue(envAddr, tfjsonpath.New("snapshot_id")),
-				},
+				}, expectDataWarmPool(knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"size": knownvalue.Int64Exact(2), "max_age": knownvalue.StringExact("90m"),
+				}))...),
 				Check: resource.ComposeTestCheckFunc(noBuild, f.poolPass(t, 1, 0), func(*terraformState) error {
 					env, err := f.store().GetEnvironment(t.Context(), "py")
 					if err != nil || env.Settings.WarmPool == nil || *env.Settings.WarmPool != (store.WarmPool{Size: 2, MaxAgeSeconds: 5400}) {
@@ -169,9 +194,10 @@ func TestAccEnvironment_warmPool(t *testing.T) {
 				Check:            resource.ComposeTestCheckFunc(noBuild, f.poolPass(t, 2, 2), f.claims(t, "s-2", "ghp_second")),
 			},
 			{
-				Config:            f.config(warmPoolHCL("b", "", "ghp_second")),
-				ConfigPlanChecks:  live,
-				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("warm_pool"), knownvalue.Null())},
+				Config:           f.config(warmPoolHCL("b", "", "ghp_second")),
+				ConfigPlanChecks: live,
+				ConfigStateChecks: append([]statecheck.StateCheck{statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("warm_pool"), knownvalue.Null())},
+					expectDataWarmPool(knownvalue.Null())...),
 				Check: resource.ComposeTestCheckFunc(noBuild, f.poolPass(t, 0, 1), func(*terraformState) error {
 					if ms, err := f.store().ListPoolSandboxes(t.Context()); err != nil || len(ms) != 0 {
 						return fmt.Errorf("pool members left: %+v, %v", ms, err)
