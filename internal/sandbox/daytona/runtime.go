@@ -139,14 +139,10 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	if err := r.checkLimits(ctx, req); err != nil {
 		return err
 	}
-	labels := r.listLabels()
-	for k, v := range req.Labels {
-		if k == LabelManaged || k == LabelID {
-			return fmt.Errorf("label %q is reserved", k)
-		}
-		labels[k] = v
+	labels, err := r.sandboxLabels(req.ID, req.Labels) // relabel.go
+	if err != nil {
+		return err
 	}
-	labels[LabelID] = req.ID
 	cr := CreateSandboxRequest{
 		Name: req.ID, Snapshot: req.SnapshotID, Env: req.Env, Labels: labels,
 		NetworkBlockAll: req.BlockNetwork,

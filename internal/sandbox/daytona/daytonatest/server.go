@@ -324,6 +324,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	api("POST /sandbox/{id}/archive", "write:sandboxes", s.archiveSandbox)
 	api("DELETE /sandbox/{id}", "delete:sandboxes", s.deleteSandbox)
 	api("PUT /sandbox/{id}/secrets", "write:sandboxes", s.putSandboxSecrets)
+	api("PUT /sandbox/{id}/labels", "write:sandboxes", s.replaceLabels) // labels.go
 	api("POST /sandbox/{id}/network-settings", "write:sandboxes", s.networkSettings)
 
 	api("POST /secret", "manage:secrets", s.createSecret)
