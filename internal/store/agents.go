@@ -22,11 +22,12 @@ type Agent struct {
 	Skills []SkillBlob
 }
 
-// CreateAgent stores a new agent.
+// CreateAgent stores a new agent. The version of its environment it pins, if any, is
+// kept from collection while it does (version_pins.go).
 func (s *Store) CreateAgent(ctx context.Context, a Agent) error {
 	return s.createAs(ctx, a.Owner, func(tx *txn, now int64) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO agents(id, name, owner, environment, spec, created_at, updated_at) VALUES (?, ?, ?, NULLIF(?, ''), ?, ?, ?)`,
-			a.ID, a.Name, a.Owner, a.Environment, string(a.Spec), now, now)
+		_, err := tx.ExecContext(ctx, `INSERT INTO agents(id, name, owner, environment, environment_version, spec, created_at, updated_at) VALUES (?, ?, ?, NULLIF(?, ''), ?, ?, ?, ?)`,
+			a.ID, a.Name, a.Owner, a.Environment, agentPin(a.Spec), string(a.Spec), now, now)
 		if err := inserted(err, notFound("environment %q", a.Environment), "agent %q", a.Name); err != nil {
 			return err
 		}
@@ -34,11 +35,13 @@ func (s *Store) CreateAgent(ctx context.Context, a Agent) error {
 	})
 }
 
-// UpdateAgent replaces an agent's environment, spec and skills.
+// UpdateAgent replaces an agent's environment, spec and skills (and the version it pins:
+// one it no longer pins is collected by the next collection, past keep_versions).
 func (s *Store) UpdateAgent(ctx context.Context, a Agent) error {
 	return s.inTx(ctx, func(tx *txn) error {
 		now := s.stamp()
-		res, err := tx.ExecContext(ctx, `UPDATE agents SET environment = NULLIF(?, ''), spec = ?, updated_at = ? WHERE name = ?`, a.Environment, string(a.Spec), now, a.Name)
+		res, err := tx.ExecContext(ctx, `UPDATE agents SET environment = NULLIF(?, ''), environment_version = ?, spec = ?, updated_at = ? WHERE name = ?`,
+			a.Environment, agentPin(a.Spec), string(a.Spec), now, a.Name)
 		if isForeignKey(err) {
 			return fmt.Errorf("environment %q: %w", a.Environment, ErrNotFound)
 		}

@@ -52,10 +52,14 @@ type EnvironmentVersion struct {
 	// another replaced it then (zero while it is current).
 	CurrentSince time.Time
 	CurrentUntil time.Time
-	// Current: new sessions use it; Kept: it is current or one of the keep_versions
-	// latest previous versions, so it is not collected and may be pinned or reverted to.
+	// Current: new sessions use it; Kept: it is current, one of the keep_versions
+	// latest previous versions, or pinned by an agent (PinnedBy), so it is not
+	// collected and may be pinned or reverted to.
 	Current bool
 	Kept    bool
+	// PinnedBy names the agents, of any owner, whose sandbox.environment_version pins
+	// this version (version_pins.go), sorted; they keep it whatever keep_versions says.
+	PinnedBy []string
 }
 
 // recordHistory makes snapshot the environment's current version (a new period unless
@@ -130,19 +134,23 @@ type versionRow struct {
 	environment string
 	period
 	buildHash, digest string
-	kept              bool
+	kept              bool     // by keep_versions (the kept column)
+	pinnedBy          []string // agents that pin it (version_pins.go)
 }
 
-const versionSelect = `SELECT h.environment, h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept
+func versionSelect(d dialect) string {
+	return `SELECT h.environment, h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept, ` + pinnedByColumn(d) + `
 	FROM environment_snapshots h
 	LEFT JOIN snapshots s ON s.id = h.snapshot_id
 	LEFT JOIN snapshot_manifests m ON m.snapshot_id = h.snapshot_id`
+}
 
 func scanVersionRow(sc scanner) (versionRow, error) {
 	var r versionRow
 	var kept int64
-	err := sc.Scan(&r.environment, &r.snapshot, &r.at, &r.buildHash, &r.digest, &kept)
-	r.kept = kept != 0
+	var pinnedBy string
+	err := sc.Scan(&r.environment, &r.snapshot, &r.at, &r.buildHash, &r.digest, &kept, &pinnedBy)
+	r.kept, r.pinnedBy = kept != 0, splitPinnedBy(pinnedBy)
 	return r, err
 }
 
@@ -154,7 +162,7 @@ func (s *Store) EnvironmentVersions(ctx context.Context, env string) ([]Environm
 	if c := s.config(ctx); c != nil {
 		return versionsOf(c.versions[env]), nil
 	}
-	rows, err := queryRows(ctx, s.db, scanVersionRow, versionSelect+` WHERE h.environment = ? ORDER BY h.created_at`, env)
+	rows, err := queryRows(ctx, s.db, scanVersionRow, versionSelect(s.db.dialect)+` WHERE h.environment = ? ORDER BY h.created_at`, env)
 	if err != nil {
 		return nil, fmt.Errorf("listing the versions of environment %q: %w", env, err)
 	}
@@ -172,7 +180,7 @@ func versionsOf(rows []versionRow) []EnvironmentVersion {
 		}
 		seen[r.snapshot] = true
 		v := EnvironmentVersion{SnapshotID: r.snapshot, BuildHash: r.buildHash, ManifestDigest: r.digest,
-			CurrentSince: time.UnixMilli(r.at), Current: i == len(rows)-1, Kept: r.kept || i == len(rows)-1}
+			CurrentSince: time.UnixMilli(r.at), Current: i == len(rows)-1, Kept: r.kept || i == len(rows)-1 || len(r.pinnedBy) > 0, PinnedBy: r.pinnedBy}
 		if i+1 < len(rows) {
 			v.CurrentUntil = time.UnixMilli(rows[i+1].at)
 		}
@@ -186,11 +194,11 @@ func versionsOf(rows []versionRow) []EnvironmentVersion {
 // for a provider's volumes), so that versions cost a plan no statement of their own.
 func versionsColumn(d dialect) string {
 	if d == postgres {
-		return `COALESCE((SELECT json_agg(json_build_array(h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept) ORDER BY h.created_at)
+		return `COALESCE((SELECT json_agg(json_build_array(h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept, ` + pinnedByColumn(d) + `) ORDER BY h.created_at)
 		FROM environment_snapshots h LEFT JOIN snapshots s ON s.id = h.snapshot_id LEFT JOIN snapshot_manifests m ON m.snapshot_id = h.snapshot_id
 		WHERE h.environment = e.name), '[]')::text`
 	}
-	return `(SELECT json_group_array(json_array(h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept))
+	return `(SELECT json_group_array(json_array(h.snapshot_id, h.created_at, COALESCE(s.build_hash, h.build_hash), COALESCE(m.digest, h.manifest_digest), h.kept, ` + pinnedByColumn(d) + `))
 		FROM (SELECT * FROM environment_snapshots WHERE environment = e.name ORDER BY created_at) h
 		LEFT JOIN snapshots s ON s.id = h.snapshot_id LEFT JOIN snapshot_manifests m ON m.snapshot_id = h.snapshot_id)`
 }
@@ -214,7 +222,7 @@ func selectEnvironmentsWithVersions(ctx context.Context, q querier, d dialect) (
 			return nil, nil, fmt.Errorf("reading the configuration: %w", err)
 		}
 		envs = append(envs, e)
-		hist, err := childRows(doc, 5, "versions", e.Name)
+		hist, err := childRows(doc, 6, "versions", e.Name)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -222,7 +230,7 @@ func selectEnvironmentsWithVersions(ctx context.Context, q querier, d dialect) (
 			at, _ := r[1].(float64)
 			kept, _ := r[4].(float64)
 			versions[e.Name] = append(versions[e.Name], versionRow{environment: e.Name, period: period{snapshot: str(r[0]), at: int64(at)},
-				buildHash: str(r[2]), digest: str(r[3]), kept: kept != 0})
+				buildHash: str(r[2]), digest: str(r[3]), kept: kept != 0, pinnedBy: splitPinnedBy(str(r[5]))})
 		}
 		// The JSON keeps the subquery's order on both databases; sorted anyway, since
 		// versionsOf reads the history by time.

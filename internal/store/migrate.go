@@ -387,6 +387,7 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationRecipients,          // 21: recipients.go (downloads by classification)
 	migrationEnvironmentVersions, // 22: environment_versions.go (kept versions of environments)
 	migrationWarmPools,           // 23: warm_pools.go (warm pools' members)
+	migrationVersionPins,         // 24: version_pins.go (versions agents pin are kept)
 	migrationPoolEgress,          // 24: warm_pools.go (a pool member's prepared egress)
 }
 

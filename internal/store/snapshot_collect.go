@@ -29,9 +29,9 @@ const SnapshotCollecting = "Collecting"
 var ErrSnapshotCollected = errors.New("snapshot was collected as unreferenced")
 
 // MarkSnapshotCollecting claims snapshot id for garbage collection: it sets its status
-// to Collecting when nothing refers to it (no environment, kept version, sandbox
-// provider or snapshot built on it) and it is neither Building nor already Collecting, and reports whether it
-// did. The caller then removes the backend's files and the row (DeleteCollectedSnapshot).
+// to Collecting when nothing refers to it (no environment, kept or pinned version
+// (keptSnapshotIDs), sandbox provider or snapshot built on it) and it is neither
+// Building nor already Collecting, and reports whether it did. The caller then removes the backend's files and the row (DeleteCollectedSnapshot).
 // Nothing else changes a Collecting row: SetSnapshotState leaves it be.
 func (s *Store) MarkSnapshotCollecting(ctx context.Context, id string) (bool, error) {
 	var marked bool
@@ -39,7 +39,7 @@ func (s *Store) MarkSnapshotCollecting(ctx context.Context, id string) (bool, er
 		res, err := tx.ExecContext(ctx, `UPDATE snapshots SET status = ?, updated_at = ?
 			WHERE id = ? AND status NOT IN ('Building', ?)
 			  AND NOT EXISTS (SELECT 1 FROM environments e WHERE e.snapshot_id = ?)
-			  AND NOT EXISTS (SELECT 1 FROM environment_snapshots h WHERE h.snapshot_id = ? AND h.kept = 1)
+			  AND ? NOT IN (`+keptSnapshotIDs+`)
 			  AND NOT EXISTS (SELECT 1 FROM sandbox_providers p WHERE p.release_snapshot = ?)
 			  AND NOT EXISTS (SELECT 1 FROM snapshots b WHERE b.base = ?)`,
 			SnapshotCollecting, s.stamp(), id, SnapshotCollecting, id, id, id, id)

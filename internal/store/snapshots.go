@@ -108,14 +108,14 @@ func (s *Store) CountBuilds(ctx context.Context) (int64, error) {
 }
 
 // UnreferencedSnapshots lists snapshots of a provider that no environment points at or
-// keeps as a previous version (environment_versions.go) and that are not its release
+// keeps as a version, nor any agent pins (keptSnapshotIDs), and that are not its release
 // snapshot: the ones garbage collection may remove. A build in
 // progress is never listed, since its environment row may not be written yet.
 func (s *Store) UnreferencedSnapshots(ctx context.Context, provider string) ([]string, error) {
 	ids, err := queryRows(ctx, s.db, scanString, `SELECT s.id FROM snapshots s
 		WHERE s.provider = ? AND s.status <> 'Building'
 		  AND s.id NOT IN (SELECT snapshot_id FROM environments)
-		  AND s.id NOT IN (SELECT snapshot_id FROM environment_snapshots WHERE kept = 1)
+		  AND s.id NOT IN (`+keptSnapshotIDs+`)
 		  AND s.id NOT IN (SELECT release_snapshot FROM sandbox_providers)
 		  AND s.id NOT IN (SELECT base FROM snapshots)
 		ORDER BY s.id`, provider)
