@@ -349,20 +349,22 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	}
 	began := time.Now()
 	labels := map[string]string{LabelSession: sessionID, LabelAgent: a.Name, LabelOwner: sess.Owner, LabelEnvironment: env.Name}
-	req, network, err := m.newRequest(ctx, sessionID, a, id, labels) // pool.go
+	made, claimed, err := m.fromPool(ctx, rt, sessionID, a, labels) // pool.go
 	if err != nil {
 		return nil, err
-	}
-	unenforced := unenforcedLimits(rt, req)
-	pooled, claimed, err := m.claim(ctx, rt, a, req) // pool.go
-	if err != nil {
-		m.cfg.Logger.Warn("claiming a warm pool sandbox failed; creating one", "session", sessionID, "environment", env.Name, "err", err)
 	}
 	if claimed {
-		id = pooled
-	} else if err := m.create(ctx, rt, req); err != nil {
-		return nil, err
+		id = made.req.ID
+	} else {
+		if made, err = m.newRequest(ctx, sessionID, a, id, labels); err != nil { // pool.go
+			return nil, err
+		}
+		if err := m.create(ctx, rt, made.req); err != nil {
+			return nil, err
+		}
 	}
+	req, network := made.req, made.network
+	unenforced := unenforcedLimits(rt, req)
 	now := m.cfg.Now()
 	rec := store.SessionSandbox{
 		SessionID: sessionID, Provider: a.Provider.Name, ProviderType: a.Provider.Type, SandboxID: id,
@@ -371,7 +373,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	}
 	if err := st.PutSessionSandbox(ctx, rec); err != nil {
 		_ = rt.Delete(context.WithoutCancel(ctx), id)
-		if req.Egress != nil {
+		if req.Egress != nil || made.egress != "" {
 			m.cfg.Network.Detach(ctx, id, true)
 		}
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -159,6 +160,21 @@ func (f *fakeRuntime) Get(_ context.Context, id string) (sandbox.SandboxInfo, er
 		info.Status = sandbox.SandboxStopped
 	}
 	return info, nil
+}
+
+// Relabel replaces a box's labels, as the backends' Relabelers do.
+func (f *fakeRuntime) Relabel(_ context.Context, id string, labels map[string]string) error {
+	if err := f.call("Relabel", id); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, ok := f.boxes[id]
+	if !ok {
+		return fmt.Errorf("sandbox %s: %w", id, sandbox.ErrNotFound)
+	}
+	b.Labels = maps.Clone(labels)
+	return nil
 }
 
 func (f *fakeRuntime) List(context.Context) ([]sandbox.SandboxInfo, error) {

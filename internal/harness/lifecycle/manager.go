@@ -91,6 +91,11 @@ type Network interface {
 	// Attach starts the proxy of a new sandbox and returns the variables its
 	// environment needs and the runtime's egress hook.
 	Attach(ctx context.Context, sessionID, sandboxID string, env store.Environment) (map[string]string, *sandbox.Egress, error)
+	// Prepare readies the egress of a warm pool member (no session yet, nothing served)
+	// and returns, besides what Attach does, its sealed state for Adopt.
+	Prepare(ctx context.Context, sandboxID string, env store.Environment) (map[string]string, *sandbox.Egress, string, error)
+	// Adopt makes a claimed member's prepared egress its session's, and serves it.
+	Adopt(ctx context.Context, sessionID, sandboxID, prepared string) error
 	// Ensure makes an existing sandbox's proxy serve in this process; true means it was
 	// recreated (at the same socket path, which a Running sandbox reaches as it is).
 	Ensure(ctx context.Context, sessionID, sandboxID string) (bool, error)

@@ -19,34 +19,39 @@ import (
 //     per-sandbox egress proxy (Config.Network), never the host's network; without a
 //     Network the sandbox gets no network at all.
 //
+// A proxied sandbox's proxy depends on what the request is for: a session's sandbox gets
+// its proxy started (Attach); a warm pool member (no session, an id) gets it prepared,
+// and its sealed state is returned for the member's row (Prepare); a request only to be
+// digested (no id) gets none (its policy is in poolConfig).
+//
 // It returns a summary for the sandbox_provisioned event.
-func (m *Manager) network(ctx context.Context, sessionID string, a *agents.Agent, req *sandbox.CreateRequest) (map[string]any, error) {
+func (m *Manager) network(ctx context.Context, sessionID string, a *agents.Agent, req *sandbox.CreateRequest) (map[string]any, string, error) {
 	env := a.Environment
 	summary := map[string]any{"block_all": env.BlockAll, "allow_domains": env.AllowDomains}
 	if env.BlockAll {
 		req.BlockNetwork = true
 		summary["mode"] = "blocked"
-		return summary, nil
+		return summary, "", nil
 	}
 	allow, err := sandboxAllow(env, summary)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	info, err := m.cfg.Runtimes.Info(a.Provider.Type)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if info.Capabilities.NetworkByBackend {
 		req.AllowDomains = allow
 		secrets, err := m.cfg.Store.ListSecrets(ctx, env.Name)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		var names []string
 		if len(secrets) > 0 {
 			ss, err := m.cfg.Runtimes.Secrets(ctx, a.Provider)
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			req.Secrets = map[string]string{}
 			for _, s := range secrets {
@@ -55,16 +60,27 @@ func (m *Manager) network(ctx context.Context, sessionID string, a *agents.Agent
 			}
 		}
 		summary["mode"], summary["secrets"] = info.Type, names
-		return summary, nil
+		return summary, "", nil
 	}
 	if m.cfg.Network == nil {
 		req.BlockNetwork = true
 		summary["mode"] = "blocked (no egress proxy in this harness)"
-		return summary, nil
+		return summary, "", nil
 	}
-	vars, eg, err := m.cfg.Network.Attach(ctx, sessionID, req.ID, env)
+	summary["mode"] = "egress proxy"
+	var vars map[string]string
+	var eg *sandbox.Egress
+	prepared := ""
+	switch {
+	case req.ID == "":
+		return summary, "", nil
+	case sessionID == "":
+		vars, eg, prepared, err = m.cfg.Network.Prepare(ctx, req.ID, env)
+	default:
+		vars, eg, err = m.cfg.Network.Attach(ctx, sessionID, req.ID, env)
+	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	merged := maps.Clone(req.Env)
 	if merged == nil {
@@ -72,8 +88,7 @@ func (m *Manager) network(ctx context.Context, sessionID string, a *agents.Agent
 	}
 	maps.Copy(merged, vars)
 	req.Env, req.Egress = merged, eg
-	summary["mode"] = "egress proxy"
-	return summary, nil
+	return summary, prepared, nil
 }
 
 // proxied reports whether sandboxes of a provider type reach the network through this

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
@@ -32,16 +33,24 @@ import (
 // sandbox has run nobody's code. A pool's keeper holds the pool's lease, so two
 // replicas do not both fill it.
 //
-// What a member cannot carry is per session: an environment whose sandboxes reach the
-// network through this harness's egress proxy (the local backend without block_all)
-// gets no pool, since the proxy, its CA and its secrets' placeholders belong to one
-// session. The backend's own idle timings of a member are the pool's, not the claiming
-// agent's (they outlast max_age); the harness's reaper enforces the agent's from the
-// claim on.
+// A member of an environment whose sandboxes reach the network through this harness's
+// egress proxy (the local backend without block_all) is made with its proxy prepared
+// (Network.Prepare: CA and placeholders in its environment, nothing served, no
+// session's secrets lent) and the sealed state kept in its row; the claiming session
+// adopts it (Network.Adopt), so the proxy serves that session from its first request:
+// its agent's owner's consent to the secrets, its log for the decisions, and the
+// secrets' values read at each request (a rotation reaches a claimed member as it
+// reaches any running sandbox). Placeholders exist only for the secrets the environment
+// had when the member was made, so the secrets' names are part of the digest: a secret
+// added or removed replaces the members.
+//
+// A claim relabels the member for its session (sandbox.Relabeler, where the backend
+// can), so that what lists the backend's sandboxes sees the session's labels. The
+// backend's own idle timings of a member are the pool's, not the claiming agent's (they
+// outlast max_age); the harness's reaper enforces the agent's from the claim on.
 
-// LabelPool marks a warm pool's member with its environment's name; a claimed member
-// keeps its labels (the backends cannot relabel a sandbox), and the session's record
-// is what ties it to the session.
+// LabelPool marks a warm pool's member with its environment's name, until a session
+// claims it and it is relabelled with the session's labels.
 const LabelPool = "trueforge.pool"
 
 // PoolIDPrefix starts the id of every pool member: "tf-p-<environment>-<random>".
@@ -69,17 +78,17 @@ func poolSize(env store.Environment) (int, time.Duration) {
 	return int(wp.Size), age
 }
 
-// poolable reports whether env's sandboxes can be made ahead of their session: not
-// when each gets its session's egress proxy.
-func (m *Manager) poolable(providerType string, env store.Environment) bool {
-	return env.BlockAll || !m.proxied(providerType)
-}
-
-// poolConfig is the digest of what req makes, besides whom it is for (id, the harness's
-// labels, the agent's idle timings): two requests with one digest make the same
-// sandbox. A runtime whose snapshots are files on a machine adds its place, so that a
-// member is claimed only where it runs.
-func poolConfig(rt sandbox.Runtime, req sandbox.CreateRequest) string {
+// poolConfig is the digest of what req, a request only to be digested (no id, no
+// proxy), makes for agent a, besides whom it is for (id, the harness's labels, the
+// agent's idle timings): two requests with one digest make the same sandbox. A runtime
+// whose snapshots are files on a machine adds its place, so that a member is claimed
+// only where it runs; a proxied environment adds its proxy's policy and its secrets'
+// names (proxiedPolicy).
+func (m *Manager) poolConfig(ctx context.Context, rt sandbox.Runtime, a *agents.Agent, req sandbox.CreateRequest) (string, error) {
+	proxy, err := m.proxiedPolicy(ctx, a)
+	if err != nil {
+		return "", err
+	}
 	labels := map[string]string{}
 	for k, v := range req.Labels {
 		if !sandbox.ReservedLabel(k) {
@@ -102,35 +111,120 @@ func poolConfig(rt sandbox.Runtime, req sandbox.CreateRequest) string {
 		Labels       map[string]string
 		DeleteOnStop bool
 		Place        string
+		Proxy        *egressPolicy `json:",omitempty"`
 	}{req.SnapshotID, req.Env, req.BlockNetwork, req.Limits, req.AllowDomains, req.Secrets, req.AllowCIDRs, req.Volumes, labels,
-		req.Lifecycle.DeleteOnStop, place})
+		req.Lifecycle.DeleteOnStop, place, proxy})
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:]), nil
 }
 
-// claim hands provision a pool member made with req's digest, or ok false. The member's
-// row is gone once claimed: if the box is gone too (deleted out of band), the next
-// member is tried.
-func (m *Manager) claim(ctx context.Context, rt sandbox.Runtime, a *agents.Agent, req sandbox.CreateRequest) (id string, ok bool, err error) {
+// egressPolicy is what a proxied sandbox's proxy is made with, for the pool's digest.
+type egressPolicy struct {
+	Allow   []string
+	Secrets []string
+}
+
+// proxiedPolicy is the policy a's environment's egress proxy is made with (allowed
+// domains and CIDRs, the secrets' names, which get placeholders), or nil when its
+// sandboxes have no proxy of this harness's.
+func (m *Manager) proxiedPolicy(ctx context.Context, a *agents.Agent) (*egressPolicy, error) {
 	env := a.Environment
-	if size, _ := poolSize(env); size == 0 || req.Egress != nil {
-		return "", false, nil
+	if env.BlockAll || !m.proxied(a.Provider.Type) {
+		return nil, nil
 	}
-	cfg := poolConfig(rt, req)
+	allow, err := sandboxAllow(env, map[string]any{})
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := m.cfg.Store.ListSecrets(ctx, env.Name)
+	if err != nil {
+		return nil, err
+	}
+	p := &egressPolicy{Allow: append(allow, env.Settings.AllowCIDRs...)}
+	for _, s := range secrets {
+		p.Secrets = append(p.Secrets, s.EnvName)
+	}
+	slices.Sort(p.Secrets)
+	return p, nil
+}
+
+// fromPool claims a member of a's environment's warm pool for session sessionID, when
+// the environment keeps one and a member made as this session's sandbox would be is
+// ready: claimed is then true and made is the request the member stands for (its id
+// the member's, egress set when it was adopted with a proxy). A failure to claim is
+// logged, not returned: the caller creates a sandbox instead; err is what refuses the
+// sandbox itself (volumes, network), as a create would.
+func (m *Manager) fromPool(ctx context.Context, rt sandbox.Runtime, sessionID string, a *agents.Agent, labels map[string]string) (made newSandbox, claimed bool, err error) {
+	if size, _ := poolSize(a.Environment); size == 0 {
+		return made, false, nil
+	}
+	if made, err = m.newRequest(ctx, sessionID, a, "", labels); err != nil {
+		return made, false, err
+	}
+	p, claimed, err := m.claim(ctx, rt, sessionID, a, made.req)
+	if err != nil {
+		m.cfg.Logger.Warn("claiming a warm pool sandbox failed; creating one", "session", sessionID, "environment", a.Environment.Name, "err", err)
+	}
+	if !claimed {
+		return made, false, nil
+	}
+	made.req.ID, made.egress = p.SandboxID, p.Egress
+	return made, true, nil
+}
+
+// claim takes a pool member made with the digest of want, a request only to be
+// digested for session sessionID's sandbox, or ok false. The member's row is gone
+// once claimed: if the box is gone too (deleted out of band), or cannot be made the
+// session's (adopt), it is deleted and the next member tried.
+func (m *Manager) claim(ctx context.Context, rt sandbox.Runtime, sessionID string, a *agents.Agent, want sandbox.CreateRequest) (store.PoolSandbox, bool, error) {
+	env := a.Environment
+	cfg, err := m.poolConfig(ctx, rt, a, want)
+	if err != nil {
+		return store.PoolSandbox{}, false, err
+	}
 	for range 3 {
 		p, ok, err := m.cfg.Store.ClaimPoolSandbox(ctx, env.Name, cfg)
 		if err != nil || !ok {
-			return "", false, err
+			return store.PoolSandbox{}, false, err
 		}
 		info, err := rt.Get(ctx, p.SandboxID)
 		if err == nil && info.Status == sandbox.SandboxRunning {
-			return p.SandboxID, true, nil
+			if err = m.adopt(ctx, rt, sessionID, p, want.Labels); err == nil {
+				return p, true, nil
+			}
+			m.cfg.Logger.Warn("a claimed warm pool sandbox could not be made the session's; deleting it", "session", sessionID, "sandbox", p.SandboxID, "err", err)
 		}
 		// Not usable as it is (stopped by the backend's own idle timer, or gone): a
 		// fresh create is as fast as a start, and the box is nobody's now.
-		_ = deleted(rt.Delete(context.WithoutCancel(ctx), p.SandboxID))
+		m.discard(context.WithoutCancel(ctx), rt, p)
 	}
-	return "", false, nil
+	return store.PoolSandbox{}, false, nil
+}
+
+// adopt makes claimed member p session sessionID's: relabelled with labels (the
+// session's, where the backend can relabel) and, when it was prepared with a proxy,
+// its proxy recorded for the session and served here.
+func (m *Manager) adopt(ctx context.Context, rt sandbox.Runtime, sessionID string, p store.PoolSandbox, labels map[string]string) error {
+	if rl, ok := rt.(sandbox.Relabeler); ok {
+		if err := rl.Relabel(ctx, p.SandboxID, labels); err != nil {
+			return fmt.Errorf("relabelling warm pool sandbox %s for session %s: %w", p.SandboxID, sessionID, err)
+		}
+	}
+	if p.Egress == "" {
+		return nil
+	}
+	if m.cfg.Network == nil {
+		return fmt.Errorf("warm pool sandbox %s was prepared with an egress proxy, which this harness does not run", p.SandboxID)
+	}
+	return m.cfg.Network.Adopt(ctx, sessionID, p.SandboxID, p.Egress)
+}
+
+// discard deletes a member's box (its row is gone already) and what its proxy left.
+func (m *Manager) discard(ctx context.Context, rt sandbox.Runtime, p store.PoolSandbox) {
+	_ = deleted(rt.Delete(ctx, p.SandboxID))
+	if p.Egress != "" && m.cfg.Network != nil {
+		m.cfg.Network.Detach(ctx, p.SandboxID, true)
+	}
 }
 
 // KeepPools is one pass of the warm pools' keeper: each environment's pool filled to
@@ -247,9 +341,6 @@ func (m *Manager) poolTarget(ctx context.Context, env store.Environment) (*agent
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("sandbox provider %q of environment %q: %w", env.Provider, env.Name, err)
 	}
-	if !m.poolable(p.Type, env) {
-		return nil, nil, "", fmt.Errorf("environment %q reaches the network through a per-session egress proxy", env.Name)
-	}
 	rt, err := m.cfg.Runtimes.Runtime(ctx, p)
 	if err != nil {
 		return nil, nil, "", err
@@ -258,11 +349,20 @@ func (m *Manager) poolTarget(ctx context.Context, env store.Environment) (*agent
 		return nil, nil, "", err
 	}
 	pa := &agents.Agent{Owner: env.Owner, Environment: env, Provider: p, Snapshot: snap}
-	req, _, err := m.newRequest(ctx, "", pa, "", nil)
+	want, err := m.memberConfig(ctx, rt, pa)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return pa, rt, poolConfig(rt, req), nil
+	return pa, rt, want, nil
+}
+
+// memberConfig is the digest a member of pa's environment is made with now.
+func (m *Manager) memberConfig(ctx context.Context, rt sandbox.Runtime, pa *agents.Agent) (string, error) {
+	d, err := m.newRequest(ctx, "", pa, "", nil)
+	if err != nil {
+		return "", err
+	}
+	return m.poolConfig(ctx, rt, pa, d.req)
 }
 
 // addMember creates one member of pa's environment's pool. Its row is written first
@@ -273,7 +373,13 @@ func (m *Manager) addMember(ctx context.Context, pa *agents.Agent, rt sandbox.Ru
 	_, _ = rand.Read(rnd[:])
 	id := PoolIDPrefix + env.Name + "-" + hex.EncodeToString(rnd[:])
 	tr := Transition{SandboxID: id, To: fromPool}
-	req, _, err := m.newRequest(ctx, "", pa, id, map[string]string{LabelPool: env.Name, LabelOwner: env.Owner, LabelEnvironment: env.Name})
+	if cfg, err := m.memberConfig(ctx, rt, pa); err != nil || cfg != want {
+		tr.Err = fmt.Errorf("preparing a warm pool member of environment %q: %w", env.Name,
+			errors.Join(err, errors.New("the environment changed while its pool member was prepared")))
+		return tr
+	}
+	made, err := m.newRequest(ctx, "", pa, id, map[string]string{LabelPool: env.Name, LabelOwner: env.Owner, LabelEnvironment: env.Name})
+	req := made.req
 	// A backend that stops idle sandboxes itself (Daytona) would stop a waiting member
 	// at the agent's default idle stop, long before max_age, and a stopped member is
 	// not handed out: it waits a minute past max_age instead, by when the keeper has
@@ -281,23 +387,21 @@ func (m *Manager) addMember(ctx context.Context, pa *agents.Agent, rt sandbox.Ru
 	_, maxAge := poolSize(env)
 	req.Lifecycle = sandboxLifecycle(Timings{IdleStop: maxAge + time.Minute, Archive: maxAge + 2*time.Minute, Delete: maxAge + 3*time.Minute})
 	req.Lifecycle.DeleteOnStop = env.Settings.GPU > 0
-	if err == nil && poolConfig(rt, req) != want {
-		err = errors.New("the environment changed while its pool member was prepared")
-	}
+	row := store.PoolSandbox{SandboxID: id, Environment: env.Name, Provider: env.Provider, SnapshotID: env.SnapshotID,
+		Config: want, State: store.PoolCreating, CreatedAt: m.cfg.Now(), Egress: made.egress}
 	if err != nil {
 		tr.Err = fmt.Errorf("preparing a warm pool member of environment %q: %w", env.Name, err)
 		return tr
 	}
-	row := store.PoolSandbox{SandboxID: id, Environment: env.Name, Provider: env.Provider, SnapshotID: env.SnapshotID,
-		Config: want, State: store.PoolCreating, CreatedAt: m.cfg.Now()}
 	if err := m.cfg.Store.PutPoolSandbox(ctx, row); err != nil {
+		m.discard(context.WithoutCancel(ctx), rt, row) // the prepared proxy's directory
 		tr.Err = err
 		return tr
 	}
 	if err := rt.Create(ctx, req); err != nil {
 		// A create that failed late (a timeout) may have left the box: it carries no
 		// session label, so no orphan sweep would find it.
-		_ = deleted(rt.Delete(context.WithoutCancel(ctx), id))
+		m.discard(context.WithoutCancel(ctx), rt, row)
 		_, _ = m.cfg.Store.TakePoolSandbox(context.WithoutCancel(ctx), id, store.PoolCreating)
 		tr.Err = fmt.Errorf("creating a warm pool member of environment %q (snapshot %s): %w", env.Name, env.SnapshotID, err)
 		return tr
@@ -305,7 +409,7 @@ func (m *Manager) addMember(ctx context.Context, pa *agents.Agent, rt sandbox.Ru
 	ok, err := m.cfg.Store.MarkPoolSandboxReady(ctx, id)
 	if err != nil || !ok {
 		// Taken as stale meanwhile (or the database failed): nobody may claim it.
-		_ = rt.Delete(context.WithoutCancel(ctx), id)
+		m.discard(context.WithoutCancel(ctx), rt, row)
 		tr.Err = fmt.Errorf("warm pool member %s of environment %q could not be marked ready: %w", id, env.Name, errors.Join(err, errors.New("its row is gone")))
 	}
 	return tr
@@ -327,7 +431,9 @@ func (m *Manager) dropMember(ctx context.Context, p store.PoolSandbox) Transitio
 	if err == nil {
 		var rt sandbox.Runtime
 		if rt, err = m.cfg.Runtimes.Runtime(ctx, prov); err == nil {
-			err = deleted(rt.Delete(ctx, p.SandboxID))
+			if err = deleted(rt.Delete(ctx, p.SandboxID)); err == nil && p.Egress != "" && m.cfg.Network != nil {
+				m.cfg.Network.Detach(ctx, p.SandboxID, true)
+			}
 		}
 	}
 	if err != nil {
@@ -336,12 +442,21 @@ func (m *Manager) dropMember(ctx context.Context, p store.PoolSandbox) Transitio
 	return tr
 }
 
+// newSandbox is a create request with what making it took besides.
+type newSandbox struct {
+	req sandbox.CreateRequest
+	// network is the summary of the sandbox_provisioned event.
+	network map[string]any
+	// egress is a pool member's prepared egress (Network.Prepare), for its row.
+	egress string
+}
+
 // newRequest is the create request of a sandbox of a's environment for sessionID ("" for
-// a pool member), with the harness's labels under labels (none: a request only to be
-// digested): snapshot, env, limits, volumes (volumes.go), network (network.go, which
-// starts a proxied sandbox's egress proxy) and live settings (create_request.go). It
-// returns the network summary for the sandbox_provisioned event.
-func (m *Manager) newRequest(ctx context.Context, sessionID string, a *agents.Agent, id string, labels map[string]string) (sandbox.CreateRequest, map[string]any, error) {
+// a pool member), with id ("" for a request only to be digested, poolConfig) and the
+// harness's labels under labels: snapshot, env, limits, volumes (volumes.go), network
+// (network.go, which starts a session sandbox's egress proxy, or prepares a member's)
+// and live settings (create_request.go).
+func (m *Manager) newRequest(ctx context.Context, sessionID string, a *agents.Agent, id string, labels map[string]string) (newSandbox, error) {
 	env := a.Environment
 	req := sandbox.CreateRequest{
 		ID:           id,
@@ -352,14 +467,14 @@ func (m *Manager) newRequest(ctx context.Context, sessionID string, a *agents.Ag
 		Labels:       maps.Clone(labels),
 	}
 	if err := m.volumes(ctx, env, a, &req); err != nil { // volumes.go
-		return req, nil, err
+		return newSandbox{req: req}, err
 	}
-	network, err := m.network(ctx, sessionID, a, &req)
+	network, prepared, err := m.network(ctx, sessionID, a, &req)
 	if err != nil {
-		return req, nil, err
+		return newSandbox{req: req}, err
 	}
 	liveSettings(&req, a, network) // labels, CIDRs, lifecycle timings (create_request.go)
-	return req, network, nil
+	return newSandbox{req: req, network: network, egress: prepared}, nil
 }
 
 // deleted is err, or nil when it says the sandbox is gone already: what deleting it was for.

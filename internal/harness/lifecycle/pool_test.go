@@ -114,6 +114,12 @@ func TestPoolFilledClaimedRefilled(t *testing.T) {
 	if rec := x.record(t); rec.SandboxID != l.Record.SandboxID || rec.State != store.SandboxStateRunning {
 		t.Fatalf("record: %+v", rec)
 	}
+	// Relabelled for the session: what lists the backend's sandboxes sees whose it is.
+	info, err = x.rt.Get(t.Context(), l.Record.SandboxID)
+	must(t, err)
+	if info.Labels[LabelSession] != sessionID || info.Labels[LabelOwner] != "alice" || info.Labels[LabelPool] != "" {
+		t.Fatalf("claimed member's labels: %v; want the session's, not the pool's", info.Labels)
+	}
 	var reason string
 	for _, p := range x.events {
 		if e, ok := p.(events.SandboxProvisioned); ok {
@@ -135,6 +141,33 @@ func TestPoolFilledClaimedRefilled(t *testing.T) {
 	must(t, err)
 	if l2.Record.SandboxID != l.Record.SandboxID || l2.Provisioned {
 		t.Fatalf("second call: %+v", l2.Record)
+	}
+}
+
+// A member that cannot be relabelled for the session is not handed out: it is deleted
+// and the session gets the next member, or a sandbox of its own.
+func TestPoolClaimRelabelFails(t *testing.T) {
+	x := newMachine(t)
+	x.pooled(t, 2)
+	created, _ := x.keep(t)
+	x.rt.failAfter("Relabel", 1, errors.New("labels: 503"))
+	l, err := x.acquire(t)
+	must(t, err)
+	// The first relabel succeeds: the first member is claimed.
+	if !slices.Contains(created, l.Record.SandboxID) {
+		t.Fatalf("claimed %s; want one of %v", l.Record.SandboxID, created)
+	}
+	must(t, x.st.CreateSession(t.Context(), store.Session{ID: "s-m2", Agent: "helper", Owner: "bob"}))
+	l2, err := x.m.Acquire(t.Context(), "s-m2", x.agent)
+	must(t, err)
+	l2.Release(t.Context())
+	if slices.Contains(created, l2.Record.SandboxID) || len(x.members(t)) != 0 {
+		t.Fatalf("session s-m2 got %s after its relabel failed (members %v, %d left)", l2.Record.SandboxID, created, len(x.members(t)))
+	}
+	for _, id := range created {
+		if id != l.Record.SandboxID && x.rt.status(id) != "gone" {
+			t.Fatalf("the member whose relabel failed is %s; want it deleted", x.rt.status(id))
+		}
 	}
 }
 

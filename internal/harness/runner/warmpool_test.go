@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -93,5 +94,109 @@ func TestWarmPoolLocal(t *testing.T) {
 	keep(0, 2)
 	if ms, err := env.Store.ListPoolSandboxes(ctx); err != nil || len(ms) != 0 {
 		t.Fatalf("after the drain: %+v, %v", ms, err)
+	}
+}
+
+// A proxied environment's pool (the local backend without block_all) holds sandboxes
+// whose egress proxy is prepared and not served: no session's secrets are lent to a
+// member. A session run by another harness process than the keeper's claims one, serves
+// its proxy with its own consent and log, and its first request reaches the allowed host
+// with the secret substituted; a rotation reaches it at the next request; a secret added
+// later changes what a member is made with (its placeholders), so the members are
+// replaced, and the claimed sandbox never sees the new secret.
+func TestWarmPoolProxied(t *testing.T) {
+	f := newEgressFixture(t)
+	ctx := context.Background()
+	editEnvironment(t, f.env.Store, "default", func(e *store.Environment) {
+		e.Settings.WarmPool = &store.WarmPool{Size: 1, MaxAgeSeconds: 3600}
+	})
+	keeper, keeperProxies := f.manager, f.proxies
+	keep := func(wantCreated, wantDeleted int) []string {
+		t.Helper()
+		trs, err := keeper.KeepPools(ctx)
+		must(t, err)
+		var created []string
+		deleted := 0
+		for _, tr := range trs {
+			switch {
+			case tr.Err != nil:
+				t.Fatalf("keeper: %v", tr.Err)
+			case tr.To == store.SandboxStateDeleted:
+				deleted++
+			case tr.From == "":
+				created = append(created, tr.SandboxID)
+			}
+		}
+		if len(created) != wantCreated || deleted != wantDeleted {
+			t.Fatalf("keeper created %v and deleted %d; want %d and %d", created, deleted, wantCreated, wantDeleted)
+		}
+		return created
+	}
+	member := keep(1, 0)[0]
+	if live := keeperProxies.Live(); len(live) != 0 {
+		t.Fatalf("proxies served for unclaimed members: %v", live)
+	}
+	if _, err := f.env.Store.GetSandboxEgress(ctx, member); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an unclaimed member has a session's egress record: %v", err)
+	}
+
+	// The session runs in another harness process.
+	f.newHarness(t, netdHelper(t))
+	harnesstest.AddAgent(t, f.env.Store, "poolnet", "default", harnesstest.AgentSpec{
+		"model": harnesstest.Script(
+			exec(curlAuth(f.up.port)+`; echo "late=${LATE_TOKEN:-unset}"`), text("first"),
+			exec(curlAuth(f.up.port)), text("rotated"),
+		),
+		"sandbox": harnesstest.Sandbox("default", 15, 60, 120),
+	})
+	r := f.runner(t, "poolnet")
+	sid := ownerSession(t, r)
+	creates := f.env.Runtime.Calls("Create")
+	mustRun(t, r, sid, "go")
+	rec, err := f.env.Store.GetSessionSandbox(ctx, sid)
+	must(t, err)
+	if rec.SandboxID != member || f.env.Runtime.Calls("Create") != creates {
+		t.Fatalf("session %s got %s with %d creates; want the pool member %s and none", sid, rec.SandboxID, f.env.Runtime.Calls("Create")-creates, member)
+	}
+	if got := lastResult(t, f.env.Store, sid); !strings.Contains(got, "authorized by upstream") || !strings.Contains(got, "late=unset") {
+		t.Fatalf("the claimed member's first request: %q", got)
+	}
+	if h := f.up.headers(); len(h) != 1 || h[0] != "Bearer "+secretV1 {
+		t.Fatalf("upstream saw Authorization %q; want the secret substituted once", h)
+	}
+	allowed := 0
+	for _, d := range harnesstest.Payloads(t, f.env.Store, sid, events.KindEgress) {
+		if s, _ := d["secrets"].([]any); d["allowed"] == true && len(s) == 1 && s[0] == "API_TOKEN" {
+			allowed++
+		}
+	}
+	if allowed != 1 {
+		t.Fatalf("%d allowed egress decisions with API_TOKEN in the session's log; want 1", allowed)
+	}
+	if eg, err := f.env.Store.GetSandboxEgress(ctx, member); err != nil || eg.SessionID != sid {
+		t.Fatalf("the claimed member's egress record: %+v, %v; want session %s's", eg, err, sid)
+	}
+
+	// Rotation reaches the claimed member at its next request.
+	f.putSecret(t, "API_TOKEN", secretV2, false)
+	f.up.expect(secretV2)
+	mustRun(t, r, sid, "rotated")
+	if got := lastResult(t, f.env.Store, sid); !strings.Contains(got, "authorized by upstream") {
+		t.Fatalf("after the rotation: %q", got)
+	}
+
+	// The pool is refilled; a secret added changes the members' placeholders: replaced.
+	refill := keep(1, 0)
+	f.putSecret(t, "LATE_TOKEN", secretLate, true)
+	replaced := keep(1, 1)
+	if replaced[0] == refill[0] || replaced[0] == member {
+		t.Fatalf("after a secret was added the pool holds %v (before %v)", replaced, refill)
+	}
+	editEnvironment(t, f.env.Store, "default", func(e *store.Environment) { e.Settings.WarmPool = nil })
+	keep(0, 1)
+	for _, h := range f.up.headers() {
+		if strings.Contains(h, secretLate) {
+			t.Fatal("the secret added after the member was made reached the upstream")
+		}
 	}
 }

@@ -198,23 +198,10 @@ func (x *Proxies) makeSocketDir(sandboxID string) error {
 // placeholder per secret; the environment's own variables are the caller's) and the
 // runtime's egress hook.
 func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env store.Environment) (map[string]string, *sandbox.Egress, error) {
-	if x.cfg.Helper == "" {
-		why := x.cfg.HelperErr
-		if why == nil {
-			why = errors.New("no netd helper is configured")
-		}
-		return nil, nil, fmt.Errorf("environment %q lets sandboxes reach the network, which on the local backend goes through the harness's egress proxy and its static netd helper: %w", env.Name, why)
-	}
-	box, err := x.secretBox(ctx)
+	box, rec, err := x.newRecord(ctx, sessionID, sandboxID, env)
 	if err != nil {
 		return nil, nil, err
 	}
-	allow, err := allowDomains(env)
-	if err != nil {
-		return nil, nil, err
-	}
-	rec := store.SandboxEgress{SandboxID: sandboxID, SessionID: sessionID, Environment: env.Name,
-		BlockAll: env.BlockAll, AllowDomains: recordedAllow(allow, env.Settings.AllowCIDRs), CreatedAt: time.Now()}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.live[sandboxID]; ok {
@@ -224,11 +211,9 @@ func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env s
 	if err != nil {
 		return nil, nil, err
 	}
-	st := r.proxy.State()
-	raw, _ := json.Marshal(st)
-	if rec.StateEnc, err = box.Seal(raw, controlplane.EgressStateLabel(sandboxID)); err != nil {
+	if rec.StateEnc, err = sealState(box, sandboxID, r.proxy.State()); err != nil {
 		x.closeLocked(sandboxID, r)
-		return nil, nil, fmt.Errorf("sealing the egress state of sandbox %s: %w", sandboxID, err)
+		return nil, nil, err
 	}
 	if err := x.cfg.Store.PutSandboxEgress(ctx, rec); err != nil {
 		x.closeLocked(sandboxID, r)
@@ -236,6 +221,97 @@ func (x *Proxies) Attach(ctx context.Context, sessionID, sandboxID string, env s
 	}
 	x.live[sandboxID] = r
 	return r.proxy.Env(), &sandbox.Egress{Socket: r.sock, Helper: x.cfg.Helper, Files: r.proxy.Files()}, nil
+}
+
+// Prepare readies the egress of a warm pool member of environment env, made before any
+// session: its proxy's state (CA, one placeholder per secret the environment has now)
+// and its socket directory, which the runtime binds into it. Nothing is served and
+// nothing recorded in sandbox_egress: no code runs in a member, and no session owns it
+// yet. It returns what Attach does, and the sealed state the caller keeps with the
+// member (store.PoolSandbox.Egress) and hands to Adopt when a session claims it.
+func (x *Proxies) Prepare(ctx context.Context, sandboxID string, env store.Environment) (map[string]string, *sandbox.Egress, string, error) {
+	box, rec, err := x.newRecord(ctx, "", sandboxID, env)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	// The placeholders are made from the secrets' names; their values are read only when
+	// a claiming session's proxy substitutes them, with that session's consent.
+	names := func(ctx context.Context) ([]egress.Secret, error) {
+		list, err := x.cfg.Store.ListSecrets(ctx, env.Name)
+		out := make([]egress.Secret, 0, len(list))
+		for _, s := range list {
+			out = append(out, egress.Secret{Name: s.EnvName, Hosts: s.Hosts})
+		}
+		return out, err
+	}
+	p, err := egress.New(ctx, egress.Config{SandboxID: sandboxID, Policy: policyOf(rec), Secrets: names, SystemRoots: x.cfg.SystemRoots})
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("egress proxy of sandbox %s: %w", sandboxID, err)
+	}
+	defer p.Close()
+	if rec.StateEnc, err = sealState(box, sandboxID, p.State()); err != nil {
+		return nil, nil, "", err
+	}
+	x.mu.Lock()
+	err = x.makeSocketDir(sandboxID)
+	x.mu.Unlock()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return p.Env(), &sandbox.Egress{Socket: x.SocketPath(sandboxID), Helper: x.cfg.Helper, Files: p.Files()}, string(raw), nil
+}
+
+// Adopt makes the prepared egress of a claimed warm pool member (Prepare) the egress of
+// session sessionID's sandbox: recorded for the session, as Attach records it, and its
+// proxy served here, deciding and substituting for that session from its first request
+// (secrets lent with its agent's owner's consent, decisions in its log).
+func (x *Proxies) Adopt(ctx context.Context, sessionID, sandboxID, prepared string) error {
+	var rec store.SandboxEgress
+	if err := json.Unmarshal([]byte(prepared), &rec); err != nil || rec.SandboxID != sandboxID {
+		return fmt.Errorf("the prepared egress of warm pool sandbox %s is damaged (%v); it is not handed out", sandboxID, err)
+	}
+	rec.SessionID, rec.CreatedAt = sessionID, time.Now()
+	if err := x.cfg.Store.PutSandboxEgress(ctx, rec); err != nil {
+		return err
+	}
+	_, err := x.Ensure(ctx, sessionID, sandboxID)
+	return err
+}
+
+// newRecord is the egress record of a new sandbox of env for sessionID (no state yet),
+// with the secret box that seals its state; refused without a netd helper.
+func (x *Proxies) newRecord(ctx context.Context, sessionID, sandboxID string, env store.Environment) (*secretbox.Box, store.SandboxEgress, error) {
+	if x.cfg.Helper == "" {
+		why := x.cfg.HelperErr
+		if why == nil {
+			why = errors.New("no netd helper is configured")
+		}
+		return nil, store.SandboxEgress{}, fmt.Errorf("environment %q lets sandboxes reach the network, which on the local backend goes through the harness's egress proxy and its static netd helper: %w", env.Name, why)
+	}
+	box, err := x.secretBox(ctx)
+	if err != nil {
+		return nil, store.SandboxEgress{}, err
+	}
+	allow, err := allowDomains(env)
+	if err != nil {
+		return nil, store.SandboxEgress{}, err
+	}
+	return box, store.SandboxEgress{SandboxID: sandboxID, SessionID: sessionID, Environment: env.Name,
+		BlockAll: env.BlockAll, AllowDomains: recordedAllow(allow, env.Settings.AllowCIDRs), CreatedAt: time.Now()}, nil
+}
+
+// sealState seals a proxy's state for sandboxID's record.
+func sealState(box *secretbox.Box, sandboxID string, st egress.State) ([]byte, error) {
+	raw, _ := json.Marshal(st)
+	enc, err := box.Seal(raw, controlplane.EgressStateLabel(sandboxID))
+	if err != nil {
+		return nil, fmt.Errorf("sealing the egress state of sandbox %s: %w", sandboxID, err)
+	}
+	return enc, nil
 }
 
 // Ensure makes the proxy of an existing sandbox serve in this process. It reports

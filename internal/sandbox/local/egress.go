@@ -5,6 +5,7 @@ package local
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -75,17 +76,23 @@ func checkEgress(e *sandbox.Egress) error {
 		if !filepath.IsAbs(p.path) {
 			return fmt.Errorf("%s %q: must be an absolute path", p.field, p.path)
 		}
-		fi, err := os.Stat(p.path)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.field, err)
-		}
-		if p.field == "egress.socket" && fi.Mode()&os.ModeSocket == 0 {
-			return fmt.Errorf("egress.socket %q is not a unix socket", p.path)
-		}
 		if p.field == "egress.socket" {
+			// The socket may be missing, at create as at a start: a warm pool member's
+			// proxy is served only once a session claims it, and a harness between two
+			// listeners has none. Whatever is at its path must be a socket.
+			if fi, err := os.Lstat(p.path); err == nil && fi.Mode()&os.ModeSocket == 0 {
+				return fmt.Errorf("egress.socket %q is not a unix socket", p.path)
+			} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("%s: %w", p.field, err)
+			}
 			if err := checkEgressDir(p.path); err != nil {
 				return err
 			}
+			continue
+		}
+		fi, err := os.Stat(p.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.field, err)
 		}
 		if p.field == "egress.helper" && (!fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0) {
 			return fmt.Errorf("egress.helper %q is not an executable file", p.path)
