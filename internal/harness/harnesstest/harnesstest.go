@@ -303,6 +303,17 @@ func (c *Counting) UnenforcedVolumes(mounts []sandbox.VolumeMount) []sandbox.Une
 	return nil
 }
 
+// Relabel passes sandbox.Relabeler through to the wrapped runtime (every local runtime
+// is one).
+func (c *Counting) Relabel(ctx context.Context, id string, labels map[string]string) error {
+	c.count("Relabel")
+	r, ok := c.Runtime.(sandbox.Relabeler)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return r.Relabel(ctx, id, labels)
+}
+
 // Source adapts Counting to lifecycle.RuntimeSource.
 type Source struct{ C *Counting }
 

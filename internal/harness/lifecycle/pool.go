@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
@@ -187,9 +188,20 @@ func (m *Manager) claim(ctx context.Context, rt sandbox.Runtime, sessionID strin
 		if err != nil || !ok {
 			return store.PoolSandbox{}, false, err
 		}
-		info, err := rt.Get(ctx, p.SandboxID)
-		if err == nil && info.Status == sandbox.SandboxRunning {
-			if err = m.adopt(ctx, rt, sessionID, p, want.Labels); err == nil {
+		// Whether the box still runs and its relabelling are asked at once: on Daytona
+		// each is a round trip of the API, and a box found not running is deleted anyway.
+		var info sandbox.SandboxInfo
+		var gerr error
+		var wg sync.WaitGroup
+		wg.Go(func() { info, gerr = rt.Get(ctx, p.SandboxID) })
+		rerr := m.relabel(ctx, rt, sessionID, p, want.Labels)
+		wg.Wait()
+		if gerr == nil && info.Status == sandbox.SandboxRunning {
+			err := rerr
+			if err == nil {
+				err = m.adopt(ctx, sessionID, p)
+			}
+			if err == nil {
 				return p, true, nil
 			}
 			m.cfg.Logger.Warn("a claimed warm pool sandbox could not be made the session's; deleting it", "session", sessionID, "sandbox", p.SandboxID, "err", err)
@@ -201,15 +213,21 @@ func (m *Manager) claim(ctx context.Context, rt sandbox.Runtime, sessionID strin
 	return store.PoolSandbox{}, false, nil
 }
 
-// adopt makes claimed member p session sessionID's: relabelled with labels (the
-// session's, where the backend can relabel) and, when it was prepared with a proxy,
-// its proxy recorded for the session and served here.
-func (m *Manager) adopt(ctx context.Context, rt sandbox.Runtime, sessionID string, p store.PoolSandbox, labels map[string]string) error {
-	if rl, ok := rt.(sandbox.Relabeler); ok {
-		if err := rl.Relabel(ctx, p.SandboxID, labels); err != nil {
-			return fmt.Errorf("relabelling warm pool sandbox %s for session %s: %w", p.SandboxID, sessionID, err)
-		}
+// relabel gives claimed member p its session's labels, where the backend can relabel.
+func (m *Manager) relabel(ctx context.Context, rt sandbox.Runtime, sessionID string, p store.PoolSandbox, labels map[string]string) error {
+	rl, ok := rt.(sandbox.Relabeler)
+	if !ok {
+		return nil
 	}
+	if err := rl.Relabel(ctx, p.SandboxID, labels); err != nil {
+		return fmt.Errorf("relabelling warm pool sandbox %s for session %s: %w", p.SandboxID, sessionID, err)
+	}
+	return nil
+}
+
+// adopt makes claimed member p's prepared egress, if it was made with a proxy, session
+// sessionID's: recorded for the session and served here.
+func (m *Manager) adopt(ctx context.Context, sessionID string, p store.PoolSandbox) error {
 	if p.Egress == "" {
 		return nil
 	}

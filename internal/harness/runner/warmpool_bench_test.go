@@ -74,10 +74,16 @@ func localPoolBench(b *testing.B) poolBench {
 }
 
 func daytonaPoolBench(b *testing.B) poolBench {
+	return daytonaPool(b, daytonatest.WithTransitionDelay("creating", benchDaytonaCreate),
+		daytonatest.WithRequestLatency(benchDaytonaRequest), daytonatest.WithToolboxLatency(benchDaytonaRequest))
+}
+
+// daytonaPool is a control plane on the Daytona emulator (started with opts) with
+// environment "dtenv", whose network the backend enforces.
+func daytonaPool(b testing.TB, opts ...daytonatest.Option) poolBench {
 	harnesstest.RequireSandboxTools(b)
 	ctx := context.Background()
-	srv := daytonatest.NewServer(b, daytonatest.WithTransitionDelay("creating", benchDaytonaCreate),
-		daytonatest.WithRequestLatency(benchDaytonaRequest), daytonatest.WithToolboxLatency(benchDaytonaRequest))
+	srv := daytonatest.NewServer(b, opts...)
 	st := harnesstest.NewStore(b)
 	b.Setenv(secretbox.KeyEnv, "")
 	box, err := secretbox.Load("", filepath.Join(st.Dir(), "secret.key"))

@@ -72,6 +72,9 @@ func TestWarmPoolLocal(t *testing.T) {
 		if !strings.HasPrefix(l.Record.SandboxID, lifecycle.PoolIDPrefix) || env.Runtime.Calls("Create") != creates {
 			t.Fatalf("session %s got %s with %d creates; want a pool member and none", sid, l.Record.SandboxID, env.Runtime.Calls("Create")-creates)
 		}
+		if info, err := env.Runtime.Get(ctx, l.Record.SandboxID); err != nil || info.Labels[lifecycle.LabelSession] != sid || info.Labels[lifecycle.LabelPool] != "" {
+			t.Fatalf("claimed member's labels: %v, %v; want session %s's", info.Labels, err, sid)
+		}
 		return l.Record.SandboxID
 	}
 
@@ -199,4 +202,47 @@ func TestWarmPoolProxied(t *testing.T) {
 			t.Fatal("the secret added after the member was made reached the upstream")
 		}
 	}
+}
+
+// On the Daytona emulator a pool member is made with the pool's labels and relabelled
+// with the session's when a session claims it: what lists the backend's sandboxes (the
+// orphan sweep, Daytona's console) sees whose it is, and the runtime's own labels stay.
+func TestWarmPoolDaytonaRelabels(t *testing.T) {
+	fx := daytonaPool(t)
+	ctx := context.Background()
+	e, err := fx.st.GetEnvironment(ctx, fx.env)
+	must(t, err)
+	e.Settings.WarmPool = &store.WarmPool{Size: 1, MaxAgeSeconds: 3600}
+	must(t, fx.st.UpdateEnvironment(ctx, e))
+	trs, err := fx.m.KeepPools(ctx)
+	must(t, err)
+	if len(trs) != 1 || trs[0].Err != nil {
+		t.Fatalf("keeper: %+v", trs)
+	}
+	member := trs[0].SandboxID
+	harnesstest.AddAgent(t, fx.st, "p", fx.env, harnesstest.AgentSpec{"model": harnesstest.Script(), "sandbox": harnesstest.Sandbox(fx.env, 15, 60, 120)})
+	a, err := agents.Load(ctx, fx.st, "p")
+	must(t, err)
+	must(t, fx.st.CreateSession(ctx, store.Session{ID: "s-dtpool", Agent: "p", Owner: harnesstest.Owner}))
+	l, err := fx.m.Acquire(ctx, "s-dtpool", a)
+	must(t, err)
+	defer l.Release(ctx)
+	if l.Record.SandboxID != member {
+		t.Fatalf("session got %s; want the pool member %s", l.Record.SandboxID, member)
+	}
+	info, err := l.Runtime.Get(ctx, member)
+	must(t, err)
+	if info.Labels[lifecycle.LabelSession] != "s-dtpool" || info.Labels[lifecycle.LabelAgent] != "p" || info.Labels[lifecycle.LabelPool] != "" {
+		t.Fatalf("claimed member's labels on Daytona: %v; want the session's", info.Labels)
+	}
+	list, err := l.Runtime.List(ctx)
+	must(t, err)
+	found := false
+	for _, s := range list {
+		found = found || s.ID == member && s.Labels[lifecycle.LabelSession] == "s-dtpool"
+	}
+	if !found {
+		t.Fatalf("List does not show %s under its id with the session's labels: %+v", member, list)
+	}
+	must(t, fx.m.Delete(ctx, "s-dtpool"))
 }
