@@ -109,6 +109,9 @@ type Manager struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+	// orphans are the boxes labelled as pool members that nothing points at, by when a
+	// keeper's pass first saw them (pool_orphans.go).
+	orphans poolOrphans
 }
 
 // New returns a Manager.

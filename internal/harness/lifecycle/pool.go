@@ -278,12 +278,24 @@ func (m *Manager) KeepPools(ctx context.Context) ([]Transition, error) {
 			release()
 		}
 	}
+	providers := map[string]bool{}
 	for name, left := range byEnv {
+		for _, p := range left {
+			providers[p.Provider] = true
+		}
 		if !slicesHasEnv(envs, name) {
 			for _, p := range left {
 				out = append(out, m.dropMember(ctx, p))
 			}
 		}
+	}
+	for _, env := range envs {
+		if size, _ := poolSize(env); size > 0 {
+			providers[env.Provider] = true
+		}
+	}
+	if len(providers) > 0 {
+		out = append(out, m.sweepPoolOrphans(ctx, providers, members)...) // pool_orphans.go
 	}
 	return out, nil
 }

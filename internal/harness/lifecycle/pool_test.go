@@ -365,3 +365,36 @@ func TestPoolCreateFails(t *testing.T) {
 		t.Fatalf("after a failed create: %d members, %d deletes", len(x.members(t)), x.rt.counts["Delete"])
 	}
 }
+
+// A box labelled as a pool member that nothing points at (its keeper or its claimer
+// died between taking its row and deleting or relabelling it) is deleted by the keeper
+// once seen so on two sweeps PoolOrphanAge apart, and reported as a member's deletion;
+// members, and sandboxes claimed by sessions, are left alone.
+func TestPoolOrphansSwept(t *testing.T) {
+	x := newMachine(t)
+	x.pooled(t, 2)
+	created, _ := x.keep(t)
+	l, err := x.acquire(t) // a claimed member: the session's now
+	must(t, err)
+	orphan := created[0]
+	if orphan == l.Record.SandboxID {
+		orphan = created[1]
+	}
+	took, err := x.st.TakePoolSandbox(t.Context(), orphan, store.PoolReady) // and its taker died
+	must(t, err)
+	if !took {
+		t.Fatal("the member's row was gone already")
+	}
+	x.now = x.now.Add(PoolOrphanAge / 2)
+	if _, deleted := x.keep(t); len(deleted) != 0 {
+		t.Fatalf("first sighting deleted %v", deleted)
+	}
+	x.now = x.now.Add(PoolOrphanAge)
+	_, deleted := x.keep(t)
+	if !slices.Equal(deleted, []string{orphan}) || x.rt.status(orphan) != "gone" {
+		t.Fatalf("second sighting deleted %v (orphan %s is %s); want the orphan alone", deleted, orphan, x.rt.status(orphan))
+	}
+	if x.rt.status(l.Record.SandboxID) != sandbox.SandboxRunning || len(x.members(t)) != 2 {
+		t.Fatalf("the session's sandbox is %s, %d members; want it running and the pool full", x.rt.status(l.Record.SandboxID), len(x.members(t)))
+	}
+}
