@@ -388,7 +388,7 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationEnvironmentVersions, // 22: environment_versions.go (kept versions of environments)
 	migrationWarmPools,           // 23: warm_pools.go (warm pools' members)
 	migrationVersionPins,         // 24: version_pins.go (versions agents pin are kept)
-	migrationPoolEgress,          // 24: warm_pools.go (a pool member's prepared egress)
+	migrationPoolEgress,          // 25: warm_pools.go (a pool member's prepared egress)
 }
 
 // secretsOwned is the condition of migration 8's policies on secrets: the secret's

@@ -33,7 +33,7 @@ CREATE TABLE pool_sandboxes (
 CREATE INDEX pool_sandboxes_environment ON pool_sandboxes(environment, state);
 `}
 
-// migrationPoolEgress (24): the egress a member of a proxied environment's pool was
+// migrationPoolEgress (25): the egress a member of a proxied environment's pool was
 // prepared with (the local backend without block_all). Its proxy's state (CA, the
 // placeholders in its environment), sealed by the harness, waits here until a session
 // claims the member and serves its proxy; it is not in sandbox_egress, whose rows are
