@@ -32,8 +32,9 @@ var warmPoolAttrTypes = map[string]attr.Type{"size": types.Int64Type, "max_age":
 const warmPoolDoc = "Sandboxes that `trueforge-harness serve` keeps ready for the environment's sessions, so that a session's first sandbox call " +
 	"claims one instead of waiting for a create. Members are made from the current snapshot with the environment's `env`, `network`, secrets, " +
 	"`volumes` and `labels`, and replaced when any of them changes (a secret's rotation reaches them as it reaches running sandboxes). " +
-	"A member is claimed by one session at most and never returns to the pool. An environment whose sandboxes reach the network through " +
-	"the harness's egress proxy (the `local` backend without `block_all`) keeps no pool."
+	"A member is claimed by one session at most, relabelled with that session's labels, and never returns to the pool. " +
+	"On the `local` backend without `block_all`, a member's egress proxy is prepared (its CA and the secrets' placeholders) but serves nobody " +
+	"until a session claims the member; that session's proxy then lends the secrets with its own agent's consent."
 
 // warmPoolSizeDoc and warmPoolMaxAgeDoc describe warm_pool's attributes.
 var (
