@@ -19,7 +19,8 @@ import (
 
 const environmentVersionDoc = "Pin the agent's new sandboxes to one version of `environment`: a `build_hash` or `snapshot_id` from the environment's `versions` " +
 	"(for example `trueforge_environment.py.versions[1].build_hash`, the previous one). It must be a kept version (`kept = true`: the current one or one of " +
-	"the environment's `keep_versions` latest previous ones); plan refuses one that is not, since its snapshot is collected. Sessions keep that snapshot while " +
+	"the environment's `keep_versions` latest previous ones); plan refuses one that is not, since its snapshot is collected. While the agent pins it, " +
+	"the version stays kept past `keep_versions` (its `pinned_by` names the agent), whichever team owns the environment. Sessions keep that snapshot while " +
 	"the environment moves on; its `env`, `network`, secrets and volumes are the environment's current ones. Omitted, sandboxes follow the current version. " +
 	"Used only with `enabled = true`."
 

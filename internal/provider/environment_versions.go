@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -24,7 +25,8 @@ import (
 
 const versionsDoc = "Every snapshot the environment has used, the current one first, then the others by when they were last current, latest first. " +
 	"The current one and the `keep_versions` latest previous ones are kept (`kept`): reverting the build inputs to a kept version's plans no build, " +
-	"and an agent may pin one with `sandbox.environment_version`. The others' snapshots are collected; they stay listed for the record."
+	"and an agent may pin one with `sandbox.environment_version`. A version an agent pins (`pinned_by`) is kept too, past `keep_versions`, " +
+	"for as long as an agent pins it, whichever team owns the agent. The others' snapshots are collected; they stay listed for the record."
 
 // versionAttributes are one element of `versions`, as the data source declares them.
 func versionAttributes() map[string]dsschema.Attribute {
@@ -35,7 +37,11 @@ func versionAttributes() map[string]dsschema.Attribute {
 		"current_since":   computedString("When the version last became the environment's snapshot (RFC 3339)."),
 		"current_until":   computedString("When another version replaced it (RFC 3339); null while it is current."),
 		"current":         computedBool("Whether new sessions use this version (agents that pin another aside)."),
-		"kept":            computedBool("Whether its snapshot is kept from collection: the current version and the `keep_versions` latest previous ones."),
+		"kept": computedBool("Whether its snapshot is kept from collection: the current version, the `keep_versions` latest previous ones, " +
+			"and any version an agent pins (`pinned_by`)."),
+		"pinned_by": computedStringList("Names of the agents whose `sandbox.environment_version` pins this version, of every owner, sorted (empty when none). " +
+			"While any does, the version is kept whatever `keep_versions` says: an environment's owner cannot collect the snapshot another team's pinned agent runs on. " +
+			"Once those agents change their pin or are deleted, the next apply that updates an environment of the same sandbox provider collects it, if it is past `keep_versions`."),
 	}
 }
 
@@ -57,6 +63,8 @@ func versionsAttribute() schema.ListNestedAttribute {
 		switch a.(type) {
 		case dsschema.BoolAttribute:
 			attrs[name] = schema.BoolAttribute{MarkdownDescription: a.GetMarkdownDescription(), Computed: true}
+		case dsschema.ListAttribute:
+			attrs[name] = schema.ListAttribute{MarkdownDescription: a.GetMarkdownDescription(), Computed: true, ElementType: types.StringType}
 		default:
 			attrs[name] = schema.StringAttribute{MarkdownDescription: a.GetMarkdownDescription(), Computed: true}
 		}
@@ -86,7 +94,7 @@ func versionsList(vs []store.EnvironmentVersion) (types.List, diag.Diagnostics) 
 			"snapshot_id": types.StringValue(v.SnapshotID), "build_hash": types.StringValue(v.BuildHash),
 			"manifest_digest": types.StringValue(v.ManifestDigest),
 			"current_since":   types.StringValue(v.CurrentSince.UTC().Format(time.RFC3339Nano)), "current_until": until,
-			"current": types.BoolValue(v.Current), "kept": types.BoolValue(v.Kept),
+			"current": types.BoolValue(v.Current), "kept": types.BoolValue(v.Kept), "pinned_by": stringList(v.PinnedBy),
 		})
 		diags.Append(d...)
 		elems = append(elems, obj)
@@ -148,6 +156,7 @@ func (r *environmentResource) planVersions(ctx context.Context, plan, state *env
 	name := state.Name.ValueString()
 	if rebuild && !plan.BuildHash.IsUnknown() {
 		if v, ok := r.keptVersion(ctx, name, plan.BuildHash.ValueString()); ok && v.SnapshotID != state.SnapshotID.ValueString() {
+			r.warnPinnedKept(ctx, name, v.SnapshotID, plan.KeepVersions, diags)
 			plan.SnapshotID, plan.Status = types.StringValue(v.SnapshotID), types.StringValue(sandbox.StatusReady)
 			plan.Versions = types.ListUnknown(types.ObjectType{AttrTypes: versionAttrTypes})
 			diags.AddAttributeWarning(path.Root("snapshot_id"), "Kept Version Will Be Reused",
@@ -158,9 +167,35 @@ func (r *environmentResource) planVersions(ctx context.Context, plan, state *env
 		}
 	}
 	if rebuild || !plan.KeepVersions.Equal(state.KeepVersions) {
+		next := state.SnapshotID.ValueString() // keep_versions alone changed: no move
+		if rebuild {
+			next = "" // a new snapshot
+		}
+		r.warnPinnedKept(ctx, name, next, plan.KeepVersions, diags)
 		plan.Versions = types.ListUnknown(types.ObjectType{AttrTypes: versionAttrTypes})
 	} else {
 		plan.Versions = state.Versions
 	}
 	return rebuild
+}
+
+// warnPinnedKept warns, for a plan that makes next environment env's current snapshot
+// ("" for a new one) with keep_versions keep, about each version that keep_versions
+// would no longer keep but that agents pin (store.VersionsPastKeep): its snapshot is
+// kept, not collected, and the warning says which agents hold it and how to let it go.
+func (r *environmentResource) warnPinnedKept(ctx context.Context, env, next string, keep types.Int64, diags *diag.Diagnostics) {
+	if keep.IsUnknown() || keep.IsNull() {
+		return
+	}
+	versions, err := r.cp.store.EnvironmentVersions(ctx, env)
+	if err != nil {
+		return // the apply reads them again and says so
+	}
+	for _, v := range store.VersionsPastKeep(versions, next, keep.ValueInt64()) {
+		diags.AddAttributeWarning(path.Root("keep_versions"), "Pinned Version Kept", fmt.Sprintf(
+			"Version %s of environment %q (build hash %s) is past keep_versions = %d after this plan, but agent(s) %s pin it with sandbox.environment_version "+
+				"(agents of every owner count), so its snapshot is kept rather than collected. To let it be collected, remove environment_version from those agents "+
+				"or change it to a newer version, and apply them; the next apply that updates an environment of the same sandbox provider then collects it.",
+			v.SnapshotID, env, v.BuildHash, keep.ValueInt64(), strings.Join(v.PinnedBy, ", ")))
+	}
 }
