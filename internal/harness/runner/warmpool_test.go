@@ -14,6 +14,34 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 )
 
+// keepPools runs one pass of m's pool keeper, checks that it created wantCreated members
+// and deleted wantDeleted (each gone from rt), and returns the members it created.
+func keepPools(t *testing.T, m *lifecycle.Manager, rt sandbox.Runtime, wantCreated, wantDeleted int) []string {
+	t.Helper()
+	ctx := context.Background()
+	trs, err := m.KeepPools(ctx)
+	must(t, err)
+	var created []string
+	deleted := 0
+	for _, tr := range trs {
+		switch {
+		case tr.Err != nil:
+			t.Fatalf("keeper: %v", tr.Err)
+		case tr.To == store.SandboxStateDeleted:
+			if _, err := rt.Get(ctx, tr.SandboxID); !errors.Is(err, sandbox.ErrNotFound) {
+				t.Fatalf("deleted member %s: Get says %v", tr.SandboxID, err)
+			}
+			deleted++
+		case tr.From == "":
+			created = append(created, tr.SandboxID)
+		}
+	}
+	if len(created) != wantCreated || deleted != wantDeleted {
+		t.Fatalf("keeper created %v and deleted %d; want %d and %d", created, deleted, wantCreated, wantDeleted)
+	}
+	return created
+}
+
 // On the local backend a warm pool holds real prepared sandboxes: filled, claimed by a
 // session's first call (whose first command sees the environment's env, with no create),
 // refilled, replaced after an env change (the next session sees the new value), and
@@ -33,27 +61,7 @@ func TestWarmPoolLocal(t *testing.T) {
 	m := lifecycle.New(lifecycle.Config{Store: env.Store, Runtimes: harnesstest.Source{C: env.Runtime}})
 	keep := func(wantCreated, wantDeleted int) []string {
 		t.Helper()
-		trs, err := m.KeepPools(ctx)
-		must(t, err)
-		var created []string
-		deleted := 0
-		for _, tr := range trs {
-			switch {
-			case tr.Err != nil:
-				t.Fatalf("keeper: %v", tr.Err)
-			case tr.To == store.SandboxStateDeleted:
-				if _, err := env.Runtime.Get(ctx, tr.SandboxID); !errors.Is(err, sandbox.ErrNotFound) {
-					t.Fatalf("deleted member %s: Get says %v", tr.SandboxID, err)
-				}
-				deleted++
-			case tr.From == "":
-				created = append(created, tr.SandboxID)
-			}
-		}
-		if len(created) != wantCreated || deleted != wantDeleted {
-			t.Fatalf("keeper created %v and deleted %d; want %d and %d", created, deleted, wantCreated, wantDeleted)
-		}
-		return created
+		return keepPools(t, m, env.Runtime, wantCreated, wantDeleted)
 	}
 	harnesstest.AddAgent(t, env.Store, "p", "default", harnesstest.AgentSpec{"model": harnesstest.Script(), "sandbox": harnesstest.Sandbox("default", 15, 60, 120)})
 	first := func(sid, want string) string {
@@ -116,24 +124,7 @@ func TestWarmPoolProxied(t *testing.T) {
 	keeper, keeperProxies := f.manager, f.proxies
 	keep := func(wantCreated, wantDeleted int) []string {
 		t.Helper()
-		trs, err := keeper.KeepPools(ctx)
-		must(t, err)
-		var created []string
-		deleted := 0
-		for _, tr := range trs {
-			switch {
-			case tr.Err != nil:
-				t.Fatalf("keeper: %v", tr.Err)
-			case tr.To == store.SandboxStateDeleted:
-				deleted++
-			case tr.From == "":
-				created = append(created, tr.SandboxID)
-			}
-		}
-		if len(created) != wantCreated || deleted != wantDeleted {
-			t.Fatalf("keeper created %v and deleted %d; want %d and %d", created, deleted, wantCreated, wantDeleted)
-		}
-		return created
+		return keepPools(t, keeper, f.env.Runtime, wantCreated, wantDeleted)
 	}
 	member := keep(1, 0)[0]
 	if live := keeperProxies.Live(); len(live) != 0 {
