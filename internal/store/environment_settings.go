@@ -44,6 +44,16 @@ type EnvironmentSettings struct {
 	// WarmPool is how many sandboxes the harness keeps ready for the environment's
 	// sessions (warm_pools.go); nil keeps none.
 	WarmPool *WarmPool `json:"warm_pool,omitempty"`
+	// Rollout sends part of the new sessions to the latest previous kept version
+	// (agents/rollout.go); nil sends every one to the current version.
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// Rollout is an environment's rollout setting.
+type Rollout struct {
+	// Percent of new sessions, 1 to 100, whose sandboxes use the current version; the
+	// others use the latest previous kept version.
+	Percent int64 `json:"percent"`
 }
 
 // WarmPool is an environment's warm_pool setting.

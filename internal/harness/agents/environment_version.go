@@ -33,10 +33,29 @@ func (a *Agent) pinVersion(ctx context.Context, st *store.Store) error {
 		return fmt.Errorf("agent %q pins version %s of environment %q, which is past its keep_versions and was collected; pin a kept version, or raise keep_versions and rebuild it, and apply: %w",
 			a.Name, v.SnapshotID, env, ErrNotReady)
 	}
-	snap, err := st.GetSnapshot(ctx, v.SnapshotID)
-	if err != nil || snap.Status != sandbox.StatusReady {
+	if err := a.useVersion(ctx, st, v); err != nil {
 		return fmt.Errorf("agent %q pins version %s of environment %q, whose snapshot is not Ready (%v); apply the environment again: %w",
 			a.Name, v.SnapshotID, env, err, ErrNotReady)
+	}
+	return nil
+}
+
+// pinned: the agent's sandboxes on its environment come from the version it pins
+// (pinVersion), whatever the environment's current version or rollout.
+func (a *Agent) pinned() bool {
+	return a.Spec.Sandbox.EnvironmentVersion != "" && a.Environment.Name == a.Spec.Sandbox.Environment
+}
+
+// useVersion makes the agent's sandboxes come from version v of its environment, whose
+// snapshot must be Ready (pinVersion and rollout, rollout.go); the agent is unchanged
+// otherwise.
+func (a *Agent) useVersion(ctx context.Context, st *store.Store, v store.EnvironmentVersion) error {
+	snap, err := st.GetSnapshot(ctx, v.SnapshotID)
+	if err == nil && snap.Status != sandbox.StatusReady {
+		err = fmt.Errorf("snapshot %s is %s", snap.ID, snap.Status)
+	}
+	if err != nil {
+		return err
 	}
 	a.Environment.SnapshotID, a.Environment.BuildHash, a.Snapshot = snap.ID, snap.BuildHash, snap
 	return nil

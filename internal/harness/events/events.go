@@ -249,6 +249,11 @@ type SandboxProvisioned struct {
 	// Network summarises the network policy the sandbox got (mode, block_all,
 	// allow_domains, secrets: whatever its backend's policy reports).
 	Network map[string]any `json:"network"`
+	// Version is which version of its environment the sandbox comes from under the
+	// environment's rollout, "current" or "previous", and RolloutPercent the rollout's
+	// percent; both unset when no rollout applied (none set, or the agent pins a version).
+	Version        string `json:"version,omitempty"`
+	RolloutPercent int64  `json:"rollout_percent,omitempty"`
 }
 
 // SandboxResumed: a stopped or archived sandbox (or one a loss left stopped) was

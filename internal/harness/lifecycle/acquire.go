@@ -331,6 +331,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 			return nil, fmt.Errorf("the session's environment: %w", err)
 		}
 	}
+	a, rollout := a.ForSession(ctx, st, sessionID) // agents/rollout.go
 	rt, err := m.cfg.Runtimes.Runtime(ctx, a.Provider)
 	if err != nil {
 		return nil, err
@@ -389,6 +390,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		SandboxID: id, Provider: a.Provider.Name, ProviderType: a.Provider.Type, Environment: env.Name,
 		SnapshotID: env.SnapshotID, Generation: gen, Reason: reason, TookMS: time.Since(began).Milliseconds(),
 		Limits: req.Limits, LimitsEnforced: len(unenforced) == 0, UnenforcedLimits: unenforced, Network: network,
+		Version: rollout.Version, RolloutPercent: rollout.Percent,
 	})
 	m.cfg.Logger.Info("sandbox provisioned", "session", sessionID, "sandbox", id, "snapshot", env.SnapshotID)
 	if len(unenforced) > 0 {

@@ -68,6 +68,13 @@ var Logs = []Log{
 			Generation: 2, Reason: "the previous sandbox was lost or deleted; workspace reset", TookMS: 30,
 			Limits:           sandbox.Limits{CPU: 1, MemoryMB: 1024, DiskMB: 3072},
 			UnenforcedLimits: []sandbox.UnenforcedLimit{{Limit: "cpu", Reason: "no writable cgroup"}}, Network: map[string]any{"mode": "blocked"}}},
+	{"provisioned under a rollout, from the previous version", events.KindSandboxProvisioned,
+		`{"sandbox_id":"tf-s-2-1","provider":"local","provider_type":"local","environment":"default","snapshot_id":"snap-0","generation":1,` +
+			`"reason":"first call that needs a sandbox","took_ms":21,"limits":{"CPU":1,"MemoryMB":1024,"DiskMB":3072},` +
+			`"limits_enforced":true,"network":{"mode":"blocked"},"version":"previous","rollout_percent":30}`,
+		events.SandboxProvisioned{SandboxID: "tf-s-2-1", Provider: "local", ProviderType: "local", Environment: "default", SnapshotID: "snap-0",
+			Generation: 1, Reason: "first call that needs a sandbox", TookMS: 21, Limits: sandbox.Limits{CPU: 1, MemoryMB: 1024, DiskMB: 3072},
+			LimitsEnforced: true, Network: map[string]any{"mode": "blocked"}, Version: "previous", RolloutPercent: 30}},
 	{"resumed", events.KindSandboxResumed,
 		`{"from":"Stopped","recorded_snapshot_id":"snap-1","recorded_state":"stopped","sandbox_id":"tf-s-1-1","snapshot_id":"snap-1"}`,
 		events.SandboxResumed{SandboxID: "tf-s-1-1", From: "Stopped", RecordedState: "stopped", SnapshotID: "snap-1", RecordedSnapshotID: "snap-1"}},
