@@ -37,6 +37,7 @@ type environmentDataSourceModel struct {
 	KeepVersions types.Int64  `tfsdk:"keep_versions"`
 	Versions     types.List   `tfsdk:"versions"`
 	WarmPool     types.Object `tfsdk:"warm_pool"` // environment_warm_pool.go
+	Rollout      types.Object `tfsdk:"rollout"`   // environment_rollout.go
 }
 
 // NewEnvironmentDataSource is the trueforge_environment data source.
@@ -81,6 +82,7 @@ func environmentDataSourceSchema() schema.Schema {
 			"keep_versions":    computedInt64("How many previous versions keep their snapshot from collection."),
 			"versions":         versionsDataAttribute(), // environment_versions.go
 			"warm_pool":        warmPoolDataAttribute(), // environment_warm_pool.go
+			"rollout":          rolloutDataAttribute(),  // environment_rollout.go
 		}),
 	}
 }
@@ -108,6 +110,7 @@ func readEnvironment(ctx context.Context, cp *controlPlane, m *environmentDataSo
 	m.KeepVersions = types.Int64Value(env.Settings.Keep())
 	m.Versions = readVersions(ctx, cp.store, env.Name, diags) // environment_versions.go
 	m.WarmPool = warmPoolData(env)                            // environment_warm_pool.go
+	m.Rollout = rolloutData(env)                              // environment_rollout.go
 	var d diag.Diagnostics
 	m.Network, d = networkObject(env)
 	diags.Append(d...)

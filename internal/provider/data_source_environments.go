@@ -71,6 +71,7 @@ func environmentsDataSourceSchema() schema.Schema {
 						"keep_versions":    computedInt64("How many previous versions keep their snapshot from collection."),
 						"versions":         versionsDataAttribute(), // environment_versions.go
 						"warm_pool":        warmPoolDataAttribute(), // environment_warm_pool.go
+						"rollout":          rolloutDataAttribute(),  // environment_rollout.go
 					}),
 				},
 			},
@@ -180,6 +181,7 @@ func environmentItem(env store.Environment, status string, versions types.List) 
 		"keep_versions":    types.Int64Value(env.Settings.Keep()),
 		"versions":         versions,
 		"warm_pool":        warmPoolData(env),
+		"rollout":          rolloutData(env),
 	})
 	diags.Append(d...)
 	return item, diags

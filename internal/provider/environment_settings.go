@@ -296,6 +296,7 @@ func (m *environmentModel) settings(ctx context.Context, spec sandbox.SnapshotSp
 	st.Volumes = m.volumes(ctx)
 	st.KeepVersions = m.keepVersions() // environment_versions.go
 	st.WarmPool = m.warmPool(ctx)      // environment_warm_pool.go
+	st.Rollout = m.rollout(ctx)        // environment_rollout.go
 	return st
 }
 
@@ -384,6 +385,7 @@ func (m *environmentModel) settingsFromStore(st store.EnvironmentSettings) {
 	}
 	m.Labels = keepEmptyMap(m.Labels, st.Labels)
 	m.WarmPool = warmPoolValue(m.WarmPool, st.WarmPool)
+	m.Rollout = rolloutValue(st.Rollout) // environment_rollout.go
 	// Unset stays unset and [] stays []; anything else reads back what is stored.
 	if len(st.Volumes) > 0 || m.Volumes.IsUnknown() || (!m.Volumes.IsNull() && len(m.Volumes.Elements()) > 0) {
 		vals := make([]attr.Value, 0, len(st.Volumes))

@@ -255,4 +255,5 @@ func nullSettings(m *environmentModel) {
 	m.SharedWith = types.SetNull(types.StringType)
 	m.KeepVersions, m.Versions = types.Int64Value(3), types.ListNull(types.ObjectType{AttrTypes: versionAttrTypes})
 	m.WarmPool = types.ObjectNull(warmPoolAttrTypes)
+	m.Rollout = types.ObjectNull(rolloutAttrTypes)
 }

@@ -64,6 +64,7 @@ type environmentModel struct {
 	KeepVersions types.Int64  `tfsdk:"keep_versions"`
 	Versions     types.List   `tfsdk:"versions"`
 	WarmPool     types.Object `tfsdk:"warm_pool"` // environment_warm_pool.go
+	Rollout      types.Object `tfsdk:"rollout"`   // environment_rollout.go
 }
 
 type networkModel struct {
@@ -184,6 +185,7 @@ func (r *environmentResource) Schema(ctx context.Context, _ resource.SchemaReque
 	resp.Schema.Attributes["keep_versions"] = keepVersionsAttribute() // environment_versions.go
 	resp.Schema.Attributes["versions"] = versionsAttribute()
 	resp.Schema.Attributes["warm_pool"] = warmPoolAttribute() // environment_warm_pool.go
+	resp.Schema.Attributes["rollout"] = rolloutAttribute()    // environment_rollout.go
 }
 
 func checkNotReserved(s string) string {
