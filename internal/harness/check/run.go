@@ -91,12 +91,14 @@ var sandboxTools = []string{tools.NameExec, tools.NameReadFile, tools.NameWriteF
 // returns its Result, passed or not.
 func Run(ctx context.Context, cfg Config, agentName string, f *File) (Result, error) {
 	res := Result{Check: f.Name, Agent: agentName}
+	// Ownership first: another owner learns nothing of the agent's readiness.
+	row, err := cfg.Store.GetAgent(ctx, agentName)
+	if err == nil && row.Owner != cfg.Caller {
+		return res, fmt.Errorf("agent %q belongs to %q, and %q may not run a check of it: %w", agentName, row.Owner, cfg.Caller, ErrNotOwner)
+	}
 	a, err := agents.Load(ctx, cfg.Store, agentName)
 	if err != nil {
 		return res, err
-	}
-	if a.Owner != cfg.Caller {
-		return res, fmt.Errorf("agent %q belongs to %q, and %q may not run a check of it: %w", agentName, a.Owner, cfg.Caller, ErrNotOwner)
 	}
 	maxTurns := int64(0)
 	for _, s := range f.Steps {
