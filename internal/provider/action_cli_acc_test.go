@@ -3,7 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
-		"os"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,7 +121,9 @@ action "trueforge_agent_check" "helper" {
 	r.apply()
 	t.Cleanup(func() { r.run("destroy", "-auto-approve", "-no-color") })
 
-	invoke := func() cliResult { return r.run("apply", "-invoke=action.trueforge_agent_check.helper", "-auto-approve", "-no-color") }
+	invoke := func() cliResult {
+		return r.run("apply", "-invoke=action.trueforge_agent_check.helper", "-auto-approve", "-no-color")
+	}
 	if res := invoke(); res.code != 0 || !strings.Contains(res.stdout, `agent "helper": check "cli" passed: 1 steps`) {
 		t.Fatalf("invoke of a passing check: %s", res)
 	}
