@@ -33,6 +33,8 @@ func newCheckCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			res, err := check.Run(ctx, check.Config{Store: h.store, Sandboxes: h.manager, Caller: h.me, Logger: h.logger,
+				// On PostgreSQL the CLI runs as a harness role, which runs every team's agents.
+				Operator: h.store.Shared(),
 				Progress: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "check:", msg) }}, args[0], f)
 			if err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // toolsCheck is a check of an agent that needs python3 and greet-tool (a command the
@@ -185,5 +186,31 @@ func TestCheckRefusesABadFileAndAnotherOwnersAgent(t *testing.T) {
 	}
 	if _, _, err := run(t, st.Path(), "", "check", "talker", filepath.Join(dir, "missing.json")); exitStatus(err) != exitNotFound {
 		t.Fatalf("missing file: exit %d: %v", exitStatus(err), err)
+	}
+}
+
+// On a PostgreSQL control plane the harness role checks a team's agent, as it runs it:
+// a check that holds exits 0, one that does not exits 1 naming the step.
+func TestCheckOnPostgreSQLAsTheHarnessRole(t *testing.T) {
+	pg := storetest.NewHarnessDB(t)
+	c, owner, db := pg.Cluster, pg.Owner, pg.Name
+	team := c.Role(t, "team_check")
+	ctx := context.Background()
+	must(t, owner.ApplyRoles(ctx, store.TeamRole, team))
+	st, err := store.Open(ctx, c.URL(db, team))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addOwnedAgent(t, st, "talker", team, map[string]any{"model": harnesstest.Script()})
+	st.Close()
+	asHarness := c.URL(db, pg.Harness)
+	good := writeFile(t, "good.json", `{"steps": [{"name": "answers", "message": "hi", "turns": [{"text": "hello"}], "expect": {"no_sandbox": true}}]}`)
+	if out, err := runAsRole(t, asHarness, "check", "talker", good); err != nil || !strings.Contains(out, "check passed: 1 steps") {
+		t.Fatalf("a passing check as the harness role: %v\n%s", err, out)
+	}
+	bad := writeFile(t, "bad.json", `{"steps": [{"name": "runs code", "message": "hi", "turns": [{"text": "hello"}], "expect": {"exit_codes": [0]}}]}`)
+	out, err := runAsRole(t, asHarness, "check", "talker", bad)
+	if exitStatus(err) != exitError || !strings.Contains(out, `check failed: step "runs code": exit_codes: want [0] from the step's exec calls, got []`) {
+		t.Fatalf("a failing check as the harness role: exit %d (%v)\n%s", exitStatus(err), err, out)
 	}
 }
