@@ -35,7 +35,7 @@ type Config struct {
 	// PostgreSQL control plane does (`trueforge-harness run` runs any team's agent there;
 	// a team role cannot run the harness at all), so it may check any agent.
 	Operator bool
-	Logger *slog.Logger
+	Logger   *slog.Logger
 	// Progress, when set, is told as each step starts and ends.
 	Progress func(msg string)
 }
