@@ -13,10 +13,11 @@ cd "$(dirname "$0")/.."
 TFPLUGINDOCS_VERSION="${TFPLUGINDOCS_VERSION:-v0.25.0}"
 tfplugindocs=(go run "github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs@${TFPLUGINDOCS_VERSION}")
 
-# Terraform 1.13 (scripts/ensure-terraform113.sh, built once into the tool cache) reads
+# Terraform 1.16 (scripts/ensure-terraform.sh, built once into the tool cache) reads
 # the schema: Terraform 1.11's schema JSON has no resource identity, without which
-# tfplugindocs refuses the import-by-identity examples, and 1.11 cannot validate them.
-PATH="$(dirname "$(scripts/ensure-terraform113.sh)"):$PATH"
+# tfplugindocs refuses the import-by-identity examples, and no list resources; 1.11
+# cannot validate either.
+PATH="$(dirname "$(scripts/ensure-terraform.sh)"):$PATH"
 export PATH
 
 work="$(mktemp -d)"
