@@ -137,6 +137,7 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 	})
 	resp.ResourceData = cp
 	resp.DataSourceData = cp
+	resp.ListResourceData = cp // provider_list.go
 }
 
 // owner is who applies. On PostgreSQL it is the role the connection authenticates as
