@@ -239,6 +239,8 @@ func everyFilterHCL(alice, bob string) string {
 		}
 		b.WriteString("}\n\n")
 	}
+	// Terraform's limit (default 100) stops the list where it says.
+	b.WriteString("list \"trueforge_environment\" \"first\" {\n  provider = trueforge\n  limit    = 1\n}\n")
 	return b.String()
 }
 
@@ -258,6 +260,7 @@ func (q *queryPlane) expectEveryFilter(t *testing.T, owner string, secrets []str
 		"list.trueforge_environment.local":       {"alpha", "beta", "gamma"},
 		"list.trueforge_environment.nowhere":     none,
 		"list.trueforge_environment.alice_ready": {"alpha"},
+		"list.trueforge_environment.first":       {"alpha"},
 		"list.trueforge_agent.all":               {"alpha-coder", "bob-chat", "bob-coder"},
 		"list.trueforge_agent.bob":               {"bob-chat", "bob-coder"},
 		"list.trueforge_agent.in_gamma":          {"bob-coder"},
@@ -325,4 +328,125 @@ func TestAccQueryEveryFilter_postgres(t *testing.T) {
 	q := pgQueryPlane(t)
 	q.expectEveryFilter(t, q.alice, []string{"alpha/TOKEN"})
 	q.expectEveryFilter(t, q.bob, []string{"gamma/TOKEN"})
+}
+
+// generateHCL lists what alice owns, with the resource objects, for
+// -generate-config-out: her Ready environments (beta's build failed, so its import
+// would plan the rebuild that retries it), agents, volumes and alpha's secret.
+func generateHCL(alice string) string {
+	return fmt.Sprintf(`
+list "trueforge_environment" "mine" {
+  provider = trueforge
+  config {
+    owner  = %[1]q
+    status = "Ready"
+  }
+}
+
+list "trueforge_agent" "mine" {
+  provider = trueforge
+  config {
+    owner = %[1]q
+  }
+}
+
+list "trueforge_volume" "mine" {
+  provider = trueforge
+  config {
+    owner = %[1]q
+  }
+}
+
+list "trueforge_secret" "alpha" {
+  provider = trueforge
+  config {
+    environment = "alpha"
+  }
+}
+`, alice)
+}
+
+// expectGeneratedImports runs `terraform query -generate-config-out` as alice in a new
+// directory (no state), then plans what it wrote: every listed object must plan as an
+// import with no changes. A secret's value is never listed, so its generated block has
+// none (value and value_wo are null): the user gives it one, as here, and its import
+// plans the one in-place update that seals that value again (the import of a secret by
+// identity does the same: TestAccIdentity_secret), changing nothing else.
+func (q *queryPlane) expectGeneratedImports(t *testing.T) {
+	t.Helper()
+	r := newCLIRunner(t, q.providers)
+	r.write("main.tf", q.blockAs(q.alice))
+	r.write("search.tfquery.hcl", generateHCL(q.alice))
+	r.init()
+	r.must("query", "-generate-config-out=generated.tf", "-no-color")
+	gen := r.read("generated.tf")
+	for _, want := range []string{
+		`to       = trueforge_environment.mine_0`, `name = "alpha"`, `name = "alpha-coder"`, `name = "alpha-data"`,
+		"value            = null # sensitive", "value_wo         = null # sensitive",
+	} {
+		if !strings.Contains(gen, want) {
+			t.Errorf("generated.tf has no %q", want)
+		}
+	}
+	if strings.Contains(gen, "alpha-secret-value") || strings.Contains(gen, "gamma") || strings.Contains(gen, "bob") || strings.Contains(gen, "beta") {
+		t.Errorf("generated.tf holds a secret's value, bob's objects or the failed environment:\n%s", gen)
+	}
+	if t.Failed() {
+		t.Fatalf("generated.tf:\n%s", gen)
+	}
+	gen = strings.Replace(gen, "value_wo         = null # sensitive", `value_wo         = "alpha-secret-value"`, 1)
+	gen = strings.Replace(gen, "value_wo_version = null", "value_wo_version = 1", 1)
+	r.write("generated.tf", gen)
+	r.must("plan", "-out=import.tfplan", "-input=false", "-no-color")
+	var plan struct {
+		ResourceChanges []struct {
+			Address string `json:"address"`
+			Change  struct {
+				Actions   []string        `json:"actions"`
+				Importing json.RawMessage `json:"importing"`
+				Before    map[string]any  `json:"before"`
+				After     map[string]any  `json:"after"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+	}
+	if err := json.Unmarshal([]byte(r.must("show", "-json", "import.tfplan")), &plan); err != nil {
+		t.Fatal(err)
+	}
+	var imported []string
+	for _, rc := range plan.ResourceChanges {
+		imported = append(imported, rc.Address)
+		want := []string{"no-op"}
+		if strings.HasPrefix(rc.Address, "trueforge_secret.") {
+			want = []string{"update"}
+			var changed []string
+			for k, v := range rc.Change.After {
+				if fmt.Sprint(v) != fmt.Sprint(rc.Change.Before[k]) {
+					changed = append(changed, k)
+				}
+			}
+			if !slices.Equal(changed, []string{"value_wo_version"}) {
+				t.Errorf("%s: the import changes %v, want only value_wo_version (the value sealed again)", rc.Address, changed)
+			}
+		}
+		if !slices.Equal(rc.Change.Actions, want) || len(rc.Change.Importing) == 0 {
+			t.Errorf("%s: planned %v (importing: %s), want an import and %v", rc.Address, rc.Change.Actions, rc.Change.Importing, want)
+		}
+	}
+	slices.Sort(imported)
+	if want := []string{"trueforge_agent.mine_0", "trueforge_environment.mine_0",
+		"trueforge_secret.alpha_0", "trueforge_volume.mine_0"}; !slices.Equal(imported, want) {
+		t.Errorf("the generated configuration planned %v, want %v", imported, want)
+	}
+}
+
+func TestAccQueryGenerateConfig_sqlite(t *testing.T) {
+	queryPreCheck(t)
+	t.Parallel()
+	sqliteQueryPlane(t).expectGeneratedImports(t)
+}
+
+func TestAccQueryGenerateConfig_postgres(t *testing.T) {
+	queryPreCheck(t)
+	t.Parallel()
+	pgQueryPlane(t).expectGeneratedImports(t)
 }
