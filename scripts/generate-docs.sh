@@ -53,8 +53,17 @@ while IFS= read -r f; do
 	[[ $f == */import-by-string-id.tf ]] || cp "$f" "$work/identity/$name"
 done < <(find examples/provider examples/resources examples/data-sources -name '*.tf' | sort)
 cp -r examples/quickstart/. "$work/quickstart/"
-for d in all identity quickstart; do
-	if ! (cd "$work/$d" && TF_CLI_CONFIG_FILE="$work/dev.tfrc" terraform validate -no-color >"$work/validate-$d.log" 2>&1); then
+# The list resources' examples (.tfquery.hcl, for `terraform query`) are validated with
+# the provider block beside them (terraform validate -query).
+mkdir -p "$work/query"
+cp examples/provider/provider.tf "$work/query/"
+for f in examples/list-resources/*/*.tfquery.hcl; do
+	cp "$f" "$work/query/$(basename "$(dirname "$f")").tfquery.hcl"
+done
+for d in all identity quickstart query; do
+	flags=()
+	[[ $d == query ]] && flags=(-query)
+	if ! (cd "$work/$d" && TF_CLI_CONFIG_FILE="$work/dev.tfrc" terraform validate -no-color "${flags[@]}" >"$work/validate-$d.log" 2>&1); then
 		echo "generate-docs: the examples ($d) do not validate against the provider's schema:" >&2
 		cat "$work/validate-$d.log" >&2
 		exit 1
