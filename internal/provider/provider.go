@@ -237,5 +237,8 @@ func (p *trueforgeProvider) DataSources(context.Context) []func() datasource.Dat
 		NewAgentDataSource,
 		NewAgentsDataSource,
 		NewSnapshotManifestDataSource,
+		NewSandboxesDataSource, // what the harness creates: no managed resource, so no list resource (provider_list.go)
+		NewSessionsDataSource,
+		NewSnapshotsDataSource,
 	}
 }
