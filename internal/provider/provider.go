@@ -137,6 +137,7 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 	})
 	resp.ResourceData = cp
 	resp.DataSourceData = cp
+	resp.ListResourceData = cp // provider_list.go
 }
 
 // owner is who applies. On PostgreSQL it is the role the connection authenticates as
@@ -236,5 +237,8 @@ func (p *trueforgeProvider) DataSources(context.Context) []func() datasource.Dat
 		NewAgentDataSource,
 		NewAgentsDataSource,
 		NewSnapshotManifestDataSource,
+		NewSandboxesDataSource, // what the harness creates: no managed resource, so no list resource (provider_list.go)
+		NewSessionsDataSource,
+		NewSnapshotsDataSource,
 	}
 }
