@@ -449,6 +449,98 @@ if (($(result queries_pg) > target_queries)); then
 	status=1
 fi
 
+# terraform query (issue 29): listing BENCH_QUERY_SIZE (1,000) environments with the
+# trueforge_environment list resource against a no-op plan of the 2*BENCH_SIZE (400)
+# resources applied above, both through Terraform 1.16 (scripts/ensure-terraform.sh: 1.11
+# has no query), BENCH_RUNS each, interleaved, in one run (target: query <=
+# BENCH_TARGET_QUERY_RATIO, 2, times the plan). The control plane is the trueforge
+# configuration's: query-data adds the environments beyond its BENCH_SIZE, with the same
+# build inputs (no build). Also timed, not targeted: the same query with
+# include_resource = true (what -generate-config-out asks for: each environment's full
+# state, read as after an import). BENCH_QUERY=0 leaves the section out.
+if [[ "${BENCH_QUERY:-1}" == 1 ]]; then
+	qsize="${BENCH_QUERY_SIZE:-1000}"
+	target_query="${BENCH_TARGET_QUERY_RATIO:-2}"
+	tf116="$(scripts/ensure-terraform.sh)"
+	echo "== terraform query of $qsize environments vs a no-op plan of $((2 * size)) resources ($("$tf116" version | head -1))"
+	mkdir -p "$out/query-data" "$out/query"
+	cat >"$out/query-data/main.tf" <<EOF
+terraform {
+  required_providers {
+    trueforge = {
+      source = "trueforge/trueforge"
+    }
+  }
+}
+
+provider "trueforge" {}
+
+resource "trueforge_environment" "more" {
+$(size=$((qsize - size)) env_attrs '"local"' | sed 's/"env-/"more-/')
+}
+EOF
+	for kind in ids full; do
+		mkdir -p "$out/query/$kind"
+		head -9 "$out/query-data/main.tf" >"$out/query/$kind/main.tf"
+		include=false
+		[[ $kind == full ]] && include=true
+		cat >"$out/query/$kind/environments.tfquery.hcl" <<EOF
+list "trueforge_environment" "all" {
+  provider         = trueforge
+  include_resource = $include
+  limit            = $((qsize + 100))
+}
+EOF
+	done
+	(cd "$out/query-data" && "$tf116" apply -auto-approve -input=false -no-color >"$out/query-data-apply.log" 2>&1) ||
+		{ tail -40 "$out/query-data-apply.log" >&2; exit 1; }
+	: >"$out/times-query-plan.txt"
+	: >"$out/times-query-ids.txt"
+	: >"$out/times-query-full.txt"
+	for ((i = 1; i <= runs; i++)); do
+		(cd "$out/trueforge" && python3 "$out/timeit.py" "$out/times-query-plan.txt" \
+			"$tf116" plan -input=false -no-color -detailed-exitcode >"$out/query-plan.log" 2>&1) ||
+			{ echo "bench: the Terraform 1.16 plan failed or was not empty:" >&2; tail -40 "$out/query-plan.log" >&2; exit 1; }
+		for kind in ids full; do
+			(cd "$out/query/$kind" && python3 "$out/timeit.py" "$out/times-query-$kind.txt" \
+				"$tf116" query -no-color -json >"$out/query-$kind.log" 2>&1) ||
+				{ echo "bench: terraform query ($kind) failed:" >&2; tail -40 "$out/query-$kind.log" >&2; exit 1; }
+			found="$(grep -c '"type":"list_resource_found"' "$out/query-$kind.log" || true)"
+			if [[ $found -ne $qsize ]]; then
+				echo "bench: terraform query ($kind) found $found environments, expected $qsize" >&2
+				exit 1
+			fi
+		done
+		printf '   run %d plan %ss, query %ss, query with resources %ss (wall)\n' "$i" \
+			"$(tail -1 "$out/times-query-plan.txt" | cut -d' ' -f1)" "$(tail -1 "$out/times-query-ids.txt" | cut -d' ' -f1)" \
+			"$(tail -1 "$out/times-query-full.txt" | cut -d' ' -f1)"
+	done
+	python3 - "$out" "$qsize" "$((2 * size))" "$target_query" <<'EOF2' | tee -a "$out/results.txt"
+import os, statistics, sys
+out, qsize, psize, target = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+def med(kind, col):
+    return statistics.median(float(l.split()[col]) for l in open(os.path.join(out, f"times-query-{kind}.txt")))
+plan, ids, full = med("plan", 0), med("ids", 0), med("full", 0)
+cplan, cids, cfull = med("plan", 1), med("ids", 1), med("full", 1)
+print()
+print(f"terraform query of {qsize} environments against a no-op plan of {psize + 1} resources (Terraform 1.16, medians)")
+print(f"  plan                                  {plan:6.2f} s wall {cplan:6.2f} s CPU")
+print(f"  query (identities)                    {ids:6.2f} s wall {cids:6.2f} s CPU  ratio {ids / plan:.2f} "
+      f"(target <= {target}: {'met' if ids / plan <= target else 'MISSED'}; CPU {cids / cplan:.2f})")
+print(f"  query, include_resource = true        {full:6.2f} s wall {cfull:6.2f} s CPU  ratio {full / plan:.2f} (CPU {cfull / cplan:.2f})")
+print(f"RESULT query_plan_s={plan:.3f} query_s={ids:.3f} query_ratio={ids / plan:.3f} query_full_s={full:.3f} "
+      f"query_full_ratio={full / plan:.3f} query_cpu_ratio={cids / cplan:.3f}")
+EOF2
+	if ! python3 -c "import sys; sys.exit(0 if $(result query_ratio) <= $target_query else 1)"; then
+		echo "bench: terraform query/plan ratio $(result query_ratio) misses the target $target_query" >&2
+		[[ "${BENCH_STRICT:-0}" == 1 ]] && status=1
+	fi
+	if [[ "${BENCH_KEEP:-0}" != 1 ]]; then
+		(cd "$out/query-data" && "$tf116" destroy -auto-approve -input=false -no-color >"$out/query-data-destroy.log" 2>&1) ||
+			failed "destroying query-data" "$out/query-data-destroy.log" 40
+	fi
+fi
+
 if [[ "${BENCH_KEEP:-0}" == 1 ]]; then
 	echo "== BENCH_KEEP=1: keeping the applied configurations in $out (TF_CLI_CONFIG_FILE=$out/tfrc, TRUEFORGE_DATABASE_URL=$TRUEFORGE_DATABASE_URL, TRUEFORGE_SECRET_KEY in $out/secret-key; trueforge-pg's database goes with the bench's PostgreSQL)"
 else

@@ -2,8 +2,8 @@
 # Fails when `make generate` would change docs/: runs scripts/generate-docs.sh in a
 # temporary copy of the tree, from an empty docs/ (the work tree is never written), and
 # compares the result with docs/, naming every file that differs, is missing or is
-# extra. `make test` runs it last. Terraform 1.13 comes from the tool cache
-# (scripts/ensure-terraform113.sh builds it once).
+# extra. `make test` runs it last. Terraform 1.16 comes from the tool cache
+# (scripts/ensure-terraform.sh builds it once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -13,10 +13,11 @@ cd "$(dirname "$0")/.."
 TFPLUGINDOCS_VERSION="${TFPLUGINDOCS_VERSION:-v0.25.0}"
 tfplugindocs=(go run "github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs@${TFPLUGINDOCS_VERSION}")
 
-# Terraform 1.13 (scripts/ensure-terraform113.sh, built once into the tool cache) reads
+# Terraform 1.16 (scripts/ensure-terraform.sh, built once into the tool cache) reads
 # the schema: Terraform 1.11's schema JSON has no resource identity, without which
-# tfplugindocs refuses the import-by-identity examples, and 1.11 cannot validate them.
-PATH="$(dirname "$(scripts/ensure-terraform113.sh)"):$PATH"
+# tfplugindocs refuses the import-by-identity examples, and no list resources; 1.11
+# cannot validate either.
+PATH="$(dirname "$(scripts/ensure-terraform.sh)"):$PATH"
 export PATH
 
 work="$(mktemp -d)"
@@ -52,8 +53,17 @@ while IFS= read -r f; do
 	[[ $f == */import-by-string-id.tf ]] || cp "$f" "$work/identity/$name"
 done < <(find examples/provider examples/resources examples/data-sources -name '*.tf' | sort)
 cp -r examples/quickstart/. "$work/quickstart/"
-for d in all identity quickstart; do
-	if ! (cd "$work/$d" && TF_CLI_CONFIG_FILE="$work/dev.tfrc" terraform validate -no-color >"$work/validate-$d.log" 2>&1); then
+# The list resources' examples (.tfquery.hcl, for `terraform query`) are validated with
+# the provider block beside them (terraform validate -query).
+mkdir -p "$work/query"
+cp examples/provider/provider.tf "$work/query/"
+for f in examples/list-resources/*/*.tfquery.hcl; do
+	cp "$f" "$work/query/$(basename "$(dirname "$f")").tfquery.hcl"
+done
+for d in all identity quickstart query; do
+	flags=()
+	[[ $d == query ]] && flags=(-query)
+	if ! (cd "$work/$d" && TF_CLI_CONFIG_FILE="$work/dev.tfrc" terraform validate -no-color "${flags[@]}" >"$work/validate-$d.log" 2>&1); then
 		echo "generate-docs: the examples ($d) do not validate against the provider's schema:" >&2
 		cat "$work/validate-$d.log" >&2
 		exit 1

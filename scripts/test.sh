@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as `make test` and CI run it: unit tests, then the acceptance
 # tests (TF_ACC=1, in-process provider, offline) under Terraform when it is on PATH and
-# always under OpenTofu; beside them, the identity and import tests under Terraform 1.13
-# (a third CLI, built from the Go module proxy); last, the docs check (docs/ is what
+# always under OpenTofu; beside them, the identity, import, query and action tests under
+# Terraform 1.16 (a third CLI, built from the Go module proxy); last, the docs check (docs/ is what
 # `make generate` writes). `make test` runs `make lint` before it. Tests that need a
 # Daytona account run only with DAYTONA_API_KEY.
 set -euo pipefail
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh --tests
 
 work="$(mktemp -d)"
-# On any exit, wait for the Terraform 1.13 run below before its log goes.
+# On any exit, wait for the Terraform 1.16 run below before its log goes.
 trap 'wait; rm -rf "$work"' EXIT
 # terraform-exec cannot parse tofu's version when the CLI config file is missing, so
 # every run gets an existing, empty one (and no user settings leak into tests).
@@ -40,19 +40,21 @@ export TRUEFORGE_REQUIRE_CLAMD=1
 TRUEFORGE_SERVER_EVERYTHING="$(scripts/ensure-server-everything.sh)"
 export TRUEFORGE_SERVER_EVERYTHING TRUEFORGE_REQUIRE_SERVER_EVERYTHING=1
 
-# Third CLI: Terraform 1.13, which has resource identity (Terraform 1.11 has none, so the
-# identity tests skip there). Its build (about 4 minutes the first time) and its tests
-# run beside the other two; they must pass, and none of them may skip.
+# Third CLI: Terraform 1.16, which has resource identity (Terraform 1.11 has none, so the
+# identity tests skip there), list resources and `terraform query`, and actions (1.14 and
+# later; under Terraform 1.11 and OpenTofu the query and action tests skip, saying so).
+# Its build (about 4 minutes the first time) and its tests run beside the other two; they
+# must pass, and none of them may skip.
 (
-	tf113="$(scripts/ensure-terraform113.sh)"
-	echo "== identity and import tests under $("$tf113" version | head -1)"
-	TF_ACC_TERRAFORM_PATH="$tf113" go test -count=1 -timeout "$timeout" -v -run '^(TestAccIdentity|TestAccImport)' ./internal/provider/ >"$work/tf113-test.log" 2>&1 ||
-		{ cat "$work/tf113-test.log"; exit 1; }
-	grep -E '^(--- |ok|FAIL)' "$work/tf113-test.log"
-	if grep -q -- '--- SKIP' "$work/tf113-test.log"; then echo "a test skipped under Terraform 1.13" >&2; exit 1; fi
-) >"$work/tf113.log" 2>&1 &
-tf113_pid=$!
-# Built while Terraform 1.13 builds, on a fresh machine.
+	tf116="$(scripts/ensure-terraform.sh)"
+	echo "== identity, import, query and action tests under $("$tf116" version | head -1)"
+	TF_ACC_TERRAFORM_PATH="$tf116" go test -count=1 -timeout "$timeout" -v -run '^(TestAccIdentity|TestAccImport|TestAccQuery|TestAccAction)' ./internal/provider/ >"$work/tf116-test.log" 2>&1 ||
+		{ cat "$work/tf116-test.log"; exit 1; }
+	grep -E '^(--- |ok|FAIL)' "$work/tf116-test.log"
+	if grep -q -- '--- SKIP' "$work/tf116-test.log"; then echo "a test skipped under Terraform 1.16" >&2; exit 1; fi
+) >"$work/tf116.log" 2>&1 &
+tf116_pid=$!
+# Built while Terraform 1.16 builds, on a fresh machine.
 tofu="$(scripts/ensure-tofu.sh)"
 
 go vet ./...
@@ -69,9 +71,9 @@ else
 		go test -count=1 -timeout "$timeout" ./...
 fi
 
-wait "$tf113_pid" || { cat "$work/tf113.log"; echo "test: the identity and import tests failed under Terraform 1.13" >&2; exit 1; }
-cat "$work/tf113.log"
+wait "$tf116_pid" || { cat "$work/tf116.log"; echo "test: the identity, import, query or action tests failed under Terraform 1.16" >&2; exit 1; }
+cat "$work/tf116.log"
 
-# docs/ must be what `make generate` writes; with the Terraform 1.13 built above.
+# docs/ must be what `make generate` writes; with the Terraform 1.16 built above.
 echo "== docs check"
 scripts/docs-check.sh

@@ -152,6 +152,9 @@ func (p *printer) render(e store.Event, textShown bool) {
 	case events.SandboxProvisioned:
 		fmt.Fprintf(w, "  [sandbox] PROVISIONED %s (%s backend, provider %s) from environment %s, snapshot %s in %d ms — %s\n",
 			v.SandboxID, v.ProviderType, v.Provider, v.Environment, v.SnapshotID, v.TookMS, v.Reason)
+		if v.Version != "" {
+			fmt.Fprintf(w, "  [sandbox] ROLLOUT: the %s version (the current one for %d%% of new sessions)\n", v.Version, v.RolloutPercent)
+		}
 		if len(v.UnenforcedLimits) > 0 {
 			var names []string
 			for _, u := range v.UnenforcedLimits {

@@ -60,6 +60,10 @@ func TestPrintExistingLogs(t *testing.T) {
 		"provisioned with unenforced limits": {
 			"[sandbox] PROVISIONED tf-s-1-2", "[sandbox] WARNING: limits not enforced on this host: cpu", "cpu: no writable cgroup",
 		},
+		"provisioned under a rollout, from the previous version": {
+			"[sandbox] PROVISIONED tf-s-2-1 (local backend, provider local) from environment default, snapshot snap-0 in 21 ms",
+			"[sandbox] ROLLOUT: the previous version (the current one for 30% of new sessions)",
+		},
 		"network reattached (no longer recorded)": {
 			"[sandbox] NETWORK REATTACHED tf-s-1-1 (processes restarted, files kept): the egress proxy was recreated",
 		},

@@ -12,7 +12,7 @@ import (
 )
 
 // Resource identity needs Terraform (or OpenTofu) 1.12 or later: scripts/test.sh runs
-// these tests under Terraform 1.13 (scripts/ensure-terraform113.sh) and OpenTofu 1.12,
+// these tests under Terraform 1.16 (scripts/ensure-terraform.sh) and OpenTofu 1.12,
 // where they must pass, and they skip with this reason under Terraform 1.11.
 // TestAccImport_stringIDs (below) covers string ids on every CLI.
 var identityVersionChecks = []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_12_0)}

@@ -138,6 +138,7 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 	resp.ActionData = cp // provider_actions.go
 	resp.ResourceData = cp
 	resp.DataSourceData = cp
+	resp.ListResourceData = cp // provider_list.go
 }
 
 // owner is who applies. On PostgreSQL it is the role the connection authenticates as
@@ -237,5 +238,8 @@ func (p *trueforgeProvider) DataSources(context.Context) []func() datasource.Dat
 		NewAgentDataSource,
 		NewAgentsDataSource,
 		NewSnapshotManifestDataSource,
+		NewSandboxesDataSource, // what the harness creates: no managed resource, so no list resource (provider_list.go)
+		NewSessionsDataSource,
+		NewSnapshotsDataSource,
 	}
 }

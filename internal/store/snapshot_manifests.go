@@ -176,9 +176,10 @@ type AffectedArtifact struct {
 	Packages                                []manifest.Package
 }
 
-// AffectedBy answers an advisory query from the store alone: no backend is asked.
-func (s *Store) AffectedBy(ctx context.Context, q manifest.Query) (Affected, error) {
-	out := Affected{Query: q.String()}
+// snapshotsHolding finds the snapshots that hold a version of a package q matches, in
+// snapshot order, with the matching packages of each. It reads the shared snapshot
+// package index alone, which every role may read.
+func (s *Store) snapshotsHolding(ctx context.Context, q manifest.Query) (map[string][]manifest.Package, []string, error) {
 	names := []string{q.Name}
 	if pn := manifest.PythonName(q.Name); pn != q.Name && (q.Ecosystem == "" || q.Ecosystem == manifest.PyPI) {
 		names = append(names, pn)
@@ -194,7 +195,7 @@ func (s *Store) AffectedBy(ctx context.Context, q manifest.Query) (Affected, err
 	}
 	rows, err := s.db.QueryContext(ctx, query+` ORDER BY snapshot_id, ecosystem, name, version`, args...)
 	if err != nil {
-		return out, fmt.Errorf("looking up %s in snapshot manifests: %w", q, err)
+		return nil, nil, fmt.Errorf("looking up %s in snapshot manifests: %w", q, err)
 	}
 	bySnap := map[string][]manifest.Package{}
 	var snapIDs []string
@@ -203,7 +204,7 @@ func (s *Store) AffectedBy(ctx context.Context, q manifest.Query) (Affected, err
 		var p manifest.Package
 		if err := rows.Scan(&id, &p.Ecosystem, &p.Name, &p.Version); err != nil {
 			rows.Close()
-			return out, err
+			return nil, nil, err
 		}
 		if !q.Matches(p) {
 			continue
@@ -215,6 +216,24 @@ func (s *Store) AffectedBy(ctx context.Context, q manifest.Query) (Affected, err
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	return bySnap, snapIDs, nil
+}
+
+// SnapshotsAffectedBy lists the snapshots that hold a version of a package q matches:
+// what AffectedBy finds first, without the sessions and artifacts (the harness's, which
+// team roles may not read).
+func (s *Store) SnapshotsAffectedBy(ctx context.Context, q manifest.Query) ([]string, error) {
+	_, ids, err := s.snapshotsHolding(ctx, q)
+	return ids, err
+}
+
+// AffectedBy answers an advisory query from the store alone: no backend is asked.
+func (s *Store) AffectedBy(ctx context.Context, q manifest.Query) (Affected, error) {
+	out := Affected{Query: q.String()}
+	bySnap, snapIDs, err := s.snapshotsHolding(ctx, q)
+	if err != nil {
 		return out, err
 	}
 	for _, id := range snapIDs {

@@ -12,8 +12,9 @@ import (
 )
 
 // An agent pinned to a kept version loads on its snapshot while the environment moves
-// on (even to a failed build), and one pinned to a version that is no longer kept is
-// refused with the reason; an unpinned agent follows the current version.
+// on (even to a failed build, and past keep_versions: a pin keeps its version), and one
+// pinned to no version of the environment is refused with the reason; an unpinned
+// agent follows the current version.
 func TestPinnedAgentLoadsItsVersion(t *testing.T) {
 	st := harnesstest.NewStore(t)
 	ctx := context.Background()
@@ -56,12 +57,17 @@ func TestPinnedAgentLoadsItsVersion(t *testing.T) {
 		t.Fatalf("follower on a failed current version: %v, want ErrNotReady", err)
 	}
 
-	move("snap-v3", "Ready") // keep_versions = 1: v2 is kept, v1 (pinned) is not
+	move("snap-v3", "Ready") // keep_versions = 1: v2 is kept, and v1 too while an agent pins it
 	if a, err := agents.Load(ctx, st, "follower"); err != nil || a.Environment.SnapshotID != "snap-v3" {
 		t.Fatalf("follower after v3: %v, %+v", err, a)
 	}
-	_, err = agents.Load(ctx, st, "pinned")
-	if !errors.Is(err, agents.ErrNotReady) || !strings.Contains(err.Error(), "keep_versions") || !strings.Contains(err.Error(), "snap-py") {
-		t.Fatalf("a pin past keep_versions: %v; want a refusal naming the version and keep_versions", err)
+	move("snap-v4", "Ready")
+	if a, err := agents.Load(ctx, st, "pinned"); err != nil || a.Environment.SnapshotID != "snap-py" {
+		t.Fatalf("a pin past keep_versions: %v, %+v; want its version kept and loaded", err, a)
+	}
+	harnesstest.AddAgent(t, st, "stray", "py", harnesstest.AgentSpec{"model": harnesstest.Script(), "sandbox": sandbox("h-nope")})
+	_, err = agents.Load(ctx, st, "stray")
+	if !errors.Is(err, agents.ErrNotReady) || !strings.Contains(err.Error(), "h-nope") || !strings.Contains(err.Error(), "not one of its versions") {
+		t.Fatalf("a pin of no version: %v; want a refusal naming it", err)
 	}
 }

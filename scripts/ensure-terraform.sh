@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Builds Terraform 1.13 from the Go module proxy into the tool cache (once) and prints the
+# Builds Terraform 1.16 from the Go module proxy into the tool cache (once) and prints the
 # binary's path: the third CLI of the acceptance matrix, the one with resource identity
-# (Terraform >= 1.12; the 1.11 on PATH has none).
+# (Terraform >= 1.12), list resources and `terraform query` (>= 1.14) and actions (>= 1.14;
+# their failure modes 1.16). The 1.11 on PATH has none of them, OpenTofu has no query and
+# no actions. TERRAFORM_VERSION picks another release (the proxy serves an exact version
+# even where its version list looks older).
 #
 # Built like OpenTofu (scripts/ensure-tofu.sh), inside a writable copy of the downloaded
 # module, because Terraform's go.mod replaces ten of its own nested modules with
 # directories (./internal/backend/remote-state/{azure,consul,cos,gcs,kubernetes,oci,oss,
 # pg,s3} and ./internal/legacy). A module zip never contains nested modules, and the proxy
 # does not serve them on their own (no tags), so the copy drops those replaces and the
-# nine remote-state backends they provide: what is built is Terraform 1.13.3 with the
+# nine remote-state backends they provide: what is built is Terraform 1.16.4 with the
 # local, http, inmem, remote and cloud backends. The acceptance tests use local state
 # only; nothing else in Terraform imports those packages (init.go alone does).
 set -euo pipefail
-version="${TERRAFORM113_VERSION:-v1.13.3}"
+version="${TERRAFORM_VERSION:-v1.16.4}"
 # shellcheck source=scripts/toolcache.sh
 . "$(dirname "$0")/toolcache.sh"
 tool_cache terraform "$version" terraform
