@@ -187,6 +187,9 @@ func TestCheckRefusesABadFileAndAnotherOwnersAgent(t *testing.T) {
 	if _, _, err := run(t, st.Path(), "", "check", "talker", filepath.Join(dir, "missing.json")); exitStatus(err) != exitNotFound {
 		t.Fatalf("missing file: exit %d: %v", exitStatus(err), err)
 	}
+	if _, _, err := run(t, st.Path(), "", "check", "ghost", good); exitStatus(err) != exitNotFound || !strings.Contains(err.Error(), `agent "ghost"`) {
+		t.Fatalf("missing agent: exit %d: %v", exitStatus(err), err)
+	}
 }
 
 // On a PostgreSQL control plane the harness role checks a team's agent, as it runs it:
