@@ -135,6 +135,7 @@ func (p *trueforgeProvider) Configure(ctx context.Context, req provider.Configur
 		"database_kind": kind, "database": redactedURL(dbURL), "owner": owner, "owner_is_role": st.Shared(),
 		"data_dir": cp.plane.DataDir(), "backends": strings.Join(cp.backends.Types(), ","),
 	})
+	resp.ActionData = cp // provider_actions.go
 	resp.ResourceData = cp
 	resp.DataSourceData = cp
 	resp.ListResourceData = cp // provider_list.go
