@@ -278,7 +278,7 @@ resource "terraform_data" "go" {
 // "tester", made outside this configuration) may neither stop the sandboxes, nor run the
 // check, nor rebuild the environment. The refusal comes before anything is read from a
 // sandbox, run or built.
-func TestAccActionOwnership_anotherTeamMayNotStopOrCheck(t *testing.T) {
+func TestAccActionOwnership_anotherTeamMayNotStopCheckOrRebuild(t *testing.T) {
 	f := newFixture(t)
 	st := f.store()
 	harnesstest.AddEnvironment(t, st, "theirs", sandbox.StatusReady)

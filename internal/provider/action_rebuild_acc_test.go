@@ -148,7 +148,7 @@ func testEnvironmentRebuild(t *testing.T, p versionsPlane) {
 			},
 			// Refreshed into state: the new snapshot and its hash, the versions.
 			{
-				Config: p.config(rebuildHCL("v1", "a", "1")),
+				Config:           p.config(rebuildHCL("v1", "a", "1")),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(envAddr, tfjsonpath.New("build_hash"), knownvalue.StringExact(spec("v1", 1))),
