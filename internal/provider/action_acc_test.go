@@ -273,11 +273,12 @@ resource "terraform_data" "go" {
 `, input, action)
 }
 
-// Authority over an environment's sandboxes and an agent's checks follows ownership:
-// another team (here alice, against the environment and agent of team "tester", made
-// outside this configuration) may neither stop the sandboxes nor run the check. The
-// refusal comes before anything is read from a sandbox or run.
-func TestAccActionOwnership_anotherTeamMayNotStopOrCheck(t *testing.T) {
+// Authority over an environment's sandboxes and builds and an agent's checks follows
+// ownership: another team (here alice, against the environment and agent of team
+// "tester", made outside this configuration) may neither stop the sandboxes, nor run the
+// check, nor rebuild the environment. The refusal comes before anything is read from a
+// sandbox, run or built.
+func TestAccActionOwnership_anotherTeamMayNotStopCheckOrRebuild(t *testing.T) {
 	f := newFixture(t)
 	st := f.store()
 	harnesstest.AddEnvironment(t, st, "theirs", sandbox.StatusReady)
@@ -314,6 +315,16 @@ action "trueforge_agent_check" "theirs" {
 }
 `, check), "action.trueforge_agent_check.theirs"),
 			ExpectError: expectError(`Agent Owned By Another User .* Agent "their-agent" is owned by "tester" and cannot be checked by "alice"`),
+		},
+		resource.TestStep{
+			Config: f.providerBlock(f.owner) + invokeHCL("4", `
+action "trueforge_environment_rebuild" "theirs" {
+  config {
+    environment = "theirs"
+  }
+}
+`, "action.trueforge_environment_rebuild.theirs"),
+			ExpectError: expectError(`Environment Owned By Another User .* Environment "theirs" is owned by "tester" and cannot be rebuilt by "alice"`),
 		},
 	)
 }

@@ -140,3 +140,48 @@ action "trueforge_agent_check" "helper" {
 		t.Fatalf("terraform test of a failing check: %s", res)
 	}
 }
+
+// The rebuild on demand, as its example shows it: `terraform apply -invoke` builds the
+// environment again (its progress messages name the new snapshot and the previous one),
+// and the next `plan -detailed-exitcode` exits 0: no change.
+func TestAccActionEnvironmentRebuild_invokeThenEmptyPlan(t *testing.T) {
+	testAccPreCheck(t)
+	f := newFixture(t)
+	r := newCLIRunner(t, freshProviders)
+	skipWithoutActions(t, r)
+	// (Not parallel: the variables are the process's.)
+	t.Setenv(envDatabaseURL, f.dbURL)
+	t.Setenv(envOwner, f.owner)
+	r.write("main.tf", localProviderHCL+`
+resource "trueforge_environment" "py" {
+  name             = "py"
+  sandbox_provider = trueforge_sandbox_provider.local.name
+  build_script     = "echo hi > /opt/hi"
+}
+
+action "trueforge_environment_rebuild" "py" {
+  config {
+    environment = trueforge_environment.py.name
+  }
+}
+`)
+	r.init()
+	r.apply()
+	t.Cleanup(func() { r.run("destroy", "-auto-approve", "-no-color") })
+	before, err := f.store().GetEnvironment(t.Context(), "py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.run("apply", "-invoke=action.trueforge_environment_rebuild.py", "-auto-approve", "-no-color")
+	after, err := f.store().GetEnvironment(t.Context(), "py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.code != 0 || after.SnapshotID == before.SnapshotID ||
+		!strings.Contains(res.stdout, `environment "py": now on snapshot `+after.SnapshotID) || !strings.Contains(res.stdout, before.SnapshotID+" is a previous version") {
+		t.Fatalf("invoke of the rebuild (snapshot %s before, %s after): %s", before.SnapshotID, after.SnapshotID, res)
+	}
+	if res := r.run("plan", "-detailed-exitcode", "-no-color"); res.code != 0 {
+		t.Fatalf("plan after the rebuild: want exit 0 (no changes): %s", res)
+	}
+}

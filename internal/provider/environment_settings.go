@@ -287,7 +287,7 @@ func (m *environmentModel) settings(ctx context.Context, spec sandbox.SnapshotSp
 	n := m.networkSettings(ctx)
 	st := store.EnvironmentSettings{
 		GPU: spec.GPU, GPUType: spec.GPUType, Dockerfile: spec.Dockerfile, Entrypoint: spec.Entrypoint, Region: spec.Region,
-		Registry: spec.Registry, BuildContext: m.BuildContext.ValueString(), ContextHash: spec.ContextHash,
+		Registry: spec.Registry, BuildContext: m.BuildContext.ValueString(), ContextHash: spec.ContextHash, Rebuild: spec.Rebuild,
 		AllowCIDRs: n.allowCIDRs, PackageIndexes: n.packageIndexes, PackageIndexesIn: n.packageIndexesIn,
 	}
 	if labels := mapFrom(ctx, m.Labels); len(labels) > 0 {

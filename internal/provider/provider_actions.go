@@ -20,6 +20,7 @@ func (p *trueforgeProvider) Actions(context.Context) []func() action.Action {
 	return []func() action.Action{
 		NewSandboxesStopAction,
 		NewAgentCheckAction,
+		NewEnvironmentRebuildAction,
 	}
 }
 

@@ -259,6 +259,9 @@ func (r *environmentResource) ModifyPlan(ctx context.Context, req resource.Modif
 		if resp.Diagnostics.HasError() {
 			return
 		}
+		if state != nil && plan.Name.Equal(state.Name) && plan.SandboxProvider.Equal(state.SandboxProvider) {
+			spec.Rebuild = r.cp.storedRebuild(ctx, state.ID.ValueString()) // action_environment_rebuild.go
+		}
 		plan.BuildHash = types.StringValue(spec.BuildHash())
 	} else {
 		plan.BuildHash = types.StringUnknown()

@@ -249,6 +249,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 		return
 	}
 	spec, _ := plan.spec(ctx)
+	spec.Rebuild = env.Settings.Rebuild // the forced builds so far stay in the hash (action_environment_rebuild.go)
 	blockAll, allow := plan.network(ctx)
 	env.Env, env.BlockAll, env.AllowDomains = mapFrom(ctx, plan.Env), blockAll, allow
 	env.SharedWith = setFrom(ctx, plan.SharedWith)

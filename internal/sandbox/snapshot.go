@@ -46,6 +46,10 @@ type SnapshotSpec struct {
 	Region string `json:"region,omitempty"`
 	// Registry names the private registry Image or Dockerfile pulls from ("" for none).
 	Registry string `json:"registry,omitempty"`
+	// Rebuild counts the builds of the same inputs that trueforge_environment_rebuild
+	// forced (0 for none): a content-addressed snapshot of unchanged inputs is the same
+	// snapshot, so a forced build needs an input that differs, and this is it.
+	Rebuild int64 `json:"rebuild,omitempty"`
 }
 
 // BuildHash is the content address of a snapshot: identical inputs, in any environment or
@@ -77,8 +81,9 @@ func (s SnapshotSpec) BuildHash() string {
 		Entrypoint  []string    `json:"entrypoint,omitempty"`
 		Region      string      `json:"region,omitempty"`
 		Registry    string      `json:"registry,omitempty"`
+		Rebuild     int64       `json:"rebuild,omitempty"`
 	}{1, s.Image, s.BuildScript, s.CPU, s.MemoryGB, s.DiskGB, trig,
-		s.GPU, s.GPUType, s.Dockerfile, s.ContextHash, s.Entrypoint, s.Region, s.Registry})
+		s.GPU, s.GPUType, s.Dockerfile, s.ContextHash, s.Entrypoint, s.Region, s.Registry, s.Rebuild})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

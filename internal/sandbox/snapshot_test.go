@@ -24,6 +24,7 @@ func TestBuildHashCoversEveryBuildInputAndNothingElse(t *testing.T) {
 		"entrypoint":   func(s *SnapshotSpec) { s.Entrypoint = []string{"sleep", "infinity"} },
 		"region":       func(s *SnapshotSpec) { s.Region = "eu" },
 		"registry":     func(s *SnapshotSpec) { s.Registry = "ghcr" },
+		"rebuild":      func(s *SnapshotSpec) { s.Rebuild = 1 },
 	}
 	for name, change := range variants {
 		v := base

@@ -26,6 +26,13 @@ type EnvironmentSettings struct {
 	// Registry names the trueforge_registry the image or Dockerfile pulls from ("" for a
 	// public image).
 	Registry string `json:"registry,omitempty"`
+	// Rebuild is how many times trueforge_environment_rebuild forced a new build of the
+	// same inputs (sandbox.SnapshotSpec.Rebuild; 0, and then out of the hash, for none).
+	// It is kept here, not in a column of its own, because this document is where the
+	// build inputs beyond the first release live: it needs no migration, and on
+	// PostgreSQL it is written under the environments table's row-level security, by
+	// the environment's owner only, like every other input.
+	Rebuild int64 `json:"rebuild,omitempty"`
 
 	// Live settings: applied without a rebuild, to sandboxes created afterwards.
 	// KeepVersions is how many previous versions are kept from collection (nil:
