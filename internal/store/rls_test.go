@@ -265,6 +265,14 @@ func TestRLSSessionsReadByTheirAgentsTeam(t *testing.T) {
 	refused(t, p.asAlice.DB(), "alice's", `UPDATE sessions SET owner = 'x' WHERE id = 'sa'`, `DELETE FROM sessions WHERE id = 'sa'`,
 		`UPDATE session_sandboxes SET state = 'stopped' WHERE session_id = 'sa'`, `DELETE FROM session_sandboxes`,
 		`INSERT INTO session_sandboxes(session_id, provider, provider_type, sandbox_id, environment, snapshot_id, state, created_at, last_used_at, state_at) VALUES ('sa', 'l', 'l', 'b', 'py', 's', 'running', 0, 0, 0)`)
+	for who, c := range map[string]struct {
+		st   *Store
+		want bool
+	}{"alice": {p.asAlice, false}, "the harness": {h, true}, "the owner": {p.owner, true}} {
+		if got, err := c.st.RunsSessions(ctx); err != nil || got != c.want {
+			t.Errorf("RunsSessions as %s = %v, %v; want %v", who, got, err, c.want)
+		}
+	}
 	// The harness still writes every row: stopping bob's sandbox and deleting a session
 	// of an agent nobody owns any more.
 	if ok, err := h.SwapSandboxState(ctx, "sb", []string{SandboxStateRunning}, SandboxStateStopped, now, now.Add(time.Hour)); err != nil || !ok {

@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // Sessions and their sandboxes, as each role sees them (PostgreSQL; an SQLite file has
 // one operator, who sees them all). A team reads, never writes, the sessions of the
 // agents it owns (agents.owner = current_user) and the sandbox records of the sessions
@@ -28,3 +30,18 @@ CREATE POLICY session_sandboxes_harness ON session_sandboxes FOR ALL USING (` + 
 CREATE POLICY session_sandboxes_team_read ON session_sandboxes FOR SELECT USING (
 	EXISTS (SELECT 1 FROM sessions s WHERE s.id = session_sandboxes.session_id));
 `}
+
+// RunsSessions reports whether this store's role may run sessions: create them and
+// change their sandboxes' state, which the trueforge_sandboxes_stop and
+// trueforge_agent_check actions do. On SQLite it always may; on PostgreSQL a harness
+// role (or the tables' owner) may, and a team role, which only reads its agents'
+// sessions, may not.
+func (s *Store) RunsSessions(ctx context.Context) (bool, error) {
+	if s.db.dialect != postgres {
+		return true, nil
+	}
+	var ok bool
+	err := s.db.QueryRowContext(ctx, `SELECT has_table_privilege(current_user, 'sessions', 'INSERT')
+		AND has_table_privilege(current_user, 'session_sandboxes', 'UPDATE')`).Scan(&ok)
+	return ok, err
+}
