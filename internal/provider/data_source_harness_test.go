@@ -252,11 +252,11 @@ resource "terraform_data" "go" {
 			{
 				PreConfig:   func() { harnessRecords(t, f.storeAs(f.harness)) },
 				Config:      trigger("trueforge_sandboxes_stop", `agent = "coder"`),
-				ExpectError: regexp.MustCompile(fmt.Sprintf(`Sandboxes Not Stoppable By This Role(.|\n)*Role "%s" is a team role(.|\n)*harness\s+role`, f.alice)),
+				ExpectError: regexp.MustCompile(fmt.Sprintf(`Sandboxes Not Stoppable By This Role(.|\n)*Role "%s" is a team role(.|\n)*ask\s+the\s+operator\s+of\s+the\s+harness`, f.alice)),
 			},
 			{
 				Config:      trigger("trueforge_agent_check", `agent = "coder"`+"\n    check = jsonencode({name = \"c\", steps = [{name = \"s\", message = \"hi\", turns = [{text = \"hello\"}], expect = {no_sandbox = true}}]})"),
-				ExpectError: regexp.MustCompile(`Agent Check Not Runnable By This Role(.|\n)*may not change them`),
+				ExpectError: regexp.MustCompile(`Agent Check Not Runnable By This Role(.|\n)*may not change them(.|\n)*trueforge-harness\s+check\s+coder\s+FILE`),
 			},
 			{
 				// Nothing was stopped: box-1 of coder's session s1 still runs.

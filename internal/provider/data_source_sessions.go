@@ -117,9 +117,10 @@ func runtimeReadError(diags *diag.Diagnostics, cp *controlPlane, kinds string, e
 }
 
 // refuseReadOnlyRole adds an error and reports true when the control plane's role may
-// only read sessions (a PostgreSQL team role): what (the summary's subject, "Sandboxes
-// Not Stoppable") needs a role that runs them.
-func refuseReadOnlyRole(ctx context.Context, diags *diag.Diagnostics, cp *controlPlane, summary, doing string) bool {
+// only read sessions (a PostgreSQL team role), which doing ("stopping sandboxes")
+// changes; summary is the error's subject ("Sandboxes Not Stoppable"), instead what the
+// user can do instead.
+func refuseReadOnlyRole(ctx context.Context, diags *diag.Diagnostics, cp *controlPlane, summary, doing, instead string) bool {
 	ok, err := cp.store.RunsSessions(ctx)
 	if err != nil {
 		addOperationError(diags, summary, "checking the role's privileges on sessions", err)
@@ -130,7 +131,7 @@ func refuseReadOnlyRole(ctx context.Context, diags *diag.Diagnostics, cp *contro
 	}
 	diags.AddError(summary+" By This Role",
 		fmt.Sprintf("Role %q is a team role: on PostgreSQL it reads the sessions of its own agents and their sandboxes (trueforge_sessions, "+
-			"trueforge_sandboxes) but may not change them, and %s changes them. Run it as a harness role (a member of trueforge_harness; "+
-			"see the PostgreSQL guide), or with trueforge-harness on a machine that runs the harness.", cp.owner, doing))
+			"trueforge_sandboxes) but may not change them, and %s changes them; only the harness (a role in trueforge_harness) "+
+			"writes them. %s", cp.owner, doing, instead))
 	return true
 }
