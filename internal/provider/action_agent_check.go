@@ -42,7 +42,9 @@ func (a *agentCheckAction) Schema(_ context.Context, _ action.SchemaRequest, res
 			"expectation, when an expectation does not hold. Trigger it after the environment's update " +
 			"(`lifecycle { action_trigger { events = [after_update], actions = [action.trueforge_agent_check.x] } }`) so that an " +
 			"environment change that breaks the agent fails the apply that made it. You must own the agent. The same check file " +
-			"runs in any CI with `trueforge-harness check AGENT FILE --junit report.xml`. Needs Terraform 1.14 or later.",
+			"runs in any CI with `trueforge-harness check AGENT FILE --junit report.xml`. On PostgreSQL a team role reads its agents' sessions but may " +
+			"not run one, so the action refuses it up front (\"Agent Check Not Runnable By This Role\"): run the check with " +
+			"`trueforge-harness check` where the harness runs. Needs Terraform 1.14 or later.",
 		Attributes: map[string]schema.Attribute{
 			"agent": schema.StringAttribute{
 				MarkdownDescription: "The agent to check (by name). Its sandbox settings and environment are used; its model is " +
@@ -83,6 +85,11 @@ func (a *agentCheckAction) Invoke(ctx context.Context, req action.InvokeRequest,
 		return
 	}
 	cp, name := a.cp, cfg.Agent.ValueString()
+	if refuseReadOnlyRole(ctx, &resp.Diagnostics, cp, "Agent Check Not Runnable", "a check (which runs a session)",
+		"Run the same check file with `trueforge-harness check "+name+" FILE` where the harness runs (as its harness role), for "+
+			"example in CI.") {
+		return
+	}
 	progress(resp, "agent %q: running check %q (%d steps) in a fresh sandbox", name, f.Name, len(f.Steps))
 	res, err := check.Run(ctx, check.Config{Store: cp.store, Sandboxes: cp.sandboxes(), Caller: cp.owner,
 		Progress: func(msg string) { progress(resp, "agent %q: %s", name, msg) }}, name, f)

@@ -40,7 +40,9 @@ func (a *sandboxesStopAction) Schema(_ context.Context, _ action.SchemaRequest, 
 			"PostgreSQL, your role), as for any change to it. Each sandbox is stopped as the harness's idle stop does it (its " +
 			"workspace is kept, and the session's next sandbox call starts it again with the environment's settings and secrets " +
 			"as they are then); a sandbox running a command at that moment is left running and counted as busy: run the action " +
-			"again. Progress messages report each sandbox, and the last one how many were stopped. Needs Terraform 1.14 or later.",
+			"again. Progress messages report each sandbox, and the last one how many were stopped. On PostgreSQL a team role reads its " +
+			"agents' sandboxes but may not change them, so the action refuses it up front (\"Sandboxes Not Stoppable By This Role\"): " +
+			"there the harness's operator stops them. Needs Terraform 1.14 or later.",
 		Attributes: map[string]schema.Attribute{
 			"environment": schema.StringAttribute{
 				MarkdownDescription: "Stop the sandboxes made from this environment (by name), whichever agent's sessions they serve.",
@@ -84,6 +86,12 @@ func (a *sandboxesStopAction) Invoke(ctx context.Context, req action.InvokeReque
 	}
 	if owner != cp.owner {
 		cp.addOwnerError(&resp.Diagnostics, kind, name, owner, "stopped (its sandboxes)")
+		return
+	}
+	if refuseReadOnlyRole(ctx, &resp.Diagnostics, cp, "Sandboxes Not Stoppable", "stopping sandboxes",
+		"On a PostgreSQL control plane this action cannot stop sandboxes for a team: ask the operator of the harness to stop them "+
+			"(the agent's idle stop does it too, once the sandbox is idle), and list what still runs with the trueforge_sandboxes "+
+			"data source.") {
 		return
 	}
 	recs, err := cp.store.ListSessionSandboxes(ctx)

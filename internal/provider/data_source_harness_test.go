@@ -134,50 +134,143 @@ func TestAccDataSourceSessionsAndSandboxes(t *testing.T) {
 	)
 }
 
-// On PostgreSQL sessions and sandboxes are the harness's: a harness role lists them all,
-// and a team role is told it may not read them, and what to do instead.
+// coderHCL is agent "coder" on environment py.
+const coderHCL = `
+resource "trueforge_agent" "coder" {
+  name    = "coder"
+  model   = { provider = "scripted", script = "[]" }
+  sandbox = { enabled = true, environment = trueforge_environment.py.name }
+}
+`
+
+// sessionsAndSandboxesAs lists every session and every sandbox as role, in a directory
+// of its own, and returns what it listed: {"sessions":[ids],"sandboxes":[sandbox ids]}.
+func sessionsAndSandboxesAs(t *testing.T, f *pgFixture, role string) string {
+	t.Helper()
+	r := newCLIRunner(t, f.providers)
+	r.write("main.tf", f.providerBlock(role)+`
+data "trueforge_sessions" "all" {}
+data "trueforge_sandboxes" "all" {}
+output "listed" {
+  value = {
+    sessions  = data.trueforge_sessions.all.ids
+    sandboxes = [for b in data.trueforge_sandboxes.all.sandboxes : b.sandbox_id]
+  }
+}
+`)
+	r.init()
+	r.apply()
+	return strings.Join(strings.Fields(r.must("output", "-json", "-no-color", "listed")), "")
+}
+
+// On PostgreSQL row-level security decides what each role lists: a team role the
+// sessions of the agents it owns and their sandboxes (alice's coder: s1 and s2, box-1;
+// bob's chat: s3, box-3), a harness role all of them.
 func TestAccDataSourceSessionsAndSandboxes_postgres(t *testing.T) {
 	f := newPGFixture(t)
+	base := f.config(envHCL("", "") + coderHCL)
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: f.providers,
 		Steps: []resource.TestStep{
-			{Config: f.config(envHCL("", ""))},
+			{Config: base},
 			{
-				// A harness role reads them all (in a directory of its own: it owns none
-				// of the resources above).
+				// Bob's agent chat, on alice's py (it has no secrets to share), and what a
+				// harness recorded; then the harness role and bob read them in
+				// directories of their own (neither owns the resources above).
 				PreConfig: func() {
+					ctx := context.Background()
+					if err := f.storeAs(f.bob).CreateAgent(ctx, store.Agent{ID: "chat-id", Name: "chat", Owner: f.bob, Environment: "py", Spec: []byte("{}")}); err != nil {
+						t.Fatalf("bob's agent: %v", err)
+					}
 					harnessRecords(t, f.storeAs(f.harness))
-					r := newCLIRunner(t, f.providers)
-					r.write("main.tf", f.providerBlock(f.harness)+`
-data "trueforge_sessions" "carol" {
-  owner = "carol"
-}
-data "trueforge_sandboxes" "running" {
-  state = "running"
-}
-output "carol" {
-  value = data.trueforge_sessions.carol.ids
-}
-output "running" {
-  value = [for b in data.trueforge_sandboxes.running.sandboxes : b.sandbox_id]
-}
-`)
-					r.init()
-					r.apply()
-					if got, want := strings.Join(strings.Fields(r.must("output", "-json", "-no-color")), ""), `{"carol":{"sensitive":false,"type":["list","string"],"value":["s2","s1"]},"running":{"sensitive":false,"type":["tuple",["string"]],"value":["box-1"]}}`; got != want {
-						t.Errorf("as the harness role: %s, want %s", got, want)
+					for role, want := range map[string]string{
+						f.harness: `{"sandboxes":["box-1","box-3"],"sessions":["s3","s2","s1"]}`,
+						f.bob:     `{"sandboxes":["box-3"],"sessions":["s3"]}`,
+					} {
+						if got := sessionsAndSandboxesAs(t, f, role); got != want {
+							t.Errorf("as %s: %s, want %s", role, got, want)
+						}
 					}
 				},
-				Config: f.config(envHCL("", "")),
+				Config: base + harnessListsHCL,
+				ConfigStateChecks: []statecheck.StateCheck{
+					listedExactly("data.trueforge_sessions.all", "ids", "s2", "s1"),
+					listedExactly("data.trueforge_sessions.carol", "ids", "s2", "s1"),
+					listedExactly("data.trueforge_sessions.chat", "ids"),
+					sandboxIDs("all", "box-1"),
+					sandboxIDs("running", "box-1"),
+					sandboxIDs("coder", "box-1"),
+					sandboxIDs("dave_in_py"),
+				},
 			},
 			{
-				Config:      f.config(envHCL("", "")) + `data "trueforge_sessions" "all" {}`,
-				ExpectError: regexp.MustCompile(fmt.Sprintf(`Sessions Not Readable By This Role(.|\n)*Role "%s" may not read the harness's\s+sessions`, f.alice)),
+				// Bob's agent goes before alice's py can.
+				PreConfig: func() {
+					if err := f.storeAs(f.bob).DeleteAgent(context.Background(), "chat"); err != nil {
+						t.Fatalf("deleting bob's agent: %v", err)
+					}
+				},
+				Config: base,
+			},
+		},
+	})
+}
+
+// The actions that run sessions or stop sandboxes change what the harness records,
+// which a team role only reads: as one, they are refused up front, saying why and what
+// to do instead, even on sessions of the role's own agent.
+func TestAccActionsRefuseTeamRole_postgres(t *testing.T) {
+	f := newPGFixture(t)
+	base := f.config(envHCL("", "") + coderHCL)
+	trigger := func(action, config string) string {
+		return base + fmt.Sprintf(`
+action %[1]q "x" {
+  config {
+    %[2]s
+  }
+}
+
+resource "terraform_data" "go" {
+  input      = %[1]q
+  depends_on = [trueforge_agent.coder]
+  lifecycle {
+    action_trigger {
+      events  = [after_create, after_update]
+      actions = [action.%[1]s.x]
+    }
+  }
+}
+`, action, config)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: f.providers,
+		TerraformVersionChecks:   actionVersionChecks,
+		Steps: []resource.TestStep{
+			{Config: base},
+			{
+				PreConfig:   func() { harnessRecords(t, f.storeAs(f.harness)) },
+				Config:      trigger("trueforge_sandboxes_stop", `agent = "coder"`),
+				ExpectError: regexp.MustCompile(fmt.Sprintf(`Sandboxes Not Stoppable By This Role(.|\n)*Role "%s" is a team role(.|\n)*ask\s+the\s+operator\s+of\s+the\s+harness`, f.alice)),
 			},
 			{
-				Config:      f.config(envHCL("", "")) + `data "trueforge_sandboxes" "all" {}`,
-				ExpectError: regexp.MustCompile(`Sandboxes Not Readable By This Role(.|\n)*a harness role`),
+				Config:      trigger("trueforge_agent_check", `agent = "coder"`+"\n    check = jsonencode({name = \"c\", steps = [{name = \"s\", message = \"hi\", turns = [{text = \"hello\"}], expect = {no_sandbox = true}}]})"),
+				ExpectError: regexp.MustCompile(`Agent Check Not Runnable By This Role(.|\n)*may not change them(.|\n)*trueforge-harness\s+check\s+coder\s+FILE`),
+			},
+			{
+				// Nothing was stopped: box-1 of coder's session s1 still runs.
+				Config: base,
+				Check: func(*terraformState) error {
+					b, err := f.storeAs(f.harness).GetSessionSandbox(context.Background(), "s1")
+					if err != nil {
+						return err
+					}
+					if b.State != store.SandboxStateRunning {
+						return fmt.Errorf("box-1 is %s after a refused stop; want running", b.State)
+					}
+					return nil
+				},
 			},
 		},
 	})

@@ -37,9 +37,9 @@ func NewSessionsDataSource() datasource.DataSource {
 }
 
 // runtimeReadableDoc says who may read what the harness records.
-const runtimeReadableDoc = "On SQLite every owner reads them. On PostgreSQL they are the harness's: a harness role (a member of " +
-	"`trueforge_harness`) reads them all, and a team role none (PostgreSQL grants team roles no access to the harness's tables), " +
-	"which the read reports as an error saying so."
+const runtimeReadableDoc = "On SQLite every owner reads them all. On PostgreSQL row-level security decides: a harness role (a member of " +
+	"`trueforge_harness`) reads them all, and a team role reads only the sessions of the agents it owns and their sandboxes (read " +
+	"only: the harness alone writes them)."
 
 func sessionsDataSourceSchema() schema.Schema {
 	return schema.Schema{
@@ -107,10 +107,31 @@ func timestamp(t time.Time) types.String {
 func runtimeReadError(diags *diag.Diagnostics, cp *controlPlane, kinds string, err error) {
 	if errors.Is(err, store.ErrForbidden) {
 		diags.AddError(kinds+" Not Readable By This Role",
-			fmt.Sprintf("Role %q may not read the harness's %s: on PostgreSQL sessions and their sandboxes belong to the harness, and team "+
-				"roles are granted no access to them. Read them as a harness role (a member of trueforge_harness; see the PostgreSQL guide), "+
-				"or with trueforge-harness on a machine that runs the harness.\n\nOriginal Error: %s", cp.owner, strings.ToLower(kinds), err))
+			fmt.Sprintf("Role %q may not read the harness's %s: on PostgreSQL a team role reads the sessions of its own agents and their "+
+				"sandboxes, and a harness role (a member of trueforge_harness) all of them; this role has neither kind's grants. Have the "+
+				"database's owner run `trueforge-harness db migrate` and then `trueforge-harness db roles --team <role> --apply` (see the "+
+				"PostgreSQL guide).\n\nOriginal Error: %s", cp.owner, strings.ToLower(kinds), err))
 		return
 	}
 	listError(diags, kinds, err)
+}
+
+// refuseReadOnlyRole adds an error and reports true when the control plane's role may
+// only read sessions (a PostgreSQL team role), which doing ("stopping sandboxes")
+// changes; summary is the error's subject ("Sandboxes Not Stoppable"), instead what the
+// user can do instead.
+func refuseReadOnlyRole(ctx context.Context, diags *diag.Diagnostics, cp *controlPlane, summary, doing, instead string) bool {
+	ok, err := cp.store.RunsSessions(ctx)
+	if err != nil {
+		addOperationError(diags, summary, "checking the role's privileges on sessions", err)
+		return true
+	}
+	if ok {
+		return false
+	}
+	diags.AddError(summary+" By This Role",
+		fmt.Sprintf("Role %q is a team role: on PostgreSQL it reads the sessions of its own agents and their sandboxes (trueforge_sessions, "+
+			"trueforge_sandboxes) but may not change them, and %s changes them; only the harness (a role in trueforge_harness) "+
+			"writes them. %s", cp.owner, doing, instead))
+	return true
 }

@@ -116,7 +116,8 @@ func TestAccPostgres_lifecycle(t *testing.T) {
 
 // harnessRunsHelper checks, as the harness role, that agent helper loads with the given
 // instructions, that secret py/TOKEN opens to value under the fixture's key, and that a
-// turn runs: in a session of the harness role that alice's team role cannot read.
+// turn runs: in a session of the harness role that alice's team role, which owns helper,
+// reads (read only) and bob's does not.
 func (f *pgFixture) harnessRunsHelper(t *testing.T, value, instructions string) error {
 	ctx := t.Context()
 	plane := f.planeAs(f.harness)
@@ -151,8 +152,14 @@ func (f *pgFixture) harnessRunsHelper(t *testing.T, value, instructions string) 
 	if s, err := st.GetSession(ctx, id); err != nil || s.Owner != f.harness {
 		return fmt.Errorf("session %s: %+v, %v; want it owned by %s", id, s, err, f.harness)
 	}
-	if _, err := f.storeAs(f.alice).ListSessions(ctx, "", ""); !errors.Is(err, store.ErrForbidden) {
-		return fmt.Errorf("alice's team role reading the harness's session: %v; want ErrForbidden", err)
+	if s, err := f.storeAs(f.alice).GetSession(ctx, id); err != nil || s.Agent != "helper" {
+		return fmt.Errorf("alice's team role reading the session of her agent: %+v, %v", s, err)
+	}
+	if _, err := f.storeAs(f.bob).GetSession(ctx, id); !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("bob's team role reading the session of alice's agent: %v; want ErrNotFound", err)
+	}
+	if _, err := f.storeAs(f.alice).Events(ctx, id, 0); !errors.Is(err, store.ErrForbidden) {
+		return fmt.Errorf("alice's team role reading the session's events: %v; want ErrForbidden", err)
 	}
 	return nil
 }

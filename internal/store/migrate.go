@@ -389,6 +389,7 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationWarmPools,           // 23: warm_pools.go (warm pools' members)
 	migrationVersionPins,         // 24: version_pins.go (versions agents pin are kept)
 	migrationPoolEgress,          // 25: warm_pools.go (a pool member's prepared egress)
+	migrationSessionVisibility,   // 26: session_visibility.go (teams read their agents' sessions)
 }
 
 // secretsOwned is the condition of migration 8's policies on secrets: the secret's

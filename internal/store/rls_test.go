@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/pgtest"
 )
@@ -126,7 +128,8 @@ func TestRLSAnotherTeamCannotChangeOrDelete(t *testing.T) {
 		`ALTER TABLE environments DISABLE ROW LEVEL SECURITY`,
 		`DROP POLICY environments_update ON environments`,
 		`SET row_security = off; SELECT COUNT(*) FROM secrets`,
-		`SELECT COUNT(*) FROM sessions`,
+		`SELECT COUNT(*) FROM session_runs`,
+		`SET row_security = off; SELECT COUNT(*) FROM sessions`,
 		`CREATE TABLE mine (x int)`,
 	)
 
@@ -184,8 +187,100 @@ func TestRLSHarnessRole(t *testing.T) {
 		t.Fatalf("the harness reading an agent: %v", err)
 	}
 	refused(t, h.DB(), "the harness's", `UPDATE agents SET spec = '{}'`, `DELETE FROM environments`, `INSERT INTO owners(name, created_at) VALUES ('x', 0)`)
-	if _, err := p.asBob.GetSession(ctx, "s1"); err == nil || !errors.Is(err, ErrForbidden) && !strings.Contains(err.Error(), "permission denied") {
-		t.Errorf("a team reading a session: %v; want permission denied", err)
+	// A team reads only its own agents' sessions (TestRLSSessionsReadByTheirAgentsTeam):
+	// helper is alice's, so bob finds no s1, and nobody outside the harness may read its
+	// events.
+	if _, err := p.asBob.GetSession(ctx, "s1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("bob reading alice's agent's session: %v; want ErrNotFound", err)
+	}
+	refused(t, p.asAlice.DB(), "alice's", `SELECT * FROM session_events`)
+}
+
+// A team reads, and only reads, the sessions of the agents it owns and their sandbox
+// records (session_visibility.go); the harness reads and writes them all.
+func TestRLSSessionsReadByTheirAgentsTeam(t *testing.T) {
+	p := newRLSPlane(t)
+	ctx := context.Background()
+	must(t, p.asBob.CreateEnvironment(ctx, Environment{ID: "e3", Name: "bobs", Provider: "local", Owner: p.bob, Image: "platform", CPU: 1, MemoryGB: 1, DiskGB: 3, BuildHash: "h1", SnapshotID: "snap-1"}))
+	must(t, p.asBob.CreateAgent(ctx, Agent{ID: "a9", Name: "bobs-helper", Owner: p.bob, Environment: "bobs", Spec: []byte("{}")}))
+	h := p.asHarness
+	now := time.Now()
+	for _, s := range []Session{{ID: "sa", Agent: "helper", Owner: "carol"}, {ID: "sb", Agent: "bobs-helper", Owner: "dave"},
+		{ID: "sx", Agent: "gone", Owner: "erin"}} {
+		must(t, h.CreateSession(ctx, s))
+		must(t, h.PutSessionSandbox(ctx, SessionSandbox{SessionID: s.ID, Provider: "local", ProviderType: "local", SandboxID: "box-" + s.ID,
+			Environment: "py", SnapshotID: "snap-1", State: SandboxStateRunning, Generation: 1, CreatedAt: now, LastUsedAt: now, StateAt: now}))
+	}
+	sessionIDs := func(st *Store) string {
+		t.Helper()
+		ss, err := st.ListSessions(ctx, "", "")
+		must(t, err)
+		var ids []string
+		for _, s := range ss {
+			ids = append(ids, s.ID)
+		}
+		sort.Strings(ids)
+		return strings.Join(ids, ",")
+	}
+	sandboxIDs := func(st *Store) string {
+		t.Helper()
+		bs, err := st.ListSessionSandboxes(ctx)
+		must(t, err)
+		var ids []string
+		for _, b := range bs {
+			ids = append(ids, b.SandboxID)
+		}
+		sort.Strings(ids)
+		return strings.Join(ids, ",")
+	}
+	for _, c := range []struct {
+		who                 string
+		st                  *Store
+		sessions, sandboxes string
+	}{
+		{"alice", p.asAlice, "sa", "box-sa"},
+		{"bob", p.asBob, "sb", "box-sb"},
+		{"the harness", h, "sa,sb,sx", "box-sa,box-sb,box-sx"},
+	} {
+		if got := sessionIDs(c.st); got != c.sessions {
+			t.Errorf("%s lists sessions %q; want %q", c.who, got, c.sessions)
+		}
+		if got := sandboxIDs(c.st); got != c.sandboxes {
+			t.Errorf("%s lists sandboxes %q; want %q", c.who, got, c.sandboxes)
+		}
+	}
+	if s, err := p.asAlice.GetSession(ctx, "sa"); err != nil || s.Agent != "helper" {
+		t.Errorf("alice reading her agent's session: %+v, %v", s, err)
+	}
+	if _, err := p.asAlice.GetSession(ctx, "sb"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("alice reading bob's agent's session: %v; want ErrNotFound", err)
+	}
+	// Read only, even her own: no team writes what the harness records.
+	if err := p.asAlice.CreateSession(ctx, Session{ID: "forged", Agent: "helper", Owner: "carol"}); !errors.Is(err, ErrForbidden) {
+		t.Errorf("alice creating a session: %v; want ErrForbidden", err)
+	}
+	if _, err := p.asAlice.SwapSandboxState(ctx, "sa", []string{SandboxStateRunning}, SandboxStateStopped, now, now.Add(time.Hour)); !errors.Is(err, ErrForbidden) {
+		t.Errorf("alice stopping her agent's sandbox: %v; want ErrForbidden", err)
+	}
+	refused(t, p.asAlice.DB(), "alice's", `UPDATE sessions SET owner = 'x' WHERE id = 'sa'`, `DELETE FROM sessions WHERE id = 'sa'`,
+		`UPDATE session_sandboxes SET state = 'stopped' WHERE session_id = 'sa'`, `DELETE FROM session_sandboxes`,
+		`INSERT INTO session_sandboxes(session_id, provider, provider_type, sandbox_id, environment, snapshot_id, state, created_at, last_used_at, state_at) VALUES ('sa', 'l', 'l', 'b', 'py', 's', 'running', 0, 0, 0)`)
+	for who, c := range map[string]struct {
+		st   *Store
+		want bool
+	}{"alice": {p.asAlice, false}, "the harness": {h, true}, "the owner": {p.owner, true}} {
+		if got, err := c.st.RunsSessions(ctx); err != nil || got != c.want {
+			t.Errorf("RunsSessions as %s = %v, %v; want %v", who, got, err, c.want)
+		}
+	}
+	// The harness still writes every row: stopping bob's sandbox and deleting a session
+	// of an agent nobody owns any more.
+	if ok, err := h.SwapSandboxState(ctx, "sb", []string{SandboxStateRunning}, SandboxStateStopped, now, now.Add(time.Hour)); err != nil || !ok {
+		t.Errorf("the harness stopping a sandbox: %v, %v", ok, err)
+	}
+	must(t, h.DeleteSession(ctx, "sx"))
+	if got := sessionIDs(h); got != "sa,sb" {
+		t.Errorf("after the harness's delete it lists %q", got)
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 // PostgreSQL roles of a shared control plane. Each person or CI pipeline that applies
 // configuration logs in as its own role, a member of TeamGroup; each harness logs in as
 // a member of HarnessGroup. The groups carry the table privileges (below); row-level
-// security (migration 8) keeps a team to its own rows. The tables belong to the role
+// security (migration 8; session_visibility.go for sessions) keeps a team to its own rows. The tables belong to the role
 // that migrated them (the database's owner), which is neither: a table's owner is not
 // bound by row-level security, so it must not be used to apply or run agents.
 const (
@@ -38,9 +38,14 @@ var (
 	// counters of the harness's calls, the malware scanner's verdicts on downloads,
 	// where extracted archives came from (extractions), admins' releases of offered
 	// files (artifact_releases) and warm pools' members (pool_sandboxes). Teams have no access at all.
-	runtimeTables = []string{"sessions", "session_events", "session_runs", "session_sandboxes", "artifacts", "tool_outputs", "sandbox_egress", "leases",
+	runtimeTables = []string{"session_events", "session_runs", "artifacts", "tool_outputs", "sandbox_egress", "leases",
 		"users", "user_logins", "admin_audit", "approvals", "budget_usage", "scan_verdicts", "extractions", "attachments", "attachment_blobs",
 		"artifact_releases", "pool_sandboxes"}
+	// sessionTables are the harness's too, and it alone writes them, but teams read them
+	// under row-level security (session_visibility.go): a team sees the sessions of its
+	// own agents and their sandbox records, for the trueforge_sessions and
+	// trueforge_sandboxes data sources. SELECT only: a team never changes them.
+	sessionTables = []string{"sessions", "session_sandboxes"}
 	// sharedTables are read and written by both kinds: the plane's settings (the
 	// secret key's check value is stored by whoever seals first).
 	sharedTables = []string{"control_plane"}
@@ -70,6 +75,8 @@ func grantsSQL(schema string) string {
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s;\n", tableList(q, configTables), TeamGroup)
 	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", tableList(q, configTables), HarnessGroup)
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s;\n", tableList(q, runtimeTables), HarnessGroup)
+	fmt.Fprintf(&b, "GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO %s;\n", tableList(q, sessionTables), HarnessGroup)
+	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", tableList(q, sessionTables), TeamGroup)
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT ON %s TO %s, %s;\n", tableList(q, sharedTables), TeamGroup, HarnessGroup)
 	fmt.Fprintf(&b, "GRANT SELECT, INSERT, DELETE ON %s TO %s;\n", tableList(q, contentTables), TeamGroup)
 	fmt.Fprintf(&b, "GRANT SELECT ON %s TO %s;\n", tableList(q, contentTables), HarnessGroup)
