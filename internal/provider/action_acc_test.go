@@ -23,16 +23,26 @@ import (
 // Actions (action blocks, lifecycle.action_trigger, `apply -invoke`) came with Terraform
 // 1.14; the Terraform 1.16 lane runs these tests, which skip with this reason under
 // Terraform 1.11 and OpenTofu (which has no actions).
-var actionVersionChecks = []tfversion.TerraformVersionCheck{actionsCLI{}}
+var actionVersionChecks = []tfversion.TerraformVersionCheck{actionsCLI}
 
-type actionsCLI struct{}
+// actionsCLI and queryCLI are what the Terraform 1.14 features need of the CLI.
+var (
+	actionsCLI = needs1_14{feature: "provider actions (action blocks, lifecycle.action_trigger)"}
+	queryCLI   = needs1_14{feature: "`terraform query` and list resources"}
+)
 
-func (actionsCLI) CheckTerraformVersion(_ context.Context, req tfversion.CheckTerraformVersionRequest, resp *tfversion.CheckTerraformVersionResponse) {
+// needs1_14 skips a test of feature, which Terraform 1.14 brought and OpenTofu lacks,
+// under any other CLI, saying which lane tests it: the one rule for every such test,
+// whether it runs as a TestCase (TerraformVersionChecks) or drives the CLI itself
+// (skipUnlessCLIHas).
+type needs1_14 struct{ feature string }
+
+func (n needs1_14) CheckTerraformVersion(_ context.Context, req tfversion.CheckTerraformVersionRequest, resp *tfversion.CheckTerraformVersionResponse) {
 	switch {
 	case strings.Contains(os.Getenv("TF_ACC_PROVIDER_HOST"), "opentofu"):
-		resp.Skip = fmt.Sprintf("OpenTofu %s has no provider actions (action blocks, lifecycle.action_trigger): the Terraform 1.16 lane tests them", req.TerraformVersion)
+		resp.Skip = fmt.Sprintf("OpenTofu %s has no %s: the Terraform 1.16 lane tests them", req.TerraformVersion, n.feature)
 	case req.TerraformVersion.LessThan(tfversion.Version1_14_0):
-		resp.Skip = fmt.Sprintf("Terraform %s has no provider actions (action blocks, lifecycle.action_trigger need 1.14 or later): the Terraform 1.16 lane tests them", req.TerraformVersion)
+		resp.Skip = fmt.Sprintf("Terraform %s has no %s (they need 1.14 or later): the Terraform 1.16 lane tests them", req.TerraformVersion, n.feature)
 	}
 }
 

@@ -12,18 +12,25 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 )
 
-// skipWithoutActions skips a cliRunner test with actionsCLI's reason when r's CLI has no
-// actions (terraform-plugin-testing's version checks do it for a TestCase).
+// skipWithoutActions skips a cliRunner test when r's CLI has no actions.
 func skipWithoutActions(t *testing.T, r *cliRunner) {
+	t.Helper()
+	skipUnlessCLIHas(t, actionsCLI, r.must("version", "-json"))
+}
+
+// skipUnlessCLIHas skips t with need's reason when the CLI whose `version -json` output
+// is versionJSON lacks what need names (terraform-plugin-testing's version checks do it
+// for a TestCase).
+func skipUnlessCLIHas(t *testing.T, need needs1_14, versionJSON string) {
 	t.Helper()
 	var v struct {
 		Version string `json:"terraform_version"`
 	}
-	if err := json.Unmarshal([]byte(r.must("version", "-json")), &v); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal([]byte(versionJSON), &v); err != nil {
+		t.Fatalf("reading the CLI's version: %v", err)
 	}
 	var resp tfversion.CheckTerraformVersionResponse
-	actionsCLI{}.CheckTerraformVersion(context.Background(), tfversion.CheckTerraformVersionRequest{TerraformVersion: version.Must(version.NewVersion(v.Version))}, &resp)
+	need.CheckTerraformVersion(context.Background(), tfversion.CheckTerraformVersionRequest{TerraformVersion: version.Must(version.NewVersion(v.Version))}, &resp)
 	if resp.Skip != "" {
 		t.Skip(resp.Skip)
 	}

@@ -6,9 +6,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -19,7 +17,7 @@ import (
 // plan as imports with no changes. scripts/test.sh runs these tests under Terraform
 // 1.16, where they must pass; under Terraform 1.11 and OpenTofu they skip, saying why.
 
-// queryPreCheck skips t unless TF_ACC_TERRAFORM_PATH is Terraform 1.14 or later.
+// queryPreCheck skips t unless TF_ACC_TERRAFORM_PATH has `terraform query` (queryCLI).
 func queryPreCheck(t *testing.T) {
 	t.Helper()
 	testAccPreCheck(t)
@@ -27,25 +25,13 @@ func queryPreCheck(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" || cli == "" {
 		t.Skip("acceptance test: set TF_ACC=1 and TF_ACC_TERRAFORM_PATH to run it")
 	}
-	cmd := exec.Command(cli, "version")
+	cmd := exec.Command(cli, "version", "-json")
 	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("%s version: %v", cli, err)
 	}
-	first, _, _ := strings.Cut(string(out), "\n")
-	if strings.HasPrefix(first, "OpenTofu") {
-		t.Skipf("OpenTofu has no `query` command and no list resources (%s)", first)
-	}
-	m := regexp.MustCompile(`^Terraform v(\d+)\.(\d+)\.`).FindStringSubmatch(first)
-	if m == nil {
-		t.Fatalf("cannot tell the version of %s from %q", cli, first)
-	}
-	major, _ := strconv.Atoi(m[1])
-	minor, _ := strconv.Atoi(m[2])
-	if major == 1 && minor < 14 {
-		t.Skipf("`terraform query` and list resources need Terraform 1.14 or later; this is %s", first)
-	}
+	skipUnlessCLIHas(t, queryCLI, string(out))
 }
 
 // queryPlane is a populated control plane: two teams' configurations applied to it,
