@@ -109,7 +109,7 @@ func (s *Server) endSessions(sandbox string, wait bool) {
 	}
 	s.smu.Unlock()
 	for _, ss := range list {
-		ss.killTrees()
+		ss.killTrees(wait)
 	}
 	if !wait {
 		return
@@ -234,7 +234,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	s.smu.Lock()
 	delete(s.sessions, sessionKey(id, ss.id))
 	s.smu.Unlock()
-	ss.killTrees()
+	ss.killTrees(true)
 	ss.cancel()
 	select {
 	case <-ss.runnerDone:
@@ -480,8 +480,9 @@ func (ss *tbSession) run(bx box, c *tbCommand) {
 // treeMarker names a command's shell in its argv.
 func treeMarker(c *tbCommand) string { return "daytonatest-command-" + c.id }
 
-// killTrees kills the process trees of the session's running commands (killTree).
-func (ss *tbSession) killTrees() {
+// killTrees kills the process trees of the session's running commands (killTree) and,
+// with wait, waits for the killed processes to be gone (waitGone).
+func (ss *tbSession) killTrees(wait bool) {
 	ss.ending.Store(true)
 	ss.mu.Lock()
 	var running []string
@@ -491,8 +492,12 @@ func (ss *tbSession) killTrees() {
 		}
 	}
 	ss.mu.Unlock()
+	var pids []int
 	for _, m := range running {
-		killTree(m)
+		pids = append(pids, killTree(m)...)
+	}
+	if wait {
+		waitGone(pids, time.Now().Add(sessionKillWait))
 	}
 }
 
