@@ -68,6 +68,9 @@ func (g *storeGauges) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the gauges from the store. A failed query sends an invalid metric,
 // which the handler logs, leaving that query's gauges out of the scrape.
 func (g *storeGauges) Collect(ch chan<- prometheus.Metric) {
+	if g.store == nil {
+		return // a server without a store (none is configured so) has no gauges to read
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeScrapeTimeout)
 	defer cancel()
 	g.collectPools(ctx, ch)
