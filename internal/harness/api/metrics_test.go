@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -278,5 +280,31 @@ func checkStoreGauges(t *testing.T, st *store.Store) {
 		if m.GetLabel()[0].GetValue() == "turn" {
 			t.Errorf("a per_turn budget's counters were read: %v", m)
 		}
+	}
+}
+
+// A store that fails leaves its gauges out of the scrape, logged, and the rest is
+// served: a database outage does not blind the operator to the process's own series.
+func TestMetricsWithoutTheStore(t *testing.T) {
+	var logged bytes.Buffer
+	f := newFixture(t, fixtureOpts{cfg: func(c *api.Config) {
+		c.MetricsPublic = true
+		c.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+	}})
+	must(t, f.st.Close())
+	r := f.req("GET", "/metrics", "", nil)
+	want(t, "metrics with the store closed", r, http.StatusOK, "")
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fs, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, r.body)
+	}
+	families(fs).family(t, "trueforge_runs_started_total", dto.MetricType_COUNTER)
+	families(fs).family(t, "go_goroutines", dto.MetricType_GAUGE)
+	if fs["trueforge_pool_members"] != nil || fs["trueforge_budget_counters"] != nil {
+		t.Errorf("store gauges served from a closed store: %v %v", fs["trueforge_pool_members"], fs["trueforge_budget_counters"])
+	}
+	if !strings.Contains(logged.String(), "serving /metrics") || !strings.Contains(logged.String(), "warm pool") {
+		t.Errorf("the store's failure was not logged:\n%s", logged.String())
 	}
 }
