@@ -834,6 +834,44 @@ else
 	failed "the harness API benchmarks" "$out/api-bench.txt" 40
 fi
 
+# Issue 30: /metrics on the Prometheus Go client against the hand-written exposition it
+# replaced (kept in metrics_legacy_test.go as the baseline), in the same run: one scrape
+# (with the new histograms and the runtime and process collectors; then also with the
+# pool and budget gauges read from a SQLite store), and the per-event observe path over
+# one turn's 15 committed events, alone and from every core at once (contention). Medians
+# of 5. Fails when observing adds more than 0.1 ms to a turn: a turn through the API
+# commits those events to the store, which costs milliseconds.
+echo "== /metrics: client_golang against the hand-written baseline (internal/harness/api)"
+if go test -count=5 -run '^$' -bench 'BenchmarkMetrics(Observe|Scrape)$' -benchtime 1s ./internal/harness/api/ >"$out/metrics-bench.txt" 2>&1; then
+	python3 - "$out/metrics-bench.txt" <<'EOF' | tee -a "$out/results.txt" || status=1
+import re, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"Benchmark(\w+)/([\w+-]+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op", line)
+    if m:
+        runs.setdefault((m.group(1), m.group(2)), []).append(float(m.group(3)))
+med = {k: statistics.median(v) for k, v in runs.items()}
+def show(bench, new, old):
+    n, o = med[(bench, new)], med[(bench, old)]
+    print(f"  {bench + '/' + new:45s} {n / 1e3:9.1f} us  {o / 1e3:9.1f} us legacy  x{n / o:.2f}")
+    return n, o
+print()
+print("/metrics benchmark (medians of 5, same run; the machine may be shared)")
+sc, sl = show("MetricsScrape", "client_golang", "legacy")
+ss, _ = show("MetricsScrape", "client_golang+store", "legacy")
+on, ol = show("MetricsObserve", "client_golang", "legacy")
+pn, pl = show("MetricsObserve", "client_golang-parallel", "legacy-parallel")
+added = (on - ol) / 1e6
+print(f"  observe adds {added:.4f} ms per turn of 15 events")
+print(f"RESULT metrics_scrape_ratio={sc / sl:.2f} metrics_scrape_store_ratio={ss / sl:.2f} "
+      f"metrics_observe_ratio={on / ol:.2f} metrics_observe_parallel_ratio={pn / pl:.2f} metrics_observe_added_ms={added:.4f}")
+if added > 0.1:
+    sys.exit(1)
+EOF
+else
+	failed "the /metrics benchmarks" "$out/metrics-bench.txt" 30
+fi
+
 # Issue 27: a 64 MiB attachment uploaded through the API (content streamed to the
 # attachments directory while hashed; and held, then stored in the database) against the
 # same bytes POSTed over loopback to a handler that only reads them; and what the checks

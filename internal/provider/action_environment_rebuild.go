@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
@@ -117,6 +118,7 @@ func (a *environmentRebuildAction) Invoke(ctx context.Context, req action.Invoke
 	env.Settings.Rebuild = spec.Rebuild
 	previous := env.SnapshotID
 	progress(resp, "environment %q: building the same inputs again (forced build %d; current snapshot %s)", name, spec.Rebuild, previous)
+	began := time.Now()
 	snap, saveErr, err := coord.Use(ctx, m.buildRequest(spec, prov.ReleaseSnapshot, env.BlockAll), func(snap store.Snapshot) error {
 		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
 		return cp.store.UpdateEnvironment(ctx, env)
@@ -131,10 +133,14 @@ func (a *environmentRebuildAction) Invoke(ctx context.Context, req action.Invoke
 	}
 	progress(resp, "environment %q: now on snapshot %s (%s); %s is a previous version", name, snap.ID, snap.Status, previous)
 	if snap.Status != sandbox.StatusReady {
-		if snap, err = coord.Wait(ctx, snap.ID); err != nil {
+		snap, err = coord.Wait(ctx, snap.ID)
+		logBuild(ctx, name, snap, began)
+		if err != nil {
 			resp.Diagnostics.AddError("Timed Out Waiting For Snapshot", fmt.Sprintf("Environment %q: %s. The build goes on; the environment's status shows its result.", name, err))
 			return
 		}
+	} else {
+		logBuild(ctx, name, snap, began)
 	}
 	if snap.Status == sandbox.StatusFailed {
 		resp.Diagnostics.AddError("Snapshot Build Failed",

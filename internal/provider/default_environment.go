@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -42,6 +43,7 @@ func (r *sandboxProviderResource) ensureDefaultEnvironment(ctx context.Context, 
 	if err != nil {
 		return err
 	}
+	began := time.Now()
 	snap, err := coord.Ensure(ctx, sandbox.BuildRequest{Spec: defaultSpec, Base: p.ReleaseSnapshot})
 	if err != nil {
 		return err
@@ -57,7 +59,9 @@ func (r *sandboxProviderResource) ensureDefaultEnvironment(ctx context.Context, 
 			return err
 		}
 	}
-	if snap, err = coord.Wait(ctx, snap.ID); err != nil {
+	snap, err = coord.Wait(ctx, snap.ID)
+	logBuild(ctx, defaultEnvironmentName, snap, began)
+	if err != nil {
 		return err
 	}
 	if snap.Status != sandbox.StatusReady {

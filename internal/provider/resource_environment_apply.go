@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -70,6 +71,7 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 		Triggers: spec.Triggers, Env: mapFrom(ctx, plan.Env), BlockAll: blockAll, AllowDomains: allow,
 		Settings: plan.settings(ctx, spec), SharedWith: setFrom(ctx, plan.SharedWith),
 	}
+	began := time.Now()
 	snap, saveErr, err := coord.Use(ctx, plan.buildRequest(spec, prov.ReleaseSnapshot, blockAll), func(snap store.Snapshot) error {
 		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
 		return r.cp.store.CreateEnvironment(ctx, env)
@@ -87,23 +89,26 @@ func (r *environmentResource) Create(ctx context.Context, req resource.CreateReq
 	setNameIdentity(ctx, resp.Identity, plan.ID, &resp.Diagnostics)
 	plan.Owner = types.StringValue(r.cp.owner)
 	plan.Versions = readVersions(ctx, r.cp.store, name, &resp.Diagnostics) // environment_versions.go
-	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)
+	r.finishBuild(ctx, coord, &plan, snap, began, &resp.State, &resp.Diagnostics)
 	r.finishVersions(ctx, &plan, &resp.State, &resp.Diagnostics)
 }
 
 // finishBuild saves the state with the snapshot id before waiting (a failed or timed-out
 // build then taints or marks the resource instead of losing it), waits when asked, and
-// reports a failed build with its reason and log tail.
-func (r *environmentResource) finishBuild(ctx context.Context, coord *builds.Coordinator, plan *environmentModel, snap store.Snapshot, state *tfsdk.State, diags *diag.Diagnostics) {
+// reports a failed build with its reason and log tail. It logs the build's duration
+// since began (logBuild).
+func (r *environmentResource) finishBuild(ctx context.Context, coord *builds.Coordinator, plan *environmentModel, snap store.Snapshot, began time.Time, state *tfsdk.State, diags *diag.Diagnostics) {
 	plan.SnapshotID = types.StringValue(snap.ID)
 	plan.BuildHash = types.StringValue(snap.BuildHash)
 	plan.Status = types.StringValue(snap.Status)
 	diags.Append(state.Set(ctx, plan)...)
 	if !plan.WaitForReady.ValueBool() || snap.Status == sandbox.StatusReady {
+		logBuild(ctx, plan.Name.ValueString(), snap, began)
 		return
 	}
 	tflog.Debug(ctx, "environment: waiting for the snapshot", map[string]any{"environment": plan.Name.ValueString(), "snapshot_id": snap.ID})
 	snap, err := coord.Wait(ctx, snap.ID)
+	logBuild(ctx, plan.Name.ValueString(), snap, began)
 	plan.Status = types.StringValue(snap.Status)
 	diags.Append(state.Set(ctx, plan)...)
 	if err != nil {
@@ -283,6 +288,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 	settings.ContextHash = spec.ContextHash
 	env.Settings = settings
 	env.Image, env.BuildScript, env.CPU, env.MemoryGB, env.DiskGB, env.Triggers = spec.Image, spec.BuildScript, spec.CPU, spec.MemoryGB, spec.DiskGB, spec.Triggers
+	began := time.Now()
 	snap, saveErr, err := coord.Use(ctx, plan.buildRequest(spec, prov.ReleaseSnapshot, blockAll), func(snap store.Snapshot) error {
 		env.BuildHash, env.SnapshotID = snap.BuildHash, snap.ID
 		return r.cp.store.UpdateEnvironment(ctx, env)
@@ -296,7 +302,7 @@ func (r *environmentResource) Update(ctx context.Context, req resource.UpdateReq
 		return
 	}
 	plan.Versions = readVersions(ctx, r.cp.store, name, &resp.Diagnostics) // environment_versions.go
-	r.finishBuild(ctx, coord, &plan, snap, &resp.State, &resp.Diagnostics)
+	r.finishBuild(ctx, coord, &plan, snap, began, &resp.State, &resp.Diagnostics)
 	r.collect(ctx, coord, &resp.Diagnostics)
 	r.finishVersions(ctx, &plan, &resp.State, &resp.Diagnostics)
 }

@@ -616,38 +616,6 @@ func TestEventStreamOutlivesReadTimeout(t *testing.T) {
 	until(t, evs, 5*time.Second, runFinished)
 }
 
-// Metrics: an admin's (or public), counting runs, steps and requests.
-func TestMetrics(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	harnesstest.AddAgent(t, f.st, "talker", "", harnesstest.AgentSpec{"model": script(text("Hi."))})
-	f.turn("alice", f.newSession("alice", "talker"), "hi")
-	want(t, "metrics without a token", f.req("GET", "/metrics", "", nil), http.StatusUnauthorized, api.CodeUnauthorized)
-	want(t, "metrics as a user", f.req("GET", "/metrics", "alice", nil), http.StatusForbidden, api.CodeAdminOnly)
-	r := f.req("GET", "/metrics", "root", nil)
-	want(t, "metrics as an admin", r, http.StatusOK, "")
-	body := string(r.body)
-	for _, line := range []string{
-		"trueforge_runs_started_total 1",
-		`trueforge_runs_finished_total{status="completed"} 1`,
-		"trueforge_model_steps_total 1",
-		`trueforge_http_requests_total{route="/api/v1/sessions/{id}/messages",method="POST",status="202"} 1`,
-		`trueforge_http_requests_total{route="/metrics",method="GET",status="401"} 1`,
-		`trueforge_http_errors_total{code="admin_only"} 1`,
-		`trueforge_sandbox_provision_seconds_bucket{le="+Inf"} 0`,
-		"# TYPE trueforge_mcp_calls_total counter",
-		"trueforge_runs_live 0",
-	} {
-		if !strings.Contains(body, line+"\n") {
-			t.Errorf("metrics lack %q:\n%s", line, body)
-		}
-	}
-	if !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
-		t.Errorf("Content-Type %q", r.Header.Get("Content-Type"))
-	}
-	pub := newFixture(t, fixtureOpts{cfg: func(c *api.Config) { c.MetricsPublic = true }})
-	want(t, "public metrics", pub.req("GET", "/metrics", "", nil), http.StatusOK, "")
-}
-
 // Shutdown cancels the turns the server runs, records them cancelled, and waits.
 func TestShutdownCancelsLiveTurns(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})

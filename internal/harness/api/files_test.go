@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
@@ -229,9 +231,11 @@ func TestOneOffEnvironment(t *testing.T) {
 			t.Fatalf("sandbox %v; want one of environment %s", sb, wantEnv)
 		}
 	}
-	m := string(f.req("GET", "/metrics", "root", nil).body)
-	if !strings.Contains(m, "trueforge_sandbox_provision_seconds_count 2\n") || !strings.Contains(m, "trueforge_model_steps_total 4\n") {
-		t.Errorf("metrics after two sandboxes and four model steps:\n%s", m)
+	// Metrics after two sandboxes and four model steps.
+	m := f.scrape()
+	m.histogram(t, "trueforge_sandbox_provision_seconds", 2)
+	if got := m.value(t, "trueforge_model_steps_total", dto.MetricType_COUNTER); got != 4 {
+		t.Errorf("model steps %v; want 4", got)
 	}
 	harnesstest.AddEnvironment(t, f.st, "building", "Building")
 	want(t, "a Building environment", f.req("POST", "/api/v1/sessions", "alice", map[string]any{"agent": "greeter", "environment": "building"}),

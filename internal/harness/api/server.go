@@ -205,8 +205,9 @@ func New(cfg Config) *Server {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = DefaultKeepAlive
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), metrics: newMetrics(),
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(),
 		runs: map[string]*liveRun{}, hubs: map[string]*hub{}}
+	s.metrics = newMetrics(cfg.Logger, s.LiveRuns, newStoreGauges(cfg.Store, cfg.Budgets)) // metrics.go
 	s.runCtx, s.stopRuns = context.WithCancel(context.Background())
 	s.routes = s.table()
 	s.register()

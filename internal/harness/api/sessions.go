@@ -425,10 +425,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, ss store.Se
 	h := s.hubFor(ss.ID)
 	started := make(chan struct{})
 	var once sync.Once
+	obs := s.metrics.run() // metrics_run.go
 	emit := func(e runner.Event) {
 		if !e.Partial {
 			once.Do(func() { lr.started.Store(true); close(started) })
-			s.metrics.observe(e.Kind, e.Payload)
+			obs.observe(e.Kind, e.Payload)
 			if e.Kind == events.KindRunFinished {
 				lr.finished.Store(true)
 			}
