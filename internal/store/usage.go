@@ -70,7 +70,7 @@ type SandboxUsage struct {
 // Errors those that failed, ended unknown, or whose tool answered an error; Refused
 // those the policy, an approval or a budget refused before they were sent.
 type MCPUsage struct {
-	Agent, User, Server     string
+	Agent, User, Server    string
 	Calls, Errors, Refused int64
 }
 
