@@ -137,6 +137,16 @@ func (s *Server) environmentsOverview(w http.ResponseWriter, r *http.Request, c 
 	if err != nil {
 		return err
 	}
+	// The reserved default first, then the rest by name, as the product's page lists them.
+	slices.SortStableFunc(envs, func(a, b store.Environment) int {
+		if a.Reserved != b.Reserved {
+			if a.Reserved {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 	out := make([]EnvironmentCard, 0, len(envs))
 	for _, e := range envs {
 		card, err := s.card(ctx, e, updated[e.Name], pool)
