@@ -53,6 +53,14 @@ func TestUsageCommand(t *testing.T) {
 		return r
 	}
 	mine := report()
+	var raw map[string]any
+	out, _, err = run(t, st.Path(), "", "usage", "-o", "json")
+	if err != nil || json.Unmarshal([]byte(out), &raw) != nil {
+		t.Fatalf("usage -o json: %v\n%s", err, out)
+	}
+	checkFields(t, "usage -o json", raw, []string{"from", "to", "user", "agent", "tokens", "sandboxes", "mcp", "totals"})
+	checkFields(t, "a tokens row", raw["tokens"].([]any)[0].(map[string]any), []string{"agent", "user", "model", "input_tokens", "output_tokens", "steps"})
+	checkFields(t, "usage totals", raw["totals"].(map[string]any), []string{"input_tokens", "output_tokens", "sandbox_seconds", "mcp_calls"})
 	if len(mine.Tokens) != 1 || mine.Tokens[0].User != "tester" || mine.Tokens[0].Agent != "talker" || mine.Totals.InputTokens == 0 {
 		t.Errorf("own usage: %+v", mine)
 	}
