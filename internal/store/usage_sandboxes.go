@@ -28,7 +28,7 @@ type sandboxSession struct {
 // f's window. The sessions it looks at are those with a lifecycle event since the
 // window's start and those whose sandbox runs now (it may have started long before);
 // for each it reads the last lifecycle event before the window (through the log's key,
-// backwards, so a long history is not read: `kind || ''` and `created_at + 0` keep the
+// backwards, so a long history is not read: `kind || ”` and `created_at + 0` keep the
 // planner off the kind-and-time index there, which would read every earlier lifecycle
 // event of every session) and the events in the window (through that index).
 func (s *Store) sandboxUsage(ctx context.Context, f UsageFilter) ([]SandboxUsage, error) {
