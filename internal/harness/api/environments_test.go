@@ -13,6 +13,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store/storetest"
 )
 
 // secretCanary is a secret's stored value in these tests: it must never be answered.
@@ -115,4 +116,17 @@ func TestEnvironmentsOverview(t *testing.T) {
 		t.Errorf("the admin sees %d environments, want all 5: %v", len(root), root)
 	}
 	want(t, "no token", f.req("GET", "/api/v1/environments/overview", "", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+}
+
+// The same on PostgreSQL, through a harness role.
+func TestEnvironmentsOverviewOnPostgreSQL(t *testing.T) {
+	_, harnessURL := harnessRoleDB(t, func(owner *store.Store) { seedEnvironments(t, owner) })
+	f := newFixture(t, fixtureOpts{st: storetest.Open(t, harnessURL)})
+	alice := cardsOf(t, f.req("GET", "/api/v1/environments/overview", "alice", nil))
+	if _, ok := alice["bobs"]; ok || len(alice["alices"].Secrets) != 1 || alice["alices"].WarmPool == nil || alice["alices"].WarmPool.Ready != 1 {
+		t.Errorf("alice's environments on PostgreSQL: %+v", alice)
+	}
+	if root := cardsOf(t, f.req("GET", "/api/v1/environments/overview", "root", nil)); len(root) != 5 {
+		t.Errorf("the admin sees %d environments on PostgreSQL, want 5", len(root))
+	}
 }
