@@ -123,3 +123,24 @@ func TestUsageOnPostgreSQL(t *testing.T) {
 	f := usageFixture(t, storetest.Open(t, harnessURL))
 	checkUsageVisibility(t, f)
 }
+
+// A real sandbox turn on the local backend: the sandbox's running time shows under its
+// environment, for its user only.
+func TestUsageSandboxSeconds(t *testing.T) {
+	f := newFixture(t, fixtureOpts{sandboxes: true})
+	harnesstest.AddAgent(t, f.st, "coder", "default", harnesstest.AgentSpec{"sandbox": harnesstest.Sandbox("default", 30, 60, 120),
+		"model": script(execCall("true"), text("Ran it."))})
+	f.turn("alice", f.newSession("alice", "coder"), "run it")
+	// The sandbox still runs: it counts up to the store's now (the real clock), so let a
+	// second pass; the window (the server's clock) ends a minute later.
+	time.Sleep(1100 * time.Millisecond)
+	f.clock.Advance(time.Minute)
+	u := usageOf(t, f.req("GET", "/api/v1/usage", "alice", nil))
+	if len(u.Sandboxes) != 1 || u.Sandboxes[0].Environment != "default" || u.Sandboxes[0].Agent != "coder" ||
+		u.Sandboxes[0].Seconds < 1 || u.Sandboxes[0].Seconds > 60 || u.Totals.SandboxSeconds != u.Sandboxes[0].Seconds {
+		t.Errorf("alice's sandbox time: %+v", u.Sandboxes)
+	}
+	if u := usageOf(t, f.req("GET", "/api/v1/usage", "bob", nil)); len(u.Sandboxes) != 0 {
+		t.Errorf("bob sees alice's sandbox time: %+v", u.Sandboxes)
+	}
+}
