@@ -112,7 +112,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().IntVar(&g.maxAttachments, "max-attachments", attachments.DefaultMaxPerSession,
 		"how many files one session may have attached")
 	root.AddCommand(newRunCmd(g), newApprovalsCmd(g), newBudgetsCmd(g), newChatCmd(g), newAgentsCmd(g), newEnvironmentsCmd(g), newSessionsCmd(g), newFilesCmd(g), newSandboxesCmd(g), newSnapshotsCmd(g),
-		newServeCmd(g), newUsersCmd(g), newDBCmd(g), newCheckCmd(g), newVersionCmd())
+		newServeCmd(g), newUsageCmd(g), newUsersCmd(g), newDBCmd(g), newCheckCmd(g), newVersionCmd())
 	markUsageErrors(root)
 	safeOutput(root)
 	return root

@@ -390,6 +390,7 @@ ALTER TABLE session_runs ADD COLUMN cancel_requested BIGINT NOT NULL DEFAULT 0;
 	migrationVersionPins,         // 24: version_pins.go (versions agents pin are kept)
 	migrationPoolEgress,          // 25: warm_pools.go (a pool member's prepared egress)
 	migrationSessionVisibility,   // 26: session_visibility.go (teams read their agents' sessions)
+	migrationUsageIndex,          // 27: usage.go (events by kind and time, for usage over a window)
 }
 
 // secretsOwned is the condition of migration 8's policies on secrets: the secret's

@@ -252,6 +252,7 @@ func (s *Server) table() []route {
 		{http.MethodGet, "/api/v1/me", authUser, s.me},
 		{http.MethodGet, "/api/v1/agents", authUser, s.listAgents},
 		{http.MethodGet, "/api/v1/environments", authUser, s.listEnvironments},
+		{http.MethodGet, "/api/v1/environments/overview", authUser, s.environmentsOverview},
 		{http.MethodPost, "/api/v1/sessions", authUser, s.createSession},
 		{http.MethodGet, "/api/v1/sessions", authUser, s.listSessions},
 		{http.MethodGet, "/api/v1/sessions/{id}", authUser, s.own(s.getSession)},
@@ -270,6 +271,7 @@ func (s *Server) table() []route {
 		{http.MethodGet, "/api/v1/approvals/{id}", authUser, s.getApproval},
 		{http.MethodPost, "/api/v1/approvals/{id}", authUser, s.decideApproval},
 		{http.MethodGet, "/api/v1/budgets", authUser, s.listBudgets},
+		{http.MethodGet, "/api/v1/usage", authUser, s.usage},
 		{http.MethodGet, "/api/v1/admin/audit", authAdmin, s.auditLog},
 	}
 }

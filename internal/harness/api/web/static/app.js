@@ -8,6 +8,7 @@ import { h, append, clear, icon, fillIcons, formatBytes, relTime, fullTime, clip
 import { render as markdown } from './md.js';
 import { highlight } from './hl.js';
 import { Attachments, attachmentChips, dropTarget } from './attach.js';
+import { renderEnvironments, renderUsage } from './pages.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -256,7 +257,8 @@ async function deleteSession(ev, s) {
 }
 
 // ---------------------------------------------------------------------------------
-// Routing: #/ is a new chat, #/s/<id> an existing one.
+// Routing: #/ is a new chat, #/s/<id> an existing one, #/envs and #/usage the pages
+// (pages.js).
 
 let routing = Promise.resolve();
 
@@ -268,6 +270,7 @@ function route() {
 async function doRoute() {
   if (!state.me) return;
   closeDrawer();
+  if (showPage(location.hash)) return;
   const m = /^#\/s\/(.+)$/.exec(location.hash);
   const id = m ? decodeURIComponent(m[1]) : null;
   if (id && state.session && state.session.id === id) return;
@@ -282,6 +285,31 @@ async function doRoute() {
     return newChat();
   }
   openSession(s);
+}
+
+// PAGES are the views other than the chat, by route: their title and what fills them.
+const PAGES = {
+  '#/envs': ['Environments', (root) => renderEnvironments(root, (path) => api('GET', path))],
+  '#/usage': ['Usage', (root) => renderUsage(root, (path) => api('GET', path), state.me)],
+};
+
+// showPage shows the page of route hash and reports whether there is one; otherwise it
+// shows the chat.
+function showPage(hash) {
+  const page = PAGES[hash];
+  $('page-view').hidden = !page;
+  $('chat-view').hidden = !!page;
+  for (const a of document.querySelectorAll('.side-link')) {
+    if (a.getAttribute('href') === hash) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  if (!page) return false;
+  closeStream();
+  state.session = null;
+  renderSessions();
+  $('page-title').textContent = page[0];
+  page[1]($('page'));
+  return true;
 }
 
 function newChat() {
@@ -2039,6 +2067,8 @@ function wireStatic() {
   });
   $('topbar-new').addEventListener('click', () => (location.hash = '#/'));
   $('open-drawer').addEventListener('click', openDrawer);
+  $('page-drawer').addEventListener('click', openDrawer);
+  document.querySelector('.side-links').addEventListener('click', closeDrawer);
   $('close-drawer').addEventListener('click', closeDrawer);
   $('scrim').addEventListener('click', closeDrawer);
   $('sessions').addEventListener('click', (ev) => {
