@@ -119,13 +119,25 @@ func BenchmarkRequestLatency(b *testing.B) {
 }
 
 // BenchmarkDownload100MB reports the throughput of a 100 MB HTTPS download through an
-// opaque tunnel as a ratio to the same download made directly (target: 0.8 or more).
+// opaque tunnel as a ratio to the same download made directly (targets: 0.95 or more
+// quiet, 0.85 or more loaded), twice in one run: "quiet" as the machine is, and "loaded"
+// with the benchmark's own CPU load beside both paths (startLoad: two busy loops, one
+// per core, bounded, stopped when the sub-benchmark ends), as when other sandboxes
+// install packages at the same time.
 func BenchmarkDownload100MB(b *testing.B) {
+	b.Run("quiet", func(b *testing.B) { benchDownload(b, false) })
+	b.Run("loaded", func(b *testing.B) { benchDownload(b, true) })
+}
+
+func benchDownload(b *testing.B, loaded bool) {
 	const size = 100 << 20
 	p := newBenchPath(b, nil, true)
 	u := p.f.url("api.allowed.test", fmt.Sprintf("/bytes?n=%d", size))
 	fetch(b, p.direct, p.f.url("api.allowed.test", "/whoami"), nil)
 	fetch(b, p.proxied, p.f.url("api.allowed.test", "/whoami"), nil)
+	if loaded {
+		startLoad(b)
+	}
 	var direct, tunnel time.Duration
 	var ratios []float64
 	b.SetBytes(2 * size)
