@@ -106,6 +106,11 @@ type flow struct {
 // started first and up only after start returns nil, so a server that speaks first is
 // heard while the proxy still inspects what the client sends.
 func relay(client, upstream net.Conn, limit int64, start func() (int64, error)) (up, down flow) {
+	return relayWith(pump, client, upstream, limit, start)
+}
+
+// relayWith is relay moving bytes with move (pump, or in tests its copy alone).
+func relayWith(move func(dst, src net.Conn, limit int64) (int64, error), client, upstream net.Conn, limit int64, start func() (int64, error)) (up, down flow) {
 	var cut sync.Once
 	cutBoth := func() {
 		cut.Do(func() {
@@ -118,7 +123,7 @@ func relay(client, upstream net.Conn, limit int64, start func() (int64, error)) 
 		if limit >= 0 {
 			left = limit - pre
 		}
-		n, err := pump(dst, src, left)
+		n, err := move(dst, src, left)
 		f.n, f.err = pre+n, err
 		if err != nil {
 			cutBoth()
