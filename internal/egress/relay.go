@@ -12,9 +12,9 @@ var errTunnelLimit = errors.New("egress: the tunnel passed its byte limit")
 
 // copyBufferSize is the size of the pooled buffers that user-space copies move bytes
 // through (the tunnel where splice(2) is not available, the response bodies of
-// terminated and plain requests). 64 KiB is four full TLS records: in
-// BenchmarkDownload100MB/copy it moved bytes as fast as 256 KiB did, and a sandbox's
-// 1024 connections cannot pin more than 64 MiB of them.
+// terminated and plain requests). 64 KiB is four full TLS records, and a sandbox's
+// 1024 connections cannot pin more than 64 MiB of them; 256 KiB was not measurably
+// better in BenchmarkTunnelPump/copy (CPU per MiB within the noise of a shared machine).
 const copyBufferSize = 64 << 10
 
 // copyBuffers holds *[]byte of copyBufferSize (pointers, so Put does not allocate).

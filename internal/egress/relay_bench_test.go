@@ -1,57 +1,16 @@
+//go:build linux
+
 package egress
 
 import (
 	"io"
 	"net"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// socketPair is a tunnel's two hops as the proxy sees them: up is the proxy's end of a
-// loopback TCP connection whose peer (upstreamEnd) plays the server, sandbox is the
-// proxy's end of a unix stream connection whose peer (sandboxEnd) plays netd.
-type socketPair struct {
-	up, upstreamEnd     net.Conn
-	sandbox, sandboxEnd net.Conn
-}
-
-func newSocketPair(tb testing.TB) *socketPair {
-	tb.Helper()
-	var s socketPair
-	s.upstreamEnd, s.up = connected(tb, "tcp", "127.0.0.1:0")
-	s.sandboxEnd, s.sandbox = connected(tb, "unix", filepath.Join(tb.TempDir(), "s"))
-	bigBuffers(s.sandbox)
-	bigBuffers(s.sandboxEnd)
-	return &s
-}
-
-// connected returns both ends of one connection: the accepted one first.
-func connected(tb testing.TB, network, addr string) (accepted, dialed net.Conn) {
-	tb.Helper()
-	ln, err := net.Listen(network, addr)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		got <- c
-	}()
-	dialed, err = net.Dial(network, ln.Addr().String())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	accepted = <-got
-	if accepted == nil {
-		tb.Fatal("accept failed")
-	}
-	tb.Cleanup(func() { accepted.Close(); dialed.Close() })
-	return accepted, dialed
-}
-
+// cpuTime is the process's user and system CPU time so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
