@@ -2,6 +2,7 @@ package egress
 
 import (
 	"net"
+	"path/filepath"
 	"testing"
 )
 
@@ -19,5 +20,14 @@ func TestSpliceHandlesTunnelSockets(t *testing.T) {
 	type other struct{ net.Conn }
 	if _, handled, _ := splice(other{s.sandbox}, s.up, noLimit); handled {
 		t.Fatal("splice took a connection that is not a socket")
+	}
+}
+
+// Only stream sockets are spliced: a seqpacket socket's messages are copied whole.
+func TestSpliceOnlyStreams(t *testing.T) {
+	src, _ := connected(t, "unixpacket", filepath.Join(t.TempDir(), "p"))
+	dst, _ := connected(t, "tcp", "127.0.0.1:0")
+	if _, handled, err := splice(dst, src, noLimit); handled {
+		t.Fatalf("splice took a seqpacket socket (%v)", err)
 	}
 }

@@ -65,8 +65,12 @@ func splice(dst, src net.Conn, limit int64) (n int64, handled bool, err error) {
 // rawConn is a socket's raw descriptor access, for AF_INET/AF_INET6/AF_UNIX stream
 // sockets (what the proxy's tunnels join); anything else is copied.
 func rawConn(c net.Conn) (syscall.RawConn, bool) {
-	switch c.(type) {
-	case *net.TCPConn, *net.UnixConn:
+	switch c := c.(type) {
+	case *net.TCPConn:
+	case *net.UnixConn:
+		if c.LocalAddr().Network() != "unix" { // a seqpacket socket would lose its boundaries
+			return nil, false
+		}
 	default:
 		return nil, false
 	}
