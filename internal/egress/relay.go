@@ -99,12 +99,13 @@ type flow struct {
 
 // relay carries a tunnel both ways between the sandbox's connection and the upstream
 // until both directions have ended, each direction carrying at most limit bytes
-// (noLimit: any number); up counts what start sent upstream first. A direction whose source ends (EOF) half-closes its
-// destination and the other direction goes on, so either side may finish first; a
-// direction that fails (an error, a deadline, its limit, a connection closed by
-// Proxy.Close) closes both connections, which ends the other direction too. down is
-// started first and up only after start returns nil, so a server that speaks first is
-// heard while the proxy still inspects what the client sends.
+// (noLimit: any number), and returns what each carried; up includes what start sent
+// upstream first. A direction whose source ends (EOF) half-closes its destination and
+// the other direction goes on, so either side may finish first; a direction that fails
+// (an error, a deadline, its limit, a connection closed by Proxy.Close) closes both
+// connections, which ends the other direction too. down is started first and up only
+// after start returns nil, so a server that speaks first is heard while the proxy still
+// inspects what the client sends.
 func relay(client, upstream net.Conn, limit int64, start func() (int64, error)) (up, down flow) {
 	return relayWith(pump, client, upstream, limit, start)
 }
