@@ -52,6 +52,9 @@ type limitedConn struct {
 	release func()
 }
 
+// NetConn is the accepted socket, for the tunnel's splice and half-close (netConnOf).
+func (c *limitedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)

@@ -73,6 +73,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, scheme, host, po
 		},
 		Transport:     p.transport,
 		FlushInterval: -1, // stream (server-sent events, token streams) as it arrives
+		BufferPool:    bufferPool{},
 		ErrorLog:      discardLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {

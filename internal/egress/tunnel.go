@@ -107,50 +107,42 @@ func (p *Proxy) shouldTerminate(ctx context.Context, host string) (bool, *Denial
 // tunnel relays an opaque connection after checking its first flight: a TLS ClientHello
 // must name the CONNECT host (domain fronting at the SNI layer); a plain HTTP request must
 // carry it in Host. Server-first protocols work because upstream-to-client flows at once.
+// The bytes move with splice(2) on Linux (relay, pump).
 func (p *Proxy) tunnel(conn net.Conn, br *bufio.Reader, pre *bytes.Reader, upstream net.Conn, host, port string) {
 	defer conn.Close()
 	defer upstream.Close()
-	down := make(chan struct{})
-	go func() {
-		defer close(down)
-		_, _ = io.Copy(conn, upstream)
-		closeWrite(conn)
-	}()
-	if d := p.inspectFirstFlight(conn, br, host); d != nil {
-		p.logDeny("tunnel", host, port, nil, d)
-		if d.Reason == ReasonSNIMismatch || d.Reason == ReasonNoSNI {
-			_, _ = conn.Write(alertUnrecognizedName)
-		} else {
-			_ = d.write(conn)
-		}
-		return
-	}
-	p.log(Decision{Allowed: true, Mode: "tunnel", Host: host, Port: port, Addr: upstream.RemoteAddr().String()})
 	bigBuffers(conn)
-	// Hand over what was buffered, then copy from the raw connection so the kernel can
-	// splice.
-	if n := br.Buffered(); n > 0 {
-		b, _ := br.Peek(n)
-		if _, err := upstream.Write(b); err != nil {
-			return
+	relay(conn, upstream, noLimit, func() (int64, error) {
+		if d := p.inspectFirstFlight(conn, br, host); d != nil {
+			p.logDeny("tunnel", host, port, nil, d)
+			if d.Reason == ReasonSNIMismatch || d.Reason == ReasonNoSNI {
+				_, _ = conn.Write(alertUnrecognizedName)
+			} else {
+				_ = d.write(conn)
+			}
+			return 0, d
 		}
-		_, _ = br.Discard(n)
-	}
-	// br has drained pre into its buffer unless the peek found nothing to read.
-	if _, err := io.Copy(upstream, pre); err != nil {
-		return
-	}
-	_, _ = io.Copy(upstream, conn)
-	closeWrite(upstream)
-	<-down
+		p.log(Decision{Allowed: true, Mode: "tunnel", Host: host, Port: port, Addr: upstream.RemoteAddr().String()})
+		return handOver(upstream, br, pre)
+	})
 }
 
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-		return
+// handOver sends upstream what was read from the client before the relay took over:
+// what br buffered, then what is left of pre (br has drained pre into its buffer unless
+// the peek found nothing to read). From then on the relay reads the raw connection.
+func handOver(upstream net.Conn, br *bufio.Reader, pre *bytes.Reader) (int64, error) {
+	var n int64
+	if b := br.Buffered(); b > 0 {
+		buf, _ := br.Peek(b)
+		w, err := upstream.Write(buf)
+		n += int64(w)
+		if err != nil {
+			return n, err
+		}
+		_, _ = br.Discard(b)
 	}
-	_ = c.Close()
+	w, err := io.Copy(upstream, pre)
+	return n + w, err
 }
 
 // tunnelSocketBuffer is the send and receive buffer asked for on the unix side of a
@@ -159,7 +151,7 @@ func closeWrite(c net.Conn) {
 const tunnelSocketBuffer = 4 << 20
 
 func bigBuffers(c net.Conn) {
-	if u, ok := c.(*net.UnixConn); ok {
+	if u, ok := netConnOf(c).(*net.UnixConn); ok {
 		_ = u.SetWriteBuffer(tunnelSocketBuffer)
 		_ = u.SetReadBuffer(tunnelSocketBuffer)
 	}
