@@ -166,7 +166,10 @@ func (at *attempt) wait(ctx context.Context) error {
 func (at *attempt) resume(ctx context.Context, lease *Lease, from string) (*Lease, bool, error) {
 	rec, rt := at.rec, at.rt
 	was := at.info.Status
-	if err := rt.Start(ctx, rec.SandboxID); err != nil {
+	sctx, span := startOp(ctx, "start", sandboxAttrs(rec.ProviderType, rec.Provider, rec.Environment, rec.SandboxID)...)
+	err := rt.Start(sctx, rec.SandboxID)
+	endOp(span, err)
+	if err != nil {
 		if errors.Is(err, sandbox.ErrNotFound) {
 			l, err := at.recreate(ctx, causeGoneAtStart)
 			return l, false, err
@@ -360,7 +363,10 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 		if made, err = m.newRequest(ctx, sessionID, a, id, labels); err != nil { // pool.go
 			return nil, err
 		}
-		if err := m.create(ctx, rt, made.req); err != nil {
+		cctx, span := startOp(ctx, "create", sandboxAttrs(a.Provider.Type, a.Provider.Name, env.Name, id)...)
+		err := m.create(cctx, rt, made.req)
+		endOp(span, err)
+		if err != nil {
 			return nil, err
 		}
 	}
