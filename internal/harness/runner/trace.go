@@ -11,7 +11,8 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/model"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
-	"github.com/trueforge/terraform-provider-trueforge/internal/telemetry")
+	"github.com/trueforge/terraform-provider-trueforge/internal/telemetry"
+)
 
 // A turn is one trace: its root span (invoke_agent), a span per model step (chat) and
 // per tool call (execute_tool), under which the tools, MCP calls and sandbox operations
