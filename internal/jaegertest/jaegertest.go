@@ -40,7 +40,8 @@ const RequireEnv = "TRUEFORGE_REQUIRE_JAEGER"
 const readyTimeout = 30 * time.Second
 
 // config is Jaeger's configuration: OTLP over HTTP in, memory storage, the query API;
-// nothing else listens (no gRPC receiver, no Prometheus endpoint of its own metrics).
+// nothing else listens (no gRPC receiver, no Prometheus endpoint of its own metrics), and
+// the query service does not trace itself (it would export to localhost:4317).
 const config = `service:
   extensions: [jaeger_storage, jaeger_query]
   pipelines:
@@ -59,6 +60,7 @@ extensions:
         memory:
           max_traces: 10000
   jaeger_query:
+    enable_tracing: false
     storage:
       traces: memstore
     http:
