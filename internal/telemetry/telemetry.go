@@ -178,6 +178,10 @@ func Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (con
 	return parent.TracerProvider().Tracer(Scope).Start(ctx, name, opts...)
 }
 
+// Recording says ctx holds a recording span: callers check it before they build a span's
+// name or attributes, so that tracing off costs no allocation.
+func Recording(ctx context.Context) bool { return trace.SpanFromContext(ctx).IsRecording() }
+
 // Inject writes ctx's trace context (W3C traceparent and tracestate) into h.
 func Inject(ctx context.Context, h propagation.TextMapCarrier) {
 	propagation.TraceContext{}.Inject(ctx, h)

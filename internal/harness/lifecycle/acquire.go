@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -359,6 +361,7 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	}
 	if claimed {
 		id = made.req.ID
+		trace.SpanFromContext(ctx).AddEvent("warm_pool_claim") // the acquire span's, when traced
 	} else {
 		if made, err = m.newRequest(ctx, sessionID, a, id, labels); err != nil { // pool.go
 			return nil, err

@@ -32,6 +32,9 @@ func sandboxAttrs(backend, provider, environment, id string) []attribute.KeyValu
 
 // startOp starts the span of sandbox operation op.
 func startOp(ctx context.Context, op string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !telemetry.Recording(ctx) {
+		return ctx, trace.SpanFromContext(ctx)
+	}
 	ctx, span := telemetry.Start(ctx, "sandbox "+op)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("trueforge.sandbox.operation", op))

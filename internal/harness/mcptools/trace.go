@@ -21,6 +21,9 @@ import (
 
 // startAuthorize starts the gate's span of the call of name on r.
 func startAuthorize(ctx context.Context, name string, r route) (context.Context, trace.Span) {
+	if !telemetry.Recording(ctx) {
+		return ctx, trace.SpanFromContext(ctx)
+	}
 	ctx, span := telemetry.Start(ctx, "mcp authorize "+name)
 	if span.IsRecording() {
 		span.SetAttributes(mcpAttrs(name, r)...)
@@ -54,6 +57,9 @@ func endAuthorize(span trace.Span, v Value, err error) {
 
 // startCall starts the span of the permitted call p.
 func (p *Permit) startCall(ctx context.Context) (context.Context, trace.Span) {
+	if !telemetry.Recording(ctx) {
+		return ctx, trace.SpanFromContext(ctx)
+	}
 	ctx, span := telemetry.Start(ctx, "tools/call "+p.name, trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		span.SetAttributes(mcpAttrs(p.name, p.r)...)
@@ -86,6 +92,9 @@ func endCall(span trace.Span, v Value, err error) {
 
 // startApproval starts the span of the wait for a person's decision under rule.
 func startApproval(ctx context.Context, name string, rule int) (context.Context, trace.Span) {
+	if !telemetry.Recording(ctx) {
+		return ctx, trace.SpanFromContext(ctx)
+	}
 	ctx, span := telemetry.Start(ctx, "mcp approval_wait "+name)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("trueforge.mcp.policy_rule", rule))

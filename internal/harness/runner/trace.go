@@ -62,6 +62,9 @@ func (x *run) endTurn(status string, out Outcome) {
 
 // startStep starts a model step's span.
 func (x *run) startStep(ctx context.Context, step int) (context.Context, trace.Span) {
+	if !telemetry.Recording(ctx) {
+		return ctx, trace.SpanFromContext(ctx)
+	}
 	ctx, span := telemetry.Start(ctx, "chat "+x.r.Model.Name(), trace.WithSpanKind(trace.SpanKindClient))
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String("gen_ai.operation.name", "chat"),
@@ -94,6 +97,9 @@ func (x *run) endStep(span trace.Span, resp model.Response, err error) {
 // startTool starts a tool call's span; the egress decisions its sandbox's proxy makes
 // meanwhile become events of it (onEvent).
 func (x *run) startTool(ctx context.Context, tc model.ToolCall) (context.Context, trace.Span) {
+	if !telemetry.Recording(ctx) {
+		return ctx, trace.SpanFromContext(ctx)
+	}
 	ctx, span := telemetry.Start(ctx, "execute_tool "+tc.Name)
 	if !span.IsRecording() {
 		return ctx, span
