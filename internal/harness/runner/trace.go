@@ -38,7 +38,9 @@ func (x *run) startTurn(ctx context.Context, msg *events.UserMessage) context.Co
 		attribute.String("trueforge.agent.owner", a.Owner),
 		attribute.String("enduser.id", x.user),
 	))
-	msg.TraceID = x.root.SpanContext().TraceID().String()
+	if x.root.SpanContext().IsSampled() { // a turn the sampler dropped has no trace to link to
+		msg.TraceID = x.root.SpanContext().TraceID().String()
+	}
 	if tel.CaptureContent() {
 		x.root.SetAttributes(attribute.String("gen_ai.input.messages", messagesJSON("user", msg.ModelText())))
 	}
