@@ -39,6 +39,12 @@ export TRUEFORGE_REQUIRE_CLAMD=1
 # the node that deps.sh installed: installed into the tool cache once, from the npm registry.
 TRUEFORGE_SERVER_EVERYTHING="$(scripts/ensure-server-everything.sh)"
 export TRUEFORGE_SERVER_EVERYTHING TRUEFORGE_REQUIRE_SERVER_EVERYTHING=1
+# Likewise Jaeger, the collector the tracing tests export to and read back from
+# (internal/jaegertest): built from the Go module proxy into the tool cache once (several
+# minutes on a fresh machine), in the background beside the Terraform 1.16 and OpenTofu
+# builds below; waited for before the tests.
+scripts/ensure-jaeger.sh >"$work/jaeger.path" 2>"$work/jaeger.log" &
+jaeger_pid=$!
 
 # Third CLI: Terraform 1.16, which has resource identity (Terraform 1.11 has none, so the
 # identity tests skip there), list resources and `terraform query`, and actions (1.14 and
@@ -56,6 +62,10 @@ export TRUEFORGE_SERVER_EVERYTHING TRUEFORGE_REQUIRE_SERVER_EVERYTHING=1
 tf116_pid=$!
 # Built while Terraform 1.16 builds, on a fresh machine.
 tofu="$(scripts/ensure-tofu.sh)"
+
+wait "$jaeger_pid" || { cat "$work/jaeger.log"; echo "test: building Jaeger failed" >&2; exit 1; }
+TRUEFORGE_JAEGER="$(cat "$work/jaeger.path")"
+export TRUEFORGE_JAEGER TRUEFORGE_REQUIRE_JAEGER=1
 
 go vet ./...
 

@@ -32,6 +32,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/scan"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/telemetry"
 )
 
 // globals are the flags every command shares.
@@ -145,6 +146,8 @@ type harness struct {
 	// guards them and policy: serve builds runners for concurrent requests.
 	codeModes []*codemode.Mode
 	mu        sync.Mutex
+	// telemetry traces the turns this process runs (off unless OTEL_* asks; tracing.go).
+	telemetry *telemetry.Provider
 }
 
 func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) {
@@ -162,7 +165,12 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 		st.Close()
 		return nil, err
 	}
-	h := &harness{g: g, me: me, store: st, logger: logger}
+	tel, err := openTelemetry(ctx) // tracing.go
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	h := &harness{g: g, me: me, store: st, logger: logger, telemetry: tel}
 	plane := controlplane.New(st)
 	h.runtimes = backend.New(plane)
 	h.network = sandboxnet.New(netConfig(plane, logger))
@@ -193,6 +201,7 @@ func netConfig(plane *controlplane.Plane, logger *slog.Logger) sandboxnet.Config
 func (h *harness) close() {
 	h.waitCodeModes()
 	h.network.Close()
+	h.flushTelemetry() // tracing.go
 	h.store.Close()
 }
 
@@ -352,7 +361,7 @@ func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runF
 	}
 	return &runner.Runner{
 		Store: h.store, Agent: a, Model: m, Logger: h.logger, Tools: x,
-		MaxTurns: f.maxTurns, TokenBudget: f.tokenBudget, Budgets: meter,
+		MaxTurns: f.maxTurns, TokenBudget: f.tokenBudget, Budgets: meter, Telemetry: h.telemetry,
 	}, nil
 }
 

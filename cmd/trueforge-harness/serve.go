@@ -35,6 +35,7 @@ type serveFlags struct {
 	insecureListen  bool
 	metricsPublic   bool
 	shutdownTimeout time.Duration
+	traceURL        string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -65,6 +66,9 @@ func newServeCmd(g *globals) *cobra.Command {
 					return errors.New("--tls-cert, --tls-key, --insecure-listen and --metrics-public configure the HTTP API: give --listen ADDR too")
 				}
 				return nil
+			}
+			if err := api.CheckTraceURL(sf.traceURL); err != nil {
+				return usageErrorf("--trace-url (TRUEFORGE_TRACE_URL): %v", err)
 			}
 			return sf.check()
 		},
@@ -120,6 +124,9 @@ func newServeCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&sf.insecureListen, "insecure-listen", false,
 		"serve plain HTTP on a non-loopback address: only behind a reverse proxy that terminates TLS (login cookies are then marked Secure)")
 	cmd.Flags().BoolVar(&sf.metricsPublic, "metrics-public", false, "serve /metrics without a token (otherwise an admin's token is needed)")
+	cmd.Flags().StringVar(&sf.traceURL, "trace-url", os.Getenv("TRUEFORGE_TRACE_URL"),
+		"link each turn on the web page to its trace: your tracing backend's URL of a trace with {trace_id} where the id goes, "+
+			"e.g. https://jaeger.example.com/trace/{trace_id} (default $TRUEFORGE_TRACE_URL; none: no link)")
 	cmd.Flags().DurationVar(&sf.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a stop waits for cancelled turns to end")
 	return cmd
 }
@@ -175,6 +182,7 @@ func (h *harness) serveHTTP(ctx context.Context, out io.Writer, sf serveFlags) (
 		Policy:        h.loadPolicy, // who may download what (its "downloads")
 		Web:           web.Handler(),
 		MetricsPublic: sf.metricsPublic,
+		TraceURL:      sf.traceURL,
 		SecureCookies: sf.insecureListen || sf.tlsCert != "",
 		Scanner:       scanner, ScannerFailOpen: h.g.scannerFailOpen, AllowExecutables: h.g.allowExecutables,
 		Attachments: h.g.attachments(h.store),

@@ -43,6 +43,7 @@ func TestServeListenRules(t *testing.T) {
 		{[]string{"--listen", "127.0.0.1:0", "--tls-cert", "c.pem"}, "go together"},
 		{[]string{"--listen", "127.0.0.1:0", "--once"}, "--once"},
 		{[]string{"--metrics-public"}, "give --listen"},
+		{[]string{"--listen", "127.0.0.1:0", "--trace-url", "https://jaeger.example.com/trace/"}, "--trace-url (TRUEFORGE_TRACE_URL): \"https://jaeger.example.com/trace/\" has no {trace_id}"},
 	} {
 		_, _, err := run(t, st.Path(), "", append([]string{"serve"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.says) {

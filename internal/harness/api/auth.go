@@ -168,10 +168,12 @@ type meJSON struct {
 	Auth           string     `json:"auth"` // "bearer" or "cookie"
 	CSRFToken      string     `json:"csrf_token,omitempty"`
 	LoginExpiresAt *time.Time `json:"login_expires_at,omitempty"`
+	// TraceURL is Config.TraceURL, for the page to link turns to their traces.
+	TraceURL string `json:"trace_url,omitempty"`
 }
 
 func (s *Server) meOf(c *caller) meJSON {
-	m := meJSON{Name: c.user.Name, Admin: c.user.Admin, Auth: "bearer"}
+	m := meJSON{Name: c.user.Name, Admin: c.user.Admin, Auth: "bearer", TraceURL: s.cfg.TraceURL}
 	if c.cookie != "" {
 		exp := c.login.ExpiresAt.UTC()
 		m.Auth, m.CSRFToken, m.LoginExpiresAt = "cookie", csrfToken(c.cookie), &exp

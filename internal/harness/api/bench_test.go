@@ -21,7 +21,9 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/api"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/harnesstest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
+	"github.com/trueforge/terraform-provider-trueforge/internal/harness/runner"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/telemetry"
 )
 
 // The harness as a service under load, and what HTTP adds to a turn.
@@ -49,6 +51,8 @@ type benchAPI struct {
 	srv   *api.Server
 	ts    *httptest.Server
 	token string
+	// telemetry is what the runners trace with (tracing_bench_test.go).
+	telemetry *telemetry.Provider
 }
 
 // newBenchAPI starts the API as serve does (its runner factory without policy or MCP,
@@ -71,7 +75,14 @@ func newBenchAPI(b *testing.B, sandboxes bool) *benchAPI {
 	}
 	st := ba.st
 	cfg.Store, cfg.Sandboxes = st, manager
-	cfg.Runner = harnesstest.Runners(st, manager)
+	runners := harnesstest.Runners(st, manager)
+	cfg.Runner = func(ctx context.Context, agent, user string) (*runner.Runner, error) {
+		r, err := runners(ctx, agent, user)
+		if r != nil {
+			r.Telemetry = ba.telemetry // nil, untraced, unless the benchmark set it
+		}
+		return r, err
+	}
 	ba.srv = api.New(cfg)
 	ba.ts = httptest.NewUnstartedServer(ba.srv)
 	ba.ts.Config.ReadHeaderTimeout = 10 * time.Second
@@ -243,12 +254,23 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func BenchmarkAPIConcurrentSessions200(b *testing.B) {
-	const sessions = 200
 	ba := newBenchAPI(b, true)
+	addLoadAgents(b, ba)
+	concurrentSessions200(b, ba)
+}
+
+// addLoadAgents adds the agents concurrentSessions200 talks to.
+func addLoadAgents(b *testing.B, ba *benchAPI) {
 	harnesstest.AddAgent(b, ba.st, "qa", "default", harnesstest.AgentSpec{
 		"model": script(text("Paris.")), "sandbox": harnesstest.Sandbox("default", 15, 60, 120)})
 	harnesstest.AddAgent(b, ba.st, "coder", "default", harnesstest.AgentSpec{
 		"model": script(execCall("echo $GREETING from $(hostname)"), text("ran it")), "sandbox": harnesstest.Sandbox("default", 15, 60, 120)})
+}
+
+// concurrentSessions200 is BenchmarkAPIConcurrentSessions200 on ba, with its agents
+// (tracing_bench_test.go runs it traced and untraced).
+func concurrentSessions200(b *testing.B, ba *benchAPI) {
+	const sessions = 200
 	var (
 		provisioned, failed atomic.Int64
 		mu                  sync.Mutex

@@ -66,6 +66,10 @@ type Config struct {
 	// Web serves everything outside /api/, /healthz and /metrics (the web page); nil
 	// serves a placeholder page.
 	Web http.Handler
+	// TraceURL links each turn on the web page to its trace: a URL of the operator's
+	// tracing backend with {trace_id} where the turn's trace id goes (CheckTraceURL);
+	// "" shows no link.
+	TraceURL string
 	// MetricsPublic serves /metrics without a token; otherwise it needs an admin's.
 	MetricsPublic bool
 	// SecureCookies marks the login cookie Secure even on a request that came over plain

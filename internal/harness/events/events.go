@@ -64,6 +64,9 @@ type UserMessage struct {
 	Text string `json:"text"`
 	// Attachments are the files the message carries (package attachments).
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// TraceID is the OpenTelemetry trace of the turn this message opened, set by the
+	// runner when tracing is on: what the web page links to.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Attachment is a file a user message carries, as the model and the event log see it:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
@@ -166,7 +168,10 @@ func (at *attempt) wait(ctx context.Context) error {
 func (at *attempt) resume(ctx context.Context, lease *Lease, from string) (*Lease, bool, error) {
 	rec, rt := at.rec, at.rt
 	was := at.info.Status
-	if err := rt.Start(ctx, rec.SandboxID); err != nil {
+	sctx, span := startOp(ctx, "start", sandboxAttrs(rec.ProviderType, rec.Provider, rec.Environment, rec.SandboxID)...)
+	err := rt.Start(sctx, rec.SandboxID)
+	endOp(span, err)
+	if err != nil {
 		if errors.Is(err, sandbox.ErrNotFound) {
 			l, err := at.recreate(ctx, causeGoneAtStart)
 			return l, false, err
@@ -356,11 +361,15 @@ func (m *Manager) provision(ctx context.Context, sessionID string, a *agents.Age
 	}
 	if claimed {
 		id = made.req.ID
+		trace.SpanFromContext(ctx).AddEvent("warm_pool_claim") // the acquire span's, when traced
 	} else {
 		if made, err = m.newRequest(ctx, sessionID, a, id, labels); err != nil { // pool.go
 			return nil, err
 		}
-		if err := m.create(ctx, rt, made.req); err != nil {
+		cctx, span := startOp(ctx, "create", sandboxAttrs(a.Provider.Type, a.Provider.Name, env.Name, id)...)
+		err := m.create(cctx, rt, made.req)
+		endOp(span, err)
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -179,15 +179,18 @@ func (l *Lease) Release(ctx context.Context) {
 // Acquire returns the session's sandbox, Running and marked busy, provisioning,
 // resuming or recreating it as needed. The agent's environment decides what a new
 // sandbox is made from; an existing one keeps its snapshot.
-func (m *Manager) Acquire(ctx context.Context, sessionID string, a *agents.Agent) (*Lease, error) {
+func (m *Manager) Acquire(ctx context.Context, sessionID string, a *agents.Agent) (lease *Lease, err error) {
 	if !a.Spec.Sandbox.Enabled {
 		return nil, fmt.Errorf("agent %q has no sandbox (sandbox.enabled is false)", a.Name)
 	}
+	ctx, span := startOp(ctx, "acquire") // trace.go
+	defer func() { endAcquire(span, lease, err) }()
 	unlock := m.lock(sessionID)
 	defer unlock()
 	deadline := time.Now().Add(m.cfg.ChangeWait)
 	for {
-		lease, retry, err := m.attemptOnce(ctx, sessionID, a) // acquire.go
+		var retry bool
+		lease, retry, err = m.attemptOnce(ctx, sessionID, a) // acquire.go
 		if err != nil || !retry {
 			return lease, err
 		}

@@ -97,7 +97,7 @@ type Permit struct {
 // approval when its rule asks for one, then the budgets. An error means the call must
 // not be made: ErrUnknownTool, ErrDenied (by a rule, or not approved: the Value says
 // which and carries the approval), ErrOverBudget, or ctx ended while it waited.
-func (t *Toolset) Authorize(ctx context.Context, o Origin, name string, args map[string]any) (*Permit, Value, error) {
+func (t *Toolset) Authorize(ctx context.Context, o Origin, name string, args map[string]any) (p *Permit, v Value, err error) {
 	t.mu.Lock()
 	r, ok := t.routes[name]
 	var cs *mcp.ClientSession
@@ -105,10 +105,12 @@ func (t *Toolset) Authorize(ctx context.Context, o Origin, name string, args map
 		cs = t.sessions[r.server]
 	}
 	t.mu.Unlock()
+	ctx, span := startAuthorize(ctx, name, r) // trace.go
+	defer func() { endAuthorize(span, v, err) }()
 	if !ok || cs == nil {
 		return nil, Value{}, fmt.Errorf("%q: %w", name, ErrUnknownTool)
 	}
-	p := &Permit{t: t, origin: o, name: name, r: r, cs: cs, args: args, subj: policy.Subject{
+	p = &Permit{t: t, origin: o, name: name, r: r, cs: cs, args: args, subj: policy.Subject{
 		User: t.opts.User, Owner: t.opts.Owner, Agent: t.opts.Agent, Session: o.SessionID, Turn: o.RunID, Server: r.url, Tool: r.tool,
 	}}
 	if err := t.decide(ctx, o, p, &p.value); err != nil {
@@ -154,10 +156,12 @@ func (t *Toolset) await(ctx context.Context, o Origin, p *Permit, d policy.Decis
 		v.Refusal = fmt.Sprintf("MCP tool %s needs a person's approval (rule %d: %s), and this harness has no approvals configured; it was refused", p.name, d.Rule, d.Reason)
 		return fmt.Errorf("%w: %s", ErrDenied, v.Refusal)
 	}
-	verdict, err := t.opts.Approver.Await(ctx, ApprovalRequest{
+	wctx, span := startApproval(ctx, p.name, d.Rule)
+	verdict, err := t.opts.Approver.Await(wctx, ApprovalRequest{
 		Asking: t.asking(o, p.r.url), Tool: p.r.tool, Name: p.name, Args: p.args,
 		Rule: d.Rule, Reason: d.Reason, Approvers: d.Approval.Approvers, Timeout: d.Approval.Timeout,
 	})
+	endApproval(span, verdict, err)
 	if err != nil {
 		v.Refusal = fmt.Sprintf("MCP tool %s needed a person's approval (rule %d), which could not be asked or awaited: %v", p.name, d.Rule, err)
 		return fmt.Errorf("%w: %s", ErrDenied, v.Refusal)
@@ -194,8 +198,10 @@ func VerdictText(v Verdict) string {
 
 // Call sends the permitted call and returns the tool's answer (see CallValue). The
 // bytes of the result are charged to the budgets.
-func (p *Permit) Call(ctx context.Context) (Value, error) {
-	v := p.value
+func (p *Permit) Call(ctx context.Context) (v Value, err error) {
+	ctx, span := p.startCall(ctx) // trace.go
+	defer func() { endCall(span, v, err) }()
+	v = p.value
 	args := p.args
 	if args == nil {
 		args = map[string]any{}

@@ -188,7 +188,7 @@ func (t *Toolset) connect(ctx context.Context, i int, s agents.MCPServer) (*mcp.
 		base = http.DefaultTransport
 	}
 	hc := *t.opts.HTTPClient
-	hc.Transport = bearer{base: base, origin: want, env: grant.Env, getenv: t.opts.Getenv, user: t.opts.User, agent: t.opts.Agent}
+	hc.Transport = bearer{base: traced{base: base}, origin: want, env: grant.Env, getenv: t.opts.Getenv, user: t.opts.User, agent: t.opts.Agent}
 	hc.CheckRedirect = agents.SameOriginRedirects(fmt.Sprintf("MCP server %q", s.Name), "if the server has moved, set its url to the new address", t.opts.HTTPClient.CheckRedirect)
 	client := mcp.NewClient(&mcp.Implementation{Name: "trueforge-harness", Version: t.opts.Version}, t.clientOptions(s.Name, s.URL))
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &hc, MaxRetries: 1, DisableStandaloneSSE: true}, nil)

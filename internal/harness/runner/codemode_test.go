@@ -35,6 +35,8 @@ type kbServer struct {
 	token string
 	mu    sync.Mutex
 	users []string // X-Trueforge-User of each tool call, in order
+	// traceparents is the W3C traceparent header of each tool call, in order.
+	traceparents []string
 	// slow, when set, is waited on by the slow tool (closed to release it).
 	slow      chan struct{}
 	slowEnter chan struct{}
@@ -51,6 +53,7 @@ func newKB(t testing.TB, token string) *kbServer {
 		kb.mu.Lock()
 		defer kb.mu.Unlock()
 		kb.users = append(kb.users, req.Extra.Header.Get(mcptools.UserHeader))
+		kb.traceparents = append(kb.traceparents, req.Extra.Header.Get("traceparent"))
 	}
 	// The output schema declares city and temp_c; the result carries one more field.
 	forecastSchema := map[string]any{"type": "object", "properties": map[string]any{
@@ -79,6 +82,12 @@ func newKB(t testing.TB, token string) *kbServer {
 	})
 	kb.URL = ts.URL
 	return kb
+}
+
+func (kb *kbServer) seenTraceparents() []string {
+	kb.mu.Lock()
+	defer kb.mu.Unlock()
+	return append([]string(nil), kb.traceparents...)
 }
 
 func (kb *kbServer) seenUsers() []string {

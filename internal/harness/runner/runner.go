@@ -25,6 +25,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/lifecycle"
@@ -33,6 +35,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/tools"
 	"github.com/trueforge/terraform-provider-trueforge/internal/periodic"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/telemetry"
 )
 
 // ErrBusy is returned when another live run (in another harness process or in this one)
@@ -87,6 +90,8 @@ type Runner struct {
 	// timeout) to DefaultHeartbeatTimeout.
 	HeartbeatEvery time.Duration
 	StaleAfter     time.Duration
+	// Telemetry traces each turn (trace.go); nil or off traces nothing.
+	Telemetry *telemetry.Provider
 
 	ownerOnce sync.Once
 	ownerName string
@@ -158,6 +163,10 @@ type run struct {
 	// dirty: a tool ran since the last sync, so others (the sandbox manager) may have
 	// appended events this run has not streamed yet.
 	dirty bool
+	// root is the turn's span, nil when tracing is off; tool (guarded by seqMu) the
+	// running tool call's (trace.go).
+	root trace.Span
+	tool trace.Span
 }
 
 func (x *run) send(e Event) {
@@ -230,6 +239,7 @@ func (x *run) syncLocked(ctx context.Context) {
 	}
 	for _, e := range evs {
 		x.lastSeq = e.Seq
+		x.onEvent(e.Kind, e.Payload)
 		x.send(Event{Seq: e.Seq, Kind: e.Kind, Payload: e.Payload})
 	}
 }
@@ -278,12 +288,14 @@ func (r *Runner) RunMessage(ctx context.Context, runID, sessionID string, msg ev
 	}
 	liveRuns.Store(x.runID, true)
 	defer liveRuns.Delete(x.runID)
+	ctx = x.startTurn(ctx, &msg) // trace.go
 	// The run row and the user message land together, before the model is called. The
 	// database allows one running run per session, so of two harnesses (or two calls in
 	// this one) that got past repair at the same moment, one starts and the other is told
 	// the session is busy, having written nothing.
 	if _, err := x.commit(ctx, store.Batch{StartRun: &store.Run{ID: x.runID, Owner: r.owner()}},
 		msg); err != nil {
+		x.endTurn(store.RunFailed, out)
 		if errors.Is(err, store.ErrRunning) {
 			return out, fmt.Errorf("%w: another run of session %s started at the same time; wait for it to finish, then send the message again", ErrBusy, sessionID)
 		}
@@ -307,6 +319,7 @@ func (r *Runner) RunMessage(ctx context.Context, runID, sessionID string, msg ev
 		err = e
 	}
 	out.Status = status
+	x.endTurn(status, out)
 	return out, err
 }
 
@@ -363,7 +376,9 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 			}
 		}
 		req := model.Request{System: r.System(), Messages: x.msgs, Tools: specs}
-		resp, err := r.Model.Generate(ctx, req, func(s string) { x.send(Event{Partial: true, Stream: "text", Delta: s}) })
+		stepCtx, step := x.startStep(ctx, out.Steps+1)
+		resp, err := r.Model.Generate(stepCtx, req, func(s string) { x.send(Event{Partial: true, Stream: "text", Delta: s}) })
+		x.endStep(step, resp, err)
 		if err != nil {
 			if ctx.Err() != nil {
 				return x.cancelled(ctx, nil)
@@ -406,7 +421,8 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 			if err != nil {
 				return "", "", err
 			}
-			res := r.Tools.Run(ctx, tools.Call{
+			toolCtx, span := x.startTool(ctx, tc)
+			res := r.Tools.Run(toolCtx, tools.Call{
 				SessionID: x.sessionID, RunID: x.runID, User: x.user, ToolCallID: tc.ID, Agent: r.Agent, Event: seq,
 				Commands: func() []string { return x.commands(end) },
 				// What the call appends itself (an approval it waits for) streams at once.
@@ -419,7 +435,9 @@ func (x *run) loop(ctx context.Context, prompt string, out *Outcome) (string, st
 			// The call returned: its result is recorded even when the cancel came as it
 			// finished (a payment sent, a file written), so the log never claims a
 			// completed call was stopped. Only the calls after it are cancelled.
-			if err := x.result(end, tc, res); err != nil {
+			err = x.result(end, tc, res)
+			x.endTool(span, res)
+			if err != nil {
 				return "", "", err
 			}
 			if ctx.Err() != nil {

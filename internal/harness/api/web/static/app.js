@@ -87,7 +87,7 @@ const sessionPath = (id) => '/sessions/' + encodeURIComponent(id);
 // fields name and csrf_token).
 function me(d) {
   d = d || {};
-  return { user: d.user ?? d.name ?? '', admin: !!d.admin, csrf: d.csrf ?? d.csrf_token ?? '' };
+  return { user: d.user ?? d.name ?? '', admin: !!d.admin, csrf: d.csrf ?? d.csrf_token ?? '', traceURL: d.trace_url ?? '' };
 }
 
 // listOf reads a list answer: a bare array, or an object holding it under key.
@@ -827,6 +827,14 @@ function addToGroup(node) {
   return node;
 }
 
+// traceLink links a turn to its trace in the operator's tracing backend (serve
+// --trace-url), when both the link and the turn's trace id exist.
+function traceLink(id) {
+  const tmpl = state.me && state.me.traceURL;
+  if (!tmpl || !/^[0-9a-f]{32}$/.test(id || '')) return null;
+  return h('a.trace-link', { href: tmpl.split('{trace_id}').join(id), target: '_blank', rel: 'noopener noreferrer', title: 'This turn\'s trace (' + id + ')' }, 'trace');
+}
+
 function renderEvent(kind, p, seq) {
   const stick = nearBottom();
   switch (kind) {
@@ -836,7 +844,7 @@ function renderEvent(kind, p, seq) {
         state.view.title = firstLine(p.text);
         $('chat-title').textContent = clip(state.view.title, 120);
       }
-      $('conversation').append(h('div.turn.user', { dataset: { seq } }, h('div.bubble', markdownPlain(p.text), attachmentChips(p.attachments))));
+      $('conversation').append(h('div.turn.user', { dataset: { seq } }, h('div.bubble', markdownPlain(p.text), attachmentChips(p.attachments)), traceLink(p.trace_id)));
       const history = state.replayUpTo !== null && seq <= state.replayUpTo;
       if (!history || state.knownRunning !== false) setLive(true);
       scrollToBottom();
