@@ -42,7 +42,7 @@ export TRUEFORGE_SERVER_EVERYTHING TRUEFORGE_REQUIRE_SERVER_EVERYTHING=1
 # Likewise Jaeger, the collector the tracing tests export to and read back from
 # (internal/jaegertest): built from the Go module proxy into the tool cache once (several
 # minutes on a fresh machine), in the background beside the Terraform 1.16 and OpenTofu
-# builds below; waited for before the tests.
+# builds below and go vet; waited for before the tests.
 scripts/ensure-jaeger.sh >"$work/jaeger.path" 2>"$work/jaeger.log" &
 jaeger_pid=$!
 
@@ -63,11 +63,12 @@ tf116_pid=$!
 # Built while Terraform 1.16 builds, on a fresh machine.
 tofu="$(scripts/ensure-tofu.sh)"
 
+go vet ./...
+
+# Jaeger is first needed by the tests: vet (which compiles every package) ran beside its build.
 wait "$jaeger_pid" || { cat "$work/jaeger.log"; echo "test: building Jaeger failed" >&2; exit 1; }
 TRUEFORGE_JAEGER="$(cat "$work/jaeger.path")"
 export TRUEFORGE_JAEGER TRUEFORGE_REQUIRE_JAEGER=1
-
-go vet ./...
 
 if command -v terraform >/dev/null 2>&1; then
 	echo "== go test ./... (acceptance under $(terraform version | head -1))"
