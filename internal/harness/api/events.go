@@ -67,7 +67,8 @@ const (
 const pendingCap = 1 << 20
 
 // subBuffer is how many messages a slow stream may fall behind before it is cut off the
-// hub (it then reads the store by polling, without deltas).
+// hub (it then reads the store when the store's event feed or poll says, without
+// deltas).
 const subBuffer = 4096
 
 // hub fans a session's run in this process out to the session's streams.
@@ -82,9 +83,50 @@ type hub struct {
 	subs    map[*subscriber]struct{}
 }
 
+// subscriber is a stream's queue of hub messages. It grows with what the stream has
+// not taken yet, rather than being a channel of subBuffer messages allocated for every
+// stream; the stream takes everything queued at once and writes it in one flush.
 type subscriber struct {
-	ch     chan hubMsg
+	ready  chan struct{} // rung (capacity 1) when the queue gets messages
+	mu     sync.Mutex
+	queue  []hubMsg
+	spare  []hubMsg // the last queue taken, reused
 	lagged atomic.Bool
+}
+
+// push queues m; a queue of subBuffer messages marks the subscriber lagged instead.
+func (sub *subscriber) push(m hubMsg) {
+	sub.mu.Lock()
+	if len(sub.queue) >= subBuffer {
+		sub.mu.Unlock()
+		sub.lagged.Store(true)
+		return
+	}
+	sub.queue = append(sub.queue, m)
+	sub.mu.Unlock()
+	select {
+	case sub.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what is queued, in order; pass it to done once handled.
+func (sub *subscriber) take() []hubMsg {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	q := sub.queue
+	sub.queue, sub.spare = sub.spare[:0], nil
+	return q
+}
+
+// done gives a taken queue back for reuse.
+func (sub *subscriber) done(q []hubMsg) {
+	clear(q) // drop the payloads it holds
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.spare == nil {
+		sub.spare = q[:0]
+	}
 }
 
 // hubFor returns the session's hub, holding a reference (dropHub releases it).
@@ -111,13 +153,8 @@ func (s *Server) dropHub(sessionID string, h *hub) {
 
 func (h *hub) send(m hubMsg) {
 	for sub := range h.subs {
-		if sub.lagged.Load() {
-			continue
-		}
-		select {
-		case sub.ch <- m:
-		default:
-			sub.lagged.Store(true)
+		if !sub.lagged.Load() {
+			sub.push(m)
 		}
 	}
 }
@@ -183,7 +220,7 @@ func (h *hub) end() {
 func (h *hub) subscribe() (*subscriber, bool, int64, []hubMsg) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	sub := &subscriber{ch: make(chan hubMsg, subBuffer)}
+	sub := &subscriber{ready: make(chan struct{}, 1)}
 	h.subs[sub] = struct{}{}
 	var pend []hubMsg
 	if h.live {
@@ -236,6 +273,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, ss store.S
 	st.write([]byte("retry: 2000\n\n"))
 
 	ctx := r.Context()
+	// capped: a read stopped at the notified seq, leaving events for later.
+	capped := false
 	// read writes the stored events after `after`, up to the notified seq while a run
 	// here is live (see the comment at the top of this file).
 	read := func() error {
@@ -243,8 +282,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, ss store.S
 		if err != nil {
 			return err
 		}
+		capped = false
 		for _, e := range evs {
 			if live && e.Seq > notified {
+				capped = true
 				break
 			}
 			st.event(e.Seq, e.Kind, payloadJSON(e.Kind, e.Payload))
@@ -273,7 +314,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, ss store.S
 			}
 		case msgEnd:
 			live = false
-			if watch.Pending(after) { // others appended while the run was live
+			// Others appended while the run was live, or a read left events for later.
+			if watch.Pending(after) || capped {
 				return read()
 			}
 		}
@@ -306,16 +348,16 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, ss store.S
 		select {
 		case <-ctx.Done():
 			return nil
-		case m := <-sub.ch:
-			// This message and whatever else is queued, in one write to the client.
-			for more := true; more && err == nil && !sub.lagged.Load(); {
-				err = handle(m)
-				select {
-				case m = <-sub.ch:
-				default:
-					more = false
+		case <-sub.ready:
+			// Everything queued, in one write to the client.
+			q := sub.take()
+			for _, m := range q {
+				if err != nil || sub.lagged.Load() {
+					break
 				}
+				err = handle(m)
 			}
+			sub.done(q)
 		case <-watch.Ready():
 			if !live && watch.Pending(after) {
 				err = read()
