@@ -98,8 +98,9 @@ func (s *Store) AppendEvent(ctx context.Context, sessionID, runID, kind string, 
 			return err
 		}
 		now := s.stamp()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO session_events(session_id, seq, run_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			sessionID, seq, runID, kind, string(payload), now); err != nil {
+		q, args := s.announced(`INSERT INTO session_events(session_id, seq, run_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			[]any{sessionID, seq, runID, kind, string(payload), now}, sessionID, seq)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			if isForeignKey(err) {
 				return fmt.Errorf("session %q: %w", sessionID, ErrNotFound)
 			}
@@ -111,7 +112,18 @@ func (s *Store) AppendEvent(ctx context.Context, sessionID, runID, kind string, 
 	if err != nil {
 		return 0, fmt.Errorf("appending %s event to session %q: %w", kind, sessionID, err)
 	}
+	s.feed.appended(sessionID, seq)
 	return seq, nil
+}
+
+// announced is insert, a statement that appends events to session sessionID up to seq,
+// made to announce them on PostgreSQL's event channel (event_feed.go) in the same
+// round trip: NOTIFY is sent when the transaction commits, and never if it does not.
+func (s *Store) announced(insert string, args []any, sessionID string, seq int64) (string, []any) {
+	if s.db.dialect != postgres {
+		return insert, args
+	}
+	return `WITH appended AS (` + insert + `) SELECT pg_notify('` + eventChannel + `', ?)`, append(args, notifyPayload(sessionID, seq))
 }
 
 // Events returns a session's events with seq > after, in order.
@@ -200,6 +212,9 @@ func (s *Store) Commit(ctx context.Context, b Batch) ([]int64, error) {
 				if isUnique(err) {
 					return fmt.Errorf("starting run %s of session %s: %w", r.ID, b.SessionID, ErrRunning)
 				}
+				if isForeignKey(err) {
+					return fmt.Errorf("starting run %s: session %q: %w", r.ID, b.SessionID, ErrNotFound)
+				}
 				return fmt.Errorf("starting run %s: %w", r.ID, err)
 			}
 		}
@@ -220,6 +235,7 @@ func (s *Store) Commit(ctx context.Context, b Batch) ([]int64, error) {
 				args = append(args, b.SessionID, seq, b.RunID, e.Kind, string(e.Payload), now)
 				seqs = append(seqs, seq)
 			}
+			q, args = s.announced(q, args, b.SessionID, seq)
 			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				if isForeignKey(err) {
 					return fmt.Errorf("session %q: %w", b.SessionID, ErrNotFound)
@@ -245,6 +261,9 @@ func (s *Store) Commit(ctx context.Context, b Batch) ([]int64, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("committing to session %q: %w", b.SessionID, err)
+	}
+	if len(seqs) > 0 {
+		s.feed.appended(b.SessionID, seqs[len(seqs)-1])
 	}
 	return seqs, nil
 }

@@ -55,6 +55,9 @@ type Store struct {
 	// cache, when set (EnableConfigCache), serves reads of the configuration from one
 	// consistent read until the next write (config_cache.go).
 	cache *configCache
+	// feed tells the readers of sessions' logs that they grew (event_feed.go); shared
+	// by the views of the store (Fresh).
+	feed *eventFeed
 }
 
 // DefaultPath is the SQLite file used when no database URL is configured:
@@ -130,7 +133,8 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
 	sdb.SetMaxOpenConns(4)
-	s := &Store{db: &db{sql: sdb, dialect: sqlite, log: openQueryLog()}, path: path, source: databaseURL, now: time.Now}
+	s := &Store{db: &db{sql: sdb, dialect: sqlite, log: openQueryLog()}, path: path, source: databaseURL, now: time.Now,
+		feed: newEventFeed("")}
 	// A new file's first connections switch it to WAL, which SQLite may refuse with
 	// SQLITE_BUSY without waiting (busy_timeout does not cover it) while another process
 	// does the same: processes that open a new file at once retry for a while.
@@ -154,7 +158,8 @@ func openPostgres(ctx context.Context, databaseURL string) (*Store, error) {
 	}
 	sdb.SetMaxOpenConns(8)
 	sdb.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{db: &db{sql: sdb, dialect: postgres, log: openQueryLog()}, source: databaseURL, now: time.Now}
+	s := &Store{db: &db{sql: sdb, dialect: postgres, log: openQueryLog()}, source: databaseURL, now: time.Now,
+		feed: newEventFeed(databaseURL)}
 	fail := func(err error) (*Store, error) {
 		sdb.Close()
 		return nil, err
@@ -212,7 +217,10 @@ func (s *Store) Dialect() string { return s.db.dialect.String() }
 func (s *Store) Role() string { return s.role }
 
 // Close releases the database.
-func (s *Store) Close() error { return s.db.sql.Close() }
+func (s *Store) Close() error {
+	s.feed.close()
+	return s.db.sql.Close()
+}
 
 // DB exposes the handle for tests that change rows out of band (drift tests). Its
 // queries use the database's own placeholders; Exec takes the store's.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -389,6 +390,7 @@ func BenchmarkAPITurnScripted(b *testing.B) {
 	busy := 0
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU(b)
 	for i := 0; i < b.N; i++ {
 		if i%10 == 0 {
 			if es != nil {
@@ -418,10 +420,105 @@ func BenchmarkAPITurnScripted(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed())/float64(time.Millisecond)/float64(b.N), "ms/turn")
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/turn")
 	b.ReportMetric(float64(busy), "busy-409s")
+}
+
+// processCPU is the CPU time this process (server and client) has used, user +
+// system: on a shared machine a steadier measure of a turn's work than wall time. The
+// runner's BenchmarkTurnScripted reports the same, for the CLI path.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func isBusy(err error) bool {
 	var se *statusError
 	return errors.As(err, &se) && se.status == http.StatusConflict
+}
+
+// BenchmarkAPITurnPaired is BenchmarkAPITurnScripted and the runner's
+// BenchmarkTurnScripted (the CLI path: the runner called directly) in one process on one
+// store, a turn of each in every iteration (which goes first alternates), each timed on
+// its own. It reports each path's median turn and the median of the iterations'
+// differences (added-p50-ms, the HTTP path's own cost): on a machine shared with other
+// work both turns of a pair see the same load, which two benchmarks run minutes apart do
+// not.
+func BenchmarkAPITurnPaired(b *testing.B) {
+	ba := newBenchAPI(b, false)
+	var turns []map[string]any
+	for i := 0; i < 10; i++ {
+		turns = append(turns, text(fmt.Sprintf("Answer %d: the capital of France is Paris.", i)))
+	}
+	harnesstest.AddAgent(b, ba.st, "bench", "default", harnesstest.AgentSpec{"model": script(turns...)})
+	ctx := context.Background()
+	rn, err := harnesstest.Runners(ba.st, nil)(ctx, "bench", harnesstest.Owner)
+	must(b, err)
+	c := ba.client()
+	defer c.close()
+	var es *eventStream
+	defer func() {
+		if es != nil {
+			es.close()
+		}
+	}()
+	const prompt = "What is the capital of France?"
+	var apiSid, cliSid string
+	cliTurn := func() time.Duration {
+		t0 := time.Now()
+		out, err := rn.Run(ctx, cliSid, prompt, nil)
+		if err != nil || out.Status != store.RunCompleted {
+			b.Fatalf("CLI turn: %v %s", err, out.Status)
+		}
+		return time.Since(t0)
+	}
+	apiTurn := func() time.Duration {
+		t0 := time.Now()
+		runID, err := c.send(ctx, apiSid, prompt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		end, err := es.untilFinished()
+		if err != nil || end.runID != runID || end.status != store.RunCompleted {
+			b.Fatalf("API turn: %v, run %s %s; want run %s completed", err, end.runID, end.status, runID)
+		}
+		return time.Since(t0)
+	}
+	cli, api, added := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%10 == 0 {
+			if es != nil {
+				es.close()
+			}
+			if apiSid, err = c.newSession(ctx, "bench"); err != nil {
+				b.Fatal(err)
+			}
+			if es, err = c.events(ctx, apiSid); err != nil {
+				b.Fatal(err)
+			}
+			if cliSid, err = rn.NewSession(ctx, harnesstest.Owner); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var x, y time.Duration
+		if i%2 == 0 {
+			x = cliTurn()
+			y = apiTurn()
+		} else {
+			y = apiTurn()
+			x = cliTurn()
+		}
+		cli, api, added = append(cli, x), append(api, y), append(added, y-x)
+	}
+	b.StopTimer()
+	for _, d := range [][]time.Duration{cli, api, added} {
+		slices.Sort(d)
+	}
+	b.ReportMetric(ms(percentile(cli, 50)), "cli-p50-ms")
+	b.ReportMetric(ms(percentile(api, 50)), "api-p50-ms")
+	b.ReportMetric(ms(percentile(added, 50)), "added-p50-ms")
 }

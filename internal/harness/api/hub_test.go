@@ -23,8 +23,8 @@ func TestApprovalMidStepKeepsTheStepsOutput(t *testing.T) {
 	commit(7, events.KindToolResult)
 	out("next step\n")
 	var offsets []int
-	for len(sub.ch) > 0 {
-		if m := <-sub.ch; m.kind == msgDelta {
+	for _, m := range sub.take() {
+		if m.kind == msgDelta {
 			offsets = append(offsets, m.offset)
 		}
 	}

@@ -17,7 +17,8 @@
 //
 // Replicas: nothing a request needs lives only in one process. Users, logins and
 // sessions are in the store; a replica streams the events another replica's run
-// commits (it polls the store); a cancel for a run another replica runs is recorded on
+// commits (the store's event feed: LISTEN/NOTIFY on PostgreSQL, with a slow poll as a
+// safety net); a cancel for a run another replica runs is recorded on
 // the run row, which that replica's heartbeat reads.
 package api
 
@@ -44,7 +45,11 @@ const (
 	DefaultLoginTTL     = 12 * time.Hour
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultPollInterval = 500 * time.Millisecond
-	DefaultKeepAlive    = 15 * time.Second
+	// DefaultSharedPollInterval is PollInterval's default on PostgreSQL, where the
+	// store's event feed (LISTEN/NOTIFY) brings every replica's events: the poll is only
+	// the safety net for notifications lost while the listening connection was down.
+	DefaultSharedPollInterval = 5 * time.Second
+	DefaultKeepAlive          = 15 * time.Second
 )
 
 // Config configures a Server.
@@ -81,9 +86,13 @@ type Config struct {
 	LoginTTL time.Duration
 	// MaxBodyBytes caps a request's body; 0 means DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
-	// PollInterval is how often an event stream reads the store for events this
-	// process did not write (another replica's run, the reaper); 0 means
-	// DefaultPollInterval.
+	// PollInterval is how often an idle event stream reads the store anyway, as a
+	// safety net: the store's event feed wakes it for every event this process appends
+	// and, on PostgreSQL, every event another replica appends (LISTEN/NOTIFY); what the
+	// feed does not see is another process writing the same SQLite file (the CLI), and
+	// notifications lost while the listening connection was down. 0 means
+	// DefaultPollInterval (500 ms) on SQLite, DefaultSharedPollInterval (5 s) on
+	// PostgreSQL.
 	PollInterval time.Duration
 	// Budgets lists the cumulative budgets the operator's policy declares, to show
 	// their limits beside what was charged (GET /api/v1/budgets); nil shows usage only.
@@ -130,6 +139,9 @@ type Server struct {
 
 	// types keeps what downloaded contents are, by digest (checkType).
 	types sessions.TypeChecks
+	// owner is this process's name in run rows (lifecycle.ProcessOwner), for the runs
+	// whose runner names none.
+	owner string
 }
 
 // liveRun is a run this process runs.
@@ -205,12 +217,15 @@ func New(cfg Config) *Server {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
+		if cfg.Store != nil && cfg.Store.Shared() {
+			cfg.PollInterval = DefaultSharedPollInterval
+		}
 	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = DefaultKeepAlive
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(),
-		runs: map[string]*liveRun{}, hubs: map[string]*hub{}}
+		runs: map[string]*liveRun{}, hubs: map[string]*hub{}, owner: lifecycle.ProcessOwner()}
 	s.metrics = newMetrics(cfg.Logger, s.LiveRuns, newStoreGauges(cfg.Store, cfg.Budgets)) // metrics.go
 	s.runCtx, s.stopRuns = context.WithCancel(context.Background())
 	s.routes = s.table()

@@ -422,7 +422,12 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, ss store.Se
 		}
 		return errorf(http.StatusUnprocessableEntity, CodeAgentNotReady, "the agent cannot run: %v", err)
 	}
+	if rn.Owner == "" {
+		// The process's name in run rows, read once rather than from /proc per message.
+		rn.Owner = s.owner
+	}
 	h := s.hubFor(ss.ID)
+	h.begin(runID)
 	started := make(chan struct{})
 	var once sync.Once
 	obs := s.metrics.run() // metrics_run.go
@@ -440,7 +445,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, ss store.Se
 	go func() {
 		defer release()
 		defer s.dropHub(ss.ID, h)
-		out, err := rn.RunMessage(runCtx, runID, ss.ID, events.UserMessage{Text: req.Text, Attachments: attached}, emit)
+		out, err := rn.RunMessageIn(runCtx, runID, ss, events.UserMessage{Text: req.Text, Attachments: attached}, emit)
 		h.end()
 		select {
 		case <-started:

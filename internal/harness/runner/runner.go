@@ -56,6 +56,11 @@ type Event struct {
 	Seq     int64
 	Kind    string
 	Payload json.RawMessage
+	// Encoded: Payload is this harness's own encoding of the event (events.Encode),
+	// in today's shape, so a reader may pass it on as it is; otherwise (an event
+	// another writer appended, read back from the store) it may be in an older
+	// harness's shape, which events.Decode reads.
+	Encoded bool
 	Partial bool
 	Stream  string // for partial events: "text", "stdout" or "stderr"
 	Delta   string
@@ -205,7 +210,7 @@ func (x *run) commit(ctx context.Context, b store.Batch, evs ...events.Payload) 
 	defer x.seqMu.Unlock()
 	if len(seqs) > 0 && seqs[0] == x.lastSeq+1 {
 		for i, seq := range seqs {
-			x.send(Event{Seq: seq, Kind: evs[i].Kind(), Payload: raws[i]})
+			x.send(Event{Seq: seq, Kind: evs[i].Kind(), Payload: raws[i], Encoded: true})
 		}
 		x.lastSeq = seqs[len(seqs)-1]
 	} else if len(seqs) > 0 {
@@ -268,11 +273,19 @@ func (r *Runner) RunAs(ctx context.Context, runID, sessionID, prompt string, emi
 // RunMessage is RunAs with a message that may carry attachments (already stored for the
 // session: package attachments); the model reads msg.ModelText.
 func (r *Runner) RunMessage(ctx context.Context, runID, sessionID string, msg events.UserMessage, emit func(Event)) (Outcome, error) {
-	var out Outcome
 	ss, err := r.Store.GetSession(ctx, sessionID)
 	if err != nil {
-		return out, err
+		return Outcome{}, err
 	}
+	return r.RunMessageIn(ctx, runID, ss, msg, emit)
+}
+
+// RunMessageIn is RunMessage in session ss as the caller has just read it (the HTTP API
+// reads it to authorize the request), saving a read: a run needs only its id, agent and
+// owner, which never change. A session deleted since is ErrNotFound at the first commit.
+func (r *Runner) RunMessageIn(ctx context.Context, runID string, ss store.Session, msg events.UserMessage, emit func(Event)) (Outcome, error) {
+	var out Outcome
+	sessionID := ss.ID
 	if ss.Agent != r.Agent.Name {
 		return out, fmt.Errorf("session %s belongs to agent %q, not %q", sessionID, ss.Agent, r.Agent.Name)
 	}
