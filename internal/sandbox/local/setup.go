@@ -90,6 +90,9 @@ type setupPlan struct {
 	Unshare string          `json:"unshare,omitempty"`
 	Sleep   string          `json:"sleep,omitempty"`
 	Argv    []string        `json:"argv"`
+	// holders, when a keeper started ahead made them, give the user namespaces without
+	// a process started now (spare.go); stopped before bwrap.
+	holders *nsHolders
 }
 
 // rlimitSetting is one rlimit (soft and hard) of a setup plan.
@@ -139,6 +142,11 @@ func runSetup() int {
 func readPlan[T any](env string) (T, error) {
 	path := os.Getenv(env)
 	os.Unsetenv(env)
+	return readPlanFile[T](path)
+}
+
+// readPlanFile decodes the JSON file at path into a new T.
+func readPlanFile[T any](path string) (T, error) {
 	var v T
 	data, err := os.ReadFile(path)
 	if err == nil {
@@ -163,14 +171,19 @@ func (p setupPlan) run() error {
 		// The sandbox user's namespace (for mapUser binds) is made alongside.
 		var userErr error
 		var wg sync.WaitGroup
+		var slotHolder, userHolder *nsHolder
+		if p.holders != nil && owner == 0 {
+			slotHolder, userHolder = p.holders.slot, p.holders.user
+		}
 		if slices.ContainsFunc(p.Binds, func(b stageBind) bool { return b.Map == mapUser }) {
 			wg.Go(func() {
-				userFile, userErr = newUserNS(p.Unshare, p.Sleep, 0, p.IDs.hostUID(p.SandboxUser), p.IDs.hostGID(p.SandboxUser), 1)
+				userFile, userErr = p.userNS(userHolder, 0, p.IDs.hostUID(p.SandboxUser), p.IDs.hostGID(p.SandboxUser), 1)
 			})
 		}
 		var err error
-		userns, err = newUserNS(p.Unshare, p.Sleep, owner, p.IDs.UID, p.IDs.GID, idsPerSlot)
+		userns, err = p.userNS(slotHolder, owner, p.IDs.UID, p.IDs.GID, idsPerSlot)
 		wg.Wait()
+		p.holders.stop()
 		if err != nil {
 			return fmt.Errorf("user namespace of id slot %d: %w", p.IDs.Slot, err)
 		}
@@ -264,7 +277,20 @@ func (p setupPlan) run() error {
 		}
 	}
 	err := syscall.Exec(argv[0], argv, os.Environ())
+
 	return fmt.Errorf("exec %s: %w", argv[0], err)
+}
+
+// userNS returns a descriptor of a user namespace owned by owner that maps size ids
+// from uid and gid: h's, when there is a holder started ahead and it takes the maps,
+// else a new one.
+func (p setupPlan) userNS(h *nsHolder, owner, uid, gid, size uint32) (int, error) {
+	if h != nil {
+		if fd, err := h.mapAndOpen(uid, gid, size); err == nil {
+			return fd, nil
+		}
+	}
+	return newUserNS(p.Unshare, p.Sleep, owner, uid, gid, size)
 }
 
 // stage binds b.Src at b.Dst under stagingDir, through the user namespace ns (a
