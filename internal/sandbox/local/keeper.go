@@ -329,6 +329,9 @@ func (r *Runtime) keeperPlan(id string, layers []string, info record) setupPlan 
 	// As root the runtime can join the keeper's mount namespace (unprivileged the
 	// host's mounts are locked in it anyway).
 	p.RuntimeUnpins = ids != nil
+	if nice, err := ownNice(); err == nil && ids != nil {
+		p.Nice = &nice
+	}
 	if e := info.Egress; e != nil {
 		p.Binds = append(p.Binds,
 			stageBind{Src: filepath.Dir(e.Socket), Dst: "egress", Map: mapped(mapUser)},

@@ -89,6 +89,9 @@ type setupPlan struct {
 	// this namespace (spare.go, unpinHostMounts), given the namespace on the keeper's
 	// reply socket once everything is staged, while bwrap starts. Root keepers only.
 	RuntimeUnpins bool `json:"runtime_unpins,omitempty"`
+	// Nice is the runtime's nice value, which a keeper started at a lower priority sets
+	// on itself first (spare.go). Root keepers only.
+	Nice *int `json:"nice,omitempty"`
 	// Rlimits are set on this process just before bwrap (limits.go, setupRlimits).
 	Rlimits []rlimitSetting `json:"rlimits,omitempty"`
 	Unshare string          `json:"unshare,omitempty"`

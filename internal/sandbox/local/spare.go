@@ -36,6 +36,11 @@ const (
 	// neither alone turns a normal run of the program into one.
 	keeperArg = "trueforge-sandbox-keeper"
 	keeperEnv = "TRUEFORGE_SANDBOX_KEEPER"
+	// keeperEnv's values: a keeper started ahead, which has the time to make its user
+	// namespace holders, or one started for a sandbox now, which makes its namespaces
+	// when it maps them, at the same time.
+	keeperAhead = "ahead"
+	keeperNow   = "now"
 	// ordersFD is the keeper's end of its orders socket.
 	ordersFD = 3
 	// keeperFiles is how many descriptors come with the orders: control socket,
@@ -60,8 +65,15 @@ func (r *Runtime) wantSpares() int {
 	return DefaultSpares
 }
 
-// startSpare starts a keeper process that waits for its orders.
-func (r *Runtime) startSpare() (*spare, error) {
+// spareNice is the nice value a root runtime starts spares at in the background, so
+// that starting one (a Go program: a few milliseconds of CPU) takes no CPU from a
+// sandbox starting meanwhile. A spare taken gets the runtime's own priority back, and
+// its keeper sets it on itself before it runs anything of the sandbox (runKeeperSetup).
+const spareNice = 19
+
+// startSpare starts a keeper process that waits for its orders; idle (root only), at
+// the lowest CPU priority.
+func (r *Runtime) startSpare(idle bool) (*spare, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("keeper orders socket: %w", err)
@@ -70,7 +82,11 @@ func (r *Runtime) startSpare() (*spare, error) {
 	defer theirs.Close()
 	cmd := exec.Command(r.exe, keeperArg)
 	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=" + sandboxPath, "LC_ALL=C", keeperEnv + "=1"}
+	mode := keeperNow
+	if idle {
+		mode = keeperAhead
+	}
+	cmd.Env = []string{"PATH=" + sandboxPath, "LC_ALL=C", keeperEnv + "=" + mode}
 	cmd.ExtraFiles = []*os.File{theirs} // ordersFD
 	// Its own process group, as the keeper's leader is: the runtime kills the group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -81,7 +97,11 @@ func (r *Runtime) startSpare() (*spare, error) {
 		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
 		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
 	}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if idle && os.Geteuid() == 0 {
+		start = func() error { return startNiced(cmd) }
+	}
+	if err := start(); err != nil {
 		ours.Close()
 		return nil, fmt.Errorf("start the sandbox keeper: %w", err)
 	}
@@ -91,6 +111,40 @@ func (r *Runtime) startSpare() (*spare, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startNiced starts cmd at spareNice: forked from a thread lowered to it for the moment
+// (a process's threads inherit their creator's priority), as root, who can raise the
+// thread's priority back.
+func startNiced(cmd *exec.Cmd) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	own, err := unix.Getpriority(unix.PRIO_PROCESS, 0) // of this thread: 20 - nice
+	if err != nil || unix.Setpriority(unix.PRIO_PROCESS, 0, spareNice) != nil {
+		return cmd.Start()
+	}
+	err = cmd.Start()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, 0, 20-own)
+	return err
+}
+
+// ownNice is this thread's nice value, which the runtime's threads share.
+func ownNice() (int, error) {
+	p, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	return 20 - p, err
+}
+
+// renice gives every thread of the spare nice value nice, so that it finishes starting
+// at the runtime's priority; its keeper sets it on itself again once it has its orders
+// (a thread started meanwhile may have missed this).
+func (s *spare) renice(nice int) {
+	pid := strconv.Itoa(s.cmd.Process.Pid)
+	tasks, _ := os.ReadDir("/proc/" + pid + "/task")
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			_ = unix.Setpriority(unix.PRIO_PROCESS, tid, nice)
+		}
+	}
 }
 
 // discard ends a spare that will get no orders.
@@ -123,12 +177,15 @@ func (r *Runtime) takeSpare() (*spare, error) {
 	}
 	r.spareMu.Unlock()
 	if s != nil && processAlive(s.cmd.Process.Pid, s.start) {
+		if nice, err := ownNice(); err == nil && os.Geteuid() == 0 {
+			s.renice(nice)
+		}
 		return s, nil
 	}
 	if s != nil {
 		s.discard()
 	}
-	return r.startSpare()
+	return r.startSpare(false)
 }
 
 // refillSpares starts spares in the background until there are wantSpares, one filler
@@ -149,7 +206,7 @@ func (r *Runtime) refillSpares() {
 				return
 			}
 			r.spareMu.Unlock()
-			s, err := r.startSpare()
+			s, err := r.startSpare(true)
 			r.spareMu.Lock()
 			if err != nil {
 				// The next keeper starts its own process, and says why if it fails.
@@ -178,14 +235,18 @@ func (r *Runtime) dropSpares() {
 
 // isKeeper reports whether this process is a keeper waiting for its orders.
 func isKeeper() bool {
-	return len(os.Args) == 2 && os.Args[1] == keeperArg && os.Getenv(keeperEnv) == "1"
+	mode := os.Getenv(keeperEnv)
+	return len(os.Args) == 2 && os.Args[1] == keeperArg && (mode == keeperAhead || mode == keeperNow)
 }
 
 // runKeeper waits for the orders and runs the setup step; it returns only on failure,
 // or with 0 when the runtime dropped this spare unused.
 func runKeeper() int {
+	var holders *nsHolders
+	if os.Getenv(keeperEnv) == keeperAhead {
+		holders = startNSHolders()
+	}
 	os.Unsetenv(keeperEnv)
-	holders := startNSHolders()
 	defer holders.stop()
 	plan, reply, err := awaitOrders()
 	if errors.Is(err, errNoOrders) {
@@ -263,6 +324,13 @@ func runKeeperSetup(path string, holders *nsHolders, reply int) error {
 	}
 	p.holders, p.reply = holders, reply
 	runtime.LockOSThread()
+	if p.Nice != nil {
+		// The runtime's priority (it started this keeper at the lowest): bwrap and
+		// everything in the sandbox inherit it from this thread.
+		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, *p.Nice); err != nil {
+			return fmt.Errorf("set the runtime's priority %d: %w", *p.Nice, err)
+		}
+	}
 	flags := unix.CLONE_NEWNS
 	if p.NetPrep {
 		flags |= unix.CLONE_NEWNET // the sandbox's own network namespace, for egress
