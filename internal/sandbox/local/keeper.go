@@ -153,16 +153,10 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 		err = sp.send(r.planFile(id), ln, lifeR, logf)
 	}
 	if err != nil {
-		sp.orders.Close()
 		lifeW.Close()
 		_ = killExecProcs(context.Background(), pid, sp.start, r.killWait())
 		_ = cmd.Wait()
 		return fmt.Errorf("start sandbox: %w; %s", err, r.keeperLogTail(id))
-	}
-	if r.b.ids != nil {
-		r.startUnpin(id, sp.orders)
-	} else {
-		sp.orders.Close()
 	}
 	r.mu.Lock()
 	r.lifelines[id] = lifeW
@@ -326,9 +320,6 @@ func (r *Runtime) keeperPlan(id string, layers []string, info record) setupPlan 
 		{Dst: "rest", Lowers: rest, Upper: filepath.Join(data, "upper", "rest"), Work: filepath.Join(data, "work", "rest")},
 	}
 	p.NetPrep = netPrepMode(info) != ""
-	// As root the runtime can join the keeper's mount namespace (unprivileged the
-	// host's mounts are locked in it anyway).
-	p.RuntimeUnpins = ids != nil
 	if nice, err := ownNice(); err == nil && ids != nil {
 		p.Nice = &nice
 	}

@@ -69,10 +69,6 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	lifelines map[string]*os.File // sandbox id -> write end of its keeper's lifeline
-	// unpinning: sandbox id -> closed once the host's mounts are dropped from its new
-	// keeper's namespace (spare.go).
-	unpinning map[string]chan struct{}
-	unpinJobs chan unpinJob // to the unpinning worker, started with the first job
 
 	spareMu sync.Mutex
 	spares  []*spare // keeper processes started ahead (spare.go)
@@ -115,7 +111,7 @@ func NewRuntime(b *Builder, root string) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local: find this program (it runs as the sandbox init): %w", err)
 	}
-	r := &Runtime{b: b, root: abs, exe: exe, lifelines: map[string]*os.File{}, unpinning: map[string]chan struct{}{}}
+	r := &Runtime{b: b, root: abs, exe: exe, lifelines: map[string]*os.File{}}
 	for _, t := range []struct {
 		dst  *string
 		name string
@@ -292,9 +288,6 @@ func (r *Runtime) startAndPing(ctx context.Context, id string, rec record) error
 	if err != nil {
 		return fmt.Errorf("the sandbox did not start: %v; %s", err, r.keeperLogTail(id))
 	}
-	// Begun while bwrap started; done before Create or Start returns, so that the new
-	// keeper pins none of the host's file systems from then on.
-	r.awaitUnpin(ctx, id)
 	return nil
 }
 

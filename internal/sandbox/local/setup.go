@@ -85,10 +85,6 @@ type setupPlan struct {
 	NetPrep    bool   `json:"netprep,omitempty"`
 	ResolvConf string `json:"resolv_conf,omitempty"` // staging-relative etc directory
 	Started    string `json:"started,omitempty"`     // file created just before exec
-	// RuntimeUnpins: the runtime, not this step, drops the host's file systems from
-	// this namespace (spare.go, unpinHostMounts), given the namespace on the keeper's
-	// reply socket once everything is staged, while bwrap starts. Root keepers only.
-	RuntimeUnpins bool `json:"runtime_unpins,omitempty"`
 	// Nice is the runtime's nice value, which a keeper started at a lower priority sets
 	// on itself first (spare.go). Root keepers only.
 	Nice *int `json:"nice,omitempty"`
@@ -100,9 +96,6 @@ type setupPlan struct {
 	// holders, when a keeper started ahead made them, give the user namespaces without
 	// a process started now (spare.go); stopped before bwrap.
 	holders *nsHolders
-	// reply is the keeper's end of its orders socket (-1: none), on which it hands its
-	// mount namespace to the runtime when RuntimeUnpins.
-	reply int
 }
 
 // rlimitSetting is one rlimit (soft and hard) of a setup plan.
@@ -139,7 +132,6 @@ func isSetup() bool {
 // runSetup runs the setup step; it returns only on failure.
 func runSetup() int {
 	p, err := readPlan[setupPlan](setupEnv)
-	p.reply = -1
 	if err == nil {
 		err = p.run()
 	}
@@ -250,11 +242,7 @@ func (p setupPlan) run() error {
 	}
 	// Staged: nothing outside the staging directory is bound any more, so other file
 	// systems need not be pinned by this namespace (setup_mounts_linux.go).
-	if p.RuntimeUnpins && p.reply >= 0 {
-		handOverMountNS(p.reply)
-	} else {
-		dropForeignMounts()
-	}
+	dropForeignMounts()
 	if p.Started != "" {
 		if err := os.WriteFile(p.Started, nil, 0o600); err != nil {
 			return err

@@ -3,7 +3,6 @@
 package local
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -155,14 +154,14 @@ func (s *spare) discard() {
 }
 
 // send gives the spare its orders: the setup plan's path and the keeper's control
-// socket, lifeline and log. It fails when the spare is gone. The socket stays open for
-// the keeper's reply (unpinHostMounts); the caller closes it.
+// socket, lifeline and log. It fails when the spare is gone.
 func (s *spare) send(plan string, ctl, lifeline, log *os.File) error {
 	rights := unix.UnixRights(int(ctl.Fd()), int(lifeline.Fd()), int(log.Fd()))
 	err := unix.Sendmsg(int(s.orders.Fd()), []byte(plan), rights, nil, unix.MSG_NOSIGNAL)
 	runtime.KeepAlive(ctl)
 	runtime.KeepAlive(lifeline)
 	runtime.KeepAlive(log)
+	s.orders.Close() // the keeper has its orders; it needs the socket no more
 	return err
 }
 
@@ -248,12 +247,12 @@ func runKeeper() int {
 	}
 	os.Unsetenv(keeperEnv)
 	defer holders.stop()
-	plan, reply, err := awaitOrders()
+	plan, err := awaitOrders()
 	if errors.Is(err, errNoOrders) {
 		return 0
 	}
 	if err == nil {
-		err = runKeeperSetup(plan, holders, reply)
+		err = runKeeperSetup(plan, holders)
 	}
 	fmt.Fprintln(os.Stderr, "trueforge keeper:", err)
 	return 1
@@ -263,9 +262,8 @@ var errNoOrders = errors.New("the runtime closed the orders socket")
 
 // awaitOrders reads the orders and puts their descriptors where the setup step, bwrap
 // and the init expect them: the control socket at 3, the lifeline at 4, the log at 1
-// and 2. It returns the plan's path and the orders socket, moved out of their way
-// (close-on-exec: bwrap does not get it).
-func awaitOrders() (string, int, error) {
+// and 2. It returns the plan's path.
+func awaitOrders() (string, error) {
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(keeperFiles*4))
 	var n, oobn int
@@ -277,14 +275,10 @@ func awaitOrders() (string, int, error) {
 		}
 	}
 	if err != nil {
-		return "", -1, fmt.Errorf("read the orders: %w", err)
+		return "", fmt.Errorf("read the orders: %w", err)
 	}
 	if n == 0 && oobn == 0 {
-		return "", -1, errNoOrders
-	}
-	reply, err := unix.FcntlInt(ordersFD, unix.F_DUPFD_CLOEXEC, 10)
-	if err != nil {
-		return "", -1, err
+		return "", errNoOrders
 	}
 	_ = unix.Close(ordersFD)
 	var fds []int
@@ -292,37 +286,37 @@ func awaitOrders() (string, int, error) {
 		fds, _ = unix.ParseUnixRights(&msgs[0])
 	}
 	if len(fds) != keeperFiles {
-		return "", -1, fmt.Errorf("the orders carry %d descriptors, want %d", len(fds), keeperFiles)
+		return "", fmt.Errorf("the orders carry %d descriptors, want %d", len(fds), keeperFiles)
 	}
 	// Each lands on the lowest free numbers, which may be the targets of another: move
 	// them above the targets first.
 	high := make([]int, len(fds))
 	for i, fd := range fds {
 		if high[i], err = unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 10); err != nil {
-			return "", -1, err
+			return "", err
 		}
 		_ = unix.Close(fd)
 	}
 	for _, d := range []struct{ from, to int }{{high[0], 3}, {high[1], 4}, {high[2], 1}, {high[2], 2}} {
 		if err := unix.Dup3(d.from, d.to, 0); err != nil {
-			return "", -1, err
+			return "", err
 		}
 	}
 	for _, fd := range high {
 		_ = unix.Close(fd)
 	}
-	return string(buf[:n]), reply, nil
+	return string(buf[:n]), nil
 }
 
 // runKeeperSetup makes the keeper's namespaces on this thread, which it never leaves
 // (the setup step execs bwrap from it, and bwrap keeps the thread's namespaces), and runs
 // the setup step of the plan at path.
-func runKeeperSetup(path string, holders *nsHolders, reply int) error {
+func runKeeperSetup(path string, holders *nsHolders) error {
 	p, err := readPlanFile[setupPlan](path)
 	if err != nil {
 		return err
 	}
-	p.holders, p.reply = holders, reply
+	p.holders = holders
 	runtime.LockOSThread()
 	if p.Nice != nil {
 		// The runtime's priority (it started this keeper at the lowest): bwrap and
@@ -415,131 +409,4 @@ func (hs *nsHolders) stop() {
 			_ = h.cmd.Wait()
 		}
 	}
-}
-
-// Unpinning the host's file systems. The keeper's mount namespace is a copy of the
-// host's, so it holds every loop-backed file system mounted then (other sandboxes' disks,
-// volumes) until they are dropped from it (dropForeignMounts), one unmount each: a cost
-// that grows with the sandboxes on the host. As root the keeper hands its namespace to
-// the runtime once everything is staged, and the runtime drops them there while bwrap
-// and the init start; Create and Start return once that is done too, so nothing is
-// pinned after they return, as before.
-
-// handOverMountNS sends a descriptor of this thread's mount namespace on the keeper's
-// reply socket and closes it.
-func handOverMountNS(reply int) {
-	defer unix.Close(reply)
-	fd, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return // the runtime gets EOF and leaves the namespace alone
-	}
-	defer unix.Close(fd)
-	_ = unix.Sendmsg(reply, []byte("m"), unix.UnixRights(fd), nil, unix.MSG_NOSIGNAL)
-}
-
-// receiveMountNS waits for the keeper's mount namespace on its reply socket and
-// returns a descriptor of it, or -1 when the keeper failed or exec'd without sending it.
-func receiveMountNS(reply *os.File) int {
-	defer reply.Close()
-	oob := make([]byte, unix.CmsgSpace(4))
-	_, oobn, _, _, err := unix.Recvmsg(int(reply.Fd()), make([]byte, 1), oob, unix.MSG_CMSG_CLOEXEC)
-	if err != nil || oobn == 0 {
-		return -1
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
-		return -1
-	}
-	fds, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(fds) != 1 {
-		for _, fd := range fds {
-			_ = unix.Close(fd)
-		}
-		return -1
-	}
-	return fds[0]
-}
-
-// unpinJob is one keeper's mount namespace to drop the host's mounts from.
-type unpinJob struct {
-	ns   int
-	done chan struct{}
-}
-
-// unpinWorker drops the host's loop-backed file systems from each keeper namespace it
-// is given, on a thread of its own: it joins the namespace there and comes back to the
-// host's after each. The thread is locked for good and the worker never ends, so the
-// thread never ends: bwrap (--die-with-parent) dies with the thread that started its
-// keeper, and Go ends a thread whose locked goroutine returns. It never touches another
-// thread's namespace.
-func unpinWorker(jobs <-chan unpinJob) {
-	runtime.LockOSThread()
-	host, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err == nil {
-		// Joining a mount namespace needs file system state of the thread's own.
-		err = unix.Unshare(unix.CLONE_FS)
-	}
-	home := err == nil
-	for j := range jobs {
-		if home {
-			home = unpinIn(j.ns, host)
-		}
-		_ = unix.Close(j.ns)
-		close(j.done)
-	}
-}
-
-// unpinIn drops the host's mounts from mount namespace ns, then returns this thread to
-// mount namespace host; false if it could not return.
-func unpinIn(ns, host int) bool {
-	var theirs, ours unix.Stat_t
-	if unix.Fstat(ns, &theirs) != nil || unix.Fstat(host, &ours) != nil || theirs.Ino == ours.Ino {
-		return true
-	}
-	if unix.Setns(ns, unix.CLONE_NEWNS) != nil {
-		return true
-	}
-	dropForeignMounts()
-	return unix.Setns(host, unix.CLONE_NEWNS) == nil
-}
-
-// awaitUnpin waits until the unpinning of sandbox id's new keeper, if any, is done.
-func (r *Runtime) awaitUnpin(ctx context.Context, id string) {
-	r.mu.Lock()
-	done := r.unpinning[id]
-	r.mu.Unlock()
-	if done == nil {
-		return
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
-
-// startUnpin unpins the host's mounts from the namespace of sandbox id's keeper, which
-// was just sent its orders on reply, in the background.
-func (r *Runtime) startUnpin(id string, reply *os.File) {
-	done := make(chan struct{})
-	r.mu.Lock()
-	r.unpinning[id] = done
-	if r.unpinJobs == nil {
-		r.unpinJobs = make(chan unpinJob)
-		go unpinWorker(r.unpinJobs)
-	}
-	jobs := r.unpinJobs
-	r.mu.Unlock()
-	go func() {
-		if ns := receiveMountNS(reply); ns >= 0 {
-			jobs <- unpinJob{ns: ns, done: done}
-			<-done
-		} else {
-			close(done)
-		}
-		r.mu.Lock()
-		if r.unpinning[id] == done {
-			delete(r.unpinning, id)
-		}
-		r.mu.Unlock()
-	}()
 }
