@@ -54,9 +54,9 @@ type Runtime struct {
 	// to disappear after SIGKILL; 0 means 10 s.
 	KillWait time.Duration
 	// Spares is how many keeper processes the runtime keeps started ahead, each taken
-	// by the next sandbox (re)started and replaced in the background (spare.go); 0
-	// means DefaultSpares, a negative number none. They are started once the first
-	// sandbox starts.
+	// by the next sandbox (re)started and replaced in the background once that sandbox
+	// answers (spare.go); 0 means DefaultSpares, a negative number none. They are
+	// started once the first sandbox has started.
 	Spares int
 
 	b       *Builder
@@ -288,6 +288,8 @@ func (r *Runtime) startAndPing(ctx context.Context, id string, rec record) error
 	if err != nil {
 		return fmt.Errorf("the sandbox did not start: %v; %s", err, r.keeperLogTail(id))
 	}
+	// Up: now a keeper for the next sandbox may start (spare.go).
+	r.refillSpares()
 	return nil
 }
 

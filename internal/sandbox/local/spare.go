@@ -166,9 +166,10 @@ func (s *spare) send(plan string, ctl, lifeline, log *os.File) error {
 }
 
 // takeSpare returns a started keeper process waiting for its orders: a spare started
-// ahead if there is a live one, else a new one; then it tops the spares up.
+// ahead if there is a live one, else a new one. The spares are topped up once the
+// sandbox answers (startAndPing), not now: starting one is CPU the starting sandbox
+// needs.
 func (r *Runtime) takeSpare() (*spare, error) {
-	defer r.refillSpares()
 	r.spareMu.Lock()
 	var s *spare
 	if n := len(r.spares); n > 0 {
