@@ -19,13 +19,14 @@ import (
 // keeper's descriptors (control socket, lifeline, log). Only then does it make the
 // sandbox's namespaces (mount, and network for egress) on its own thread and run the
 // setup step (setup.go), which ends in bwrap. Starting the program (fork, exec, the Go
-// runtime and the package initialisers: about a third of a cold start) depends on no
-// sandbox, so the Runtime keeps Spares of them started ahead and hands one to the next
-// keeper it starts.
+// runtime and the package initialisers: a quarter of a cold start, README "Where a local
+// cold start goes") depends on no sandbox, so the Runtime keeps Spares of them started
+// ahead and hands one to the next keeper it starts.
 //
 // A spare holds nothing of any sandbox: not a namespace (as root it is a plain process;
 // unprivileged, root of a user namespace of its own that maps only the runtime's uid, as
-// "unshare -Ur" made before), not a mount, not a descriptor but its orders socket. The
+// "unshare -Ur" made before), not a mount, not a descriptor but its orders socket (as
+// root also two idle processes in user namespaces without maps yet, nsHolder). The
 // mount namespace is copied when the orders come, so it has every mount the host made
 // until then (the sandbox's disk image, its volumes). It exits when its orders socket
 // closes: when the Runtime drops it, or when its owner process dies.
