@@ -33,19 +33,21 @@
 // # Runtime
 //
 // Runtime (sandbox.Runtime) runs sandboxes on Ready snapshots. A Running sandbox has one
-// keeper: "unshare -m[n]" as root, "unshare -Urm[n]" otherwise, makes the outer
-// namespaces, where this very program's setup step (setup.go) stages what the sandbox
-// gets on a private tmpfs, mounts the two overlays of the sandbox (the snapshot's layers
-// under its own upper directories) once, prepares the network namespace of an egress
-// sandbox (netns.go), and execs bwrap, which unshares every other namespace (pid, ipc,
+// keeper: this very program, started ahead of the sandbox (Runtime.Spares, spare.go; as
+// root a plain process, unprivileged root of a user namespace mapping only the runtime's
+// uid), makes the outer namespaces (mount, and network for egress) once it has its
+// orders, where its setup step (setup.go) stages what the sandbox gets on a private
+// tmpfs, mounts the two overlays of the sandbox (the snapshot's layers under its own
+// upper directories) once, prepares the network namespace of an egress sandbox
+// (netns.go), and execs bwrap, which unshares every other namespace (pid, ipc,
 // uts, cgroup, and net without egress) and runs the sandbox init as PID 1: this very
 // program again, bound read-only at /run/trueforge/init and recognised by ReexecMain.
 // Each Exec connects to the init's control socket (a host path that is not visible
 // inside) and hands it argv, env, cwd and the stdio pipes; the init forks the command.
 // Stop kills the keeper, and with PID 1 everything in the sandbox.
 //
-// The setup step, the init, the build shim and the unshift step (shift.go) are the
-// program that uses this package (os.Executable: the provider, the harness, a test
+// The keeper, the setup step, the init, the build shim and the unshift step (shift.go)
+// are the program that uses this package (os.Executable: the provider, the harness, a test
 // binary) re-executed; the package has no init function, so that program must call
 // ReexecMain (backends.ReexecMain outside the backend packages) first thing in main (a
 // test binary in TestMain; every command of the module that links the package does,
@@ -173,7 +175,10 @@
 // Other defaults: file operations cap files at 64 MiB (Runtime.MaxFileSize); kills wait
 // at most 10 s (Runtime.KillWait); argv and environment of a command total at most 1 MiB;
 // a sandbox has at most 64 labels (keys of 1 to 128 bytes, values up to 1024); egress
-// files are at most 16 MiB each; the egress helper has 5 s to say it listens.
+// files are at most 16 MiB each; the egress helper has 5 s to say it listens; one keeper
+// process is kept started ahead (Runtime.Spares, DefaultSpares) once the first sandbox
+// has started, with, as root, two idle processes holding user namespaces whose maps it
+// writes when it is taken.
 //
 // Runs as root and as an unprivileged user wherever unprivileged user namespaces work.
 package local

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -22,12 +21,14 @@ import (
 
 // The keeper of a running sandbox is one process tree that holds all its namespaces:
 //
-//	unshare -Urm[n] sh -c <script>  user + mount (+ network, with egress) namespace; the
-//	  (exec) bwrap                  script mounts the two overlays once, prepares the
-//	    sandbox init (PID 1)        network namespace if it made one (netns.go), then
-//	                                execs bwrap, which unshares the rest (sharing that
-//	                                network namespace, or the host's, but unsharing it
-//	                                under BlockNetwork) and runs the init
+//	this program, keeper mode       started ahead (spare.go) in a user namespace of its
+//	  (exec) bwrap                  own (unprivileged) or none (root); given its orders,
+//	    sandbox init (PID 1)        it makes the mount (+ network, with egress)
+//	                                namespace, mounts the two overlays once (setup.go),
+//	                                prepares the network namespace if it made one
+//	                                (netns.go), then execs bwrap, which unshares the rest
+//	                                (sharing that network namespace, or the host's, but
+//	                                unsharing it under BlockNetwork) and runs the init
 //	                                (sandboxinit.go) as PID 1
 //
 // Execs do not start any of this: they connect to the init's control socket and the init
@@ -123,13 +124,6 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 		return err
 	}
 	defer lifeR.Close()
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		lifeW.Close()
-		return err
-	}
-	defer goR.Close()
-	defer goW.Close()
 	logf, err := os.OpenFile(r.keeperLog(id), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		lifeW.Close()
@@ -138,46 +132,29 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 	defer logf.Close()
 
 	if err := writePlan(r.planFile(id), r.keeperPlan(id, layers, info)); err != nil {
-		return err
-	}
-	script := r.keeperScript(id)
-	// Root makes only the mount (and network) namespace here: the setup step maps the
-	// sandbox into its id slot. Unprivileged, the outer user namespace is the one that
-	// lets the setup step mount (its root is this user).
-	flags := "-m"
-	if r.b.ids == nil {
-		flags = "-Urm"
-	}
-	if netPrepMode(info) != "" {
-		flags += "n" // the sandbox's own network namespace, prepared by the setup step
-	}
-	cmd := exec.Command(r.unshare, flags, "/bin/sh", "-c", script)
-	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=" + sandboxPath, "LC_ALL=C"}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, logf, logf
-	cmd.ExtraFiles = []*os.File{ln, lifeR, goR} // fds 3, 4, 5
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
 		lifeW.Close()
 		return err
 	}
-	start, err := processStartTime(cmd.Process.Pid)
-	if err == nil {
-		err = writeFileAtomic(r.keeperFile(id), []byte(strconv.Itoa(cmd.Process.Pid)+" "+strconv.FormatUint(start, 10)+"\n"), 0o600)
+	// A keeper process started ahead (spare.go): it makes the mount (and, for egress,
+	// network) namespace when its orders come; root's setup step then maps the sandbox
+	// into its id slot.
+	sp, err := r.takeSpare()
+	if err != nil {
+		lifeW.Close()
+		return err
 	}
+	cmd, pid := sp.cmd, sp.cmd.Process.Pid
+	err = writeFileAtomic(r.keeperFile(id), keeperPidLine(pid, sp.start), 0o600)
 	if err == nil {
 		// Into the sandbox's cgroups (or under its rlimits) before it forks anything.
-		err = cg.add(cmd.Process.Pid)
+		err = cg.add(pid)
+	}
+	if err == nil {
+		err = sp.send(r.planFile(id), ln, lifeR, logf)
 	}
 	if err != nil {
 		lifeW.Close()
-		_ = killExecProcs(context.Background(), cmd.Process.Pid, start, r.killWait())
-		_ = cmd.Wait()
-		return err
-	}
-	if _, err := goW.Write([]byte{'\n'}); err != nil {
-		lifeW.Close()
-		_ = killExecProcs(context.Background(), cmd.Process.Pid, start, r.killWait())
+		_ = killExecProcs(context.Background(), pid, sp.start, r.killWait())
 		_ = cmd.Wait()
 		return fmt.Errorf("start sandbox: %w; %s", err, r.keeperLogTail(id))
 	}
@@ -312,17 +289,6 @@ func (r *Runtime) stopKeeper(ctx context.Context, id string) error {
 	return errors.Join(errs...)
 }
 
-// keeperScript renders the script "unshare -m[n]" (root) or "unshare -Urm[n]" runs:
-// wait for the go-ahead (the cgroups are set up), then exec the setup step (setup.go),
-// which mounts what the plan says, sets the rlimits of the rlimit mode and execs bwrap
-// with the init.
-func (r *Runtime) keeperScript(id string) string {
-	var sb strings.Builder
-	sb.WriteString("set -e\nread -r _ <&5\nexec 5<&-\n")
-	fmt.Fprintf(&sb, "%s=%s\nexport %s\nexec %s %s\n", setupEnv, shq(r.planFile(id)), setupEnv, shq(r.exe), setupArg)
-	return sb.String()
-}
-
 func (r *Runtime) planFile(id string) string { return filepath.Join(r.runDir(id), "setup.json") }
 
 // keeperPlan is what the setup step of the sandbox's keeper does: stage the snapshot's
@@ -354,6 +320,9 @@ func (r *Runtime) keeperPlan(id string, layers []string, info record) setupPlan 
 		{Dst: "rest", Lowers: rest, Upper: filepath.Join(data, "upper", "rest"), Work: filepath.Join(data, "work", "rest")},
 	}
 	p.NetPrep = netPrepMode(info) != ""
+	if nice, err := ownNice(); err == nil && ids != nil {
+		p.Nice = &nice
+	}
 	if e := info.Egress; e != nil {
 		p.Binds = append(p.Binds,
 			stageBind{Src: filepath.Dir(e.Socket), Dst: "egress", Map: mapped(mapUser)},

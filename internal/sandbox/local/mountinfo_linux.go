@@ -10,10 +10,11 @@ import (
 // mountEntry is a line of /proc/self/mountinfo: where, what file system, from what.
 type mountEntry struct{ Point, FSType, Source string }
 
-// readMounts lists this process's mounts in mountinfo's order (a later mount at a point
-// hides an earlier one).
+// readMounts lists this thread's mounts in mountinfo's order (a later mount at a point
+// hides an earlier one). The thread's: a keeper makes its mount namespace on one thread
+// (spare.go), and /proc/self would show the main thread's.
 func readMounts() ([]mountEntry, error) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	data, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,7 @@ func TestImportDoesNotDispatch(t *testing.T) {
 		dispatched []string
 	}{
 		{"setup", []string{self, setupArg}, setupEnv + "=/nonexistent/plan.json", false, []string{"trueforge setup:"}},
+		{"keeper", []string{self, keeperArg}, keeperEnv + "=" + keeperNow, false, []string{"trueforge keeper:"}},
 		{"unshift", []string{self, unshiftArg}, unshiftEnv + "=bogus", false, []string{"trueforge unshift:"}},
 		{"build shim", []string{initPath, buildShimArg, "/bin/sh", "-c", "echo build script ran"}, buildShimEnv + "=1", false,
 			[]string{"build script ran", "trueforge build shim:"}},

@@ -16,8 +16,9 @@ import (
 )
 
 // The benchmarks run side by side: cold start (create from a Ready snapshot and the first
-// exec of true; also under BlockNetwork and behind the egress proxy), warm exec (true in
-// an existing sandbox) and, as the yardstick, a bare fork/exec of true. Each reports, besides the mean (ns/op), the median of its
+// exec of true; also without spare keepers, under BlockNetwork and behind the egress
+// proxy), warm exec (true in an existing sandbox) and, as yardsticks, bubblewrap alone
+// running true (the floor of any sandbox of ours) and a bare fork/exec of true. Each reports, besides the mean (ns/op), the median of its
 // iterations (median-ns/op), which scripts/bench.sh turns into ratios.
 
 // medianTimer records the duration of each iteration.
@@ -39,6 +40,13 @@ func (m *medianTimer) report(b *testing.B) {
 
 func BenchmarkColdStart(b *testing.B) {
 	coldStart(b, sandbox.CreateRequest{})
+}
+
+// BenchmarkColdStartNoSpares is a cold start without keeper processes started ahead
+// (Runtime.Spares -1): each keeper's program starts on the critical path. Compare with
+// BenchmarkColdStart.
+func BenchmarkColdStartNoSpares(b *testing.B) {
+	coldStartWith(b, sandbox.CreateRequest{}, -1)
 }
 
 // BenchmarkColdStartBlocked is a cold start under BlockNetwork (bwrap makes the network
@@ -65,7 +73,14 @@ func BenchmarkColdStartEgress(b *testing.B) {
 // coldStart measures Create from a Ready snapshot plus the first exec of true, with req
 // as the template of each sandbox.
 func coldStart(b *testing.B, req sandbox.CreateRequest) {
+	coldStartWith(b, req, 0)
+}
+
+// coldStartWith is coldStart on a runtime keeping spares keeper processes started ahead
+// (Runtime.Spares).
+func coldStartWith(b *testing.B, req sandbox.CreateRequest, spares int) {
 	r, rel := newTestRuntime(b)
+	r.Spares = spares
 	ctx := context.Background()
 	var m medianTimer
 	b.ResetTimer()
@@ -102,6 +117,31 @@ func BenchmarkWarmExec(b *testing.B) {
 		res, err := r.Exec(ctx, "warm", sandbox.ExecRequest{Argv: []string{"true"}})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("exec: %v %d %s", err, res.ExitCode, res.Stderr)
+		}
+		m.end()
+	}
+	m.report(b)
+}
+
+// BenchmarkBwrapFloor is the least a sandbox of bubblewrap costs: bwrap making the
+// namespaces a sandbox has (user, pid, ipc, uts, cgroup) on a tmpfs root with the host
+// /usr read-only, /proc and /dev, and running true in it; no overlays, no init, no
+// control socket. Compare with BenchmarkColdStart.
+func BenchmarkBwrapFloor(b *testing.B) {
+	requireTools(b)
+	bwrap, err := findTool("bwrap")
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+		"--die-with-parent", "--new-session", "--tmpfs", "/", "--ro-bind", "/usr", "/usr"}
+	args = append(args, rootLinkArgs(hostRootLinks("/"))...)
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--", "/usr/bin/true")
+	var m medianTimer
+	for i := 0; i < b.N; i++ {
+		m.begin()
+		if out, err := exec.Command(bwrap, args...).CombinedOutput(); err != nil {
+			b.Fatalf("bwrap: %v: %s", err, out)
 		}
 		m.end()
 	}

@@ -37,6 +37,7 @@ func newTestRuntime(t testing.TB) (*Runtime, string) {
 			}
 		}
 		r.limits.removeParents()
+		r.dropSpares()
 	})
 	return r, rel
 }

@@ -53,6 +53,11 @@ type Runtime struct {
 	// KillWait bounds how long Stop and a timed-out Exec wait for the sandbox's processes
 	// to disappear after SIGKILL; 0 means 10 s.
 	KillWait time.Duration
+	// Spares is how many keeper processes the runtime keeps started ahead, each taken
+	// by the next sandbox (re)started and replaced in the background once that sandbox
+	// answers (spare.go); 0 means DefaultSpares, a negative number none. They are
+	// started once the first sandbox has started.
+	Spares int
 
 	b       *Builder
 	root    string
@@ -64,6 +69,10 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	lifelines map[string]*os.File // sandbox id -> write end of its keeper's lifeline
+
+	spareMu sync.Mutex
+	spares  []*spare // keeper processes started ahead (spare.go)
+	filling bool     // a goroutine is starting spares
 }
 
 // record is what state.json holds about a sandbox.
@@ -279,6 +288,8 @@ func (r *Runtime) startAndPing(ctx context.Context, id string, rec record) error
 	if err != nil {
 		return fmt.Errorf("the sandbox did not start: %v; %s", err, r.keeperLogTail(id))
 	}
+	// Up: now a keeper for the next sandbox may start (spare.go).
+	r.refillSpares()
 	return nil
 }
 

@@ -57,12 +57,14 @@ const (
 
 // ReexecMain runs this process as the program the local backend started it as, and
 // exits; in any other process it does nothing and returns. The backend runs no binary of
-// its own: it re-executes the program that uses it (os.Executable) as five helpers,
+// its own: it re-executes the program that uses it (os.Executable) as six helpers,
 // recognised by their arguments, environment and, for the init, pid:
 //
+//   - a sandbox's keeper (spare.go), started ahead: it waits for its orders, makes the
+//     sandbox's mount (and network) namespace and runs the setup step;
 //   - the setup step (setup.go), as root (of the host, or of the user namespace
-//     unshare made) in the sandbox's or build's new mount namespace: it stages and
-//     mounts what the sandbox gets and execs bwrap;
+//     unshare or the keeper made) in the sandbox's or build's new mount namespace: it
+//     stages and mounts what the sandbox gets and execs bwrap;
 //   - the sandbox init (this file), PID 1 of a sandbox;
 //   - the build shim (setup.go), which starts a build script in nested namespaces;
 //   - the unshift step (shift.go), which gives a finished build's layer back to root;
@@ -85,6 +87,8 @@ func ReexecMain() {
 		os.Exit(runBuildShim())
 	case isSetup():
 		os.Exit(runSetup())
+	case isKeeper():
+		os.Exit(runKeeper())
 	case isUnshift():
 		os.Exit(runUnshift())
 	case isBuildProxy():

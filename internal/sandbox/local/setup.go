@@ -85,11 +85,17 @@ type setupPlan struct {
 	NetPrep    bool   `json:"netprep,omitempty"`
 	ResolvConf string `json:"resolv_conf,omitempty"` // staging-relative etc directory
 	Started    string `json:"started,omitempty"`     // file created just before exec
+	// Nice is the runtime's nice value, which a keeper started at a lower priority sets
+	// on itself first (spare.go). Root keepers only.
+	Nice *int `json:"nice,omitempty"`
 	// Rlimits are set on this process just before bwrap (limits.go, setupRlimits).
 	Rlimits []rlimitSetting `json:"rlimits,omitempty"`
 	Unshare string          `json:"unshare,omitempty"`
 	Sleep   string          `json:"sleep,omitempty"`
 	Argv    []string        `json:"argv"`
+	// holders, when a keeper started ahead made them, give the user namespaces without
+	// a process started now (spare.go); stopped before bwrap.
+	holders *nsHolders
 }
 
 // rlimitSetting is one rlimit (soft and hard) of a setup plan.
@@ -139,6 +145,11 @@ func runSetup() int {
 func readPlan[T any](env string) (T, error) {
 	path := os.Getenv(env)
 	os.Unsetenv(env)
+	return readPlanFile[T](path)
+}
+
+// readPlanFile decodes the JSON file at path into a new T.
+func readPlanFile[T any](path string) (T, error) {
 	var v T
 	data, err := os.ReadFile(path)
 	if err == nil {
@@ -163,14 +174,19 @@ func (p setupPlan) run() error {
 		// The sandbox user's namespace (for mapUser binds) is made alongside.
 		var userErr error
 		var wg sync.WaitGroup
+		var slotHolder, userHolder *nsHolder
+		if p.holders != nil && owner == 0 {
+			slotHolder, userHolder = p.holders.slot, p.holders.user
+		}
 		if slices.ContainsFunc(p.Binds, func(b stageBind) bool { return b.Map == mapUser }) {
 			wg.Go(func() {
-				userFile, userErr = newUserNS(p.Unshare, p.Sleep, 0, p.IDs.hostUID(p.SandboxUser), p.IDs.hostGID(p.SandboxUser), 1)
+				userFile, userErr = p.userNS(userHolder, 0, p.IDs.hostUID(p.SandboxUser), p.IDs.hostGID(p.SandboxUser), 1)
 			})
 		}
 		var err error
-		userns, err = newUserNS(p.Unshare, p.Sleep, owner, p.IDs.UID, p.IDs.GID, idsPerSlot)
+		userns, err = p.userNS(slotHolder, owner, p.IDs.UID, p.IDs.GID, idsPerSlot)
 		wg.Wait()
+		p.holders.stop()
 		if err != nil {
 			return fmt.Errorf("user namespace of id slot %d: %w", p.IDs.Slot, err)
 		}
@@ -264,7 +280,20 @@ func (p setupPlan) run() error {
 		}
 	}
 	err := syscall.Exec(argv[0], argv, os.Environ())
+
 	return fmt.Errorf("exec %s: %w", argv[0], err)
+}
+
+// userNS returns a descriptor of a user namespace owned by owner that maps size ids
+// from uid and gid: h's, when there is a holder started ahead and it takes the maps,
+// else a new one.
+func (p setupPlan) userNS(h *nsHolder, owner, uid, gid, size uint32) (int, error) {
+	if h != nil {
+		if fd, err := h.mapAndOpen(uid, gid, size); err == nil {
+			return fd, nil
+		}
+	}
+	return newUserNS(p.Unshare, p.Sleep, owner, uid, gid, size)
 }
 
 // stage binds b.Src at b.Dst under stagingDir, through the user namespace ns (a
