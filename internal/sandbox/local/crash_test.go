@@ -123,6 +123,14 @@ func TestOwnerCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Young, it may be another Runtime's create at work on the same root: a sweep
+	// (a second replica starting) leaves its mount alone.
+	if err := r2.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r.limits.diskImage && len(mountsUnder(stage)) == 0 {
+		t.Fatal("a sweep unmounted a young staging directory's disk: another Runtime's create at work would lose it")
+	}
 	old := time.Now().Add(-2 * trashAge)
 	_ = os.Chtimes(stage, old, old)
 	if err := r2.Sweep(context.Background()); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -29,7 +30,7 @@ const trashAge = time.Minute
 //   - cgroups: those of a sandbox without a live keeper, or of a sandbox that no longer
 //     exists, are emptied (SIGKILL) and removed.
 //   - mounts: disk images mounted for sandboxes that are archived or gone (including
-//     staging and trash directories in tmp/) are unmounted.
+//     staging and trash directories of tmp/ older than a minute) are unmounted.
 //   - tmp/: staging and trash entries older than a minute are removed.
 func (r *Runtime) Sweep(ctx context.Context) error {
 	var errs []error
@@ -80,9 +81,15 @@ func (r *Runtime) Sweep(ctx context.Context) error {
 			}
 		}
 	}
-	// Mounts under tmp/ (a crash between mounting and publishing, or in a delete).
+	// Mounts under tmp/ (a crash between mounting and publishing, or in a delete), of
+	// entries as old as the ones removed below: a younger entry may be another
+	// Runtime's Create or Delete at work on the same root, whose mount is not ours to
+	// take away. A mount gone meanwhile (its owner finished) is no error.
 	for _, m := range mountsUnder(r.tmpDir()) {
-		if out, err := exec.Command("umount", "-l", m).CombinedOutput(); err != nil {
+		if !r.staleTmp(m) {
+			continue
+		}
+		if out, err := exec.Command("umount", "-l", m).CombinedOutput(); err != nil && slices.Contains(mountsUnder(r.tmpDir()), m) {
 			errs = append(errs, errors.New("unmount "+m+": "+strings.TrimSpace(string(out))))
 		}
 	}
@@ -108,4 +115,16 @@ func mountsUnder(dir string) []string {
 		}
 	}
 	return out
+}
+
+// staleTmp reports whether path, under tmp/, belongs to an entry of tmp/ older than
+// trashAge (or one that is gone).
+func (r *Runtime) staleTmp(path string) bool {
+	rel, err := filepath.Rel(r.tmpDir(), path)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return false
+	}
+	top := filepath.Join(r.tmpDir(), strings.SplitN(rel, string(filepath.Separator), 2)[0])
+	info, err := os.Lstat(top)
+	return err != nil || time.Since(info.ModTime()) > trashAge
 }
