@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/tailbuf"
 )
 
 // RequireEnv, set to 1, makes a missing clamd a failure instead of a skip.
@@ -79,7 +81,7 @@ type Clamd struct {
 	dir    string
 	proc   *exec.Cmd
 	exited chan struct{}
-	out    *output
+	out    *tailbuf.Buffer
 	once   sync.Once
 }
 
@@ -113,7 +115,7 @@ func StartWith(tb testing.TB, opts Options) *Clamd {
 	}
 	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
 	c := &Clamd{Socket: filepath.Join(dir, "clamd.sock"), StreamMaxLength: opts.StreamMaxLength, dir: dir,
-		exited: make(chan struct{}), out: &output{}}
+		exited: make(chan struct{}), out: &tailbuf.Buffer{}}
 	if err := writeDatabase(dir); err != nil {
 		tb.Fatal(err)
 	}
@@ -282,29 +284,4 @@ func ping(socket string) error {
 			return fmt.Errorf("clamd answered PING with %q (%v)", got, err)
 		}
 	}
-}
-
-// maxOutput caps what output keeps of clamd's output: its tail.
-const maxOutput = 64 << 10
-
-// output keeps the tail of clamd's stdout and stderr.
-type output struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.buf = append(o.buf, p...)
-	if len(o.buf) > maxOutput {
-		o.buf = append(o.buf[:0], o.buf[len(o.buf)-maxOutput:]...)
-	}
-	return len(p), nil
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return string(o.buf)
 }

@@ -20,10 +20,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/tailbuf"
 )
 
 // Version is the Jaeger release scripts/ensure-jaeger.sh builds; the lookup in the tool
@@ -128,7 +129,7 @@ func start(tb testing.TB, bin string) (*Jaeger, string, error) {
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, query, grpc, otlp), 0o600); err != nil {
 		return nil, "", err
 	}
-	out := &output{}
+	out := &tailbuf.Buffer{}
 	cmd := exec.Command(bin, "--config", cfg)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
@@ -347,29 +348,4 @@ func find() (string, error) {
 		return "", err
 	}
 	return bin, nil
-}
-
-// maxOutput caps what output keeps of Jaeger's output: its tail.
-const maxOutput = 64 << 10
-
-// output keeps the tail of Jaeger's output.
-type output struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.buf = append(o.buf, p...)
-	if len(o.buf) > maxOutput {
-		o.buf = append(o.buf[:0], o.buf[len(o.buf)-maxOutput:]...)
-	}
-	return len(p), nil
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return string(o.buf)
 }
