@@ -280,16 +280,21 @@ func TestEgressEndToEndLocalSandbox(t *testing.T) {
 	// The decisions are in the session log: the allowed request with the secret named
 	// (not its value), the refusals with their reason.
 	var allowed, refused int
-	for _, d := range harnesstest.Payloads(t, f.env.Store, sid, events.KindEgress) {
-		switch {
-		case d["allowed"] == true && d["host"] == allowedHost:
-			if s, _ := d["secrets"].([]any); len(s) == 1 && s[0] == "API_TOKEN" {
-				allowed++
+	count := func(ds []map[string]any) bool {
+		allowed, refused = 0, 0
+		for _, d := range ds {
+			switch {
+			case d["allowed"] == true && d["host"] == allowedHost:
+				if s, _ := d["secrets"].([]any); len(s) == 1 && s[0] == "API_TOKEN" {
+					allowed++
+				}
+			case d["allowed"] != true && d["host"] == deniedHost && d["reason"] == "not_allowed":
+				refused++
 			}
-		case d["allowed"] != true && d["host"] == deniedHost && d["reason"] == "not_allowed":
-			refused++
 		}
+		return allowed > 0 && refused >= 2
 	}
+	count(waitPayloads(t, f.env.Store, sid, events.KindEgress, count))
 	if allowed == 0 || refused < 2 {
 		t.Fatalf("egress events: %d allowed with API_TOKEN, %d refused for %s; want >= 1 and 2", allowed, refused, deniedHost)
 	}

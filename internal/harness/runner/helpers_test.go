@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/agents"
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
@@ -173,4 +174,21 @@ func atOnce(n int, fn func(i int)) {
 	}
 	close(start)
 	wg.Wait()
+}
+
+// waitPayloads returns the session's events of kind once done holds for them, waiting at
+// most 10 s (then it returns what there is, for the caller's check to fail on). Events
+// another writer appends may land after the run's end: the egress proxy records a
+// forwarded request's decision once the response has been relayed, which the sandbox's
+// command may have read, and the turn ended, a moment before.
+func waitPayloads(t *testing.T, st *store.Store, sid, kind string, done func([]map[string]any) bool) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := harnesstest.Payloads(t, st, sid, kind)
+		if done(got) || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -158,12 +158,16 @@ func TestWarmPoolProxied(t *testing.T) {
 	if h := f.up.headers(); len(h) != 1 || h[0] != "Bearer "+secretV1 {
 		t.Fatalf("upstream saw Authorization %q; want the secret substituted once", h)
 	}
-	allowed := 0
-	for _, d := range harnesstest.Payloads(t, f.env.Store, sid, events.KindEgress) {
-		if s, _ := d["secrets"].([]any); d["allowed"] == true && len(s) == 1 && s[0] == "API_TOKEN" {
-			allowed++
+	countAllowed := func(ds []map[string]any) int {
+		n := 0
+		for _, d := range ds {
+			if s, _ := d["secrets"].([]any); d["allowed"] == true && len(s) == 1 && s[0] == "API_TOKEN" {
+				n++
+			}
 		}
+		return n
 	}
+	allowed := countAllowed(waitPayloads(t, f.env.Store, sid, events.KindEgress, func(ds []map[string]any) bool { return countAllowed(ds) > 0 }))
 	if allowed != 1 {
 		t.Fatalf("%d allowed egress decisions with API_TOKEN in the session's log; want 1", allowed)
 	}
