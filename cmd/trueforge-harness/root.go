@@ -175,7 +175,7 @@ func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) 
 	h.runtimes = backend.New(plane)
 	h.network = sandboxnet.New(netConfig(plane, logger))
 	h.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: h.runtimes, Logger: logger,
-		Network: h.network})
+		Network: h.network, Telemetry: tel})
 	return h, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -297,32 +298,69 @@ func (j *Jaeger) Get(ctx context.Context, id string, minSpans int) (Trace, []byt
 }
 
 func (j *Jaeger) get(ctx context.Context, id string) (Trace, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.Query+"/api/traces/"+id, nil)
+	traces, raw, err := j.search(ctx, j.Query+"/api/traces/"+id)
 	if err != nil {
-		return Trace{}, nil, err
+		return Trace{}, raw, err
+	}
+	if len(traces) != 1 {
+		return Trace{}, raw, fmt.Errorf("GET /api/traces/%s: %d traces", id, len(traces))
+	}
+	return traces[0], raw, nil
+}
+
+// Find searches service's traces for those with a span named operation whose tags
+// include tags (Jaeger's /api/traces search), waiting until there is at least one. It
+// returns them and the raw JSON the query API answered with.
+func (j *Jaeger) Find(ctx context.Context, service, operation string, tags map[string]string) ([]Trace, []byte, error) {
+	tagJSON, err := json.Marshal(tags)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := url.Values{"service": {service}, "operation": {operation}, "tags": {string(tagJSON)}, "lookback": {"1h"}, "limit": {"20"}}
+	u := j.Query + "/api/traces?" + q.Encode()
+	var last error
+	for {
+		traces, raw, err := j.search(ctx, u)
+		if err == nil && len(traces) > 0 {
+			return traces, raw, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("no trace of %s with a span %q tagged %s", service, operation, tagJSON)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return nil, raw, fmt.Errorf("%w (%v)", last, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// search GETs u, a query API URL answering {"data": [traces]}.
+func (j *Jaeger) search(ctx context.Context, u string) ([]Trace, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return Trace{}, nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return Trace{}, nil, err
+		return nil, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Trace{}, raw, fmt.Errorf("GET /api/traces/%s: %s: %s", id, resp.Status, bytes.TrimSpace(raw))
+		return nil, raw, fmt.Errorf("GET %s: %s: %s", u, resp.Status, bytes.TrimSpace(raw))
 	}
 	var body struct {
 		Data []Trace `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &body); err != nil {
-		return Trace{}, raw, fmt.Errorf("GET /api/traces/%s: %w", id, err)
+		return nil, raw, fmt.Errorf("GET %s: %w", u, err)
 	}
-	if len(body.Data) != 1 {
-		return Trace{}, raw, fmt.Errorf("GET /api/traces/%s: %d traces", id, len(body.Data))
-	}
-	return body.Data[0], raw, nil
+	return body.Data, raw, nil
 }
 
 // find returns the jaeger binary's path, or why there is none.

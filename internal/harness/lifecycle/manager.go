@@ -52,6 +52,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/harness/events"
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/telemetry"
 )
 
 // RuntimeSource opens sandbox providers' backends (backend.Runtimes).
@@ -84,6 +85,9 @@ type Config struct {
 	// LeaseTTL is how long the reaper's lease on a sandbox lasts unless renewed
 	// (replicas.go); 0 means DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// Telemetry traces what the reaper does outside any turn: each stop, archive and
+	// delete of an idle sandbox is a trace of its own (trace.go). Nil traces nothing.
+	Telemetry *telemetry.Provider
 }
 
 // Network is the harness side of local sandboxes' egress (sandboxnet.Proxies).

@@ -221,7 +221,7 @@ func (m *Manager) reapOne(ctx context.Context, rec store.SessionSandbox, t Timin
 		if err != nil || !ok {
 			return
 		}
-		opErr := op()
+		opErr := m.traceIdle(ctx, to, rec, op) // trace.go
 		final := to
 		if opErr != nil {
 			final = state // put it back as it was

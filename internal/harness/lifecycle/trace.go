@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
+	"github.com/trueforge/terraform-provider-trueforge/internal/store"
 	"github.com/trueforge/terraform-provider-trueforge/internal/telemetry"
 )
 
@@ -111,4 +112,33 @@ func (t tracedRuntime) ListFiles(ctx context.Context, id, dir string, limit int)
 	l, err := t.Runtime.ListFiles(ctx, id, dir, limit)
 	endOp(span, err)
 	return l, err
+}
+
+// idleOps names the span of the reaper's step to each state.
+var idleOps = map[string]string{
+	store.SandboxStateStopped:  "stop",
+	store.SandboxStateArchived: "archive",
+	store.SandboxStateDeleted:  "delete",
+}
+
+// traceIdle runs op, the reaper's step of rec's sandbox to state to, as the root span of
+// a trace of its own ("sandbox stop", "sandbox archive", "sandbox delete"): it happens
+// outside any turn, so it has no turn to belong to; the session's id
+// (gen_ai.conversation.id) links it to the session's turns.
+func (m *Manager) traceIdle(ctx context.Context, to string, rec store.SessionSandbox, op func() error) error {
+	if !m.cfg.Telemetry.Enabled() {
+		return op()
+	}
+	name := idleOps[to]
+	if name == "" {
+		name = to
+	}
+	_, span := m.cfg.Telemetry.Tracer().Start(ctx, "sandbox "+name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal))
+	span.SetAttributes(sandboxAttrs(rec.ProviderType, rec.Provider, rec.Environment, rec.SandboxID)...)
+	span.SetAttributes(attribute.String("trueforge.sandbox.operation", name),
+		attribute.String("gen_ai.conversation.id", rec.SessionID),
+		attribute.String("trueforge.sandbox.reason", "idle"))
+	err := op()
+	endOp(span, err)
+	return err
 }

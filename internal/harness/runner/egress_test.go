@@ -34,6 +34,7 @@ import (
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox/sandboxtest"
 	"github.com/trueforge/terraform-provider-trueforge/internal/secretbox"
 	"github.com/trueforge/terraform-provider-trueforge/internal/store"
+	"github.com/trueforge/terraform-provider-trueforge/internal/telemetry"
 )
 
 // The netd helper: trueforge-harness built static, once per test binary.
@@ -128,6 +129,8 @@ type egressFixture struct {
 	proxies *sandboxnet.Proxies
 	clock   *harnesstest.Clock
 	logger  *slog.Logger
+	// telemetry is what the next newHarness's manager traces with (the reaper's steps).
+	telemetry *telemetry.Provider
 }
 
 const (
@@ -190,7 +193,7 @@ func (f *egressFixture) newHarness(t *testing.T, helper string) {
 	})
 	t.Cleanup(f.proxies.Close)
 	f.manager = lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: f.env.Runtime}, Logger: logger, Now: f.clock.Now,
-		Network: f.proxies})
+		Network: f.proxies, Telemetry: f.telemetry})
 }
 
 func (f *egressFixture) putSecret(t *testing.T, name, value string, create bool) {

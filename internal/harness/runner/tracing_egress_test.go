@@ -17,7 +17,8 @@ import (
 // The egress proxy's decisions are events of the tool call whose command made them: the
 // allowed request with a secret substituted and the refused one with its reason, by host
 // and port only (never the path, never the secret). And a stopped sandbox resumed by the
-// next turn's call is a "sandbox start" span under its acquire.
+// next turn's call is a "sandbox start" span under its acquire; the reaper's stop between
+// the turns is a trace of its own ("sandbox stop"), tagged with the session.
 func TestTraceOfEgressAndResume(t *testing.T) {
 	f := newEgressFixture(t)
 	j := jaegertest.Start(t)
@@ -27,6 +28,9 @@ func TestTraceOfEgressAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	// The reaper traces with it too: a harness started now, as serve would be.
+	f.telemetry = tel
+	f.newHarness(t, netdHelper(t))
 	const pathCanary = "PATH-CANARY-e01b"
 	harnesstest.AddAgent(t, f.env.Store, "net", "default", harnesstest.AgentSpec{
 		"model": harnesstest.Script(
@@ -80,6 +84,16 @@ func TestTraceOfEgressAndResume(t *testing.T) {
 	}
 	if !allowed || !refused {
 		t.Fatalf("egress events on the exec span: allowed %v, refused %v; want both in\n%s", allowed, refused, raw)
+	}
+
+	// The reaper's stop, outside any turn, is a trace of its own, named by the session.
+	stops, raw, err := j.Find(wait, "trueforge-trace-test", "sandbox stop", map[string]string{"gen_ai.conversation.id": sid})
+	if err != nil {
+		t.Fatalf("%v; Jaeger answered:\n%s", err, raw)
+	}
+	stop := stops[0].Spans[0]
+	if v, _ := stop.Tag("trueforge.sandbox.backend"); len(stops[0].Spans) != 1 || stop.Parent() != "" || v != "local" || stops[0].TraceID == first.TraceID {
+		t.Fatalf("the reaper's stop: %s; want one root span of a trace of its own, backend local", raw)
 	}
 
 	second, raw, err := j.Get(wait, msgs[1]["trace_id"].(string), 6)
