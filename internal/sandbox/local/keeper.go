@@ -155,14 +155,14 @@ func (r *Runtime) startKeeper(ctx context.Context, id string, info record) error
 	if err != nil {
 		lifeW.Close()
 		_ = killExecProcs(context.Background(), pid, sp.start, r.killWait())
-		_ = cmd.Wait()
+		sp.wait()
 		return fmt.Errorf("start sandbox: %w; %s", err, r.keeperLogTail(id))
 	}
 	r.mu.Lock()
 	r.lifelines[id] = lifeW
 	r.mu.Unlock()
 	go func() {
-		_ = cmd.Wait()
+		sp.wait()
 		// Said in the log, so that a keeper that died without a word (a signal, say)
 		// still explains itself to keeperLogTail.
 		if f, err := os.OpenFile(r.keeperLog(id), os.O_WRONLY|os.O_APPEND, 0); err == nil {

@@ -56,7 +56,15 @@ type spare struct {
 	cmd    *exec.Cmd
 	start  uint64   // its start time, for the pid file
 	orders *os.File // our end of its orders socket
+	// done is closed once the process has exited and been reaped (cmd.ProcessState is
+	// set): a goroutine waits for it from its start, so a spare that exits on its own
+	// (its orders socket closed by a finalizer when a Runtime was dropped without
+	// dropSpares) leaves no zombie behind.
+	done chan struct{}
 }
+
+// wait waits until the spare's process has exited and been reaped.
+func (s *spare) wait() { <-s.done }
 
 func (r *Runtime) wantSpares() int {
 	if r.Spares != 0 {
@@ -105,7 +113,11 @@ func (r *Runtime) startSpare(idle bool) (*spare, error) {
 		ours.Close()
 		return nil, fmt.Errorf("start the sandbox keeper: %w", err)
 	}
-	s := &spare{cmd: cmd, orders: ours}
+	s := &spare{cmd: cmd, orders: ours, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(s.done)
+	}()
 	if s.start, err = processStartTime(cmd.Process.Pid); err != nil {
 		s.discard()
 		return nil, err
@@ -151,7 +163,7 @@ func (s *spare) renice(nice int) {
 func (s *spare) discard() {
 	s.orders.Close()
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	s.wait()
 }
 
 // send gives the spare its orders: the setup plan's path and the keeper's control

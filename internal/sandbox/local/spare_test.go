@@ -3,6 +3,8 @@
 package local
 
 import (
+	"errors"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -52,6 +54,30 @@ func waitSpares(t *testing.T, r *Runtime, n int) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d keepers started ahead after 10 s, want %d", have, n)
+		}
+	}
+}
+
+// TestSpareExitingOnItsOwnIsReaped: a spare whose orders socket closes without a
+// discard (a finalizer closing it once a Runtime was dropped) exits, and is reaped rather
+// than left a zombie child of the harness.
+func TestSpareExitingOnItsOwnIsReaped(t *testing.T) {
+	t.Parallel()
+	r, _ := newTestRuntime(t)
+	s, err := r.startSpare(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := s.cmd.Process.Pid
+	s.orders.Close()
+	stat := "/proc/" + strconv.Itoa(pid) + "/stat"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(stat); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(stat)
+			t.Fatalf("the spare %d is still there 10 s after its orders socket closed: %s", pid, b)
 		}
 	}
 }
