@@ -31,7 +31,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/tailbuf"
+	"github.com/trueforge/terraform-provider-trueforge/internal/testpeer"
 )
 
 // RequireEnv, set to 1, makes a missing clamd a failure instead of a skip.
@@ -81,7 +81,7 @@ type Clamd struct {
 	dir    string
 	proc   *exec.Cmd
 	exited chan struct{}
-	out    *tailbuf.Buffer
+	out    *testpeer.Output
 	once   sync.Once
 }
 
@@ -98,11 +98,8 @@ func StartWith(tb testing.TB, opts Options) *Clamd {
 	tb.Helper()
 	bin, err := find()
 	if err != nil {
-		if os.Getenv(RequireEnv) == "1" {
-			tb.Fatalf("clamd is required (%s=1): %v", RequireEnv, err)
-		}
-		tb.Skipf("skipping: no clamd to test against (%v); install Debian's clamav-daemon "+
-			"(scripts/deps.sh --tests does); %s=1 makes this a failure", err, RequireEnv)
+		testpeer.Missing(tb, testpeer.Peer{Name: "clamd", RequireEnv: RequireEnv,
+			HowTo: "install Debian's clamav-daemon (scripts/deps.sh --tests does)"}, err)
 	}
 	if opts.StreamMaxLength == 0 {
 		opts.StreamMaxLength = DefaultStreamMaxLength
@@ -115,7 +112,7 @@ func StartWith(tb testing.TB, opts Options) *Clamd {
 	}
 	tb.Cleanup(func() { _ = os.RemoveAll(dir) })
 	c := &Clamd{Socket: filepath.Join(dir, "clamd.sock"), StreamMaxLength: opts.StreamMaxLength, dir: dir,
-		exited: make(chan struct{}), out: &tailbuf.Buffer{}}
+		exited: make(chan struct{}), out: &testpeer.Output{}}
 	if err := writeDatabase(dir); err != nil {
 		tb.Fatal(err)
 	}

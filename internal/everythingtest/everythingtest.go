@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trueforge/terraform-provider-trueforge/internal/testpeer"
 )
 
 // Version is the package's version that scripts/ensure-server-everything.sh installs;
@@ -82,15 +84,8 @@ func Start(tb testing.TB) string {
 	tb.Helper()
 	entry, node, err := find()
 	if err != nil {
-		if os.Getenv(Env) != "" {
-			tb.Fatalf("the MCP server everything named by %s: %v", Env, err)
-		}
-		if os.Getenv(RequireEnv) == "1" {
-			tb.Fatalf("the MCP server everything is required (%s=1): %v", RequireEnv, err)
-		}
-		tb.Skipf("skipping: no MCP server everything to test against (%v); install it with "+
-			"scripts/ensure-server-everything.sh (needs node and npm), or set %s to its dist/index.js; "+
-			"%s=1 makes this a failure", err, Env, RequireEnv)
+		testpeer.Missing(tb, testpeer.Peer{Name: "MCP server everything", Env: Env, RequireEnv: RequireEnv,
+			HowTo: "install it with scripts/ensure-server-everything.sh (needs node and npm), or set " + Env + " to its dist/index.js"}, err)
 	}
 
 	out := &output{ready: make(chan string, 1)}

@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueforge/terraform-provider-trueforge/internal/tailbuf"
+	"github.com/trueforge/terraform-provider-trueforge/internal/testpeer"
 )
 
 // Version is the Jaeger release scripts/ensure-jaeger.sh builds; the lookup in the tool
@@ -96,14 +96,8 @@ func Start(tb testing.TB) *Jaeger {
 	tb.Helper()
 	bin, err := find()
 	if err != nil {
-		if os.Getenv(Env) != "" {
-			tb.Fatalf("the jaeger binary named by %s: %v", Env, err)
-		}
-		if os.Getenv(RequireEnv) == "1" {
-			tb.Fatalf("jaeger is required (%s=1): %v", RequireEnv, err)
-		}
-		tb.Skipf("skipping: no jaeger to export traces to (%v); build it with scripts/ensure-jaeger.sh, "+
-			"or set %s to its binary; %s=1 makes this a failure", err, Env, RequireEnv)
+		testpeer.Missing(tb, testpeer.Peer{Name: "jaeger", Env: Env, RequireEnv: RequireEnv,
+			HowTo: "build it with scripts/ensure-jaeger.sh, or set " + Env + " to its binary"}, err)
 	}
 	// Free ports, chosen by the kernel and released for Jaeger: another process may take
 	// one meanwhile, so a start that fails is tried again with new ones.
@@ -130,7 +124,7 @@ func start(tb testing.TB, bin string) (*Jaeger, string, error) {
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, config, query, grpc, otlp), 0o600); err != nil {
 		return nil, "", err
 	}
-	out := &tailbuf.Buffer{}
+	out := &testpeer.Output{}
 	cmd := exec.Command(bin, "--config", cfg)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out

@@ -1,12 +1,12 @@
-package tailbuf
+package testpeer
 
 import (
 	"strings"
 	"testing"
 )
 
-func TestBufferKeepsTheTail(t *testing.T) {
-	b := &Buffer{Max: 8}
+func TestOutputKeepsTheTail(t *testing.T) {
+	b := &Output{Max: 8}
 	for _, s := range []string{"abc", "defgh", "ijk"} {
 		if n, err := b.Write([]byte(s)); n != len(s) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", s, n, err)
@@ -15,9 +15,9 @@ func TestBufferKeepsTheTail(t *testing.T) {
 	if got := b.String(); got != "defghijk" {
 		t.Fatalf("kept %q, want the last 8 bytes %q", got, "defghijk")
 	}
-	var d Buffer
+	var d Output
 	_, _ = d.Write([]byte(strings.Repeat("x", DefaultMax+10)))
 	if len(d.String()) != DefaultMax {
-		t.Fatalf("a Buffer without Max kept %d bytes, want %d", len(d.String()), DefaultMax)
+		t.Fatalf("an Output without Max kept %d bytes, want %d", len(d.String()), DefaultMax)
 	}
 }
