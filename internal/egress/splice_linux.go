@@ -124,9 +124,10 @@ func spliceOut(dst syscall.RawConn, pipeR int, n int64) (int64, error) {
 
 func spliceRetry(from, to, most int) (int64, error) {
 	for {
+		// n is an int64 on 64-bit Linux and an int on 32-bit (386, arm).
 		n, err := unix.Splice(from, nil, to, nil, most, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 		if !errors.Is(err, unix.EINTR) {
-			return n, err
+			return int64(n), err
 		}
 	}
 }
