@@ -127,7 +127,7 @@ func spliceRetry(from, to, most int) (int64, error) {
 		// n is an int64 on 64-bit Linux and an int on 32-bit (386, arm).
 		n, err := unix.Splice(from, nil, to, nil, most, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
 		if !errors.Is(err, unix.EINTR) {
-			return int64(n), err
+			return int64(n), err //nolint:unconvert // an int64 here, an int on 32-bit Linux
 		}
 	}
 }
