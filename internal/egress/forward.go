@@ -65,6 +65,8 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, scheme, host, po
 	if scheme == "https" && port == "443" || scheme == "http" && port == "80" {
 		authority = strings.TrimSuffix(authority, ":"+port)
 	}
+	dec := Decision{Time: start, Allowed: true, Mode: mode, Host: host, Port: port, Method: r.Method, Path: r.URL.Path}
+	logged := false
 	var failed *Denial
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -75,6 +77,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, scheme, host, po
 		FlushInterval: -1, // stream (server-sent events, token streams) as it arrives
 		BufferPool:    bufferPool{},
 		ErrorLog:      discardLog,
+		// The decision is logged when the upstream has answered, before its body is
+		// relayed: the sandbox gets no byte of a response whose decision is not in the
+		// log yet, so a session's log has it before the command that asked ends.
+		ModifyResponse: func(*http.Response) error {
+			dec.Secrets, logged = s.used, true
+			p.log(dec)
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				failed = deny(ReasonUpstreamFailed, host, "the sandbox closed the request")
@@ -85,9 +95,12 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, scheme, host, po
 		},
 	}
 	rp.ServeHTTP(w, r)
-	dec := Decision{Time: start, Allowed: failed == nil, Mode: mode, Host: host, Port: port, Method: r.Method, Path: r.URL.Path, Secrets: s.used}
+	if logged {
+		return
+	}
+	dec.Secrets = s.used
 	if failed != nil {
-		dec.Reason, dec.Message = failed.Reason, failed.Message
+		dec.Allowed, dec.Reason, dec.Message = false, failed.Reason, failed.Message
 	}
 	p.log(dec)
 }
