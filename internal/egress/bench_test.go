@@ -24,6 +24,7 @@ type benchPath struct {
 	direct  *http.Client
 	proxied *http.Client
 	floor   *http.Client // the tunnel's hops alone (floorPath)
+	oneHop  *http.Client // one relayed hop (oneHopPath)
 }
 
 func newBenchPath(b *testing.B, secrets []egress.Secret, keepAlive bool) *benchPath {
@@ -58,6 +59,7 @@ func newBenchPath(b *testing.B, secrets []egress.Secret, keepAlive bool) *benchP
 		f:       f,
 		direct:  dialing(upAddr),
 		floor:   dialing(floorPath(b, upAddr)),
+		oneHop:  dialing(oneHopPath(b, upAddr)),
 		proxied: mk(&http.Transport{Proxy: http.ProxyURL(proxyURL), TLSClientConfig: &tls.Config{RootCAs: f.sandboxRoots(b)}}),
 	}
 }
@@ -132,7 +134,7 @@ func BenchmarkRequestLatency(b *testing.B) {
 // measures in the same iterations what the hops alone cost, so that the tunnel's own
 // cost is tunnel-vs-floor: on a machine whose two cores the TLS at both ends already
 // keeps busy, the hops' CPU lowers every tunnel's ratio to direct, however it moves
-// bytes.
+// bytes. A fourth, one relayed hop (oneHopPath), is the least any proxy adds.
 func BenchmarkDownload100MB(b *testing.B) {
 	b.Run("quiet", func(b *testing.B) { benchDownload(b, false) })
 	b.Run("loaded", func(b *testing.B) { benchDownload(b, true) })
@@ -151,8 +153,8 @@ func benchDownload(b *testing.B, loaded bool) {
 	const size = 100 << 20
 	p := newBenchPath(b, nil, true)
 	u := p.f.url("api.allowed.test", fmt.Sprintf("/bytes?n=%d", size))
-	paths := []*downloadPath{{c: p.direct}, {c: p.proxied}, {c: p.floor}}
-	direct, tunnel, floor := paths[0], paths[1], paths[2]
+	paths := []*downloadPath{{c: p.direct}, {c: p.proxied}, {c: p.floor}, {c: p.oneHop}}
+	direct, tunnel, floor, oneHop := paths[0], paths[1], paths[2], paths[3]
 	for _, dp := range paths {
 		fetch(b, dp.c, p.f.url("api.allowed.test", "/whoami"), nil)
 	}
@@ -190,6 +192,7 @@ func benchDownload(b *testing.B, loaded bool) {
 	b.ReportMetric(median(tunnel.vsDirect), "throughput-ratio")
 	b.ReportMetric(direct.wall.Seconds()/tunnel.wall.Seconds(), "aggregate-ratio")
 	b.ReportMetric(median(floor.vsDirect), "floor-ratio")
+	b.ReportMetric(median(oneHop.vsDirect), "one-hop-ratio")
 	b.ReportMetric(median(tunnelVsFloor), "tunnel-vs-floor")
 	// CPU time per MiB (the whole path in this process: TLS at both ends, the relays)
 	// moves least with other load: each path's own cost is its difference to direct's.

@@ -58,3 +58,15 @@ func serveRelays(ln net.Listener, network, addr string) {
 		}
 	}()
 }
+
+// oneHopPath is the least any proxy in the path adds: one loopback TCP hop relayed
+// straight to the upstream. It returns the address the client dials.
+func oneHopPath(tb testing.TB, upstream string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	serveRelays(ln, "tcp", upstream)
+	return ln.Addr().String()
+}
