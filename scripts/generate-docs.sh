@@ -31,7 +31,8 @@ terraform fmt -recursive examples/
 
 # The examples are documentation, so they must match the schema: validate them against a
 # fresh build of the provider (dev_overrides, no init). The per-resource snippets refer to
-# each other, so they are validated together as one configuration; the quickstart alone.
+# each other, so they are validated together as one configuration (the actions' with them:
+# Terraform 1.16 validates action blocks); the quickstart alone.
 # A resource's import-by-string-id.tf and import-by-identity.tf import the same address, so
 # each is validated in a configuration of its own with the rest.
 echo "== terraform validate examples/"
@@ -51,7 +52,9 @@ while IFS= read -r f; do
 	name="$(printf '%02d' "$n")-$(echo "${f#examples/}" | tr / _)"
 	[[ $f == */import-by-identity.tf ]] || cp "$f" "$work/all/$name"
 	[[ $f == */import-by-string-id.tf ]] || cp "$f" "$work/identity/$name"
-done < <(find examples/provider examples/resources examples/data-sources -name '*.tf' | sort)
+done < <(find examples/provider examples/resources examples/data-sources examples/actions -name '*.tf' | sort)
+# The agent check action's example reads its check file (file() is evaluated by validate).
+for d in all identity; do cp -r examples/actions/trueforge_agent_check/checks "$work/$d/"; done
 cp -r examples/quickstart/. "$work/quickstart/"
 # The list resources' examples (.tfquery.hcl, for `terraform query`) are validated with
 # the provider block beside them (terraform validate -query).

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -33,5 +34,20 @@ func TestParseNamesTheFieldAndTheFix(t *testing.T) {
 	f, err := Parse([]byte(`{"steps": [{"message": "m", "turns": [{"tool_calls": [{"name": "exec", "arguments": {"command": "true"}}]}, {"text": "ok"}], "expect": {"exit_codes": []}}]}`))
 	if err != nil || f.Steps[0].Name != "step 1" || f.Steps[0].Expect.ExitCodes == nil || f.timeout() != DefaultTimeout || len(f.script().Turns) != 2 {
 		t.Fatalf("a valid file: %+v %v", f, err)
+	}
+}
+
+// The example check file that the action's example and the CI guide run parses.
+func TestExampleCheckFileParses(t *testing.T) {
+	data, err := os.ReadFile("../../../examples/actions/trueforge_agent_check/checks/helper.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(data)
+	if err != nil {
+		t.Fatalf("examples/actions/trueforge_agent_check/checks/helper.json: %v", err)
+	}
+	if len(f.Steps) != 3 {
+		t.Fatalf("%d steps, want the guide's 3", len(f.Steps))
 	}
 }
