@@ -162,13 +162,13 @@ func benchDownload(b *testing.B, loaded bool) {
 		startLoad(b)
 	}
 	timed := func(dp *downloadPath) {
-		c0, t0 := processCPU(), time.Now()
+		c0, t0 := egress.ProcessCPU(), time.Now()
 		if fetch(b, dp.c, u, nil) != size {
 			b.Fatal("short download")
 		}
 		dp.last = time.Since(t0)
 		dp.wall += dp.last
-		dp.cpu += processCPU() - c0
+		dp.cpu += egress.ProcessCPU() - c0
 	}
 	var tunnelVsFloor []float64
 	b.SetBytes(2 * size)

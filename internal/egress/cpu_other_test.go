@@ -1,8 +1,8 @@
 //go:build !linux
 
-package egress_test
+package egress
 
 import "time"
 
-// processCPU is measured on Linux only; 0 leaves the CPU figures out.
-func processCPU() time.Duration { return 0 }
+// ProcessCPU is measured on Linux only; 0 leaves the CPU figures out.
+func ProcessCPU() time.Duration { return 0 }

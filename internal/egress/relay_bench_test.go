@@ -5,17 +5,9 @@ package egress
 import (
 	"io"
 	"net"
-	"syscall"
 	"testing"
 	"time"
 )
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkTunnelPump moves 64 MiB from a loopback TCP peer through the proxy's end to a
 // unix socket peer, the download direction of a tunnel, four ways: "splice" (pump on
@@ -54,7 +46,7 @@ func BenchmarkTunnelPump(b *testing.B) {
 				}()
 				got := make(chan int64, 1)
 				go func() { n, _ := io.Copy(io.Discard, s.sandboxEnd); got <- n }()
-				c0 := cpuTime()
+				c0 := ProcessCPU()
 				b.StartTimer()
 				n, err := w.move(s.sandbox, s.up)
 				closeWrite(s.sandbox)
@@ -62,7 +54,7 @@ func BenchmarkTunnelPump(b *testing.B) {
 					b.Fatalf("moved %d, received %d of %d: %v", n, m, size, err)
 				}
 				b.StopTimer()
-				cpu += cpuTime() - c0
+				cpu += ProcessCPU() - c0
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*size>>20), "cpu-us/MiB")
 		})
