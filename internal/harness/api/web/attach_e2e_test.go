@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,13 +109,7 @@ func TestWebAttachmentsEndToEnd(t *testing.T) {
 		),
 		"sandbox": harnesstest.Sandbox("default", 30, 60, 120),
 	})
-	token, hash, err := api.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateUser(ctx, "alice", false, hash); err != nil {
-		t.Fatal(err)
-	}
+	token := signUp(t, st, "alice")
 	manager := lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: env.Runtime}})
 	atts := &attachments.Service{Store: st, Dir: t.TempDir()}
 	scanner, err := scan.Parse("unix:" + clamd.Socket)
@@ -136,22 +129,14 @@ func TestWebAttachmentsEndToEnd(t *testing.T) {
 			return r, err
 		},
 	})
-	ts := httptest.NewServer(slowUploads(srv))
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
+	ts := serveWeb(t, srv, slowUploads)
 
 	archive := filepath.Join(t.TempDir(), "repo.tar.gz")
 	if err := os.WriteFile(archive, repoArchive(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	x := newE2E(t, chrome, st, ts, token)
-	x.do("signing in", desktop, chromedp.Navigate(x.base), chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("login-submit")))
-	x.wait("the chat page", `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length > 0`, 10*time.Second)
+	x.enter(token, `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length > 0`)
 
 	// The button (a file chooser) and a drop on the chat.
 	x.do("choosing a file", chromedp.SetUploadFiles(chromedp.ID("file-input"), []string{archive}))

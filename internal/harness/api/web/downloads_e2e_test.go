@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -55,13 +54,7 @@ func TestWebDownloadCardEndToEnd(t *testing.T) {
 	harnesstest.AddAgent(t, st, "analyst", "default", harnesstest.AgentSpec{"model": harnesstest.Script(map[string]any{"text": "ok"}),
 		"sandbox": harnesstest.Sandbox("default", 30, 60, 120)})
 	harnesstest.AddAgent(t, st, "helper", "", harnesstest.AgentSpec{"model": harnesstest.Script(map[string]any{"text": "Hello."})})
-	token, hash, err := api.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateUser(ctx, "alice", false, hash); err != nil {
-		t.Fatal(err)
-	}
+	token := signUp(t, st, "alice")
 	const sid = "s-cards"
 	if err := st.CreateSession(ctx, store.Session{ID: sid, Agent: "analyst", Owner: "alice"}); err != nil {
 		t.Fatal(err)
@@ -78,8 +71,7 @@ func TestWebDownloadCardEndToEnd(t *testing.T) {
 	}
 
 	srv := api.New(api.Config{Store: st, Web: web.Handler()})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
+	ts := serveWeb(t, srv)
 	x := newE2E(t, chrome, st, ts, token)
 	x.sid = sid
 	x.signIn(token)

@@ -116,7 +116,6 @@ func TestWebPageEndToEnd(t *testing.T) {
 	chrome := findBrowser(t)
 	env := harnesstest.NewEnv(t) // skips without bubblewrap, as every sandbox test does
 	st := env.Store
-	ctx := context.Background()
 
 	// A scripted agent: an answer with no code, then a code turn that writes, checks and
 	// offers a file, then a turn that runs a long command (cancelled).
@@ -147,13 +146,7 @@ func TestWebPageEndToEnd(t *testing.T) {
 	harnesstest.AddEnvironment(t, st, "analytics", "Ready")
 	harnesstest.AddEnvironment(t, st, "gpu", "Building")
 
-	token, hash, err := api.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateUser(ctx, "alice", false, hash); err != nil {
-		t.Fatal(err)
-	}
+	token := signUp(t, st, "alice")
 
 	manager := lifecycle.New(lifecycle.Config{Store: st, Runtimes: harnesstest.Source{C: env.Runtime}})
 	srv := api.New(api.Config{
@@ -163,13 +156,7 @@ func TestWebPageEndToEnd(t *testing.T) {
 		Web:       web.Handler(),
 		Runner:    harnesstest.Runners(st, manager),
 	})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
+	ts := serveWeb(t, srv)
 
 	x := newE2E(t, chrome, st, ts, token)
 	x.signIn(token)
@@ -695,7 +682,6 @@ type lookupIn struct {
 // waiting in another chat shows in the header's badge, which opens that chat.
 func TestWebApprovalsEndToEnd(t *testing.T) {
 	chrome := findBrowser(t)
-	ctx := context.Background()
 	st := harnesstest.NewStore(t)
 	harnesstest.SeedNoSandbox(t, st)
 
@@ -767,26 +753,12 @@ func TestWebApprovalsEndToEnd(t *testing.T) {
 		return &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, MCP: ts}, Budgets: meter}, nil
 	}
 
-	token, hash, err := api.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateUser(ctx, "alice", false, hash); err != nil {
-		t.Fatal(err)
-	}
+	token := signUp(t, st, "alice")
 	srv := api.New(api.Config{Store: st, Web: web.Handler(), Runner: runnerFor})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
+	ts := serveWeb(t, srv)
 
 	x := newE2E(t, chrome, st, ts, token)
-	x.do("opening the page", desktop, chromedp.Navigate(x.base), chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("login-submit")))
-	x.wait("the chat page", `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length === 2`, 10*time.Second)
+	x.enter(token, `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length === 2`)
 
 	// Approved: the card, its buttons, then the call made once and the answer.
 	x.pickAgent("librarian")
@@ -932,7 +904,6 @@ func jsString(s string) string {
 // shows as one line under its step, the latest report only.
 func TestWebQuestionsEndToEnd(t *testing.T) {
 	chrome := findBrowser(t)
-	ctx := context.Background()
 	st := harnesstest.NewStore(t)
 	harnesstest.SeedNoSandbox(t, st)
 
@@ -1024,26 +995,12 @@ func TestWebQuestionsEndToEnd(t *testing.T) {
 		return &runner.Runner{Store: st, Agent: a, Model: m, Tools: &tools.Executor{Store: st, MCP: ts}}, nil
 	}
 
-	token, hash, err := api.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateUser(ctx, "alice", false, hash); err != nil {
-		t.Fatal(err)
-	}
+	token := signUp(t, st, "alice")
 	srv := api.New(api.Config{Store: st, Web: web.Handler(), Runner: runnerFor})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
+	ts := serveWeb(t, srv)
 
 	x := newE2E(t, chrome, st, ts, token)
-	x.do("opening the page", desktop, chromedp.Navigate(x.base), chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("login-submit")))
-	x.wait("the chat page", `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length === 1`, 10*time.Second)
+	x.enter(token, `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length === 1`)
 
 	x.pickAgent("releaser")
 	x.send("Tag the release.")

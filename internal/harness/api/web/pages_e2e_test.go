@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -71,26 +70,12 @@ func TestWebEnvironmentsAndUsageEndToEnd(t *testing.T) {
 	chrome := findBrowser(t)
 	st := harnesstest.NewStore(t)
 	seedPages(t, st)
-	token, hash, err := api.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateUser(context.Background(), "alice", false, hash); err != nil {
-		t.Fatal(err)
-	}
+	token := signUp(t, st, "alice")
 	srv := api.New(api.Config{Store: st, Web: web.Handler(), Runner: harnesstest.Runners(st, nil)})
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
+	ts := serveWeb(t, srv)
 
 	x := newE2E(t, chrome, st, ts, token)
-	x.do("signing in", desktop, chromedp.Navigate(x.base), chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("login-submit")))
-	x.wait("the chat page", `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length > 0`, 10*time.Second)
+	x.enter(token, `!document.getElementById('shell').hidden && document.querySelectorAll('#agent option').length > 0`)
 	x.send("hi")
 	x.wait("the answer", `document.getElementById('conversation').innerText.includes('Hello.') && !document.getElementById('cancel').checkVisibility()`, 30*time.Second)
 

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -35,13 +34,7 @@ func TestWebTraceLinkEndToEnd(t *testing.T) {
 			harnesstest.AddAgent(t, st, "analyst", "default", harnesstest.AgentSpec{"model": harnesstest.Script(map[string]any{"text": "ok"}),
 				"sandbox": harnesstest.Sandbox("default", 30, 60, 120)})
 			harnesstest.AddAgent(t, st, "helper", "", harnesstest.AgentSpec{"model": harnesstest.Script(map[string]any{"text": "Hello."})})
-			token, hash, err := api.NewToken()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := st.CreateUser(ctx, "alice", false, hash); err != nil {
-				t.Fatal(err)
-			}
+			token := signUp(t, st, "alice")
 			const sid = "s-traced"
 			if err := st.CreateSession(ctx, store.Session{ID: sid, Agent: "helper", Owner: "alice"}); err != nil {
 				t.Fatal(err)
@@ -60,8 +53,7 @@ func TestWebTraceLinkEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv := api.New(api.Config{Store: st, Web: web.Handler(), TraceURL: tc.tmpl})
-			ts := httptest.NewServer(srv)
-			t.Cleanup(ts.Close)
+			ts := serveWeb(t, srv)
 			x := newE2E(t, chrome, st, ts, token)
 			x.sid = sid
 			x.signIn(token)
