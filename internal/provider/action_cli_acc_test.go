@@ -72,20 +72,28 @@ func cliCheck(command string) string {
 	return string(b)
 }
 
+// actionCLI is a Terraform CLI runner for the action tests and its control plane, skipped where the CLI has
+// no actions, with a fresh control plane that the provider reads from the environment,
+// as in CI: every provider configuration of `terraform test` (the test file's and the
+// run module's) then names the same one. Its callers are not parallel: the variables
+// are the process's.
+func actionCLI(t *testing.T) (*controlPlaneFixture, *cliRunner) {
+	t.Helper()
+	testAccPreCheck(t)
+	f := newFixture(t)
+	r := newCLIRunner(t, freshProviders)
+	skipWithoutActions(t, r)
+	t.Setenv(envDatabaseURL, f.dbURL)
+	t.Setenv(envOwner, f.owner)
+	return f, r
+}
+
 // The agent check from the command line, as the guide shows it: `terraform apply
 // -invoke` runs it on demand (with its progress messages), and `terraform test` runs it
 // through a module whose resource triggers it; both exit 0 while the check holds and 1,
 // with the failed step, once it does not.
 func TestAccActionAgentCheck_invokeAndTerraformTest(t *testing.T) {
-	testAccPreCheck(t)
-	f := newFixture(t)
-	r := newCLIRunner(t, freshProviders)
-	skipWithoutActions(t, r)
-	// The provider reads the control plane from the environment, as in CI: every provider
-	// configuration of `terraform test` (the test file's and the run module's) then
-	// names the same one. (Not parallel: the variables are the process's.)
-	t.Setenv(envDatabaseURL, f.dbURL)
-	t.Setenv(envOwner, f.owner)
+	_, r := actionCLI(t)
 	r.write("main.tf", localProviderHCL+`
 resource "trueforge_environment" "tools" {
   name             = "tools"
@@ -152,13 +160,7 @@ action "trueforge_agent_check" "helper" {
 // environment again (its progress messages name the new snapshot and the previous one),
 // and the next `plan -detailed-exitcode` exits 0: no change.
 func TestAccActionEnvironmentRebuild_invokeThenEmptyPlan(t *testing.T) {
-	testAccPreCheck(t)
-	f := newFixture(t)
-	r := newCLIRunner(t, freshProviders)
-	skipWithoutActions(t, r)
-	// (Not parallel: the variables are the process's.)
-	t.Setenv(envDatabaseURL, f.dbURL)
-	t.Setenv(envOwner, f.owner)
+	f, r := actionCLI(t)
 	r.write("main.tf", localProviderHCL+`
 resource "trueforge_environment" "py" {
   name             = "py"
