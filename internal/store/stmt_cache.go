@@ -28,8 +28,8 @@ const stmtCacheMax = 512
 // during the transaction would take a second connection while one is held, which can
 // wait forever once every connection is in a transaction.
 type stmtCache struct {
-	sql *sql.DB
-	mu  sync.Mutex
+	sql    *sql.DB
+	mu     sync.Mutex
 	stmts  map[string]*sql.Stmt
 	closed bool
 }
