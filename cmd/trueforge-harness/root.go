@@ -148,6 +148,8 @@ type harness struct {
 	mu        sync.Mutex
 	// telemetry traces the turns this process runs (off unless OTEL_* asks; tracing.go).
 	telemetry *telemetry.Provider
+	// specs keeps agents' decoded specs between the runners serve builds per message.
+	specs agents.Specs
 }
 
 func (g *globals) open(ctx context.Context, logOut io.Writer) (*harness, error) {
@@ -297,7 +299,7 @@ func (h *harness) runner(ctx context.Context, agentName string, f *runFlags) (*r
 // runnerFor builds agent's runner for user, on whose behalf its MCP servers are called
 // (the API's user, for serve). Safe for concurrent use.
 func (h *harness) runnerFor(ctx context.Context, agentName, user string, f *runFlags) (*runner.Runner, error) {
-	a, err := agents.Load(ctx, h.store, agentName)
+	a, err := h.specs.Load(ctx, h.store, agentName)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,8 @@ type db struct {
 	writes atomic.Uint64
 	// log, when the process asks for it (QueryLogEnv), records the running count.
 	log *queryLog
+	// stmts keeps the statements prepared (SQLite only; nil: none, see stmtCache).
+	stmts *stmtCache
 }
 
 // writing brackets a statement that may change rows: call it before, and call the
@@ -52,7 +54,14 @@ type querier interface {
 func (d *db) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	d.count()
 	defer d.writing()()
-	res, err := d.sql.ExecContext(ctx, d.dialect.rebind(q), args...)
+	q = d.dialect.rebind(q)
+	var res sql.Result
+	var err error
+	if st := d.stmts.get(ctx, q); st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = d.sql.ExecContext(ctx, q, args...)
+	}
 	return res, forbidden(err)
 }
 
@@ -61,7 +70,14 @@ func (d *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 	if mayWrite(q) {
 		defer d.writing()()
 	}
-	rows, err := d.sql.QueryContext(ctx, d.dialect.rebind(q), args...)
+	q = d.dialect.rebind(q)
+	var rows *sql.Rows
+	var err error
+	if st := d.stmts.get(ctx, q); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = d.sql.QueryContext(ctx, q, args...)
+	}
 	return rows, forbidden(err)
 }
 
@@ -70,19 +86,57 @@ func (d *db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Ro
 	if mayWrite(q) {
 		defer d.writing()()
 	}
-	return d.sql.QueryRowContext(ctx, d.dialect.rebind(q), args...)
+	q = d.dialect.rebind(q)
+	if st := d.stmts.get(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return d.sql.QueryRowContext(ctx, q, args...)
 }
 
 // txn is one transaction, queried like the database.
 type txn struct {
 	tx *sql.Tx
 	d  *db
+	// missed are the cacheable queries it ran unprepared, to prepare once it is over
+	// (see stmtCache).
+	missed []string
+}
+
+// stmt returns q's cached statement bound to the transaction, or nil (run q
+// unprepared). It never prepares on the pool: the transaction holds a connection.
+func (t *txn) stmt(ctx context.Context, q string) *sql.Stmt {
+	if t.d.stmts == nil {
+		return nil
+	}
+	if st := t.d.stmts.lookup(q); st != nil {
+		return t.tx.StmtContext(ctx, st)
+	}
+	if cacheable(q) {
+		t.missed = append(t.missed, q)
+	}
+	return nil
+}
+
+// prepareMissed prepares what the transaction ran unprepared: call it once the
+// transaction has ended, so that its connection is back in the pool.
+func (t *txn) prepareMissed(ctx context.Context) {
+	if len(t.missed) > 0 {
+		t.d.stmts.prepareMissed(ctx, t.missed)
+		t.missed = nil
+	}
 }
 
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	t.d.count()
 	defer t.d.writing()()
-	res, err := t.tx.ExecContext(ctx, t.d.dialect.rebind(q), args...)
+	q = t.d.dialect.rebind(q)
+	var res sql.Result
+	var err error
+	if st := t.stmt(ctx, q); st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = t.tx.ExecContext(ctx, q, args...)
+	}
 	return res, forbidden(err)
 }
 
@@ -91,7 +145,14 @@ func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Row
 	if mayWrite(q) {
 		defer t.d.writing()()
 	}
-	rows, err := t.tx.QueryContext(ctx, t.d.dialect.rebind(q), args...)
+	q = t.d.dialect.rebind(q)
+	var rows *sql.Rows
+	var err error
+	if st := t.stmt(ctx, q); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = t.tx.QueryContext(ctx, q, args...)
+	}
 	return rows, forbidden(err)
 }
 
@@ -109,7 +170,11 @@ func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.R
 	if mayWrite(q) {
 		defer t.d.writing()()
 	}
-	return t.tx.QueryRowContext(ctx, t.d.dialect.rebind(q), args...)
+	q = t.d.dialect.rebind(q)
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, q, args...)
 }
 
 // txAttempts bounds how often inTx runs a transaction that lost a race to another.
@@ -150,7 +215,8 @@ func (s *Store) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *txn)
 	if err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
 	}
-	if err := fn(&txn{tx: tx, d: s.db}); err != nil {
+	t := &txn{tx: tx, d: s.db}
+	if err := fn(t); err != nil {
 		_ = tx.Rollback() // fn's error is the one to report
 		return err
 	}
@@ -161,6 +227,7 @@ func (s *Store) tryTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *txn)
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("committing: %w", err)
 	}
+	t.prepareMissed(ctx)
 	return nil
 }
 

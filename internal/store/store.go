@@ -133,7 +133,11 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
 	sdb.SetMaxOpenConns(4)
-	s := &Store{db: &db{sql: sdb, dialect: sqlite, log: openQueryLog()}, path: path, source: databaseURL, now: time.Now,
+	// Every connection kept, not closed beyond database/sql's default of two idle ones:
+	// each keeps the store's statements prepared (stmtCache), which a new one prepares
+	// again.
+	sdb.SetMaxIdleConns(4)
+	s := &Store{db: &db{sql: sdb, dialect: sqlite, log: openQueryLog(), stmts: newStmtCache(sdb)}, path: path, source: databaseURL, now: time.Now,
 		feed: newEventFeed("")}
 	// A new file's first connections switch it to WAL, which SQLite may refuse with
 	// SQLITE_BUSY without waiting (busy_timeout does not cover it) while another process
@@ -143,6 +147,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err != nil {
+		_ = s.db.stmts.close()
 		sdb.Close()
 		return nil, err
 	}
@@ -216,10 +221,10 @@ func (s *Store) Dialect() string { return s.db.dialect.String() }
 // "" on SQLite, where owners are what callers claim.
 func (s *Store) Role() string { return s.role }
 
-// Close releases the database.
+// Close releases the database, its prepared statements first.
 func (s *Store) Close() error {
 	s.feed.close()
-	return s.db.sql.Close()
+	return errors.Join(s.db.stmts.close(), s.db.sql.Close())
 }
 
 // DB exposes the handle for tests that change rows out of band (drift tests). Its

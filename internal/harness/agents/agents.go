@@ -110,6 +110,9 @@ type Agent struct {
 	Environment store.Environment
 	Provider    store.SandboxProvider
 	Snapshot    store.Snapshot
+	// script is the scripted model's replay already parsed (Specs), nil to parse it in
+	// NewModel. A Script is only read, so agents share one.
+	script *scripted.Script
 }
 
 // ErrNotReady is returned (wrapped) when the agent's environment is missing or its
@@ -118,6 +121,13 @@ var ErrNotReady = errors.New("environment not ready")
 
 // Load reads an agent and checks that what it needs is published and Ready.
 func Load(ctx context.Context, st *store.Store, name string) (*Agent, error) {
+	return (*Specs)(nil).Load(ctx, st, name)
+}
+
+// Load is the package's Load, decoding the agent's stored spec only when it differs from
+// the one decoded last for that agent (c nil: always). The row, and what it names, are
+// read every time, so each call runs the agent as applied now.
+func (c *Specs) Load(ctx context.Context, st *store.Store, name string) (*Agent, error) {
 	row, err := st.GetAgent(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		names, _ := st.ListAgentNames(ctx)
@@ -131,17 +141,12 @@ func Load(ctx context.Context, st *store.Store, name string) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, err := agentspec.Decode(row.Spec)
+	d, err := c.decode(name, row.Spec)
 	if err != nil {
-		return nil, fmt.Errorf("agent %q: the stored spec is not valid JSON (apply the configuration again to rewrite it): %w", name, err)
-	}
-	// The row may have been written past terraform (psql, another writer): it gets no
-	// more than a configuration could, and nothing runs until it is fixed.
-	if err := checkBounds(name, spec); err != nil {
 		return nil, err
 	}
-	a := &Agent{Name: row.Name, Owner: row.Owner, Spec: SpecOf(spec)}
-	if !spec.Sandbox.Enabled {
+	a := &Agent{Name: row.Name, Owner: row.Owner, Spec: d.spec, script: d.script}
+	if !a.Spec.Sandbox.Enabled {
 		// A Q&A agent: no environment, snapshot or sandbox provider is read.
 		return a, nil
 	}
@@ -249,6 +254,9 @@ func (a *Agent) NewModel(o ModelOptions) (model.Model, error) {
 	case agentspec.ModelAnthropic:
 		return anthropic.New(endpoint)
 	case agentspec.ModelScripted:
+		if a.script != nil {
+			return scripted.New(a.script), nil
+		}
 		s, err := scripted.Parse([]byte(m.Script))
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", a.Name, err)

@@ -17,13 +17,15 @@ import (
 // A turn's committed events as the observe path sees them: a step with an exec, its
 // sandbox provisioned, a Code Mode step with two MCP calls, the answer.
 func benchTurn(b *testing.B) []struct {
-	kind string
-	raw  json.RawMessage
+	kind  string
+	raw   json.RawMessage
+	value events.Payload
 } {
 	b.Helper()
 	var out []struct {
-		kind string
-		raw  json.RawMessage
+		kind  string
+		raw   json.RawMessage
+		value events.Payload
 	}
 	for _, p := range []events.Payload{
 		events.UserMessage{Text: "Build it and tell me what failed."},
@@ -47,17 +49,20 @@ func benchTurn(b *testing.B) []struct {
 			b.Fatal(err)
 		}
 		out = append(out, struct {
-			kind string
-			raw  json.RawMessage
-		}{p.Kind(), raw})
+			kind  string
+			raw   json.RawMessage
+			value events.Payload
+		}{p.Kind(), raw, p})
 	}
 	return out
 }
 
 // BenchmarkMetricsObserve is the per-event path of a run's committed events: the
 // hand-written metrics (legacy, the baseline) against client_golang's with the
-// observer that times turns, steps and calls. An op is one turn's 15 events.
-// Parallel runs every core's turns at once: contention on the counters.
+// observer that times turns, steps and calls, decoding each payload (as for events read
+// back from the store) and, "-value", reading the events the run passes along with
+// their bytes, as a run's own are. An op is one turn's 15 events. Parallel runs every
+// core's turns at once: contention on the counters.
 func BenchmarkMetricsObserve(b *testing.B) {
 	turn := benchTurn(b)
 	b.Run("legacy", func(b *testing.B) {
@@ -75,7 +80,17 @@ func BenchmarkMetricsObserve(b *testing.B) {
 		for b.Loop() {
 			o := m.run()
 			for _, e := range turn {
-				o.observe(e.kind, e.raw)
+				o.observe(e.kind, e.raw, nil)
+			}
+		}
+	})
+	b.Run("client_golang-value", func(b *testing.B) {
+		m := newMetrics(slog.New(slog.DiscardHandler), func() int { return 0 })
+		b.ReportAllocs()
+		for b.Loop() {
+			o := m.run()
+			for _, e := range turn {
+				o.observe(e.kind, e.raw, e.value)
 			}
 		}
 	})
@@ -97,7 +112,7 @@ func BenchmarkMetricsObserve(b *testing.B) {
 			for pb.Next() {
 				o := m.run()
 				for _, e := range turn {
-					o.observe(e.kind, e.raw)
+					o.observe(e.kind, e.raw, e.value)
 				}
 			}
 		})
@@ -112,7 +127,7 @@ func populate(b *testing.B, legacy *legacyMetrics, m *metrics) {
 		o := m.run()
 		for _, e := range turn {
 			legacy.observe(e.kind, e.raw)
-			o.observe(e.kind, e.raw)
+			o.observe(e.kind, e.raw, e.value)
 		}
 		legacy.runStarted()
 		m.runStarted()

@@ -2,6 +2,7 @@ package api
 
 import (
 	"log/slog"
+	"reflect"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -24,7 +25,8 @@ func gathered(t *testing.T, m *metrics) map[string]*dto.MetricFamily {
 	return out
 }
 
-// feed observes each payload, encoded as the runner commits it, in order.
+// feed observes each payload, encoded as the runner commits it and passed along with
+// its bytes, in order.
 func feed(t *testing.T, o *runObserver, ps ...events.Payload) {
 	t.Helper()
 	for _, p := range ps {
@@ -32,8 +34,47 @@ func feed(t *testing.T, o *runObserver, ps ...events.Payload) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.observe(p.Kind(), raw)
+		o.observe(p.Kind(), raw, p)
 	}
+}
+
+// The fields read from an event the run passes along are those its bytes decode to, for
+// every kind the metrics read (and none for the others), by value or by pointer.
+func TestFieldsOfValueMatchDecoding(t *testing.T) {
+	for _, p := range []events.Payload{
+		events.UserMessage{Text: "hi"},
+		events.ModelMessage{Model: "m", Text: "t", ToolCalls: []model.ToolCall{{ID: "c1", Name: "exec"}}},
+		events.ToolCall{ID: "c1", Name: "exec"},
+		events.ToolResult{ID: "c1", Name: "exec", Text: "ok"},
+		events.RunFinished{RunID: "r", Status: "completed", Steps: 2},
+		events.SandboxProvisioned{SandboxID: "s", Environment: "e", TookMS: 7},
+		events.MCPCall{ToolCallID: "c2", Tool: "kb__x", Outcome: events.OutcomeDenied, DurationMS: 3},
+		events.Error{Message: "m", Where: "model"},
+		events.Usage{},
+		events.Cancelled{},
+	} {
+		raw, err := events.Encode(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantOK := fieldsOf(p.Kind(), raw)
+		for _, v := range []events.Payload{p, pointerTo(p)} {
+			got, ok := fieldsOfValue(v)
+			if ok && (!wantOK || got != want) {
+				t.Errorf("%T: %+v, want %+v (%v)", v, got, want, wantOK)
+			}
+			if !ok && wantOK {
+				t.Errorf("%T: not read, want %+v", v, want)
+			}
+		}
+	}
+}
+
+// pointerTo is a pointer to a copy of p.
+func pointerTo(p events.Payload) events.Payload {
+	v := reflect.New(reflect.TypeOf(p))
+	v.Elem().Set(reflect.ValueOf(p))
+	return v.Interface().(events.Payload)
 }
 
 // The observer times what spans events from the events as committed: the MCP calls'

@@ -434,7 +434,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, ss store.Se
 	emit := func(e runner.Event) {
 		if !e.Partial {
 			once.Do(func() { lr.started.Store(true); close(started) })
-			obs.observe(e.Kind, e.Payload)
+			obs.observe(e.Kind, e.Payload, e.Value)
 			if e.Kind == events.KindRunFinished {
 				lr.finished.Store(true)
 			}

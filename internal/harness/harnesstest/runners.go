@@ -15,8 +15,9 @@ import (
 // from its spec), with tools whose sandboxes are those of sandboxes, or none when it is
 // nil.
 func Runners(st *store.Store, sandboxes *lifecycle.Manager) func(ctx context.Context, agent, user string) (*runner.Runner, error) {
+	specs := &agents.Specs{}
 	return func(ctx context.Context, agent, _ string) (*runner.Runner, error) {
-		a, err := agents.Load(ctx, st, agent)
+		a, err := specs.Load(ctx, st, agent)
 		if err != nil {
 			return nil, err
 		}

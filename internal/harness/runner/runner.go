@@ -61,6 +61,9 @@ type Event struct {
 	// another writer appended, read back from the store) it may be in an older
 	// harness's shape, which events.Decode reads.
 	Encoded bool
+	// Value is the event itself when Encoded (nil otherwise), so that a reader that
+	// wants its fields (the API's metrics) need not decode Payload again.
+	Value   events.Payload
 	Partial bool
 	Stream  string // for partial events: "text", "stdout" or "stderr"
 	Delta   string
@@ -210,7 +213,7 @@ func (x *run) commit(ctx context.Context, b store.Batch, evs ...events.Payload) 
 	defer x.seqMu.Unlock()
 	if len(seqs) > 0 && seqs[0] == x.lastSeq+1 {
 		for i, seq := range seqs {
-			x.send(Event{Seq: seq, Kind: evs[i].Kind(), Payload: raws[i], Encoded: true})
+			x.send(Event{Seq: seq, Kind: evs[i].Kind(), Payload: raws[i], Encoded: true, Value: evs[i]})
 		}
 		x.lastSeq = seqs[len(seqs)-1]
 	} else if len(seqs) > 0 {
