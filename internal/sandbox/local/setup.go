@@ -90,9 +90,13 @@ type setupPlan struct {
 	Nice *int `json:"nice,omitempty"`
 	// Rlimits are set on this process just before bwrap (limits.go, setupRlimits).
 	Rlimits []rlimitSetting `json:"rlimits,omitempty"`
-	Unshare string          `json:"unshare,omitempty"`
-	Sleep   string          `json:"sleep,omitempty"`
-	Argv    []string        `json:"argv"`
+	// LeaveHost makes the staging directory, with the host paths bwrap itself needs,
+	// this namespace's whole root before bwrap (leaveHost) instead of unmounting the
+	// host's loop-backed file systems one by one (dropForeignMounts). Sandboxes only.
+	LeaveHost bool     `json:"leave_host,omitempty"`
+	Unshare   string   `json:"unshare,omitempty"`
+	Sleep     string   `json:"sleep,omitempty"`
+	Argv      []string `json:"argv"`
 	// holders, when a keeper started ahead made them, give the user namespaces without
 	// a process started now (spare.go); stopped before bwrap.
 	holders *nsHolders
@@ -240,13 +244,20 @@ func (p setupPlan) run() error {
 	if err := os.Chdir("/"); err != nil {
 		return err
 	}
-	// Staged: nothing outside the staging directory is bound any more, so other file
-	// systems need not be pinned by this namespace (setup_mounts_linux.go).
-	dropForeignMounts()
 	if p.Started != "" {
+		// A host path: before leaveHost.
 		if err := os.WriteFile(p.Started, nil, 0o600); err != nil {
 			return err
 		}
+	}
+	// Staged: nothing outside the staging directory is bound any more, so other file
+	// systems need not be pinned by this namespace (setup_mounts_linux.go).
+	if p.LeaveHost {
+		if err := leaveHost(p.Argv[0]); err != nil {
+			return err
+		}
+	} else {
+		dropForeignMounts()
 	}
 	argv := make([]string, len(p.Argv))
 	for i, a := range p.Argv {
