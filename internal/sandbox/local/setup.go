@@ -42,7 +42,11 @@ import (
 //     directories, which belong to the slot on the host.
 //  4. the network namespace prepared for the egress helper (lo up, DNS port), and
 //     /etc/resolv.conf made a regular file in the sandbox's upper layer.
-//  5. exec bwrap: as root with --userns for a sandbox (bwrap switches to the sandbox
+//  5. for a sandbox, the namespace leaves the host's mounts: its root becomes a tmpfs
+//     with the staging directory (still at stagingDir) and only the host paths bwrap
+//     itself needs, and the host's root is detached in one call (leaveHost); a build
+//     unmounts the host's loop-backed file systems instead (dropForeignMounts).
+//  6. exec bwrap: as root with --userns for a sandbox (bwrap switches to the sandbox
 //     user, 1000 in the slot, before it mounts anything); as the slot's root, owner of
 //     the user namespace, for a build (bwrap keeps its capabilities there: the build
 //     runs as root of the slot with a full capability set inside, and no privilege on
