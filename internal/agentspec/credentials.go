@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // HarnessEnvPrefix starts the names of the harness's own settings and keys
@@ -15,8 +16,8 @@ import (
 const HarnessEnvPrefix = "TRUEFORGE_"
 
 var (
-	envVarRe         = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	credentialNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
+	envVarRe         = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	credentialNameRe = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
 )
 
 // isHarnessVar reports whether name is one of the harness's own variables. The prefix
@@ -31,7 +32,7 @@ func isHarnessVar(name string) bool {
 // variable name that is not one of the harness's own (HarnessEnvPrefix). The error
 // says what is wrong and what to do; callers prefix the field and the value.
 func CheckCredentialEnv(name string) error {
-	return checkName(name, envVarRe,
+	return checkName(name, envVarRe(),
 		"not an environment variable name; use letters, digits and '_', not starting with a digit (for example GITHUB_TOKEN)",
 		"variables named %s* are the harness's own settings and are never sent to a model or MCP server; export the credential under another name")
 }
@@ -43,7 +44,7 @@ func CheckCredentialEnv(name string) error {
 // credentials file, a harness on SQLite reads a credential name as the variable of the
 // same name (see the running-agents guide).
 func CheckCredentialName(name string) error {
-	return checkName(name, credentialNameRe,
+	return checkName(name, credentialNameRe(),
 		"not a credential name; use letters, digits, '_', '.' and '-', starting with a letter or '_', at most 128 characters (for example github)",
 		"names starting with %s are the harness's own settings, never a credential")
 }
@@ -59,4 +60,11 @@ func checkName(name string, re *regexp.Regexp, malformed, own string) error {
 		return fmt.Errorf(own, HarnessEnvPrefix)
 	}
 	return nil
+}
+
+// lazyRegexp returns a function that compiles expr the first time it is called, so that
+// starting a program that links this package does not compile it (the local sandbox's
+// init is such a program, started for each sandbox).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Where Extract and ReaderScript look, as fs.Glob patterns relative to the root. Only
@@ -189,11 +190,11 @@ func apkStanza(f map[string]string) (Package, bool) {
 	return Package{Ecosystem: APK, Name: f["P"], Version: f["V"], Arch: f["A"]}, true
 }
 
-var pyNameRun = regexp.MustCompile(`[-_.]+`)
+var pyNameRun = lazyRegexp(`[-_.]+`)
 
 // PythonName is a distribution name normalized as PEP 503 says: lower case, runs of
 // "-", "_" and "." as one "-".
-func PythonName(n string) string { return pyNameRun.ReplaceAllString(strings.ToLower(n), "-") }
+func PythonName(n string) string { return pyNameRun().ReplaceAllString(strings.ToLower(n), "-") }
 
 // pythonPackages reads the distributions installed in one site-packages folder.
 func pythonPackages(fsys fs.FS, dir string) []Package {
@@ -292,8 +293,8 @@ func nodePackages(fsys fs.FS, dir string) []Package {
 }
 
 var (
-	jsonName    = regexp.MustCompile(`"name"\s*:\s*"([^"]*)"`)
-	jsonVersion = regexp.MustCompile(`"version"\s*:\s*"([^"]*)"`)
+	jsonName    = lazyRegexp(`"name"\s*:\s*"([^"]*)"`)
+	jsonVersion = lazyRegexp(`"version"\s*:\s*"([^"]*)"`)
 )
 
 // packageJSON reads name and version of a package.json; one cut at maxHeaderBytes is
@@ -306,11 +307,18 @@ func packageJSON(b []byte) (name, version string) {
 	if json.Unmarshal(b, &pj) == nil {
 		return pj.Name, pj.Version
 	}
-	if m := jsonName.FindSubmatch(b); m != nil {
+	if m := jsonName().FindSubmatch(b); m != nil {
 		name = string(m[1])
 	}
-	if m := jsonVersion.FindSubmatch(b); m != nil {
+	if m := jsonVersion().FindSubmatch(b); m != nil {
 		version = string(m[1])
 	}
 	return name, version
+}
+
+// lazyRegexp returns a function that compiles expr the first time it is called, so that
+// starting a program that links this package does not compile it (the local sandbox's
+// init is such a program, started for each sandbox).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

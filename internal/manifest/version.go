@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -26,7 +25,7 @@ func CompareVersions(eco, a, b string) int {
 	return cmpDebian(ra, rb)
 }
 
-var pyPre = regexp.MustCompile(`([0-9])[-_.]?(a|alpha|b|beta|c|rc|pre|preview|dev)([0-9]*)`)
+var pyPre = lazyRegexp(`([0-9])[-_.]?(a|alpha|b|beta|c|rc|pre|preview|dev)([0-9]*)`)
 
 func canonicalVersion(eco, v string) string {
 	v = strings.TrimSpace(v)
@@ -39,7 +38,7 @@ func canonicalVersion(eco, v string) string {
 		}
 	case PyPI:
 		v = strings.TrimPrefix(strings.ToLower(v), "v")
-		v = pyPre.ReplaceAllString(v, "$1~$2$3")
+		v = pyPre().ReplaceAllString(v, "$1~$2$3")
 		if i := strings.IndexByte(v, '!'); i >= 0 { // PEP 440 epoch
 			v = v[:i] + ":" + v[i+1:]
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Volumes and private registries (trueforge_volume, trueforge_registry): objects of a
@@ -20,11 +21,11 @@ const (
 	VolumeNameRule = "1 to 63 characters: lower-case letters, digits, '-' and '_', starting and ending with a letter or digit"
 )
 
-var volumeName = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$`)
+var volumeName = lazyRegexp(`^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$`)
 
 // CheckVolumeName reports a volume name that breaks VolumeNameRule.
 func CheckVolumeName(name string) error {
-	if !volumeName.MatchString(name) {
+	if !volumeName().MatchString(name) {
 		return fmt.Errorf("volume name %q: use %s", name, VolumeNameRule)
 	}
 	return nil
@@ -200,3 +201,10 @@ type RemoteRegistry struct {
 
 // ErrUnsupported is wrapped by a backend that has no volumes or no registries.
 var ErrUnsupported = errors.New("not supported by this backend")
+
+// lazyRegexp returns a function that compiles expr the first time it is called, so that
+// starting a program that links this package does not compile it (the local sandbox's
+// init is such a program, started for each sandbox).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}

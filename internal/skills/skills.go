@@ -30,6 +30,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -66,10 +67,10 @@ const WorkspaceDir = ".skills"
 // namePattern is what a skill's name may be: the provider's names (lowercase letters,
 // digits, '-' and '_', starting and ending with a letter or digit, at most 63), which are
 // also safe as a directory name in any sandbox.
-var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$`)
+var namePattern = lazyRegexp(`^[a-z0-9]([a-z0-9_-]{0,61}[a-z0-9])?$`)
 
 // ValidName reports whether name can name a skill.
-func ValidName(name string) bool { return namePattern.MatchString(name) }
+func ValidName(name string) bool { return namePattern().MatchString(name) }
 
 // File is one file of a skill.
 type File struct {
@@ -304,4 +305,11 @@ func CheckPath(rel string) *Problem {
 		}
 	}
 	return nil
+}
+
+// lazyRegexp returns a function that compiles expr the first time it is called, so that
+// starting a program that links this package does not compile it (the local sandbox's
+// init is such a program, started for each sandbox).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

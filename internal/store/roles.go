@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // PostgreSQL roles of a shared control plane. Each person or CI pipeline that applies
@@ -94,14 +95,14 @@ func tableList(schema string, tables []string) string {
 
 // roleName is what a login role may be called here: a plain lower-case identifier, so
 // that it needs no quoting and reads the same in SQL, in owner columns and in errors.
-var roleName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+var roleName = lazyRegexp(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // RolesSQL is the SQL that sets up login role name as kind on the control plane in
 // schema: the group roles and their grants (as grantsSQL), then the login role (created
 // without a password when missing) as a member of its group. Run it as the database's
 // owner with a role that may create roles (CREATEROLE).
 func RolesSQL(schema string, kind RoleKind, name string) (string, error) {
-	if !roleName.MatchString(name) {
+	if !roleName().MatchString(name) {
 		return "", fmt.Errorf("role name %q: use lower-case letters, digits and _ (at most 63), starting with a letter or _", name)
 	}
 	group := TeamGroup
@@ -198,3 +199,10 @@ func (s *Store) lockedDDL(ctx context.Context, statements string) error {
 
 // quoteIdent quotes a PostgreSQL identifier.
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// lazyRegexp returns a function that compiles expr the first time it is called, so that
+// starting a program that links this package does not compile it (the local sandbox's
+// init is such a program, started for each sandbox).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}

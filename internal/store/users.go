@@ -30,14 +30,14 @@ var userName = roleName
 
 // CheckUserName refuses a name that is not a valid user name, saying what is.
 func CheckUserName(name string) error {
-	if !userName.MatchString(name) {
+	if !userName().MatchString(name) {
 		return fmt.Errorf("user name %q: use lower-case letters, digits and _ (at most 63), starting with a letter or _", name)
 	}
 	return nil
 }
 
 // UserNamePattern is the rule CheckUserName applies, for documentation and errors.
-func UserNamePattern() *regexp.Regexp { return userName }
+func UserNamePattern() *regexp.Regexp { return userName() }
 
 const userSelect = `SELECT name, admin, token_hash, created_at, token_rotated_at FROM users`
 

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 )
@@ -50,7 +51,7 @@ func IsURL(s string) bool {
 		s = strings.Join(at[1:], "@")
 	}
 	var host, ipv6, port string
-	if m := wrappedIPv6.FindStringSubmatch(s); m != nil {
+	if m := wrappedIPv6().FindStringSubmatch(s); m != nil {
 		ipv6, port = m[1], m[2]
 	} else {
 		host, port, _ = strings.Cut(s, ":")
@@ -61,23 +62,32 @@ func IsURL(s string) bool {
 			return false
 		}
 	}
-	return ipv4.MatchString(host) || isFQDN(host) || (ipv6 != "" && isIPv6(ipv6))
+	return ipv4().MatchString(host) || isFQDN(host) || (ipv6 != "" && isIPv6(ipv6))
 }
 
+// The patterns are compiled on first use, not when the program starts: fqdnTLD and
+// fqdnLabel, case-insensitive over most of Unicode, take milliseconds to compile, and
+// every start of a program that links this package would pay for them (the local
+// sandbox's init is such a program, started for each sandbox).
 var (
-	wrappedIPv6 = regexp.MustCompile(`^\[([^\]]+)\](?::([0-9]+))?$`)
-	ipv4        = regexp.MustCompile(`^((?:[0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])[.]){3}(?:[0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])$`)
-	ipv6Zone    = regexp.MustCompile(`^[0-9a-zA-Z.]+$`)
+	wrappedIPv6 = lazyRegexp(`^\[([^\]]+)\](?::([0-9]+))?$`)
+	ipv4        = lazyRegexp(`^((?:[0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])[.]){3}(?:[0-9]|[1-9][0-9]|1[0-9][0-9]|2[0-4][0-9]|25[0-5])$`)
+	ipv6Zone    = lazyRegexp(`^[0-9a-zA-Z.]+$`)
 	// fqdnTLD is isFQDN's top-level domain with require_tld and no numeric TLDs.
-	fqdnTLD   = regexp.MustCompile(`(?i)^([a-z\x{00A1}-\x{00A8}\x{00AA}-\x{D7FF}\x{F900}-\x{FDCF}\x{FDF0}-\x{FFEF}]{2,}|xn[a-z0-9-]{2,})$`)
-	fqdnLabel = regexp.MustCompile(`(?i)^[a-z\x{00a1}-\x{10ffff}0-9-]+$`)
+	fqdnTLD   = lazyRegexp(`(?i)^([a-z\x{00A1}-\x{00A8}\x{00AA}-\x{D7FF}\x{F900}-\x{FDCF}\x{FDF0}-\x{FFEF}]{2,}|xn[a-z0-9-]{2,})$`)
+	fqdnLabel = lazyRegexp(`(?i)^[a-z\x{00a1}-\x{10ffff}0-9-]+$`)
 )
+
+// lazyRegexp returns a function that compiles expr the first time it is called.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // isIPv6 is isIP(s, 6): an IPv6 address, with an optional %zone of letters, digits and
 // dots.
 func isIPv6(s string) bool {
 	addr, zone, hasZone := strings.Cut(s, "%")
-	if hasZone && !ipv6Zone.MatchString(zone) {
+	if hasZone && !ipv6Zone().MatchString(zone) {
 		return false
 	}
 	a, err := netip.ParseAddr(addr)
@@ -89,11 +99,11 @@ func isIPv6(s string) bool {
 // underscores, full-width characters or a leading or trailing hyphen.
 func isFQDN(s string) bool {
 	labels := strings.Split(s, ".")
-	if len(labels) < 2 || !fqdnTLD.MatchString(labels[len(labels)-1]) {
+	if len(labels) < 2 || !fqdnTLD().MatchString(labels[len(labels)-1]) {
 		return false
 	}
 	for _, l := range labels {
-		if len(utf16.Encode([]rune(l))) > 63 || !fqdnLabel.MatchString(l) ||
+		if len(utf16.Encode([]rune(l))) > 63 || !fqdnLabel().MatchString(l) ||
 			strings.ContainsFunc(l, func(r rune) bool { return r >= 0xff01 && r <= 0xff5e }) ||
 			strings.HasPrefix(l, "-") || strings.HasSuffix(l, "-") {
 			return false

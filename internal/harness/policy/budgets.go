@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,7 +41,7 @@ var (
 	budgetFields = []string{"name", "users", "owners", "agents", "servers", "tools", "per", "window", "calls", "result_bytes", "tokens", "sandbox_seconds"}
 	perValues    = []string{PerUser, PerOwner, PerAgent, PerSession}
 	windowKinds  = []string{WindowPerTurn, WindowPerSession, WindowPerDay}
-	budgetName   = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+	budgetName   = lazyRegexp(`^[a-z0-9_-]{1,64}$`)
 )
 
 // Window is how long a budget's counter runs before it starts again.
@@ -245,7 +246,7 @@ func parseBudget(data json.RawMessage, at string) (Budget, error) {
 	if !ok {
 		return b, fmt.Errorf(`%s.name is missing: add a name for the budget, like "name": "prs_per_day" (it keys the budget's counters and names it when it is spent)`, at)
 	}
-	if err := json.Unmarshal(raw, &b.Name); err != nil || !budgetName.MatchString(b.Name) {
+	if err := json.Unmarshal(raw, &b.Name); err != nil || !budgetName().MatchString(b.Name) {
 		return b, fmt.Errorf(`%s.name is %s: a budget's name is 1 to 64 of a-z, 0-9, "_" and "-", like "prs_per_day"`, at, clip(string(bytes.TrimSpace(raw))))
 	}
 	var err error
@@ -334,4 +335,11 @@ func parseWindow(raw json.RawMessage, at string) (Window, error) {
 		return Window{}, fmt.Errorf(`%s is %q: a duration window is a whole number of seconds from 1s to 8784h (366 days); for the UTC calendar day write "per_day"`, at, s)
 	}
 	return Window{Kind: WindowDuration, Every: d}, nil
+}
+
+// lazyRegexp returns a function that compiles expr the first time it is called, so that
+// starting a program that links this package does not compile it (the local sandbox's
+// init is such a program, started for each sandbox).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -61,12 +61,15 @@ type ExtractArchiveArgs struct {
 	Dest string `json:"dest,omitempty" jsonschema:"Folder to extract into, relative to /workspace; it must not exist yet or be empty. Default: the archive's name without its extension, beside it."`
 }
 
-var extractArchiveTool = define(NameExtractArchive,
-	"Extract an archive of the workspace (zip, tar, tar.gz, tar.bz2, tar.xz, tar.zst) into a new or empty folder, safely: entries that would "+
-		"land outside the folder (absolute paths, .., symlinks or hard links pointing out), devices, FIFOs and names with control characters are "+
-		"skipped and listed with the reason, set-user-ID bits are dropped, and limits on entries, bytes and compression ratio stop a "+
-		"decompression bomb. Use it instead of tar or unzip for any archive you did not make yourself.",
-	withSandboxOn, extractArchive)
+// extractArchiveTool is the table entry of extract_archive.
+func extractArchiveTool() tool {
+	return define(NameExtractArchive,
+		"Extract an archive of the workspace (zip, tar, tar.gz, tar.bz2, tar.xz, tar.zst) into a new or empty folder, safely: entries that would "+
+			"land outside the folder (absolute paths, .., symlinks or hard links pointing out), devices, FIFOs and names with control characters are "+
+			"skipped and listed with the reason, set-user-ID bits are dropped, and limits on entries, bytes and compression ratio stop a "+
+			"decompression bomb. Use it instead of tar or unzip for any archive you did not make yourself.",
+		withSandboxOn, extractArchive)
+}
 
 func extractArchive(ctx context.Context, in invocation, args ExtractArchiveArgs) Result {
 	if strings.TrimSpace(args.Path) == "" {

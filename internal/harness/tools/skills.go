@@ -40,7 +40,9 @@ type LoadSkillArgs struct {
 
 // loadSkillTool is the table entry of load_skill: offered to agents with a sandbox and
 // at least one skill, described by their skills.
-var loadSkillTool = describedBy(define(NameLoadSkill, "", withSkills, loadSkill), skillsDescription)
+func loadSkillTool() tool {
+	return describedBy(define(NameLoadSkill, "", withSkills, loadSkill), skillsDescription)
+}
 
 func withSkills(a *agents.Agent) bool { return withSandboxOn(a) && len(a.Spec.Skills) > 0 }
 

@@ -33,6 +33,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/filetype"
@@ -229,18 +230,23 @@ type (
 	}
 )
 
-// builtins is every built-in tool, in the order the model is offered them.
-var builtins = []tool{
-	define(NameReadOutput, "Read part of the full output of an earlier tool call whose result was cut.", always, readOutput),
-	define(NameExec, "Run a shell command (/bin/sh -c) in this session's sandbox, in /workspace. Files persist across turns of the session.",
-		withSandboxOn, execTool),
-	define(NameReadFile, "Read a file of the sandbox workspace.", withSandboxOn, readFile),
-	define(NameWriteFile, "Write a file in the sandbox workspace, creating directories.", withSandboxOn, writeFile),
-	define(NameListFiles, "List a directory of the sandbox workspace.", withSandboxOn, listFiles),
-	define(NameOfferArtifact, "Offer a workspace file to the user for download.", withDownloads, offerArtifact),
-	loadSkillTool,      // skills.go
-	extractArchiveTool, // extract.go
-}
+// builtins is every built-in tool, in the order the model is offered them. The table is
+// made on first use: deriving the schemas takes most of a millisecond, which every start
+// of a program linking this package would pay (the local sandbox's init is one, started
+// for each sandbox).
+var builtins = sync.OnceValue(func() []tool {
+	return []tool{
+		define(NameReadOutput, "Read part of the full output of an earlier tool call whose result was cut.", always, readOutput),
+		define(NameExec, "Run a shell command (/bin/sh -c) in this session's sandbox, in /workspace. Files persist across turns of the session.",
+			withSandboxOn, execTool),
+		define(NameReadFile, "Read a file of the sandbox workspace.", withSandboxOn, readFile),
+		define(NameWriteFile, "Write a file in the sandbox workspace, creating directories.", withSandboxOn, writeFile),
+		define(NameListFiles, "List a directory of the sandbox workspace.", withSandboxOn, listFiles),
+		define(NameOfferArtifact, "Offer a workspace file to the user for download.", withDownloads, offerArtifact),
+		loadSkillTool(),      // skills.go
+		extractArchiveTool(), // extract.go
+	}
+})
 
 func always(*agents.Agent) bool { return true }
 
@@ -251,10 +257,11 @@ func withDownloads(a *agents.Agent) bool { return withSandboxOn(a) && a.Spec.San
 // Specs lists the tools offered to the agent's model. It depends on the spec only.
 func Specs(a *agents.Agent) []model.ToolSpec {
 	var specs []model.ToolSpec
-	for i := range builtins {
-		if builtins[i].offered(a) {
-			spec := builtins[i].spec()
-			if d := builtins[i].describe; d != nil {
+	table := builtins()
+	for i := range table {
+		if table[i].offered(a) {
+			spec := table[i].spec()
+			if d := table[i].describe; d != nil {
 				spec.Description = d(a)
 			}
 			specs = append(specs, spec)
@@ -293,13 +300,14 @@ func (x *Executor) dispatch(ctx context.Context, c Call, tc model.ToolCall) Resu
 		text, isErr := x.MCP.Call(ctx, c.Origin(), tc.Name, tc.Arguments)
 		return Result{Text: text, IsError: isErr}
 	}
-	i := slices.IndexFunc(builtins, func(t tool) bool { return t.name == tc.Name })
-	if i < 0 || !builtins[i].offered(c.Agent) {
+	table := builtins()
+	i := slices.IndexFunc(table, func(t tool) bool { return t.name == tc.Name })
+	if i < 0 || !table[i].offered(c.Agent) {
 		return failed(fmt.Sprintf("unknown tool %q", tc.Name))
 	}
 	// Arguments are checked before a sandbox is acquired (withSandbox): a malformed call
 	// provisions nothing.
-	return builtins[i].run(ctx, invocation{x: x, c: c}, tc.Arguments)
+	return table[i].run(ctx, invocation{x: x, c: c}, tc.Arguments)
 }
 
 func readOutput(ctx context.Context, in invocation, args ReadOutputArgs) Result {

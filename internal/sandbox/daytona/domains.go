@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/trueforge/terraform-provider-trueforge/internal/sandbox"
 )
@@ -13,14 +14,14 @@ import (
 // v0.190): dotted host labels of ASCII letters, digits and inner hyphens, an optional
 // leading "*." and a top-level domain of two or more ASCII letters. A sandbox create with
 // any other entry is a 400 `Invalid domain: "x". Must be a valid domain name`.
-var allowedDomainRE = regexp.MustCompile(`^(\*\.)?([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,}$`)
+var allowedDomainRE = lazyRegexp(`^(\*\.)?([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+[a-zA-Z]{2,}$`)
 
 // badAllowedDomain returns the first of domains Daytona's domainAllowList refuses (the
 // server trims each entry and skips empty ones), and whether there is one. It is the one
 // rule for the plan check (checkAllowDomains) and the runtime's create.
 func badAllowedDomain(domains []string) (string, bool) {
 	for _, d := range domains {
-		if d = strings.TrimSpace(d); d != "" && !allowedDomainRE.MatchString(d) {
+		if d = strings.TrimSpace(d); d != "" && !allowedDomainRE().MatchString(d) {
 			return d, true
 		}
 	}
@@ -47,4 +48,11 @@ func checkAllowDomains(env sandbox.EnvironmentSpec) []sandbox.Problem {
 				env.Name, d)})
 	}
 	return ps
+}
+
+// lazyRegexp returns a function that compiles expr the first time it is called, so that
+// starting a program that links this package does not compile it (the local sandbox's
+// init is such a program, started for each sandbox).
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

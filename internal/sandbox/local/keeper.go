@@ -335,6 +335,7 @@ func (r *Runtime) keeperPlan(id string, layers []string, info record) setupPlan 
 		}
 	}
 	p.Argv = r.bwrapArgs(info)
+	p.LeaveHost = true
 	return p
 }
 

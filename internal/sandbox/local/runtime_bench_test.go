@@ -4,6 +4,7 @@ package local
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -49,6 +50,39 @@ func BenchmarkColdStartNoSpares(b *testing.B) {
 	coldStartWith(b, sandbox.CreateRequest{}, -1)
 }
 
+// harnessEnv names a trueforge-harness binary for BenchmarkColdStartHarness; unset, the
+// benchmark builds one.
+const harnessEnv = "TRUEFORGE_TEST_HARNESS"
+
+// BenchmarkColdStartHarness is BenchmarkColdStart with trueforge-harness, built as it is
+// released (static, -trimpath), as the program the runtime re-executes as the keeper and
+// the sandbox's init, instead of this test binary: its start (the Go runtime and the
+// package initialisers of everything the harness links) is on every cold start's path.
+// TRUEFORGE_TEST_HARNESS names a binary to use instead, to compare two builds with one
+// test binary.
+func BenchmarkColdStartHarness(b *testing.B) {
+	exe := os.Getenv(harnessEnv)
+	if exe == "" {
+		exe = buildHarness(b)
+	}
+	coldStartExe(b, sandbox.CreateRequest{}, 0, exe)
+}
+
+// buildHarness builds trueforge-harness as the releases are built.
+func buildHarness(t testing.TB) string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("skipping: the go command is needed to build trueforge-harness")
+	}
+	out := filepath.Join(t.TempDir(), "trueforge-harness")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/trueforge/terraform-provider-trueforge/cmd/trueforge-harness")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build trueforge-harness: %v\n%s", err, b)
+	}
+	return out
+}
+
 // BenchmarkColdStartBlocked is a cold start under BlockNetwork (bwrap makes the network
 // namespace). Compare with BenchmarkColdStart.
 func BenchmarkColdStartBlocked(b *testing.B) {
@@ -79,8 +113,17 @@ func coldStart(b *testing.B, req sandbox.CreateRequest) {
 // coldStartWith is coldStart on a runtime keeping spares keeper processes started ahead
 // (Runtime.Spares).
 func coldStartWith(b *testing.B, req sandbox.CreateRequest, spares int) {
+	coldStartExe(b, req, spares, "")
+}
+
+// coldStartExe is coldStartWith with exe, when set, as the program the runtime
+// re-executes.
+func coldStartExe(b *testing.B, req sandbox.CreateRequest, spares int, exe string) {
 	r, rel := newTestRuntime(b)
 	r.Spares = spares
+	if exe != "" {
+		r.exe = exe
+	}
 	ctx := context.Background()
 	var m medianTimer
 	b.ResetTimer()

@@ -112,15 +112,24 @@ type sandboxInit struct {
 	// before it is registered in waiters.
 	mu      sync.Mutex
 	waiters map[int]chan syscall.WaitStatus
+	// handling is closed once the init handles every signal (runInit); spawn waits for
+	// it, so that no process of the sandbox can signal the init before.
+	handling chan struct{}
 }
 
 func runInit() int {
-	in := &sandboxInit{waiters: map[int]chan syscall.WaitStatus{}}
+	in := &sandboxInit{waiters: map[int]chan syscall.WaitStatus{}, handling: make(chan struct{})}
 	// Signals sent from inside the sandbox reach PID 1 only if it handles them: handle
 	// (and drop) every catchable one, so that nothing in the sandbox can end the init.
-	// Handled, not ignored: ignored signals would stay ignored in the commands.
+	// Handled, not ignored: ignored signals would stay ignored in the commands. Go takes
+	// a round trip to its signal thread for each signal (about 2 ms for all of them), and
+	// nothing in the sandbox can send one before the init starts a process there (spawn
+	// waits for handling): so it is done beside the start below, not before it.
 	sigs := make(chan os.Signal, 64)
-	signal.Notify(sigs)
+	go func() {
+		signal.Notify(sigs)
+		close(in.handling)
+	}()
 	// Stop reading what we cannot use before anything can fail loudly.
 	devNull, err := os.OpenFile("/dev/null", os.O_RDWR, 0)
 	if err != nil {
@@ -253,6 +262,7 @@ func (in *sandboxInit) startEgressHelper() error {
 // spawn starts a process in a new session (so that its process group can be killed
 // as one) and registers ch, if any, for its exit status.
 func (in *sandboxInit) spawn(path string, argv, env []string, dir string, files []uintptr, ch chan syscall.WaitStatus) (int, error) {
+	<-in.handling
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if ch != nil {

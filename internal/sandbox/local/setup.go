@@ -42,7 +42,11 @@ import (
 //     directories, which belong to the slot on the host.
 //  4. the network namespace prepared for the egress helper (lo up, DNS port), and
 //     /etc/resolv.conf made a regular file in the sandbox's upper layer.
-//  5. exec bwrap: as root with --userns for a sandbox (bwrap switches to the sandbox
+//  5. for a sandbox, the namespace leaves the host's mounts: its root becomes a tmpfs
+//     with the staging directory (still at stagingDir) and only the host paths bwrap
+//     itself needs, and the host's root is detached in one call (leaveHost); a build
+//     unmounts the host's loop-backed file systems instead (dropForeignMounts).
+//  6. exec bwrap: as root with --userns for a sandbox (bwrap switches to the sandbox
 //     user, 1000 in the slot, before it mounts anything); as the slot's root, owner of
 //     the user namespace, for a build (bwrap keeps its capabilities there: the build
 //     runs as root of the slot with a full capability set inside, and no privilege on
@@ -90,9 +94,13 @@ type setupPlan struct {
 	Nice *int `json:"nice,omitempty"`
 	// Rlimits are set on this process just before bwrap (limits.go, setupRlimits).
 	Rlimits []rlimitSetting `json:"rlimits,omitempty"`
-	Unshare string          `json:"unshare,omitempty"`
-	Sleep   string          `json:"sleep,omitempty"`
-	Argv    []string        `json:"argv"`
+	// LeaveHost makes the staging directory, with the host paths bwrap itself needs,
+	// this namespace's whole root before bwrap (leaveHost) instead of unmounting the
+	// host's loop-backed file systems one by one (dropForeignMounts). Sandboxes only.
+	LeaveHost bool     `json:"leave_host,omitempty"`
+	Unshare   string   `json:"unshare,omitempty"`
+	Sleep     string   `json:"sleep,omitempty"`
+	Argv      []string `json:"argv"`
 	// holders, when a keeper started ahead made them, give the user namespaces without
 	// a process started now (spare.go); stopped before bwrap.
 	holders *nsHolders
@@ -240,13 +248,20 @@ func (p setupPlan) run() error {
 	if err := os.Chdir("/"); err != nil {
 		return err
 	}
-	// Staged: nothing outside the staging directory is bound any more, so other file
-	// systems need not be pinned by this namespace (setup_mounts_linux.go).
-	dropForeignMounts()
 	if p.Started != "" {
+		// A host path: before leaveHost.
 		if err := os.WriteFile(p.Started, nil, 0o600); err != nil {
 			return err
 		}
+	}
+	// Staged: nothing outside the staging directory is bound any more, so other file
+	// systems need not be pinned by this namespace (setup_mounts_linux.go).
+	if p.LeaveHost {
+		if err := leaveHost(p.Argv[0]); err != nil {
+			return err
+		}
+	} else {
+		dropForeignMounts()
 	}
 	argv := make([]string, len(p.Argv))
 	for i, a := range p.Argv {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,38 @@ func TestSandboxDoesNotPinTheHostsFileSystems(t *testing.T) {
 	}
 	if res, err := r.Exec(t.Context(), "pin", sandbox.ExecRequest{Shell: "echo ok > /workspace/f && cat /workspace/f"}); err != nil || strings.TrimSpace(string(res.Stdout)) != "ok" {
 		t.Fatalf("the sandbox after the host's unmount: %+v %v", res, err)
+	}
+}
+
+// TestKeeperLeavesTheHostsMounts: once a sandbox runs, its keeper's mount namespace (where
+// bwrap's outer process stays) holds none of the host's mounts but those the setup step
+// put in its own root for bwrap (leaveHost): a tmpfs the host mounted before the sandbox
+// started is not there, and neither is the host's root.
+func TestKeeperLeavesTheHostsMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting on the host needs root (make test runs as root)")
+	}
+	r, rel := newTestRuntime(t)
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "trueforge-leave-test", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	create(t, r, sandbox.CreateRequest{ID: "leave", SnapshotID: rel})
+	pid, _, err := readPidFile(r.keeperFile("leave"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "mountinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(info), "\n") {
+		if strings.Contains(line, "trueforge-leave-test") || strings.Contains(line, " "+mnt+" ") {
+			t.Errorf("the keeper's namespace still has the host's mount of %s: %s", mnt, line)
+		}
+	}
+	if res, err := r.Exec(t.Context(), "leave", sandbox.ExecRequest{Shell: "echo ok"}); err != nil || strings.TrimSpace(string(res.Stdout)) != "ok" {
+		t.Fatalf("the sandbox: %+v %v", res, err)
 	}
 }

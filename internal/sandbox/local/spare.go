@@ -66,6 +66,18 @@ type spare struct {
 // wait waits until the spare's process has exited and been reaped.
 func (s *spare) wait() { <-s.done }
 
+// exited reports whether the spare's process has exited. Its reaper says so without a
+// read of /proc on the way to the sandbox, and as reliably: until it is reaped, its pid
+// cannot be reused.
+func (s *spare) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (r *Runtime) wantSpares() int {
 	if r.Spares != 0 {
 		return max(r.Spares, 0)
@@ -189,7 +201,7 @@ func (r *Runtime) takeSpare() (*spare, error) {
 		s, r.spares = r.spares[n-1], r.spares[:n-1]
 	}
 	r.spareMu.Unlock()
-	if s != nil && processAlive(s.cmd.Process.Pid, s.start) {
+	if s != nil && !s.exited() {
 		if nice, err := ownNice(); err == nil && os.Geteuid() == 0 {
 			s.renice(nice)
 		}
