@@ -16,7 +16,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,16 +37,7 @@ func buildNetd(t testing.TB) string {
 	if p := os.Getenv(netdEnv); p != "" {
 		return p
 	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("skipping: the go command is needed to build trueforge-netd")
-	}
-	out := filepath.Join(t.TempDir(), "trueforge-netd")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/trueforge/terraform-provider-trueforge/cmd/trueforge-netd")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build trueforge-netd: %v\n%s", err, b)
-	}
-	return out
+	return buildStatic(t, "cmd/trueforge-netd")
 }
 
 // e2eUpstream is a real TLS server on the host's loopback with a CA of its own (standing

@@ -133,15 +133,7 @@ func buildHarnessHelper(t testing.TB) string {
 	if os.Getenv(netdEnv) != "" {
 		t.Skipf("skipping: %s names a prebuilt helper, so this run may not build (set %s to a static trueforge-harness too)", netdEnv, harnessHelperEnv)
 	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("skipping: the go command is needed to build trueforge-harness")
-	}
-	out := filepath.Join(t.TempDir(), "trueforge-harness")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/trueforge/terraform-provider-trueforge/cmd/trueforge-harness")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build trueforge-harness: %v\n%s", err, b)
-	}
+	out := buildStatic(t, "cmd/trueforge-harness")
 	if os.Getenv(sandboxnet.HelperEnv) == "" {
 		if got, err := sandboxnet.LocateHelper(out); err != nil || got != out {
 			t.Fatalf("sandboxnet.LocateHelper(%s) = %q, %v; want the harness itself", out, got, err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -50,35 +51,33 @@ func BenchmarkColdStartNoSpares(b *testing.B) {
 	coldStartWith(b, sandbox.CreateRequest{}, -1)
 }
 
-// harnessEnv names a trueforge-harness binary for BenchmarkColdStartHarness; unset, the
-// benchmark builds one.
-const harnessEnv = "TRUEFORGE_TEST_HARNESS"
-
 // BenchmarkColdStartHarness is BenchmarkColdStart with trueforge-harness, built as it is
 // released (static, -trimpath), as the program the runtime re-executes as the keeper and
 // the sandbox's init, instead of this test binary: its start (the Go runtime and the
 // package initialisers of everything the harness links) is on every cold start's path.
-// TRUEFORGE_TEST_HARNESS names a binary to use instead, to compare two builds with one
-// test binary.
+// TRUEFORGE_TEST_HARNESS (harnessHelperEnv) names a binary to use instead, to compare two
+// builds with one test binary.
 func BenchmarkColdStartHarness(b *testing.B) {
-	exe := os.Getenv(harnessEnv)
+	exe := os.Getenv(harnessHelperEnv)
 	if exe == "" {
-		exe = buildHarness(b)
+		exe = buildStatic(b, "cmd/trueforge-harness")
 	}
 	coldStartExe(b, sandbox.CreateRequest{}, 0, exe)
 }
 
-// buildHarness builds trueforge-harness as the releases are built.
-func buildHarness(t testing.TB) string {
+// buildStatic builds the module's command at dir (cmd/NAME) as the releases are built
+// (static, -trimpath) into the test's temporary directory and returns its path; without
+// the go command the test is skipped.
+func buildStatic(t testing.TB, dir string) string {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("skipping: the go command is needed to build trueforge-harness")
+		t.Skipf("skipping: the go command is needed to build %s", path.Base(dir))
 	}
-	out := filepath.Join(t.TempDir(), "trueforge-harness")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/trueforge/terraform-provider-trueforge/cmd/trueforge-harness")
+	out := filepath.Join(t.TempDir(), path.Base(dir))
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/trueforge/terraform-provider-trueforge/"+dir)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build trueforge-harness: %v\n%s", err, b)
+		t.Fatalf("build %s: %v\n%s", dir, err, b)
 	}
 	return out
 }
