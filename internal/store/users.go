@@ -256,3 +256,33 @@ func (s *Store) AuditLog(ctx context.Context, before int64, limit int) ([]AuditE
 	}
 	return entries, nil
 }
+
+// UserAndSession is UserByTokenHash and GetSession(sessionID) in one statement, for a
+// request on one session made with a bearer token: the user is read afresh (a rotated
+// token or a removed user is ErrNotFound, as with UserByTokenHash) and so is the session,
+// whoever owns it (the caller checks the owner). found is false when no session has the
+// id. Nothing is cached: both rows are as they are at this statement.
+func (s *Store) UserAndSession(ctx context.Context, tokenHash, sessionID string) (u User, ss Session, found bool, err error) {
+	var admin, created, rotated int64
+	var id, agent, owner, env sql.NullString
+	var replay, in, out, sCreated, sUpdated sql.NullInt64
+	err = s.db.QueryRowContext(ctx, `SELECT u.name, u.admin, u.token_hash, u.created_at, u.token_rotated_at,
+ s.id, s.agent, s.owner, s.replay, s.environment, s.input_tokens, s.output_tokens, s.created_at, s.updated_at
+ FROM users u LEFT JOIN sessions s ON s.id = ? WHERE u.token_hash = ?`, sessionID, tokenHash).Scan(
+		&u.Name, &admin, &u.TokenHash, &created, &rotated,
+		&id, &agent, &owner, &replay, &env, &in, &out, &sCreated, &sUpdated)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && subtle.ConstantTimeCompare([]byte(u.TokenHash), []byte(tokenHash)) != 1) {
+		return User{}, Session{}, false, fmt.Errorf("no user has this token: %w", ErrNotFound)
+	}
+	if err != nil {
+		return User{}, Session{}, false, fmt.Errorf("reading users and sessions: %w", forbidden(err))
+	}
+	u.Admin = admin != 0
+	u.CreatedAt, u.TokenRotatedAt = time.UnixMilli(created), time.UnixMilli(rotated)
+	if !id.Valid {
+		return u, Session{}, false, nil
+	}
+	ss = Session{ID: id.String, Agent: agent.String, Owner: owner.String, Replay: replay.Int64 != 0, Environment: env.String,
+		InputTokens: in.Int64, OutputTokens: out.Int64, CreatedAt: time.UnixMilli(sCreated.Int64), UpdatedAt: time.UnixMilli(sUpdated.Int64)}
+	return u, ss, true, nil
+}

@@ -175,3 +175,40 @@ func TestRLSUsersBelongToTheHarnessGroup(t *testing.T) {
 		t.Fatalf("a team role looking up a token: %v; want ErrForbidden", err)
 	}
 }
+
+// UserAndSession reads the token's user and a session in one statement: no user, no
+// answer whatever the session; a missing session is not found; another owner's session
+// is returned as it is (the caller checks the owner); a rotated token is dead at once.
+func TestUserAndSession(t *testing.T) {
+	eachDB(t, func(t *testing.T, st *Store) {
+		ctx := context.Background()
+		must(t, st.CreateUser(ctx, "alice", true, "hash-a1"))
+		must(t, st.CreateUser(ctx, "bob", false, "hash-b"))
+		must(t, st.CreateSession(ctx, Session{ID: "s-a", Agent: "talker", Owner: "alice"}))
+		u, ss, found, err := st.UserAndSession(ctx, "hash-a1", "s-a")
+		want, _ := st.GetSession(ctx, "s-a")
+		if err != nil || !found || u.Name != "alice" || !u.Admin || ss != want {
+			t.Fatalf("alice and her session: %+v %+v %v %v; want %+v", u, ss, found, err, want)
+		}
+		if u2, err := st.UserByTokenHash(ctx, "hash-a1"); err != nil || u2 != u {
+			t.Fatalf("the user %+v; UserByTokenHash %+v, %v", u, u2, err)
+		}
+		if u, ss, found, err := st.UserAndSession(ctx, "hash-b", "s-a"); err != nil || !found || u.Name != "bob" || ss.Owner != "alice" {
+			t.Fatalf("bob and alice's session: %+v %+v %v %v", u, ss, found, err)
+		}
+		if u, _, found, err := st.UserAndSession(ctx, "hash-b", "nope"); err != nil || found || u.Name != "bob" {
+			t.Fatalf("a missing session: %+v %v %v", u, found, err)
+		}
+		for _, id := range []string{"s-a", "nope"} {
+			if _, _, found, err := st.UserAndSession(ctx, "hash-nobody", id); !errors.Is(err, ErrNotFound) || found {
+				t.Fatalf("an unknown token, session %s: %v %v", id, found, err)
+			}
+		}
+		if _, err := st.SetUserToken(ctx, "alice", "hash-a2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := st.UserAndSession(ctx, "hash-a1", "s-a"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("the rotated-out token: %v", err)
+		}
+	})
+}

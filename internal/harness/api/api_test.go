@@ -668,3 +668,38 @@ func TestReplicasShareStreamsAndCancels(t *testing.T) {
 	}
 	want(t, "a message through B while A runs", b.req("POST", "/api/v1/sessions/"+sid+"/messages", "alice", map[string]any{"text": "x"}), http.StatusAccepted, "")
 }
+
+// The routes of one session read the token's user and the session in one statement:
+// each request still reads both afresh, so a rotated-out token is refused on the very
+// next request, a made-up token is 401 whatever the session, and another user's session
+// (an admin's too, on these routes) is 404 like a missing one.
+func TestSessionRoutesAuthorizeEachRequest(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	harnesstest.AddAgent(t, f.st, "talker", "", harnesstest.AgentSpec{"model": script(text("Hi."))})
+	created := f.req("POST", "/api/v1/sessions", "alice", map[string]any{"agent": "talker"})
+	want(t, "alice's session", created, http.StatusCreated, "")
+	sid := created.json(t)["id"].(string)
+	path := "/api/v1/sessions/" + sid
+	want(t, "alice reads her session", f.req("GET", path, "alice", nil), http.StatusOK, "")
+	want(t, "alice's attachments", f.req("GET", path+"/attachments", "alice", nil), http.StatusOK, "")
+	want(t, "a missing session", f.req("GET", "/api/v1/sessions/nope", "alice", nil), http.StatusNotFound, api.CodeNotFound)
+	for _, who := range []string{"bob", "root"} {
+		want(t, who+" reads alice's session", f.req("GET", path, who, nil), http.StatusNotFound, api.CodeNotFound)
+		want(t, who+" posts to alice's session", f.req("POST", path+"/messages", who, map[string]any{"text": "hi"}), http.StatusNotFound, api.CodeNotFound)
+		want(t, who+" cancels alice's turn", f.req("POST", path+"/cancel", who, nil), http.StatusNotFound, api.CodeNotFound)
+	}
+	f.tokens["mallory"] = "tfu_" + strings.Repeat("A", 43)
+	want(t, "a made-up token on a session", f.req("GET", path, "mallory", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+	want(t, "a made-up token on a missing session", f.req("GET", "/api/v1/sessions/nope", "mallory", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+
+	token, hash, _ := api.NewToken()
+	if _, err := f.st.SetUserToken(context.Background(), "alice", hash); err != nil {
+		t.Fatal(err)
+	}
+	want(t, "the rotated-out token on her session", f.req("GET", path, "alice", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+	want(t, "the rotated-out token posting", f.req("POST", path+"/messages", "alice", map[string]any{"text": "hi"}), http.StatusUnauthorized, api.CodeUnauthorized)
+	f.tokens["alice"] = token
+	want(t, "the new token on her session", f.req("GET", path, "alice", nil), http.StatusOK, "")
+	must(t, f.st.DeleteUser(context.Background(), "bob"))
+	want(t, "a removed user's token on a session route", f.req("GET", path, "bob", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+}

@@ -60,6 +60,9 @@ const (
 	authUser                    // a user, by token or login cookie
 	authAdmin                   // an admin user
 	authMetrics                 // an admin, unless metrics are public
+	// authSession is authUser on a route of session {id} (see own): a bearer token's
+	// user and the session are read in one statement, both afresh for this request.
+	authSession
 )
 
 // caller is who makes a request.
@@ -68,6 +71,10 @@ type caller struct {
 	// cookie is the login cookie's value when the request was authenticated by it.
 	cookie string
 	login  store.Login
+	// sess is session {id} as read with the token's user (authSession), whoever owns
+	// it; sessRead says it was read, sessFound that it exists. Per request, never kept.
+	sess                store.Session
+	sessRead, sessFound bool
 }
 
 // authenticate finds the caller a route needs: a bearer token (which wins when given),
@@ -77,7 +84,7 @@ func (s *Server) authenticate(r *http.Request, kind authKind) (*caller, error) {
 	if kind == authNone || (kind == authMetrics && s.cfg.MetricsPublic) {
 		return nil, nil
 	}
-	c, err := s.identify(r)
+	c, err := s.identify(r, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +104,9 @@ func (s *Server) authenticate(r *http.Request, kind authKind) (*caller, error) {
 	return c, nil
 }
 
-// identify authenticates the request by its bearer token or login cookie.
-func (s *Server) identify(r *http.Request) (*caller, error) {
+// identify authenticates the request by its bearer token or login cookie; on an
+// authSession route with a token, session {id} is read by the same statement.
+func (s *Server) identify(r *http.Request, kind authKind) (*caller, error) {
 	ctx := r.Context()
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, token, ok := strings.Cut(h, " ")
@@ -106,14 +114,25 @@ func (s *Server) identify(r *http.Request) (*caller, error) {
 		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 			return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the Authorization header must be \"Bearer <token>\"")
 		}
-		u, err := s.cfg.Store.UserByTokenHash(ctx, HashToken(token))
+		var (
+			u   store.User
+			err error
+			c   caller
+		)
+		if kind == authSession {
+			u, c.sess, c.sessFound, err = s.cfg.Store.UserAndSession(ctx, HashToken(token), r.PathValue("id"))
+			c.sessRead = err == nil
+		} else {
+			u, err = s.cfg.Store.UserByTokenHash(ctx, HashToken(token))
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errorf(http.StatusUnauthorized, CodeUnauthorized, "the token is not valid: it was rotated, its user was removed, or it is mistyped")
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &caller{user: u}, nil
+		c.user = u
+		return &c, nil
 	}
 	ck, err := r.Cookie(CookieName)
 	if err != nil || ck.Value == "" {

@@ -60,6 +60,12 @@ func TestOnPostgreSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(t, "the rotated-out token on replica B", g.req("GET", "/api/v1/me", "alice", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+	// A session's routes read the token's user and the session in one statement: still
+	// afresh for each request, and still the owner's only.
+	want(t, "the rotated-out token on alice's session on replica B", g.req("GET", "/api/v1/sessions/"+sid, "alice", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+	want(t, "the rotated-out token posting on replica B", g.req("POST", "/api/v1/sessions/"+sid+"/messages", "alice", map[string]any{"text": "hi"}), http.StatusUnauthorized, api.CodeUnauthorized)
+	want(t, "bob reads alice's session on replica B", g.req("GET", "/api/v1/sessions/"+sid, "bob", nil), http.StatusNotFound, api.CodeNotFound)
+	want(t, "bob posts to alice's session on replica B", g.req("POST", "/api/v1/sessions/"+sid+"/messages", "bob", map[string]any{"text": "hi"}), http.StatusNotFound, api.CodeNotFound)
 	r, _ = http.NewRequest("GET", g.ts.URL+"/api/v1/me", nil)
 	r.AddCookie(login.Cookies()[0])
 	want(t, "the rotated-out token's login on replica B", g.do(r), http.StatusUnauthorized, api.CodeUnauthorized)
