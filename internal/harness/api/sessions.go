@@ -212,11 +212,10 @@ func sessionOf(ss store.Session) sessionJSON {
 // ownSession is the caller's session id: another user's, or none, is 404 alike.
 func (s *Server) ownSession(r *http.Request, c *caller) (store.Session, error) {
 	if c.sessRead {
-		// Read with the token's user for this request (authSession): the same checks
-		// as sessions.Get, without a second statement.
-		id := r.PathValue("id")
-		if !c.sessFound || c.sess.Owner != c.user.Name {
-			return store.Session{}, notFound("session " + quote(id))
+		// Read with the token's user for this request (authSession): sessions.Get's
+		// rule, without a second statement.
+		if !c.sessFound || sessions.Check(c.sess, c.session(), false) != nil {
+			return store.Session{}, notFound("session " + quote(r.PathValue("id")))
 		}
 		return c.sess, nil
 	}

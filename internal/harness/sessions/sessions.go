@@ -38,10 +38,16 @@ func Get(ctx context.Context, st *store.Store, id string, c Caller, adminToo boo
 	if err != nil {
 		return store.Session{}, err
 	}
+	return s, Check(s, c, adminToo)
+}
+
+// Check is Get's rule for a session already read: c's own, or any with adminToo when c
+// is an admin; else ErrNotOwner (wrapped).
+func Check(s store.Session, c Caller, adminToo bool) error {
 	if s.Owner != c.Name && !(adminToo && c.Admin) {
-		return s, fmt.Errorf("session %s belongs to %q, not to %q: %w", s.ID, s.Owner, c.Name, ErrNotOwner)
+		return fmt.Errorf("session %s belongs to %q, not to %q: %w", s.ID, s.Owner, c.Name, ErrNotOwner)
 	}
-	return s, nil
+	return nil
 }
 
 // List is c's sessions, newest first, of one agent unless agent is ""; with all,
