@@ -68,7 +68,7 @@ type Runtime struct {
 	// initArgv, when set, is what bwrap runs instead of the init (bwrapArgs): only
 	// BenchmarkBwrapSandboxFloor sets it, to run true where the init would run.
 	initArgv []string
-	limits  *limiter
+	limits   *limiter
 
 	mu        sync.Mutex
 	lifelines map[string]*os.File // sandbox id -> write end of its keeper's lifeline
