@@ -312,10 +312,10 @@ ls /proc/self/fd | tr '\n' ' '`)
 	}
 }
 
-// TestInitSurvivesEverySignal sends the sandbox's init every signal from 1 to 64, each
+// TestAttackInitSignals sends the sandbox's init every signal from 1 to 64, each
 // one from inside the sandbox: the init must neither end (the same keeper, with the same
 // init, still serves) nor stop, and still reap its commands.
-func TestInitSurvivesEverySignal(t *testing.T) {
+func TestAttackInitSignals(t *testing.T) {
 	t.Parallel()
 	r, rel := newTestRuntime(t)
 	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})

@@ -201,7 +201,7 @@ func runInit() int {
 // the init: the Go runtime drops those it handles and is not asked for (SIGUSR1,
 // SIGPIPE, SIGURG, the real-time ones, ...), and leaves the stop signals and SIGCONT at
 // their default action, which the kernel never applies to a pid namespace's init on a
-// signal sent from inside it (nor SIGKILL or SIGSTOP). TestInitSurvivesEverySignal sends
+// signal sent from inside it (nor SIGKILL or SIGSTOP). TestAttackInitSignals sends
 // the init every signal from 1 to 64.
 var initSignals = []os.Signal{
 	syscall.SIGCHLD,
