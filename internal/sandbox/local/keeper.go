@@ -393,7 +393,11 @@ func (r *Runtime) bwrapArgs(info record) []string {
 	if info.Egress != nil && info.Egress.Helper != "" {
 		args = append(args, "--setenv", egressEnv, "1")
 	}
-	return append(args, "--chdir", "/", "--", initPath)
+	args = append(args, "--chdir", "/", "--")
+	if r.initArgv != nil {
+		return append(args, r.initArgv...)
+	}
+	return append(args, initPath)
 }
 
 // rootLinkArgs are the bwrap arguments of /bin, /lib, ...: the host's symlinks into usr,

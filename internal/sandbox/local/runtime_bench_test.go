@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,6 +187,61 @@ func BenchmarkBwrapFloor(b *testing.B) {
 			b.Fatalf("bwrap: %v: %s", err, out)
 		}
 		m.end()
+	}
+	m.report(b)
+}
+
+// BenchmarkBwrapSandboxFloor is what the kernel work of a sandbox costs without our init
+// and its protocol: the cold start of BenchmarkColdStart (Create's files, a keeper
+// started ahead, its staging and leaving the host's mounts, bwrap with the very argv a
+// sandbox gets) with bwrap running the snapshot's true where the init would run, timed
+// until bwrap has exited (the last holder of the control socket gone, the connection
+// made to it ends). What it does not have: the init's start, its seccomp filters (the
+// init installs them, not bwrap), the ping and the exec of true by the init. The keeper
+// started ahead is replaced after the timed part, where a cold start replaces it beside
+// its first exec.
+func BenchmarkBwrapSandboxFloor(b *testing.B) {
+	r, rel := newTestRuntime(b)
+	r.initArgv = []string{"/usr/bin/true"}
+	ctx := context.Background()
+	var m medianTimer
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := "floor-" + strconv.Itoa(i)
+		m.begin()
+		rec, err := r.createStopped(ctx, sandbox.CreateRequest{ID: id, SnapshotID: rel})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := r.connect(ctx, id, rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(keeperStartWait))
+		var buf [1]byte
+		n, err := c.Read(buf[:])
+		m.end()
+		c.Close()
+		b.StopTimer()
+		if n != 0 || err == nil || os.IsTimeout(err) {
+			b.Fatalf("read from the control socket of a sandbox running true: %d bytes, %v", n, err)
+		}
+		r.refillSpares()
+		// The keeper (bwrap) ended: it must have run true to its end.
+		var log string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			data, _ := os.ReadFile(r.keeperLog(id))
+			if log = string(data); strings.Contains(log, keeperExitedPrefix) {
+				break
+			}
+		}
+		if !strings.Contains(log, keeperExitedPrefix+" exit status 0") {
+			b.Fatalf("bwrap running true: %q", log)
+		}
+		if err := r.Delete(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 	m.report(b)
 }

@@ -312,6 +312,32 @@ ls /proc/self/fd | tr '\n' ' '`)
 	}
 }
 
+// TestAttackInitSignals sends the sandbox's init every signal from 1 to 64, each
+// one from inside the sandbox: the init must neither end (the same keeper, with the same
+// init, still serves) nor stop, and still reap its commands.
+func TestAttackInitSignals(t *testing.T) {
+	t.Parallel()
+	r, rel := newTestRuntime(t)
+	create(t, r, sandbox.CreateRequest{ID: "sb", SnapshotID: rel})
+	initStart := mustSh(t, r, "sb", "cut -d' ' -f22 /proc/1/stat")
+	pid, start, alive := r.keeperAlive("sb")
+	if !alive {
+		t.Fatal("no keeper")
+	}
+	for s := 1; s <= 64; s++ {
+		got := mustSh(t, r, "sb", fmt.Sprintf(`kill -%d 1 || echo not sent; sleep 0.02; sed -n 's/^State:\t\(.\).*/\1/p' /proc/1/status`, s))
+		if got != "S" && got != "R" {
+			t.Errorf("signal %d: the init's state %q", s, got)
+		}
+	}
+	if p, st, ok := r.keeperAlive("sb"); !ok || p != pid || st != start {
+		t.Fatalf("the keeper changed: %d/%d %v, was %d/%d", p, st, ok, pid, start)
+	}
+	if got := mustSh(t, r, "sb", "cut -d' ' -f22 /proc/1/stat; sh -c 'exit 3'; echo $?"); got != initStart+"\n3" {
+		t.Fatalf("after the signals: %q, the init started at %s", got, initStart)
+	}
+}
+
 // TestAttackDeleteLeavesNothing: processes that left the command's group (setsid,
 // double fork) are gone once Delete returns, and so is every file.
 func TestAttackDeleteLeavesNothing(t *testing.T) {

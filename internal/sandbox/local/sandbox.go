@@ -65,7 +65,10 @@ type Runtime struct {
 	unshare string
 	sleep   string // the user namespaces' holder (setup.go)
 	exe     string // this program, run as each sandbox's init
-	limits  *limiter
+	// initArgv, when set, is what bwrap runs instead of the init (bwrapArgs): only
+	// BenchmarkBwrapSandboxFloor sets it, to run true where the init would run.
+	initArgv []string
+	limits   *limiter
 
 	mu        sync.Mutex
 	lifelines map[string]*os.File // sandbox id -> write end of its keeper's lifeline
@@ -167,38 +170,54 @@ func (r *Runtime) Create(ctx context.Context, req sandbox.CreateRequest) error {
 }
 
 func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
-	if err := validID(req.ID); err != nil {
+	rec, err := r.createStopped(ctx, req)
+	if err != nil {
 		return err
+	}
+	// Running means a keeper: start it now and wait until its init answers, so that the
+	// first Exec finds it and a sandbox that cannot run is not left behind.
+	if err := r.startAndPing(ctx, req.ID, rec); err != nil {
+		_ = r.Delete(context.Background(), req.ID)
+		return err
+	}
+	return nil
+}
+
+// createStopped makes the sandbox's directory and record, without its keeper: the part
+// of create before anything runs (BenchmarkBwrapSandboxFloor starts the keeper itself).
+func (r *Runtime) createStopped(ctx context.Context, req sandbox.CreateRequest) (record, error) {
+	if err := validID(req.ID); err != nil {
+		return record{}, err
 	}
 	if err := checkEnv(req.Env); err != nil {
-		return err
+		return record{}, err
 	}
 	if err := checkLabels(req.Labels); err != nil {
-		return err
+		return record{}, err
 	}
 	if err := r.limits.check(req.Limits); err != nil {
-		return err
+		return record{}, err
 	}
 	if err := checkEgress(req.Egress); err != nil {
-		return err
+		return record{}, err
 	}
 	vols, err := r.resolveVolumes(ctx, req.Volumes)
 	if err != nil {
-		return err
+		return record{}, err
 	}
 	if _, err := os.Lstat(r.dir(req.ID)); err == nil {
-		return sandbox.ErrExists
+		return record{}, sandbox.ErrExists
 	}
 	layers, err := r.b.Layers(req.SnapshotID)
 	if err != nil {
-		return err
+		return record{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return record{}, err
 	}
 	stage, err := os.MkdirTemp(r.tmpDir(), req.ID+"-")
 	if err != nil {
-		return err
+		return record{}, err
 	}
 	staged := true
 	defer func() {
@@ -209,29 +228,29 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 	}()
 	for _, d := range []string{"mnt/usr", "mnt/rest", "data"} {
 		if err := os.MkdirAll(filepath.Join(stage, d), 0o700); err != nil {
-			return err
+			return record{}, err
 		}
 	}
 	for _, d := range []string{"run", "egress"} {
 		if err := os.MkdirAll(filepath.Join(stage, d), 0o700); err != nil {
-			return err
+			return record{}, err
 		}
 	}
 	for _, f := range []string{"lock", "keeper.lock"} {
 		if err := os.WriteFile(filepath.Join(stage, f), nil, 0o600); err != nil {
-			return err
+			return record{}, err
 		}
 	}
 	if req.Limits.DiskMB > 0 && r.limits.diskImage {
 		if err := makeDiskImage(ctx, filepath.Join(stage, "disk.img"), filepath.Join(stage, "data"), req.Limits.DiskMB); err != nil {
-			return fmt.Errorf("limits.disk_mb: %w", err)
+			return record{}, fmt.Errorf("limits.disk_mb: %w", err)
 		}
 	}
 	var ids *idRange
 	if r.b.ids != nil {
 		slot, err := r.b.ids.claim(r.dir(req.ID))
 		if err != nil {
-			return err
+			return record{}, err
 		}
 		ids = &slot
 		defer func() {
@@ -241,7 +260,7 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 		}()
 	}
 	if err := initData(filepath.Join(stage, "data"), layers[0], ids); err != nil {
-		return err
+		return record{}, err
 	}
 	rec := record{IDs: ids, SandboxInfo: sandbox.SandboxInfo{
 		ID: req.ID, SnapshotID: req.SnapshotID, Status: sandbox.SandboxRunning,
@@ -249,23 +268,17 @@ func (r *Runtime) create(ctx context.Context, req sandbox.CreateRequest) error {
 		Limits: req.Limits, Created: time.Now().UTC(),
 	}, Egress: req.Egress, Volumes: vols}
 	if err := writeRecord(stage, rec); err != nil {
-		return err
+		return record{}, err
 	}
 	// The image stays mounted across the rename: a mount point moves with its directory.
 	if err := os.Rename(stage, r.dir(req.ID)); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
-			return sandbox.ErrExists
+			return record{}, sandbox.ErrExists
 		}
-		return err
+		return record{}, err
 	}
 	staged = false
-	// Running means a keeper: start it now and wait until its init answers, so that the
-	// first Exec finds it and a sandbox that cannot run is not left behind.
-	if err := r.startAndPing(ctx, req.ID, rec); err != nil {
-		_ = r.Delete(context.Background(), req.ID)
-		return err
-	}
-	return nil
+	return rec, nil
 }
 
 // startAndPing starts the sandbox's keeper if none runs and waits for its init.

@@ -92,7 +92,7 @@ func TestUnprivilegedRuntime(t *testing.T) {
 	run := asuser.Prepare(t, "local.test")
 	var env []string
 	mustPass := []string{"TestAttackHostFiles", "TestAttackHostProcesses", "TestAttackNetworkBlocked", "TestAttackOtherSandbox",
-		"TestAttackSymlinkDownload", "TestAttackForkBomb", "TestAttackMemoryHog", "TestAttackDiskFill", "TestAttackInit",
+		"TestAttackSymlinkDownload", "TestAttackForkBomb", "TestAttackMemoryHog", "TestAttackDiskFill", "TestAttackInit", "TestAttackInitSignals",
 		"TestAttackDeleteLeavesNothing", "TestEndlessOutputCapped", "TestEndlessLoopTimeout", "TestStopStart", "TestOwnerCrash",
 		"TestVolumeSharedBetweenSandboxes", "TestVolumeSubpathEscape", "TestVolumeSetuidFileUnreachableFromHost",
 		"TestVolumeFilesInWorkspace", "TestVolumeFilesSymlinkEscape"}
