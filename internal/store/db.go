@@ -54,14 +54,7 @@ type querier interface {
 func (d *db) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	d.count()
 	defer d.writing()()
-	q = d.dialect.rebind(q)
-	var res sql.Result
-	var err error
-	if st := d.stmts.get(ctx, q); st != nil {
-		res, err = st.ExecContext(ctx, args...)
-	} else {
-		res, err = d.sql.ExecContext(ctx, q, args...)
-	}
+	res, err := d.statement(ctx, q).exec(ctx, args)
 	return res, forbidden(err)
 }
 
@@ -70,14 +63,7 @@ func (d *db) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows
 	if mayWrite(q) {
 		defer d.writing()()
 	}
-	q = d.dialect.rebind(q)
-	var rows *sql.Rows
-	var err error
-	if st := d.stmts.get(ctx, q); st != nil {
-		rows, err = st.QueryContext(ctx, args...)
-	} else {
-		rows, err = d.sql.QueryContext(ctx, q, args...)
-	}
+	rows, err := d.statement(ctx, q).query(ctx, args)
 	return rows, forbidden(err)
 }
 
@@ -86,11 +72,42 @@ func (d *db) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Ro
 	if mayWrite(q) {
 		defer d.writing()()
 	}
+	return d.statement(ctx, q).queryRow(ctx, args)
+}
+
+// statement is one query as it runs: through its prepared statement when the store
+// keeps one (stmtCache), else as text on raw, the pool or a transaction.
+type statement struct {
+	prepared *sql.Stmt
+	raw      querier
+	q        string // rebound for the dialect
+}
+
+// statement is q on the pool, prepared when the cache has or makes it.
+func (d *db) statement(ctx context.Context, q string) statement {
 	q = d.dialect.rebind(q)
-	if st := d.stmts.get(ctx, q); st != nil {
-		return st.QueryRowContext(ctx, args...)
+	return statement{prepared: d.stmts.get(ctx, q), raw: d.sql, q: q}
+}
+
+func (s statement) exec(ctx context.Context, args []any) (sql.Result, error) {
+	if s.prepared != nil {
+		return s.prepared.ExecContext(ctx, args...)
 	}
-	return d.sql.QueryRowContext(ctx, q, args...)
+	return s.raw.ExecContext(ctx, s.q, args...)
+}
+
+func (s statement) query(ctx context.Context, args []any) (*sql.Rows, error) {
+	if s.prepared != nil {
+		return s.prepared.QueryContext(ctx, args...)
+	}
+	return s.raw.QueryContext(ctx, s.q, args...)
+}
+
+func (s statement) queryRow(ctx context.Context, args []any) *sql.Row {
+	if s.prepared != nil {
+		return s.prepared.QueryRowContext(ctx, args...)
+	}
+	return s.raw.QueryRowContext(ctx, s.q, args...)
 }
 
 // txn is one transaction, queried like the database.
@@ -102,19 +119,20 @@ type txn struct {
 	missed []string
 }
 
-// stmt returns q's cached statement bound to the transaction, or nil (run q
-// unprepared). It never prepares on the pool: the transaction holds a connection.
-func (t *txn) stmt(ctx context.Context, q string) *sql.Stmt {
+// statement is q in the transaction: its cached statement bound to the transaction, or
+// q unprepared. It never prepares on the pool: the transaction holds a connection.
+func (t *txn) statement(ctx context.Context, q string) statement {
+	q = t.d.dialect.rebind(q)
+	s := statement{raw: t.tx, q: q}
 	if t.d.stmts == nil {
-		return nil
+		return s
 	}
 	if st := t.d.stmts.lookup(q); st != nil {
-		return t.tx.StmtContext(ctx, st)
-	}
-	if cacheable(q) {
+		s.prepared = t.tx.StmtContext(ctx, st)
+	} else if cacheable(q) {
 		t.missed = append(t.missed, q)
 	}
-	return nil
+	return s
 }
 
 // prepareMissed prepares what the transaction ran unprepared: call it once the
@@ -129,14 +147,7 @@ func (t *txn) prepareMissed(ctx context.Context) {
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	t.d.count()
 	defer t.d.writing()()
-	q = t.d.dialect.rebind(q)
-	var res sql.Result
-	var err error
-	if st := t.stmt(ctx, q); st != nil {
-		res, err = st.ExecContext(ctx, args...)
-	} else {
-		res, err = t.tx.ExecContext(ctx, q, args...)
-	}
+	res, err := t.statement(ctx, q).exec(ctx, args)
 	return res, forbidden(err)
 }
 
@@ -145,14 +156,7 @@ func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Row
 	if mayWrite(q) {
 		defer t.d.writing()()
 	}
-	q = t.d.dialect.rebind(q)
-	var rows *sql.Rows
-	var err error
-	if st := t.stmt(ctx, q); st != nil {
-		rows, err = st.QueryContext(ctx, args...)
-	} else {
-		rows, err = t.tx.QueryContext(ctx, q, args...)
-	}
+	rows, err := t.statement(ctx, q).query(ctx, args)
 	return rows, forbidden(err)
 }
 
@@ -170,11 +174,7 @@ func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.R
 	if mayWrite(q) {
 		defer t.d.writing()()
 	}
-	q = t.d.dialect.rebind(q)
-	if st := t.stmt(ctx, q); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return t.tx.QueryRowContext(ctx, q, args...)
+	return t.statement(ctx, q).queryRow(ctx, args)
 }
 
 // txAttempts bounds how often inTx runs a transaction that lost a race to another.

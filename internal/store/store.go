@@ -109,6 +109,10 @@ func IsPostgres(databaseURL string) bool {
 	return strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://")
 }
 
+// sqliteConns is how many connections a SQLite store opens, and keeps open while idle:
+// each holds the store's prepared statements (stmtCache), which a new one prepares again.
+const sqliteConns = 4
+
 // Open opens the database named by databaseURL (a postgres:// or postgresql:// URL, else
 // an SQLite file, created if needed) and migrates it to the latest schema.
 func Open(ctx context.Context, databaseURL string) (*Store, error) {
@@ -132,11 +136,8 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening database %s: %w", path, err)
 	}
-	sdb.SetMaxOpenConns(4)
-	// Every connection kept, not closed beyond database/sql's default of two idle ones:
-	// each keeps the store's statements prepared (stmtCache), which a new one prepares
-	// again.
-	sdb.SetMaxIdleConns(4)
+	sdb.SetMaxOpenConns(sqliteConns)
+	sdb.SetMaxIdleConns(sqliteConns) // database/sql would close all but 2 when idle
 	s := &Store{db: &db{sql: sdb, dialect: sqlite, log: openQueryLog(), stmts: newStmtCache(sdb)}, path: path, source: databaseURL, now: time.Now,
 		feed: newEventFeed("")}
 	// A new file's first connections switch it to WAL, which SQLite may refuse with

@@ -71,9 +71,7 @@ func TestSandboxDoesNotPinTheHostsFileSystems(t *testing.T) {
 // put in its own root for bwrap (leaveHost): a tmpfs the host mounted before the sandbox
 // started is not there, and neither is the host's root.
 func TestKeeperLeavesTheHostsMounts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting on the host needs root (make test runs as root)")
-	}
+	requireRoot(t, "mounting on the host needs root (make test runs as root)")
 	r, rel := newTestRuntime(t)
 	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "trueforge-leave-test", mnt).CombinedOutput(); err != nil {
